@@ -1,0 +1,14 @@
+//! Inputs of a run: the run document a caller hands us and the OpenClaw config inside it.
+//!
+//! Layout: [`run`] parses and validates the run document (strict: an unknown key is an error that
+//! names it); [`openclaw`] reads the OpenClaw config object (lenient: keys we do not read are
+//! reported as warnings, never errors, because openclaw.json carries far more than we need).
+
+pub mod openclaw;
+pub mod run;
+
+pub use openclaw::{BootstrapLimits, OpenClawConfig, TruncationWarningMode};
+pub use run::{
+    ApprovalPolicy, Channel, ChatType, Harness, HistoryEntry, PromptMode, Run, RunDocument,
+    SandboxMode, Sender, SessionKind, SourceReplyDelivery, Thinking, ToolSpec, Trigger,
+};

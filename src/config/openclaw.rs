@@ -1,0 +1,410 @@
+//! Read-only view of the OpenClaw config object (`openclaw.json` shape).
+//!
+//! Only the keys the spec names are read; per-agent values (`agents.list[]` entries with a
+//! matching `id`) win over `agents.defaults`. Every other key is reported by
+//! [`OpenClawConfig::unknown_keys`] so a typo shows up on stderr instead of silently doing nothing.
+
+use serde_json::Value;
+
+/// Default per-file bootstrap cap (UTF-16 units).
+pub const DEFAULT_BOOTSTRAP_MAX_CHARS: usize = 20_000;
+/// Default total bootstrap cap (UTF-16 units).
+pub const DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS: usize = 60_000;
+/// Default skills prompt budget.
+pub const DEFAULT_MAX_SKILLS_PROMPT_CHARS: usize = 30_000;
+/// Default number of skills in the prompt.
+pub const DEFAULT_MAX_SKILLS_IN_PROMPT: usize = 150;
+
+/// Config keys clawbridge reads (or knowingly accepts). A path is known when one of these is a
+/// prefix of it; `*` matches one object key, `[]` an array element.
+const KNOWN_KEYS: &[&str] = &[
+    "agents.defaults.bootstrapMaxChars",
+    "agents.defaults.bootstrapTotalMaxChars",
+    "agents.defaults.bootstrapPromptTruncationWarning",
+    "agents.defaults.skills",
+    "agents.defaults.heartbeat.every",
+    "agents.defaults.heartbeat.includeSystemPromptSection",
+    "agents.defaults.workspace",
+    "agents.defaults.userTimezone",
+    "agents.defaults.timeFormat",
+    "agents.defaults.model",
+    "agents.defaults.models",
+    "agents.defaults.thinkingDefault",
+    "agents.defaults.subagents.delegationMode",
+    "agents.defaults.contextLimits",
+    "agents.defaults.sandbox",
+    "agents.list[].id",
+    "agents.list[].default",
+    "agents.list[].name",
+    "agents.list[].workspace",
+    "agents.list[].skills",
+    "agents.list[].skillsLimits.maxSkillsPromptChars",
+    "agents.list[].bootstrapMaxChars",
+    "agents.list[].bootstrapTotalMaxChars",
+    "agents.list[].heartbeat",
+    "agents.list[].contextLimits",
+    "agents.list[].subagents.delegationMode",
+    "agents.list[].model",
+    "agents.list[].identity",
+    "skills.entries.*.enabled",
+    "skills.entries.*.env",
+    "skills.entries.*.apiKey",
+    "skills.entries.*.config",
+    "skills.allowBundled",
+    "skills.load.extraDirs",
+    "skills.limits.maxSkillsPromptChars",
+    "skills.limits.maxSkillsInPrompt",
+    "plugins.entries.*.enabled",
+    "plugins.entries.*.config",
+    "tools.web.search.enabled",
+    "tools.web.search.provider",
+    "tools.web.search.openaiCodex",
+    "tools.exec",
+    "tools.bash",
+    "messages.groupChat.visibleReplies",
+    "messages.tts",
+    "memory.citations",
+    "commands.ownerDisplay",
+    "commands.ownerAllowFrom",
+    "docs",
+    "ui.assistant",
+];
+
+/// How the bootstrap truncation notice is shown (`agents.defaults.bootstrapPromptTruncationWarning`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TruncationWarningMode {
+    Off,
+    Once,
+    Always,
+}
+
+/// Bootstrap budgets in force for one agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BootstrapLimits {
+    pub max_chars: usize,
+    pub total_max_chars: usize,
+    pub warning: TruncationWarningMode,
+}
+
+/// Borrowed view of the config object.
+#[derive(Clone, Debug, Default)]
+pub struct OpenClawConfig {
+    root: Value,
+}
+
+impl OpenClawConfig {
+    pub fn new(root: Value) -> Self {
+        Self { root }
+    }
+
+    /// The raw object, as the run document carried it.
+    pub fn raw(&self) -> &Value {
+        &self.root
+    }
+
+    /// Value at a dotted path (`agents.defaults.heartbeat.every`).
+    pub fn get(&self, dotted: &str) -> Option<&Value> {
+        dotted
+            .split('.')
+            .try_fold(&self.root, |value, key| value.get(key))
+    }
+
+    /// The `agents.list[]` entry of `agent_id`, if any.
+    pub fn agent_entry(&self, agent_id: &str) -> Option<&Value> {
+        self.get("agents.list")?
+            .as_array()?
+            .iter()
+            .find(|entry| entry.get("id").and_then(Value::as_str) == Some(agent_id))
+    }
+
+    /// A per-agent key when the agent entry has it, else the `agents.defaults` key.
+    fn agent_value(&self, agent_id: &str, key: &str) -> Option<&Value> {
+        self.agent_entry(agent_id)
+            .and_then(|entry| dotted_get(entry, key))
+            .or_else(|| self.get(&format!("agents.defaults.{key}")))
+    }
+
+    /// Bootstrap budgets (routing.md §4.1): positive finite numbers are floored, anything else
+    /// falls back to the default; an unset total is `max(perFile, 60000)`.
+    pub fn bootstrap_limits(&self, agent_id: &str) -> BootstrapLimits {
+        let max_chars = positive_count(self.agent_value(agent_id, "bootstrapMaxChars"))
+            .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS);
+        let total_max_chars = positive_count(self.agent_value(agent_id, "bootstrapTotalMaxChars"))
+            .unwrap_or_else(|| max_chars.max(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS))
+            .max(1);
+        let warning = match self
+            .get("agents.defaults.bootstrapPromptTruncationWarning")
+            .and_then(Value::as_str)
+        {
+            Some("off") => TruncationWarningMode::Off,
+            Some("once") => TruncationWarningMode::Once,
+            _ => TruncationWarningMode::Always,
+        };
+        BootstrapLimits {
+            max_chars,
+            total_max_chars,
+            warning,
+        }
+    }
+
+    /// Heartbeats are on for the default agent unless `every` parses to zero (default `30m`).
+    pub fn heartbeat_enabled(&self) -> bool {
+        match self.get("agents.defaults.heartbeat.every") {
+            None | Some(Value::Null) => true,
+            Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n > 0.0),
+            Some(Value::String(text)) => parse_duration_ms(text).is_none_or(|ms| ms > 0),
+            Some(_) => true,
+        }
+    }
+
+    /// The configured heartbeat interval text (default `30m`).
+    pub fn heartbeat_every(&self) -> String {
+        match self.get("agents.defaults.heartbeat.every") {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Number(number)) => format!("{number}m"),
+            _ => "30m".to_string(),
+        }
+    }
+
+    /// The heartbeat gate of routing.md §3.3 (also gates the system prompt's Heartbeats section).
+    pub fn heartbeat_section_enabled(&self) -> bool {
+        self.heartbeat_enabled()
+            && self
+                .get("agents.defaults.heartbeat.includeSystemPromptSection")
+                .and_then(Value::as_bool)
+                != Some(false)
+    }
+
+    /// The agent's skills allowlist: `agents.list[].skills` when present (even `[]`), else
+    /// `agents.defaults.skills`, else unrestricted (`None`).
+    pub fn skills_allowlist(&self, agent_id: &str) -> Option<Vec<String>> {
+        let value = match self.agent_entry(agent_id).and_then(|entry| entry.get("skills")) {
+            Some(value) => value,
+            None => self.get("agents.defaults.skills")?,
+        };
+        Some(string_list(value))
+    }
+
+    /// `skills.entries.<key>` object, if configured.
+    pub fn skill_entry(&self, key: &str) -> Option<&Value> {
+        self.get("skills.entries")?.get(key)
+    }
+
+    /// `skills.allowBundled` (empty = unrestricted).
+    pub fn allow_bundled(&self) -> Vec<String> {
+        self.get("skills.allowBundled")
+            .map(string_list)
+            .unwrap_or_default()
+    }
+
+    /// `skills.load.extraDirs`.
+    pub fn skill_extra_dirs(&self) -> Vec<String> {
+        self.get("skills.load.extraDirs")
+            .map(string_list)
+            .unwrap_or_default()
+    }
+
+    /// Skills budget for the agent: `(maxSkillsPromptChars, maxSkillsInPrompt)`.
+    pub fn skills_limits(&self, agent_id: &str) -> (usize, usize) {
+        let per_agent = self
+            .agent_entry(agent_id)
+            .and_then(|entry| dotted_get(entry, "skillsLimits.maxSkillsPromptChars"));
+        let max_chars = positive_count(per_agent)
+            .or_else(|| positive_count(self.get("skills.limits.maxSkillsPromptChars")))
+            .unwrap_or(DEFAULT_MAX_SKILLS_PROMPT_CHARS);
+        let max_count = positive_count(self.get("skills.limits.maxSkillsInPrompt"))
+            .unwrap_or(DEFAULT_MAX_SKILLS_IN_PROMPT);
+        (max_chars, max_count)
+    }
+
+    /// A plugin is enabled unless `plugins.entries.<id>.enabled` is `false`.
+    pub fn plugin_enabled(&self, plugin_id: &str) -> bool {
+        self.get("plugins.entries")
+            .and_then(|entries| entries.get(plugin_id))
+            .and_then(|entry| entry.get("enabled"))
+            .and_then(Value::as_bool)
+            != Some(false)
+    }
+
+    /// JavaScript truthiness of a config path (skills `requires.config` gate).
+    pub fn is_truthy(&self, dotted: &str) -> bool {
+        match self.get(dotted) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(flag)) => *flag,
+            Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n != 0.0),
+            Some(Value::String(text)) => !text.is_empty(),
+            Some(_) => true,
+        }
+    }
+
+    /// Dotted paths of keys clawbridge does not read, sorted.
+    pub fn unknown_keys(&self) -> Vec<String> {
+        let mut unknown = Vec::new();
+        collect_unknown(&self.root, String::new(), &mut unknown);
+        unknown.sort();
+        unknown
+    }
+}
+
+fn collect_unknown(value: &Value, path: String, out: &mut Vec<String>) {
+    if !path.is_empty() && is_known(&path) {
+        return;
+    }
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, child) in map {
+                let child_path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                collect_unknown(child, child_path, out);
+            }
+        }
+        Value::Array(items) if path.ends_with("list") || !items.is_empty() => {
+            if items.iter().all(Value::is_object) && !items.is_empty() {
+                for item in items {
+                    collect_unknown(item, format!("{path}[]"), out);
+                }
+            } else if !path.is_empty() {
+                out.push(path);
+            }
+        }
+        _ if path.is_empty() => {}
+        _ => out.push(path),
+    }
+}
+
+fn is_known(path: &str) -> bool {
+    let segments = split_path(path);
+    KNOWN_KEYS.iter().any(|known| {
+        let pattern = split_path(known);
+        pattern.len() <= segments.len()
+            && pattern
+                .iter()
+                .zip(&segments)
+                .all(|(want, have)| want == "*" && !have.ends_with("[]") || want == have)
+    })
+}
+
+fn split_path(path: &str) -> Vec<String> {
+    path.split('.').map(str::to_string).collect()
+}
+
+fn dotted_get<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {
+    dotted.split('.').try_fold(value, |value, key| value.get(key))
+}
+
+/// A positive finite number, floored; anything else is "unset".
+fn positive_count(value: Option<&Value>) -> Option<usize> {
+    let number = value?.as_f64()?;
+    (number.is_finite() && number >= 1.0).then(|| number.floor() as usize)
+}
+
+fn string_list(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Parse OpenClaw durations (`30m`, `1h`, `45s`, `1h30m`, `0`); a bare number means minutes.
+/// `None` when the text is not a duration.
+pub fn parse_duration_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if let Ok(minutes) = text.parse::<f64>() {
+        return (minutes >= 0.0).then(|| (minutes * 60_000.0) as u64);
+    }
+    let mut total = 0f64;
+    let mut number = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch.is_ascii_digit() || ch == '.' {
+            number.push(ch);
+            continue;
+        }
+        let mut unit = ch.to_string();
+        while let Some(next) = chars.peek().filter(|next| next.is_ascii_alphabetic()) {
+            unit.push(*next);
+            chars.next();
+        }
+        let value: f64 = number.parse().ok()?;
+        number.clear();
+        let scale = match unit.as_str() {
+            "ms" => 1.0,
+            "s" => 1_000.0,
+            "m" => 60_000.0,
+            "h" => 3_600_000.0,
+            "d" => 86_400_000.0,
+            _ => return None,
+        };
+        total += value * scale;
+    }
+    if !number.is_empty() {
+        return None;
+    }
+    Some(total as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn per_agent_limits_override_defaults() {
+        let config = OpenClawConfig::new(json!({
+            "agents": {
+                "defaults": {"bootstrapMaxChars": 1000.9, "bootstrapPromptTruncationWarning": "once"},
+                "list": [{"id": "ops", "bootstrapMaxChars": 500, "bootstrapTotalMaxChars": -3}]
+            }
+        }));
+        let main = config.bootstrap_limits("main");
+        assert_eq!(main.max_chars, 1000);
+        assert_eq!(main.total_max_chars, 60_000);
+        assert_eq!(main.warning, TruncationWarningMode::Once);
+        let ops = config.bootstrap_limits("ops");
+        assert_eq!((ops.max_chars, ops.total_max_chars), (500, 60_000));
+    }
+
+    #[test]
+    fn unknown_keys_are_listed_by_path() {
+        let config = OpenClawConfig::new(json!({
+            "agents": {"defaults": {"bootstrapMaxChar": 10, "heartbeat": {"every": "1h"}},
+                       "list": [{"id": "main", "skils": []}]},
+            "skills": {"entries": {"weather": {"enabled": true, "colour": 1}}},
+            "gateway": {"port": 1}
+        }));
+        assert_eq!(
+            config.unknown_keys(),
+            vec![
+                "agents.defaults.bootstrapMaxChar",
+                "agents.list[].skils",
+                "gateway.port",
+                "skills.entries.weather.colour",
+            ]
+        );
+    }
+
+    #[test]
+    fn heartbeat_gate() {
+        assert!(OpenClawConfig::default().heartbeat_section_enabled());
+        let zero = OpenClawConfig::new(json!({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}}));
+        assert!(!zero.heartbeat_enabled());
+        let hidden = OpenClawConfig::new(
+            json!({"agents": {"defaults": {"heartbeat": {"includeSystemPromptSection": false}}}}),
+        );
+        assert!(hidden.heartbeat_enabled() && !hidden.heartbeat_section_enabled());
+        assert_eq!(parse_duration_ms("1h30m"), Some(5_400_000));
+        assert_eq!(parse_duration_ms("soon"), None);
+    }
+}

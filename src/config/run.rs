@@ -1,0 +1,521 @@
+//! The run document: one OpenClaw run as JSON (camelCase). This is a public contract.
+//!
+//! [`RunDocument`] is what the caller typed (strict: unknown keys are errors naming the key path);
+//! [`Run`] is the validated form with defaults applied and paths resolved against the document's
+//! folder, which every later stage consumes.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::openclaw::OpenClawConfig;
+use crate::error::{Error, Result};
+
+/// The run document exactly as written.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunDocument {
+    pub workspace: PathBuf,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub memory_workspace: Option<PathBuf>,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub session_key: Option<String>,
+    #[serde(default)]
+    pub harness: Harness,
+    #[serde(default)]
+    pub prompt_mode: Option<PromptMode>,
+    #[serde(default)]
+    pub trigger: Trigger,
+    #[serde(default)]
+    pub lightweight: bool,
+    #[serde(default)]
+    pub channel: Channel,
+    #[serde(default)]
+    pub source_reply_delivery: SourceReplyDelivery,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub thinking: Thinking,
+    /// Tool specs; a string item is a path (relative to the document) to a JSON array of specs.
+    #[serde(default)]
+    pub tools: Vec<Value>,
+    #[serde(default)]
+    pub direct_tools: Vec<String>,
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    #[serde(default)]
+    pub approval_policy: ApprovalPolicy,
+    #[serde(default)]
+    pub sandbox: SandboxMode,
+    #[serde(default)]
+    pub config: Option<Value>,
+}
+
+/// Which runtime executes the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Harness {
+    #[default]
+    Codex,
+    Embedded,
+}
+
+/// OpenClaw prompt mode (system-prompt.md): full, minimal (subagents) or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptMode {
+    Full,
+    Minimal,
+    None,
+}
+
+/// Why the run happens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    #[default]
+    #[serde(alias = "manual")]
+    User,
+    Heartbeat,
+    Cron,
+}
+
+/// The conversation kind of the channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatType {
+    Direct,
+    Group,
+    Channel,
+}
+
+/// Who sent the message.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Sender {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub username: Option<String>,
+}
+
+/// One line of recent chat history.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HistoryEntry {
+    pub sender: String,
+    pub body: String,
+}
+
+/// The channel context of the run; every field optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Channel {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub chat_type: Option<ChatType>,
+    #[serde(default)]
+    pub account_id: Option<String>,
+    #[serde(default)]
+    pub chat_id: Option<String>,
+    #[serde(default)]
+    pub message_id: Option<String>,
+    #[serde(default)]
+    pub sender: Option<Sender>,
+    #[serde(default)]
+    pub group_subject: Option<String>,
+    #[serde(default)]
+    pub history: Vec<HistoryEntry>,
+}
+
+/// How visible replies reach the source channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SourceReplyDelivery {
+    #[default]
+    Automatic,
+    MessageToolOnly,
+}
+
+impl SourceReplyDelivery {
+    /// OpenClaw's wire spelling (`automatic`, `message_tool_only`).
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            SourceReplyDelivery::Automatic => "automatic",
+            SourceReplyDelivery::MessageToolOnly => "message_tool_only",
+        }
+    }
+}
+
+/// OpenClaw thinking level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    Off,
+    Minimal,
+    Low,
+    #[default]
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Thinking {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Thinking::Off => "off",
+            Thinking::Minimal => "minimal",
+            Thinking::Low => "low",
+            Thinking::Medium => "medium",
+            Thinking::High => "high",
+            Thinking::Xhigh => "xhigh",
+        }
+    }
+}
+
+/// Codex approval policy (the retired `on-failure` is refused).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    Untrusted,
+    OnRequest,
+    #[default]
+    Never,
+}
+
+/// Codex sandbox mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    ReadOnly,
+    WorkspaceWrite,
+    #[default]
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+/// One OpenClaw tool as offered to the run.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: Value,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+/// Session kind derived from the session key (routing.md §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionKind {
+    Main,
+    Subagent,
+    Cron,
+}
+
+/// A validated run: defaults applied, paths absolute.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Where the document came from (for messages); `<memory>` for in-memory documents.
+    pub source: PathBuf,
+    pub workspace: PathBuf,
+    pub cwd: PathBuf,
+    pub memory_workspace: PathBuf,
+    pub agent_id: String,
+    pub session_key: Option<String>,
+    pub session_kind: SessionKind,
+    pub harness: Harness,
+    pub prompt_mode: PromptMode,
+    pub trigger: Trigger,
+    pub lightweight: bool,
+    pub channel: Channel,
+    pub source_reply_delivery: SourceReplyDelivery,
+    pub message: String,
+    pub model: String,
+    pub thinking: Thinking,
+    pub tools: Vec<ToolSpec>,
+    pub direct_tools: Vec<String>,
+    pub thread_id: Option<String>,
+    pub approval_policy: ApprovalPolicy,
+    pub sandbox: SandboxMode,
+    pub config: OpenClawConfig,
+    /// Display alias: paths under `.0` are shown to the model as if under `.1` (snapshots use a
+    /// fixed virtual workspace so artifacts carry no machine paths).
+    pub path_alias: Option<(PathBuf, PathBuf)>,
+}
+
+/// The default model of a run.
+pub const DEFAULT_MODEL: &str = "gpt-5.5";
+
+impl RunDocument {
+    /// Parse a run document; errors name the key path (`channel.sender.nam`).
+    pub fn parse(text: &str, source: &Path) -> Result<Self> {
+        let deserializer = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(deserializer).map_err(|error| {
+            let path = error.path().to_string();
+            let inner = error.into_inner();
+            let message = if path.is_empty() || path == "." {
+                inner.to_string()
+            } else {
+                format!("at `{path}`: {inner}")
+            };
+            Error::InvalidDocument {
+                path: source.to_path_buf(),
+                message,
+            }
+        })
+    }
+
+    /// Validate and resolve against `base_dir` (the folder of the document).
+    pub fn into_run(self, source: &Path, base_dir: &Path) -> Result<Run> {
+        let field_error = |field: &str, message: String| Error::InvalidField {
+            path: source.to_path_buf(),
+            field: field.to_string(),
+            message,
+        };
+        let resolve = |path: &Path| {
+            if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                base_dir.join(path)
+            }
+        };
+        let workspace = normalize(&resolve(&self.workspace));
+        if !workspace.is_dir() {
+            return Err(field_error(
+                "workspace",
+                format!("{} is not an existing directory", workspace.display()),
+            ));
+        }
+        let cwd = self
+            .cwd
+            .as_deref()
+            .map(|path| normalize(&resolve(path)))
+            .unwrap_or_else(|| workspace.clone());
+        let memory_workspace = self
+            .memory_workspace
+            .as_deref()
+            .map(|path| normalize(&resolve(path)))
+            .unwrap_or_else(|| workspace.clone());
+        let session_kind = match self.session_key.as_deref() {
+            Some(key) if key.contains(":subagent:") || key.starts_with("subagent:") => {
+                SessionKind::Subagent
+            }
+            Some(key) if key.contains(":cron:") || key.starts_with("cron:") => SessionKind::Cron,
+            _ => SessionKind::Main,
+        };
+        let prompt_mode = self.prompt_mode.unwrap_or(match session_kind {
+            SessionKind::Subagent => PromptMode::Minimal,
+            _ => PromptMode::Full,
+        });
+        let model = self.model.unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        if model.trim().is_empty() {
+            return Err(field_error("model", "must not be empty".to_string()));
+        }
+        let config = match self.config {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(object @ Value::Object(_)) => object,
+            Some(_) => return Err(field_error("config", "must be a JSON object".to_string())),
+        };
+        let tools = resolve_tools(&self.tools, source, &resolve)?;
+        for (index, tool) in tools.iter().enumerate() {
+            if tool.name.trim().is_empty() {
+                return Err(field_error(
+                    &format!("tools[{index}].name"),
+                    "must not be empty".to_string(),
+                ));
+            }
+            if !tool.input_schema.is_object() {
+                return Err(field_error(
+                    &format!("tools[{index}].inputSchema"),
+                    "must be a JSON Schema object".to_string(),
+                ));
+            }
+        }
+        if let Some(thread_id) = &self.thread_id {
+            if thread_id.trim().is_empty() {
+                return Err(field_error("threadId", "must not be empty".to_string()));
+            }
+        }
+        Ok(Run {
+            source: source.to_path_buf(),
+            workspace,
+            cwd,
+            memory_workspace,
+            agent_id: self.agent_id.unwrap_or_else(|| "main".to_string()),
+            session_key: self.session_key,
+            session_kind,
+            harness: self.harness,
+            prompt_mode,
+            trigger: self.trigger,
+            lightweight: self.lightweight,
+            channel: self.channel,
+            source_reply_delivery: self.source_reply_delivery,
+            message: self.message,
+            model,
+            thinking: self.thinking,
+            tools,
+            direct_tools: self.direct_tools,
+            thread_id: self.thread_id,
+            approval_policy: self.approval_policy,
+            sandbox: self.sandbox,
+            config: OpenClawConfig::new(config),
+            path_alias: None,
+        })
+    }
+}
+
+impl Run {
+    /// Read, parse and validate a run document file.
+    pub fn load(path: &Path) -> Result<Run> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base_dir = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let base_dir = std::path::absolute(&base_dir).unwrap_or(base_dir);
+        RunDocument::parse(&text, path)?.into_run(path, &base_dir)
+    }
+
+    /// True for lightweight cron runs, whose prompt is forwarded byte for byte.
+    pub fn is_lightweight_cron(&self) -> bool {
+        self.lightweight && self.trigger == Trigger::Cron
+    }
+
+    /// Names of the tools offered to the run.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|tool| tool.name.as_str())
+    }
+
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.tool_names().any(|tool| tool == name)
+    }
+
+    /// Show `real` paths as `shown` in everything handed to the model.
+    pub fn with_path_alias(mut self, real: PathBuf, shown: PathBuf) -> Self {
+        self.path_alias = Some((real, shown));
+        self
+    }
+
+    /// The absolute, `/`-separated path shown to the model for a file we read.
+    ///
+    /// On the Codex harness a file inside the active workspace is remapped into the execution
+    /// cwd when the two differ (routing.md §2.6): Codex sees the workspace at its cwd.
+    pub fn display_path(&self, real: &Path) -> String {
+        let mut path = real.to_path_buf();
+        if self.harness == Harness::Codex && self.cwd != self.workspace {
+            if let Ok(relative) = real.strip_prefix(&self.workspace) {
+                path = self.cwd.join(relative);
+            }
+        }
+        if let Some((from, to)) = &self.path_alias {
+            if let Ok(relative) = path.strip_prefix(from) {
+                path = to.join(relative);
+            }
+        }
+        let shown = path.to_string_lossy().replace('\\', "/");
+        shown
+    }
+}
+
+/// Expand `tools`: objects are specs, strings are files holding an array of specs.
+fn resolve_tools(
+    items: &[Value],
+    source: &Path,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+) -> Result<Vec<ToolSpec>> {
+    let mut tools = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let field = format!("tools[{index}]");
+        match item {
+            Value::String(file) => {
+                let path = resolve(Path::new(file));
+                let text = std::fs::read_to_string(&path).map_err(|error| Error::InvalidField {
+                    path: source.to_path_buf(),
+                    field: field.clone(),
+                    message: format!("cannot read tool catalog {}: {error}", path.display()),
+                })?;
+                let deserializer = &mut serde_json::Deserializer::from_str(&text);
+                let specs: Vec<ToolSpec> = serde_path_to_error::deserialize(deserializer)
+                    .map_err(|error| Error::InvalidDocument {
+                        path: path.clone(),
+                        message: format!("at `{}`: {}", error.path(), error.inner()),
+                    })?;
+                tools.extend(specs);
+            }
+            Value::Object(_) => {
+                let spec = serde_path_to_error::deserialize(item.clone()).map_err(|error| {
+                    Error::InvalidField {
+                        path: source.to_path_buf(),
+                        field: format!("{field}.{}", error.path()).trim_end_matches('.').to_string(),
+                        message: error.inner().to_string(),
+                    }
+                })?;
+                tools.push(spec);
+            }
+            _ => {
+                return Err(Error::InvalidField {
+                    path: source.to_path_buf(),
+                    field,
+                    message: "must be a tool spec object or a path to a JSON array of specs"
+                        .to_string(),
+                })
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for tool in &tools {
+        if !seen.insert(tool.name.as_str()) {
+            return Err(Error::InvalidField {
+                path: source.to_path_buf(),
+                field: "tools".to_string(),
+                message: format!("tool `{}` is listed twice", tool.name),
+            });
+        }
+    }
+    Ok(tools)
+}
+
+/// Lexically remove `.` and `..` components (no filesystem access, so symlinks stay visible to
+/// the workspace containment check).
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}

@@ -1,0 +1,101 @@
+//! Deterministic JSON text for artifacts (snapshots-and-sync.md §4.1).
+//!
+//! Keys sorted by code point at every depth (serde_json's default map is a `BTreeMap`), two-space
+//! indentation, non-ASCII kept raw, arrays of scalars on one line when that line fits in 100
+//! columns, objects always expanded, `{}` and `[]` inline.
+
+use serde_json::Value;
+
+/// Widest one-line scalar array, indentation included.
+const MAX_INLINE_WIDTH: usize = 100;
+
+/// Render `value` with the artifact rules (no trailing newline).
+pub fn to_pretty(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(value, 0, 0, &mut out);
+    out
+}
+
+/// Any serializable value, through [`to_pretty`].
+pub fn to_pretty_from<T: serde::Serialize>(value: &T) -> String {
+    to_pretty(&serde_json::to_value(value).unwrap_or(Value::Null))
+}
+
+fn scalar(value: &Value) -> String {
+    // Scalars (and empty containers) have a single canonical compact form.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// `prefix_width` is how many columns precede the value on its line (indent plus `"key": `).
+fn write_value(value: &Value, indent: usize, prefix_width: usize, out: &mut String) {
+    let pad = "  ".repeat(indent + 1);
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            out.push_str("{\n");
+            let last = map.len() - 1;
+            for (index, (key, child)) in map.iter().enumerate() {
+                let key_text = format!("{}: ", scalar(&Value::String(key.clone())));
+                out.push_str(&pad);
+                out.push_str(&key_text);
+                write_value(child, indent + 1, pad.len() + key_text.chars().count(), out);
+                if index != last {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            out.push_str(&"  ".repeat(indent));
+            out.push('}');
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let all_scalar = items
+                .iter()
+                .all(|item| !matches!(item, Value::Object(map) if !map.is_empty()) && !matches!(item, Value::Array(list) if !list.is_empty()));
+            if all_scalar {
+                let inline = format!(
+                    "[{}]",
+                    items.iter().map(scalar).collect::<Vec<_>>().join(", ")
+                );
+                // +1 for a possible trailing comma.
+                if prefix_width + inline.chars().count() + 1 <= MAX_INLINE_WIDTH {
+                    out.push_str(&inline);
+                    return;
+                }
+            }
+            out.push_str("[\n");
+            let last = items.len() - 1;
+            for (index, item) in items.iter().enumerate() {
+                out.push_str(&pad);
+                write_value(item, indent + 1, pad.len(), out);
+                if index != last {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            out.push_str(&"  ".repeat(indent));
+            out.push(']');
+        }
+        other => out.push_str(&scalar(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sorted_keys_inline_scalar_arrays() {
+        let value = json!({"b": [1, "x"], "a": {}, "c": [], "d": {"z": null, "y": [{"k": 1}]}});
+        assert_eq!(
+            to_pretty(&value),
+            "{\n  \"a\": {},\n  \"b\": [1, \"x\"],\n  \"c\": [],\n  \"d\": {\n    \"y\": [\n      {\n        \"k\": 1\n      }\n    ],\n    \"z\": null\n  }\n}"
+        );
+    }
+
+    #[test]
+    fn long_scalar_arrays_break() {
+        let names: Vec<String> = (0..20).map(|i| format!("tool_{i:02}")).collect();
+        let text = to_pretty(&json!({ "names": names }));
+        assert!(text.contains("[\n    \"tool_00\",\n"));
+    }
+}

@@ -1,0 +1,196 @@
+//! The `clawbridge` binary: parse flags, call the library, map errors to exit codes.
+//!
+//! Exit codes: 0 success; 1 internal error (or a failed check); 2 bad input or usage.
+//! stdout carries only the command's output; logs go to stderr.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use clawbridge::config::Run;
+use clawbridge::context::context_report;
+use clawbridge::skills::HostFacts;
+use clawbridge::translate::{translate, TranslateOptions};
+use clawbridge::workspace::WarningLedger;
+
+#[derive(Parser, Debug)]
+#[command(name = "clawbridge", version, about = "Bridge OpenClaw agent runs to the OpenAI Codex app-server")]
+struct Cli {
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the exact Codex thread/turn params for a run document.
+    Params {
+        /// The run document (JSON).
+        run: PathBuf,
+        /// Where `once` truncation warnings are remembered (default: the platform state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
+    Context {
+        /// The run document (JSON).
+        run: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Add per-skill and per-tool sizes.
+        #[arg(long)]
+        detail: bool,
+        /// Where `once` truncation warnings are remembered (default: the platform state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+}
+
+/// Failures the binary reports, with the exit code each one maps to.
+#[derive(Debug)]
+enum Failure {
+    BadInput(anyhow::Error),
+    Internal(anyhow::Error),
+}
+
+impl From<clawbridge::Error> for Failure {
+    fn from(error: clawbridge::Error) -> Self {
+        if error.is_bad_input() {
+            Failure::BadInput(error.into())
+        } else {
+            Failure::Internal(error.into())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return match error.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(2),
+            };
+        }
+    };
+    init_logging(cli.verbose);
+    match run(cli) {
+        Ok(code) => code,
+        Err(Failure::BadInput(error)) => {
+            eprintln!("clawbridge: {error:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Internal(error)) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("clawbridge: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CLAWBRIDGE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Command::Params { run, state_dir } => {
+            let (run, options) = load_run(&run, state_dir)?;
+            if run.harness == clawbridge::config::Harness::Embedded {
+                return Err(Failure::BadInput(anyhow::anyhow!(
+                    "{}: field `harness`: \"embedded\" runs have no Codex params; use `clawbridge context` (the OpenClaw system prompt arrives with `clawbridge prompt`)",
+                    run.source.display()
+                )));
+            }
+            let translation = translate(&run, &options)?;
+            let params = translation.codex_params(&run);
+            let text = serde_json::to_string_pretty(&params)
+                .context("serializing params")
+                .map_err(Failure::Internal)?;
+            print_stdout(&format!("{text}\n"))
+        }
+        Command::Context {
+            run,
+            json,
+            detail,
+            state_dir,
+        } => {
+            let (run, options) = load_run(&run, state_dir)?;
+            let translation = translate(&run, &options)?;
+            let report = context_report(&run, &translation, detail);
+            let text = if json {
+                let mut text = serde_json::to_string_pretty(&report)
+                    .context("serializing the report")
+                    .map_err(Failure::Internal)?;
+                text.push('\n');
+                text
+            } else {
+                report.render_text()
+            };
+            print_stdout(&text)
+        }
+    }
+}
+
+/// Load the run document and the live facts; warn about config keys we do not read.
+fn load_run(path: &Path, state_dir: Option<PathBuf>) -> Result<(Run, TranslateOptions), Failure> {
+    let run = Run::load(path)?;
+    for key in run.config.unknown_keys() {
+        tracing::warn!(
+            "{}: config key `{key}` is not read by clawbridge",
+            path.display()
+        );
+    }
+    let ledger = match state_dir.or_else(WarningLedger::default_state_dir) {
+        Some(dir) => WarningLedger::in_dir(&dir),
+        None => WarningLedger::ephemeral(),
+    };
+    Ok((
+        run,
+        TranslateOptions {
+            host: HostFacts::from_process(),
+            ledger,
+        },
+    ))
+}
+
+fn print_stdout(text: &str) -> Result<ExitCode, Failure> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("writing to stdout")
+        .map_err(Failure::Internal)?;
+    Ok(ExitCode::SUCCESS)
+}

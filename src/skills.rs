@@ -1,0 +1,571 @@
+//! The skills list: discovery, eligibility, the `<available_skills>` catalog and its budget.
+//!
+//! Layout: [`discover_skills`] walks the skill roots (configured extra dirs, then the workspace
+//! `skills/` folder, a later root replacing a same-name skill) and parses each `SKILL.md`
+//! frontmatter; [`eligible_skills`] applies routing.md §7.2 against explicit [`HostFacts`] (never
+//! the live process environment, so tests and snapshots stay hermetic);
+//! [`render_skills_prompt`] renders the catalog within `skills.limits.maxSkillsPromptChars`,
+//! falling back to the compact format (routing.md §7.4-§7.5).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::config::Run;
+use crate::text::{collate, escape_xml, head16, len16, trim_end_js, trim_js};
+
+/// How deep below a root a `SKILL.md` is looked for (nesting is organisational).
+const MAX_SKILL_DEPTH: usize = 4;
+/// Largest `SKILL.md` read.
+const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+/// Description caps tried in the compact format.
+const MIN_DESCRIPTION_CAP: usize = 4;
+const MAX_DESCRIPTION_CAP: usize = 220;
+
+/// Where a skill came from; a later tier replaces a same-name skill of an earlier one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SkillTier {
+    Extra,
+    Workspace,
+}
+
+/// One parsed skill.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkillEntry {
+    /// Flat name (frontmatter `name`, else the folder name).
+    pub name: String,
+    pub description: String,
+    /// Absolute `SKILL.md` path shown to the model.
+    pub location: String,
+    /// `sha256:<16 hex>` of the raw `SKILL.md` bytes.
+    pub version: String,
+    /// `metadata.openclaw.skillKey`, else the name.
+    pub skill_key: String,
+    pub tier: SkillTier,
+    /// Raw bytes of SKILL.md (for `/context` sizes).
+    pub file_chars: usize,
+    /// `metadata.openclaw` (gates), `Null` when absent.
+    pub openclaw_metadata: Value,
+    pub disable_model_invocation: bool,
+    /// Owning plugin (`metadata.openclaw.plugin`): eligible only while it is enabled.
+    pub plugin: Option<String>,
+}
+
+/// Host facts the eligibility gates look at.
+#[derive(Clone, Debug, Default)]
+pub struct HostFacts {
+    /// Node-style platform name: `linux`, `darwin`, `win32`.
+    pub platform: String,
+    pub env: BTreeMap<String, String>,
+    pub path_dirs: Vec<PathBuf>,
+}
+
+impl HostFacts {
+    /// The facts of this process (the CLI uses this; tests and snapshots build their own).
+    pub fn from_process() -> Self {
+        let platform = match std::env::consts::OS {
+            "macos" => "darwin",
+            "windows" => "win32",
+            other => other,
+        }
+        .to_string();
+        let path_dirs = std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).collect())
+            .unwrap_or_default();
+        Self {
+            platform,
+            env: std::env::vars().collect(),
+            path_dirs,
+        }
+    }
+
+    fn has_bin(&self, bin: &str) -> bool {
+        self.path_dirs.iter().any(|dir| dir.join(bin).is_file())
+    }
+}
+
+/// Skills found, plus the files that were skipped and why.
+#[derive(Clone, Debug, Default)]
+pub struct DiscoveredSkills {
+    pub skills: Vec<SkillEntry>,
+    pub warnings: Vec<String>,
+}
+
+/// `sha256:` + the first 16 hex digits of SHA-256 over the raw bytes.
+pub fn skill_version(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// Find every skill of the run (extra dirs, then the workspace `skills/` folder).
+pub fn discover_skills(run: &Run) -> DiscoveredSkills {
+    let mut found = DiscoveredSkills::default();
+    let mut by_name: BTreeMap<String, SkillEntry> = BTreeMap::new();
+    let mut roots: Vec<(PathBuf, SkillTier)> = run
+        .config
+        .skill_extra_dirs()
+        .into_iter()
+        .map(|dir| {
+            let dir = PathBuf::from(dir);
+            let dir = if dir.is_absolute() {
+                dir
+            } else {
+                run.workspace.join(dir)
+            };
+            (dir, SkillTier::Extra)
+        })
+        .collect();
+    roots.push((run.workspace.join("skills"), SkillTier::Workspace));
+    for (root, tier) in roots {
+        let mut files = Vec::new();
+        find_skill_files(&root, 0, &mut files);
+        files.sort();
+        for file in files {
+            match parse_skill_file(&file, run, tier) {
+                Ok(skill) => {
+                    by_name.insert(skill.name.clone(), skill);
+                }
+                Err(reason) => {
+                    let warning = format!("{}: skipped skill: {reason}", file.display());
+                    tracing::warn!("{warning}");
+                    found.warnings.push(warning);
+                }
+            }
+        }
+    }
+    found.skills = by_name.into_values().collect();
+    found.skills.sort_by(|a, b| collate(&a.name, &b.name));
+    found
+}
+
+fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > MAX_SKILL_DEPTH {
+        return;
+    }
+    let skill_file = dir.join("SKILL.md");
+    if depth > 0 && skill_file.is_file() {
+        out.push(skill_file);
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|entry| entry.ok()) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        if entry.path().is_dir() {
+            find_skill_files(&entry.path(), depth + 1, out);
+        }
+    }
+}
+
+/// Split `---` frontmatter from a SKILL.md (BOM stripped, CRLF normalised for parsing only).
+fn frontmatter(text: &str) -> Option<String> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text).replace("\r\n", "\n");
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest
+        .match_indices("\n---")
+        .map(|(index, _)| index)
+        .find(|index| {
+            let after = &rest[index + 4..];
+            after.is_empty() || after.starts_with('\n')
+        })?;
+    Some(rest[..end].to_string())
+}
+
+fn parse_skill_file(file: &Path, run: &Run, tier: SkillTier) -> Result<SkillEntry, String> {
+    let size = std::fs::metadata(file)
+        .map_err(|error| error.to_string())?
+        .len();
+    if size > MAX_SKILL_FILE_BYTES {
+        return Err(format!("{size} bytes is over the 1 MiB limit"));
+    }
+    let bytes = std::fs::read(file).map_err(|error| error.to_string())?;
+    let text = String::from_utf8_lossy(&bytes);
+    let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
+    let yaml: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&front).map_err(|error| format!("invalid frontmatter: {error}"))?;
+    let meta: Value = serde_json::to_value(&yaml)
+        .map_err(|error| format!("frontmatter is not plain data: {error}"))?;
+    let meta = match meta {
+        Value::Object(map) => map,
+        Value::Null => Default::default(),
+        _ => return Err("frontmatter is not a mapping".to_string()),
+    };
+    let folder_name = file
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match meta.get("name") {
+        Some(Value::String(name)) if !trim_js(name).is_empty() => trim_js(name).to_string(),
+        None | Some(Value::Null) => folder_name,
+        Some(Value::String(_)) => folder_name,
+        Some(_) => return Err("`name` must be a string".to_string()),
+    };
+    let description = match meta.get("description") {
+        Some(Value::String(text)) if !trim_js(text).is_empty() => text.clone(),
+        Some(Value::String(_)) | None | Some(Value::Null) => {
+            return Err("missing `description`".to_string())
+        }
+        Some(_) => return Err("`description` must be a string".to_string()),
+    };
+    // `metadata` is a mapping, or (as OpenClaw writes it) a JSON string.
+    let metadata = match meta.get("metadata") {
+        Some(Value::String(json)) => serde_json::from_str(json)
+            .map_err(|error| format!("`metadata` is not valid JSON: {error}"))?,
+        Some(other) => other.clone(),
+        None => Value::Null,
+    };
+    let openclaw = metadata.get("openclaw").cloned().unwrap_or(Value::Null);
+    let skill_key = openclaw
+        .get("skillKey")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| name.clone());
+    let plugin = openclaw
+        .get("plugin")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let disable_model_invocation = meta
+        .get("disable-model-invocation")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(SkillEntry {
+        name,
+        description,
+        location: run.display_path(file),
+        version: skill_version(&bytes),
+        skill_key,
+        tier,
+        file_chars: len16(&text),
+        openclaw_metadata: openclaw,
+        disable_model_invocation,
+        plugin,
+    })
+}
+
+/// Why a skill was not offered (for `/context --detail`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IneligibleSkill {
+    pub name: String,
+    pub reason: String,
+}
+
+/// Apply routing.md §7.2 in order.
+pub fn eligible_skills(
+    skills: &[SkillEntry],
+    run: &Run,
+    host: &HostFacts,
+) -> (Vec<SkillEntry>, Vec<IneligibleSkill>) {
+    let allowlist = run.config.skills_allowlist(&run.agent_id);
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for skill in skills {
+        match ineligibility(skill, run, host, allowlist.as_deref()) {
+            None => kept.push(skill.clone()),
+            Some(reason) => dropped.push(IneligibleSkill {
+                name: skill.name.clone(),
+                reason,
+            }),
+        }
+    }
+    (kept, dropped)
+}
+
+fn ineligibility(
+    skill: &SkillEntry,
+    run: &Run,
+    host: &HostFacts,
+    allowlist: Option<&[String]>,
+) -> Option<String> {
+    let entry = run.config.skill_entry(&skill.skill_key);
+    if entry
+        .and_then(|entry| entry.get("enabled"))
+        .and_then(Value::as_bool)
+        == Some(false)
+    {
+        return Some(format!("skills.entries.{}.enabled is false", skill.skill_key));
+    }
+    let gates = &skill.openclaw_metadata;
+    if let Some(os) = gates.get("os").and_then(Value::as_array) {
+        if !os.iter().any(|value| value.as_str() == Some(host.platform.as_str())) {
+            return Some(format!("not available on {}", host.platform));
+        }
+    }
+    let always = gates.get("always").and_then(Value::as_bool) == Some(true);
+    if !always {
+        let requires = gates.get("requires").cloned().unwrap_or(Value::Null);
+        let list = |key: &str| -> Vec<String> {
+            requires
+                .get(key)
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for variable in list("env") {
+            let configured = entry.is_some_and(|entry| {
+                entry
+                    .get("env")
+                    .and_then(|env| env.get(&variable))
+                    .is_some_and(|v| !v.is_null())
+                    || entry.get("apiKey").is_some_and(|v| !v.is_null())
+            });
+            if !configured && host.env.get(&variable).is_none_or(String::is_empty) {
+                return Some(format!("requires environment variable {variable}"));
+            }
+        }
+        for path in list("config") {
+            if !run.config.is_truthy(&path) {
+                return Some(format!("requires config {path}"));
+            }
+        }
+        for bin in list("bins") {
+            if !host.has_bin(&bin) {
+                return Some(format!("requires `{bin}` on PATH"));
+            }
+        }
+        let any_bins = list("anyBins");
+        if !any_bins.is_empty() && !any_bins.iter().any(|bin| host.has_bin(bin)) {
+            return Some(format!("requires one of {} on PATH", any_bins.join(", ")));
+        }
+    }
+    if let Some(allowed) = allowlist {
+        if !allowed.iter().any(|name| name == &skill.name) {
+            return Some("not in the agent's skills allowlist".to_string());
+        }
+    }
+    if skill.disable_model_invocation {
+        return Some("disable-model-invocation is true".to_string());
+    }
+    if let Some(plugin) = &skill.plugin {
+        if !run.config.plugin_enabled(plugin) {
+            return Some(format!("plugin {plugin} is disabled"));
+        }
+    }
+    None
+}
+
+/// Which prompt the catalog is phrased for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatalogSurface {
+    /// OpenClaw's system prompt: skills are read with the `read` tool.
+    SystemPrompt,
+    /// Codex collaboration instructions: Codex reads files with its own tools.
+    Codex,
+}
+
+/// The rendered skills prompt and how it was fitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillsPrompt {
+    /// Empty when no skill fits or none is eligible.
+    pub text: String,
+    pub included: usize,
+    pub total: usize,
+    pub format: CatalogFormat,
+}
+
+/// Which tier of the budget algorithm produced the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatalogFormat {
+    Full,
+    /// Compact with descriptions capped at this many units (`None`: omitted).
+    Compact(Option<usize>),
+    Empty,
+}
+
+fn instructions(surface: CatalogSurface, compact_without_descriptions: bool) -> String {
+    let read = match surface {
+        CatalogSurface::SystemPrompt => "read its SKILL.md at the listed location with the `read` tool",
+        CatalogSurface::Codex => "read its SKILL.md at the listed location",
+    };
+    let matching = if compact_without_descriptions {
+        "When a task matches a skill's name"
+    } else {
+        "When a task matches a skill's description"
+    };
+    format!(
+        "The skills below carry task-specific instructions. {matching}, {read} and follow it.\n\
+         If a skill's <version> differs from the one you saw on an earlier turn, read it again.\n\
+         Resolve relative paths in a skill file against the folder that contains its SKILL.md."
+    )
+}
+
+fn cap_description(description: &str, cap: usize) -> String {
+    let collapsed = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapsed = trim_js(&collapsed);
+    if len16(collapsed) <= cap {
+        return collapsed.to_string();
+    }
+    format!("{}...", trim_end_js(head16(collapsed, cap.saturating_sub(3))))
+}
+
+fn render_catalog(
+    skills: &[SkillEntry],
+    surface: CatalogSurface,
+    description_cap: Option<Option<usize>>,
+    note: Option<String>,
+) -> String {
+    let without_descriptions = matches!(description_cap, Some(None));
+    let mut lines = Vec::new();
+    if let Some(note) = note {
+        lines.push(note);
+    }
+    lines.push(instructions(surface, without_descriptions));
+    lines.push(String::new());
+    lines.push("<available_skills>".to_string());
+    for skill in skills {
+        lines.push("  <skill>".to_string());
+        lines.push(format!("    <name>{}</name>", escape_xml(&skill.name)));
+        let description = match description_cap {
+            None => Some(skill.description.clone()),
+            Some(Some(cap)) => Some(cap_description(&skill.description, cap)),
+            Some(None) => None,
+        };
+        if let Some(description) = description.filter(|text| !text.is_empty()) {
+            lines.push(format!(
+                "    <description>{}</description>",
+                escape_xml(&description)
+            ));
+        }
+        lines.push(format!("    <location>{}</location>", escape_xml(&skill.location)));
+        lines.push(format!("    <version>{}</version>", skill.version));
+        lines.push("  </skill>".to_string());
+    }
+    lines.push("</available_skills>".to_string());
+    lines.join("\n")
+}
+
+fn budget_note(included: usize, total: usize, shortened: bool) -> String {
+    if included < total {
+        format!(
+            "Skills catalog: included {included} of {total} skills to fit the prompt budget (compact format); run `openclaw skills check` to see them all."
+        )
+    } else if shortened {
+        "Skills catalog: compact format, descriptions shortened to fit the prompt budget; run `openclaw skills check` for details.".to_string()
+    } else {
+        "Skills catalog: compact format, descriptions omitted to fit the prompt budget; run `openclaw skills check` for details.".to_string()
+    }
+}
+
+/// Render the catalog of `skills` (already eligible) within the budget (routing.md §7.5).
+pub fn render_skills_prompt(
+    skills: &[SkillEntry],
+    max_chars: usize,
+    max_count: usize,
+    surface: CatalogSurface,
+) -> SkillsPrompt {
+    let total = skills.len();
+    let empty = SkillsPrompt {
+        text: String::new(),
+        included: 0,
+        total,
+        format: CatalogFormat::Empty,
+    };
+    if skills.is_empty() {
+        return empty;
+    }
+    let mut sorted = skills.to_vec();
+    sorted.sort_by(|a, b| collate(&a.name, &b.name));
+    sorted.truncate(max_count);
+    let by_count = sorted;
+    let dropped_by_count = by_count.len() < total;
+    if !dropped_by_count {
+        let full = render_catalog(&by_count, surface, None, None);
+        if len16(&full) <= max_chars {
+            return SkillsPrompt {
+                text: full,
+                included: total,
+                total,
+                format: CatalogFormat::Full,
+            };
+        }
+    }
+    // Compact without descriptions: the largest prefix that fits.
+    let compact = |count: usize, cap: Option<usize>| {
+        let note = budget_note(count, total, cap.is_some());
+        render_catalog(&by_count[..count], surface, Some(cap), Some(note))
+    };
+    let fits = |count: usize, cap: Option<usize>| len16(&compact(count, cap)) <= max_chars;
+    let count = if fits(by_count.len(), None) {
+        by_count.len()
+    } else {
+        let (mut low, mut high) = (0usize, by_count.len());
+        while low < high {
+            let mid = (low + high).div_ceil(2);
+            if fits(mid, None) {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        low
+    };
+    if count == 0 {
+        return empty;
+    }
+    // Give descriptions back: the largest cap in [4, 220] that still fits.
+    let mut best: Option<usize> = None;
+    let (mut low, mut high) = (MIN_DESCRIPTION_CAP, MAX_DESCRIPTION_CAP);
+    while low <= high {
+        let mid = (low + high) / 2;
+        if fits(count, Some(mid)) {
+            best = Some(mid);
+            low = mid + 1;
+        } else {
+            high = mid - 1;
+        }
+    }
+    SkillsPrompt {
+        text: compact(count, best),
+        included: count,
+        total,
+        format: CatalogFormat::Compact(best),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WEATHER: &str = "---\nname: weather\ndescription: Get weather <data> & \"forecasts\" it's\n---\n\n# Weather\n\nCall the forecast API.\n";
+
+    #[test]
+    fn version_vectors() {
+        assert_eq!(WEATHER.len(), 108);
+        assert_eq!(skill_version(WEATHER.as_bytes()), "sha256:76d67ed10de14fe0");
+        let query = WEATHER.replace("Call", "Query");
+        assert_eq!(skill_version(query.as_bytes()), "sha256:d87284054edf1452");
+        let crlf = WEATHER.replace('\n', "\r\n");
+        assert_eq!(skill_version(crlf.as_bytes()), "sha256:98e45c2993262ba2");
+        let bom = format!("\u{FEFF}{WEATHER}");
+        assert_eq!(skill_version(bom.as_bytes()), "sha256:7031c54dd88a990f");
+        assert_eq!(skill_version(b""), "sha256:e3b0c44298fc1c14");
+    }
+
+    #[test]
+    fn frontmatter_needs_both_fences() {
+        assert_eq!(frontmatter("---\nname: a\n---\nbody").as_deref(), Some("name: a"));
+        assert_eq!(frontmatter("\u{FEFF}---\r\nname: a\r\n---\r\n").as_deref(), Some("name: a"));
+        assert_eq!(frontmatter("name: a\n---\n"), None);
+        assert_eq!(frontmatter("---\nname: a\n"), None);
+    }
+
+    #[test]
+    fn capped_descriptions_collapse_whitespace() {
+        assert_eq!(cap_description("a  b\n c", 220), "a b c");
+        assert_eq!(cap_description(&"A".repeat(1000), 220), format!("{}...", "A".repeat(217)));
+    }
+}

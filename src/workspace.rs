@@ -1,0 +1,581 @@
+//! Workspace bootstrap files: loading, the run filters, and the character budgets.
+//!
+//! Layout: [`load_bootstrap_files`] reads the eight candidates in their fixed order and applies
+//! the session, lightweight, heartbeat and brand-new filters (routing.md §3); [`fit_bootstrap_files`]
+//! applies OpenClaw's per-file and total budgets with head/tail truncation (routing.md §4.2);
+//! [`TruncationReport`] and [`WarningLedger`] decide whether the truncation notice is shown
+//! (routing.md §4.4). All counts are UTF-16 code units; no cut ever splits a character.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{BootstrapLimits, Run, SessionKind, Trigger, TruncationWarningMode};
+use crate::error::Result;
+use crate::text::{head16, len16, tail16, trim_end_js};
+
+/// The bootstrap candidates in load (and budget) order.
+pub const BOOTSTRAP_FILE_NAMES: [&str; 8] = [
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "HEARTBEAT.md",
+    "BOOTSTRAP.md",
+    "MEMORY.md",
+];
+
+/// Files larger than this are not read (treated as unreadable).
+pub const MAX_BOOTSTRAP_FILE_BYTES: u64 = 2 * 1024 * 1024;
+
+const HEAD_RATIO: f64 = 0.75;
+const TAIL_RATIO: f64 = 0.25;
+const MIN_REMAINING_BUDGET: usize = 64;
+const MIN_KEPT_FOR_FULL_MARKER: usize = 16;
+const FIT_ITERATIONS: usize = 3;
+
+/// What a bootstrap candidate held when we looked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileContent {
+    /// The decoded text (invalid UTF-8 replaced with U+FFFD).
+    Present(String),
+    /// No such file.
+    Missing,
+    /// Exists but was not read; the reason is for diagnostics.
+    Unreadable(String),
+}
+
+/// One bootstrap file after loading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BootstrapFile {
+    /// File name as routed (`SOUL.md`).
+    pub name: String,
+    /// Absolute path shown to the model (always `/`-separated).
+    pub path: String,
+    pub content: FileContent,
+}
+
+impl BootstrapFile {
+    /// The text, when present.
+    pub fn text(&self) -> Option<&str> {
+        match &self.content {
+            FileContent::Present(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Present with something other than whitespace.
+    pub fn has_content(&self) -> bool {
+        self.text().is_some_and(|text| !trim_end_js(text).is_empty())
+    }
+
+    /// `len16(trim_end(content))`, 0 when missing.
+    pub fn raw_chars(&self) -> usize {
+        self.text().map(|text| len16(trim_end_js(text))).unwrap_or(0)
+    }
+}
+
+/// Why a candidate was left out before routing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OmittedFile {
+    pub name: String,
+    pub reason: String,
+}
+
+/// The bootstrap files of one run, filtered, plus what was left out and why.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedWorkspace {
+    pub files: Vec<BootstrapFile>,
+    pub omitted: Vec<OmittedFile>,
+    pub warnings: Vec<String>,
+}
+
+/// Load the bootstrap files of `run` (routing.md §3.1-§3.4).
+pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
+    let mut loaded = LoadedWorkspace::default();
+    let workspace = &run.workspace;
+    let canonical_workspace = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.clone());
+    let entries = directory_entries(workspace);
+    for name in BOOTSTRAP_FILE_NAMES {
+        let keep_reason = filter_reason(run, name);
+        if let Some(reason) = keep_reason {
+            // Only mention files that exist; an absent MEMORY.md/BOOTSTRAP.md is not a candidate.
+            if entries.contains_key(name) || !matches!(name, "MEMORY.md" | "BOOTSTRAP.md") {
+                loaded.omitted.push(OmittedFile {
+                    name: name.to_string(),
+                    reason: reason.to_string(),
+                });
+            }
+            continue;
+        }
+        match name {
+            "MEMORY.md" if !entries.contains_key(name) => continue,
+            "BOOTSTRAP.md" if !entries.contains_key(name) => continue,
+            "BOOTSTRAP.md" if setup_complete(workspace) => {
+                loaded.omitted.push(OmittedFile {
+                    name: name.to_string(),
+                    reason: "workspace setup is complete".to_string(),
+                });
+                continue;
+            }
+            _ => {}
+        }
+        let path = workspace.join(name);
+        let content = read_bootstrap_file(&path, &canonical_workspace, &mut loaded.warnings);
+        loaded.files.push(BootstrapFile {
+            name: name.to_string(),
+            path: run.display_path(&path),
+            content,
+        });
+    }
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    loaded
+}
+
+/// The filters of routing.md §3.2-§3.3; `Some(reason)` drops the file.
+fn filter_reason(run: &Run, name: &str) -> Option<&'static str> {
+    let subagent = run.session_kind == SessionKind::Subagent
+        || run.prompt_mode == crate::config::PromptMode::Minimal;
+    if subagent {
+        return (!matches!(name, "AGENTS.md" | "TOOLS.md"))
+            .then_some("subagent sessions load only AGENTS.md and TOOLS.md");
+    }
+    if run.lightweight {
+        return match run.trigger {
+            Trigger::Heartbeat => (name != "HEARTBEAT.md")
+                .then_some("lightweight heartbeat runs load only HEARTBEAT.md"),
+            _ => Some("lightweight runs load no bootstrap files"),
+        };
+    }
+    if name == "HEARTBEAT.md"
+        && run.trigger != Trigger::Heartbeat
+        && !run.config.heartbeat_section_enabled()
+    {
+        return Some("heartbeats are disabled or includeSystemPromptSection is false");
+    }
+    None
+}
+
+/// Exact-name directory listing (case-sensitive even on case-insensitive filesystems).
+fn directory_entries(dir: &Path) -> BTreeMap<String, ()> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .map(|name| (name, ()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Setup is complete once OpenClaw recorded it in `.openclaw/workspace-state.json`.
+fn setup_complete(workspace: &Path) -> bool {
+    let state = workspace.join(".openclaw").join("workspace-state.json");
+    let Ok(text) = std::fs::read_to_string(state) else {
+        return false;
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return false;
+    };
+    ["setupCompletedAt", "onboardingCompletedAt"]
+        .iter()
+        .any(|key| value.get(key).is_some_and(|v| !v.is_null()))
+}
+
+fn read_bootstrap_file(path: &Path, workspace: &Path, warnings: &mut Vec<String>) -> FileContent {
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            // A dangling symlink is missing too.
+            return FileContent::Missing;
+        }
+        Err(error) => return FileContent::Unreadable(error.to_string()),
+    };
+    match path.canonicalize() {
+        Ok(real) if real.starts_with(workspace) => {}
+        Ok(real) => {
+            warnings.push(format!(
+                "{}: symlink leaves the workspace (to {}); not read",
+                path.display(),
+                real.display()
+            ));
+            return FileContent::Unreadable("symlink leaves the workspace".to_string());
+        }
+        Err(error) => return FileContent::Unreadable(error.to_string()),
+    }
+    if !metadata.is_file() {
+        return FileContent::Unreadable("not a regular file".to_string());
+    }
+    if metadata.len() > MAX_BOOTSTRAP_FILE_BYTES {
+        warnings.push(format!(
+            "{}: {} bytes is over the 2 MiB read limit; not read",
+            path.display(),
+            metadata.len()
+        ));
+        return FileContent::Unreadable("larger than 2 MiB".to_string());
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => FileContent::Present(decode_lossy(path, bytes, warnings)),
+        Err(error) => FileContent::Unreadable(error.to_string()),
+    }
+}
+
+/// UTF-8 with U+FFFD for invalid sequences, plus a warning naming the file.
+pub fn decode_lossy(path: &Path, bytes: Vec<u8>, warnings: &mut Vec<String>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            warnings.push(format!(
+                "{}: invalid UTF-8 replaced with U+FFFD",
+                path.display()
+            ));
+            String::from_utf8_lossy(error.as_bytes()).into_owned()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budgets
+// ---------------------------------------------------------------------------------------------
+
+/// A file as it will be pasted, after the budgets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FittedFile {
+    pub name: String,
+    pub path: String,
+    /// The injected text (possibly truncated, or a missing marker).
+    pub text: String,
+    /// `len16(trim_end(content))`; 0 for missing files.
+    pub raw_chars: usize,
+    pub injected_chars: usize,
+    pub truncated: bool,
+    /// `per-file` and/or `total`, sorted.
+    pub causes: Vec<&'static str>,
+}
+
+/// The marker for a missing (or unreadable) file.
+pub fn missing_marker(path: &str) -> String {
+    format!("[missing: {path}]")
+}
+
+fn full_marker(name: &str, head: usize, tail: usize, total: usize) -> String {
+    format!("\n[truncated {name}: kept {head}+{tail} of {total} chars; read {name} for the full text]\n")
+}
+
+fn compact_marker(name: &str, head: usize, tail: usize, total: usize) -> String {
+    format!("[truncated {name} {head}+{tail}/{total}]")
+}
+
+/// `clamp(text, budget)` of routing.md §4.2.
+pub fn clamp_to_budget(text: &str, budget: usize) -> String {
+    if budget == 0 {
+        return String::new();
+    }
+    if len16(text) <= budget {
+        return text.to_string();
+    }
+    if budget <= 3 {
+        return head16(text, budget).to_string();
+    }
+    format!("{}…", head16(text, budget - 1))
+}
+
+/// `fit_file` of routing.md §4.2: trim the end, then keep head and tail around a marker.
+/// Returns the text and whether it was truncated.
+pub fn fit_file(content: &str, name: &str, max: usize) -> (String, bool) {
+    let trimmed = trim_end_js(content);
+    let total = len16(trimmed);
+    if total <= max {
+        return (trimmed.to_string(), false);
+    }
+    // Full marker iff `max - len(F(0,0)) - 2 >= 16`.
+    let use_full = max >= len16(&full_marker(name, 0, 0, total)) + 2 + MIN_KEPT_FOR_FULL_MARKER;
+    let marker = |head: usize, tail: usize| {
+        if use_full {
+            full_marker(name, head, tail, total)
+        } else {
+            compact_marker(name, head, tail, total)
+        }
+    };
+    let separators = |head: usize, tail: usize, marker: &str| {
+        if marker.contains('\n') {
+            usize::from(head > 0) + usize::from(tail > 0)
+        } else {
+            0
+        }
+    };
+    let (mut head, mut tail) = (0usize, 0usize);
+    let mut current = marker(0, 0);
+    for _ in 0..FIT_ITERATIONS {
+        let budget = max.saturating_sub(len16(&current) + separators(head, tail, &current));
+        let next_head = (budget as f64 * HEAD_RATIO).floor() as usize;
+        let next_tail = (budget as f64 * TAIL_RATIO).floor() as usize;
+        let next = marker(next_head, next_tail);
+        let stable = next_head == head && next_tail == tail && len16(&next) == len16(&current);
+        head = next_head;
+        tail = next_tail;
+        current = next;
+        if stable {
+            break;
+        }
+    }
+    loop {
+        let used = head + tail + len16(&current) + separators(head, tail, &current);
+        if used <= max || (head == 0 && tail == 0) {
+            break;
+        }
+        let overflow = used - max;
+        if tail > 0 {
+            tail = tail.saturating_sub(overflow);
+        } else {
+            head = head.saturating_sub(overflow);
+        }
+        current = marker(head, tail);
+    }
+    if head == 0 && tail == 0 && total > 0 {
+        let single = marker(1, 0);
+        if 1 + len16(&single) + separators(1, 0, &single) <= max {
+            head = 1;
+            current = single;
+        }
+    }
+    let head_text = head16(trimmed, head);
+    let tail_text = if tail > 0 { tail16(trimmed, tail) } else { "" };
+    let parts: Vec<&str> = [head_text, current.as_str(), tail_text]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect();
+    let joined = parts.join(if use_full { "\n" } else { "" });
+    (head16(&joined, max).to_string(), true)
+}
+
+/// `fit_all` of routing.md §4.2 over the files that will actually be pasted, in order.
+/// Files that are not [`FileContent::Present`] render the missing marker.
+pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) -> Vec<FittedFile> {
+    let mut remaining = limits.total_max_chars.max(1);
+    let mut fitted = Vec::new();
+    for file in files {
+        if remaining == 0 {
+            break;
+        }
+        let Some(content) = file.text() else {
+            let text = clamp_to_budget(&missing_marker(&file.path), remaining);
+            if text.is_empty() {
+                break;
+            }
+            remaining -= len16(&text);
+            fitted.push(FittedFile {
+                name: file.name.clone(),
+                path: file.path.clone(),
+                injected_chars: len16(&text),
+                text,
+                raw_chars: 0,
+                truncated: false,
+                causes: Vec::new(),
+            });
+            continue;
+        };
+        if remaining < MIN_REMAINING_BUDGET {
+            tracing::warn!(
+                "remaining bootstrap budget {remaining} (<{MIN_REMAINING_BUDGET}), skipping further bootstrap files"
+            );
+            break;
+        }
+        let file_max = limits.max_chars.min(remaining).max(1);
+        let (text, cut) = fit_file(content, &file.name, file_max);
+        let out = clamp_to_budget(&text, remaining);
+        if out.is_empty() {
+            continue;
+        }
+        let raw_chars = len16(trim_end_js(content));
+        let injected_chars = len16(&out);
+        let truncated = cut || injected_chars < raw_chars;
+        let mut causes = Vec::new();
+        if truncated {
+            if raw_chars > limits.max_chars {
+                causes.push("per-file");
+            }
+            if remaining < limits.max_chars && raw_chars > remaining {
+                causes.push("total");
+            }
+            tracing::info!(
+                "bootstrap file {} is {raw_chars} chars (limit {file_max}); truncating",
+                file.name
+            );
+        }
+        remaining -= injected_chars;
+        fitted.push(FittedFile {
+            name: file.name.clone(),
+            path: file.path.clone(),
+            text: out,
+            raw_chars,
+            injected_chars,
+            truncated,
+            causes,
+        });
+    }
+    fitted
+}
+
+// ---------------------------------------------------------------------------------------------
+// Truncation notice
+// ---------------------------------------------------------------------------------------------
+
+/// The truncation notice, clawbridge wording (routing.md §4.4).
+pub const TRUNCATION_NOTICE: &str = "Note: some workspace bootstrap files above were truncated to fit OpenClaw's context budget, so the injected copy is partial. When details seem to be missing, read the file directly from the workspace.";
+
+/// Per-run truncation facts for diagnostics and the `once` ledger.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TruncationReport {
+    pub bootstrap_max_chars: usize,
+    pub bootstrap_total_max_chars: usize,
+    pub files: Vec<TruncatedFile>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TruncatedFile {
+    pub path: String,
+    pub raw_chars: usize,
+    pub injected_chars: usize,
+    pub causes: Vec<&'static str>,
+}
+
+impl TruncationReport {
+    pub fn new(limits: BootstrapLimits, fitted: &[FittedFile]) -> Self {
+        let mut files: Vec<TruncatedFile> = fitted
+            .iter()
+            .filter(|file| file.truncated)
+            .map(|file| TruncatedFile {
+                path: file.path.clone(),
+                raw_chars: file.raw_chars,
+                injected_chars: file.injected_chars,
+                causes: file.causes.clone(),
+            })
+            .collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Self {
+            bootstrap_max_chars: limits.max_chars,
+            bootstrap_total_max_chars: limits.total_max_chars,
+            files,
+        }
+    }
+
+    pub fn any_truncated(&self) -> bool {
+        !self.files.is_empty()
+    }
+
+    /// Canonical JSON signature (keys sorted by serde_json's map).
+    pub fn signature(&self) -> String {
+        serde_json::to_value(self)
+            .map(|value| value.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Diagnostic lines `NAME: raw -> injected (~P% removed; causes)`, top 3 then `+K more`.
+    pub fn diagnostic_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .files
+            .iter()
+            .take(3)
+            .map(|file| {
+                let removed = 100.0 * (file.raw_chars - file.injected_chars.min(file.raw_chars))
+                    as f64
+                    / file.raw_chars.max(1) as f64;
+                format!(
+                    "{}: {} -> {} (~{removed:.0}% removed; {})",
+                    file.path,
+                    file.raw_chars,
+                    file.injected_chars,
+                    file.causes.join(", ")
+                )
+            })
+            .collect();
+        if self.files.len() > 3 {
+            lines.push(format!("+{} more", self.files.len() - 3));
+        }
+        lines
+    }
+}
+
+/// Remembers, per session key, which truncation signatures were already shown (`once` mode).
+#[derive(Clone, Debug)]
+pub struct WarningLedger {
+    path: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+struct LedgerFile {
+    sessions: BTreeMap<String, Vec<String>>,
+}
+
+/// How many signatures one session remembers.
+const LEDGER_SIGNATURES_PER_SESSION: usize = 32;
+
+impl WarningLedger {
+    /// A ledger stored under `state_dir` (`truncation-warnings.json`).
+    pub fn in_dir(state_dir: &Path) -> Self {
+        Self {
+            path: Some(state_dir.join("truncation-warnings.json")),
+        }
+    }
+
+    /// A ledger that remembers nothing (every `once` run shows the notice).
+    pub fn ephemeral() -> Self {
+        Self { path: None }
+    }
+
+    /// The platform state directory (`dirs::state_dir`, falling back to the data dir).
+    pub fn default_state_dir() -> Option<PathBuf> {
+        dirs::state_dir()
+            .or_else(dirs::data_local_dir)
+            .map(|dir| dir.join("clawbridge"))
+    }
+
+    /// Decide whether the notice is shown, and record it for `once`.
+    pub fn should_show(
+        &self,
+        mode: TruncationWarningMode,
+        session: &str,
+        report: &TruncationReport,
+    ) -> Result<bool> {
+        if !report.any_truncated() {
+            return Ok(false);
+        }
+        match mode {
+            TruncationWarningMode::Off => Ok(false),
+            TruncationWarningMode::Always => Ok(true),
+            TruncationWarningMode::Once => {
+                let Some(path) = &self.path else {
+                    return Ok(true);
+                };
+                let mut ledger: LedgerFile = std::fs::read_to_string(path)
+                    .ok()
+                    .and_then(|text| serde_json::from_str(&text).ok())
+                    .unwrap_or_default();
+                let signature = report.signature();
+                let seen = ledger.sessions.entry(session.to_string()).or_default();
+                if seen.contains(&signature) {
+                    return Ok(false);
+                }
+                seen.push(signature);
+                if seen.len() > LEDGER_SIGNATURES_PER_SESSION {
+                    let excess = seen.len() - LEDGER_SIGNATURES_PER_SESSION;
+                    seen.drain(..excess);
+                }
+                let text = serde_json::to_string_pretty(&ledger).unwrap_or_default() + "\n";
+                crate::fsutil::write_atomic(path, text.as_bytes())?;
+                Ok(true)
+            }
+        }
+    }
+}
+
