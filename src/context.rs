@@ -94,12 +94,17 @@ pub fn context_report(run: &Run, translation: &Translation, detail: bool) -> Con
                 eligible: true,
                 reason: None,
             })
-            .chain(translation.ineligible_skills.iter().map(|skill| SkillDetail {
-                name: skill.name.clone(),
-                file_chars: 0,
-                eligible: false,
-                reason: Some(skill.reason.clone()),
-            }))
+            .chain(
+                translation
+                    .ineligible_skills
+                    .iter()
+                    .map(|skill| SkillDetail {
+                        name: skill.name.clone(),
+                        file_chars: 0,
+                        eligible: false,
+                        reason: Some(skill.reason.clone()),
+                    }),
+            )
             .collect(),
         tools: run
             .tools
@@ -188,7 +193,10 @@ impl ContextReport {
         }
         out.push_str(&format!(
             "Skills: {} eligible, {} in the prompt, {} chars, format {}\n",
-            self.skills.eligible, self.skills.included, self.skills.prompt_chars, self.skills.format
+            self.skills.eligible,
+            self.skills.included,
+            self.skills.prompt_chars,
+            self.skills.format
         ));
         out.push_str(&format!(
             "Tools: {} tools, {} schema chars\n",

@@ -20,7 +20,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(write_error)?;
     temp.write_all(bytes).map_err(write_error)?;
     temp.as_file().sync_all().map_err(write_error)?;
-    temp.persist(path).map_err(|error| write_error(error.error))?;
+    temp.persist(path)
+        .map_err(|error| write_error(error.error))?;
     Ok(())
 }
 

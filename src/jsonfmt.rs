@@ -47,9 +47,10 @@ fn write_value(value: &Value, indent: usize, prefix_width: usize, out: &mut Stri
             out.push('}');
         }
         Value::Array(items) if !items.is_empty() => {
-            let all_scalar = items
-                .iter()
-                .all(|item| !matches!(item, Value::Object(map) if !map.is_empty()) && !matches!(item, Value::Array(list) if !list.is_empty()));
+            let all_scalar = items.iter().all(|item| {
+                !matches!(item, Value::Object(map) if !map.is_empty())
+                    && !matches!(item, Value::Array(list) if !list.is_empty())
+            });
             if all_scalar {
                 let inline = format!(
                     "[{}]",

@@ -17,7 +17,11 @@ use clawbridge::translate::{translate, TranslateOptions};
 use clawbridge::workspace::WarningLedger;
 
 #[derive(Parser, Debug)]
-#[command(name = "clawbridge", version, about = "Bridge OpenClaw agent runs to the OpenAI Codex app-server")]
+#[command(
+    name = "clawbridge",
+    version,
+    about = "Bridge OpenClaw agent runs to the OpenAI Codex app-server"
+)]
 struct Cli {
     /// More logging on stderr (-v info, -vv debug).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]

@@ -257,7 +257,10 @@ fn codex_surface(
                     "pointer only; content never sent",
                 ))
             } else {
-                Err((Surface::Omitted, "content never sent on Codex; pointer on heartbeat turns only"))
+                Err((
+                    Surface::Omitted,
+                    "content never sent on Codex; pointer on heartbeat turns only",
+                ))
             }
         }
         "MEMORY.md" => match memory_note_for(run, file) {

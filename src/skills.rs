@@ -167,7 +167,10 @@ fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// Split `---` frontmatter from a SKILL.md (BOM stripped, CRLF normalised for parsing only).
 fn frontmatter(text: &str) -> Option<String> {
-    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text).replace("\r\n", "\n");
+    let text = text
+        .strip_prefix('\u{FEFF}')
+        .unwrap_or(text)
+        .replace("\r\n", "\n");
     let rest = text.strip_prefix("---\n")?;
     let end = rest
         .match_indices("\n---")
@@ -291,11 +294,17 @@ fn ineligibility(
         .and_then(Value::as_bool)
         == Some(false)
     {
-        return Some(format!("skills.entries.{}.enabled is false", skill.skill_key));
+        return Some(format!(
+            "skills.entries.{}.enabled is false",
+            skill.skill_key
+        ));
     }
     let gates = &skill.openclaw_metadata;
     if let Some(os) = gates.get("os").and_then(Value::as_array) {
-        if !os.iter().any(|value| value.as_str() == Some(host.platform.as_str())) {
+        if !os
+            .iter()
+            .any(|value| value.as_str() == Some(host.platform.as_str()))
+        {
             return Some(format!("not available on {}", host.platform));
         }
     }
@@ -388,7 +397,9 @@ pub enum CatalogFormat {
 
 fn instructions(surface: CatalogSurface, compact_without_descriptions: bool) -> String {
     let read = match surface {
-        CatalogSurface::SystemPrompt => "read its SKILL.md at the listed location with the `read` tool",
+        CatalogSurface::SystemPrompt => {
+            "read its SKILL.md at the listed location with the `read` tool"
+        }
         CatalogSurface::Codex => "read its SKILL.md at the listed location",
     };
     let matching = if compact_without_descriptions {
@@ -409,7 +420,10 @@ fn cap_description(description: &str, cap: usize) -> String {
     if len16(collapsed) <= cap {
         return collapsed.to_string();
     }
-    format!("{}...", trim_end_js(head16(collapsed, cap.saturating_sub(3))))
+    format!(
+        "{}...",
+        trim_end_js(head16(collapsed, cap.saturating_sub(3)))
+    )
 }
 
 fn render_catalog(
@@ -440,7 +454,10 @@ fn render_catalog(
                 escape_xml(&description)
             ));
         }
-        lines.push(format!("    <location>{}</location>", escape_xml(&skill.location)));
+        lines.push(format!(
+            "    <location>{}</location>",
+            escape_xml(&skill.location)
+        ));
         lines.push(format!("    <version>{}</version>", skill.version));
         lines.push("  </skill>".to_string());
     }
@@ -557,8 +574,14 @@ mod tests {
 
     #[test]
     fn frontmatter_needs_both_fences() {
-        assert_eq!(frontmatter("---\nname: a\n---\nbody").as_deref(), Some("name: a"));
-        assert_eq!(frontmatter("\u{FEFF}---\r\nname: a\r\n---\r\n").as_deref(), Some("name: a"));
+        assert_eq!(
+            frontmatter("---\nname: a\n---\nbody").as_deref(),
+            Some("name: a")
+        );
+        assert_eq!(
+            frontmatter("\u{FEFF}---\r\nname: a\r\n---\r\n").as_deref(),
+            Some("name: a")
+        );
         assert_eq!(frontmatter("name: a\n---\n"), None);
         assert_eq!(frontmatter("---\nname: a\n"), None);
     }
@@ -566,6 +589,9 @@ mod tests {
     #[test]
     fn capped_descriptions_collapse_whitespace() {
         assert_eq!(cap_description("a  b\n c", 220), "a b c");
-        assert_eq!(cap_description(&"A".repeat(1000), 220), format!("{}...", "A".repeat(217)));
+        assert_eq!(
+            cap_description(&"A".repeat(1000), 220),
+            format!("{}...", "A".repeat(217))
+        );
     }
 }

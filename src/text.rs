@@ -136,7 +136,10 @@ mod tests {
 
     #[test]
     fn trim_end_matches_javascript() {
-        assert_eq!(trim_end_js("\u{FEFF}Be warm.\u{FEFF} \u{00A0}\n"), "\u{FEFF}Be warm.");
+        assert_eq!(
+            trim_end_js("\u{FEFF}Be warm.\u{FEFF} \u{00A0}\n"),
+            "\u{FEFF}Be warm."
+        );
         assert_eq!(trim_end_js("Name: Claw\r\n\r\n"), "Name: Claw");
     }
 

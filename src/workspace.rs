@@ -68,12 +68,15 @@ impl BootstrapFile {
 
     /// Present with something other than whitespace.
     pub fn has_content(&self) -> bool {
-        self.text().is_some_and(|text| !trim_end_js(text).is_empty())
+        self.text()
+            .is_some_and(|text| !trim_end_js(text).is_empty())
     }
 
     /// `len16(trim_end(content))`, 0 when missing.
     pub fn raw_chars(&self) -> usize {
-        self.text().map(|text| len16(trim_end_js(text))).unwrap_or(0)
+        self.text()
+            .map(|text| len16(trim_end_js(text)))
+            .unwrap_or(0)
     }
 }
 
@@ -487,8 +490,8 @@ impl TruncationReport {
             .iter()
             .take(3)
             .map(|file| {
-                let removed = 100.0 * (file.raw_chars - file.injected_chars.min(file.raw_chars))
-                    as f64
+                let removed = 100.0
+                    * (file.raw_chars - file.injected_chars.min(file.raw_chars)) as f64
                     / file.raw_chars.max(1) as f64;
                 format!(
                     "{}: {} -> {} (~{removed:.0}% removed; {})",
@@ -579,3 +582,205 @@ impl WarningLedger {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TruncationWarningMode;
+
+    fn present(name: &str, content: &str) -> BootstrapFile {
+        BootstrapFile {
+            name: name.to_string(),
+            path: format!("/ws/{name}"),
+            content: FileContent::Present(content.to_string()),
+        }
+    }
+
+    fn missing(name: &str) -> BootstrapFile {
+        BootstrapFile {
+            name: name.to_string(),
+            path: format!("/ws/{name}"),
+            content: FileContent::Missing,
+        }
+    }
+
+    fn limits(max_chars: usize, total_max_chars: usize) -> BootstrapLimits {
+        BootstrapLimits {
+            max_chars,
+            total_max_chars,
+            warning: TruncationWarningMode::Always,
+        }
+    }
+
+    #[test]
+    fn t1_soul_over_the_cap() {
+        let (out, cut) = fit_file(&"S".repeat(25_000), "SOUL.md", 20_000);
+        assert!(cut);
+        assert_eq!(len16(&out), 19_999);
+        let marker =
+            "[truncated SOUL.md: kept 14934+4978 of 25000 chars; read SOUL.md for the full text]";
+        assert_eq!(
+            out,
+            format!(
+                "{}\n\n{marker}\n\n{}",
+                "S".repeat(14_934),
+                "S".repeat(4_978)
+            )
+        );
+        assert_eq!(len16(&full_marker("SOUL.md", 0, 0, 25_000)), 78);
+    }
+
+    #[test]
+    fn t2_boundaries() {
+        let (out, cut) = fit_file(&"x".repeat(20_001), "SOUL.md", 20_000);
+        assert!(cut);
+        assert_eq!(len16(&out), 19_999);
+        assert!(out.contains("kept 14934+4978 of 20001"));
+        let exact = format!("{}\n\n  \n", "x".repeat(20_000));
+        assert_eq!(
+            fit_file(&exact, "SOUL.md", 20_000),
+            ("x".repeat(20_000), false)
+        );
+    }
+
+    #[test]
+    fn t3_small_caps() {
+        let content = "y".repeat(1000);
+        let cases: [(usize, &str); 8] = [
+            (200, "{y86}\n\n[truncated MEMORY.md: kept 86+28 of 1000 chars; read MEMORY.md for the full text]\n\n{y28}"),
+            (120, "{y27}\n\n[truncated MEMORY.md: kept 27+9 of 1000 chars; read MEMORY.md for the full text]\n\n{y9}"),
+            (100, "{y12}\n\n[truncated MEMORY.md: kept 12+4 of 1000 chars; read MEMORY.md for the full text]\n\n{y4}"),
+            (60, "{y21}[truncated MEMORY.md 21+7/1000]{y7}"),
+            (30, "[truncated MEMORY.md 0+0/1000]"),
+            (10, "[truncated"),
+            (3, "[tr"),
+            (1, "["),
+        ];
+        for (cap, expected) in cases {
+            let mut expected = expected.to_string();
+            for n in [86, 28, 27, 9, 12, 4, 21, 7] {
+                expected = expected.replace(&format!("{{y{n}}}"), &"y".repeat(n));
+            }
+            let (out, cut) = fit_file(&content, "MEMORY.md", cap);
+            assert!(cut, "cap {cap}");
+            assert_eq!(out, expected, "cap {cap}");
+            assert!(len16(&out) <= cap);
+        }
+        assert_eq!(len16(&fit_file(&content, "MEMORY.md", 200).0), 199);
+        assert_eq!(len16(&fit_file(&content, "MEMORY.md", 60).0), 59);
+    }
+
+    #[test]
+    fn t4_total_cap_truncates_the_last_file() {
+        let files = [
+            present("AGENTS.md", &"A".repeat(19_000)),
+            present("SOUL.md", &"S".repeat(19_000)),
+            present("IDENTITY.md", &"I".repeat(19_000)),
+            present("MEMORY.md", &"M".repeat(19_000)),
+        ];
+        let refs: Vec<&BootstrapFile> = files.iter().collect();
+        let fitted = fit_bootstrap_files(&refs, limits(20_000, 60_000));
+        assert_eq!(fitted.len(), 4);
+        assert!(fitted[..3]
+            .iter()
+            .all(|file| !file.truncated && file.injected_chars == 19_000));
+        let memory = &fitted[3];
+        assert_eq!(memory.injected_chars, 2_999);
+        assert!(memory.text.starts_with(&format!(
+            "{}\n\n[truncated MEMORY.md: kept 2183+727 of 19000",
+            "M".repeat(2183)
+        )));
+        assert!(memory.text.ends_with(&format!("\n\n{}", "M".repeat(727))));
+        assert_eq!(memory.causes, vec!["total"]);
+    }
+
+    #[test]
+    fn t5_minimum_remaining_budget() {
+        let files = [
+            present("AGENTS.md", &"a".repeat(60)),
+            missing("SOUL.md"),
+            present("IDENTITY.md", &"i".repeat(50)),
+        ];
+        let refs: Vec<&BootstrapFile> = files.iter().collect();
+        let fitted = fit_bootstrap_files(&refs, limits(20_000, 100));
+        assert_eq!(fitted.len(), 2);
+        assert_eq!(fitted[0].text, "a".repeat(60));
+        assert_eq!(fitted[1].text, "[missing: /ws/SOUL.md]");
+        assert_eq!(fitted[1].injected_chars, 22);
+    }
+
+    #[test]
+    fn t6_missing_marker_is_clamped() {
+        let files = [present("AGENTS.md", &"a".repeat(90)), missing("SOUL.md")];
+        let refs: Vec<&BootstrapFile> = files.iter().collect();
+        let fitted = fit_bootstrap_files(&refs, limits(20_000, 100));
+        assert_eq!(fitted[1].text, "[missing:…");
+        assert_eq!(len16(&fitted[1].text), 10);
+    }
+
+    #[test]
+    fn t7_astral_characters_never_split() {
+        let content = format!("a{}", "😀".repeat(15_000));
+        let (out, cut) = fit_file(&content, "SOUL.md", 20_000);
+        assert!(cut);
+        assert!(out.contains("kept 14934+4978 of 30001"));
+        let head = out.split("\n\n").next().unwrap_or_default();
+        assert_eq!(len16(head), 14_933);
+        assert_eq!(len16(&out), 19_998);
+        // A &str cannot hold a lone surrogate; check the UTF-16 round trip too.
+        let units: Vec<u16> = out.encode_utf16().collect();
+        assert!(String::from_utf16(&units).is_ok());
+    }
+
+    #[test]
+    fn t8_empty_whitespace_and_crlf() {
+        let files = [
+            present("AGENTS.md", ""),
+            present("SOUL.md", "  \n\t\n"),
+            present("IDENTITY.md", "Name: Claw\r\n\r\n"),
+        ];
+        let refs: Vec<&BootstrapFile> = files.iter().collect();
+        let fitted = fit_bootstrap_files(&refs, limits(20_000, 60_000));
+        assert_eq!(fitted.len(), 1);
+        assert_eq!(fitted[0].path, "/ws/IDENTITY.md");
+        assert_eq!(fitted[0].text, "Name: Claw");
+    }
+
+    #[test]
+    fn t9_bom_kept_trailing_bom_removed() {
+        let (out, cut) = fit_file("\u{FEFF}Be warm.\u{FEFF} \u{00A0}\n", "SOUL.md", 20_000);
+        assert_eq!(out, "\u{FEFF}Be warm.");
+        assert!(!cut);
+    }
+
+    #[test]
+    fn tiny_total_budget_of_one() {
+        let files = [present("SOUL.md", "hello")];
+        let refs: Vec<&BootstrapFile> = files.iter().collect();
+        // Below the 64-unit floor nothing but missing markers may start.
+        assert!(fit_bootstrap_files(&refs, limits(20_000, 1)).is_empty());
+    }
+
+    #[test]
+    fn once_ledger_shows_a_signature_once_per_session() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ledger = WarningLedger::in_dir(dir.path());
+        let files = [present("SOUL.md", &"S".repeat(300))];
+        let refs: Vec<&BootstrapFile> = files.iter().collect();
+        let fitted = fit_bootstrap_files(&refs, limits(200, 60_000));
+        let report = TruncationReport::new(limits(200, 60_000), &fitted);
+        let once = TruncationWarningMode::Once;
+        assert!(ledger.should_show(once, "s1", &report).expect("ledger"));
+        assert!(!ledger.should_show(once, "s1", &report).expect("ledger"));
+        assert!(ledger.should_show(once, "s2", &report).expect("ledger"));
+        assert!(!ledger
+            .should_show(TruncationWarningMode::Off, "s3", &report)
+            .expect("ledger"));
+        assert!(ledger
+            .should_show(TruncationWarningMode::Always, "s1", &report)
+            .expect("ledger"));
+        assert_eq!(
+            report.diagnostic_lines(),
+            vec!["/ws/SOUL.md: 300 -> 200 (~33% removed; per-file)"]
+        );
+    }
+}

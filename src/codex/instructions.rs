@@ -176,7 +176,11 @@ fn workspace_block(routed: &RoutedWorkspace) -> Option<String> {
         return None;
     }
     let mut intro = "OpenClaw loaded these files from the active agent workspace. Internalize them and follow them.".to_string();
-    if routed.thread_files.iter().any(|file| file.name == "SOUL.md") {
+    if routed
+        .thread_files
+        .iter()
+        .any(|file| file.name == "SOUL.md")
+    {
         intro.push_str(" SOUL.md defines your persona and tone; it applies unless higher-priority instructions override it.");
     }
     let mut parts = vec![WORKSPACE_BLOCK_HEADING.to_string(), intro];
@@ -246,7 +250,11 @@ pub fn inbound_prompt(run: &Run) -> String {
     }
     if let Some(sender) = &channel.sender {
         let mut sender_map = Map::new();
-        for (key, value) in [("id", &sender.id), ("name", &sender.name), ("username", &sender.username)] {
+        for (key, value) in [
+            ("id", &sender.id),
+            ("name", &sender.name),
+            ("username", &sender.username),
+        ] {
             if let Some(value) = value {
                 sender_map.insert(key.into(), json!(value));
             }

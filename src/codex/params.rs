@@ -128,7 +128,9 @@ pub enum UserInput {
 pub enum SandboxPolicy {
     DangerFullAccess,
     #[serde(rename_all = "camelCase")]
-    ReadOnly { network_access: bool },
+    ReadOnly {
+        network_access: bool,
+    },
     #[serde(rename_all = "camelCase")]
     WorkspaceWrite {
         writable_roots: Vec<String>,

@@ -178,7 +178,10 @@ impl OpenClawConfig {
     /// The agent's skills allowlist: `agents.list[].skills` when present (even `[]`), else
     /// `agents.defaults.skills`, else unrestricted (`None`).
     pub fn skills_allowlist(&self, agent_id: &str) -> Option<Vec<String>> {
-        let value = match self.agent_entry(agent_id).and_then(|entry| entry.get("skills")) {
+        let value = match self
+            .agent_entry(agent_id)
+            .and_then(|entry| entry.get("skills"))
+        {
             Some(value) => value,
             None => self.get("agents.defaults.skills")?,
         };
@@ -292,7 +295,9 @@ fn split_path(path: &str) -> Vec<String> {
 }
 
 fn dotted_get<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {
-    dotted.split('.').try_fold(value, |value, key| value.get(key))
+    dotted
+        .split('.')
+        .try_fold(value, |value, key| value.get(key))
 }
 
 /// A positive finite number, floored; anything else is "unset".
@@ -398,7 +403,8 @@ mod tests {
     #[test]
     fn heartbeat_gate() {
         assert!(OpenClawConfig::default().heartbeat_section_enabled());
-        let zero = OpenClawConfig::new(json!({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}}));
+        let zero =
+            OpenClawConfig::new(json!({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}}));
         assert!(!zero.heartbeat_enabled());
         let hidden = OpenClawConfig::new(
             json!({"agents": {"defaults": {"heartbeat": {"includeSystemPromptSection": false}}}}),

@@ -463,10 +463,12 @@ fn resolve_tools(
                     message: format!("cannot read tool catalog {}: {error}", path.display()),
                 })?;
                 let deserializer = &mut serde_json::Deserializer::from_str(&text);
-                let specs: Vec<ToolSpec> = serde_path_to_error::deserialize(deserializer)
-                    .map_err(|error| Error::InvalidDocument {
-                        path: path.clone(),
-                        message: format!("at `{}`: {}", error.path(), error.inner()),
+                let specs: Vec<ToolSpec> =
+                    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+                        Error::InvalidDocument {
+                            path: path.clone(),
+                            message: format!("at `{}`: {}", error.path(), error.inner()),
+                        }
                     })?;
                 tools.extend(specs);
             }
@@ -474,7 +476,9 @@ fn resolve_tools(
                 let spec = serde_path_to_error::deserialize(item.clone()).map_err(|error| {
                     Error::InvalidField {
                         path: source.to_path_buf(),
-                        field: format!("{field}.{}", error.path()).trim_end_matches('.').to_string(),
+                        field: format!("{field}.{}", error.path())
+                            .trim_end_matches('.')
+                            .to_string(),
                         message: error.inner().to_string(),
                     }
                 })?;

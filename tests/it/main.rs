@@ -1,1 +1,7 @@
+//! The one integration-test crate: shared helpers in `util`, one module per area.
 
+mod cli;
+mod routing;
+mod schema;
+mod skills;
+mod util;

@@ -1,0 +1,206 @@
+//! The binary as a user runs it: outputs, exit codes and error messages.
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn run_cli(args: &[&str]) -> (i32, String, String) {
+    let output = clawbridge()
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("spawn clawbridge");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn write_run(dir: &tempfile::TempDir, text: &str) -> String {
+    let path = dir.path().join("run.json");
+    std::fs::write(&path, text).expect("write run");
+    path.display().to_string()
+}
+
+#[test]
+fn params_prints_one_json_object() {
+    let state = tempfile::tempdir().expect("state");
+    let (code, stdout, _) = run_cli(&[
+        "params",
+        "fixtures/runs/telegram-direct.json",
+        "--state-dir",
+        &state.path().display().to_string(),
+    ]);
+    assert_eq!(code, 0);
+    let value: Value = serde_json::from_str(&stdout).expect("json on stdout");
+    assert!(value.get("threadStart").is_some());
+    assert!(value.get("turnStart").is_some());
+    assert_eq!(value["experimentalApi"], true);
+    assert_eq!(value["turnStart"]["threadId"], "<thread-id>");
+}
+
+#[test]
+fn unknown_run_key_is_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_run(&dir, r#"{"workspace": ".", "mesage": "hi"}"#);
+    let (code, stdout, stderr) = run_cli(&["params", &path]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("mesage") && stderr.contains("run.json"),
+        "{stderr}"
+    );
+    let path = write_run(
+        &dir,
+        r#"{"workspace": ".", "channel": {"sender": {"nam": "x"}}}"#,
+    );
+    let (code, _, stderr) = run_cli(&["params", &path]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("channel.sender") && stderr.contains("nam"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn missing_workspace_is_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_run(&dir, r#"{"workspace": "does-not-exist"}"#);
+    let (code, _, stderr) = run_cli(&["params", &path]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("field `workspace`") && stderr.contains("does-not-exist"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_values_and_files_exit_2_without_panicking() {
+    let dir = tempfile::tempdir().expect("dir");
+    for (text, needle) in [
+        (r#"{"workspace": ".", "trigger": "sometimes"}"#, "trigger"),
+        (
+            r#"{"workspace": ".", "approvalPolicy": "on-failure"}"#,
+            "approvalPolicy",
+        ),
+        (
+            r#"{"workspace": ".", "tools": [{"name": "x", "inputSchema": 3}]}"#,
+            "tools[0].inputSchema",
+        ),
+        (
+            r#"{"workspace": ".", "tools": ["missing-tools.json"]}"#,
+            "tools[0]",
+        ),
+        (r#"{"workspace": ".", "config": []}"#, "config"),
+        ("{not json", "run.json"),
+    ] {
+        let path = write_run(&dir, text);
+        let (code, _, stderr) = run_cli(&["params", &path]);
+        assert_eq!(code, 2, "{text}: {stderr}");
+        assert!(stderr.contains(needle), "{text}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let (code, _, stderr) = run_cli(&["params", "no/such/run.json"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no/such/run.json"), "{stderr}");
+    let (code, _, _) = run_cli(&["params"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn malformed_skill_warns_on_stderr_and_still_succeeds() {
+    let ws = TestWorkspace::full();
+    ws.write("skills/broken/SKILL.md", "---\nname: broken\n");
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_run(
+        &dir,
+        &format!(r#"{{"workspace": "{}"}}"#, ws.path().display()),
+    );
+    let (code, stdout, stderr) = run_cli(&["params", &path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("skills/broken/SKILL.md"), "{stderr}");
+    assert!(stdout.contains("weather"));
+}
+
+#[test]
+fn unknown_config_keys_warn() {
+    let ws = TestWorkspace::full();
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_run(
+        &dir,
+        &format!(
+            r#"{{"workspace": "{}", "config": {{"agents": {{"defaults": {{"bootstrapMaxChar": 5}}}}}}}}"#,
+            ws.path().display()
+        ),
+    );
+    let (code, _, stderr) = run_cli(&["params", &path]);
+    assert_eq!(code, 0);
+    assert!(
+        stderr.contains("agents.defaults.bootstrapMaxChar"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn embedded_runs_have_no_codex_params() {
+    let ws = TestWorkspace::full();
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_run(
+        &dir,
+        &format!(
+            r#"{{"workspace": "{}", "harness": "embedded"}}"#,
+            ws.path().display()
+        ),
+    );
+    let (code, _, stderr) = run_cli(&["params", &path]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("harness"), "{stderr}");
+}
+
+#[test]
+fn context_lists_every_file_with_its_surface() {
+    let (code, stdout, _) = run_cli(&[
+        "context",
+        "fixtures/runs/telegram-direct.json",
+        "--json",
+        "--detail",
+    ]);
+    assert_eq!(code, 0);
+    let report: Value = serde_json::from_str(&stdout).expect("json");
+    let surfaces: Vec<(String, String)> = report["bootstrap"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap_or_default().to_string(),
+                f["surface"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let expect = [
+        ("AGENTS.md", "nativeCodex"),
+        ("SOUL.md", "threadDeveloperInstructions"),
+        ("TOOLS.md", "threadDeveloperInstructions"),
+        ("IDENTITY.md", "threadDeveloperInstructions"),
+        ("USER.md", "threadDeveloperInstructions"),
+        ("HEARTBEAT.md", "omitted"),
+        ("MEMORY.md", "turnInput"),
+    ];
+    let expect: Vec<(String, String)> = expect
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(surfaces, expect);
+    assert_eq!(report["skills"]["eligible"], 1);
+    assert_eq!(report["tools"]["count"], 15);
+    assert_eq!(report["detail"]["tools"].as_array().map(Vec::len), Some(15));
+
+    let (code, text, _) = run_cli(&["context", "fixtures/runs/heartbeat.json"]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("HEARTBEAT.md") && text.contains("pointer only"),
+        "{text}"
+    );
+}

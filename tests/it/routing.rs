@@ -1,0 +1,531 @@
+//! Routing for every trigger and mode (routing.md §8.1, RV1-RV11) plus the load-time safety rules.
+
+use clawbridge::codex::instructions::{
+    CRON_NOTE, HEARTBEAT_NOTE, HEARTBEAT_POINTER_HEADING, MEMORY_NOTE_HEADING, REQUEST_LABEL,
+    SKILLS_HEADING, WORKSPACE_BLOCK_HEADING,
+};
+use clawbridge::codex::DEFAULT_COLLABORATION_PRESET;
+use clawbridge::routing::Surface;
+use clawbridge::workspace::TRUNCATION_NOTICE;
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const PROMPT: &str = "Please check the calendar.";
+
+fn memory_tools() -> Value {
+    json!([tool("message"), tool("memory_search"), tool("cron")])
+}
+
+fn preset() -> &'static str {
+    DEFAULT_COLLABORATION_PRESET.trim_end()
+}
+
+/// Offsets of `needles` in `haystack`, asserting each occurs and they are in order.
+fn assert_in_order(haystack: &str, needles: &[&str]) {
+    let mut last = 0;
+    for needle in needles {
+        let found = haystack[last..]
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing or out of order in:\n{haystack}"));
+        last += found + needle.len();
+    }
+}
+
+#[test]
+fn rv1_codex_user_turn_with_memory_tools() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "tools": memory_tools()}),
+    );
+    let params = params_json(&run);
+    let developer = developer_instructions(&params);
+    assert_in_order(
+        &developer,
+        &[
+            WORKSPACE_BLOCK_HEADING,
+            &format!("### {}", ws.shown("SOUL.md")),
+            &placeholder("SOUL.md"),
+            &format!("### {}", ws.shown("IDENTITY.md")),
+            &format!("### {}", ws.shown("USER.md")),
+            &format!("### {}", ws.shown("TOOLS.md")),
+            &placeholder("TOOLS.md"),
+        ],
+    );
+    let collaboration = collaboration(&params).expect("collaboration text");
+    assert!(collaboration.starts_with(preset()));
+    assert_in_order(
+        &collaboration,
+        &[
+            preset(),
+            MEMORY_NOTE_HEADING,
+            &format!("- {}", ws.shown("MEMORY.md")),
+            SKILLS_HEADING,
+            "<name>weather</name>",
+        ],
+    );
+    assert_eq!(
+        turn_input(&params),
+        PROMPT,
+        "nothing routed to the turn input"
+    );
+    let everything = all_text(&params);
+    for absent in ["AGENTS.md", "HEARTBEAT.md", "MEMORY.md"] {
+        assert!(
+            !everything.contains(&placeholder(absent)),
+            "{absent} content leaked"
+        );
+    }
+    assert!(!everything.contains(HEARTBEAT_POINTER_HEADING));
+}
+
+#[test]
+fn rv2_memory_plugin_disabled_sends_memory_in_turn_input() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "tools": [tool("message")]}),
+    );
+    let params = params_json(&run);
+    let collaboration = collaboration(&params).expect("collaboration text");
+    assert!(!collaboration.contains(MEMORY_NOTE_HEADING));
+    assert_in_order(&collaboration, &[preset(), SKILLS_HEADING]);
+    let input = turn_input(&params);
+    assert_in_order(
+        &input,
+        &[
+            "# Project Context",
+            &format!("## {}", ws.shown("MEMORY.md")),
+            &placeholder("MEMORY.md"),
+            REQUEST_LABEL,
+            PROMPT,
+        ],
+    );
+    assert!(input.ends_with(&format!("{REQUEST_LABEL}\n{PROMPT}")));
+}
+
+#[test]
+fn rv3_other_memory_workspace_sends_memory_in_turn_input() {
+    let ws = TestWorkspace::full();
+    let memory = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "tools": memory_tools(), "memoryWorkspace": memory.path()}),
+    );
+    let params = params_json(&run);
+    assert!(!collaboration(&params)
+        .unwrap_or_default()
+        .contains(MEMORY_NOTE_HEADING));
+    assert!(turn_input(&params).contains(&format!("## {}", ws.shown("MEMORY.md"))));
+}
+
+#[test]
+fn rv4_heartbeat_turn_points_at_heartbeat_md() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"message": "Heartbeat wake.", "trigger": "heartbeat", "tools": memory_tools()}),
+    );
+    let params = params_json(&run);
+    let collaboration = collaboration(&params).expect("collaboration text");
+    assert_in_order(
+        &collaboration,
+        &[
+            preset(),
+            HEARTBEAT_NOTE,
+            MEMORY_NOTE_HEADING,
+            SKILLS_HEADING,
+            HEARTBEAT_POINTER_HEADING,
+            &format!("- {}", ws.shown("HEARTBEAT.md")),
+        ],
+    );
+    assert!(!all_text(&params).contains(&placeholder("HEARTBEAT.md")));
+
+    ws.write("HEARTBEAT.md", "  \n\t\n");
+    let params = params_json(&run);
+    let text = crate::util::collaboration(&params).expect("collaboration text");
+    assert!(text.contains(HEARTBEAT_NOTE));
+    assert!(!text.contains(HEARTBEAT_POINTER_HEADING));
+}
+
+#[test]
+fn rv5_nothing_to_add_sends_null() {
+    let ws = TestWorkspace::full();
+    ws.remove("MEMORY.md");
+    ws.remove("skills/weather/SKILL.md");
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "tools": memory_tools()}),
+    );
+    let params = params_json(&run);
+    assert_eq!(
+        params["turnStart"]["collaborationMode"]["settings"]["developer_instructions"],
+        Value::Null
+    );
+    assert_eq!(params["turnStart"]["collaborationMode"]["mode"], "default");
+}
+
+#[test]
+fn rv6_lightweight_cron_forwards_the_prompt_byte_for_byte() {
+    let ws = TestWorkspace::full();
+    let scheduled = "  run: ./backup.sh --all\n";
+    let run = run_with(
+        &ws.path(),
+        json!({"message": scheduled, "trigger": "cron", "lightweight": true, "tools": memory_tools()}),
+    );
+    let params = params_json(&run);
+    assert_eq!(turn_input(&params), scheduled);
+    assert_eq!(collaboration(&params), None);
+    assert_eq!(params["threadStart"]["config"]["project_doc_max_bytes"], 0);
+    let developer = developer_instructions(&params);
+    assert!(!developer.contains(WORKSPACE_BLOCK_HEADING));
+    for name in ALL_FILES {
+        assert!(
+            !all_text(&params).contains(&placeholder(name)),
+            "{name} leaked"
+        );
+    }
+}
+
+#[test]
+fn rv7_full_context_cron_turn() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"message": "nightly report", "trigger": "cron", "tools": memory_tools()}),
+    );
+    let params = params_json(&run);
+    let collaboration = collaboration(&params).expect("collaboration text");
+    assert_in_order(
+        &collaboration,
+        &[preset(), CRON_NOTE, MEMORY_NOTE_HEADING, SKILLS_HEADING],
+    );
+    assert!(params["threadStart"]["config"]
+        .get("project_doc_max_bytes")
+        .is_none());
+    assert!(developer_instructions(&params).contains(&placeholder("SOUL.md")));
+}
+
+#[test]
+fn rv8_subagent_session_gets_tools_md_only() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "sessionKey": "agent:main:subagent:42", "tools": memory_tools()}),
+    );
+    let params = params_json(&run);
+    let developer = developer_instructions(&params);
+    assert_eq!(developer.matches("\n### ").count(), 1, "{developer}");
+    assert!(developer.contains(&format!("### {}", ws.shown("TOOLS.md"))));
+    for name in [
+        "SOUL.md",
+        "IDENTITY.md",
+        "USER.md",
+        "MEMORY.md",
+        "HEARTBEAT.md",
+        "AGENTS.md",
+    ] {
+        assert!(
+            !all_text(&params).contains(&placeholder(name)),
+            "{name} leaked"
+        );
+    }
+    assert_eq!(turn_input(&params), PROMPT);
+    let collaboration = collaboration(&params).expect("skills still listed");
+    assert!(!collaboration.contains(MEMORY_NOTE_HEADING));
+}
+
+#[test]
+fn rv9_brand_new_workspace_sends_bootstrap_md_until_setup_completes() {
+    let ws = TestWorkspace::full();
+    ws.write("BOOTSTRAP.md", "<BOOTSTRAP.md contents will be here>\n");
+    let run = run_with(&ws.path(), json!({"message": PROMPT}));
+    let input = turn_input(&params_json(&run));
+    assert_in_order(
+        &input,
+        &[
+            "# Project Context",
+            &format!("## {}", ws.shown("BOOTSTRAP.md")),
+            &placeholder("BOOTSTRAP.md"),
+        ],
+    );
+    ws.write(
+        ".openclaw/workspace-state.json",
+        r#"{"setupCompletedAt":"2026-01-01T00:00:00Z"}"#,
+    );
+    assert!(!all_text(&params_json(&run)).contains(&placeholder("BOOTSTRAP.md")));
+}
+
+#[test]
+fn rv10_embedded_heartbeat_gate() {
+    let ws = TestWorkspace::full();
+    let config =
+        json!({"agents": {"defaults": {"heartbeat": {"includeSystemPromptSection": false}}}});
+    let run = run_with(&ws.path(), json!({"harness": "embedded", "config": config}));
+    let (translation, _) = translate_run(&run);
+    assert!(translation
+        .routed
+        .files
+        .iter()
+        .all(|file| file.name != "HEARTBEAT.md"));
+    assert!(translation
+        .loaded
+        .omitted
+        .iter()
+        .any(|file| file.name == "HEARTBEAT.md"));
+
+    let run = run_with(
+        &ws.path(),
+        json!({"harness": "embedded", "config": config, "trigger": "heartbeat"}),
+    );
+    let (translation, _) = translate_run(&run);
+    let heartbeat = translation
+        .routed
+        .files
+        .iter()
+        .find(|file| file.name == "HEARTBEAT.md")
+        .expect("heartbeat kept");
+    assert_eq!(heartbeat.surface, Surface::SystemPromptDynamic);
+    assert_eq!(translation.routed.dynamic_project_files.len(), 1);
+}
+
+#[test]
+fn rv11_missing_soul() {
+    let ws = TestWorkspace::full();
+    ws.remove("SOUL.md");
+    let run = run_with(&ws.path(), json!({"harness": "embedded"}));
+    let (translation, _) = translate_run(&run);
+    let soul = translation
+        .routed
+        .project_files
+        .iter()
+        .find(|file| file.name == "SOUL.md")
+        .expect("marker");
+    assert_eq!(soul.text, format!("[missing: {}]", ws.shown("SOUL.md")));
+
+    let run = run_with(&ws.path(), json!({"message": PROMPT}));
+    let params = params_json(&run);
+    let everything = all_text(&params);
+    assert!(!everything.contains("[missing:"), "no marker on Codex");
+    assert!(
+        !everything.contains(&ws.shown("SOUL.md")),
+        "no SOUL.md entry on Codex"
+    );
+    assert!(!developer_instructions(&params).contains("persona and tone"));
+}
+
+#[test]
+fn oversized_soul_is_cut_to_the_cap_with_marker_and_notice() {
+    let ws = TestWorkspace::full();
+    ws.write("SOUL.md", &"S".repeat(25_000));
+    let run = run_with(&ws.path(), json!({"message": PROMPT}));
+    let (translation, params) = translate_run(&run);
+    let soul = translation
+        .routed
+        .thread_files
+        .iter()
+        .find(|file| file.name == "SOUL.md")
+        .expect("soul");
+    assert!(soul.injected_chars <= 20_000);
+    assert!(soul
+        .text
+        .contains("[truncated SOUL.md: kept 14934+4978 of 25000 chars"));
+    let developer = serde_json::to_value(&params)
+        .map(|p| developer_instructions(&p))
+        .expect("json");
+    assert!(developer.ends_with(TRUNCATION_NOTICE));
+    assert!(!turn_input(&serde_json::to_value(&params).expect("json")).contains(TRUNCATION_NOTICE));
+
+    // `off` hides the notice but still truncates.
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "config": {"agents": {"defaults": {"bootstrapPromptTruncationWarning": "off"}}}}),
+    );
+    let developer = developer_instructions(&params_json(&run));
+    assert!(developer.contains("[truncated SOUL.md"));
+    assert!(!developer.contains(TRUNCATION_NOTICE));
+}
+
+#[test]
+fn per_agent_budget_override() {
+    let ws = TestWorkspace::full();
+    ws.write("SOUL.md", &"S".repeat(3_000));
+    let run = run_with(
+        &ws.path(),
+        json!({"agentId": "ops", "config": {"agents": {"list": [{"id": "ops", "bootstrapMaxChars": 1000}]}}}),
+    );
+    let (translation, _) = translate_run(&run);
+    let soul = translation
+        .routed
+        .files
+        .iter()
+        .find(|file| file.name == "SOUL.md")
+        .expect("soul");
+    assert!(soul.truncated && soul.injected_chars <= 1000);
+}
+
+#[test]
+fn memory_md_is_loaded_by_exact_name_only() {
+    let ws = TestWorkspace::full();
+    ws.remove("MEMORY.md");
+    ws.write("memory.md", "<lower-case memory>\n");
+    let run = run_with(&ws.path(), json!({"message": PROMPT}));
+    assert!(!all_text(&params_json(&run)).contains("lower-case memory"));
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_leaving_the_workspace_is_never_read() {
+    let ws = TestWorkspace::full();
+    let outside = TestWorkspace::empty();
+    outside.write("secret.md", "TOP SECRET\n");
+    ws.remove("USER.md");
+    std::os::unix::fs::symlink(
+        outside.dir.path().join("secret.md"),
+        ws.dir.path().join("USER.md"),
+    )
+    .expect("symlink");
+    let run = run_with(&ws.path(), json!({"harness": "embedded"}));
+    let (translation, _) = translate_run(&run);
+    let user = translation
+        .routed
+        .files
+        .iter()
+        .find(|file| file.name == "USER.md")
+        .expect("user");
+    assert!(
+        user.note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("unreadable"),
+        "{user:?}"
+    );
+    assert!(translation
+        .routed
+        .project_files
+        .iter()
+        .all(|file| !file.text.contains("TOP SECRET")));
+    assert!(translation
+        .warnings
+        .iter()
+        .any(|warning| warning.contains("symlink leaves the workspace")));
+    let run = run_with(&ws.path(), json!({}));
+    assert!(!all_text(&params_json(&run)).contains("TOP SECRET"));
+}
+
+#[test]
+fn invalid_utf8_is_replaced_with_a_warning() {
+    let ws = TestWorkspace::full();
+    ws.write_bytes("SOUL.md", b"Be \xff warm.\n");
+    let run = run_with(&ws.path(), json!({}));
+    let (translation, params) = translate_run(&run);
+    let developer = developer_instructions(&serde_json::to_value(params).expect("json"));
+    assert!(developer.contains("Be \u{FFFD} warm."));
+    assert!(translation
+        .warnings
+        .iter()
+        .any(|w| w.contains("SOUL.md") && w.contains("invalid UTF-8")));
+}
+
+#[test]
+fn files_over_two_mebibytes_are_not_read() {
+    let ws = TestWorkspace::full();
+    ws.write("TOOLS.md", &"t".repeat(2 * 1024 * 1024 + 1));
+    let run = run_with(&ws.path(), json!({}));
+    let (translation, _) = translate_run(&run);
+    assert!(translation
+        .routed
+        .thread_files
+        .iter()
+        .all(|file| file.name != "TOOLS.md"));
+    assert!(translation
+        .warnings
+        .iter()
+        .any(|w| w.contains("TOOLS.md") && w.contains("2 MiB")));
+}
+
+#[test]
+fn lightweight_heartbeat_keeps_only_the_pointer() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"trigger": "heartbeat", "lightweight": true, "tools": memory_tools()}),
+    );
+    let params = params_json(&run);
+    assert!(!developer_instructions(&params).contains(WORKSPACE_BLOCK_HEADING));
+    let collaboration = collaboration(&params).expect("collaboration");
+    assert_in_order(
+        &collaboration,
+        &[
+            preset(),
+            HEARTBEAT_NOTE,
+            SKILLS_HEADING,
+            HEARTBEAT_POINTER_HEADING,
+        ],
+    );
+    assert!(!collaboration.contains(MEMORY_NOTE_HEADING));
+}
+
+#[test]
+fn resume_sends_the_same_developer_instructions() {
+    let ws = TestWorkspace::full();
+    let start = params_json(&run_with(&ws.path(), json!({"message": PROMPT})));
+    let resume = params_json(&run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "threadId": "thr_1"}),
+    ));
+    assert_eq!(
+        developer_instructions(&start),
+        developer_instructions(&resume)
+    );
+    assert_eq!(resume["threadResume"]["threadId"], "thr_1");
+    assert_eq!(resume["turnStart"]["threadId"], "thr_1");
+    assert_eq!(start["turnStart"]["threadId"], "<thread-id>");
+    for absent in [
+        "cwd",
+        "serviceName",
+        "dynamicTools",
+        "experimentalRawEvents",
+    ] {
+        assert!(
+            resume["threadResume"].get(absent).is_none(),
+            "{absent} on resume"
+        );
+    }
+}
+
+#[test]
+fn dynamic_tools_split_direct_and_searchable() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"tools": [tool("read"), tool("cron"), tool("message"), tool("exec"), tool("sessions_spawn"), tool("bash"), tool("web_search")],
+               "directTools": ["message"]}),
+    );
+    let params = params_json(&run);
+    let tools = params["threadStart"]["dynamicTools"]
+        .as_array()
+        .expect("tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, vec!["message", "sessions_spawn", "openclaw"]);
+    let namespace = &tools[2];
+    assert_eq!(namespace["type"], "namespace");
+    assert!(!namespace["description"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty());
+    let inner: Vec<&str> = namespace["tools"]
+        .as_array()
+        .expect("inner")
+        .iter()
+        .map(|t| {
+            assert_eq!(t["deferLoading"], true);
+            assert_eq!(t["type"], "function");
+            t["name"].as_str().unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(inner, vec!["cron", "web_search"]);
+    assert!(tools[0].get("deferLoading").is_none());
+    assert!(developer_instructions(&params).contains("available on demand: cron, web_search."));
+}

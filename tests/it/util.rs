@@ -1,0 +1,143 @@
+//! Shared helpers: throwaway workspaces, run documents built in memory, the translation pipeline.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use clawbridge::codex::params::CodexParams;
+use clawbridge::config::{Run, RunDocument};
+use clawbridge::translate::{translate, TranslateOptions, Translation};
+use serde_json::{json, Value};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The built binary.
+pub fn clawbridge() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command.env_remove("CLAWBRIDGE_LOG");
+    command
+}
+
+/// A temp workspace; dropped with the test.
+pub struct TestWorkspace {
+    pub dir: tempfile::TempDir,
+}
+
+pub const ALL_FILES: [&str; 7] = [
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "HEARTBEAT.md",
+    "MEMORY.md",
+];
+
+/// The placeholder content of a bootstrap file.
+pub fn placeholder(name: &str) -> String {
+    format!("<{name} contents will be here>")
+}
+
+pub const WEATHER_SKILL: &str = "---\nname: weather\ndescription: Get weather <data> & \"forecasts\" it's\n---\n\n# Weather\n\nCall the forecast API.\n";
+
+impl TestWorkspace {
+    pub fn empty() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// All seven files with placeholders plus the weather skill.
+    pub fn full() -> Self {
+        let workspace = Self::empty();
+        for name in ALL_FILES {
+            workspace.write(name, &format!("{}\n", placeholder(name)));
+        }
+        workspace.write("skills/weather/SKILL.md", WEATHER_SKILL);
+        workspace
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().canonicalize().expect("canonical")
+    }
+
+    pub fn write(&self, relative: &str, content: &str) {
+        self.write_bytes(relative, content.as_bytes());
+    }
+
+    pub fn write_bytes(&self, relative: &str, bytes: &[u8]) {
+        let path = self.dir.path().join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, bytes).expect("write");
+    }
+
+    pub fn remove(&self, relative: &str) {
+        std::fs::remove_file(self.dir.path().join(relative)).expect("remove");
+    }
+
+    /// `<workspace>/<name>` as shown to the model.
+    pub fn shown(&self, name: &str) -> String {
+        format!("{}/{name}", self.path().display())
+    }
+}
+
+/// A tool spec with an empty object schema.
+pub fn tool(name: &str) -> Value {
+    json!({"name": name, "description": format!("The {name} tool."), "inputSchema": {"type": "object", "properties": {}}})
+}
+
+/// Build a run from a JSON object merged over `{workspace}`.
+pub fn run_with(workspace: &Path, fields: Value) -> Run {
+    let mut document = json!({ "workspace": workspace });
+    if let (Some(target), Value::Object(extra)) = (document.as_object_mut(), fields) {
+        target.extend(extra);
+    }
+    let text = document.to_string();
+    let source = Path::new("<test>");
+    RunDocument::parse(&text, source)
+        .and_then(|doc| doc.into_run(source, workspace))
+        .expect("valid run")
+}
+
+/// Translate with hermetic options.
+pub fn translate_run(run: &Run) -> (Translation, CodexParams) {
+    let translation = translate(run, &TranslateOptions::hermetic()).expect("translate");
+    let params = translation.codex_params(run);
+    (translation, params)
+}
+
+/// The params as JSON.
+pub fn params_json(run: &Run) -> Value {
+    serde_json::to_value(translate_run(run).1).expect("json")
+}
+
+pub fn developer_instructions(params: &Value) -> String {
+    params
+        .get("threadStart")
+        .or_else(|| params.get("threadResume"))
+        .and_then(|thread| thread.get("developerInstructions"))
+        .and_then(Value::as_str)
+        .expect("developerInstructions")
+        .to_string()
+}
+
+pub fn collaboration(params: &Value) -> Option<String> {
+    params["turnStart"]["collaborationMode"]["settings"]["developer_instructions"]
+        .as_str()
+        .map(str::to_string)
+}
+
+pub fn turn_input(params: &Value) -> String {
+    params["turnStart"]["input"][0]["text"]
+        .as_str()
+        .expect("text input")
+        .to_string()
+}
+
+/// Every text surface joined, to assert something appears nowhere.
+pub fn all_text(params: &Value) -> String {
+    params.to_string()
+}
