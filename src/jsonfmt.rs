@@ -56,8 +56,7 @@ fn write_value(value: &Value, indent: usize, prefix_width: usize, out: &mut Stri
                     "[{}]",
                     items.iter().map(scalar).collect::<Vec<_>>().join(", ")
                 );
-                // +1 for a possible trailing comma.
-                if prefix_width + inline.chars().count() + 1 <= MAX_INLINE_WIDTH {
+                if prefix_width + inline.chars().count() <= MAX_INLINE_WIDTH {
                     out.push_str(&inline);
                     return;
                 }

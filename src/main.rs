@@ -185,6 +185,7 @@ fn load_run(path: &Path, state_dir: Option<PathBuf>) -> Result<(Run, TranslateOp
         TranslateOptions {
             host: HostFacts::from_process(),
             ledger,
+            skill_cache: None,
         },
     ))
 }

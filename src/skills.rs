@@ -14,7 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::config::Run;
-use crate::text::{collate, escape_xml, head16, len16, trim_end_js, trim_js};
+use crate::text::{collate, escape_xml, escaped_len16, head16, len16, trim_end_js, trim_js};
 
 /// How deep below a root a `SKILL.md` is looked for (nesting is organisational).
 const MAX_SKILL_DEPTH: usize = 4;
@@ -100,8 +100,80 @@ pub fn skill_version(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
+/// Parsed skills keyed by file identity (path, size, modification time), so a long-lived process
+/// (the bridge service, the benchmarks' warm path) re-reads and re-hashes only files that changed.
+/// An edit that keeps both the size and the mtime is not noticed; the CLI runs without a cache.
+#[derive(Default)]
+pub struct SkillCache {
+    entries: std::sync::Mutex<std::collections::HashMap<PathBuf, CachedSkill>>,
+}
+
+struct CachedSkill {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    location: String,
+    parsed: Result<SkillEntry, String>,
+}
+
+impl std::fmt::Debug for SkillCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = self
+            .entries
+            .lock()
+            .map(|entries| entries.len())
+            .unwrap_or(0);
+        f.debug_struct("SkillCache")
+            .field("entries", &size)
+            .finish()
+    }
+}
+
+impl SkillCache {
+    fn parse(
+        &self,
+        file: &Path,
+        metadata: &std::fs::Metadata,
+        run: &Run,
+        tier: SkillTier,
+    ) -> Result<SkillEntry, String> {
+        let location = run.display_path(file);
+        let modified = metadata.modified().ok();
+        if let Ok(entries) = self.entries.lock() {
+            if let Some(cached) = entries.get(file) {
+                if cached.len == metadata.len()
+                    && cached.modified == modified
+                    && cached.location == location
+                {
+                    return cached.parsed.clone().map(|mut skill| {
+                        skill.tier = tier;
+                        skill
+                    });
+                }
+            }
+        }
+        let parsed = parse_skill_file(file, metadata, run, tier);
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.insert(
+                file.to_path_buf(),
+                CachedSkill {
+                    len: metadata.len(),
+                    modified,
+                    location,
+                    parsed: parsed.clone(),
+                },
+            );
+        }
+        parsed
+    }
+}
+
 /// Find every skill of the run (extra dirs, then the workspace `skills/` folder).
 pub fn discover_skills(run: &Run) -> DiscoveredSkills {
+    discover_skills_cached(run, None)
+}
+
+/// [`discover_skills`] through an optional [`SkillCache`].
+pub fn discover_skills_cached(run: &Run, cache: Option<&SkillCache>) -> DiscoveredSkills {
     let mut found = DiscoveredSkills::default();
     let mut by_name: BTreeMap<String, SkillEntry> = BTreeMap::new();
     let mut roots: Vec<(PathBuf, SkillTier)> = run
@@ -122,9 +194,13 @@ pub fn discover_skills(run: &Run) -> DiscoveredSkills {
     for (root, tier) in roots {
         let mut files = Vec::new();
         find_skill_files(&root, 0, &mut files);
-        files.sort();
-        for file in files {
-            match parse_skill_file(&file, run, tier) {
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (file, metadata) in files {
+            let parsed = match cache {
+                Some(cache) => cache.parse(&file, &metadata, run, tier),
+                None => parse_skill_file(&file, &metadata, run, tier),
+            };
+            match parsed {
                 Ok(skill) => {
                     by_name.insert(skill.name.clone(), skill);
                 }
@@ -141,14 +217,19 @@ pub fn discover_skills(run: &Run) -> DiscoveredSkills {
     found
 }
 
-fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+/// Collect `SKILL.md` files (with their metadata, so the cache needs no second `stat`).
+fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, std::fs::Metadata)>) {
     if depth > MAX_SKILL_DEPTH {
         return;
     }
-    let skill_file = dir.join("SKILL.md");
-    if depth > 0 && skill_file.is_file() {
-        out.push(skill_file);
-        return;
+    if depth > 0 {
+        let skill_file = dir.join("SKILL.md");
+        if let Ok(metadata) = std::fs::metadata(&skill_file) {
+            if metadata.is_file() {
+                out.push((skill_file, metadata));
+                return;
+            }
+        }
     }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -159,71 +240,98 @@ fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         if name.starts_with('.') || name == "node_modules" {
             continue;
         }
-        if entry.path().is_dir() {
+        // `file_type` comes with the directory listing; follow symlinks only when needed.
+        let is_dir = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => true,
+            Ok(kind) if kind.is_symlink() => entry.path().is_dir(),
+            _ => false,
+        };
+        if is_dir {
             find_skill_files(&entry.path(), depth + 1, out);
         }
     }
 }
 
 /// Split `---` frontmatter from a SKILL.md (BOM stripped, CRLF normalised for parsing only).
+/// Only the lines up to the closing fence are looked at; the body is never scanned.
 fn frontmatter(text: &str) -> Option<String> {
-    let text = text
-        .strip_prefix('\u{FEFF}')
-        .unwrap_or(text)
-        .replace("\r\n", "\n");
-    let rest = text.strip_prefix("---\n")?;
-    let end = rest
-        .match_indices("\n---")
-        .map(|(index, _)| index)
-        .find(|index| {
-            let after = &rest[index + 4..];
-            after.is_empty() || after.starts_with('\n')
-        })?;
-    Some(rest[..end].to_string())
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next()?;
+    if first.trim_end_matches(['\n', '\r']) != "---" || !first.ends_with('\n') {
+        return None;
+    }
+    let mut front = String::new();
+    for line in lines {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if bare == "---" {
+            return Some(front.trim_end_matches('\n').to_string());
+        }
+        front.push_str(bare);
+        front.push('\n');
+    }
+    None
 }
 
-fn parse_skill_file(file: &Path, run: &Run, tier: SkillTier) -> Result<SkillEntry, String> {
-    let size = std::fs::metadata(file)
-        .map_err(|error| error.to_string())?
-        .len();
+fn parse_skill_file(
+    file: &Path,
+    metadata: &std::fs::Metadata,
+    run: &Run,
+    tier: SkillTier,
+) -> Result<SkillEntry, String> {
+    let size = metadata.len();
     if size > MAX_SKILL_FILE_BYTES {
         return Err(format!("{size} bytes is over the 1 MiB limit"));
     }
     let bytes = std::fs::read(file).map_err(|error| error.to_string())?;
-    let text = String::from_utf8_lossy(&bytes);
-    let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
-    let yaml: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&front).map_err(|error| format!("invalid frontmatter: {error}"))?;
-    let meta: Value = serde_json::to_value(&yaml)
-        .map_err(|error| format!("frontmatter is not plain data: {error}"))?;
-    let meta = match meta {
-        Value::Object(map) => map,
-        Value::Null => Default::default(),
-        _ => return Err("frontmatter is not a mapping".to_string()),
-    };
     let folder_name = file
         .parent()
         .and_then(Path::file_name)
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = match meta.get("name") {
-        Some(Value::String(name)) if !trim_js(name).is_empty() => trim_js(name).to_string(),
-        None | Some(Value::Null) => folder_name,
-        Some(Value::String(_)) => folder_name,
-        Some(_) => return Err("`name` must be a string".to_string()),
+    parse_skill(&bytes, &folder_name, run.display_path(file), tier)
+}
+
+/// The frontmatter keys we read; others are ignored. Type errors name the key.
+#[derive(serde::Deserialize)]
+struct Frontmatter {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    metadata: Option<Value>,
+    #[serde(default, rename = "disable-model-invocation")]
+    disable_model_invocation: Option<bool>,
+}
+
+/// Parse one `SKILL.md` from its raw bytes; `location` is the path shown to the model.
+pub fn parse_skill(
+    bytes: &[u8],
+    folder_name: &str,
+    location: String,
+    tier: SkillTier,
+) -> Result<SkillEntry, String> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     };
-    let description = match meta.get("description") {
-        Some(Value::String(text)) if !trim_js(text).is_empty() => text.clone(),
-        Some(Value::String(_)) | None | Some(Value::Null) => {
-            return Err("missing `description`".to_string())
-        }
-        Some(_) => return Err("`description` must be a string".to_string()),
+    let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
+    let meta: Frontmatter =
+        serde_yaml_ng::from_str(&front).map_err(|error| format!("invalid frontmatter: {error}"))?;
+    let name = match meta.name {
+        Some(name) if !trim_js(&name).is_empty() => trim_js(&name).to_string(),
+        _ => folder_name.to_string(),
+    };
+    let description = match meta.description {
+        Some(text) if !trim_js(&text).is_empty() => text,
+        _ => return Err("missing `description`".to_string()),
     };
     // `metadata` is a mapping, or (as OpenClaw writes it) a JSON string.
-    let metadata = match meta.get("metadata") {
-        Some(Value::String(json)) => serde_json::from_str(json)
+    let metadata = match meta.metadata {
+        Some(Value::String(json)) => serde_json::from_str(&json)
             .map_err(|error| format!("`metadata` is not valid JSON: {error}"))?,
-        Some(other) => other.clone(),
+        Some(other) => other,
         None => Value::Null,
     };
     let openclaw = metadata.get("openclaw").cloned().unwrap_or(Value::Null);
@@ -236,15 +344,12 @@ fn parse_skill_file(file: &Path, run: &Run, tier: SkillTier) -> Result<SkillEntr
         .get("plugin")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let disable_model_invocation = meta
-        .get("disable-model-invocation")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let disable_model_invocation = meta.disable_model_invocation.unwrap_or(false);
     Ok(SkillEntry {
         name,
         description,
-        location: run.display_path(file),
-        version: skill_version(&bytes),
+        location,
+        version: skill_version(bytes),
         skill_key,
         tier,
         file_chars: len16(&text),
@@ -415,54 +520,175 @@ fn instructions(surface: CatalogSurface, compact_without_descriptions: bool) -> 
 }
 
 fn cap_description(description: &str, cap: usize) -> String {
-    let collapsed = description.split_whitespace().collect::<Vec<_>>().join(" ");
-    let collapsed = trim_js(&collapsed);
-    if len16(collapsed) <= cap {
-        return collapsed.to_string();
+    let collapsed = collapse_whitespace(description);
+    let (kept, ellipsis) = capped(&collapsed, cap);
+    if ellipsis {
+        format!("{kept}...")
+    } else {
+        kept.to_string()
     }
-    format!(
-        "{}...",
-        trim_end_js(head16(collapsed, cap.saturating_sub(3)))
-    )
 }
 
+fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    trim_js(&out).to_string()
+}
+
+/// The capped description as (kept text, whether `...` follows).
+fn capped(collapsed: &str, cap: usize) -> (&str, bool) {
+    if len16(collapsed) <= cap {
+        (collapsed, false)
+    } else {
+        (trim_end_js(head16(collapsed, cap.saturating_sub(3))), true)
+    }
+}
+
+/// One skill with its escaped fields computed once, so the budget search can price a catalog
+/// without rendering it.
+struct PreparedSkill<'a> {
+    name: String,
+    location: String,
+    version: &'a str,
+    description: String,
+    collapsed: String,
+    /// Everything but the description line, priced once.
+    fixed_len: usize,
+    description_len: usize,
+    collapsed_len: usize,
+    collapsed_escaped_len: usize,
+}
+
+impl<'a> PreparedSkill<'a> {
+    fn new(skill: &'a SkillEntry) -> Self {
+        let name = escape_xml(&skill.name);
+        let location = escape_xml(&skill.location);
+        let description = escape_xml(&skill.description);
+        let collapsed = collapse_whitespace(&skill.description);
+        let fixed_len = "  <skill>".len()
+            + 1
+            + "    <name></name>".len()
+            + len16(&name)
+            + 1
+            + "    <location></location>".len()
+            + len16(&location)
+            + 1
+            + "    <version></version>".len()
+            + len16(&skill.version)
+            + 1
+            + "  </skill>".len();
+        Self {
+            fixed_len,
+            description_len: len16(&description),
+            collapsed_len: len16(&collapsed),
+            collapsed_escaped_len: escaped_len16(&collapsed),
+            name,
+            location,
+            version: &skill.version,
+            description,
+            collapsed,
+        }
+    }
+}
+
+impl PreparedSkill<'_> {
+    /// Escaped description for a format: `None` cap = full text, `Some(None)` = omitted.
+    fn description(&self, cap: Option<Option<usize>>) -> Option<String> {
+        match cap {
+            None => Some(self.description.clone()),
+            Some(None) => None,
+            Some(Some(cap)) => {
+                let (kept, ellipsis) = capped(&self.collapsed, cap);
+                let mut text = escape_xml(kept);
+                if ellipsis {
+                    text.push_str("...");
+                }
+                Some(text)
+            }
+        }
+    }
+
+    fn description_len(&self, cap: Option<Option<usize>>) -> usize {
+        match cap {
+            None => self.description_len,
+            Some(None) => 0,
+            Some(Some(cap)) if self.collapsed_len <= cap => self.collapsed_escaped_len,
+            Some(Some(cap)) => {
+                let (kept, ellipsis) = capped(&self.collapsed, cap);
+                escaped_len16(kept) + if ellipsis { 3 } else { 0 }
+            }
+        }
+    }
+
+    /// UTF-16 length of this skill's lines joined by `\n` (see [`Self::render`]).
+    fn rendered_len(&self, cap: Option<Option<usize>>) -> usize {
+        let description = self.description_len(cap);
+        let description_line = if description > 0 {
+            "    <description></description>".len() + description + 1
+        } else {
+            0
+        };
+        self.fixed_len + description_line
+    }
+
+    fn render(&self, cap: Option<Option<usize>>, out: &mut Vec<String>) {
+        out.push("  <skill>".to_string());
+        out.push(format!("    <name>{}</name>", self.name));
+        if let Some(description) = self.description(cap).filter(|text| !text.is_empty()) {
+            out.push(format!("    <description>{description}</description>"));
+        }
+        out.push(format!("    <location>{}</location>", self.location));
+        out.push(format!("    <version>{}</version>", self.version));
+        out.push("  </skill>".to_string());
+    }
+}
+
+const CATALOG_OPEN: &str = "<available_skills>";
+const CATALOG_CLOSE: &str = "</available_skills>";
+
+/// The catalog for the first `count` skills; `cap` as in [`PreparedSkill::description`].
 fn render_catalog(
-    skills: &[SkillEntry],
+    skills: &[PreparedSkill<'_>],
     surface: CatalogSurface,
-    description_cap: Option<Option<usize>>,
+    cap: Option<Option<usize>>,
     note: Option<String>,
 ) -> String {
-    let without_descriptions = matches!(description_cap, Some(None));
-    let mut lines = Vec::new();
-    if let Some(note) = note {
-        lines.push(note);
-    }
-    lines.push(instructions(surface, without_descriptions));
+    let mut lines = Vec::with_capacity(skills.len() * 6 + 5);
+    lines.extend(note);
+    lines.push(instructions(surface, matches!(cap, Some(None))));
     lines.push(String::new());
-    lines.push("<available_skills>".to_string());
+    lines.push(CATALOG_OPEN.to_string());
     for skill in skills {
-        lines.push("  <skill>".to_string());
-        lines.push(format!("    <name>{}</name>", escape_xml(&skill.name)));
-        let description = match description_cap {
-            None => Some(skill.description.clone()),
-            Some(Some(cap)) => Some(cap_description(&skill.description, cap)),
-            Some(None) => None,
-        };
-        if let Some(description) = description.filter(|text| !text.is_empty()) {
-            lines.push(format!(
-                "    <description>{}</description>",
-                escape_xml(&description)
-            ));
-        }
-        lines.push(format!(
-            "    <location>{}</location>",
-            escape_xml(&skill.location)
-        ));
-        lines.push(format!("    <version>{}</version>", skill.version));
-        lines.push("  </skill>".to_string());
+        skill.render(cap, &mut lines);
     }
-    lines.push("</available_skills>".to_string());
+    lines.push(CATALOG_CLOSE.to_string());
     lines.join("\n")
+}
+
+/// `len16(render_catalog(..))` computed from the prepared lengths.
+fn catalog_len(
+    skills: &[PreparedSkill<'_>],
+    surface: CatalogSurface,
+    cap: Option<Option<usize>>,
+    note: Option<&str>,
+) -> usize {
+    let note_len = note.map_or(0, |note| len16(note) + 1);
+    note_len
+        + len16(&instructions(surface, matches!(cap, Some(None))))
+        + 1 // after the instructions
+        + 1 // after the empty line
+        + CATALOG_OPEN.len()
+        + 1 // after the opening tag
+        + skills
+            .iter()
+            .map(|skill| skill.rendered_len(cap) + 1) // each entry is followed by a newline
+            .sum::<usize>()
+        + CATALOG_CLOSE.len()
 }
 
 fn budget_note(included: usize, total: usize, shortened: bool) -> String {
@@ -494,28 +720,32 @@ pub fn render_skills_prompt(
     if skills.is_empty() {
         return empty;
     }
-    let mut sorted = skills.to_vec();
+    let mut sorted: Vec<&SkillEntry> = skills.iter().collect();
     sorted.sort_by(|a, b| collate(&a.name, &b.name));
     sorted.truncate(max_count);
-    let by_count = sorted;
-    let dropped_by_count = by_count.len() < total;
-    if !dropped_by_count {
-        let full = render_catalog(&by_count, surface, None, None);
-        if len16(&full) <= max_chars {
-            return SkillsPrompt {
-                text: full,
-                included: total,
-                total,
-                format: CatalogFormat::Full,
-            };
-        }
+    let by_count: Vec<PreparedSkill<'_>> = sorted
+        .iter()
+        .map(|skill| PreparedSkill::new(skill))
+        .collect();
+    if by_count.len() == total && catalog_len(&by_count, surface, None, None) <= max_chars {
+        return SkillsPrompt {
+            text: render_catalog(&by_count, surface, None, None),
+            included: total,
+            total,
+            format: CatalogFormat::Full,
+        };
     }
-    // Compact without descriptions: the largest prefix that fits.
-    let compact = |count: usize, cap: Option<usize>| {
-        let note = budget_note(count, total, cap.is_some());
-        render_catalog(&by_count[..count], surface, Some(cap), Some(note))
+    // Compact: name, location and version always; descriptions capped or omitted.
+    let note = |count: usize, cap: Option<usize>| budget_note(count, total, cap.is_some());
+    let fits = |count: usize, cap: Option<usize>| {
+        catalog_len(
+            &by_count[..count],
+            surface,
+            Some(cap),
+            Some(&note(count, cap)),
+        ) <= max_chars
     };
-    let fits = |count: usize, cap: Option<usize>| len16(&compact(count, cap)) <= max_chars;
+    // The largest prefix that fits without descriptions.
     let count = if fits(by_count.len(), None) {
         by_count.len()
     } else {
@@ -546,7 +776,12 @@ pub fn render_skills_prompt(
         }
     }
     SkillsPrompt {
-        text: compact(count, best),
+        text: render_catalog(
+            &by_count[..count],
+            surface,
+            Some(best),
+            Some(note(count, best)),
+        ),
         included: count,
         total,
         format: CatalogFormat::Compact(best),
@@ -584,6 +819,63 @@ mod tests {
         );
         assert_eq!(frontmatter("name: a\n---\n"), None);
         assert_eq!(frontmatter("---\nname: a\n"), None);
+    }
+
+    fn entry(name: &str, description: &str) -> SkillEntry {
+        SkillEntry {
+            name: name.to_string(),
+            description: description.to_string(),
+            location: format!("/ws/skills/{name}/SKILL.md"),
+            version: skill_version(name.as_bytes()),
+            skill_key: name.to_string(),
+            tier: SkillTier::Workspace,
+            file_chars: 0,
+            openclaw_metadata: Value::Null,
+            disable_model_invocation: false,
+            plugin: None,
+        }
+    }
+
+    #[test]
+    fn priced_length_equals_rendered_length() {
+        let skills: Vec<SkillEntry> = [
+            ("a&b", "Tricky <desc> & \"quotes\" 'x'   with\n  newlines"),
+            (
+                "émoji",
+                "😀 astral 😀 description that is somewhat long and keeps going and going",
+            ),
+            ("plain", "short"),
+            ("Zed", "   "),
+        ]
+        .iter()
+        .map(|(name, description)| entry(name, description))
+        .collect();
+        let prepared: Vec<PreparedSkill<'_>> = skills.iter().map(PreparedSkill::new).collect();
+        for surface in [CatalogSurface::Codex, CatalogSurface::SystemPrompt] {
+            for cap in [
+                None,
+                Some(None),
+                Some(Some(4)),
+                Some(Some(10)),
+                Some(Some(220)),
+            ] {
+                for count in 0..=prepared.len() {
+                    for note in [None, Some("a note ü")] {
+                        let text = render_catalog(
+                            &prepared[..count],
+                            surface,
+                            cap,
+                            note.map(str::to_string),
+                        );
+                        assert_eq!(
+                            catalog_len(&prepared[..count], surface, cap, note),
+                            len16(&text),
+                            "{cap:?} {count} {note:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

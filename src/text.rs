@@ -5,32 +5,67 @@
 //! a cut that would land inside a surrogate pair keeps one unit less.
 
 /// Length in UTF-16 code units (a character outside the BMP counts 2).
+///
+/// Counted on the UTF-8 bytes: every byte that is not a continuation byte starts a character,
+/// and a 4-byte lead byte starts one that needs a surrogate pair. Both counts vectorize.
 pub fn len16(text: &str) -> usize {
-    text.chars().map(char::len_utf16).sum()
+    // Byte-wide accumulators over chunks of at most 255 bytes cannot overflow and let the
+    // compiler use full-width SIMD lanes.
+    text.as_bytes()
+        .chunks(255)
+        .map(|chunk| {
+            let starts = chunk
+                .iter()
+                .fold(0u8, |acc, &byte| acc + u8::from((byte as i8) >= -64));
+            let astral = chunk
+                .iter()
+                .fold(0u8, |acc, &byte| acc + u8::from(byte >= 0xF0));
+            usize::from(starts) + usize::from(astral)
+        })
+        .sum()
 }
 
 /// The longest prefix of whole characters whose UTF-16 length is at most `max_units`.
 pub fn head16(text: &str, max_units: usize) -> &str {
-    let mut used = 0;
-    for (index, ch) in text.char_indices() {
-        used += ch.len_utf16();
-        if used > max_units {
-            return &text[..index];
-        }
+    if text.len() <= max_units {
+        return text; // never more units than bytes
     }
-    text
+    // The first `max_units` bytes hold at most `max_units` units; extend from there.
+    let mut end = max_units;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut used = len16(&text[..end]);
+    for ch in text[end..].chars() {
+        let units = ch.len_utf16();
+        if used + units > max_units {
+            break;
+        }
+        used += units;
+        end += ch.len_utf8();
+    }
+    &text[..end]
 }
 
 /// The longest suffix of whole characters whose UTF-16 length is at most `max_units`.
 pub fn tail16(text: &str, max_units: usize) -> &str {
-    let mut used = 0;
-    for (index, ch) in text.char_indices().rev() {
-        used += ch.len_utf16();
-        if used > max_units {
-            return &text[index + ch.len_utf8()..];
-        }
+    if text.len() <= max_units {
+        return text;
     }
-    text
+    let mut start = text.len() - max_units;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let mut used = len16(&text[start..]);
+    for ch in text[..start].chars().rev() {
+        let units = ch.len_utf16();
+        if used + units > max_units {
+            break;
+        }
+        used += units;
+        start -= ch.len_utf8();
+    }
+    &text[start..]
 }
 
 /// Whitespace as JavaScript's `String.prototype.trimEnd` sees it (includes U+FEFF, which
@@ -87,8 +122,8 @@ pub fn rough_tokens(chars: usize) -> usize {
 /// for the names we sort (skills, tool names): letters compare case-insensitively first, then lower
 /// case sorts before upper case, then code points break the remaining ties.
 pub fn collate(a: &str, b: &str) -> std::cmp::Ordering {
-    fn primary(ch: char) -> (u8, String) {
-        let class = if ch.is_alphabetic() {
+    fn class(ch: char) -> u8 {
+        if ch.is_alphabetic() {
             3
         } else if ch.is_numeric() {
             2
@@ -96,27 +131,58 @@ pub fn collate(a: &str, b: &str) -> std::cmp::Ordering {
             0
         } else {
             1
-        };
-        (class, ch.to_lowercase().collect())
+        }
     }
-    let primary_order = a.chars().map(primary).cmp(b.chars().map(primary));
-    primary_order
+    fn primary(text: &str) -> impl Iterator<Item = (u8, char)> + '_ {
+        text.chars()
+            .flat_map(|ch| ch.to_lowercase().map(move |lower| (class(ch), lower)))
+    }
+    primary(a)
+        .cmp(primary(b))
         .then_with(|| {
             // Tertiary level: lower case before upper case at the first differing position.
             a.chars()
-                .map(|ch| ch.is_uppercase())
-                .cmp(b.chars().map(|ch| ch.is_uppercase()))
+                .map(char::is_uppercase)
+                .cmp(b.chars().map(char::is_uppercase))
         })
         .then_with(|| a.cmp(b))
 }
 
-/// Escape for the skills XML, in the order routing.md §7.4 fixes (`&` first).
+/// Escape for the skills XML (routing.md §7.4: `&` first, then `<`, `>`, `"`, `'`; one pass
+/// gives the same result because no replacement introduces a character escaped later).
 pub fn escape_xml(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
+    if !text
+        .bytes()
+        .any(|byte| matches!(byte, b'&' | b'<' | b'>' | b'"' | b'\''))
+    {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `len16(escape_xml(text))` without building the string.
+pub fn escaped_len16(text: &str) -> usize {
+    len16(text)
+        + text
+            .bytes()
+            .map(|byte| match byte {
+                b'&' => 4,
+                b'<' | b'>' => 3,
+                b'"' | b'\'' => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
 }
 
 #[cfg(test)]
@@ -132,6 +198,53 @@ mod tests {
         assert_eq!(tail16(text, 2), "b");
         assert_eq!(tail16(text, 3), "😀b");
         assert_eq!(tail16(text, 10), text);
+        assert_eq!(head16("ü😀", 1), "ü");
+        assert_eq!(head16("ü😀", 2), "ü");
+        assert_eq!(tail16("ü😀", 1), "");
+        assert_eq!(tail16("😀ü", 1), "ü");
+        for sample in ["", "abc", "ü", "a😀b", "\u{FEFF}x\u{10FFFF}", "üü😀😀aaü😀"] {
+            assert_eq!(len16(sample), sample.encode_utf16().count());
+            for n in 0..=len16(sample) + 1 {
+                // Reference: the char-by-char definitions.
+                let mut used = 0;
+                let head: String = sample
+                    .chars()
+                    .take_while(|ch| {
+                        used += ch.len_utf16();
+                        used <= n
+                    })
+                    .collect();
+                let mut used = 0;
+                let mut tail: Vec<char> = sample
+                    .chars()
+                    .rev()
+                    .take_while(|ch| {
+                        used += ch.len_utf16();
+                        used <= n
+                    })
+                    .collect();
+                tail.reverse();
+                assert_eq!(head16(sample, n), head, "head {sample:?} {n}");
+                assert_eq!(
+                    tail16(sample, n),
+                    tail.into_iter().collect::<String>(),
+                    "tail {sample:?} {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn escaping_in_one_pass_matches_the_ordered_replacements() {
+        let text = "a&b<c>d\"e'f&amp;";
+        let ordered = text
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&apos;");
+        assert_eq!(escape_xml(text), ordered);
+        assert_eq!(escaped_len16(text), len16(&ordered));
     }
 
     #[test]

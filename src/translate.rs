@@ -8,8 +8,8 @@ use crate::config::{Harness, Run};
 use crate::error::Result;
 use crate::routing::{route_workspace, RoutedWorkspace};
 use crate::skills::{
-    discover_skills, eligible_skills, render_skills_prompt, CatalogSurface, HostFacts,
-    IneligibleSkill, SkillEntry, SkillsPrompt,
+    discover_skills_cached, eligible_skills, render_skills_prompt, CatalogSurface, HostFacts,
+    IneligibleSkill, SkillCache, SkillEntry, SkillsPrompt,
 };
 use crate::workspace::{load_bootstrap_files, LoadedWorkspace, WarningLedger};
 
@@ -18,6 +18,8 @@ use crate::workspace::{load_bootstrap_files, LoadedWorkspace, WarningLedger};
 pub struct TranslateOptions {
     pub host: HostFacts,
     pub ledger: WarningLedger,
+    /// Reuse parsed skills across runs (long-lived processes); `None` parses every time.
+    pub skill_cache: Option<std::sync::Arc<SkillCache>>,
 }
 
 impl TranslateOptions {
@@ -29,6 +31,7 @@ impl TranslateOptions {
                 ..HostFacts::default()
             },
             ledger: WarningLedger::ephemeral(),
+            skill_cache: None,
         }
     }
 }
@@ -48,7 +51,7 @@ pub struct Translation {
 pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
     let loaded = load_bootstrap_files(run);
     let routed = route_workspace(run, &loaded, &options.ledger)?;
-    let discovered = discover_skills(run);
+    let discovered = discover_skills_cached(run, options.skill_cache.as_deref());
     let (skills, ineligible_skills) = eligible_skills(&discovered.skills, run, &options.host);
     let (max_chars, max_count) = run.config.skills_limits(&run.agent_id);
     let surface = match run.harness {

@@ -327,7 +327,7 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
         return None;
     }
     if let Ok(minutes) = text.parse::<f64>() {
-        return (minutes >= 0.0).then(|| (minutes * 60_000.0) as u64);
+        return (minutes >= 0.0).then_some((minutes * 60_000.0) as u64);
     }
     let mut total = 0f64;
     let mut number = String::new();
