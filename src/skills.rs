@@ -519,6 +519,7 @@ fn instructions(surface: CatalogSurface, compact_without_descriptions: bool) -> 
     )
 }
 
+#[cfg(test)]
 fn cap_description(description: &str, cap: usize) -> String {
     let collapsed = collapse_whitespace(description);
     let (kept, ellipsis) = capped(&collapsed, cap);
