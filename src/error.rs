@@ -10,14 +10,14 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: cannot read", path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
     /// A file could not be written (the previous content is left intact).
-    #[error("{}: cannot write: {source}", path.display())]
+    #[error("{}: cannot write", path.display())]
     Write {
         path: PathBuf,
         #[source]

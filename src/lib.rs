@@ -11,6 +11,7 @@
 //! Helpers: [`text`] (JavaScript string semantics), [`jsonfmt`] (deterministic artifact JSON),
 //! [`fsutil`] (atomic writes). Errors are typed ([`error::Error`]); the binary maps them to exit codes.
 
+pub mod catalog;
 pub mod codex;
 pub mod config;
 pub mod context;

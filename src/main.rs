@@ -54,6 +54,49 @@ enum Command {
         #[arg(long)]
         state_dir: Option<PathBuf>,
     },
+    /// Refresh the pinned Codex model-prompt fixture from a Codex model catalog.
+    SyncCodexModel(SyncArgs),
+    /// Pinned fixture checks.
+    #[command(subcommand)]
+    Fixtures(FixturesCommand),
+}
+
+#[derive(clap::Args, Debug)]
+struct SyncArgs {
+    /// A models_cache.json or models.json (default: discover CODEX_HOME, ~/.codex, ~/code/codex).
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// Model slug to render.
+    #[arg(long, default_value = clawbridge::catalog::DEFAULT_MODEL)]
+    model: String,
+    /// default, friendly or pragmatic.
+    #[arg(long, default_value = "pragmatic")]
+    personality: String,
+    /// Where the fixtures live (relative to the current directory).
+    #[arg(long, default_value = clawbridge::catalog::DEFAULT_OUT_DIR)]
+    out_dir: PathBuf,
+    /// Recorded verbatim as catalogGitHead.
+    #[arg(long)]
+    catalog_git_head: Option<String>,
+    /// Recorded as catalogPath instead of the derived value.
+    #[arg(long)]
+    source_label: Option<String>,
+    /// Pin the Default collaboration-mode preset from a captured text file.
+    #[arg(long)]
+    collaboration_default: Option<PathBuf>,
+    /// Compare with the committed fixtures instead of writing; exit 1 on drift.
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum FixturesCommand {
+    /// Check every pinned fixture against the SHA-256 in its source.json.
+    Verify {
+        /// Repository root (default: the current directory).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
 }
 
 /// Failures the binary reports, with the exit code each one maps to.
@@ -164,7 +207,112 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             };
             print_stdout(&text)
         }
+        Command::SyncCodexModel(args) => sync_codex_model(args),
+        Command::Fixtures(FixturesCommand::Verify { root }) => {
+            let (verified, problems) = clawbridge::catalog::verify_fixtures(&root);
+            if problems.is_empty() {
+                return print_stdout(&format!("Verified {verified} pinned fixtures.\n"));
+            }
+            for problem in &problems {
+                eprintln!("{}: {}", problem.path.display(), problem.message);
+            }
+            eprintln!(
+                "fixture verification failed ({} problem(s), {verified} fixtures verified)",
+                problems.len()
+            );
+            Ok(ExitCode::from(1))
+        }
     }
+}
+
+fn sync_codex_model(args: SyncArgs) -> Result<ExitCode, Failure> {
+    use clawbridge::catalog::{
+        apply_plan, check_plan, find_catalog, plan_sync, DiscoveryEnv, FileOutcome, Personality,
+        SyncRequest,
+    };
+    let personality: Personality = args.personality.parse()?;
+    let catalog = match args.catalog {
+        Some(path) => path,
+        None => {
+            let (found, candidates) = find_catalog(&DiscoveryEnv::from_process());
+            match found {
+                Some(found) => {
+                    tracing::info!("using Codex catalog {}", found.display());
+                    found
+                }
+                None => {
+                    let mut text = String::from(
+                        "No Codex model catalog/cache found; leaving the pinned fixture unchanged.\nLooked in:\n",
+                    );
+                    for candidate in &candidates {
+                        text.push_str(&format!("- {}\n", candidate.display()));
+                    }
+                    text.push_str("Pass --catalog <path to models_cache.json or models.json> to refresh explicitly.\n");
+                    return print_stdout(&text);
+                }
+            }
+        }
+    };
+    let request = SyncRequest {
+        catalog,
+        model: args.model.clone(),
+        personality,
+        out_dir: args.out_dir,
+        git_head: args.catalog_git_head,
+        source_label: args.source_label,
+        collaboration_default: args.collaboration_default,
+    };
+    let plan = plan_sync(&request)?;
+    for notice in &plan.notices {
+        eprintln!("note: {notice}");
+    }
+    if args.check {
+        let drift = check_plan(&plan);
+        if drift.is_empty() {
+            return print_stdout(&format!(
+                "Codex {} {} prompt fixture is current ({} files).\n",
+                args.model,
+                personality.as_str(),
+                plan.files.len()
+            ));
+        }
+        let mut text = String::new();
+        for (path, diff) in &drift {
+            text.push_str(&format!("- {}: differs from the catalog\n", path.display()));
+            text.push_str(diff);
+        }
+        text.push_str("Run `clawbridge sync-codex-model` with the same options to re-pin it.\n");
+        print_stdout(&text)?;
+        return Ok(ExitCode::from(1));
+    }
+    let outcomes = apply_plan(&plan)?;
+    let mut text = String::new();
+    for outcome in &outcomes {
+        match outcome {
+            FileOutcome::Written(path) => text.push_str(&format!("wrote {}\n", path.display())),
+            FileOutcome::Unchanged(path) => {
+                text.push_str(&format!("unchanged {}\n", path.display()))
+            }
+        }
+    }
+    let written = outcomes
+        .iter()
+        .filter(|outcome| matches!(outcome, FileOutcome::Written(_)))
+        .count();
+    text.push_str(&if written == 0 {
+        format!(
+            "Codex {} {} prompt fixture unchanged.\n",
+            args.model,
+            personality.as_str()
+        )
+    } else {
+        format!(
+            "Wrote Codex {} {} prompt fixture ({written} file(s) changed).\n",
+            args.model,
+            personality.as_str()
+        )
+    });
+    print_stdout(&text)
 }
 
 /// Load the run document and the live facts; warn about config keys we do not read.
