@@ -20,6 +20,7 @@ pub mod fsutil;
 pub mod jsonfmt;
 pub mod routing;
 pub mod skills;
+pub mod snapshots;
 pub mod text;
 pub mod translate;
 pub mod workspace;

@@ -59,6 +59,25 @@ enum Command {
     /// Pinned fixture checks.
     #[command(subcommand)]
     Fixtures(FixturesCommand),
+    /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
+    #[command(subcommand, alias = "prompt-snapshots")]
+    Snapshots(SnapshotsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum SnapshotsCommand {
+    /// Regenerate every snapshot file and delete stale ones.
+    Gen {
+        /// Repository root (default: the current directory).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+    /// Compare the committed snapshots with freshly generated ones; exit 1 on drift.
+    Check {
+        /// Repository root (default: the current directory).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -208,6 +227,34 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             print_stdout(&text)
         }
         Command::SyncCodexModel(args) => sync_codex_model(args),
+        Command::Snapshots(SnapshotsCommand::Gen { root }) => {
+            let report = clawbridge::snapshots::write_snapshots(&root)?;
+            let mut text = format!("Wrote {} prompt snapshot files.", report.written);
+            if !report.deleted.is_empty() {
+                text.push_str(&format!(" Deleted {} stale file(s).", report.deleted.len()));
+            }
+            text.push('\n');
+            print_stdout(&text)
+        }
+        Command::Snapshots(SnapshotsCommand::Check { root }) => {
+            let (count, drift) = clawbridge::snapshots::check_snapshots(&root)?;
+            if drift.is_empty() {
+                return print_stdout(&format!("Prompt snapshots are current ({count} files).\n"));
+            }
+            let mut report = format!(
+                "prompt snapshot drift detected; run `{}` (or scripts/snapshots-gen) and commit the result\n",
+                clawbridge::snapshots::GEN_COMMAND
+            );
+            for finding in &drift {
+                report.push_str(&finding.line());
+                report.push('\n');
+            }
+            for finding in &drift {
+                report.push_str(&finding.diff);
+            }
+            eprint!("{report}");
+            Ok(ExitCode::from(1))
+        }
         Command::Fixtures(FixturesCommand::Verify { root }) => {
             let (verified, problems) = clawbridge::catalog::verify_fixtures(&root);
             if problems.is_empty() {

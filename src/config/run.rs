@@ -430,14 +430,24 @@ impl Run {
     /// cwd when the two differ (routing.md §2.6): Codex sees the workspace at its cwd.
     pub fn display_path(&self, real: &Path) -> String {
         let mut path = real.to_path_buf();
+        // `join("")` would add a trailing separator; keep the root itself as is.
+        let rebase = |path: &Path, from: &Path, to: &Path| {
+            path.strip_prefix(from).ok().map(|relative| {
+                if relative.as_os_str().is_empty() {
+                    to.to_path_buf()
+                } else {
+                    to.join(relative)
+                }
+            })
+        };
         if self.harness == Harness::Codex && self.cwd != self.workspace {
-            if let Ok(relative) = real.strip_prefix(&self.workspace) {
-                path = self.cwd.join(relative);
+            if let Some(remapped) = rebase(real, &self.workspace, &self.cwd) {
+                path = remapped;
             }
         }
         if let Some((from, to)) = &self.path_alias {
-            if let Ok(relative) = path.strip_prefix(from) {
-                path = to.join(relative);
+            if let Some(aliased) = rebase(&path, from, to) {
+                path = aliased;
             }
         }
         let shown = path.to_string_lossy().replace('\\', "/");

@@ -5,4 +5,5 @@ mod cli;
 mod routing;
 mod schema;
 mod skills;
+mod snapshots;
 mod util;

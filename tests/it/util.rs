@@ -141,3 +141,24 @@ pub fn turn_input(params: &Value) -> String {
 pub fn all_text(params: &Value) -> String {
     params.to_string()
 }
+
+/// Copy a folder tree (tests build throwaway repository roots from `fixtures/`).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A throwaway repository root holding a copy of `fixtures/`.
+pub fn fixture_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().expect("root");
+    copy_tree(&repo_root().join("fixtures"), &root.path().join("fixtures"));
+    root
+}
