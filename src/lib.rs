@@ -11,6 +11,7 @@
 //! Helpers: [`text`] (JavaScript string semantics), [`jsonfmt`] (deterministic artifact JSON),
 //! [`fsutil`] (atomic writes). Errors are typed ([`error::Error`]); the binary maps them to exit codes.
 
+pub mod capture;
 pub mod catalog;
 pub mod codex;
 pub mod config;
@@ -18,6 +19,8 @@ pub mod context;
 pub mod error;
 pub mod fsutil;
 pub mod jsonfmt;
+pub mod offline;
+pub mod pairing;
 pub mod routing;
 pub mod skills;
 pub mod snapshots;

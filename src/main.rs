@@ -59,6 +59,29 @@ enum Command {
     /// Pinned fixture checks.
     #[command(subcommand)]
     Fixtures(FixturesCommand),
+    /// Run the turn through a real `codex app-server` and stream its events.
+    Run {
+        /// The run document (JSON).
+        run: PathBuf,
+        /// Use the built-in loopback model stub and a throwaway CODEX_HOME (no account needed).
+        #[arg(long)]
+        offline: bool,
+        /// Print every event as a JSON line instead of the agent's messages.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        codex: CodexArgs,
+    },
+    /// Run the turn offline and write the exact model-bound request Codex sent (redacted).
+    Capture {
+        /// The run document (JSON).
+        run: PathBuf,
+        /// Output folder for model-request.json and layers.md.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        codex: CodexArgs,
+    },
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
     #[command(subcommand, alias = "prompt-snapshots")]
     Snapshots(SnapshotsCommand),
@@ -118,11 +141,52 @@ enum FixturesCommand {
     },
 }
 
+#[derive(clap::Args, Debug)]
+struct CodexArgs {
+    /// The Codex CLI binary (default: $CODEX_BIN, then `codex` on PATH).
+    #[arg(long)]
+    codex_bin: Option<PathBuf>,
+    /// CODEX_HOME for the app-server (offline: default a throwaway folder; never ~/.codex).
+    #[arg(long)]
+    codex_home: Option<PathBuf>,
+    /// Script the offline stub's answers per model request (JSON; see README).
+    #[arg(long)]
+    stub_script: Option<PathBuf>,
+    /// Command answering dynamic tool calls (JSON on stdin, {text|contentItems, success} on stdout).
+    #[arg(long)]
+    tool_handler: Option<String>,
+    /// Approve Codex approval requests (default: decline).
+    #[arg(long)]
+    approve: bool,
+    /// End the turn after this many seconds without progress.
+    #[arg(long, default_value_t = 300)]
+    idle_timeout: u64,
+    /// End the turn after this many seconds in all.
+    #[arg(long, default_value_t = 3600)]
+    turn_timeout: u64,
+    /// Where `once` truncation warnings are remembered (default: the platform state dir).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+}
+
 /// Failures the binary reports, with the exit code each one maps to.
 #[derive(Debug)]
 enum Failure {
     BadInput(anyhow::Error),
     Internal(anyhow::Error),
+    /// Codex could not be started or the handshake failed (exit 3).
+    Startup(anyhow::Error),
+}
+
+impl From<clawbridge::pairing::PairingError> for Failure {
+    fn from(error: clawbridge::pairing::PairingError) -> Self {
+        use clawbridge::pairing::PairingError;
+        match error {
+            PairingError::Input(error) => error.into(),
+            PairingError::Session(error) if error.is_startup() => Failure::Startup(error.into()),
+            PairingError::Session(error) => Failure::Internal(error.into()),
+        }
+    }
 }
 
 impl From<clawbridge::Error> for Failure {
@@ -161,6 +225,10 @@ fn main() -> ExitCode {
             }
             eprintln!("clawbridge: {error:#}");
             ExitCode::from(1)
+        }
+        Err(Failure::Startup(error)) => {
+            eprintln!("clawbridge: {error:#}");
+            ExitCode::from(3)
         }
     }
 }
@@ -227,6 +295,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             print_stdout(&text)
         }
         Command::SyncCodexModel(args) => sync_codex_model(args),
+        Command::Run {
+            run,
+            offline,
+            json,
+            codex,
+        } => block_on(run_command(run, offline, json, codex)),
+        Command::Capture { run, out, codex } => block_on(capture_command(run, out, codex)),
         Command::Snapshots(SnapshotsCommand::Gen { root }) => {
             let report = clawbridge::snapshots::write_snapshots(&root)?;
             let mut text = format!("Wrote {} prompt snapshot files.", report.written);
@@ -393,4 +468,272 @@ fn print_stdout(text: &str) -> Result<ExitCode, Failure> {
         .context("writing to stdout")
         .map_err(Failure::Internal)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
+    future: F,
+) -> Result<ExitCode, Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+        .map_err(Failure::Internal)?;
+    runtime.block_on(future)
+}
+
+/// Validated inputs of `run` and `capture`.
+fn pairing_setup(
+    run_path: &Path,
+    codex: &CodexArgs,
+    offline: bool,
+) -> Result<
+    (
+        Run,
+        clawbridge::codex::params::CodexParams,
+        clawbridge::pairing::PairingOptions,
+    ),
+    Failure,
+> {
+    use clawbridge::codex::handler::DefaultHandler;
+    use clawbridge::codex::process::find_codex_binary;
+    use clawbridge::codex::session::TurnLimits;
+    use clawbridge::offline::StubScript;
+    use clawbridge::pairing::PairingOptions;
+
+    let (run, options) = load_run(run_path, codex.state_dir.clone())?;
+    if run.harness == clawbridge::config::Harness::Embedded {
+        return Err(Failure::BadInput(anyhow::anyhow!(
+            "{}: field `harness`: \"embedded\" runs are not executed by Codex",
+            run.source.display()
+        )));
+    }
+    if codex.stub_script.is_some() && !offline {
+        return Err(Failure::BadInput(anyhow::anyhow!(
+            "--stub-script needs --offline"
+        )));
+    }
+    let translation = translate(&run, &options)?;
+    let params = translation.codex_params(&run);
+    let binary = find_codex_binary(
+        codex.codex_bin.as_deref(),
+        std::env::var_os("CODEX_BIN"),
+        std::env::var_os("PATH"),
+    )
+    .map_err(|message| Failure::Startup(anyhow::anyhow!(message)))?;
+    tracing::info!("using {} (from {})", binary.path.display(), binary.via);
+    let mut pairing = PairingOptions::new(binary.path);
+    pairing.codex_home = codex.codex_home.clone();
+    pairing.offline = offline;
+    if let Some(path) = &codex.stub_script {
+        pairing.stub_script = StubScript::load(path)?;
+    }
+    pairing.handler = DefaultHandler {
+        tool_command: codex.tool_handler.clone(),
+        approve: codex.approve,
+        tool_timeout: Some(std::time::Duration::from_secs(codex.idle_timeout)),
+    };
+    pairing.limits = TurnLimits {
+        idle: std::time::Duration::from_secs(codex.idle_timeout.max(1)),
+        hard: std::time::Duration::from_secs(codex.turn_timeout.max(1)),
+        ..TurnLimits::default()
+    };
+    Ok((run, params, pairing))
+}
+
+async fn run_command(
+    run_path: PathBuf,
+    offline: bool,
+    json: bool,
+    codex: CodexArgs,
+) -> Result<ExitCode, Failure> {
+    use clawbridge::codex::session::{TurnEvent, TurnStatus};
+    let (run, params, options) = pairing_setup(&run_path, &codex, offline)?;
+    let mut out = std::io::stdout();
+    let mut write_failed = false;
+    let mut observer = |event: TurnEvent<'_>| {
+        let line = if json {
+            let value = match event {
+                TurnEvent::Notification { method, params } => {
+                    serde_json::json!({"event": "notification", "method": method, "params": params})
+                }
+                TurnEvent::ServerRequest { request } => serde_json::json!({
+                    "event": "serverRequest", "id": request.id, "method": request.method, "params": request.params
+                }),
+                TurnEvent::Answered { id, answer } => match answer {
+                    Ok(result) => {
+                        serde_json::json!({"event": "answer", "id": id, "result": result})
+                    }
+                    Err(error) => serde_json::json!({"event": "answer", "id": id, "error": error}),
+                },
+            };
+            format!("{value}\n")
+        } else {
+            match event {
+                TurnEvent::Notification {
+                    method: "item/agentMessage/delta",
+                    params,
+                } => params["delta"].as_str().unwrap_or_default().to_string(),
+                TurnEvent::Notification {
+                    method: "item/completed",
+                    params,
+                } if params["item"]["type"] == "agentMessage" => "\n".to_string(),
+                TurnEvent::Notification {
+                    method: "error",
+                    params,
+                } => {
+                    eprintln!(
+                        "[error] {}",
+                        params["error"]["message"].as_str().unwrap_or("?")
+                    );
+                    String::new()
+                }
+                TurnEvent::ServerRequest { request } => {
+                    eprintln!(
+                        "[{}] {} {}",
+                        request.method,
+                        request.params["tool"].as_str().unwrap_or(""),
+                        request.params["arguments"]
+                    );
+                    String::new()
+                }
+                TurnEvent::Answered {
+                    answer: Err(error), ..
+                } => {
+                    eprintln!("[answer] error: {}", error.message);
+                    String::new()
+                }
+                _ => String::new(),
+            }
+        };
+        if !line.is_empty() && !write_failed {
+            write_failed = out
+                .write_all(line.as_bytes())
+                .and_then(|()| out.flush())
+                .is_err();
+        }
+    };
+    let result = clawbridge::pairing::run_pairing(&run, params, &options, &mut observer).await?;
+    let outcome = &result.outcome;
+    let status = match outcome.status {
+        TurnStatus::Completed => "completed",
+        TurnStatus::Failed => "failed",
+        TurnStatus::Interrupted => "interrupted",
+    };
+    if json {
+        let end = serde_json::json!({
+            "event": "turnEnd", "status": status, "threadId": result.thread_id, "turnId": outcome.turn_id,
+            "error": outcome.error, "agentMessages": outcome.agent_messages,
+            "codexVersion": result.codex_version, "modelRequests": result.requests.len(),
+        });
+        print_stdout(&format!("{end}\n"))?;
+    } else {
+        eprintln!(
+            "clawbridge: turn {status} (thread {}, codex {}){}",
+            result.thread_id,
+            result.codex_version.as_deref().unwrap_or("?"),
+            outcome
+                .error
+                .as_deref()
+                .map(|error| format!(": {error}"))
+                .unwrap_or_default()
+        );
+        if offline {
+            eprintln!(
+                "clawbridge: the offline stub received {} model request(s); `clawbridge capture` writes them out",
+                result.requests.len()
+            );
+        }
+    }
+    Ok(if outcome.status == TurnStatus::Completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+async fn capture_command(
+    run_path: PathBuf,
+    out: PathBuf,
+    codex: CodexArgs,
+) -> Result<ExitCode, Failure> {
+    use clawbridge::capture::{label_layers, redacted_request, render_layers, Redactions};
+    use clawbridge::codex::params::ThreadParams;
+    let (run, params, options) = pairing_setup(&run_path, &codex, true)?;
+    let developer = match &params.thread {
+        ThreadParams::ThreadStart(start) => start.developer_instructions.clone(),
+        ThreadParams::ThreadResume(resume) => resume.developer_instructions.clone(),
+    };
+    let mut observer = |_: clawbridge::codex::session::TurnEvent<'_>| {};
+    let result = clawbridge::pairing::run_pairing(&run, params, &options, &mut observer).await?;
+    if result.requests.is_empty() {
+        return Err(Failure::Internal(anyhow::anyhow!(
+            "Codex sent no model request (turn {:?}: {})",
+            result.outcome.status,
+            result.outcome.error.as_deref().unwrap_or("no error")
+        )));
+    }
+    let mut redactions = Redactions::default();
+    redactions.add_path(&run.workspace, "<workspace>");
+    redactions.add_path(&run.cwd, "<cwd>");
+    redactions.add_path(&result.codex_home, "<codex-home>");
+    if let Some(home) = dirs::home_dir() {
+        redactions.add_path(&home, "<home>");
+    }
+    redactions.add_path(&std::env::temp_dir(), "<tmp>");
+    redactions.add(result.thread_id.clone(), "<thread-id>");
+    let mut written = Vec::new();
+    for (index, request) in result.requests.iter().enumerate() {
+        let name = if index == 0 {
+            "model-request.json".to_string()
+        } else {
+            format!("model-request.{}.json", index + 1)
+        };
+        let document = redacted_request(request, &redactions);
+        let text = format!("{}\n", clawbridge::jsonfmt::to_pretty(&document));
+        clawbridge::fsutil::write_atomic(&out.join(&name), text.as_bytes())?;
+        written.push(name);
+    }
+    let first = redacted_request(&result.requests[0], &redactions);
+    let layers = label_layers(
+        &first["body"],
+        Some(
+            &redactions
+                .redact(&serde_json::Value::String(developer))
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ),
+    );
+    let title = format!(
+        "Model-bound request layers: {} (Codex {})",
+        run_path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        result.codex_version.as_deref().unwrap_or("?")
+    );
+    clawbridge::fsutil::write_atomic(
+        &out.join("layers.md"),
+        render_layers(&layers, &title).as_bytes(),
+    )?;
+    written.push("layers.md".to_string());
+    let mut summary = format!(
+        "Captured {} model request(s) into {}:\n",
+        result.requests.len(),
+        out.display()
+    );
+    for name in &written {
+        summary.push_str(&format!("- {name}\n"));
+    }
+    summary.push_str("Layers of the first request:\n");
+    for layer in &layers {
+        summary.push_str(&format!(
+            "  {:<40} {:<22} {:>7} chars\n",
+            layer.label.chars().take(40).collect::<String>(),
+            layer.position,
+            layer.chars
+        ));
+    }
+    print_stdout(&summary)
 }

@@ -5,8 +5,14 @@
 //! typed `thread/start`, `thread/resume` and `turn/start` structs (strict outbound: every key we
 //! send is a field here) and assembles them for a run.
 
+pub mod framing;
+pub mod handler;
 pub mod instructions;
 pub mod params;
+pub mod peer;
+pub mod process;
+pub mod session;
+pub mod wire;
 
 /// The pinned Codex Default collaboration-mode preset for gpt-5.5, measured against Codex CLI
 /// 0.169.0 (exactly what Codex sends when `developer_instructions` is `null`).

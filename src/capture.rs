@@ -1,0 +1,310 @@
+//! Raw model-request capture: the exact request Codex sent to the offline stub, redacted, and a
+//! readable rendering that labels each layer (codex-wire.md §8.1).
+//!
+//! OpenClaw's own snapshots reconstruct the prompt; this records what Codex really sent, so the
+//! layers Codex adds itself (its skills list, permission text, AGENTS.md, environment context)
+//! are visible too. Volatile values (ids, dates, ports, machine paths) are replaced with
+//! placeholders so captures can be compared across runs and machines.
+
+use std::path::Path;
+
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::offline::CapturedRequest;
+use crate::text::len16;
+
+/// Values replaced by placeholders, longest first.
+#[derive(Clone, Debug, Default)]
+pub struct Redactions {
+    pairs: Vec<(String, String)>,
+}
+
+impl Redactions {
+    /// Replace `value` with `placeholder` wherever it occurs (empty values are ignored).
+    pub fn add(&mut self, value: impl Into<String>, placeholder: &str) {
+        let value = value.into();
+        if value.len() > 1 && !self.pairs.iter().any(|(known, _)| *known == value) {
+            self.pairs.push((value, placeholder.to_string()));
+            self.pairs
+                .sort_by_key(|pair| std::cmp::Reverse(pair.0.len()));
+        }
+    }
+
+    /// A path and its canonical form.
+    pub fn add_path(&mut self, path: &Path, placeholder: &str) {
+        self.add(path.to_string_lossy().into_owned(), placeholder);
+        if let Ok(real) = path.canonicalize() {
+            self.add(real.to_string_lossy().into_owned(), placeholder);
+        }
+    }
+
+    fn apply(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (value, placeholder) in &self.pairs {
+            if out.contains(value.as_str()) {
+                out = replace_path(&out, value, placeholder);
+            }
+        }
+        // Patterns: ids, dates, times, ports, long numbers.
+        let patterns: [(&str, &str); 6] = [
+            (
+                r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+                "<uuid>",
+            ),
+            (
+                r"\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(\.\d+)?Z?",
+                "<timestamp>",
+            ),
+            (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
+            (
+                r"<timezone>[^<]*</timezone>",
+                "<timezone><redacted></timezone>",
+            ),
+            (r"(127\.0\.0\.1|localhost):\d+", "$1:<port>"),
+            (r"\b\d{10,}\b", "<number>"),
+        ];
+        for (pattern, replacement) in patterns {
+            if let Ok(regex) = Regex::new(pattern) {
+                out = regex.replace_all(&out, replacement).into_owned();
+            }
+        }
+        out
+    }
+
+    /// Redact every string (and object key) of a JSON value.
+    pub fn redact(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.apply(text)),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|item| self.redact(item)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, item)| (self.apply(key), self.redact(item)))
+                    .collect::<Map<String, Value>>(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Replace `value` where it stands as a path: not inside a tag name (`</root>` is not the home
+/// folder `/root`) and not as the prefix of a longer name (`/rootfs`).
+fn replace_path(text: &str, value: &str, placeholder: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(value) {
+        let before = rest[..at].chars().last().or_else(|| out.chars().last());
+        let after = rest[at + value.len()..].chars().next();
+        let standalone = before != Some('<')
+            && !after.is_some_and(|ch| ch.is_alphanumeric() || ch == '_' || ch == '-');
+        out.push_str(&rest[..at]);
+        out.push_str(if standalone { placeholder } else { value });
+        rest = &rest[at + value.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Headers worth keeping in a capture (the rest is transport detail).
+const KEPT_HEADERS: [&str; 4] = [
+    "originator",
+    "user-agent",
+    "x-codex-turn-metadata",
+    "content-type",
+];
+
+/// The redacted request document written as `model-request.json`.
+pub fn redacted_request(request: &CapturedRequest, redactions: &Redactions) -> Value {
+    let headers: Map<String, Value> = request
+        .headers
+        .iter()
+        .filter(|(name, _)| KEPT_HEADERS.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+        .collect();
+    let mut redacted =
+        redactions.redact(&json!({"path": request.path, "headers": headers, "body": request.body}));
+    // The OS and architecture in the user agent are machine facts.
+    if let Some(agent) = redacted["headers"]["user-agent"].as_str() {
+        let cleaned = Regex::new(r"\([^)]*;[^)]*\)")
+            .map(|regex| regex.replace(agent, "(<os>; <arch>)").into_owned())
+            .unwrap_or_else(|_| agent.to_string());
+        redacted["headers"]["user-agent"] = Value::String(cleaned);
+    }
+    redacted
+}
+
+/// One labelled layer of a model-bound request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Layer {
+    pub label: String,
+    /// Where it sits, e.g. `input[1].content[0]` or `tools`.
+    pub position: String,
+    pub role: String,
+    pub chars: usize,
+    pub text: String,
+}
+
+/// Label the layers of a request body. `developer_instructions` is the text clawbridge sent as
+/// `thread/start.developerInstructions`, so that layer can be told apart from Codex's own.
+pub fn label_layers(body: &Value, developer_instructions: Option<&str>) -> Vec<Layer> {
+    let mut layers = Vec::new();
+    let inputs = body["input"].as_array().cloned().unwrap_or_default();
+    for (index, item) in inputs.iter().enumerate() {
+        let role = item["role"]
+            .as_str()
+            .unwrap_or(item["type"].as_str().unwrap_or("?"))
+            .to_string();
+        let contents = item["content"].as_array().cloned().unwrap_or_default();
+        if contents.is_empty() {
+            let text = item.to_string();
+            layers.push(Layer {
+                label: format!("History item ({})", item["type"].as_str().unwrap_or("?")),
+                position: format!("input[{index}]"),
+                role,
+                chars: len16(&text),
+                text,
+            });
+            continue;
+        }
+        for (part, content) in contents.iter().enumerate() {
+            let text = content["text"].as_str().unwrap_or_default().to_string();
+            let label = if index == 0 && role == "developer" {
+                "Codex base instructions".to_string()
+            } else if Some(text.as_str()) == developer_instructions {
+                "OpenClaw developer instructions (thread/start.developerInstructions)".to_string()
+            } else if text.starts_with("<skills_instructions>") {
+                "Codex skills list".to_string()
+            } else if text.starts_with("<permissions instructions>") {
+                "Codex permissions".to_string()
+            } else if text.starts_with("<collaboration_mode>") {
+                "Collaboration mode (turn/start.collaborationMode)".to_string()
+            } else if text.starts_with("<tools>") {
+                "Codex tools note (deferred namespaces)".to_string()
+            } else if text.starts_with("# AGENTS.md instructions") {
+                "AGENTS.md (Codex native discovery)".to_string()
+            } else if text.starts_with("<environment_context>") {
+                "Codex environment context".to_string()
+            } else if role == "user" {
+                "User input (turn/start.input)".to_string()
+            } else if role == "assistant" {
+                "Assistant message".to_string()
+            } else {
+                format!("{role} message")
+            };
+            layers.push(Layer {
+                label,
+                position: format!("input[{index}].content[{part}]"),
+                role: role.clone(),
+                chars: len16(&text),
+                text,
+            });
+        }
+    }
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    let names: Vec<String> = tools
+        .iter()
+        .map(|tool| {
+            tool["name"]
+                .as_str()
+                .or_else(|| tool["type"].as_str())
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect();
+    let tools_text = crate::jsonfmt::to_pretty(&Value::Array(tools));
+    layers.push(Layer {
+        label: format!("Tools ({})", names.join(", ")),
+        position: "tools".to_string(),
+        role: "tools".to_string(),
+        chars: len16(&tools_text),
+        text: tools_text,
+    });
+    layers
+}
+
+/// `layers.md`: a table of the layers, then each layer's text.
+pub fn render_layers(layers: &[Layer], title: &str) -> String {
+    let mut out = format!("# {title}\n\nEach layer of the model-bound request in order, as Codex sent it to the offline stub (volatile values redacted).\n\n| # | Layer | Position | Role | Chars |\n|---|---|---|---|---|\n");
+    for (index, layer) in layers.iter().enumerate() {
+        out.push_str(&format!(
+            "| {} | {} | `{}` | {} | {} |\n",
+            index + 1,
+            layer.label,
+            layer.position,
+            layer.role,
+            layer.chars
+        ));
+    }
+    for (index, layer) in layers.iter().enumerate() {
+        let info = if layer.role == "tools" {
+            "json"
+        } else {
+            "text"
+        };
+        let longest = layer
+            .text
+            .split(|ch| ch != '`')
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        let fence = "`".repeat((longest + 1).max(3));
+        out.push_str(&format!(
+            "\n## {}. {} (`{}`)\n\n{fence}{info}\n{}\n{fence}\n",
+            index + 1,
+            layer.label,
+            layer.position,
+            layer.text.trim_end()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_replaces_paths_ids_dates_and_ports() {
+        let mut redactions = Redactions::default();
+        redactions.add("/tmp/ws", "<workspace>");
+        let value = json!({"a": "cwd /tmp/ws/x, id 01a22c62-8087-7fb1-8c6b-4fdef0530bf9, on 2026-11-30 at 127.0.0.1:42415, ms 1796040982696",
+                           "tz": "<timezone>Etc/UTC</timezone>"});
+        let out = redactions.redact(&value);
+        assert_eq!(
+            out["a"],
+            "cwd <workspace>/x, id <uuid>, on <date> at 127.0.0.1:<port>, ms <number>"
+        );
+        assert_eq!(out["tz"], "<timezone><redacted></timezone>");
+        let mut home = Redactions::default();
+        home.add("/root", "<home>");
+        assert_eq!(
+            home.apply("<root>/root/ws</root> /rootfs /root"),
+            "<root><home>/ws</root> /rootfs <home>"
+        );
+    }
+
+    #[test]
+    fn layers_are_labelled_by_wrapper() {
+        let body = json!({"input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex"}]},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "DEV"}, {"type": "input_text", "text": "<permissions instructions>x"}, {"type": "input_text", "text": "<collaboration_mode>y</collaboration_mode>"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "# AGENTS.md instructions for /w"}, {"type": "input_text", "text": "<environment_context>"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}
+        ], "tools": [{"type": "function", "name": "message"}]});
+        let labels: Vec<String> = label_layers(&body, Some("DEV"))
+            .into_iter()
+            .map(|l| l.label)
+            .collect();
+        assert_eq!(labels[0], "Codex base instructions");
+        assert!(labels[1].starts_with("OpenClaw developer instructions"));
+        assert_eq!(labels[2], "Codex permissions");
+        assert!(labels[3].starts_with("Collaboration mode"));
+        assert!(labels[4].starts_with("AGENTS.md"));
+        assert_eq!(labels[5], "Codex environment context");
+        assert!(labels[6].starts_with("User input"));
+        assert_eq!(labels[7], "Tools (message)");
+    }
+}

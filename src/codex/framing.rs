@@ -1,0 +1,297 @@
+//! Line framing for the app-server stdio stream (codex-wire.md §2).
+//!
+//! One JSON object per `\n`-terminated line (a trailing `\r` is tolerated). Three kinds of damage
+//! are survived: a raw newline inside a JSON string splits a message over two lines (the pieces
+//! are re-joined, string-aware, restoring the newline as `\n`); non-JSON lines such as banners are
+//! skipped and logged; a line over the frame cap is discarded up to the next newline and reported
+//! with whatever request id its prefix carries, so the matching pending request can fail.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::wire::{decode, DecodeError, Incoming, RequestId};
+
+/// Default frame cap: 64 MiB.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+/// How many pieces of one message may be re-joined.
+const MAX_FRAGMENTS: usize = 64;
+/// How many skipped lines are logged individually.
+const MAX_LOGGED_SKIPS: usize = 20;
+/// How much of an oversized line is kept to find its id.
+const ID_PREFIX_BYTES: usize = 512;
+const READ_CHUNK: usize = 256 * 1024;
+
+/// What the reader produced.
+#[derive(Debug)]
+pub enum Frame {
+    Message(Incoming),
+    /// A line over the cap was dropped; `id` is the request id its prefix carried, if any.
+    Oversized {
+        id: Option<RequestId>,
+        bytes: usize,
+    },
+}
+
+/// Counters for diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameStats {
+    pub messages: u64,
+    pub skipped_lines: u64,
+    pub rejoined: u64,
+    pub oversized: u64,
+}
+
+/// Reads frames from any byte stream.
+pub struct FrameReader<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Start of the unconsumed part of `buf`.
+    start: usize,
+    /// Where the newline search resumes.
+    scan: usize,
+    max_frame: usize,
+    fragment: Option<(String, usize)>,
+    /// Set while an oversized line is being discarded: (prefix, bytes seen).
+    discarding: Option<(Vec<u8>, usize)>,
+    eof: bool,
+    pub stats: FrameStats,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(reader: R, max_frame: usize) -> Self {
+        Self {
+            reader,
+            buf: Vec::with_capacity(READ_CHUNK),
+            start: 0,
+            scan: 0,
+            max_frame,
+            fragment: None,
+            discarding: None,
+            eof: false,
+            stats: FrameStats::default(),
+        }
+    }
+
+    /// The next frame, or `None` at end of stream.
+    pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            if let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scan..]) {
+                let end = self.scan + offset;
+                let line_start = self.start;
+                self.start = end + 1;
+                self.scan = self.start;
+                if let Some((mut prefix, seen)) = self.discarding.take() {
+                    let total = seen + (end - line_start);
+                    let tail = &self.buf[line_start..end];
+                    let room = ID_PREFIX_BYTES.saturating_sub(prefix.len());
+                    prefix.extend_from_slice(&tail[..tail.len().min(room)]);
+                    self.stats.oversized += 1;
+                    return Ok(Some(Frame::Oversized {
+                        id: id_from_prefix(&prefix),
+                        bytes: total,
+                    }));
+                }
+                if end - line_start > self.max_frame {
+                    let prefix = self.buf
+                        [line_start..line_start + ID_PREFIX_BYTES.min(end - line_start)]
+                        .to_vec();
+                    self.stats.oversized += 1;
+                    return Ok(Some(Frame::Oversized {
+                        id: id_from_prefix(&prefix),
+                        bytes: end - line_start,
+                    }));
+                }
+                let line = self.buf[line_start..end].to_vec();
+                if let Some(frame) = self.handle_line(&line) {
+                    return Ok(Some(frame));
+                }
+                continue;
+            }
+            self.scan = self.buf.len();
+            // No newline yet: an over-cap partial line switches to discard mode.
+            let pending = self.buf.len() - self.start;
+            if pending > self.max_frame {
+                let (mut prefix, seen) = self.discarding.take().unwrap_or_default();
+                let chunk = &self.buf[self.start..];
+                let room = ID_PREFIX_BYTES.saturating_sub(prefix.len());
+                prefix.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                self.discarding = Some((prefix, seen + pending));
+                self.buf.clear();
+                self.start = 0;
+                self.scan = 0;
+            } else if let Some((prefix, seen)) = self.discarding.take() {
+                // Keep discarding without holding the bytes.
+                self.discarding = Some((prefix, seen + pending));
+                self.buf.clear();
+                self.start = 0;
+                self.scan = 0;
+            }
+            if self.eof {
+                if self.start < self.buf.len() {
+                    let line = self.buf[self.start..].to_vec();
+                    self.start = self.buf.len();
+                    self.scan = self.start;
+                    if let Some(frame) = self.handle_line(&line) {
+                        return Ok(Some(frame));
+                    }
+                }
+                return Ok(None);
+            }
+            // Compact, then read more.
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.scan -= self.start;
+                self.start = 0;
+            }
+            self.buf.reserve(READ_CHUNK);
+            let read = (&mut self.reader)
+                .take(READ_CHUNK as u64)
+                .read_buf(&mut self.buf)
+                .await?;
+            if read == 0 {
+                self.eof = true;
+            }
+        }
+    }
+
+    fn skip(&mut self, line: &[u8], why: &str) {
+        self.stats.skipped_lines += 1;
+        if self.stats.skipped_lines as usize <= MAX_LOGGED_SKIPS {
+            let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
+            tracing::warn!("app-server stdout: skipped {why}: {shown}");
+        }
+    }
+
+    fn handle_line(&mut self, raw: &[u8]) -> Option<Frame> {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let Ok(text) = std::str::from_utf8(raw) else {
+            self.skip(raw, "a line that is not UTF-8");
+            return None;
+        };
+        let (line, pieces) = match self.fragment.take() {
+            Some((mut joined, pieces)) => {
+                joined.push_str("\\n");
+                joined.push_str(text);
+                (joined, pieces + 1)
+            }
+            None => {
+                let trimmed = text.trim_start();
+                if trimmed.is_empty() {
+                    return None;
+                }
+                if !trimmed.starts_with('{') {
+                    self.skip(raw, "a non-JSON line");
+                    return None;
+                }
+                (text.to_string(), 1)
+            }
+        };
+        match decode(&line) {
+            Ok(message) => {
+                self.stats.messages += 1;
+                if pieces > 1 {
+                    self.stats.rejoined += 1;
+                }
+                Some(Frame::Message(message))
+            }
+            Err(DecodeError::Json(error))
+                if error.is_eof()
+                    && error.to_string().starts_with("EOF while parsing a string") =>
+            {
+                if pieces < MAX_FRAGMENTS && line.len() <= self.max_frame {
+                    self.fragment = Some((line, pieces));
+                } else {
+                    self.skip(line.as_bytes(), "an unterminated message");
+                }
+                None
+            }
+            Err(error) => {
+                self.skip(line.as_bytes(), &format!("an undecodable line ({error})"));
+                None
+            }
+        }
+    }
+}
+
+/// Find `"id": <int or string>` near the start of a truncated frame.
+fn id_from_prefix(prefix: &[u8]) -> Option<RequestId> {
+    let text = String::from_utf8_lossy(prefix);
+    let at = text.find("\"id\"")?;
+    let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
+    if let Some(string) = rest.strip_prefix('"') {
+        let end = string.find('"')?;
+        return Some(RequestId::String(string[..end].to_string()));
+    }
+    let digits: String = rest
+        .chars()
+        .take_while(|ch| ch.is_ascii_digit() || *ch == '-')
+        .collect();
+    digits.parse().ok().map(RequestId::Integer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8], cap: usize) -> Vec<Frame> {
+        let mut reader = FrameReader::new(input, cap);
+        let mut out = Vec::new();
+        while let Some(frame) = reader.next().await.expect("read") {
+            out.push(frame);
+        }
+        out
+    }
+
+    fn method(frame: &Frame) -> Option<&str> {
+        match frame {
+            Frame::Message(message) => message.method(),
+            Frame::Oversized { .. } => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn banners_crlf_and_raw_newlines() {
+        let input = b"codex banner v1\r\n{\"method\":\"a\",\"params\":{\"text\":\"line one\nline two\"}}\r\n\n{\"method\":\"b\"}";
+        let out = frames(input, 1024).await;
+        assert_eq!(out.len(), 2);
+        assert_eq!(method(&out[0]), Some("a"));
+        let Frame::Message(message) = &out[0] else {
+            panic!()
+        };
+        let params: serde_json::Value = message.params().expect("params").expect("json");
+        assert_eq!(params["text"], "line one\nline two");
+        assert_eq!(
+            method(&out[1]),
+            Some("b"),
+            "last line without newline at EOF"
+        );
+    }
+
+    #[tokio::test]
+    async fn oversized_line_reports_its_id_and_resyncs() {
+        let big = format!(
+            "{{\"id\":7,\"result\":{{\"blob\":\"{}\"}}}}\n{{\"method\":\"after\"}}\n",
+            "x".repeat(5000)
+        );
+        let out = frames(big.as_bytes(), 1000).await;
+        assert!(
+            matches!(&out[0], Frame::Oversized { id: Some(RequestId::Integer(7)), bytes } if *bytes > 5000)
+        );
+        assert_eq!(method(&out[1]), Some("after"));
+        assert_eq!(
+            id_from_prefix(br#"{"id": "abc-1", "result"#),
+            Some(RequestId::String("abc-1".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn huge_line_split_across_reads_is_discarded_without_buffering() {
+        let mut big = b"{\"id\":\"s1\",\"result\":\"".to_vec();
+        big.extend(std::iter::repeat_n(b'y', 3 * READ_CHUNK));
+        big.extend_from_slice(b"\"}\n{\"method\":\"next\"}\n");
+        let out = frames(&big, 2 * READ_CHUNK).await;
+        assert!(
+            matches!(&out[0], Frame::Oversized { id: Some(RequestId::String(id)), .. } if id == "s1")
+        );
+        assert_eq!(method(&out[1]), Some("next"));
+    }
+}

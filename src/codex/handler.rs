@@ -1,0 +1,208 @@
+//! The default answers to Codex's server requests.
+//!
+//! Dynamic tool calls go to an external tool handler command (`--tool-handler CMD`): it gets
+//! `{tool, namespace, arguments, callId, threadId, turnId}` as JSON on stdin and prints
+//! `{"text": ...}` or `{"contentItems": [...]}` plus `"success"` on stdout. Without a handler,
+//! or when it fails, the answer is `success: false` with a text that says why: Codex drops the
+//! message of a JSON-RPC error and tells the model only "dynamic tool request failed"
+//! (codex-wire.md §6), so tool failures are never reported as RPC errors. Approvals are declined
+//! unless approving was asked for; unknown methods get a JSON-RPC error.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::session::{HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler};
+use super::wire::{RpcError, METHOD_NOT_FOUND};
+
+/// Largest tool handler output read.
+const MAX_TOOL_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Tool handler command plus the approval policy.
+#[derive(Clone, Debug, Default)]
+pub struct DefaultHandler {
+    /// Shell command run for each dynamic tool call.
+    pub tool_command: Option<String>,
+    /// Approve approval requests instead of declining them.
+    pub approve: bool,
+    pub tool_timeout: Option<Duration>,
+}
+
+fn tool_failure(text: String) -> Value {
+    json!({"contentItems": [{"type": "inputText", "text": text}], "success": false})
+}
+
+/// Turn a tool handler's stdout into a `DynamicToolCallResponse`.
+pub fn tool_answer_from_output(output: &[u8]) -> Result<Value, String> {
+    let value: Value = serde_json::from_slice(output)
+        .map_err(|error| format!("the tool handler printed invalid JSON: {error}"))?;
+    let success = value
+        .get("success")
+        .and_then(Value::as_bool)
+        .ok_or("the tool handler's answer has no boolean `success`")?;
+    let content_items =
+        match (value.get("contentItems"), value.get("text")) {
+            (Some(Value::Array(items)), _) => Value::Array(items.clone()),
+            (None, Some(Value::String(text))) => json!([{"type": "inputText", "text": text}]),
+            _ => return Err(
+                "the tool handler's answer needs `text` (a string) or `contentItems` (an array)"
+                    .to_string(),
+            ),
+        };
+    Ok(json!({"contentItems": content_items, "success": success}))
+}
+
+impl DefaultHandler {
+    async fn tool_call(&self, request: &ServerRequest) -> Value {
+        let params = &request.params;
+        let tool = params["tool"].as_str().unwrap_or("<unnamed>").to_string();
+        let Some(command) = &self.tool_command else {
+            return tool_failure(format!(
+                "The tool `{tool}` is not available in this clawbridge run (no --tool-handler was configured)."
+            ));
+        };
+        let input = json!({
+            "tool": tool,
+            "namespace": params["namespace"],
+            "arguments": params["arguments"],
+            "callId": params["callId"],
+            "threadId": params["threadId"],
+            "turnId": params["turnId"],
+        });
+        match self.run_tool_command(command, &input).await {
+            Ok(answer) => answer,
+            Err(why) => {
+                tracing::warn!("tool handler for `{tool}`: {why}");
+                tool_failure(format!("The tool `{tool}` failed: {why}"))
+            }
+        }
+    }
+
+    async fn run_tool_command(&self, command: &str, input: &Value) -> Result<Value, String> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| format!("cannot start `{command}`: {error}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let bytes = serde_json::to_vec(input).map_err(|error| error.to_string())?;
+            // A handler that ignores stdin may close it early; that is fine.
+            let _ = stdin.write_all(&bytes).await;
+        }
+        let wait = child.wait_with_output();
+        let output = match self.tool_timeout {
+            Some(limit) => tokio::time::timeout(limit, wait)
+                .await
+                .map_err(|_| format!("`{command}` did not finish within {limit:?}"))?,
+            None => wait.await,
+        }
+        .map_err(|error| format!("`{command}`: {error}"))?;
+        if !output.status.success() {
+            return Err(format!("`{command}` exited with {}", output.status));
+        }
+        if output.stdout.len() > MAX_TOOL_OUTPUT_BYTES {
+            return Err(format!(
+                "`{command}` printed more than {MAX_TOOL_OUTPUT_BYTES} bytes"
+            ));
+        }
+        tool_answer_from_output(&output.stdout)
+    }
+}
+
+impl ServerRequestHandler for DefaultHandler {
+    fn handle<'a>(&'a self, request: &'a ServerRequest) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let approve = self.approve;
+            let answer: HandlerResult = match request.method.as_str() {
+                "item/tool/call" => Ok(self.tool_call(request).await),
+                "item/commandExecution/requestApproval" | "item/fileChange/requestApproval" => {
+                    Ok(json!({"decision": if approve { "accept" } else { "decline" }}))
+                }
+                "execCommandApproval" | "applyPatchApproval" => {
+                    Ok(json!({"decision": if approve { "approved" } else { "denied" }}))
+                }
+                "item/tool/requestUserInput" => Ok(json!({"answers": {}})),
+                "mcpServer/elicitation/request" => Ok(json!({"action": "decline"})),
+                "currentTime/read" => {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|elapsed| elapsed.as_secs())
+                        .unwrap_or(0);
+                    Ok(json!({"currentTimeAt": now}))
+                }
+                other => Err(RpcError {
+                    code: METHOD_NOT_FOUND,
+                    message: format!("clawbridge does not handle `{other}`"),
+                    data: None,
+                }),
+            };
+            if request.method.ends_with("Approval") || request.method.ends_with("requestApproval") {
+                tracing::info!(
+                    "{} {}",
+                    if approve { "approved" } else { "declined" },
+                    request.method
+                );
+            }
+            answer
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_output_shapes() {
+        assert_eq!(
+            tool_answer_from_output(br#"{"text": "sunny", "success": true}"#).expect("ok"),
+            json!({"contentItems": [{"type": "inputText", "text": "sunny"}], "success": true})
+        );
+        let items = json!({"contentItems": [{"type": "inputImage", "imageUrl": "data:x"}], "success": false});
+        assert_eq!(
+            tool_answer_from_output(items.to_string().as_bytes()).expect("ok"),
+            items
+        );
+        assert!(tool_answer_from_output(b"{\"text\": \"x\"}").is_err());
+        assert!(tool_answer_from_output(b"not json").is_err());
+    }
+
+    #[tokio::test]
+    async fn without_a_handler_the_tool_fails_softly() {
+        let handler = DefaultHandler::default();
+        let request = ServerRequest {
+            id: super::super::wire::RequestId::Integer(0),
+            method: "item/tool/call".into(),
+            params: json!({"tool": "lookup_weather", "arguments": {}}),
+        };
+        let answer = handler.handle(&request).await.expect("answer");
+        assert_eq!(answer["success"], false);
+        assert!(answer["contentItems"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lookup_weather"));
+        let unknown = ServerRequest {
+            method: "attestation/generate".into(),
+            ..request.clone()
+        };
+        assert_eq!(
+            handler.handle(&unknown).await.expect_err("error").code,
+            METHOD_NOT_FOUND
+        );
+        let approval = ServerRequest {
+            method: "item/commandExecution/requestApproval".into(),
+            ..request
+        };
+        assert_eq!(
+            handler.handle(&approval).await.expect("answer")["decision"],
+            "decline"
+        );
+    }
+}

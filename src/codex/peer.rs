@@ -1,0 +1,314 @@
+//! A JSON-RPC peer for `codex app-server` over any `AsyncRead + AsyncWrite`.
+//!
+//! Child stdio in production, `tokio::io::duplex` in tests. One writer task serializes outbound
+//! lines; one reader task routes responses to their pending requests (by id, keeping the id's JSON
+//! type) and pushes notifications and server requests, in arrival order, into one bounded channel,
+//! so a slow consumer slows the reader down instead of losing messages. Every request has a
+//! timeout; when the stream ends every pending request fails at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
+use super::wire::{encode, Incoming, Outgoing, RequestId, RpcError};
+
+/// Peer limits.
+#[derive(Clone, Debug)]
+pub struct PeerConfig {
+    pub max_frame_bytes: usize,
+    pub request_timeout: Duration,
+    /// Capacity of the notification / server-request channel.
+    pub event_capacity: usize,
+}
+
+impl Default for PeerConfig {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            request_timeout: Duration::from_secs(30),
+            event_capacity: 1024,
+        }
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerError {
+    #[error("`{method}` got no answer within {after:?}")]
+    Timeout { method: String, after: Duration },
+    #[error("`{method}` failed: {error}")]
+    Rpc { method: String, error: RpcError },
+    #[error("the app-server connection closed")]
+    ConnectionClosed,
+    #[error("the answer to `{method}` was {bytes} bytes, over the frame cap")]
+    FrameTooLarge { method: String, bytes: usize },
+    #[error("`{method}`: {message}")]
+    Codec { method: String, message: String },
+}
+
+type Reply = Result<Box<RawValue>, PeerError>;
+
+struct PendingRequest {
+    method: String,
+    reply: oneshot::Sender<Reply>,
+}
+
+type PendingMap = Arc<Mutex<HashMap<RequestId, PendingRequest>>>;
+
+struct Shared {
+    outgoing: mpsc::Sender<String>,
+    /// Shared with the reader task, which must not hold `outgoing`: stdin has to close when the
+    /// last handle goes away, even while stdout is still open.
+    pending: PendingMap,
+    next_id: AtomicI64,
+    config: PeerConfig,
+}
+
+/// A cheap, cloneable handle: requests, notifications and answers to server requests.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+/// Inbound notifications and server requests, in arrival order.
+pub type Events = mpsc::Receiver<Incoming>;
+
+impl Peer {
+    /// Start the reader and writer tasks over a transport.
+    pub fn connect<R, W>(reader: R, writer: W, config: PeerConfig) -> (Peer, Events)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (outgoing, outgoing_rx) = mpsc::channel::<String>(256);
+        let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
+        let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
+        tokio::spawn(write_loop(writer, outgoing_rx));
+        tokio::spawn(read_loop(
+            reader,
+            Arc::clone(&pending),
+            config.max_frame_bytes,
+            events_tx,
+        ));
+        let shared = Arc::new(Shared {
+            outgoing,
+            pending,
+            next_id: AtomicI64::new(1),
+            config,
+        });
+        (Peer { shared }, events)
+    }
+
+    /// Send a request and wait for its answer, parsed as `T`.
+    pub async fn request<P: Serialize, T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<T, PeerError> {
+        let raw = self.request_raw(method, params).await?;
+        serde_json::from_str(raw.get()).map_err(|error| PeerError::Codec {
+            method: method.to_string(),
+            message: format!("unexpected answer: {error}"),
+        })
+    }
+
+    /// Send a request; the answer stays raw JSON.
+    pub async fn request_raw<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<Box<RawValue>, PeerError> {
+        let codec = |error: serde_json::Error| PeerError::Codec {
+            method: method.to_string(),
+            message: error.to_string(),
+        };
+        let id = RequestId::Integer(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let params = serde_json::to_value(params).map_err(codec)?;
+        let line = encode(&Outgoing::Request {
+            id: id.clone(),
+            method: method.to_string(),
+            params,
+        })
+        .map_err(codec)?;
+        let (reply, answer) = oneshot::channel();
+        self.lock_pending().insert(
+            id.clone(),
+            PendingRequest {
+                method: method.to_string(),
+                reply,
+            },
+        );
+        if self.shared.outgoing.send(line).await.is_err() {
+            self.lock_pending().remove(&id);
+            return Err(PeerError::ConnectionClosed);
+        }
+        let after = self.shared.config.request_timeout;
+        match tokio::time::timeout(after, answer).await {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(_)) => Err(PeerError::ConnectionClosed),
+            Err(_) => {
+                self.lock_pending().remove(&id);
+                Err(PeerError::Timeout {
+                    method: method.to_string(),
+                    after,
+                })
+            }
+        }
+    }
+
+    /// Send a notification.
+    pub async fn notify<P: Serialize>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), PeerError> {
+        let params = params
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|error| PeerError::Codec {
+                method: method.to_string(),
+                message: error.to_string(),
+            })?;
+        self.send(Outgoing::Notification {
+            method: method.to_string(),
+            params,
+        })
+        .await
+    }
+
+    /// Answer a server request with a result (the id is echoed exactly).
+    pub async fn respond(&self, id: RequestId, result: serde_json::Value) -> Result<(), PeerError> {
+        self.send(Outgoing::Response { id, result }).await
+    }
+
+    /// Answer a server request with an error.
+    pub async fn respond_error(
+        &self,
+        id: RequestId,
+        code: i64,
+        message: String,
+    ) -> Result<(), PeerError> {
+        self.send(Outgoing::Error {
+            id,
+            error: RpcError {
+                code,
+                message,
+                data: None,
+            },
+        })
+        .await
+    }
+
+    /// Requests still waiting for an answer.
+    pub fn pending_requests(&self) -> usize {
+        self.lock_pending().len()
+    }
+
+    async fn send(&self, message: Outgoing) -> Result<(), PeerError> {
+        let line = encode(&message).map_err(|error| PeerError::Codec {
+            method: "<response>".to_string(),
+            message: error.to_string(),
+        })?;
+        self.shared
+            .outgoing
+            .send(line)
+            .await
+            .map_err(|_| PeerError::ConnectionClosed)
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, PendingRequest>> {
+        lock(&self.shared.pending)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the map inconsistent; keep going.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Receiver<String>) {
+    while let Some(line) = lines.recv().await {
+        if let Err(error) = writer.write_all(line.as_bytes()).await {
+            tracing::debug!("app-server stdin closed: {error}");
+            return;
+        }
+        // Flush only when nothing else is queued: batches bursts into fewer writes.
+        if lines.is_empty() {
+            if let Err(error) = writer.flush().await {
+                tracing::debug!("app-server stdin flush failed: {error}");
+                return;
+            }
+        }
+    }
+    // Every Peer handle is gone: closing stdin lets `codex app-server` exit cleanly.
+    let _ = writer.shutdown().await;
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(
+    reader: R,
+    pending: PendingMap,
+    max_frame_bytes: usize,
+    events: mpsc::Sender<Incoming>,
+) {
+    let mut frames = FrameReader::new(reader, max_frame_bytes);
+    loop {
+        match frames.next().await {
+            Ok(Some(Frame::Message(Incoming::Response { id, result }))) => {
+                match lock(&pending).remove(&id) {
+                    Some(pending) => {
+                        let reply = result.map_err(|error| PeerError::Rpc {
+                            method: pending.method.clone(),
+                            error,
+                        });
+                        let _ = pending.reply.send(reply);
+                    }
+                    None => tracing::debug!("response for unknown request id {id}"),
+                }
+            }
+            Ok(Some(Frame::Message(message))) => {
+                if events.send(message).await.is_err() {
+                    // Nobody listens any more; keep routing responses.
+                    continue;
+                }
+            }
+            Ok(Some(Frame::Oversized { id, bytes })) => {
+                tracing::warn!("dropped an app-server frame of {bytes} bytes (over the cap)");
+                if let Some(id) = id {
+                    if let Some(pending) = lock(&pending).remove(&id) {
+                        let _ = pending.reply.send(Err(PeerError::FrameTooLarge {
+                            method: pending.method,
+                            bytes,
+                        }));
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(error) => {
+                tracing::debug!("app-server stdout read failed: {error}");
+                break;
+            }
+        }
+    }
+    let stats = frames.stats;
+    tracing::debug!(
+        "app-server stdout closed after {} messages ({} skipped lines, {} re-joined, {} oversized)",
+        stats.messages,
+        stats.skipped_lines,
+        stats.rejoined,
+        stats.oversized
+    );
+    for (_, pending) in lock(&pending).drain() {
+        let _ = pending.reply.send(Err(PeerError::ConnectionClosed));
+    }
+}

@@ -1,0 +1,642 @@
+//! A Codex session: handshake, thread start or resume, and turns driven to completion.
+//!
+//! [`CodexSession`] owns one app-server connection (a child process, or any transport in tests).
+//! [`CodexSession::run_turn`] sends `turn/start`, then consumes that turn's notifications until
+//! `turn/completed`, answering every server request through a [`ServerRequestHandler`] with the
+//! request's exact id. A progress-aware idle timeout (reset only by notifications of this turn,
+//! paused while a server request is being answered) and a hard cap end a stuck turn with
+//! `turn/interrupt`, then a kill. A crash surfaces as [`SessionError::CodexExited`] with the last
+//! stderr lines.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
+
+use super::params::{ThreadParams, TurnStartParams};
+use super::peer::{Events, Peer, PeerConfig, PeerError};
+use super::process::{CodexProcess, SpawnOptions};
+use super::wire::{Incoming, RequestId, RpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
+use super::PINNED_CODEX_VERSION;
+
+/// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling).
+pub const MIN_CODEX_VERSION: (u64, u64, u64) = (0, 169, 0);
+
+/// Everything that can end a session or a turn early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    #[error("{0}")]
+    BinaryNotFound(String),
+    #[error("cannot start {binary}")]
+    Spawn {
+        binary: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("handshake with codex app-server failed: {0}")]
+    Handshake(String),
+    #[error("codex app-server {found} is older than the supported floor {floor}")]
+    VersionTooOld { found: String, floor: String },
+    #[error(transparent)]
+    Peer(#[from] PeerError),
+    #[error("codex app-server exited ({status}){}", stderr_suffix(.stderr))]
+    CodexExited { status: String, stderr: Vec<String> },
+    #[error("the turn made no progress for {0:?}; interrupted")]
+    IdleTimeout(Duration),
+    #[error("the turn ran longer than {0:?}; interrupted")]
+    HardTimeout(Duration),
+}
+
+fn stderr_suffix(lines: &[String]) -> String {
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; last stderr lines:\n  {}", lines.join("\n  "))
+    }
+}
+
+impl SessionError {
+    /// True when Codex could not be started or the handshake failed (CLI exit 3).
+    pub fn is_startup(&self) -> bool {
+        matches!(
+            self,
+            SessionError::BinaryNotFound(_)
+                | SessionError::Spawn { .. }
+                | SessionError::Handshake(_)
+                | SessionError::VersionTooOld { .. }
+        )
+    }
+}
+
+/// A server request handed to the handler.
+#[derive(Clone, Debug)]
+pub struct ServerRequest {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Value,
+}
+
+/// The answer to a server request: a result, or a JSON-RPC error.
+pub type HandlerResult = Result<Value, RpcError>;
+/// A boxed handler future.
+pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = HandlerResult> + Send + 'a>>;
+
+/// Answers Codex's server requests (dynamic tool calls, approvals, ...).
+pub trait ServerRequestHandler: Send + Sync {
+    fn handle<'a>(&'a self, request: &'a ServerRequest) -> HandlerFuture<'a>;
+}
+
+/// Limits of one turn.
+#[derive(Clone, Copy, Debug)]
+pub struct TurnLimits {
+    /// No notification of this turn for this long ends it.
+    pub idle: Duration,
+    /// The turn never runs longer than this.
+    pub hard: Duration,
+    /// How long `turn/interrupt` gets to end the turn before the process is killed.
+    pub interrupt_grace: Duration,
+}
+
+impl Default for TurnLimits {
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(300),
+            hard: Duration::from_secs(3600),
+            interrupt_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What a turn produced, as the observer sees it.
+#[derive(Debug)]
+pub enum TurnEvent<'a> {
+    Notification {
+        method: &'a str,
+        params: &'a Value,
+    },
+    ServerRequest {
+        request: &'a ServerRequest,
+    },
+    Answered {
+        id: &'a RequestId,
+        answer: &'a HandlerResult,
+    },
+}
+
+/// How a turn ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnStatus {
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+/// The end of a turn.
+#[derive(Clone, Debug)]
+pub struct TurnOutcome {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub status: TurnStatus,
+    /// The turn's error message, from `turn/completed` or an `error` notification.
+    pub error: Option<String>,
+    pub agent_messages: Vec<String>,
+    pub notifications: usize,
+    pub server_requests: usize,
+}
+
+/// One connection to `codex app-server`.
+pub struct CodexSession {
+    peer: Peer,
+    events: Events,
+    process: Option<CodexProcess>,
+    /// Messages that overtook a `turn/start` answer.
+    early_events: Vec<Incoming>,
+    pub user_agent: String,
+    pub codex_version: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeResult {
+    user_agent: String,
+}
+
+/// The version token of a `userAgent` (`<name>/<version> (...)`).
+pub fn version_from_user_agent(user_agent: &str) -> Option<String> {
+    let (_, rest) = user_agent.split_once('/')?;
+    let token: String = rest.chars().take_while(|ch| !ch.is_whitespace()).collect();
+    (!token.is_empty()).then_some(token)
+}
+
+fn parse_semver(version: &str) -> Option<(u64, u64, u64)> {
+    let core = version.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|part| part.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
+
+impl CodexSession {
+    /// Spawn `codex app-server` and complete the handshake.
+    pub async fn spawn(
+        options: &SpawnOptions,
+        peer_config: PeerConfig,
+        experimental_api: bool,
+        handshake_timeout: Duration,
+    ) -> Result<Self, SessionError> {
+        let (process, stdout, stdin) =
+            CodexProcess::spawn(options).map_err(|source| SessionError::Spawn {
+                binary: options.binary.display().to_string(),
+                source,
+            })?;
+        let (peer, events) = Peer::connect(stdout, stdin, peer_config);
+        let mut session = CodexSession {
+            peer,
+            events,
+            process: Some(process),
+            early_events: Vec::new(),
+            user_agent: String::new(),
+            codex_version: None,
+        };
+        match tokio::time::timeout(handshake_timeout, session.handshake(experimental_api)).await {
+            Ok(Ok(())) => Ok(session),
+            Ok(Err(error)) => {
+                let stderr = session.stderr_tail();
+                session.kill().await;
+                Err(match error {
+                    SessionError::Peer(peer) => {
+                        SessionError::Handshake(format!("{peer}{}", stderr_suffix(&stderr)))
+                    }
+                    other => other,
+                })
+            }
+            Err(_) => {
+                let stderr = session.stderr_tail();
+                session.kill().await;
+                Err(SessionError::Handshake(format!(
+                    "no answer to `initialize` within {handshake_timeout:?}{}",
+                    stderr_suffix(&stderr)
+                )))
+            }
+        }
+    }
+
+    /// Use an existing transport (tests use an in-memory duplex).
+    pub async fn connect<R, W>(
+        reader: R,
+        writer: W,
+        peer_config: PeerConfig,
+        experimental_api: bool,
+    ) -> Result<Self, SessionError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (peer, events) = Peer::connect(reader, writer, peer_config);
+        let mut session = CodexSession {
+            peer,
+            events,
+            process: None,
+            early_events: Vec::new(),
+            user_agent: String::new(),
+            codex_version: None,
+        };
+        session.handshake(experimental_api).await?;
+        Ok(session)
+    }
+
+    async fn handshake(&mut self, experimental_api: bool) -> Result<(), SessionError> {
+        let mut params = json!({
+            "clientInfo": {"name": "clawbridge", "title": "clawbridge", "version": env!("CARGO_PKG_VERSION")},
+        });
+        if experimental_api {
+            params["capabilities"] = json!({"experimentalApi": true});
+        }
+        let result: InitializeResult = self.peer.request("initialize", &params).await?;
+        self.user_agent = result.user_agent;
+        self.codex_version = version_from_user_agent(&self.user_agent);
+        let floor = format!(
+            "{}.{}.{}",
+            MIN_CODEX_VERSION.0, MIN_CODEX_VERSION.1, MIN_CODEX_VERSION.2
+        );
+        match self.codex_version.as_deref().and_then(parse_semver) {
+            Some(found) if found < MIN_CODEX_VERSION => {
+                return Err(SessionError::VersionTooOld {
+                    found: self.codex_version.clone().unwrap_or_default(),
+                    floor,
+                })
+            }
+            Some(found) if Some(found) > parse_semver(PINNED_CODEX_VERSION) => tracing::warn!(
+                "codex app-server {} is newer than the tested {PINNED_CODEX_VERSION}",
+                self.codex_version.as_deref().unwrap_or_default()
+            ),
+            Some(_) => {}
+            None => tracing::warn!("cannot read a version from userAgent {:?}", self.user_agent),
+        }
+        self.peer.notify::<Value>("initialized", None).await?;
+        tracing::info!("paired with {}", self.user_agent);
+        Ok(())
+    }
+
+    /// The peer (to answer requests from other tasks).
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The last stderr lines of the child, if any.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.process
+            .as_ref()
+            .map(CodexProcess::stderr_tail)
+            .unwrap_or_default()
+    }
+
+    /// Start or resume the thread; returns its id.
+    pub async fn open_thread(&mut self, thread: &ThreadParams) -> Result<String, SessionError> {
+        #[derive(Deserialize)]
+        struct ThreadResponse {
+            thread: ThreadInfo,
+        }
+        #[derive(Deserialize)]
+        struct ThreadInfo {
+            id: String,
+        }
+        let response: ThreadResponse = match thread {
+            ThreadParams::ThreadStart(params) => {
+                self.request_while_draining("thread/start", params).await?
+            }
+            ThreadParams::ThreadResume(params) => {
+                self.request_while_draining("thread/resume", params).await?
+            }
+        };
+        Ok(response.thread.id)
+    }
+
+    /// A request whose answer may queue behind notifications: drain (and log) them meanwhile so
+    /// the bounded event channel never blocks the reader.
+    async fn request_while_draining<P: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &P,
+    ) -> Result<T, SessionError> {
+        let peer = self.peer.clone();
+        let request = peer.request(method, params);
+        tokio::pin!(request);
+        loop {
+            tokio::select! {
+                result = &mut request => return result.map_err(|error| self.map_peer_error(error)),
+                event = self.events.recv() => match event {
+                    Some(Incoming::Request { id, method, .. }) => {
+                        // Nothing is running yet; refuse politely so Codex is never left waiting.
+                        let _ = self.peer.respond_error(id, METHOD_NOT_FOUND, format!("clawbridge cannot answer `{method}` outside a turn")).await;
+                    }
+                    Some(message) => tracing::debug!("before turn: {}", message.method().unwrap_or("?")),
+                    None => {}
+                },
+            }
+        }
+    }
+
+    fn map_peer_error(&self, error: PeerError) -> SessionError {
+        match error {
+            PeerError::ConnectionClosed => SessionError::CodexExited {
+                status: "connection closed".to_string(),
+                stderr: self.stderr_tail(),
+            },
+            other => SessionError::Peer(other),
+        }
+    }
+
+    async fn exited(&mut self) -> SessionError {
+        let status = match &mut self.process {
+            Some(process) => match process.wait_exit(Duration::from_millis(1500)).await {
+                Some(status) => status.to_string(),
+                None => "stdout closed".to_string(),
+            },
+            None => "connection closed".to_string(),
+        };
+        SessionError::CodexExited {
+            status,
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    /// Run one turn to its end.
+    pub async fn run_turn(
+        &mut self,
+        turn: &TurnStartParams,
+        handler: &dyn ServerRequestHandler,
+        observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
+        limits: TurnLimits,
+    ) -> Result<TurnOutcome, SessionError> {
+        #[derive(Deserialize)]
+        struct TurnResponse {
+            turn: TurnInfo,
+        }
+        #[derive(Deserialize)]
+        struct TurnInfo {
+            id: String,
+        }
+        let started = Instant::now();
+        let hard_deadline = started + limits.hard;
+        let response: TurnResponse = self.request_before_events("turn/start", turn).await?;
+        let thread_id = turn.thread_id.clone();
+        let mut outcome = TurnOutcome {
+            thread_id: thread_id.clone(),
+            turn_id: response.turn.id,
+            status: TurnStatus::Completed,
+            error: None,
+            agent_messages: Vec::new(),
+            notifications: 0,
+            server_requests: 0,
+        };
+        // Notifications that arrived before the turn id was known.
+        let early = std::mem::take(&mut self.early_events);
+        let mut idle_deadline = Instant::now() + limits.idle;
+        for message in early {
+            if let Some(done) = self
+                .observe(message, &mut outcome, observer, handler, hard_deadline)
+                .await?
+            {
+                return Ok(done);
+            }
+        }
+        loop {
+            let deadline = idle_deadline.min(hard_deadline);
+            let event = tokio::select! {
+                event = self.events.recv() => event,
+                _ = tokio::time::sleep_until(deadline) => {
+                    let error = if Instant::now() >= hard_deadline {
+                        SessionError::HardTimeout(limits.hard)
+                    } else {
+                        SessionError::IdleTimeout(limits.idle)
+                    };
+                    return Err(self.interrupt(&outcome, limits, error).await);
+                }
+            };
+            let Some(message) = event else {
+                return Err(self.exited().await);
+            };
+            let of_this_turn = is_of_turn(&message, &thread_id, &outcome.turn_id);
+            if let Some(done) = self
+                .observe(message, &mut outcome, observer, handler, hard_deadline)
+                .await?
+            {
+                return Ok(done);
+            }
+            if of_this_turn {
+                idle_deadline = Instant::now() + limits.idle;
+            }
+        }
+    }
+
+    /// `turn/start` answers before its notifications, but a few may still overtake it.
+    async fn request_before_events<T: serde::de::DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &TurnStartParams,
+    ) -> Result<T, SessionError> {
+        let peer = self.peer.clone();
+        let request = peer.request(method, params);
+        tokio::pin!(request);
+        loop {
+            tokio::select! {
+                result = &mut request => return result.map_err(|error| self.map_peer_error(error)),
+                event = self.events.recv() => {
+                    if let Some(message) = event {
+                        self.early_events.push(message);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handle one inbound message; `Some` when the turn is over.
+    async fn observe(
+        &mut self,
+        message: Incoming,
+        outcome: &mut TurnOutcome,
+        observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
+        handler: &dyn ServerRequestHandler,
+        hard_deadline: Instant,
+    ) -> Result<Option<TurnOutcome>, SessionError> {
+        match message {
+            Incoming::Notification { method, params } => {
+                outcome.notifications += 1;
+                let params: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
+                observer(TurnEvent::Notification {
+                    method: &method,
+                    params: &params,
+                });
+                match method.as_str() {
+                    "item/completed" => {
+                        let item = &params["item"];
+                        if item["type"] == "agentMessage"
+                            && params["turnId"] == outcome.turn_id.as_str()
+                        {
+                            if let Some(text) = item["text"].as_str() {
+                                outcome.agent_messages.push(text.to_string());
+                            }
+                        }
+                    }
+                    "error" if params["turnId"] == outcome.turn_id.as_str() => {
+                        outcome.error = params["error"]["message"].as_str().map(str::to_string);
+                    }
+                    "turn/completed" if params["turn"]["id"] == outcome.turn_id.as_str() => {
+                        let turn = &params["turn"];
+                        outcome.status = match turn["status"].as_str() {
+                            Some("completed") => TurnStatus::Completed,
+                            Some("interrupted") => TurnStatus::Interrupted,
+                            _ => TurnStatus::Failed,
+                        };
+                        if let Some(message) = turn["error"]["message"].as_str() {
+                            outcome.error = Some(message.to_string());
+                        }
+                        return Ok(Some(outcome.clone()));
+                    }
+                    _ => {}
+                }
+                Ok(None)
+            }
+            Incoming::Request { id, method, params } => {
+                outcome.server_requests += 1;
+                let request = ServerRequest {
+                    id: id.clone(),
+                    method,
+                    params: serde_json::from_str(params.get()).unwrap_or(Value::Null),
+                };
+                observer(TurnEvent::ServerRequest { request: &request });
+                // The idle timer is paused while we answer; the hard cap still applies.
+                let answer = tokio::select! {
+                    answer = handler.handle(&request) => answer,
+                    _ = tokio::time::sleep_until(hard_deadline) => Err(RpcError {
+                        code: INTERNAL_ERROR,
+                        message: "clawbridge: the turn's time ran out while answering".to_string(),
+                        data: None,
+                    }),
+                };
+                observer(TurnEvent::Answered {
+                    id: &id,
+                    answer: &answer,
+                });
+                let sent = match answer {
+                    Ok(result) => self.peer.respond(id, result).await,
+                    Err(error) => self.peer.respond_error(id, error.code, error.message).await,
+                };
+                if sent.is_err() {
+                    return Err(self.exited().await);
+                }
+                Ok(None)
+            }
+            Incoming::Response { .. } => Ok(None),
+        }
+    }
+
+    /// `turn/interrupt`, a grace period for `turn/completed`, then kill.
+    async fn interrupt(
+        &mut self,
+        outcome: &TurnOutcome,
+        limits: TurnLimits,
+        error: SessionError,
+    ) -> SessionError {
+        tracing::warn!("{error}; sending turn/interrupt");
+        let params = json!({"threadId": outcome.thread_id, "turnId": outcome.turn_id});
+        let peer = self.peer.clone();
+        let ended = async {
+            let _ = peer.request::<_, Value>("turn/interrupt", &params).await;
+            while let Some(message) = self.events.recv().await {
+                if let Incoming::Notification { method, params } = &message {
+                    if method == "turn/completed" && params.get().contains(&outcome.turn_id) {
+                        return true;
+                    }
+                }
+            }
+            false
+        };
+        let completed = tokio::time::timeout(limits.interrupt_grace, ended)
+            .await
+            .unwrap_or(false);
+        if !completed {
+            tracing::warn!("the turn did not end after turn/interrupt; killing codex app-server");
+            self.kill().await;
+        }
+        error
+    }
+
+    /// Kill the child now.
+    pub async fn kill(&mut self) {
+        if let Some(process) = &mut self.process {
+            process.kill().await;
+        }
+    }
+
+    /// Close stdin and wait for a clean exit (kill after `grace`).
+    pub async fn shutdown(self, grace: Duration) {
+        let CodexSession {
+            peer,
+            events,
+            process,
+            ..
+        } = self;
+        // Dropping the last peer handle closes stdin; Codex exits cleanly on EOF.
+        drop(peer);
+        drop(events);
+        if let Some(mut process) = process {
+            if process.wait_exit(grace).await.is_none() {
+                process.kill().await;
+            }
+        }
+    }
+}
+
+/// Whether a message belongs to this thread and turn (for the idle timer).
+fn is_of_turn(message: &Incoming, thread_id: &str, turn_id: &str) -> bool {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Ids {
+        thread_id: Option<String>,
+        turn_id: Option<String>,
+        turn: Option<TurnRef>,
+    }
+    #[derive(Deserialize)]
+    struct TurnRef {
+        id: Option<String>,
+    }
+    let Some(Ok(ids)) = message.params::<Ids>() else {
+        return false;
+    };
+    let turn_matches = ids.turn_id.as_deref() == Some(turn_id)
+        || ids.turn.and_then(|turn| turn.id).as_deref() == Some(turn_id);
+    ids.thread_id.as_deref() == Some(thread_id) && turn_matches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_agent_versions() {
+        assert_eq!(
+            version_from_user_agent(
+                "clawbridge/0.169.0 (Debian 12.0.0; x86_64) xterm (clawbridge; 0.1.0)"
+            )
+            .as_deref(),
+            Some("0.169.0")
+        );
+        assert_eq!(
+            version_from_user_agent("my app/1.2.3-beta (x)").as_deref(),
+            Some("1.2.3-beta")
+        );
+        assert_eq!(parse_semver("0.169.0"), Some((0, 169, 0)));
+        assert_eq!(parse_semver("1.2.3-beta"), Some((1, 2, 3)));
+        assert!(parse_semver("0.168.9") < Some(MIN_CODEX_VERSION));
+        assert!(parse_semver("0.200.0") > Some(MIN_CODEX_VERSION));
+    }
+}

@@ -1,0 +1,440 @@
+//! Offline pairing: a loopback Responses API stub and a throwaway `CODEX_HOME`.
+//!
+//! [`ResponsesStub`] answers `POST /v1/responses` with Server-Sent Events in the shape Codex
+//! 0.169.0 consumes (codex-wire.md §9.2), scripted per model request by a [`StubScript`]
+//! (assistant text, a function call to a named tool, a `response.failed`, or an HTTP error), and
+//! records every request it gets. [`OfflineHome`] writes the offline `config.toml` that points
+//! Codex at the stub, into a temp folder or a folder the user names, never the real `~/.codex`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::error::{Error, Result};
+
+/// One scripted answer.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum StubStep {
+    /// An assistant message.
+    Text(String),
+    /// A function call the model makes.
+    ToolCall {
+        name: String,
+        #[serde(default)]
+        arguments: Value,
+        #[serde(default)]
+        namespace: Option<String>,
+    },
+    /// A `response.failed` event with this message.
+    Fail(String),
+    /// An HTTP error status instead of a stream.
+    HttpStatus(u16),
+}
+
+/// Answers per model request, in order; after the last one the stub replies with a short text.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StubScript {
+    pub responses: Vec<StubStep>,
+}
+
+impl StubScript {
+    /// Parse a script file: `{"responses": [...]}` or a bare array of steps.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let invalid = |error: serde_json::Error| {
+            Error::InvalidDocument {
+            path: path.to_path_buf(),
+            message: format!(
+                "{error} (expected {{\"responses\": [...]}} with steps {{\"text\": ...}}, {{\"toolCall\": {{\"name\", \"arguments\"}}}}, {{\"fail\": ...}} or {{\"httpStatus\": 500}})"
+            ),
+        }
+        };
+        let value: Value = serde_json::from_str(&text).map_err(invalid)?;
+        if value.is_array() {
+            return Ok(StubScript {
+                responses: serde_json::from_value(value).map_err(invalid)?,
+            });
+        }
+        serde_json::from_value(value).map_err(invalid)
+    }
+}
+
+/// A model-bound request as the stub received it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CapturedRequest {
+    pub path: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: Value,
+}
+
+struct StubState {
+    script: Vec<StubStep>,
+    requests: Vec<CapturedRequest>,
+}
+
+/// The running stub; dropping it stops the server.
+pub struct ResponsesStub {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<StubState>>,
+    _shutdown: oneshot::Sender<()>,
+}
+
+impl ResponsesStub {
+    /// Bind `127.0.0.1:0` and serve until dropped.
+    pub async fn start(script: StubScript) -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|error| {
+                Error::Invalid(format!(
+                    "cannot bind a loopback port for the offline stub: {error}"
+                ))
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|error| Error::Invalid(error.to_string()))?;
+        let state = Arc::new(Mutex::new(StubState {
+            script: script.responses,
+            requests: Vec::new(),
+        }));
+        let router = Router::new()
+            .route("/v1/responses", post(responses))
+            .layer(DefaultBodyLimit::max(256 * 1024 * 1024))
+            .with_state(Arc::clone(&state));
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+            if let Err(error) = served {
+                tracing::warn!("offline stub stopped: {error}");
+            }
+        });
+        tracing::info!("offline Responses stub listening on http://{addr}/v1");
+        Ok(Self {
+            addr,
+            state,
+            _shutdown: shutdown,
+        })
+    }
+
+    /// The base URL Codex is pointed at.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<CapturedRequest> {
+        self.state
+            .lock()
+            .map(|state| state.requests.clone())
+            .unwrap_or_default()
+    }
+}
+
+async fn responses(
+    State(state): State<Arc<Mutex<StubState>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let headers: BTreeMap<String, String> = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_string(),
+                value.to_str().unwrap_or("<binary>").to_string(),
+            )
+        })
+        .collect();
+    let (number, step) = {
+        let mut state = state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.requests.push(CapturedRequest {
+            path: "/v1/responses".to_string(),
+            headers,
+            body,
+        });
+        let number = state.requests.len();
+        let step = if state.script.is_empty() {
+            StubStep::Text(format!("clawbridge offline stub reply {number}."))
+        } else {
+            state.script.remove(0)
+        };
+        (number, step)
+    };
+    match step {
+        StubStep::HttpStatus(code) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, "offline stub: scripted HTTP error").into_response()
+        }
+        step => (
+            [("content-type", "text/event-stream")],
+            sse_body(number, &step),
+        )
+            .into_response(),
+    }
+}
+
+fn sse_event(out: &mut String, value: &Value) {
+    let kind = value["type"].as_str().unwrap_or("message");
+    out.push_str(&format!("event: {kind}\ndata: {value}\n\n"));
+}
+
+/// The SSE body for one scripted step (rich shape, with text deltas).
+pub fn sse_body(number: usize, step: &StubStep) -> String {
+    let response_id = format!("resp_stub_{number}");
+    let usage = json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15});
+    let mut out = String::new();
+    sse_event(
+        &mut out,
+        &json!({"type": "response.created", "response": {"id": response_id}}),
+    );
+    sse_event(
+        &mut out,
+        &json!({"type": "response.in_progress", "response": {"id": response_id}}),
+    );
+    match step {
+        StubStep::Text(text) => {
+            let item_id = format!("msg_stub_{number}");
+            sse_event(
+                &mut out,
+                &json!({"type": "response.output_item.added", "output_index": 0,
+                "item": {"type": "message", "id": item_id, "status": "in_progress", "role": "assistant", "content": []}}),
+            );
+            sse_event(
+                &mut out,
+                &json!({"type": "response.content_part.added", "item_id": item_id, "output_index": 0, "content_index": 0,
+                "part": {"type": "output_text", "text": "", "annotations": []}}),
+            );
+            let split = text
+                .char_indices()
+                .nth(text.chars().count() / 2)
+                .map_or(text.len(), |(index, _)| index);
+            for delta in [&text[..split], &text[split..]] {
+                if !delta.is_empty() {
+                    sse_event(
+                        &mut out,
+                        &json!({"type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0, "delta": delta}),
+                    );
+                }
+            }
+            sse_event(
+                &mut out,
+                &json!({"type": "response.output_text.done", "item_id": item_id, "output_index": 0, "content_index": 0, "text": text}),
+            );
+            sse_event(
+                &mut out,
+                &json!({"type": "response.content_part.done", "item_id": item_id, "output_index": 0, "content_index": 0,
+                "part": {"type": "output_text", "text": text, "annotations": []}}),
+            );
+            sse_event(
+                &mut out,
+                &json!({"type": "response.output_item.done", "output_index": 0,
+                "item": {"type": "message", "id": item_id, "status": "completed", "role": "assistant",
+                         "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
+            );
+            sse_event(
+                &mut out,
+                &json!({"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
+            );
+        }
+        StubStep::ToolCall {
+            name,
+            arguments,
+            namespace,
+        } => {
+            let mut item = json!({"type": "function_call", "id": format!("fc_stub_{number}"), "status": "completed",
+                "call_id": format!("call_stub_{number}"), "name": name, "arguments": arguments.to_string()});
+            if let Some(namespace) = namespace {
+                item["namespace"] = json!(namespace);
+            }
+            sse_event(
+                &mut out,
+                &json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+            );
+            sse_event(
+                &mut out,
+                &json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            );
+            sse_event(
+                &mut out,
+                &json!({"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
+            );
+        }
+        StubStep::Fail(message) => {
+            sse_event(
+                &mut out,
+                &json!({"type": "response.failed", "response": {"id": response_id,
+                "error": {"code": "server_error", "message": message}}}),
+            );
+        }
+        StubStep::HttpStatus(_) => {}
+    }
+    out
+}
+
+/// Marks a `config.toml` clawbridge wrote (and may overwrite).
+const CONFIG_MARKER: &str = "# written by clawbridge --offline";
+
+/// The offline `config.toml` (codex-wire.md §9.1).
+pub fn offline_config(base_url: &str, model: &str) -> String {
+    format!(
+        r#"{CONFIG_MARKER}: a loopback Responses stub, no account, no network.
+model = "{model}"
+model_provider = "clawbridge_stub"
+check_for_update_on_startup = false
+
+[model_providers.clawbridge_stub]
+name = "clawbridge offline stub (loopback)"
+base_url = "{base_url}"
+wire_api = "responses"
+requires_openai_auth = false
+supports_websockets = false
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 30000
+
+[features]
+plugins = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+"#
+    )
+}
+
+/// A `CODEX_HOME` holding the offline config.
+#[derive(Debug)]
+pub struct OfflineHome {
+    pub path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl OfflineHome {
+    /// A throwaway folder, or `dir` when given (refusing the real `~/.codex`, and refusing to
+    /// overwrite a `config.toml` that clawbridge did not write).
+    pub fn prepare(
+        dir: Option<&Path>,
+        base_url: &str,
+        model: &str,
+        real_home: Option<&Path>,
+    ) -> Result<Self> {
+        let (path, temp) = match dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|source| Error::Write {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+                let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+                if let Some(home) = real_home {
+                    let real = home.join(".codex");
+                    let real = real.canonicalize().unwrap_or(real);
+                    if canonical == real {
+                        return Err(Error::Invalid(format!(
+                            "--codex-home {}: refusing to put the offline config into your real Codex home; pass another folder or leave --codex-home out",
+                            dir.display()
+                        )));
+                    }
+                }
+                (canonical, None)
+            }
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("clawbridge-codex-home-")
+                    .tempdir()
+                    .map_err(|source| Error::Write {
+                        path: std::env::temp_dir(),
+                        source,
+                    })?;
+                (temp.path().to_path_buf(), Some(temp))
+            }
+        };
+        let config = path.join("config.toml");
+        if let Ok(existing) = std::fs::read_to_string(&config) {
+            if !existing.starts_with(CONFIG_MARKER) {
+                return Err(Error::Invalid(format!(
+                    "{}: exists and was not written by clawbridge; refusing to overwrite it (use an empty folder for --codex-home)",
+                    config.display()
+                )));
+            }
+        }
+        crate::fsutil::write_atomic(&config, offline_config(base_url, model).as_bytes())?;
+        Ok(Self { path, _temp: temp })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_parse_both_shapes_and_name_bad_steps() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("script.json");
+        std::fs::write(&path, r#"[{"text": "hi"}, {"toolCall": {"name": "message", "arguments": {"action": "send"}}}, {"fail": "boom"}, {"httpStatus": 500}]"#).expect("write");
+        let script = StubScript::load(&path).expect("script");
+        assert_eq!(script.responses.len(), 4);
+        std::fs::write(&path, r#"{"responses": [{"txt": "hi"}]}"#).expect("write");
+        let error = StubScript::load(&path).expect_err("bad step").to_string();
+        assert!(
+            error.contains("script.json") && error.contains("txt"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn sse_bodies_end_with_completion() {
+        let body = sse_body(1, &StubStep::Text("hello".into()));
+        assert!(body.contains("response.output_text.delta") && body.trim_end().ends_with("}"));
+        assert!(body.contains("\"type\":\"response.completed\""));
+        let failed = sse_body(2, &StubStep::Fail("nope".into()));
+        assert!(failed.contains("response.failed") && !failed.contains("response.completed"));
+    }
+
+    #[test]
+    fn offline_home_refuses_foreign_configs_and_the_real_home() {
+        let dir = tempfile::tempdir().expect("dir");
+        let home = OfflineHome::prepare(Some(dir.path()), "http://127.0.0.1:1/v1", "gpt-5.5", None)
+            .expect("home");
+        assert!(std::fs::read_to_string(home.path.join("config.toml"))
+            .expect("config")
+            .contains("127.0.0.1:1"));
+        std::fs::write(dir.path().join("config.toml"), "model = \"mine\"\n").expect("write");
+        assert!(OfflineHome::prepare(Some(dir.path()), "http://x/v1", "gpt-5.5", None).is_err());
+        let fake_home = tempfile::tempdir().expect("home");
+        let real = fake_home.path().join(".codex");
+        let error = OfflineHome::prepare(
+            Some(&real),
+            "http://x/v1",
+            "gpt-5.5",
+            Some(fake_home.path()),
+        )
+        .expect_err("real home");
+        assert!(error.to_string().contains("real Codex home"));
+    }
+}
