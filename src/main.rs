@@ -695,16 +695,8 @@ async fn capture_command(
         written.push(name);
     }
     let first = redacted_request(&result.requests[0], &redactions);
-    let layers = label_layers(
-        &first["body"],
-        Some(
-            &redactions
-                .redact(&serde_json::Value::String(developer))
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        ),
-    );
+    let sent_developer = redactions.redact(&serde_json::Value::String(developer));
+    let layers = label_layers(&first["body"], sent_developer.as_str());
     let title = format!(
         "Model-bound request layers: {} (Codex {})",
         run_path
