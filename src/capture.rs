@@ -15,6 +15,37 @@ use serde_json::{json, Map, Value};
 use crate::offline::CapturedRequest;
 use crate::text::len16;
 
+/// Volatile values: ids, commit hashes, dates, times, ports, long numbers. Compiled once.
+fn volatile_patterns() -> &'static [(Regex, &'static str)] {
+    static PATTERNS: std::sync::LazyLock<Vec<(Regex, &'static str)>> =
+        std::sync::LazyLock::new(|| {
+            [
+                (r"\b[0-9a-f]{40}\b", "<sha>"),
+                (
+                    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+                    "<uuid>",
+                ),
+                (
+                    r"\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(\.\d+)?Z?",
+                    "<timestamp>",
+                ),
+                (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
+                (
+                    r"<timezone>[^<]*</timezone>",
+                    "<timezone><redacted></timezone>",
+                ),
+                (r"(127\.0\.0\.1|localhost):\d+", "$1:<port>"),
+                (r"\b\d{10,}\b", "<number>"),
+            ]
+            .into_iter()
+            .filter_map(|(pattern, replacement)| {
+                Regex::new(pattern).ok().map(|regex| (regex, replacement))
+            })
+            .collect()
+        });
+    &PATTERNS
+}
+
 /// Values replaced by placeholders, longest first.
 #[derive(Clone, Debug, Default)]
 pub struct Redactions {
@@ -47,27 +78,9 @@ impl Redactions {
                 out = replace_path(&out, value, placeholder);
             }
         }
-        // Patterns: ids, dates, times, ports, long numbers.
-        let patterns: [(&str, &str); 6] = [
-            (
-                r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-                "<uuid>",
-            ),
-            (
-                r"\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(\.\d+)?Z?",
-                "<timestamp>",
-            ),
-            (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
-            (
-                r"<timezone>[^<]*</timezone>",
-                "<timezone><redacted></timezone>",
-            ),
-            (r"(127\.0\.0\.1|localhost):\d+", "$1:<port>"),
-            (r"\b\d{10,}\b", "<number>"),
-        ];
-        for (pattern, replacement) in patterns {
-            if let Ok(regex) = Regex::new(pattern) {
-                out = regex.replace_all(&out, replacement).into_owned();
+        for (pattern, replacement) in volatile_patterns() {
+            if let std::borrow::Cow::Owned(replaced) = pattern.replace_all(&out, *replacement) {
+                out = replaced;
             }
         }
         out

@@ -676,6 +676,10 @@ async fn capture_command(
     let mut redactions = Redactions::default();
     redactions.add_path(&run.workspace, "<workspace>");
     redactions.add_path(&run.cwd, "<cwd>");
+    // Codex reports the git checkout around the workspace in its turn metadata.
+    if let Some(git_root) = run.cwd.ancestors().find(|dir| dir.join(".git").exists()) {
+        redactions.add_path(git_root, "<git-root>");
+    }
     redactions.add_path(&result.codex_home, "<codex-home>");
     if let Some(home) = dirs::home_dir() {
         redactions.add_path(&home, "<home>");

@@ -41,6 +41,9 @@ pub enum StubStep {
     Fail(String),
     /// An HTTP error status instead of a stream.
     HttpStatus(u16),
+    /// Never answer (the request hangs until Codex gives up or is stopped): for timeout and
+    /// crash tests. Written as the string `"hang"`.
+    Hang,
 }
 
 /// Answers per model request, in order; after the last one the stub replies with a short text.
@@ -182,6 +185,7 @@ async fn responses(
         (number, step)
     };
     match step {
+        StubStep::Hang => std::future::pending().await,
         StubStep::HttpStatus(code) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, "offline stub: scripted HTTP error").into_response()
@@ -287,7 +291,7 @@ pub fn sse_body(number: usize, step: &StubStep) -> String {
                 "error": {"code": "server_error", "message": message}}}),
             );
         }
-        StubStep::HttpStatus(_) => {}
+        StubStep::HttpStatus(_) | StubStep::Hang => {}
     }
     out
 }

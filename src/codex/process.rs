@@ -67,6 +67,64 @@ pub fn find_codex_binary(
     ))
 }
 
+/// The npm package's `codex` is a Node launcher that starts the native binary as its child. Kill,
+/// crash detection and `kill_on_drop` must reach the process that owns the pipes, so when we are
+/// pointed at the launcher we run the native binary it would have started.
+pub fn resolve_native_binary(path: &Path) -> PathBuf {
+    let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let is_launcher = real.extension().is_some_and(|ext| ext == "js")
+        || std::fs::read(&real).is_ok_and(|bytes| {
+            let head = &bytes[..bytes.len().min(128)];
+            head.starts_with(b"#!") && memchr::memmem::find(head, b"node").is_some()
+        });
+    if !is_launcher {
+        return path.to_path_buf();
+    }
+    // <node_modules>/@openai/codex/bin/codex.js -> <node_modules>/@openai/codex-*/vendor/*/bin/codex
+    let Some(package) = real.parent().and_then(Path::parent) else {
+        return path.to_path_buf();
+    };
+    let mut search_roots = vec![package.join("node_modules/@openai"), package.to_path_buf()];
+    if let Some(scope) = package.parent() {
+        search_roots.push(scope.to_path_buf());
+    }
+    for root in search_roots {
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        let mut packages: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|dir| {
+                dir.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("codex-") || name == "vendor")
+            })
+            .collect();
+        packages.sort();
+        for candidate_package in packages {
+            let vendor = if candidate_package.ends_with("vendor") {
+                candidate_package
+            } else {
+                candidate_package.join("vendor")
+            };
+            let Ok(triples) = std::fs::read_dir(&vendor) else {
+                continue;
+            };
+            for triple in triples.filter_map(|entry| entry.ok()) {
+                let native = triple.path().join("bin/codex");
+                if native.is_file() {
+                    tracing::info!(
+                        "using the native Codex binary {} behind the npm launcher",
+                        native.display()
+                    );
+                    return native;
+                }
+            }
+        }
+    }
+    path.to_path_buf()
+}
+
 /// How to start the app-server.
 #[derive(Clone, Debug)]
 pub struct SpawnOptions {
@@ -90,7 +148,8 @@ impl CodexProcess {
     pub fn spawn(
         options: &SpawnOptions,
     ) -> std::io::Result<(CodexProcess, ChildStdout, ChildStdin)> {
-        let mut command = Command::new(&options.binary);
+        let binary = resolve_native_binary(&options.binary);
+        let mut command = Command::new(&binary);
         command
             .arg("app-server")
             .current_dir(&options.cwd)

@@ -285,6 +285,11 @@ impl CodexSession {
         Ok(())
     }
 
+    /// The app-server's process id, when we spawned it.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(|process| process.pid)
+    }
+
     /// The peer (to answer requests from other tasks).
     pub fn peer(&self) -> &Peer {
         &self.peer

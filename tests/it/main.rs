@@ -2,6 +2,8 @@
 
 mod catalog;
 mod cli;
+mod e2e;
+mod peer;
 mod routing;
 mod schema;
 mod skills;

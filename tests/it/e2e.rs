@@ -1,0 +1,439 @@
+//! End-to-end with the real Codex CLI (pinned 0.169.0) against the loopback stub.
+//!
+//! The binary comes from `CLAWBRIDGE_CODEX_BIN`, the project-local `.tools/codex` install
+//! (`scripts/install-codex`), or `codex` on PATH. On a developer machine without it these tests
+//! skip with a message; under `CI=true` a missing binary is a failure.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clawbridge::codex::handler::DefaultHandler;
+use clawbridge::codex::params::ThreadParams;
+use clawbridge::codex::peer::PeerConfig;
+use clawbridge::codex::process::SpawnOptions;
+use clawbridge::codex::session::{CodexSession, SessionError, TurnLimits, TurnStatus};
+use clawbridge::config::Run;
+use clawbridge::offline::{OfflineHome, ResponsesStub, StubScript, StubStep};
+use clawbridge::translate::{translate, TranslateOptions};
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+fn codex_bin() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CLAWBRIDGE_CODEX_BIN") {
+        return Some(PathBuf::from(path));
+    }
+    let local = repo_root().join(".tools/codex/node_modules/.bin/codex");
+    if local.is_file() {
+        return Some(local);
+    }
+    if let Ok(path) = which::which("codex") {
+        return Some(path);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "the Codex CLI is missing in CI: scripts/test installs it with scripts/install-codex"
+        );
+    }
+    eprintln!("skipping: no Codex CLI (run scripts/install-codex, or set CLAWBRIDGE_CODEX_BIN)");
+    None
+}
+
+struct Offline {
+    stub: ResponsesStub,
+    home: OfflineHome,
+    bin: PathBuf,
+}
+
+async fn offline(script: Vec<StubStep>, bin: PathBuf) -> Offline {
+    let stub = ResponsesStub::start(StubScript { responses: script })
+        .await
+        .expect("stub");
+    let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
+    Offline { stub, home, bin }
+}
+
+impl Offline {
+    async fn session(&self, run: &Run) -> CodexSession {
+        let spawn = SpawnOptions {
+            binary: self.bin.clone(),
+            codex_home: self.home.path.clone(),
+            cwd: run.cwd.clone(),
+            isolate_environment: true,
+        };
+        CodexSession::spawn(&spawn, PeerConfig::default(), true, Duration::from_secs(20))
+            .await
+            .expect("spawn and handshake")
+    }
+}
+
+fn fixture_run(name: &str, thread_id: Option<&str>) -> Run {
+    let mut run = Run::load(&repo_root().join("fixtures/runs").join(name)).expect("run");
+    run.thread_id = thread_id.map(str::to_string);
+    run
+}
+
+fn limits() -> TurnLimits {
+    TurnLimits {
+        idle: Duration::from_secs(30),
+        hard: Duration::from_secs(60),
+        interrupt_grace: Duration::from_secs(5),
+    }
+}
+
+fn input_texts(request: &Value) -> String {
+    request["input"].to_string()
+}
+
+#[tokio::test]
+async fn handshake_two_turns_and_resume_in_a_new_process() {
+    let Some(bin) = codex_bin() else { return };
+    let env = offline(
+        vec![
+            StubStep::Text("first".into()),
+            StubStep::Text("second".into()),
+            StubStep::Text("third".into()),
+        ],
+        bin,
+    )
+    .await;
+    let run = fixture_run("telegram-direct.json", None);
+    let params = translate(&run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&run);
+    let mut session = env.session(&run).await;
+    assert_eq!(session.codex_version.as_deref(), Some("0.169.0"));
+    let thread_id = session
+        .open_thread(&params.thread)
+        .await
+        .expect("thread/start accepts our params");
+    let mut turn = params.turn_start.clone();
+    turn.thread_id = thread_id.clone();
+    let first = session
+        .run_turn(&turn, &DefaultHandler::default(), &mut |_| {}, limits())
+        .await
+        .expect("turn 1");
+    assert_eq!(
+        (first.status.clone(), first.agent_messages.clone()),
+        (TurnStatus::Completed, vec!["first".to_string()])
+    );
+    let second = session
+        .run_turn(&turn, &DefaultHandler::default(), &mut |_| {}, limits())
+        .await
+        .expect("turn 2");
+    assert_eq!(second.agent_messages, vec!["second"]);
+    session.shutdown(Duration::from_secs(5)).await;
+
+    // A new process resumes the thread with the same developer instructions.
+    let resume_run = fixture_run("telegram-direct.json", Some(&thread_id));
+    let resume = translate(&resume_run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&resume_run);
+    assert!(matches!(resume.thread, ThreadParams::ThreadResume(_)));
+    let mut session = env.session(&resume_run).await;
+    assert_eq!(
+        session
+            .open_thread(&resume.thread)
+            .await
+            .expect("thread/resume"),
+        thread_id
+    );
+    let third = session
+        .run_turn(
+            &resume.turn_start,
+            &DefaultHandler::default(),
+            &mut |_| {},
+            limits(),
+        )
+        .await
+        .expect("turn 3");
+    assert_eq!(third.agent_messages, vec!["third"]);
+    session.shutdown(Duration::from_secs(5)).await;
+
+    let requests = env.stub.requests();
+    assert_eq!(requests.len(), 3);
+    // Each request re-sends the whole history: a prefix extension, also across the restart.
+    let inputs: Vec<Vec<Value>> = requests
+        .iter()
+        .map(|r| r.body["input"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert!(inputs[1].starts_with(&inputs[0][..inputs[0].len()]));
+    assert!(
+        inputs[2].starts_with(&inputs[1]),
+        "resume continues the same history"
+    );
+    let developer = match &params.thread {
+        ThreadParams::ThreadStart(start) => start.developer_instructions.clone(),
+        ThreadParams::ThreadResume(_) => unreachable!(),
+    };
+    assert_eq!(
+        requests[0].body["input"][1]["content"][0]["text"],
+        json!(developer)
+    );
+}
+
+#[tokio::test]
+async fn a_dynamic_tool_round_trip_through_the_handler_command() {
+    let Some(bin) = codex_bin() else { return };
+    let env = offline(
+        vec![
+            StubStep::ToolCall {
+                name: "message".into(),
+                arguments: json!({"action": "send", "message": "hello Pash"}),
+                namespace: None,
+            },
+            StubStep::Text("sent it".into()),
+        ],
+        bin,
+    )
+    .await;
+    let run = fixture_run("telegram-direct.json", None);
+    let params = translate(&run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&run);
+    let mut session = env.session(&run).await;
+    let thread_id = session.open_thread(&params.thread).await.expect("thread");
+    let mut turn = params.turn_start.clone();
+    turn.thread_id = thread_id;
+    let dir = tempfile::tempdir().expect("dir");
+    let seen = dir.path().join("call.json");
+    let handler = DefaultHandler {
+        tool_command: Some(format!(
+            "cat > '{}'; echo '{{\"text\": \"delivered to telegram\", \"success\": true}}'",
+            seen.display()
+        )),
+        approve: false,
+        tool_timeout: Some(Duration::from_secs(10)),
+    };
+    let outcome = session
+        .run_turn(&turn, &handler, &mut |_| {}, limits())
+        .await
+        .expect("turn");
+    session.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(outcome.server_requests, 1);
+    let call: Value =
+        serde_json::from_str(&std::fs::read_to_string(&seen).expect("handler ran")).expect("json");
+    assert_eq!(call["tool"], "message");
+    assert_eq!(
+        call["arguments"],
+        json!({"action": "send", "message": "hello Pash"})
+    );
+    assert_eq!(call["callId"], "call_stub_1");
+    let requests = env.stub.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        input_texts(&requests[1].body).contains("delivered to telegram"),
+        "the tool output reached the model"
+    );
+}
+
+#[tokio::test]
+async fn a_stub_failure_is_a_failed_turn() {
+    let Some(bin) = codex_bin() else { return };
+    let env = offline(vec![StubStep::Fail("scripted outage".into())], bin).await;
+    let run = fixture_run("discord-group.json", None);
+    let params = translate(&run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&run);
+    let mut session = env.session(&run).await;
+    let mut turn = params.turn_start.clone();
+    turn.thread_id = session.open_thread(&params.thread).await.expect("thread");
+    let outcome = session
+        .run_turn(&turn, &DefaultHandler::default(), &mut |_| {}, limits())
+        .await
+        .expect("turn ends");
+    session.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(outcome.status, TurnStatus::Failed);
+    assert!(outcome
+        .error
+        .unwrap_or_default()
+        .contains("scripted outage"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
+    let Some(bin) = codex_bin() else { return };
+    let env = offline(vec![StubStep::Hang], bin).await;
+    let run = fixture_run("telegram-direct.json", None);
+    let params = translate(&run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&run);
+    let mut session = env.session(&run).await;
+    let pid = session.pid().expect("pid");
+    let mut turn = params.turn_start.clone();
+    turn.thread_id = session.open_thread(&params.thread).await.expect("thread");
+    let stub_requests = {
+        let started = Instant::now();
+        move |stub: &ResponsesStub| {
+            while stub.requests().is_empty() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "the model request never came"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    let killer = async {
+        tokio::task::block_in_place(|| stub_requests(&env.stub));
+        let status = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        Instant::now()
+    };
+    let handler = DefaultHandler::default();
+    let mut observer = |_: clawbridge::codex::session::TurnEvent<'_>| {};
+    let (result, killed_at) = tokio::join!(
+        session.run_turn(&turn, &handler, &mut observer, limits()),
+        killer
+    );
+    let detected = killed_at.elapsed();
+    match result {
+        Err(SessionError::CodexExited { .. }) => {}
+        other => panic!("expected CodexExited, got {other:?}"),
+    }
+    assert!(detected < Duration::from_secs(2), "took {detected:?}");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    assert!(!status.contains("State:\tZ"), "no zombie left: {status}");
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let output = clawbridge()
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("run clawbridge");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_run_offline_heartbeat_and_capture() {
+    let Some(bin) = codex_bin() else { return };
+    let bin = bin.display().to_string();
+    let (code, stdout, stderr) = cli(&[
+        "run",
+        "--offline",
+        "--json",
+        "--codex-bin",
+        &bin,
+        "fixtures/runs/heartbeat.json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let last: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("json lines");
+    assert_eq!(
+        (last["event"].clone(), last["status"].clone()),
+        (json!("turnEnd"), json!("completed"))
+    );
+    assert!(
+        stdout
+            .lines()
+            .all(|line| serde_json::from_str::<Value>(line).is_ok()),
+        "stdout is JSON lines only"
+    );
+
+    let out = tempfile::tempdir().expect("out");
+    let out_dir = out.path().display().to_string();
+    let (code, stdout, stderr) = cli(&[
+        "capture",
+        "--codex-bin",
+        &bin,
+        "fixtures/runs/heartbeat.json",
+        "--out",
+        &out_dir,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Collaboration mode"));
+    let request = std::fs::read_to_string(out.path().join("model-request.json")).expect("capture");
+    assert!(
+        request.contains("OpenClaw Heartbeat Workspace"),
+        "heartbeat pointer sent"
+    );
+    assert!(request.contains("<workspace>/HEARTBEAT.md"));
+    assert!(
+        !request.contains("<HEARTBEAT.md contents will be here>"),
+        "HEARTBEAT.md content never sent"
+    );
+    assert!(
+        request.contains("<AGENTS.md contents will be here>"),
+        "AGENTS.md arrives through Codex discovery"
+    );
+    assert!(
+        !request.contains(&repo_root().display().to_string()),
+        "machine paths redacted"
+    );
+    let layers = std::fs::read_to_string(out.path().join("layers.md")).expect("layers");
+    for (label, position) in [
+        ("Codex base instructions", "input[0].content[0]"),
+        ("OpenClaw developer instructions", "input[1].content[0]"),
+        ("Codex skills list", "input[1].content[1]"),
+        ("Codex permissions", "input[1].content[2]"),
+        ("Collaboration mode", "input[1].content[3]"),
+        ("AGENTS.md", "input[2].content[0]"),
+        ("Codex environment context", "input[2].content[1]"),
+        ("User input", "input[3].content[0]"),
+    ] {
+        let row = layers
+            .lines()
+            .find(|line| line.contains(label))
+            .unwrap_or_else(|| panic!("{label} missing:\n{layers}"));
+        assert!(row.contains(position), "{label} at {position}: {row}");
+    }
+    let base = layers
+        .lines()
+        .find(|l| l.contains("Codex base instructions") && l.starts_with('|'))
+        .expect("row");
+    assert!(
+        base.contains("| 19575 |"),
+        "personality none removes the Personality section: {base}"
+    );
+}
+
+#[test]
+fn cli_scripted_failure_and_missing_binary() {
+    let Some(bin) = codex_bin() else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, r#"[{"httpStatus": 500}]"#).expect("script");
+    let (code, _, stderr) = cli(&[
+        "run",
+        "--offline",
+        "--codex-bin",
+        &bin.display().to_string(),
+        "--stub-script",
+        &script.display().to_string(),
+        "fixtures/runs/telegram-direct.json",
+    ]);
+    assert_eq!(code, 1, "a failed turn exits 1: {stderr}");
+    assert!(stderr.contains("turn failed"), "{stderr}");
+    let (code, _, stderr) = cli(&[
+        "run",
+        "--offline",
+        "--codex-bin",
+        "/no/such/codex",
+        "fixtures/runs/telegram-direct.json",
+    ]);
+    assert_eq!(code, 3);
+    assert!(
+        stderr.contains("--codex-bin /no/such/codex")
+            && stderr.contains("CODEX_BIN")
+            && stderr.contains("PATH"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = cli(&[
+        "run",
+        "--codex-bin",
+        &bin.display().to_string(),
+        "--stub-script",
+        &script.display().to_string(),
+        "fixtures/runs/telegram-direct.json",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+}

@@ -1,0 +1,484 @@
+//! The peer and session over an in-memory transport: no Codex binary needed.
+
+use std::time::Duration;
+
+use clawbridge::codex::handler::DefaultHandler;
+use clawbridge::codex::params::{
+    CollaborationMode, CollaborationSettings, SandboxPolicy, TurnStartParams, UserInput,
+};
+use clawbridge::codex::peer::{Peer, PeerConfig, PeerError};
+use clawbridge::codex::session::{
+    CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
+    TurnLimits, TurnStatus,
+};
+use clawbridge::codex::wire::{Incoming, RequestId, RpcError};
+use clawbridge::config::ApprovalPolicy;
+use serde_json::{json, Value};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
+
+/// The far end of the transport: reads our lines, writes whatever the test wants.
+struct FakeServer {
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    writer: WriteHalf<DuplexStream>,
+}
+
+impl FakeServer {
+    async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+            .await
+            .expect("client wrote in time")
+            .expect("read")
+            .expect("a line");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("client sent invalid JSON {line}: {e}"))
+    }
+
+    async fn send_raw(&mut self, text: &str) {
+        self.writer.write_all(text.as_bytes()).await.expect("write");
+        self.writer.flush().await.expect("flush");
+    }
+
+    async fn send(&mut self, value: Value) {
+        self.send_raw(&format!("{value}\n")).await;
+    }
+}
+
+fn transport(config: PeerConfig) -> (Peer, clawbridge::codex::peer::Events, FakeServer) {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (client_read, client_write) = tokio::io::split(client);
+    let (server_read, server_write) = tokio::io::split(server);
+    let (peer, events) = Peer::connect(client_read, client_write, config);
+    (
+        peer,
+        events,
+        FakeServer {
+            lines: BufReader::new(server_read).lines(),
+            writer: server_write,
+        },
+    )
+}
+
+#[tokio::test]
+async fn responses_match_requests_and_ids_keep_their_type() {
+    let (peer, mut events, mut server) = transport(PeerConfig::default());
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move {
+            peer.request::<_, Value>("thread/start", &json!({"model": "m"}))
+                .await
+        }
+    });
+    let request = server.recv().await;
+    assert!(request.get("jsonrpc").is_none(), "no jsonrpc field is sent");
+    assert_eq!(request["method"], "thread/start");
+    // Interleave: a banner, a notification, a server request with a string id, then the answer.
+    server.send_raw("WARNING: some banner\n").await;
+    server
+        .send(json!({"method": "thread/started", "params": {"n": 1}}))
+        .await;
+    server
+        .send(json!({"id": "srv-1", "method": "item/tool/call", "params": {"tool": "x"}}))
+        .await;
+    server
+        .send(json!({"method": "turn/started", "params": {"n": 2}}))
+        .await;
+    server
+        .send(json!({"id": request["id"], "result": {"thread": {"id": "t1"}}}))
+        .await;
+    let answer = call.await.expect("join").expect("answer");
+    assert_eq!(answer["thread"]["id"], "t1");
+    let kinds: Vec<String> = vec![
+        events.recv().await.expect("1"),
+        events.recv().await.expect("2"),
+        events.recv().await.expect("3"),
+    ]
+    .into_iter()
+    .map(|message| match message {
+        Incoming::Request { id, method, .. } => format!("request {id} {method}"),
+        Incoming::Notification { method, .. } => format!("notification {method}"),
+        Incoming::Response { .. } => "response".to_string(),
+    })
+    .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "notification thread/started",
+            "request \"srv-1\" item/tool/call",
+            "notification turn/started"
+        ]
+    );
+    peer.respond(RequestId::String("srv-1".into()), json!({"success": true}))
+        .await
+        .expect("respond");
+    let response = server.recv().await;
+    assert_eq!(
+        response["id"],
+        json!("srv-1"),
+        "string id echoed as a string"
+    );
+    peer.respond(RequestId::Integer(0), json!({}))
+        .await
+        .expect("respond");
+    assert_eq!(
+        server.recv().await["id"],
+        json!(0),
+        "integer id echoed as an integer"
+    );
+    peer.respond_error(RequestId::Integer(7), -32601, "nope".into())
+        .await
+        .expect("respond");
+    let error = server.recv().await;
+    assert_eq!(
+        (error["id"].clone(), error["error"]["code"].clone()),
+        (json!(7), json!(-32601))
+    );
+}
+
+#[tokio::test]
+async fn raw_newlines_in_strings_are_rejoined() {
+    let (_peer, mut events, mut server) = transport(PeerConfig::default());
+    server
+        .send_raw("{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"one\ntwo\"}}\n")
+        .await;
+    let message = events.recv().await.expect("event");
+    let params: Value = message.params().expect("params").expect("json");
+    assert_eq!(params["delta"], "one\ntwo");
+}
+
+#[tokio::test]
+async fn an_over_cap_frame_fails_its_request_and_the_reader_resyncs() {
+    let config = PeerConfig {
+        max_frame_bytes: 4096,
+        ..PeerConfig::default()
+    };
+    let (peer, mut events, mut server) = transport(config);
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request::<_, Value>("thread/resume", &json!({})).await }
+    });
+    let request = server.recv().await;
+    server
+        .send(json!({"id": request["id"], "result": {"blob": "x".repeat(10_000)}}))
+        .await;
+    server.send(json!({"method": "after"})).await;
+    match call.await.expect("join") {
+        Err(PeerError::FrameTooLarge { method, bytes }) => {
+            assert_eq!(method, "thread/resume");
+            assert!(bytes > 10_000);
+        }
+        other => panic!("expected FrameTooLarge, got {other:?}"),
+    }
+    assert_eq!(events.recv().await.expect("event").method(), Some("after"));
+    let second = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request::<_, Value>("x", &json!({})).await }
+    });
+    let request = server.recv().await;
+    server
+        .send(json!({"id": request["id"], "result": {"ok": true}}))
+        .await;
+    assert_eq!(second.await.expect("join").expect("ok")["ok"], true);
+}
+
+#[tokio::test]
+async fn timeouts_errors_and_closed_connections() {
+    let config = PeerConfig {
+        request_timeout: Duration::from_millis(100),
+        ..PeerConfig::default()
+    };
+    let (peer, _events, mut server) = transport(config);
+    let timed_out = peer.request::<_, Value>("slow", &json!({})).await;
+    assert!(
+        matches!(timed_out, Err(PeerError::Timeout { .. })),
+        "{timed_out:?}"
+    );
+    let _ = server.recv().await;
+    assert_eq!(
+        peer.pending_requests(),
+        0,
+        "a timed-out request is forgotten"
+    );
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request::<_, Value>("bad", &json!({})).await }
+    });
+    let request = server.recv().await;
+    server.send(json!({"id": request["id"], "error": {"code": -32600, "message": "Invalid request: nope"}})).await;
+    match call.await.expect("join") {
+        Err(PeerError::Rpc { error, .. }) => assert_eq!(error.code, -32600),
+        other => panic!("{other:?}"),
+    }
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request::<_, Value>("never", &json!({})).await }
+    });
+    let _ = server.recv().await;
+    drop(server);
+    assert!(matches!(
+        call.await.expect("join"),
+        Err(PeerError::ConnectionClosed)
+    ));
+}
+
+#[tokio::test]
+async fn back_pressure_keeps_every_notification() {
+    let config = PeerConfig {
+        event_capacity: 4,
+        ..PeerConfig::default()
+    };
+    let (_peer, mut events, mut server) = transport(config);
+    let writer = tokio::spawn(async move {
+        for n in 0..200 {
+            server
+                .send(json!({"method": "n", "params": {"n": n}}))
+                .await;
+        }
+        server
+    });
+    for n in 0..200 {
+        let message = events.recv().await.expect("event");
+        let params: Value = message.params().expect("params").expect("json");
+        assert_eq!(params["n"], n);
+    }
+    drop(writer.await.expect("join"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session over the in-memory transport
+// ---------------------------------------------------------------------------------------------
+
+fn turn_params(thread_id: &str) -> TurnStartParams {
+    TurnStartParams {
+        thread_id: thread_id.to_string(),
+        input: vec![UserInput::Text {
+            text: "hi".into(),
+            text_elements: vec![],
+        }],
+        cwd: "/ws".into(),
+        approval_policy: ApprovalPolicy::Never,
+        approvals_reviewer: "user",
+        sandbox_policy: SandboxPolicy::DangerFullAccess,
+        model: "gpt-5.5".into(),
+        personality: "none",
+        effort: Some("medium"),
+        collaboration_mode: CollaborationMode {
+            mode: "default",
+            settings: CollaborationSettings {
+                model: "gpt-5.5".into(),
+                reasoning_effort: Some("medium"),
+                developer_instructions: None,
+            },
+        },
+    }
+}
+
+async fn session_with(user_agent: &str) -> (Result<CodexSession, SessionError>, FakeServer) {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (client_read, client_write) = tokio::io::split(client);
+    let (server_read, server_write) = tokio::io::split(server);
+    let mut server = FakeServer {
+        lines: BufReader::new(server_read).lines(),
+        writer: server_write,
+    };
+    let connect = tokio::spawn(CodexSession::connect(
+        client_read,
+        client_write,
+        PeerConfig::default(),
+        true,
+    ));
+    let initialize = server.recv().await;
+    assert_eq!(initialize["method"], "initialize");
+    assert_eq!(initialize["params"]["clientInfo"]["name"], "clawbridge");
+    assert_eq!(
+        initialize["params"]["capabilities"]["experimentalApi"],
+        true
+    );
+    server
+        .send(
+            json!({"id": initialize["id"], "result": {"userAgent": user_agent, "codexHome": "/h"}}),
+        )
+        .await;
+    let session = connect.await.expect("join");
+    if session.is_ok() {
+        assert_eq!(server.recv().await["method"], "initialized");
+    }
+    (session, server)
+}
+
+struct Echo;
+impl ServerRequestHandler for Echo {
+    fn handle<'a>(&'a self, request: &'a ServerRequest) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            if request.method == "item/tool/call" {
+                Ok(
+                    json!({"contentItems": [{"type": "inputText", "text": format!("echo {}", request.params["arguments"])}], "success": true}),
+                )
+            } else {
+                Err(RpcError {
+                    code: -32601,
+                    message: format!("no {}", request.method),
+                    data: None,
+                })
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_turn_with_a_tool_call_and_an_unknown_request() {
+    let (session, mut server) =
+        session_with("clawbridge/0.169.0 (Linux; x86_64) xterm (clawbridge; 0.1.0)").await;
+    let mut session = session.expect("session");
+    assert_eq!(session.codex_version.as_deref(), Some("0.169.0"));
+    let script = tokio::spawn(async move {
+        let turn = server.recv().await;
+        assert_eq!(turn["method"], "turn/start");
+        server.send(json!({"method": "turn/started", "params": {"threadId": "t1", "turn": {"id": "u1"}}})).await;
+        server
+            .send(
+                json!({"id": turn["id"], "result": {"turn": {"id": "u1", "status": "inProgress"}}}),
+            )
+            .await;
+        server.send(json!({"id": 0, "method": "item/tool/call", "params": {"threadId": "t1", "turnId": "u1", "callId": "c1", "tool": "lookup", "arguments": {"city": "Paris"}}})).await;
+        let answer = server.recv().await;
+        assert_eq!(answer["id"], json!(0));
+        assert_eq!(
+            answer["result"]["contentItems"][0]["text"],
+            "echo {\"city\":\"Paris\"}"
+        );
+        server
+            .send(json!({"id": "odd", "method": "attestation/generate", "params": {}}))
+            .await;
+        let refusal = server.recv().await;
+        assert_eq!(
+            (refusal["id"].clone(), refusal["error"]["code"].clone()),
+            (json!("odd"), json!(-32601))
+        );
+        server.send(json!({"method": "item/completed", "params": {"threadId": "t1", "turnId": "u1", "item": {"type": "agentMessage", "text": "done"}}})).await;
+        server
+            .send(json!({"method": "account/rateLimits/updated", "params": {}}))
+            .await;
+        server.send(json!({"method": "turn/completed", "params": {"threadId": "t1", "turn": {"id": "u1", "status": "completed", "error": null}}})).await;
+        server
+    });
+    let mut seen = Vec::new();
+    let mut observer = |event: TurnEvent<'_>| {
+        if let TurnEvent::Notification { method, .. } = event {
+            seen.push(method.to_string());
+        }
+    };
+    let outcome = session
+        .run_turn(
+            &turn_params("t1"),
+            &Echo,
+            &mut observer,
+            TurnLimits::default(),
+        )
+        .await
+        .expect("turn");
+    let _server = script.await.expect("script");
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(outcome.agent_messages, vec!["done"]);
+    assert_eq!(outcome.server_requests, 2);
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("turn/started"),
+        "early notifications are not lost"
+    );
+    assert_eq!(seen.last().map(String::as_str), Some("turn/completed"));
+}
+
+#[tokio::test]
+async fn an_idle_turn_is_interrupted() {
+    let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
+    let mut session = session.expect("session");
+    let script = tokio::spawn(async move {
+        let turn = server.recv().await;
+        server
+            .send(json!({"id": turn["id"], "result": {"turn": {"id": "u1"}}}))
+            .await;
+        // Unrelated chatter does not count as progress.
+        for _ in 0..5 {
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            server
+                .send(json!({"method": "account/rateLimits/updated", "params": {}}))
+                .await;
+        }
+        let interrupt = server.recv().await;
+        assert_eq!(interrupt["method"], "turn/interrupt");
+        assert_eq!(
+            interrupt["params"],
+            json!({"threadId": "t1", "turnId": "u1"})
+        );
+        server
+            .send(json!({"id": interrupt["id"], "result": {}}))
+            .await;
+        server.send(json!({"method": "turn/completed", "params": {"threadId": "t1", "turn": {"id": "u1", "status": "interrupted"}}})).await;
+        server
+    });
+    let limits = TurnLimits {
+        idle: Duration::from_millis(200),
+        hard: Duration::from_secs(10),
+        interrupt_grace: Duration::from_secs(2),
+    };
+    let result = session
+        .run_turn(
+            &turn_params("t1"),
+            &DefaultHandler::default(),
+            &mut |_| {},
+            limits,
+        )
+        .await;
+    assert!(
+        matches!(result, Err(SessionError::IdleTimeout(_))),
+        "{result:?}"
+    );
+    let _server = script.await.expect("script");
+}
+
+#[tokio::test]
+async fn a_closed_connection_mid_turn_is_an_error_not_a_hang() {
+    let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
+    let mut session = session.expect("session");
+    let script = tokio::spawn(async move {
+        let turn = server.recv().await;
+        server
+            .send(json!({"id": turn["id"], "result": {"turn": {"id": "u1"}}}))
+            .await;
+        drop(server);
+    });
+    let started = std::time::Instant::now();
+    let result = session
+        .run_turn(
+            &turn_params("t1"),
+            &DefaultHandler::default(),
+            &mut |_| {},
+            TurnLimits::default(),
+        )
+        .await;
+    script.await.expect("script");
+    assert!(
+        matches!(result, Err(SessionError::CodexExited { .. })),
+        "{result:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn an_old_codex_is_refused() {
+    let (session, _server) = session_with("codex/0.168.2 (x)").await;
+    match session {
+        Err(error @ SessionError::VersionTooOld { .. }) => {
+            assert!(error.is_startup() && error.to_string().contains("0.168.2"))
+        }
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("accepted an old codex"),
+    }
+    let (session, _server) = session_with("clawbridge/9.0.0 (x)").await;
+    assert!(
+        session.is_ok(),
+        "newer versions are accepted (a floor, never a ceiling)"
+    );
+}
