@@ -16,6 +16,11 @@ use clawbridge::skills::HostFacts;
 use clawbridge::translate::{translate, TranslateOptions};
 use clawbridge::workspace::WarningLedger;
 
+/// mimalloc: the bridge frees messages on other threads than the one that read them, which
+/// glibc's allocator serializes on an arena lock (see `cargo bench --bench peer`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "clawbridge",

@@ -8,7 +8,7 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::wire::{decode, DecodeError, Incoming, RequestId};
+use super::wire::{decode, decode_slice, DecodeError, Incoming, RequestId};
 
 /// Default frame cap: 64 MiB.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -18,7 +18,9 @@ const MAX_FRAGMENTS: usize = 64;
 const MAX_LOGGED_SKIPS: usize = 20;
 /// How much of an oversized line is kept to find its id.
 const ID_PREFIX_BYTES: usize = 512;
-const READ_CHUNK: usize = 256 * 1024;
+const READ_CHUNK: usize = 1024 * 1024;
+/// Lines at least this long are moved out of the read buffer rather than copied.
+const BIG_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// What the reader produced.
 #[derive(Debug)]
@@ -71,6 +73,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// True when a complete line is already buffered (the next `next()` needs no read).
+    pub fn has_buffered_line(&self) -> bool {
+        self.discarding.is_none() && memchr::memchr(b'\n', &self.buf[self.scan..]).is_some()
+    }
+
     /// The next frame, or `None` at end of stream.
     pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
         loop {
@@ -100,8 +107,24 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                         bytes: end - line_start,
                     }));
                 }
-                let line = self.buf[line_start..end].to_vec();
-                if let Some(frame) = self.handle_line(&line) {
+                let frame = if end - line_start >= BIG_LINE_BYTES && self.fragment.is_none() {
+                    // Hand the buffer itself over instead of copying a huge line out of it.
+                    let mut line = std::mem::take(&mut self.buf);
+                    self.buf = line.split_off(end + 1);
+                    line.truncate(end);
+                    line.drain(..line_start);
+                    self.start = 0;
+                    self.scan = 0;
+                    handle_owned_line(line, &mut self.fragment, &mut self.stats, self.max_frame)
+                } else {
+                    handle_line(
+                        &self.buf[line_start..end],
+                        &mut self.fragment,
+                        &mut self.stats,
+                        self.max_frame,
+                    )
+                };
+                if let Some(frame) = frame {
                     return Ok(Some(frame));
                 }
                 continue;
@@ -127,10 +150,16 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
             if self.eof {
                 if self.start < self.buf.len() {
-                    let line = self.buf[self.start..].to_vec();
+                    let line_start = self.start;
                     self.start = self.buf.len();
                     self.scan = self.start;
-                    if let Some(frame) = self.handle_line(&line) {
+                    let frame = handle_line(
+                        &self.buf[line_start..],
+                        &mut self.fragment,
+                        &mut self.stats,
+                        self.max_frame,
+                    );
+                    if let Some(frame) = frame {
                         return Ok(Some(frame));
                     }
                 }
@@ -152,62 +181,106 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
         }
     }
+}
 
-    fn skip(&mut self, line: &[u8], why: &str) {
-        self.stats.skipped_lines += 1;
-        if self.stats.skipped_lines as usize <= MAX_LOGGED_SKIPS {
-            let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
-            tracing::warn!("app-server stdout: skipped {why}: {shown}");
-        }
+fn skip(stats: &mut FrameStats, line: &[u8], why: &str) {
+    stats.skipped_lines += 1;
+    if stats.skipped_lines as usize <= MAX_LOGGED_SKIPS {
+        let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
+        tracing::warn!("app-server stdout: skipped {why}: {shown}");
     }
+}
 
-    fn handle_line(&mut self, raw: &[u8]) -> Option<Frame> {
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let Ok(text) = std::str::from_utf8(raw) else {
-            self.skip(raw, "a line that is not UTF-8");
-            return None;
-        };
-        let (line, pieces) = match self.fragment.take() {
-            Some((mut joined, pieces)) => {
-                joined.push_str("\\n");
-                joined.push_str(text);
-                (joined, pieces + 1)
-            }
-            None => {
-                let trimmed = text.trim_start();
-                if trimmed.is_empty() {
-                    return None;
-                }
-                if !trimmed.starts_with('{') {
-                    self.skip(raw, "a non-JSON line");
-                    return None;
-                }
-                (text.to_string(), 1)
-            }
-        };
-        match decode(&line) {
+/// Decode a line we own (a huge one moved out of the read buffer).
+fn handle_owned_line(
+    mut line: Vec<u8>,
+    fragment: &mut Option<(String, usize)>,
+    stats: &mut FrameStats,
+    max_frame: usize,
+) -> Option<Frame> {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    match String::from_utf8(line) {
+        Ok(text) if text.trim_start().starts_with('{') => match decode(text) {
             Ok(message) => {
-                self.stats.messages += 1;
-                if pieces > 1 {
-                    self.stats.rejoined += 1;
-                }
+                stats.messages += 1;
                 Some(Frame::Message(message))
             }
-            Err(DecodeError::Json(error))
-                if error.is_eof()
-                    && error.to_string().starts_with("EOF while parsing a string") =>
-            {
-                if pieces < MAX_FRAGMENTS && line.len() <= self.max_frame {
-                    self.fragment = Some((line, pieces));
-                } else {
-                    self.skip(line.as_bytes(), "an unterminated message");
-                }
-                None
-            }
             Err(error) => {
-                self.skip(line.as_bytes(), &format!("an undecodable line ({error})"));
+                skip(
+                    stats,
+                    b"<large line>",
+                    &format!("an undecodable line ({error})"),
+                );
                 None
             }
+        },
+        Ok(text) => handle_line(text.as_bytes(), fragment, stats, max_frame),
+        Err(error) => {
+            skip(stats, &error.into_bytes()[..0], "a line that is not UTF-8");
+            None
+        }
+    }
+}
+
+/// Decode one line (borrowed from the read buffer; the message keeps the only copy).
+fn handle_line(
+    raw: &[u8],
+    fragment: &mut Option<(String, usize)>,
+    stats: &mut FrameStats,
+    max_frame: usize,
+) -> Option<Frame> {
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    let Ok(text) = std::str::from_utf8(raw) else {
+        skip(stats, raw, "a line that is not UTF-8");
+        return None;
+    };
+    let joined;
+    let (line, pieces): (&str, usize) = match fragment.take() {
+        Some((mut text_so_far, pieces)) => {
+            text_so_far.push_str("\\n");
+            text_so_far.push_str(text);
+            joined = text_so_far;
+            (joined.as_str(), pieces + 1)
+        }
+        None => {
+            let trimmed = text.trim_start();
+            if trimmed.is_empty() {
+                return None;
+            }
+            if !trimmed.starts_with('{') {
+                skip(stats, raw, "a non-JSON line");
+                return None;
+            }
+            (text, 1)
+        }
+    };
+    match decode_slice(line) {
+        Ok(message) => {
+            stats.messages += 1;
+            if pieces > 1 {
+                stats.rejoined += 1;
+            }
+            Some(Frame::Message(message))
+        }
+        Err(DecodeError::Json(error))
+            if error.is_eof() && error.to_string().starts_with("EOF while parsing a string") =>
+        {
+            if pieces < MAX_FRAGMENTS && line.len() <= max_frame {
+                *fragment = Some((line.to_string(), pieces));
+            } else {
+                skip(stats, line.as_bytes(), "an unterminated message");
+            }
+            None
+        }
+        Err(error) => {
+            skip(
+                stats,
+                line.as_bytes(),
+                &format!("an undecodable line ({error})"),
+            );
+            None
         }
     }
 }

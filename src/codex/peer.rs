@@ -13,12 +13,11 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
-use super::wire::{encode, Incoming, Outgoing, RequestId, RpcError};
+use super::wire::{encode, Incoming, Outgoing, RawJson, RequestId, RpcError};
 
 /// Peer limits.
 #[derive(Clone, Debug)]
@@ -55,7 +54,7 @@ pub enum PeerError {
     Codec { method: String, message: String },
 }
 
-type Reply = Result<Box<RawValue>, PeerError>;
+type Reply = Result<RawJson, PeerError>;
 
 struct PendingRequest {
     method: String,
@@ -79,8 +78,31 @@ pub struct Peer {
     shared: Arc<Shared>,
 }
 
+/// Most messages handed over in one batch.
+const BATCH_MESSAGES: usize = 256;
+
 /// Inbound notifications and server requests, in arrival order.
-pub type Events = mpsc::Receiver<Incoming>;
+///
+/// The reader hands messages over in batches (all complete lines of one read, up to
+/// [`BATCH_MESSAGES`]), so a fast stream costs one wake-up per batch rather than per message;
+/// the channel of batches is bounded, so a slow consumer still slows the reader down.
+pub struct Events {
+    batches: mpsc::Receiver<Vec<Incoming>>,
+    ready: std::collections::VecDeque<Incoming>,
+}
+
+impl Events {
+    /// The next message, or `None` once the connection closed and everything was delivered.
+    /// Cancel-safe: a message is only taken when it is returned.
+    pub async fn recv(&mut self) -> Option<Incoming> {
+        if let Some(message) = self.ready.pop_front() {
+            return Some(message);
+        }
+        let batch = self.batches.recv().await?;
+        self.ready.extend(batch);
+        self.ready.pop_front()
+    }
+}
 
 impl Peer {
     /// Start the reader and writer tasks over a transport.
@@ -90,7 +112,11 @@ impl Peer {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (outgoing, outgoing_rx) = mpsc::channel::<String>(256);
-        let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
+        let (events_tx, batches) = mpsc::channel((config.event_capacity / BATCH_MESSAGES).max(1));
+        let events = Events {
+            batches,
+            ready: std::collections::VecDeque::new(),
+        };
         let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
         tokio::spawn(write_loop(writer, outgoing_rx));
         tokio::spawn(read_loop(
@@ -126,7 +152,7 @@ impl Peer {
         &self,
         method: &str,
         params: &P,
-    ) -> Result<Box<RawValue>, PeerError> {
+    ) -> Result<RawJson, PeerError> {
         let codec = |error: serde_json::Error| PeerError::Codec {
             method: method.to_string(),
             message: error.to_string(),
@@ -259,10 +285,17 @@ async fn read_loop<R: AsyncRead + Unpin>(
     reader: R,
     pending: PendingMap,
     max_frame_bytes: usize,
-    events: mpsc::Sender<Incoming>,
+    events: mpsc::Sender<Vec<Incoming>>,
 ) {
     let mut frames = FrameReader::new(reader, max_frame_bytes);
+    let mut batch: Vec<Incoming> = Vec::new();
     loop {
+        // Hand over what we have before waiting for more input (or when the batch is full).
+        if !batch.is_empty() && (!frames.has_buffered_line() || batch.len() >= BATCH_MESSAGES) {
+            let full = std::mem::take(&mut batch);
+            // A closed receiver means nobody listens any more; keep routing responses.
+            let _ = events.send(full).await;
+        }
         match frames.next().await {
             Ok(Some(Frame::Message(Incoming::Response { id, result }))) => {
                 match lock(&pending).remove(&id) {
@@ -276,12 +309,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     None => tracing::debug!("response for unknown request id {id}"),
                 }
             }
-            Ok(Some(Frame::Message(message))) => {
-                if events.send(message).await.is_err() {
-                    // Nobody listens any more; keep routing responses.
-                    continue;
-                }
-            }
+            Ok(Some(Frame::Message(message))) => batch.push(message),
             Ok(Some(Frame::Oversized { id, bytes })) => {
                 tracing::warn!("dropped an app-server frame of {bytes} bytes (over the cap)");
                 if let Some(id) = id {
@@ -299,6 +327,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 break;
             }
         }
+    }
+    if !batch.is_empty() {
+        let _ = events.send(batch).await;
     }
     let stats = frames.stats;
     tracing::debug!(

@@ -514,7 +514,7 @@ impl CodexSession {
                 outcome.server_requests += 1;
                 let request = ServerRequest {
                     id: id.clone(),
-                    method,
+                    method: method.to_string(),
                     params: serde_json::from_str(params.get()).unwrap_or(Value::Null),
                 };
                 observer(TurnEvent::ServerRequest { request: &request });

@@ -46,22 +46,127 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC "internal error".
 pub const INTERNAL_ERROR: i64 = -32603;
 
+/// The text of one frame, shared by the parts borrowed from it. Ordinary lines are copied once
+/// out of the read buffer into an `Arc<str>`; a huge line is moved in without a copy.
+#[derive(Clone, Debug)]
+enum Line {
+    Shared(std::sync::Arc<str>),
+    Moved(std::sync::Arc<String>),
+}
+
+impl Line {
+    fn as_str(&self) -> &str {
+        match self {
+            Line::Shared(text) => text,
+            Line::Moved(text) => text,
+        }
+    }
+}
+
+/// A slice of a frame's text: raw JSON (`params`, `result`) or a string's contents (`method`),
+/// kept without parsing or copying until a consumer asks for it.
+#[derive(Clone, Debug)]
+pub struct RawJson {
+    line: Line,
+    start: usize,
+    end: usize,
+}
+
+impl RawJson {
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        &self.line.as_str()[self.start..self.end]
+    }
+
+    /// Parse it.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.get())
+    }
+
+    fn literal(json: &'static str) -> Self {
+        RawJson {
+            line: Line::Shared(std::sync::Arc::from(json)),
+            start: 0,
+            end: json.len(),
+        }
+    }
+
+    fn slice_of(line: &Line, part: &str) -> Self {
+        let start = part.as_ptr() as usize - line.as_str().as_ptr() as usize;
+        RawJson {
+            line: line.clone(),
+            start,
+            end: start + part.len(),
+        }
+    }
+}
+
+/// A method name (borrowed from the frame when it needs no unescaping).
+#[derive(Clone, Debug)]
+pub struct Method(MethodText);
+
+#[derive(Clone, Debug)]
+enum MethodText {
+    Slice(RawJson),
+    Owned(String),
+}
+
+impl Method {
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            MethodText::Slice(raw) => raw.get(),
+            MethodText::Owned(text) => text,
+        }
+    }
+}
+
+impl std::ops::Deref for Method {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq<&str> for Method {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for Method {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl From<&str> for Method {
+    fn from(text: &str) -> Self {
+        Method(MethodText::Owned(text.to_string()))
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One inbound message.
 #[derive(Debug)]
 pub enum Incoming {
     /// A server-initiated request: must be answered with exactly this id.
     Request {
         id: RequestId,
-        method: String,
-        params: Box<RawValue>,
+        method: Method,
+        params: RawJson,
     },
     Notification {
-        method: String,
-        params: Box<RawValue>,
+        method: Method,
+        params: RawJson,
     },
     Response {
         id: RequestId,
-        result: Result<Box<RawValue>, RpcError>,
+        result: Result<RawJson, RpcError>,
     },
 }
 
@@ -80,31 +185,26 @@ impl Incoming {
     pub fn params<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
         match self {
             Incoming::Request { params, .. } | Incoming::Notification { params, .. } => {
-                Some(serde_json::from_str(params.get()))
+                Some(params.parse())
             }
             Incoming::Response { .. } => None,
         }
     }
 }
 
-/// Only the envelope is looked at; everything else stays raw.
+/// Only the envelope is looked at; `params` and `result` are borrowed, not parsed.
 #[derive(Deserialize)]
-struct Envelope {
+struct Envelope<'a> {
     #[serde(default)]
     id: Option<RequestId>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
-    #[serde(default)]
-    result: Option<Box<RawValue>>,
+    #[serde(default, borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<RpcError>,
-}
-
-/// A raw JSON literal we know to be valid.
-fn raw_literal(json: &'static str) -> Box<RawValue> {
-    RawValue::from_string(json.to_string()).expect("static JSON literal is valid")
 }
 
 /// Why a line is not a message.
@@ -116,23 +216,42 @@ pub enum DecodeError {
     NotAMessage,
 }
 
-/// Decode one frame.
-pub fn decode(frame: &str) -> Result<Incoming, DecodeError> {
-    let envelope: Envelope = serde_json::from_str(frame)?;
-    match (envelope.id, envelope.method) {
+/// Decode one frame (taking the line, which the message keeps).
+pub fn decode(frame: impl Into<String>) -> Result<Incoming, DecodeError> {
+    decode_line(Line::Moved(std::sync::Arc::new(frame.into())))
+}
+
+/// Decode a frame borrowed from a read buffer: the text is copied exactly once.
+pub fn decode_slice(frame: &str) -> Result<Incoming, DecodeError> {
+    decode_line(Line::Shared(std::sync::Arc::from(frame)))
+}
+
+fn decode_line(line: Line) -> Result<Incoming, DecodeError> {
+    let envelope: Envelope<'_> = serde_json::from_str(line.as_str())?;
+    let raw = |part: Option<&RawValue>, default: &'static str| match part {
+        Some(part) => RawJson::slice_of(&line, part.get()),
+        None => RawJson::literal(default),
+    };
+    let method = envelope.method.map(|method| match method {
+        std::borrow::Cow::Borrowed(text) => {
+            Method(MethodText::Slice(RawJson::slice_of(&line, text)))
+        }
+        std::borrow::Cow::Owned(text) => Method(MethodText::Owned(text)),
+    });
+    match (envelope.id, method) {
         (Some(id), Some(method)) => Ok(Incoming::Request {
             id,
             method,
-            params: envelope.params.unwrap_or_else(|| raw_literal("{}")),
+            params: raw(envelope.params, "{}"),
         }),
         (None, Some(method)) => Ok(Incoming::Notification {
             method,
-            params: envelope.params.unwrap_or_else(|| raw_literal("{}")),
+            params: raw(envelope.params, "{}"),
         }),
         (Some(id), None) => {
             let result = match envelope.error {
                 Some(error) => Err(error),
-                None => Ok(envelope.result.unwrap_or_else(|| raw_literal("null"))),
+                None => Ok(raw(envelope.result, "null")),
             };
             Ok(Incoming::Response { id, result })
         }
