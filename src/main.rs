@@ -99,6 +99,13 @@ enum SnapshotsCommand {
         /// Repository root (default: the current directory).
         #[arg(long, default_value = ".")]
         root: PathBuf,
+        /// Also capture each scenario's raw model-bound request through a real Codex (offline)
+        /// into fixtures/prompt-snapshots/codex-runtime-raw/ (not drift-checked).
+        #[arg(long)]
+        raw: bool,
+        /// The Codex CLI for --raw.
+        #[arg(long)]
+        codex_bin: Option<PathBuf>,
     },
     /// Compare the committed snapshots with freshly generated ones; exit 1 on drift.
     Check {
@@ -307,14 +314,35 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             codex,
         } => block_on(run_command(run, offline, json, codex)),
         Command::Capture { run, out, codex } => block_on(capture_command(run, out, codex)),
-        Command::Snapshots(SnapshotsCommand::Gen { root }) => {
+        Command::Snapshots(SnapshotsCommand::Gen {
+            root,
+            raw,
+            codex_bin,
+        }) => {
             let report = clawbridge::snapshots::write_snapshots(&root)?;
             let mut text = format!("Wrote {} prompt snapshot files.", report.written);
             if !report.deleted.is_empty() {
                 text.push_str(&format!(" Deleted {} stale file(s).", report.deleted.len()));
             }
             text.push('\n');
-            print_stdout(&text)
+            print_stdout(&text)?;
+            if raw {
+                for (scenario, run) in clawbridge::snapshots::scenario_runs() {
+                    let out = root.join(clawbridge::snapshots::RAW_DIR).join(scenario);
+                    let codex = CodexArgs {
+                        codex_bin: codex_bin.clone(),
+                        codex_home: None,
+                        stub_script: None,
+                        tool_handler: None,
+                        approve: false,
+                        idle_timeout: 300,
+                        turn_timeout: 3600,
+                        state_dir: None,
+                    };
+                    block_on(capture_command(root.join(run), out, codex))?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Snapshots(SnapshotsCommand::Check { root }) => {
             let (count, drift) = clawbridge::snapshots::check_snapshots(&root)?;

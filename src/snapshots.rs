@@ -24,6 +24,18 @@ use crate::translate::{translate, TranslateOptions, Translation};
 
 /// Where the snapshots live, relative to the repository root.
 pub const SNAPSHOT_DIR: &str = "fixtures/prompt-snapshots/codex-runtime-happy-path";
+/// Where `snapshots gen --raw` puts real captures (not drift-checked: they depend on the Codex
+/// version that made them).
+pub const RAW_DIR: &str = "fixtures/prompt-snapshots/codex-runtime-raw";
+
+/// `(scenario id, run document)` of every happy-path scenario.
+pub fn scenario_runs() -> Vec<(&'static str, &'static str)> {
+    SCENARIOS
+        .iter()
+        .map(|scenario| (scenario.id, scenario.run))
+        .collect()
+}
+
 /// The virtual workspace every artifact shows.
 pub const VIRTUAL_WORKSPACE: &str = "/srv/openclaw-happy-path/workspace";
 /// The command that regenerates them.

@@ -298,6 +298,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
         }
         match frames.next().await {
             Ok(Some(Frame::Message(Incoming::Response { id, result }))) => {
+                // Notifications that came before this response are delivered before it resolves.
+                if !batch.is_empty() {
+                    let _ = events.send(std::mem::take(&mut batch)).await;
+                }
                 match lock(&pending).remove(&id) {
                     Some(pending) => {
                         let reply = result.map_err(|error| PeerError::Rpc {
