@@ -6,6 +6,7 @@
 //! * [`workspace`]: bootstrap files, filters and budgets; [`skills`]: the skills catalog;
 //! * [`routing`]: which surface each file lands on;
 //! * [`codex`]: the Codex text surfaces and the typed `thread/*` / `turn/start` params;
+//! * [`prompt`]: OpenClaw's system prompt and the one facade both prompt surfaces use;
 //! * [`translate`]: the one pipeline every consumer calls; [`context`]: the `/context` view.
 //!
 //! Helpers: [`text`] (JavaScript string semantics), [`jsonfmt`] (deterministic artifact JSON),
@@ -21,6 +22,7 @@ pub mod fsutil;
 pub mod jsonfmt;
 pub mod offline;
 pub mod pairing;
+pub mod prompt;
 pub mod routing;
 pub mod skills;
 pub mod snapshots;

@@ -44,6 +44,29 @@ enum Command {
         /// Where `once` truncation warnings are remembered (default: the platform state dir).
         #[arg(long)]
         state_dir: Option<PathBuf>,
+        /// `agent:bootstrap` hook: gets the bootstrap file list as JSON on stdin, prints the replacement.
+        #[arg(long)]
+        bootstrap_hook: Option<String>,
+    },
+    /// Print OpenClaw's own system prompt for a run (what non-Codex harnesses receive).
+    Prompt {
+        /// The run document (JSON).
+        run: PathBuf,
+        /// Override the prompt mode.
+        #[arg(long, value_parser = ["full", "minimal", "none"])]
+        mode: Option<String>,
+        /// Print {"stablePrefix", "dynamicSuffix"} as JSON instead of the joined text.
+        #[arg(long)]
+        split: bool,
+        /// A provider contribution (JSON: interactionStyle, toolCallStyle, executionBias, stablePrefix, dynamicSuffix).
+        #[arg(long)]
+        provider: Option<PathBuf>,
+        /// `agent:bootstrap` hook: gets the bootstrap file list as JSON on stdin, prints the replacement.
+        #[arg(long)]
+        bootstrap_hook: Option<String>,
+        /// Where `once` truncation warnings are remembered (default: the platform state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
     },
     /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
     Context {
@@ -58,6 +81,9 @@ enum Command {
         /// Where `once` truncation warnings are remembered (default: the platform state dir).
         #[arg(long)]
         state_dir: Option<PathBuf>,
+        /// `agent:bootstrap` hook: gets the bootstrap file list as JSON on stdin, prints the replacement.
+        #[arg(long)]
+        bootstrap_hook: Option<String>,
     },
     /// Refresh the pinned Codex model-prompt fixture from a Codex model catalog.
     SyncCodexModel(SyncArgs),
@@ -271,8 +297,12 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
-        Command::Params { run, state_dir } => {
-            let (run, options) = load_run(&run, state_dir)?;
+        Command::Params {
+            run,
+            state_dir,
+            bootstrap_hook,
+        } => {
+            let (run, options) = load_run(&run, state_dir, bootstrap_hook)?;
             if run.harness == clawbridge::config::Harness::Embedded {
                 return Err(Failure::BadInput(anyhow::anyhow!(
                     "{}: field `harness`: \"embedded\" runs have no Codex params; use `clawbridge context` (the OpenClaw system prompt arrives with `clawbridge prompt`)",
@@ -286,13 +316,67 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .map_err(Failure::Internal)?;
             print_stdout(&format!("{text}\n"))
         }
+        Command::Prompt {
+            run,
+            mode,
+            split,
+            provider,
+            bootstrap_hook,
+            state_dir,
+        } => {
+            use clawbridge::prompt::adapter::{render_for_run, HostRuntime, PromptOptions};
+            let (mut run, options) = load_run(&run, state_dir, bootstrap_hook)?;
+            // OpenClaw's own prompt is what non-Codex harnesses get: route the run that way.
+            run.harness = clawbridge::config::Harness::Embedded;
+            let translation = translate(&run, &options)?;
+            let provider = match provider {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("{}: cannot read", path.display()))
+                        .map_err(Failure::BadInput)?;
+                    Some(
+                        serde_json::from_str(&text)
+                            .with_context(|| {
+                                format!("{}: not a provider contribution", path.display())
+                            })
+                            .map_err(Failure::BadInput)?,
+                    )
+                }
+                None => None,
+            };
+            let mode = mode.map(|mode| match mode.as_str() {
+                "minimal" => clawbridge::config::PromptMode::Minimal,
+                "none" => clawbridge::config::PromptMode::None,
+                _ => clawbridge::config::PromptMode::Full,
+            });
+            let prompt = render_for_run(
+                &run,
+                &translation,
+                &PromptOptions {
+                    mode,
+                    host: HostRuntime::from_process(),
+                    provider,
+                    before_prompt_build: None,
+                    detect_repo_root: true,
+                },
+            );
+            if split {
+                let text = serde_json::to_string_pretty(&prompt)
+                    .context("serializing the prompt")
+                    .map_err(Failure::Internal)?;
+                print_stdout(&format!("{text}\n"))
+            } else {
+                print_stdout(&format!("{}\n", prompt.text()))
+            }
+        }
         Command::Context {
             run,
             json,
             detail,
             state_dir,
+            bootstrap_hook,
         } => {
-            let (run, options) = load_run(&run, state_dir)?;
+            let (run, options) = load_run(&run, state_dir, bootstrap_hook)?;
             let translation = translate(&run, &options)?;
             let report = context_report(&run, &translation, detail);
             let text = if json {
@@ -471,7 +555,11 @@ fn sync_codex_model(args: SyncArgs) -> Result<ExitCode, Failure> {
 }
 
 /// Load the run document and the live facts; warn about config keys we do not read.
-fn load_run(path: &Path, state_dir: Option<PathBuf>) -> Result<(Run, TranslateOptions), Failure> {
+fn load_run(
+    path: &Path,
+    state_dir: Option<PathBuf>,
+    bootstrap_hook: Option<String>,
+) -> Result<(Run, TranslateOptions), Failure> {
     let run = Run::load(path)?;
     for key in run.config.unknown_keys() {
         tracing::warn!(
@@ -489,6 +577,7 @@ fn load_run(path: &Path, state_dir: Option<PathBuf>) -> Result<(Run, TranslateOp
             host: HostFacts::from_process(),
             ledger,
             skill_cache: None,
+            bootstrap_hook,
         },
     ))
 }
@@ -534,7 +623,7 @@ fn pairing_setup(
     use clawbridge::offline::StubScript;
     use clawbridge::pairing::PairingOptions;
 
-    let (run, options) = load_run(run_path, codex.state_dir.clone())?;
+    let (run, options) = load_run(run_path, codex.state_dir.clone(), None)?;
     if run.harness == clawbridge::config::Harness::Embedded {
         return Err(Failure::BadInput(anyhow::anyhow!(
             "{}: field `harness`: \"embedded\" runs are not executed by Codex",

@@ -20,6 +20,8 @@ pub struct TranslateOptions {
     pub ledger: WarningLedger,
     /// Reuse parsed skills across runs (long-lived processes); `None` parses every time.
     pub skill_cache: Option<std::sync::Arc<SkillCache>>,
+    /// The `agent:bootstrap` hook command (`--bootstrap-hook`).
+    pub bootstrap_hook: Option<String>,
 }
 
 impl TranslateOptions {
@@ -32,6 +34,7 @@ impl TranslateOptions {
             },
             ledger: WarningLedger::ephemeral(),
             skill_cache: None,
+            bootstrap_hook: None,
         }
     }
 }
@@ -49,7 +52,10 @@ pub struct Translation {
 
 /// Load, route and render the skills of `run` (harness-aware, no params yet).
 pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
-    let loaded = load_bootstrap_files(run);
+    let mut loaded = load_bootstrap_files(run);
+    if let Some(command) = &options.bootstrap_hook {
+        loaded = crate::workspace::apply_bootstrap_hook(run, loaded, command)?;
+    }
     let routed = route_workspace(run, &loaded, &options.ledger)?;
     let discovered = discover_skills_cached(run, options.skill_cache.as_deref());
     let (skills, ineligible_skills) = eligible_skills(&discovered.skills, run, &options.host);

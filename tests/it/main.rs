@@ -4,6 +4,7 @@ mod catalog;
 mod cli;
 mod e2e;
 mod peer;
+mod prompt;
 mod routing;
 mod schema;
 mod skills;

@@ -1,7 +1,7 @@
 //! Routing for every trigger and mode (routing.md §8.1, RV1-RV11) plus the load-time safety rules.
 
 use clawbridge::codex::instructions::{
-    CRON_NOTE, HEARTBEAT_NOTE, HEARTBEAT_POINTER_HEADING, MEMORY_NOTE_HEADING, REQUEST_LABEL,
+    heartbeat_note, CRON_NOTE, HEARTBEAT_POINTER_HEADING, MEMORY_NOTE_HEADING, REQUEST_LABEL,
     SKILLS_HEADING, WORKSPACE_BLOCK_HEADING,
 };
 use clawbridge::codex::DEFAULT_COLLABORATION_PRESET;
@@ -133,7 +133,7 @@ fn rv4_heartbeat_turn_points_at_heartbeat_md() {
         &collaboration,
         &[
             preset(),
-            HEARTBEAT_NOTE,
+            &heartbeat_note(),
             MEMORY_NOTE_HEADING,
             SKILLS_HEADING,
             HEARTBEAT_POINTER_HEADING,
@@ -145,7 +145,7 @@ fn rv4_heartbeat_turn_points_at_heartbeat_md() {
     ws.write("HEARTBEAT.md", "  \n\t\n");
     let params = params_json(&run);
     let text = crate::util::collaboration(&params).expect("collaboration text");
-    assert!(text.contains(HEARTBEAT_NOTE));
+    assert!(text.contains(&heartbeat_note()));
     assert!(!text.contains(HEARTBEAT_POINTER_HEADING));
 }
 
@@ -459,7 +459,7 @@ fn lightweight_heartbeat_keeps_only_the_pointer() {
         &collaboration,
         &[
             preset(),
-            HEARTBEAT_NOTE,
+            &heartbeat_note(),
             SKILLS_HEADING,
             HEARTBEAT_POINTER_HEADING,
         ],

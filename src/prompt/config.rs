@@ -1,0 +1,221 @@
+//! The config resolver: OpenClaw configuration turned into prompt knobs for one agent
+//! (system-prompt.md §9). Per-agent `agents.list[]` values win over `agents.defaults`.
+
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::sections::DelegationMode;
+use crate::config::OpenClawConfig;
+
+/// The default heartbeat prompt (clawbridge wording) when none is configured.
+pub const DEFAULT_HEARTBEAT_PROMPT: &str =
+    "Read HEARTBEAT.md if it exists and follow it. Do not repeat old tasks from earlier chats.";
+
+/// Prompt knobs resolved from config.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PromptConfig {
+    pub delegation_mode: DelegationMode,
+    pub owner_display_hash: bool,
+    pub owner_display_secret: Option<String>,
+    pub owner_ids: Vec<String>,
+    pub tts_hint: Option<String>,
+    pub model_alias_lines: Vec<String>,
+    pub memory_citations: Option<String>,
+    /// `agents.defaults.userTimezone` when it is a valid IANA name.
+    pub configured_timezone: Option<String>,
+    pub time_format: Option<String>,
+    pub heartbeat: Option<String>,
+    /// `plugins.entries.openai.config.personality` (default on).
+    pub gpt5_interaction_style: bool,
+    pub repo_root: Option<String>,
+    pub docs_path: Option<String>,
+}
+
+/// A plausible IANA zone name (`UTC`, `Etc/...`, or `<Area>/<Location>` with a known area).
+pub fn is_iana_zone(zone: &str) -> bool {
+    const AREAS: [&str; 10] = [
+        "Africa",
+        "America",
+        "Antarctica",
+        "Arctic",
+        "Asia",
+        "Atlantic",
+        "Australia",
+        "Europe",
+        "Indian",
+        "Pacific",
+    ];
+    if matches!(zone, "UTC" | "GMT") {
+        return true;
+    }
+    let mut parts = zone.split('/');
+    let area = parts.next().unwrap_or_default();
+    let rest: Vec<&str> = parts.collect();
+    let valid_part = |part: &str| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '-' | '+'))
+    };
+    (area == "Etc" || AREAS.contains(&area))
+        && !rest.is_empty()
+        && rest.iter().all(|part| valid_part(part))
+}
+
+/// How an owner id is shown: raw (control/format characters stripped) or the first 12 hex digits
+/// of HMAC-SHA256(secret, id), or of SHA-256(id) without a secret.
+pub fn display_owner(id: &str, hash: bool, secret: Option<&str>) -> String {
+    if !hash {
+        return id
+            .chars()
+            .filter(|ch| !ch.is_control() && !matches!(ch, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'))
+            .collect();
+    }
+    let digest: Vec<u8> = match secret.filter(|secret| !secret.is_empty()) {
+        Some(secret) => match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
+            Ok(mut mac) => {
+                mac.update(id.as_bytes());
+                mac.finalize().into_bytes().to_vec()
+            }
+            Err(_) => Sha256::digest(id.as_bytes()).to_vec(),
+        },
+        None => Sha256::digest(id.as_bytes()).to_vec(),
+    };
+    digest
+        .iter()
+        .take(6)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn string(value: Option<&Value>) -> Option<String> {
+    value
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(str::to_string)
+}
+
+/// Resolve the prompt knobs of `agent_id`.
+pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptConfig {
+    let agent = config.agent_entry(agent_id);
+    let agent_value = |key: &str| {
+        agent
+            .and_then(|entry| {
+                key.split('.')
+                    .try_fold(entry, |value, part| value.get(part))
+            })
+            .or_else(|| config.get(&format!("agents.defaults.{key}")))
+    };
+    let delegation_mode = match agent_value("subagents.delegationMode").and_then(Value::as_str) {
+        Some("prefer") => DelegationMode::Prefer,
+        _ => DelegationMode::Suggest,
+    };
+    let tts_hint = match config.get("messages.tts.auto").and_then(Value::as_str) {
+        Some("off") | None => None,
+        Some(mode) => Some(format!(
+            "Voice replies are on ({mode}): keep spoken replies short and natural, without Markdown, links or lists."
+        )),
+    };
+    let mut model_alias_lines: Vec<String> = config
+        .get("agents.defaults.models")
+        .and_then(Value::as_object)
+        .map(|models| {
+            models
+                .iter()
+                .filter_map(|(model, entry)| {
+                    string(entry.get("alias")).map(|alias| (alias, model.clone()))
+                })
+                .map(|(alias, model)| format!("- {alias}: {model}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    model_alias_lines.sort();
+    let configured_timezone =
+        string(config.get("agents.defaults.userTimezone")).filter(|zone| is_iana_zone(zone));
+    let heartbeat = config.heartbeat_section_enabled().then(|| {
+        string(config.get("agents.defaults.heartbeat.prompt"))
+            .unwrap_or_else(|| DEFAULT_HEARTBEAT_PROMPT.to_string())
+    });
+    let owner_ids = config
+        .get("commands.ownerAllowFrom")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| match id {
+                    Value::String(text) => Some(text.clone()),
+                    Value::Number(number) => Some(number.to_string()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    PromptConfig {
+        delegation_mode,
+        owner_display_hash: config.get("commands.ownerDisplay").and_then(Value::as_str)
+            == Some("hash"),
+        owner_display_secret: string(config.get("commands.ownerDisplaySecret")),
+        owner_ids,
+        tts_hint,
+        model_alias_lines,
+        memory_citations: string(config.get("memory.citations")),
+        configured_timezone,
+        time_format: string(config.get("agents.defaults.timeFormat")),
+        heartbeat,
+        gpt5_interaction_style: config
+            .get("plugins.entries.openai.config.personality")
+            .and_then(Value::as_bool)
+            != Some(false),
+        repo_root: string(config.get("agents.defaults.repoRoot")),
+        docs_path: string(config.get("docs.path")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn p10_owner_hash() {
+        assert_eq!(display_owner("+15551234567", true, None), "8a59780bb8cd");
+        assert_eq!(
+            display_owner("+15551234567", true, Some("s3cret")),
+            "d57f50733cac"
+        );
+        assert_eq!(display_owner("+15551234567", false, None), "+15551234567");
+        assert_eq!(display_owner("+1\u{200E}555", false, None), "+1555");
+    }
+
+    #[test]
+    fn zones_and_per_agent_delegation() {
+        assert!(
+            is_iana_zone("Asia/Tokyo")
+                && is_iana_zone("America/Argentina/Buenos_Aires")
+                && is_iana_zone("UTC")
+        );
+        assert!(!is_iana_zone("Not/AZone") && !is_iana_zone("Asia"));
+        let config = OpenClawConfig::new(json!({
+            "agents": {"defaults": {"subagents": {"delegationMode": "prefer"}, "userTimezone": "Not/AZone",
+                                    "models": {"openai/gpt-5-mini": {"alias": "fast"}, "anthropic/claude-x": {"alias": "claude"}}},
+                       "list": [{"id": "ops", "subagents": {"delegationMode": "suggest"}}]},
+            "commands": {"ownerDisplay": "hash", "ownerAllowFrom": ["+1", 42]},
+            "messages": {"tts": {"auto": "always"}}
+        }));
+        let main = resolve_prompt_config(&config, "main");
+        assert_eq!(main.delegation_mode, DelegationMode::Prefer);
+        assert_eq!(
+            resolve_prompt_config(&config, "ops").delegation_mode,
+            DelegationMode::Suggest
+        );
+        assert_eq!(main.configured_timezone, None);
+        assert_eq!(
+            main.model_alias_lines,
+            vec!["- claude: anthropic/claude-x", "- fast: openai/gpt-5-mini"]
+        );
+        assert!(main.owner_display_hash && main.owner_ids == vec!["+1", "42"]);
+        assert!(main.tts_hint.is_some());
+        assert!(main.heartbeat.is_some());
+    }
+}

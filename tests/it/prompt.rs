@@ -1,0 +1,664 @@
+//! OpenClaw's system prompt: goldens per mode and surface, section order and gates, the cache
+//! boundary, provider overrides, the hooks (system-prompt.md §10 vectors).
+
+use std::path::PathBuf;
+
+use clawbridge::config::{Harness, PromptMode, Run};
+use clawbridge::prompt::adapter::{
+    codex_developer_instructions, render_for_run, HostRuntime, PromptOptions,
+};
+use clawbridge::prompt::hooks::{apply_before_prompt_build, BeforePromptBuild};
+use clawbridge::prompt::provider::ProviderContribution;
+use clawbridge::prompt::sections::{
+    runtime_line, ContextFile, DelegationMode, DeliveryMode, PromptInputs, RuntimeInfo,
+    SilentReplyMode, IDENTITY_LINE,
+};
+use clawbridge::prompt::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
+use clawbridge::translate::{translate, TranslateOptions};
+
+use crate::util::*;
+
+/// Compare with `tests/golden/<name>`; `UPDATE_GOLDENS=1` (scripts/update-goldens) rewrites it.
+fn golden(name: &str, actual: &str) {
+    let path: PathBuf = repo_root().join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDENS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    if expected != actual {
+        let diff = similar::TextDiff::from_lines(expected.as_str(), actual)
+            .unified_diff()
+            .header(&format!("{name} (golden)"), &format!("{name} (rendered)"))
+            .to_string();
+        panic!("golden {name} differs; review and run `scripts/update-goldens`:\n{diff}");
+    }
+}
+
+fn fixed_host() -> HostRuntime {
+    HostRuntime {
+        host: Some("clawbridge-host".into()),
+        os: Some("linux".into()),
+        arch: Some("x86_64".into()),
+        shell: Some("bash".into()),
+        time_zone: Some("UTC".into()),
+    }
+}
+
+fn embedded_run(name: &str) -> Run {
+    let mut run = Run::load(&repo_root().join("fixtures/runs").join(name)).expect("run");
+    run.harness = Harness::Embedded;
+    let real = run.workspace.clone();
+    run.with_path_alias(real, PathBuf::from("/srv/openclaw-happy-path/workspace"))
+}
+
+fn prompt_for(run: &Run, mode: Option<PromptMode>) -> SystemPrompt {
+    let translation = translate(run, &TranslateOptions::hermetic()).expect("translate");
+    render_for_run(
+        run,
+        &translation,
+        &PromptOptions {
+            mode,
+            host: fixed_host(),
+            ..PromptOptions::default()
+        },
+    )
+}
+
+fn headings(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.starts_with("## ") || line.starts_with("# ") || *line == CACHE_BOUNDARY)
+        .map(|line| line.trim_start_matches('#').trim().to_string())
+        .collect()
+}
+
+#[test]
+fn golden_prompts_per_mode_and_surface() {
+    for (run_name, mode, golden_name) in [
+        ("discord-group.json", None, "discord-group.full.txt"),
+        (
+            "discord-group.json",
+            Some(PromptMode::Minimal),
+            "discord-group.minimal.txt",
+        ),
+        (
+            "discord-group.json",
+            Some(PromptMode::None),
+            "discord-group.none.txt",
+        ),
+        ("telegram-direct.json", None, "telegram-direct.full.txt"),
+        ("heartbeat.json", None, "heartbeat.full.txt"),
+        ("subagent.json", None, "subagent.minimal.txt"),
+    ] {
+        let run = embedded_run(run_name);
+        golden(
+            &format!("prompt/{golden_name}"),
+            &format!("{}\n", prompt_for(&run, mode).text()),
+        );
+    }
+    let mut run = Run::load(&repo_root().join("fixtures/runs/telegram-direct.json")).expect("run");
+    let real = run.workspace.clone();
+    run = run.with_path_alias(real, PathBuf::from("/srv/openclaw-happy-path/workspace"));
+    let translation = translate(&run, &TranslateOptions::hermetic()).expect("translate");
+    let (_, deferred) = clawbridge::codex::params::dynamic_tools(&run);
+    golden(
+        "prompt/codex-developer.telegram-direct.txt",
+        &format!(
+            "{}\n",
+            codex_developer_instructions(&run, &translation.routed, &deferred)
+        ),
+    );
+}
+
+#[test]
+fn project_context_above_the_boundary_runtime_below() {
+    let prompt = prompt_for(&embedded_run("discord-group.json"), None);
+    assert!(prompt.stable_prefix.contains("# Project Context"));
+    assert!(prompt.stable_prefix.contains(&placeholder("SOUL.md")));
+    assert!(
+        !prompt.stable_prefix.contains("## Runtime")
+            && prompt.dynamic_suffix.contains("## Runtime")
+    );
+    for volatile in [
+        "## Messaging",
+        "## Group Chat Context",
+        "## Heartbeats",
+        "# Dynamic Project Context",
+    ] {
+        assert!(
+            prompt.dynamic_suffix.contains(volatile),
+            "{volatile} below the boundary"
+        );
+        assert!(
+            !prompt.stable_prefix.contains(volatile),
+            "{volatile} not above"
+        );
+    }
+    assert!(
+        prompt.dynamic_suffix.contains(&placeholder("HEARTBEAT.md")),
+        "HEARTBEAT.md is dynamic context"
+    );
+    let text = prompt.text();
+    assert_eq!(text.matches(CACHE_BOUNDARY).count(), 1);
+    assert!(text.contains(&format!("\n\n{CACHE_BOUNDARY}\n\n")));
+    assert_eq!(
+        SystemPrompt::split(&text).stable_prefix,
+        prompt.stable_prefix,
+        "P9 split"
+    );
+    assert_eq!(
+        SystemPrompt::split(&text).dynamic_suffix,
+        prompt.dynamic_suffix
+    );
+    assert!(!prompt.text_without_boundary().contains(CACHE_BOUNDARY));
+    // Tool descriptions do not embed the current channel name.
+    assert!(
+        !prompt.stable_prefix.contains("discord"),
+        "stable prefix stays channel-neutral"
+    );
+}
+
+#[test]
+fn p1_none_mode_is_the_identity_line() {
+    let inputs = PromptInputs {
+        workspace_dir: "/w".into(),
+        prompt_mode: PromptMode::None,
+        tool_names: vec!["read".into()],
+        ..Default::default()
+    };
+    assert_eq!(
+        render(&PromptRequest::OpenClaw(&inputs)).text(),
+        IDENTITY_LINE
+    );
+}
+
+#[test]
+fn p2_empty_full_prompt() {
+    let inputs = PromptInputs {
+        workspace_dir: "/home/u/.openclaw/workspace".into(),
+        ..Default::default()
+    };
+    let text = render(&PromptRequest::OpenClaw(&inputs)).text();
+    assert_eq!(
+        headings(&text),
+        vec![
+            "Tooling",
+            "Tool Call Style",
+            "Execution Bias",
+            "Safety",
+            "OpenClaw Control",
+            "Workspace",
+            "Documentation",
+            "Workspace Files (injected)",
+            CACHE_BOUNDARY,
+            "Assistant Output Directives",
+            "Messaging",
+            "Silent Replies",
+            "Runtime"
+        ]
+    );
+    assert!(text.starts_with(IDENTITY_LINE));
+    assert!(text.contains("\nRuntime: thinking=off\n"));
+    assert!(!text.ends_with('\n'));
+}
+
+fn p3_inputs(mode: PromptMode) -> PromptInputs {
+    PromptInputs {
+        workspace_dir: "/w".into(),
+        prompt_mode: mode,
+        tool_names: vec!["read".into(), "exec".into()],
+        skills_prompt: "<available_skills>\n</available_skills>".into(),
+        user_timezone: Some("UTC".into()),
+        extra_system_prompt: Some("Do X.".into()),
+        owner_lines: vec!["+1".into()],
+        model_alias_lines: vec!["- fast: openai/gpt-5-mini".into()],
+        context_files: vec![ContextFile {
+            path: "/w/AGENTS.md".into(),
+            content: "A".into(),
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn p3_minimal_and_full_gates() {
+    let minimal = render(&PromptRequest::OpenClaw(&p3_inputs(PromptMode::Minimal))).text();
+    assert_eq!(
+        headings(&minimal),
+        vec![
+            "Tooling",
+            "Tool Call Style",
+            "Safety",
+            "Skills",
+            "OpenClaw Control",
+            "Workspace",
+            "Workspace Files (injected)",
+            "Current Date & Time",
+            "Project Context",
+            "/w/AGENTS.md",
+            CACHE_BOUNDARY,
+            "Subagent Context",
+            "Runtime"
+        ]
+    );
+    assert!(
+        minimal.contains("- read\n- exec\n")
+            && minimal.contains("start now and keep running in the background")
+    );
+    assert!(
+        minimal.contains("Exec approvals:"),
+        "exec approval guidance is kept in minimal"
+    );
+    assert!(minimal.contains("## Subagent Context\nDo X."));
+    let full = render(&PromptRequest::OpenClaw(&p3_inputs(PromptMode::Full))).text();
+    let full_headings = headings(&full);
+    for added in [
+        "Execution Bias",
+        "Model Aliases",
+        "User Identity",
+        "Documentation",
+        "Assistant Output Directives",
+        "Messaging",
+        "Silent Replies",
+        "Group Chat Context",
+    ] {
+        assert!(full_headings.iter().any(|h| h == added), "{added} in full");
+        assert!(
+            !headings(&minimal).iter().any(|h| h == added),
+            "{added} not in minimal"
+        );
+    }
+}
+
+#[test]
+fn p4_p5_runtime_lines() {
+    let runtime = RuntimeInfo {
+        agent_id: Some("main".into()),
+        session_key: Some("agent:main:main".into()),
+        host: Some("box".into()),
+        os: Some("Linux 6.1".into()),
+        arch: Some("x64".into()),
+        node: Some("v22.1.0".into()),
+        model: Some("anthropic/claude-x".into()),
+        default_model: Some("anthropic/claude-x".into()),
+        shell: Some("bash".into()),
+        channel: Some("Telegram".into()),
+        capabilities: vec!["inlineButtons".into(), "markdownDetails".into()],
+        repo_root: Some("/src/app".into()),
+    };
+    assert_eq!(
+        runtime_line(&runtime, Some("low")),
+        "Runtime: agent=main | session=agent:main:main | host=box | repo=/src/app | os=Linux 6.1 (x64) | node=v22.1.0 | model=anthropic/claude-x | default_model=anthropic/claude-x | shell=bash | channel=telegram | capabilities=inlinebuttons,markdowndetails | thinking=low"
+    );
+    let cron = RuntimeInfo {
+        agent_id: Some("main".into()),
+        session_key: Some("agent:main:cron:daily:run:abc123".into()),
+        os: Some("Darwin 24.0".into()),
+        node: Some("v22".into()),
+        ..Default::default()
+    };
+    assert_eq!(runtime_line(&cron, None), "Runtime: agent=main | session=agent:main:cron:daily | os=Darwin 24.0 | node=v22 | thinking=off");
+}
+
+#[test]
+fn p6_time_zone_only_and_fallback() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        serde_json::json!({"harness": "embedded", "config": {"agents": {"defaults": {"userTimezone": "Asia/Tokyo"}}}}),
+    );
+    let prompt = prompt_for(&run, None);
+    assert!(prompt
+        .stable_prefix
+        .contains("## Current Date & Time\nTime zone: Asia/Tokyo"));
+    let run = run_with(
+        &ws.path(),
+        serde_json::json!({"harness": "embedded", "config": {"agents": {"defaults": {"userTimezone": "Not/AZone"}}}}),
+    );
+    assert!(
+        prompt_for(&run, None)
+            .stable_prefix
+            .contains("Time zone: UTC"),
+        "host zone fallback"
+    );
+}
+
+#[test]
+fn p7_override_renders_in_minimal_and_replaces_exactly_its_section() {
+    let overrides = ProviderContribution {
+        execution_bias: Some("## Execution Bias\nCustom.".into()),
+        interaction_style: Some("  \n ".into()),
+        ..Default::default()
+    };
+    let inputs = PromptInputs {
+        prompt_mode: PromptMode::Minimal,
+        provider_contribution: overrides.clone(),
+        ..Default::default()
+    };
+    let text = render(&PromptRequest::OpenClaw(&inputs)).text();
+    assert!(
+        text.starts_with(&format!(
+            "{IDENTITY_LINE}\n\n## Execution Bias\nCustom.\n\n## Safety"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("## Tooling") && !text.contains("## Tool Call Style"));
+    let full_default = render(&PromptRequest::OpenClaw(&PromptInputs::default())).text();
+    let full_override = render(&PromptRequest::OpenClaw(&PromptInputs {
+        provider_contribution: overrides,
+        ..Default::default()
+    }))
+    .text();
+    let removed: Vec<&str> = full_default
+        .lines()
+        .filter(|l| !full_override.contains(l))
+        .collect();
+    assert_eq!(
+        removed.len(),
+        1,
+        "only the default execution bias text went: {removed:?}"
+    );
+    assert!(removed[0].starts_with("When a request is actionable"));
+}
+
+#[test]
+fn p8_delegation_gate() {
+    let with = |mode, tools: Vec<&str>, delegation| {
+        let inputs = PromptInputs {
+            prompt_mode: mode,
+            tool_names: tools.into_iter().map(String::from).collect(),
+            delegation_mode: delegation,
+            ..Default::default()
+        };
+        render(&PromptRequest::OpenClaw(&inputs))
+            .text()
+            .contains("## Sub-Agent Delegation")
+    };
+    assert!(with(
+        PromptMode::Full,
+        vec!["sessions_spawn"],
+        DelegationMode::Prefer
+    ));
+    assert!(!with(
+        PromptMode::Full,
+        vec!["read"],
+        DelegationMode::Prefer
+    ));
+    assert!(!with(
+        PromptMode::Full,
+        vec!["sessions_spawn"],
+        DelegationMode::Suggest
+    ));
+    assert!(!with(
+        PromptMode::Minimal,
+        vec!["sessions_spawn"],
+        DelegationMode::Prefer
+    ));
+}
+
+#[test]
+fn silent_replies_only_for_automatic_group_replies() {
+    let direct = prompt_for(&embedded_run("telegram-direct.json"), None).text();
+    assert!(
+        !direct.contains("NO_REPLY"),
+        "message-tool-only direct chat"
+    );
+    let ws = TestWorkspace::full();
+    let group = |delivery: &str| {
+        let run = run_with(
+            &ws.path(),
+            serde_json::json!({"harness": "embedded", "sourceReplyDelivery": delivery, "tools": [tool("message")],
+            "channel": {"name": "discord", "chatType": "group"}}),
+        );
+        prompt_for(&run, None).text()
+    };
+    assert!(group("automatic").contains("## Silent Replies"));
+    assert!(!group("messageToolOnly").contains("NO_REPLY"));
+    let direct_auto = prompt_for(&run_with(&ws.path(), serde_json::json!({"harness": "embedded", "channel": {"name": "telegram", "chatType": "direct"}})), None).text();
+    assert!(
+        !direct_auto.contains("NO_REPLY"),
+        "direct chats never get NO_REPLY"
+    );
+    let inputs = PromptInputs {
+        delivery_mode: DeliveryMode::MessageToolOnly,
+        silent_reply_mode: SilentReplyMode::None,
+        tool_names: vec!["message".into()],
+        ..Default::default()
+    };
+    assert!(render(&PromptRequest::OpenClaw(&inputs))
+        .text()
+        .contains("Never repeat content you already sent"));
+}
+
+#[test]
+fn update_plan_guidance_only_with_the_tool() {
+    let with_plan = PromptInputs {
+        tool_names: vec!["update_plan".into()],
+        ..Default::default()
+    };
+    assert!(render(&PromptRequest::OpenClaw(&with_plan))
+        .text()
+        .contains("`update_plan`"));
+    assert!(!render(&PromptRequest::OpenClaw(&PromptInputs::default()))
+        .text()
+        .contains("update_plan"));
+}
+
+#[test]
+fn the_renderer_reads_nothing_from_disk() {
+    // A workspace that does not exist and inline context: everything comes from the inputs.
+    let inputs = PromptInputs {
+        workspace_dir: "/definitely/not/here".into(),
+        context_files: vec![ContextFile {
+            path: "/definitely/not/here/SOUL.md".into(),
+            content: "inline soul".into(),
+        }],
+        ..Default::default()
+    };
+    let first = render(&PromptRequest::OpenClaw(&inputs)).text();
+    assert!(
+        first.contains("inline soul") && first.contains("Working directory: /definitely/not/here")
+    );
+    assert_eq!(
+        first,
+        render(&PromptRequest::OpenClaw(&inputs)).text(),
+        "pure: same inputs, same text"
+    );
+}
+
+#[test]
+fn before_prompt_build_hook_is_separate_from_contributions() {
+    let prompt = render(&PromptRequest::OpenClaw(&PromptInputs::default()));
+    let prepended = apply_before_prompt_build(
+        prompt.clone(),
+        "acme",
+        BeforePromptBuild::Prepend("Global rule.".into()),
+    );
+    assert!(
+        prepended
+            .stable_prefix
+            .starts_with("<plugin-context source=\"acme\">")
+            && prepended.stable_prefix.contains("Global rule.")
+    );
+    let appended = apply_before_prompt_build(
+        prompt.clone(),
+        "acme",
+        BeforePromptBuild::Append("Late rule.".into()),
+    );
+    assert!(appended.dynamic_suffix.ends_with("</plugin-context>"));
+    assert_eq!(
+        appended.stable_prefix, prompt.stable_prefix,
+        "the cacheable prefix is untouched"
+    );
+    let replaced =
+        apply_before_prompt_build(prompt, "acme", BeforePromptBuild::Replace("X".into()));
+    assert_eq!(replaced.text(), "X");
+}
+
+#[test]
+fn gpt5_overlay_follows_the_model_and_config() {
+    let ws = TestWorkspace::full();
+    let gpt5 = prompt_for(
+        &run_with(
+            &ws.path(),
+            serde_json::json!({"harness": "embedded", "model": "openai/gpt-5.5"}),
+        ),
+        None,
+    );
+    assert!(
+        gpt5.stable_prefix.contains("## GPT-5 Working Style")
+            && gpt5.stable_prefix.contains("## Interaction Style")
+    );
+    let claude = prompt_for(
+        &run_with(
+            &ws.path(),
+            serde_json::json!({"harness": "embedded", "model": "anthropic/claude-x"}),
+        ),
+        None,
+    );
+    assert!(!claude.stable_prefix.contains("GPT-5"));
+    let off = prompt_for(
+        &run_with(
+            &ws.path(),
+            serde_json::json!({"harness": "embedded", "config": {"plugins": {"entries": {"openai": {"config": {"personality": false}}}}}}),
+        ),
+        None,
+    );
+    assert!(
+        off.stable_prefix.contains("## GPT-5 Working Style")
+            && !off.stable_prefix.contains("## Interaction Style")
+    );
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let output = clawbridge()
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("run");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_prompt_modes_split_provider_and_bootstrap_hook() {
+    let (code, full, _) = cli(&["prompt", "fixtures/runs/discord-group.json"]);
+    assert_eq!(code, 0);
+    let (_, minimal, _) = cli(&[
+        "prompt",
+        "fixtures/runs/discord-group.json",
+        "--mode",
+        "minimal",
+    ]);
+    let (_, none, _) = cli(&[
+        "prompt",
+        "fixtures/runs/discord-group.json",
+        "--mode",
+        "none",
+    ]);
+    assert!(full.len() > minimal.len() && minimal.len() > none.len());
+    assert_eq!(none.trim_end(), IDENTITY_LINE);
+    let (_, split, _) = cli(&["prompt", "fixtures/runs/discord-group.json", "--split"]);
+    let value: serde_json::Value = serde_json::from_str(&split).expect("json");
+    assert!(value["stablePrefix"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("# Project Context"));
+    assert!(value["dynamicSuffix"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("## Runtime"));
+
+    let dir = tempfile::tempdir().expect("dir");
+    let provider = dir.path().join("provider.json");
+    std::fs::write(
+        &provider,
+        r###"{"toolCallStyle": "## Tool Call Style\nBatch your calls."}"###,
+    )
+    .expect("write");
+    let (code, overridden, _) = cli(&[
+        "prompt",
+        "fixtures/runs/discord-group.json",
+        "--provider",
+        &provider.display().to_string(),
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        overridden.contains("## Tool Call Style\nBatch your calls.")
+            && !overridden.contains("narrate briefly")
+    );
+
+    let hook = "python3 -c 'import json,sys; d=json.load(sys.stdin); [f.update(content=\"An alternative persona.\") for f in d[\"files\"] if f[\"name\"]==\"SOUL.md\"]; print(json.dumps(d))'";
+    let (code, hooked, stderr) = cli(&[
+        "prompt",
+        "fixtures/runs/discord-group.json",
+        "--bootstrap-hook",
+        hook,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        hooked.contains("An alternative persona.") && !hooked.contains(&placeholder("SOUL.md"))
+    );
+    let (code, params, _) = cli(&[
+        "params",
+        "fixtures/runs/telegram-direct.json",
+        "--bootstrap-hook",
+        hook,
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        params.contains("An alternative persona."),
+        "the hook applies to the Codex surface too"
+    );
+    let (code, _, stderr) = cli(&[
+        "prompt",
+        "fixtures/runs/discord-group.json",
+        "--bootstrap-hook",
+        "exit 3",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("bootstrap hook `exit 3` failed"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bootstrap_hook_results_are_cleaned_up() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        serde_json::json!({"harness": "embedded", "sessionKey": "agent:main:subagent:1"}),
+    );
+    let hook = format!(
+        "cat > /dev/null; echo '{{\"files\": [{{\"path\": \"   \"}}, {{\"path\": \"{0}/TOOLS.md\", \"content\": \"T\"}}, {{\"path\": \"{0}/./TOOLS.md\", \"content\": \"dup\"}}, {{\"path\": \"{0}/SOUL.md\", \"content\": \"S\"}}, {{\"path\": \"db:main/NOTES.md\", \"name\": \"AGENTS.md\", \"content\": \"N\"}}]}}'",
+        ws.path().display()
+    );
+    let options = TranslateOptions {
+        bootstrap_hook: Some(hook),
+        ..TranslateOptions::hermetic()
+    };
+    let translation = translate(&run, &options).expect("translate");
+    let paths: Vec<&str> = translation
+        .loaded
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        vec![
+            format!("{}/TOOLS.md", ws.path().display()).as_str(),
+            "db:main/NOTES.md"
+        ],
+        "blank dropped, duplicate dropped, SOUL.md filtered for subagents, synthetic id kept"
+    );
+    assert!(translation
+        .warnings
+        .iter()
+        .any(|w| w.contains("empty path")));
+}
