@@ -416,17 +416,10 @@ fn ineligibility(
     let always = gates.get("always").and_then(Value::as_bool) == Some(true);
     if !always {
         let requires = gates.get("requires").cloned().unwrap_or(Value::Null);
-        let list = |key: &str| -> Vec<String> {
+        let list = |key: &str| {
             requires
                 .get(key)
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
+                .map(crate::config::openclaw::string_list)
                 .unwrap_or_default()
         };
         for variable in list("env") {

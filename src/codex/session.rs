@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::params::{ThreadParams, TurnStartParams};
 use super::peer::{Events, Peer, PeerConfig, PeerError};
 use super::process::{CodexProcess, SpawnOptions};
-use super::wire::{Incoming, RequestId, RpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
+use super::wire::{Incoming, RequestId, RpcError, INTERNAL_ERROR};
 use super::PINNED_CODEX_VERSION;
 
 /// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling).
@@ -315,38 +315,13 @@ impl CodexSession {
         }
         let response: ThreadResponse = match thread {
             ThreadParams::ThreadStart(params) => {
-                self.request_while_draining("thread/start", params).await?
+                self.request_buffering("thread/start", params).await?
             }
             ThreadParams::ThreadResume(params) => {
-                self.request_while_draining("thread/resume", params).await?
+                self.request_buffering("thread/resume", params).await?
             }
         };
         Ok(response.thread.id)
-    }
-
-    /// A request whose answer may queue behind notifications: drain (and log) them meanwhile so
-    /// the bounded event channel never blocks the reader.
-    async fn request_while_draining<P: serde::Serialize, T: serde::de::DeserializeOwned>(
-        &mut self,
-        method: &str,
-        params: &P,
-    ) -> Result<T, SessionError> {
-        let peer = self.peer.clone();
-        let request = peer.request(method, params);
-        tokio::pin!(request);
-        loop {
-            tokio::select! {
-                result = &mut request => return result.map_err(|error| self.map_peer_error(error)),
-                event = self.events.recv() => match event {
-                    Some(Incoming::Request { id, method, .. }) => {
-                        // Nothing is running yet; refuse politely so Codex is never left waiting.
-                        let _ = self.peer.respond_error(id, METHOD_NOT_FOUND, format!("clawbridge cannot answer `{method}` outside a turn")).await;
-                    }
-                    Some(message) => tracing::debug!("before turn: {}", message.method().unwrap_or("?")),
-                    None => {}
-                },
-            }
-        }
     }
 
     fn map_peer_error(&self, error: PeerError) -> SessionError {
@@ -391,7 +366,7 @@ impl CodexSession {
         }
         let started = Instant::now();
         let hard_deadline = started + limits.hard;
-        let response: TurnResponse = self.request_before_events("turn/start", turn).await?;
+        let response: TurnResponse = self.request_buffering("turn/start", turn).await?;
         let thread_id = turn.thread_id.clone();
         let mut outcome = TurnOutcome {
             thread_id: thread_id.clone(),
@@ -402,7 +377,7 @@ impl CodexSession {
             notifications: 0,
             server_requests: 0,
         };
-        // Notifications that arrived before the turn id was known.
+        // Messages that arrived before the turn id was known.
         let early = std::mem::take(&mut self.early_events);
         let mut idle_deadline = Instant::now() + limits.idle;
         for message in early {
@@ -442,11 +417,13 @@ impl CodexSession {
         }
     }
 
-    /// `turn/start` answers before its notifications, but a few may still overtake it.
-    async fn request_before_events<T: serde::de::DeserializeOwned>(
+    /// Send a request while buffering whatever arrives before its answer (notifications, and
+    /// server requests, which the next turn answers): the bounded event channel never blocks the
+    /// reader, and nothing is lost.
+    async fn request_buffering<P: serde::Serialize, T: serde::de::DeserializeOwned>(
         &mut self,
         method: &str,
-        params: &TurnStartParams,
+        params: &P,
     ) -> Result<T, SessionError> {
         let peer = self.peer.clone();
         let request = peer.request(method, params);

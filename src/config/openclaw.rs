@@ -306,7 +306,8 @@ fn positive_count(value: Option<&Value>) -> Option<usize> {
     (number.is_finite() && number >= 1.0).then(|| number.floor() as usize)
 }
 
-fn string_list(value: &Value) -> Vec<String> {
+/// The strings of a JSON array (other items skipped); empty for anything else.
+pub fn string_list(value: &Value) -> Vec<String> {
     value
         .as_array()
         .map(|items| {
