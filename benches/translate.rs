@@ -21,6 +21,10 @@ use clawbridge::workspace::{
 };
 use serde_json::json;
 
+/// The binary's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const FILE_CHARS: usize = 25_000;
 const SKILLS: usize = 150;
 const SKILL_CHARS: usize = 3_000;
