@@ -12,6 +12,7 @@ pub mod params;
 pub mod peer;
 pub mod process;
 pub mod session;
+pub mod turn;
 pub mod wire;
 
 /// The pinned Codex Default collaboration-mode preset for gpt-5.5, measured against Codex CLI

@@ -15,12 +15,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::time::Instant;
 
 use super::params::{ThreadParams, TurnStartParams};
 use super::peer::{Events, Peer, PeerConfig, PeerError};
 use super::process::{CodexProcess, SpawnOptions};
-use super::wire::{Incoming, RequestId, RpcError, INTERNAL_ERROR};
+use super::wire::{Incoming, RequestId, RpcError};
 use super::PINNED_CODEX_VERSION;
 
 /// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling).
@@ -356,200 +355,61 @@ impl CodexSession {
         observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
         limits: TurnLimits,
     ) -> Result<TurnOutcome, SessionError> {
-        #[derive(Deserialize)]
-        struct TurnResponse {
-            turn: TurnInfo,
+        let peer = self.peer.clone();
+        let result = super::turn::drive_turn(
+            &peer,
+            &mut self.events,
+            &mut self.early_events,
+            turn,
+            handler,
+            observer,
+            limits,
+        )
+        .await;
+        match result {
+            Ok(outcome) => Ok(outcome),
+            Err(failure) => Err(self.turn_failure(failure).await),
         }
-        #[derive(Deserialize)]
-        struct TurnInfo {
-            id: String,
-        }
-        let started = Instant::now();
-        let hard_deadline = started + limits.hard;
-        let response: TurnResponse = self.request_buffering("turn/start", turn).await?;
-        let thread_id = turn.thread_id.clone();
-        let mut outcome = TurnOutcome {
-            thread_id: thread_id.clone(),
-            turn_id: response.turn.id,
-            status: TurnStatus::Completed,
-            error: None,
-            agent_messages: Vec::new(),
-            notifications: 0,
-            server_requests: 0,
-        };
-        // Messages that arrived before the turn id was known.
-        let early = std::mem::take(&mut self.early_events);
-        let mut idle_deadline = Instant::now() + limits.idle;
-        for message in early {
-            if let Some(done) = self
-                .observe(message, &mut outcome, observer, handler, hard_deadline)
-                .await?
-            {
-                return Ok(done);
+    }
+
+    async fn turn_failure(&mut self, failure: super::turn::TurnFailure) -> SessionError {
+        use super::turn::TurnFailure;
+        match failure {
+            TurnFailure::Closed | TurnFailure::Peer(PeerError::ConnectionClosed) => {
+                self.exited().await
             }
-        }
-        loop {
-            let deadline = idle_deadline.min(hard_deadline);
-            let event = tokio::select! {
-                event = self.events.recv() => event,
-                _ = tokio::time::sleep_until(deadline) => {
-                    let error = if Instant::now() >= hard_deadline {
-                        SessionError::HardTimeout(limits.hard)
-                    } else {
-                        SessionError::IdleTimeout(limits.idle)
-                    };
-                    return Err(self.interrupt(&outcome, limits, error).await);
+            TurnFailure::Peer(error) => SessionError::Peer(error),
+            TurnFailure::Timeout { error, kill } => {
+                if kill {
+                    tracing::warn!(
+                        "the turn did not end after turn/interrupt; killing codex app-server"
+                    );
+                    self.kill().await;
                 }
-            };
-            let Some(message) = event else {
-                return Err(self.exited().await);
-            };
-            let of_this_turn = is_of_turn(&message, &thread_id, &outcome.turn_id);
-            if let Some(done) = self
-                .observe(message, &mut outcome, observer, handler, hard_deadline)
-                .await?
-            {
-                return Ok(done);
-            }
-            if of_this_turn {
-                idle_deadline = Instant::now() + limits.idle;
+                error
             }
         }
     }
 
-    /// Send a request while buffering whatever arrives before its answer (notifications, and
-    /// server requests, which the next turn answers): the bounded event channel never blocks the
-    /// reader, and nothing is lost.
+    /// Send a request while buffering whatever arrives before its answer.
     async fn request_buffering<P: serde::Serialize, T: serde::de::DeserializeOwned>(
         &mut self,
         method: &str,
         params: &P,
     ) -> Result<T, SessionError> {
         let peer = self.peer.clone();
-        let request = peer.request(method, params);
-        tokio::pin!(request);
-        loop {
-            tokio::select! {
-                result = &mut request => return result.map_err(|error| self.map_peer_error(error)),
-                event = self.events.recv() => {
-                    if let Some(message) = event {
-                        self.early_events.push(message);
-                    }
-                }
-            }
+        match super::turn::request_buffering(
+            &peer,
+            &mut self.events,
+            &mut self.early_events,
+            method,
+            params,
+        )
+        .await
+        {
+            Ok(value) => Ok(value),
+            Err(error) => Err(self.map_peer_error(error)),
         }
-    }
-
-    /// Handle one inbound message; `Some` when the turn is over.
-    async fn observe(
-        &mut self,
-        message: Incoming,
-        outcome: &mut TurnOutcome,
-        observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
-        handler: &dyn ServerRequestHandler,
-        hard_deadline: Instant,
-    ) -> Result<Option<TurnOutcome>, SessionError> {
-        match message {
-            Incoming::Notification { method, params } => {
-                outcome.notifications += 1;
-                let params: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
-                observer(TurnEvent::Notification {
-                    method: &method,
-                    params: &params,
-                });
-                match method.as_str() {
-                    "item/completed" => {
-                        let item = &params["item"];
-                        if item["type"] == "agentMessage"
-                            && params["turnId"] == outcome.turn_id.as_str()
-                        {
-                            if let Some(text) = item["text"].as_str() {
-                                outcome.agent_messages.push(text.to_string());
-                            }
-                        }
-                    }
-                    "error" if params["turnId"] == outcome.turn_id.as_str() => {
-                        outcome.error = params["error"]["message"].as_str().map(str::to_string);
-                    }
-                    "turn/completed" if params["turn"]["id"] == outcome.turn_id.as_str() => {
-                        let turn = &params["turn"];
-                        outcome.status = match turn["status"].as_str() {
-                            Some("completed") => TurnStatus::Completed,
-                            Some("interrupted") => TurnStatus::Interrupted,
-                            _ => TurnStatus::Failed,
-                        };
-                        if let Some(message) = turn["error"]["message"].as_str() {
-                            outcome.error = Some(message.to_string());
-                        }
-                        return Ok(Some(outcome.clone()));
-                    }
-                    _ => {}
-                }
-                Ok(None)
-            }
-            Incoming::Request { id, method, params } => {
-                outcome.server_requests += 1;
-                let request = ServerRequest {
-                    id: id.clone(),
-                    method: method.to_string(),
-                    params: serde_json::from_str(params.get()).unwrap_or(Value::Null),
-                };
-                observer(TurnEvent::ServerRequest { request: &request });
-                // The idle timer is paused while we answer; the hard cap still applies.
-                let answer = tokio::select! {
-                    answer = handler.handle(&request) => answer,
-                    _ = tokio::time::sleep_until(hard_deadline) => Err(RpcError {
-                        code: INTERNAL_ERROR,
-                        message: "clawbridge: the turn's time ran out while answering".to_string(),
-                        data: None,
-                    }),
-                };
-                observer(TurnEvent::Answered {
-                    id: &id,
-                    answer: &answer,
-                });
-                let sent = match answer {
-                    Ok(result) => self.peer.respond(id, result).await,
-                    Err(error) => self.peer.respond_error(id, error.code, error.message).await,
-                };
-                if sent.is_err() {
-                    return Err(self.exited().await);
-                }
-                Ok(None)
-            }
-            Incoming::Response { .. } => Ok(None),
-        }
-    }
-
-    /// `turn/interrupt`, a grace period for `turn/completed`, then kill.
-    async fn interrupt(
-        &mut self,
-        outcome: &TurnOutcome,
-        limits: TurnLimits,
-        error: SessionError,
-    ) -> SessionError {
-        tracing::warn!("{error}; sending turn/interrupt");
-        let params = json!({"threadId": outcome.thread_id, "turnId": outcome.turn_id});
-        let peer = self.peer.clone();
-        let ended = async {
-            let _ = peer.request::<_, Value>("turn/interrupt", &params).await;
-            while let Some(message) = self.events.recv().await {
-                if let Incoming::Notification { method, params } = &message {
-                    if method == "turn/completed" && params.get().contains(&outcome.turn_id) {
-                        return true;
-                    }
-                }
-            }
-            false
-        };
-        let completed = tokio::time::timeout(limits.interrupt_grace, ended)
-            .await
-            .unwrap_or(false);
-        if !completed {
-            tracing::warn!("the turn did not end after turn/interrupt; killing codex app-server");
-            self.kill().await;
-        }
-        error
     }
 
     /// Kill the child now.
@@ -576,27 +436,6 @@ impl CodexSession {
             }
         }
     }
-}
-
-/// Whether a message belongs to this thread and turn (for the idle timer).
-fn is_of_turn(message: &Incoming, thread_id: &str, turn_id: &str) -> bool {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Ids {
-        thread_id: Option<String>,
-        turn_id: Option<String>,
-        turn: Option<TurnRef>,
-    }
-    #[derive(Deserialize)]
-    struct TurnRef {
-        id: Option<String>,
-    }
-    let Some(Ok(ids)) = message.params::<Ids>() else {
-        return false;
-    };
-    let turn_matches = ids.turn_id.as_deref() == Some(turn_id)
-        || ids.turn.and_then(|turn| turn.id).as_deref() == Some(turn_id);
-    ids.thread_id.as_deref() == Some(thread_id) && turn_matches
 }
 
 #[cfg(test)]

@@ -1,0 +1,289 @@
+//! Driving one turn over any source of inbound messages.
+//!
+//! A [`super::session::CodexSession`] reads its connection's whole event stream; the bridge
+//! service runs many threads over one app-server and gives each run only its thread's messages.
+//! Both drive turns with [`drive_turn`]: `turn/start`, then that turn's notifications until
+//! `turn/completed`, every server request answered with its exact id, a progress-aware idle
+//! timeout (reset only by this turn's notifications, paused while answering) and a hard cap.
+
+use std::future::Future;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::params::TurnStartParams;
+use super::peer::{Events, Peer, PeerError};
+use super::session::{
+    ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits, TurnOutcome,
+    TurnStatus,
+};
+use super::wire::{Incoming, RpcError, INTERNAL_ERROR};
+
+/// Where a turn's inbound messages come from.
+pub trait EventSource: Send {
+    fn recv(&mut self) -> impl Future<Output = Option<Incoming>> + Send;
+}
+
+impl EventSource for Events {
+    fn recv(&mut self) -> impl Future<Output = Option<Incoming>> + Send {
+        Events::recv(self)
+    }
+}
+
+impl EventSource for mpsc::Receiver<Incoming> {
+    fn recv(&mut self) -> impl Future<Output = Option<Incoming>> + Send {
+        mpsc::Receiver::recv(self)
+    }
+}
+
+/// Why a turn ended early.
+#[derive(Debug)]
+pub enum TurnFailure {
+    /// The message source closed (the app-server went away).
+    Closed,
+    Peer(PeerError),
+    /// The turn timed out; `kill` is set when `turn/interrupt` did not end it either.
+    Timeout {
+        error: SessionError,
+        kill: bool,
+    },
+}
+
+/// Send a request while buffering whatever arrives before its answer into `early`
+/// (notifications, and server requests the next turn answers): nothing is lost and the bounded
+/// source never blocks the reader.
+pub async fn request_buffering<
+    S: EventSource,
+    P: serde::Serialize,
+    T: serde::de::DeserializeOwned,
+>(
+    peer: &Peer,
+    source: &mut S,
+    early: &mut Vec<Incoming>,
+    method: &str,
+    params: &P,
+) -> Result<T, PeerError> {
+    let request = peer.request(method, params);
+    tokio::pin!(request);
+    let mut open = true;
+    loop {
+        tokio::select! {
+            result = &mut request => return result,
+            event = source.recv(), if open => match event {
+                Some(message) => early.push(message),
+                None => open = false,
+            },
+        }
+    }
+}
+
+/// Whether a message belongs to this thread and turn (for the idle timer).
+pub fn is_of_turn(message: &Incoming, thread_id: &str, turn_id: &str) -> bool {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Ids {
+        thread_id: Option<String>,
+        turn_id: Option<String>,
+        turn: Option<TurnRef>,
+    }
+    #[derive(Deserialize)]
+    struct TurnRef {
+        id: Option<String>,
+    }
+    let Some(Ok(ids)) = message.params::<Ids>() else {
+        return false;
+    };
+    let turn_matches = ids.turn_id.as_deref() == Some(turn_id)
+        || ids.turn.and_then(|turn| turn.id).as_deref() == Some(turn_id);
+    ids.thread_id.as_deref() == Some(thread_id) && turn_matches
+}
+
+/// Run one turn to its end.
+pub async fn drive_turn<S: EventSource>(
+    peer: &Peer,
+    source: &mut S,
+    early: &mut Vec<Incoming>,
+    turn: &TurnStartParams,
+    handler: &dyn ServerRequestHandler,
+    observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
+    limits: TurnLimits,
+) -> Result<TurnOutcome, TurnFailure> {
+    #[derive(Deserialize)]
+    struct TurnResponse {
+        turn: TurnInfo,
+    }
+    #[derive(Deserialize)]
+    struct TurnInfo {
+        id: String,
+    }
+    let hard_deadline = Instant::now() + limits.hard;
+    let response: TurnResponse = request_buffering(peer, source, early, "turn/start", turn)
+        .await
+        .map_err(TurnFailure::Peer)?;
+    let thread_id = turn.thread_id.clone();
+    let mut outcome = TurnOutcome {
+        thread_id: thread_id.clone(),
+        turn_id: response.turn.id,
+        status: TurnStatus::Completed,
+        error: None,
+        agent_messages: Vec::new(),
+        notifications: 0,
+        server_requests: 0,
+    };
+    let mut idle_deadline = Instant::now() + limits.idle;
+    for message in std::mem::take(early) {
+        if let Some(done) = observe(
+            peer,
+            message,
+            &mut outcome,
+            observer,
+            handler,
+            hard_deadline,
+        )
+        .await?
+        {
+            return Ok(done);
+        }
+    }
+    loop {
+        let deadline = idle_deadline.min(hard_deadline);
+        let event = tokio::select! {
+            event = source.recv() => event,
+            _ = tokio::time::sleep_until(deadline) => {
+                let error = if Instant::now() >= hard_deadline {
+                    SessionError::HardTimeout(limits.hard)
+                } else {
+                    SessionError::IdleTimeout(limits.idle)
+                };
+                let ended = interrupt(peer, source, &outcome, limits, &error).await;
+                return Err(TurnFailure::Timeout { error, kill: !ended });
+            }
+        };
+        let Some(message) = event else {
+            return Err(TurnFailure::Closed);
+        };
+        let of_this_turn = is_of_turn(&message, &thread_id, &outcome.turn_id);
+        if let Some(done) = observe(
+            peer,
+            message,
+            &mut outcome,
+            observer,
+            handler,
+            hard_deadline,
+        )
+        .await?
+        {
+            return Ok(done);
+        }
+        if of_this_turn {
+            idle_deadline = Instant::now() + limits.idle;
+        }
+    }
+}
+
+/// Handle one inbound message; `Some` when the turn is over.
+async fn observe(
+    peer: &Peer,
+    message: Incoming,
+    outcome: &mut TurnOutcome,
+    observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
+    handler: &dyn ServerRequestHandler,
+    hard_deadline: Instant,
+) -> Result<Option<TurnOutcome>, TurnFailure> {
+    match message {
+        Incoming::Notification { method, params } => {
+            outcome.notifications += 1;
+            let params: Value = params.parse().unwrap_or(Value::Null);
+            observer(TurnEvent::Notification {
+                method: &method,
+                params: &params,
+            });
+            match method.as_str() {
+                "item/completed" => {
+                    let item = &params["item"];
+                    if item["type"] == "agentMessage"
+                        && params["turnId"] == outcome.turn_id.as_str()
+                    {
+                        if let Some(text) = item["text"].as_str() {
+                            outcome.agent_messages.push(text.to_string());
+                        }
+                    }
+                }
+                "error" if params["turnId"] == outcome.turn_id.as_str() => {
+                    outcome.error = params["error"]["message"].as_str().map(str::to_string);
+                }
+                "turn/completed" if params["turn"]["id"] == outcome.turn_id.as_str() => {
+                    let turn = &params["turn"];
+                    outcome.status = match turn["status"].as_str() {
+                        Some("completed") => TurnStatus::Completed,
+                        Some("interrupted") => TurnStatus::Interrupted,
+                        _ => TurnStatus::Failed,
+                    };
+                    if let Some(message) = turn["error"]["message"].as_str() {
+                        outcome.error = Some(message.to_string());
+                    }
+                    return Ok(Some(outcome.clone()));
+                }
+                _ => {}
+            }
+            Ok(None)
+        }
+        Incoming::Request { id, method, params } => {
+            outcome.server_requests += 1;
+            let request = ServerRequest {
+                id: id.clone(),
+                method: method.to_string(),
+                params: params.parse().unwrap_or(Value::Null),
+            };
+            observer(TurnEvent::ServerRequest { request: &request });
+            // The idle timer is paused while we answer; the hard cap still applies.
+            let answer = tokio::select! {
+                answer = handler.handle(&request) => answer,
+                _ = tokio::time::sleep_until(hard_deadline) => Err(RpcError {
+                    code: INTERNAL_ERROR,
+                    message: "clawbridge: the turn's time ran out while answering".to_string(),
+                    data: None,
+                }),
+            };
+            observer(TurnEvent::Answered {
+                id: &id,
+                answer: &answer,
+            });
+            let sent = match answer {
+                Ok(result) => peer.respond(id, result).await,
+                Err(error) => peer.respond_error(id, error.code, error.message).await,
+            };
+            sent.map_err(|_| TurnFailure::Closed)?;
+            Ok(None)
+        }
+        Incoming::Response { .. } => Ok(None),
+    }
+}
+
+/// `turn/interrupt` and a grace period for `turn/completed`; `true` when the turn ended.
+async fn interrupt<S: EventSource>(
+    peer: &Peer,
+    source: &mut S,
+    outcome: &TurnOutcome,
+    limits: TurnLimits,
+    error: &SessionError,
+) -> bool {
+    tracing::warn!("{error}; sending turn/interrupt");
+    let params = json!({"threadId": outcome.thread_id, "turnId": outcome.turn_id});
+    let ended = async {
+        let _ = peer.request::<_, Value>("turn/interrupt", &params).await;
+        while let Some(message) = source.recv().await {
+            if let Incoming::Notification { method, params } = &message {
+                if method == "turn/completed" && params.get().contains(&outcome.turn_id) {
+                    return true;
+                }
+            }
+        }
+        false
+    };
+    tokio::time::timeout(limits.interrupt_grace, ended)
+        .await
+        .unwrap_or(false)
+}
