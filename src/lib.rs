@@ -24,6 +24,7 @@ pub mod offline;
 pub mod pairing;
 pub mod prompt;
 pub mod routing;
+pub mod server;
 pub mod skills;
 pub mod snapshots;
 pub mod text;

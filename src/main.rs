@@ -113,6 +113,36 @@ enum Command {
         #[command(flatten)]
         codex: CodexArgs,
     },
+    /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) for OpenClaw-side clients.
+    Serve {
+        /// Address to listen on (`127.0.0.1:0` picks a free port; the bound address is the first stdout line).
+        #[arg(long, default_value = "127.0.0.1:7077")]
+        listen: std::net::SocketAddr,
+        /// Require `Authorization: Bearer <TOKEN>` (mandatory off loopback). Also read from CLAWBRIDGE_TOKEN.
+        #[arg(long, env = "CLAWBRIDGE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Run documents' paths must lie under one of these folders (repeatable).
+        #[arg(long = "workspace-root", required = true)]
+        workspace_roots: Vec<PathBuf>,
+        /// The Codex CLI binary (default: $CODEX_BIN, then `codex` on PATH).
+        #[arg(long)]
+        codex_bin: Option<PathBuf>,
+        /// CODEX_HOME for the app-server.
+        #[arg(long)]
+        codex_home: Option<PathBuf>,
+        /// Where session bindings and warning state live (default: the platform state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// Pair with the built-in loopback model stub and a throwaway CODEX_HOME.
+        #[arg(long)]
+        offline: bool,
+        /// Script the offline stub's answers.
+        #[arg(long)]
+        stub_script: Option<PathBuf>,
+        /// Seconds a tool call or approval waits for the client's answer.
+        #[arg(long, default_value_t = 300)]
+        answer_timeout: u64,
+    },
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
     #[command(subcommand, alias = "prompt-snapshots")]
     Snapshots(SnapshotsCommand),
@@ -398,6 +428,47 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             codex,
         } => block_on(run_command(run, offline, json, codex)),
         Command::Capture { run, out, codex } => block_on(capture_command(run, out, codex)),
+        Command::Serve {
+            listen,
+            token,
+            workspace_roots,
+            codex_bin,
+            codex_home,
+            state_dir,
+            offline,
+            stub_script,
+            answer_timeout,
+        } => {
+            let binary = clawbridge::codex::process::find_codex_binary(
+                codex_bin.as_deref(),
+                std::env::var_os("CODEX_BIN"),
+                std::env::var_os("PATH"),
+            )
+            .map_err(|message| Failure::Startup(anyhow::anyhow!(message)))?;
+            let state_dir = state_dir
+                .or_else(WarningLedger::default_state_dir)
+                .ok_or_else(|| {
+                    Failure::BadInput(anyhow::anyhow!("no state directory; pass --state-dir"))
+                })?;
+            let stub_script = match &stub_script {
+                Some(path) => clawbridge::offline::StubScript::load(path)?,
+                None => clawbridge::offline::StubScript::default(),
+            };
+            let config = clawbridge::server::ServeConfig {
+                listen,
+                token,
+                workspace_roots,
+                codex_bin: binary.path,
+                codex_home,
+                state_dir,
+                offline,
+                stub_script,
+                limits: clawbridge::codex::session::TurnLimits::default(),
+                answer_timeout: std::time::Duration::from_secs(answer_timeout),
+                max_request_bytes: 16 * 1024 * 1024,
+            };
+            block_on(serve_command(config))
+        }
         Command::Snapshots(SnapshotsCommand::Gen {
             root,
             raw,
@@ -854,4 +925,22 @@ async fn capture_command(
         ));
     }
     print_stdout(&summary)
+}
+
+async fn serve_command(config: clawbridge::server::ServeConfig) -> Result<ExitCode, Failure> {
+    use clawbridge::server::ServeError;
+    let running = clawbridge::server::start(config)
+        .await
+        .map_err(|error| match error {
+            ServeError::Setup(error) => Failure::from(error),
+            other => Failure::BadInput(other.into()),
+        })?;
+    print_stdout(&format!("{}\n", running.addr))?;
+    tracing::info!("clawbridge serve listening on {}", running.addr);
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
+        _ = running.handle.clone().stopped() => {}
+    }
+    let _ = running.handle.stop();
+    Ok(ExitCode::SUCCESS)
 }

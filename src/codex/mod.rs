@@ -7,6 +7,7 @@
 
 pub mod framing;
 pub mod handler;
+pub mod hub;
 pub mod instructions;
 pub mod params;
 pub mod peer;

@@ -148,6 +148,16 @@ pub struct TurnOutcome {
     pub server_requests: usize,
 }
 
+/// A session's parts, see [`CodexSession::into_parts`].
+pub struct SessionParts {
+    pub peer: Peer,
+    pub events: Events,
+    pub process: Option<CodexProcess>,
+    pub early_events: Vec<Incoming>,
+    pub user_agent: String,
+    pub codex_version: Option<String>,
+}
+
 /// One connection to `codex app-server`.
 pub struct CodexSession {
     peer: Peer,
@@ -282,6 +292,18 @@ impl CodexSession {
         self.peer.notify::<Value>("initialized", None).await?;
         tracing::info!("paired with {}", self.user_agent);
         Ok(())
+    }
+
+    /// Take the session apart (the bridge service routes its events per thread).
+    pub fn into_parts(self) -> SessionParts {
+        SessionParts {
+            peer: self.peer,
+            events: self.events,
+            process: self.process,
+            early_events: self.early_events,
+            user_agent: self.user_agent,
+            codex_version: self.codex_version,
+        }
     }
 
     /// The app-server's process id, when we spawned it.

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-fn codex_bin() -> Option<PathBuf> {
+pub fn codex_bin() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("CLAWBRIDGE_CODEX_BIN") {
         return Some(PathBuf::from(path));
     }

@@ -7,6 +7,7 @@ mod peer;
 mod prompt;
 mod routing;
 mod schema;
+mod serve;
 mod skills;
 mod snapshots;
 mod util;

@@ -1,0 +1,326 @@
+//! One `codex app-server` serving many threads at once (the bridge service).
+//!
+//! A router task reads the connection's events and hands each message to the run that owns its
+//! thread (by `threadId`, or `thread.id` for `thread/started`). Messages for a thread nobody has
+//! claimed yet are kept (bounded) until its run registers, so a notification that overtakes the
+//! `thread/start` answer is not lost. Server requests for no known thread are refused at once so
+//! Codex is never left waiting. When the app-server goes away every route closes, every running
+//! turn fails with [`SessionError::CodexExited`], and the hub reports itself dead so the next run
+//! starts a new process.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use super::params::{ThreadParams, TurnStartParams};
+use super::peer::{Events, Peer, PeerConfig, PeerError};
+use super::process::{CodexProcess, SpawnOptions};
+use super::session::{
+    CodexSession, ServerRequestHandler, SessionError, TurnEvent, TurnLimits, TurnOutcome,
+};
+use super::turn::{drive_turn, TurnFailure};
+use super::wire::{Incoming, METHOD_NOT_FOUND};
+
+/// Messages kept for a thread nobody claimed yet, and how many such threads.
+const UNCLAIMED_PER_THREAD: usize = 256;
+const UNCLAIMED_THREADS: usize = 256;
+/// Buffer of one run's route.
+const ROUTE_CAPACITY: usize = 1024;
+
+#[derive(Default)]
+struct Routes {
+    routes: HashMap<String, mpsc::Sender<Incoming>>,
+    unclaimed: HashMap<String, Vec<Incoming>>,
+}
+
+/// The shared app-server.
+pub struct CodexHub {
+    peer: Peer,
+    routes: Arc<Mutex<Routes>>,
+    process: tokio::sync::Mutex<Option<CodexProcess>>,
+    stderr_tail: Arc<Mutex<Vec<String>>>,
+    alive: Arc<AtomicBool>,
+    pub user_agent: String,
+    pub codex_version: Option<String>,
+    pub pid: Option<u32>,
+}
+
+/// A run's claim on one thread's messages; dropping it releases the thread.
+pub struct ThreadHandle {
+    pub thread_id: String,
+    receiver: mpsc::Receiver<Incoming>,
+    early: Vec<Incoming>,
+    routes: Arc<Mutex<Routes>>,
+}
+
+impl Drop for ThreadHandle {
+    fn drop(&mut self) {
+        lock(&self.routes).routes.remove(&self.thread_id);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The thread a message belongs to.
+fn thread_of(message: &Incoming) -> Option<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Ids {
+        thread_id: Option<String>,
+        thread: Option<ThreadRef>,
+    }
+    #[derive(Deserialize)]
+    struct ThreadRef {
+        id: Option<String>,
+    }
+    let ids: Ids = message.params()?.ok()?;
+    ids.thread_id
+        .or_else(|| ids.thread.and_then(|thread| thread.id))
+}
+
+async fn route_loop(
+    mut events: Events,
+    routes: Arc<Mutex<Routes>>,
+    peer: Peer,
+    alive: Arc<AtomicBool>,
+) {
+    while let Some(message) = events.recv().await {
+        let Some(thread_id) = thread_of(&message) else {
+            if let Incoming::Request { id, method, .. } = message {
+                let _ = peer
+                    .respond_error(
+                        id,
+                        METHOD_NOT_FOUND,
+                        format!("clawbridge cannot answer `{method}` here"),
+                    )
+                    .await;
+            } else {
+                tracing::debug!("app-server: {}", message.method().unwrap_or("?"));
+            }
+            continue;
+        };
+        let sender = lock(&routes).routes.get(&thread_id).cloned();
+        match sender {
+            // Back-pressure: a slow run slows the reader rather than losing messages.
+            Some(sender) => {
+                if let Err(error) = sender.send(message).await {
+                    tracing::debug!(
+                        "run for thread {thread_id} went away; dropped {:?}",
+                        error.0.method()
+                    );
+                }
+            }
+            None => {
+                // Keep it for the run that will claim the thread (bounded); refuse what cannot wait.
+                let refused = {
+                    let mut table = lock(&routes);
+                    let threads = table.unclaimed.len();
+                    match table.unclaimed.get_mut(&thread_id) {
+                        Some(kept) if kept.len() < UNCLAIMED_PER_THREAD => {
+                            kept.push(message);
+                            None
+                        }
+                        None if threads < UNCLAIMED_THREADS => {
+                            table.unclaimed.insert(thread_id.clone(), vec![message]);
+                            None
+                        }
+                        _ => Some(message),
+                    }
+                };
+                if let Some(Incoming::Request { id, method, .. }) = refused {
+                    let _ = peer
+                        .respond_error(
+                            id,
+                            METHOD_NOT_FOUND,
+                            format!("no run owns thread {thread_id} (`{method}`)"),
+                        )
+                        .await;
+                }
+            }
+        }
+    }
+    alive.store(false, Ordering::SeqCst);
+    // Closing every route fails the running turns.
+    let mut table = lock(&routes);
+    table.routes.clear();
+    table.unclaimed.clear();
+}
+
+impl CodexHub {
+    /// Spawn the app-server and complete the handshake.
+    pub async fn spawn(
+        options: &SpawnOptions,
+        peer_config: PeerConfig,
+        handshake_timeout: Duration,
+    ) -> Result<Arc<CodexHub>, SessionError> {
+        let session = CodexSession::spawn(options, peer_config, true, handshake_timeout).await?;
+        let pid = session.pid();
+        let parts = session.into_parts();
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let alive = Arc::new(AtomicBool::new(true));
+        for message in parts.early_events {
+            if let Some(thread_id) = thread_of(&message) {
+                lock(&routes)
+                    .unclaimed
+                    .entry(thread_id)
+                    .or_default()
+                    .push(message);
+            }
+        }
+        tokio::spawn(route_loop(
+            parts.events,
+            Arc::clone(&routes),
+            parts.peer.clone(),
+            Arc::clone(&alive),
+        ));
+        Ok(Arc::new(CodexHub {
+            peer: parts.peer,
+            routes,
+            process: tokio::sync::Mutex::new(parts.process),
+            stderr_tail: Arc::new(Mutex::new(Vec::new())),
+            alive,
+            user_agent: parts.user_agent,
+            codex_version: parts.codex_version,
+            pid,
+        }))
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    /// Threads with a running turn.
+    pub fn active_threads(&self) -> usize {
+        lock(&self.routes).routes.len()
+    }
+
+    /// Requests we sent that still wait for an answer.
+    pub fn pending_requests(&self) -> usize {
+        self.peer.pending_requests()
+    }
+
+    /// The peer (for `turn/interrupt` from the API).
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    fn claim(&self, thread_id: &str) -> ThreadHandle {
+        let (sender, receiver) = mpsc::channel(ROUTE_CAPACITY);
+        let mut table = lock(&self.routes);
+        let early = table.unclaimed.remove(thread_id).unwrap_or_default();
+        table.routes.insert(thread_id.to_string(), sender);
+        ThreadHandle {
+            thread_id: thread_id.to_string(),
+            receiver,
+            early,
+            routes: Arc::clone(&self.routes),
+        }
+    }
+
+    async fn exited(&self) -> SessionError {
+        let mut guard = self.process.lock().await;
+        let status = match guard.as_mut() {
+            Some(process) => {
+                *lock(&self.stderr_tail) = process.stderr_tail();
+                match process.wait_exit(Duration::from_millis(1500)).await {
+                    Some(status) => status.to_string(),
+                    None => "stdout closed".to_string(),
+                }
+            }
+            None => "connection closed".to_string(),
+        };
+        SessionError::CodexExited {
+            status,
+            stderr: lock(&self.stderr_tail).clone(),
+        }
+    }
+
+    fn map_peer(&self, error: PeerError) -> SessionError {
+        SessionError::Peer(error)
+    }
+
+    /// Start or resume a thread and claim its messages.
+    pub async fn open_thread(&self, thread: &ThreadParams) -> Result<ThreadHandle, SessionError> {
+        #[derive(Deserialize)]
+        struct ThreadResponse {
+            thread: ThreadInfo,
+        }
+        #[derive(Deserialize)]
+        struct ThreadInfo {
+            id: String,
+        }
+        // Claim a resumed thread first, so nothing of it goes to the unclaimed buffer.
+        let pre_claimed = match thread {
+            ThreadParams::ThreadResume(resume) => Some(self.claim(&resume.thread_id)),
+            ThreadParams::ThreadStart(_) => None,
+        };
+        let response: Result<ThreadResponse, PeerError> = match thread {
+            ThreadParams::ThreadStart(params) => self.peer.request("thread/start", params).await,
+            ThreadParams::ThreadResume(params) => self.peer.request("thread/resume", params).await,
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(PeerError::ConnectionClosed) => return Err(self.exited().await),
+            Err(error) => return Err(self.map_peer(error)),
+        };
+        Ok(match pre_claimed {
+            Some(handle) if handle.thread_id == response.thread.id => handle,
+            _ => self.claim(&response.thread.id),
+        })
+    }
+
+    /// Run one turn on a claimed thread.
+    pub async fn run_turn(
+        &self,
+        thread: &mut ThreadHandle,
+        turn: &TurnStartParams,
+        handler: &dyn ServerRequestHandler,
+        observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
+        limits: TurnLimits,
+    ) -> Result<TurnOutcome, SessionError> {
+        let mut turn = turn.clone();
+        turn.thread_id = thread.thread_id.clone();
+        let result = drive_turn(
+            &self.peer,
+            &mut thread.receiver,
+            &mut thread.early,
+            &turn,
+            handler,
+            observer,
+            limits,
+        )
+        .await;
+        match result {
+            Ok(outcome) => Ok(outcome),
+            Err(TurnFailure::Closed) | Err(TurnFailure::Peer(PeerError::ConnectionClosed)) => {
+                Err(self.exited().await)
+            }
+            Err(TurnFailure::Peer(error)) => Err(SessionError::Peer(error)),
+            Err(TurnFailure::Timeout { error, kill }) => {
+                if kill {
+                    tracing::warn!(
+                        "a turn did not end after turn/interrupt; restarting codex app-server"
+                    );
+                    self.kill().await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Kill the process (every run on it fails; the next run starts a new one).
+    pub async fn kill(&self) {
+        if let Some(process) = self.process.lock().await.as_mut() {
+            process.kill().await;
+        }
+        self.alive.store(false, Ordering::SeqCst);
+    }
+}

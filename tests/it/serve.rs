@@ -1,0 +1,313 @@
+//! The bridge service with a real jsonrpsee client, the real Codex and the offline stub.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clawbridge::codex::session::TurnLimits;
+use clawbridge::offline::{StubScript, StubStep};
+use clawbridge::server::{start, Running, ServeConfig, ServeError};
+use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
+use jsonrpsee::rpc_params;
+use jsonrpsee::ws_client::WsClientBuilder;
+use serde_json::{json, Value};
+
+use crate::e2e::codex_bin;
+use crate::util::*;
+
+fn config(
+    bin: PathBuf,
+    state: &Path,
+    codex_home: Option<PathBuf>,
+    script: Vec<StubStep>,
+) -> ServeConfig {
+    ServeConfig {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        token: None,
+        workspace_roots: vec![repo_root().join("fixtures")],
+        codex_bin: bin,
+        codex_home,
+        state_dir: state.to_path_buf(),
+        offline: true,
+        stub_script: StubScript { responses: script },
+        limits: TurnLimits {
+            idle: Duration::from_secs(30),
+            hard: Duration::from_secs(60),
+            interrupt_grace: Duration::from_secs(5),
+        },
+        answer_timeout: Duration::from_secs(30),
+        max_request_bytes: 16 * 1024 * 1024,
+    }
+}
+
+/// A fixture run document with paths relative to the `fixtures/` root.
+fn run_document(name: &str) -> Value {
+    let mut document: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("fixtures/runs").join(name)).expect("run"),
+    )
+    .expect("json");
+    document["workspace"] = json!("workspace");
+    if let Some(tools) = document["tools"].as_array_mut() {
+        for tool in tools.iter_mut() {
+            if let Some(path) = tool.as_str() {
+                *tool = json!(path.trim_start_matches("../"));
+            }
+        }
+    }
+    document
+}
+
+async fn connect(running: &Running) -> jsonrpsee::ws_client::WsClient {
+    WsClientBuilder::default()
+        .build(format!("ws://{}", running.addr))
+        .await
+        .expect("ws client")
+}
+
+/// Collect a run's events up to and including `turnEnd`, answering tool calls with `answer`.
+async fn follow(
+    client: &jsonrpsee::ws_client::WsClient,
+    run_id: &str,
+    answer: Option<Value>,
+) -> Vec<Value> {
+    let mut subscription = client
+        .subscribe::<Value, _>(
+            "bridge.subscribeRun",
+            rpc_params![run_id],
+            "bridge.unsubscribeRun",
+        )
+        .await
+        .expect("subscribe");
+    let mut events = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), subscription.next())
+            .await
+            .expect("event in time")
+            .expect("stream open")
+            .expect("event");
+        if let (true, Some(answer)) = (event["event"] == "toolCall", &answer) {
+            let mut result = answer.clone();
+            result["callId"] = event["callId"].clone();
+            let ok: Value = client
+                .request("bridge.toolResult", rpc_params![result])
+                .await
+                .expect("toolResult");
+            assert_eq!(ok["ok"], true);
+        }
+        let end = event["event"] == "turnEnd";
+        events.push(event);
+        if end {
+            return events;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn params_run_stream_tool_call_and_status() {
+    let Some(bin) = codex_bin() else { return };
+    let state = tempfile::tempdir().expect("state");
+    let script = vec![
+        StubStep::ToolCall {
+            name: "message".into(),
+            arguments: json!({"action": "send", "message": "hi Pash"}),
+            namespace: None,
+        },
+        StubStep::Text("done".into()),
+    ];
+    let running = start(config(bin, state.path(), None, script))
+        .await
+        .expect("serve");
+    let client = connect(&running).await;
+
+    // Params round trip: the same JSON as `clawbridge params` for the same run.
+    let document = run_document("telegram-direct.json");
+    let params: Value = client
+        .request("bridge.params", rpc_params![document.clone()])
+        .await
+        .expect("params");
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args([
+            "params",
+            "fixtures/runs/telegram-direct.json",
+            "--state-dir",
+            &state.path().display().to_string(),
+        ])
+        .current_dir(repo_root())
+        .output()
+        .expect("cli");
+    let cli: Value = serde_json::from_slice(&cli.stdout).expect("cli json");
+    assert_eq!(params, cli);
+
+    let started: Value = client
+        .request("bridge.runStart", rpc_params![document])
+        .await
+        .expect("runStart");
+    let run_id = started["runId"].as_str().expect("runId").to_string();
+    assert!(started["threadId"]
+        .as_str()
+        .is_some_and(|id| !id.is_empty()));
+    let answer = json!({"text": "delivered", "success": true});
+    let events = follow(&client, &run_id, Some(answer)).await;
+    let end = events.last().expect("end");
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(end["agentMessages"], json!(["done"]));
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "toolCall" && e["tool"] == "message"));
+    assert!(events.iter().any(|e| e["method"] == "turn/started"));
+    let requests = running.bridge_requests();
+    assert!(
+        requests.iter().any(|body| body.contains("delivered")),
+        "the tool result reached the model"
+    );
+
+    // A late subscriber replays the whole run.
+    let replay = follow(&client, &run_id, None).await;
+    assert_eq!(replay.len(), events.len());
+
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert_eq!(status["codex"]["version"], "0.169.0");
+    assert_eq!(status["sessions"], 1);
+    assert_eq!(status["runs"][0]["state"], "ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_resumes_the_thread_even_after_a_restart() {
+    let Some(bin) = codex_bin() else { return };
+    let state = tempfile::tempdir().expect("state");
+    let home = tempfile::tempdir().expect("codex home");
+    let document = run_document("telegram-direct.json");
+
+    let running = start(config(
+        bin.clone(),
+        state.path(),
+        Some(home.path().to_path_buf()),
+        vec![],
+    ))
+    .await
+    .expect("serve");
+    let client = connect(&running).await;
+    let first: Value = client
+        .request("bridge.runStart", rpc_params![document.clone()])
+        .await
+        .expect("run 1");
+    let events = follow(&client, first["runId"].as_str().expect("id"), None).await;
+    assert_eq!(events.last().expect("end")["status"], "completed");
+    let second: Value = client
+        .request("bridge.runStart", rpc_params![document.clone()])
+        .await
+        .expect("run 2");
+    assert_eq!(
+        second["threadId"], first["threadId"],
+        "same session, same thread"
+    );
+    let events = follow(&client, second["runId"].as_str().expect("id"), None).await;
+    assert_eq!(events[0]["resumed"], true);
+    drop(client);
+    running.handle.stop().expect("stop");
+    running.handle.clone().stopped().await;
+    drop(running);
+
+    let running = start(config(
+        bin,
+        state.path(),
+        Some(home.path().to_path_buf()),
+        vec![],
+    ))
+    .await
+    .expect("restart");
+    let client = connect(&running).await;
+    let third: Value = client
+        .request("bridge.runStart", rpc_params![document])
+        .await
+        .expect("run 3");
+    assert_eq!(
+        third["threadId"], first["threadId"],
+        "the binding survived the restart"
+    );
+    let events = follow(&client, third["runId"].as_str().expect("id"), None).await;
+    assert_eq!(events[0]["resumed"], true);
+    assert_eq!(events.last().expect("end")["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_paths_tokens_and_binds() {
+    let Some(bin) = codex_bin() else { return };
+    let state = tempfile::tempdir().expect("state");
+    // Non-loopback without a token.
+    let mut open = config(bin.clone(), state.path(), None, vec![]);
+    open.listen = "0.0.0.0:0".parse().expect("addr");
+    assert!(matches!(
+        start(open).await.err(),
+        Some(ServeError::NonLoopbackWithoutToken(_))
+    ));
+
+    let mut guarded = config(bin, state.path(), None, vec![]);
+    guarded.token = Some("s3cret-token".into());
+    let running = start(guarded).await.expect("serve");
+    let url = format!("http://{}", running.addr);
+    let wrong = jsonrpsee::http_client::HttpClientBuilder::default()
+        .set_headers(
+            [(
+                http::header::AUTHORIZATION,
+                "Bearer nope".parse().expect("header"),
+            )]
+            .into_iter()
+            .collect(),
+        )
+        .build(&url)
+        .expect("client");
+    let refused = wrong
+        .request::<Value, _>("bridge.status", rpc_params![])
+        .await;
+    assert!(refused.is_err(), "wrong token refused");
+    let right = jsonrpsee::http_client::HttpClientBuilder::default()
+        .set_headers(
+            [(
+                http::header::AUTHORIZATION,
+                "Bearer s3cret-token".parse().expect("header"),
+            )]
+            .into_iter()
+            .collect(),
+        )
+        .build(&url)
+        .expect("client");
+    let status: Value = right
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("right token");
+    assert_eq!(status["sessions"], 0);
+
+    // A workspace outside the roots is refused with a stable code naming the field.
+    let outside = TestWorkspace::full();
+    let error = right
+        .request::<Value, _>(
+            "bridge.params",
+            rpc_params![json!({"workspace": outside.path()})],
+        )
+        .await
+        .expect_err("outside the roots");
+    let text = error.to_string();
+    assert!(
+        text.contains("4001") && text.contains("workspace"),
+        "{text}"
+    );
+    let error = right
+        .request::<Value, _>(
+            "bridge.params",
+            rpc_params![json!({"workspace": "workspace", "bogus": 1})],
+        )
+        .await
+        .expect_err("unknown key");
+    assert!(error.to_string().contains("bogus"), "{error}");
+    let error = right
+        .request::<Value, _>(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": "nope", "text": "x", "success": true})],
+        )
+        .await
+        .expect_err("unknown call");
+    assert!(error.to_string().contains("4004"), "{error}");
+}
