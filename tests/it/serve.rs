@@ -316,10 +316,21 @@ async fn refusals_paths_tokens_and_binds() {
 async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
     let Some(bin) = codex_bin() else { return };
     let state = tempfile::tempdir().expect("state");
-    let running = start(config(bin, state.path(), None, vec![StubStep::Hang])).await.expect("serve");
+    let running = start(config(bin, state.path(), None, vec![StubStep::Hang]))
+        .await
+        .expect("serve");
     let client = connect(&running).await;
-    let started: Value = client.request("bridge.runStart", rpc_params![run_document("telegram-direct.json")]).await.expect("run");
-    let status: Value = client.request("bridge.status", rpc_params![]).await.expect("status");
+    let started: Value = client
+        .request(
+            "bridge.runStart",
+            rpc_params![run_document("telegram-direct.json")],
+        )
+        .await
+        .expect("run");
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
     let pid = status["codex"]["pid"].as_u64().expect("pid");
     // Wait until the model request hangs in the stub, then kill Codex.
     for _ in 0..200 {
@@ -328,16 +339,32 @@ async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().expect("kill").success());
+    assert!(std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill")
+        .success());
     let events = follow(&client, started["runId"].as_str().expect("id"), None).await;
     let end = events.last().expect("end");
     assert_eq!(end["status"], "failed");
-    assert!(end["error"].as_str().unwrap_or_default().contains("exited"), "{end}");
+    assert!(
+        end["error"].as_str().unwrap_or_default().contains("exited"),
+        "{end}"
+    );
     // The next run gets a fresh app-server (the stub answers normally after its script).
-    let again: Value = client.request("bridge.runStart", rpc_params![run_document("discord-group.json")]).await.expect("respawned");
+    let again: Value = client
+        .request(
+            "bridge.runStart",
+            rpc_params![run_document("discord-group.json")],
+        )
+        .await
+        .expect("respawned");
     let events = follow(&client, again["runId"].as_str().expect("id"), None).await;
     assert_eq!(events.last().expect("end")["status"], "completed");
-    let status: Value = client.request("bridge.status", rpc_params![]).await.expect("status");
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
     assert_ne!(status["codex"]["pid"].as_u64(), Some(pid));
 }
 
@@ -345,7 +372,9 @@ async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
 async fn sessions_run_in_parallel_and_a_tool_change_starts_a_new_thread() {
     let Some(bin) = codex_bin() else { return };
     let state = tempfile::tempdir().expect("state");
-    let running = start(config(bin, state.path(), None, vec![])).await.expect("serve");
+    let running = start(config(bin, state.path(), None, vec![]))
+        .await
+        .expect("serve");
     let client = connect(&running).await;
     let telegram = run_document("telegram-direct.json");
     let discord = run_document("discord-group.json");
@@ -354,14 +383,24 @@ async fn sessions_run_in_parallel_and_a_tool_change_starts_a_new_thread() {
         client.request::<Value, _>("bridge.runStart", rpc_params![discord])
     );
     let (first, second) = (first.expect("telegram"), second.expect("discord"));
-    assert_ne!(first["threadId"], second["threadId"], "different sessions, different threads");
+    assert_ne!(
+        first["threadId"], second["threadId"],
+        "different sessions, different threads"
+    );
     for run in [&first, &second] {
         let events = follow(&client, run["runId"].as_str().expect("id"), None).await;
         assert_eq!(events.last().expect("end")["status"], "completed");
     }
     let mut fewer_tools = telegram;
-    fewer_tools["tools"] = json!([{"name": "message", "description": "Send.", "inputSchema": {"type": "object"}}]);
-    let third: Value = client.request("bridge.runStart", rpc_params![fewer_tools]).await.expect("changed tools");
-    assert_ne!(third["threadId"], first["threadId"], "a tool change rotates the thread");
+    fewer_tools["tools"] =
+        json!([{"name": "message", "description": "Send.", "inputSchema": {"type": "object"}}]);
+    let third: Value = client
+        .request("bridge.runStart", rpc_params![fewer_tools])
+        .await
+        .expect("changed tools");
+    assert_ne!(
+        third["threadId"], first["threadId"],
+        "a tool change rotates the thread"
+    );
     follow(&client, third["runId"].as_str().expect("id"), None).await;
 }

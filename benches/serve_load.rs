@@ -1,0 +1,229 @@
+//! `cargo bench --bench serve_load`: a bounded load test of `clawbridge serve`.
+//!
+//! 32 sessions x 4 turns run concurrently against one Codex app-server and the offline stub,
+//! each session over its own WebSocket client; every run's completion must reach its subscriber
+//! exactly once. Reports p50/p99 turn latency and memory next to the same 128 turns run
+//! sequentially through `clawbridge run --offline` (one process each). Loopback only; bounded.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clawbridge::codex::session::TurnLimits;
+use clawbridge::offline::StubScript;
+use clawbridge::server::{start, ServeConfig};
+use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
+use jsonrpsee::rpc_params;
+use jsonrpsee::ws_client::WsClientBuilder;
+use serde_json::{json, Value};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const SESSIONS: usize = 32;
+const TURNS: usize = 4;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn codex_bin() -> Option<PathBuf> {
+    std::env::var_os("CLAWBRIDGE_CODEX_BIN")
+        .map(PathBuf::from)
+        .filter(|path| path.is_file())
+        .or_else(|| {
+            Some(root().join(".tools/codex/node_modules/.bin/codex")).filter(|path| path.is_file())
+        })
+        .or_else(|| which::which("codex").ok())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn rss_kib(pid: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|line| line.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn document(session: usize) -> Value {
+    let mut run: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("fixtures/runs/telegram-direct.json")).expect("run"),
+    )
+    .expect("json");
+    run["workspace"] = json!("workspace");
+    run["tools"] = json!(["tools/openclaw-tools.json"]);
+    run["sessionKey"] = json!(format!("agent:main:load:{session}"));
+    run
+}
+
+fn report(name: &str, mut latencies: Vec<Duration>, wall: Duration) {
+    latencies.sort();
+    println!(
+        "  {name:<34} turns {:>4}  wall {:>8.2} s  p50 {:>7.1} ms  p99 {:>7.1} ms  throughput {:>6.1} turns/s",
+        latencies.len(),
+        wall.as_secs_f64(),
+        percentile(&latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.len() as f64 / wall.as_secs_f64()
+    );
+}
+
+fn main() {
+    let Some(bin) = codex_bin() else {
+        println!("serve_load: skipped (no Codex CLI; run scripts/install-codex)");
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let state = tempfile::tempdir().expect("state");
+    let (latencies, wall, codex_rss) = runtime.block_on(async {
+        let config = ServeConfig {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            token: None,
+            workspace_roots: vec![root().join("fixtures")],
+            codex_bin: bin.clone(),
+            codex_home: None,
+            state_dir: state.path().to_path_buf(),
+            offline: true,
+            stub_script: StubScript::default(),
+            limits: TurnLimits {
+                idle: Duration::from_secs(60),
+                hard: Duration::from_secs(300),
+                interrupt_grace: Duration::from_secs(5),
+            },
+            answer_timeout: Duration::from_secs(30),
+            max_request_bytes: 16 * 1024 * 1024,
+        };
+        let running = start(config).await.expect("serve");
+        let url = format!("ws://{}", running.addr);
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for session in 0..SESSIONS {
+            let url = url.clone();
+            tasks.push(tokio::spawn(async move {
+                let client = WsClientBuilder::default()
+                    .build(&url)
+                    .await
+                    .expect("client");
+                let mut latencies = Vec::new();
+                for _ in 0..TURNS {
+                    let begun = Instant::now();
+                    let run: Value = client
+                        .request("bridge.runStart", rpc_params![document(session)])
+                        .await
+                        .expect("runStart");
+                    let mut subscription = client
+                        .subscribe::<Value, _>(
+                            "bridge.subscribeRun",
+                            rpc_params![run["runId"].clone()],
+                            "bridge.unsubscribeRun",
+                        )
+                        .await
+                        .expect("subscribe");
+                    let mut ends = 0;
+                    while let Ok(Some(Ok(event))) = tokio::time::timeout(
+                        Duration::from_millis(if ends == 0 { 120_000 } else { 200 }),
+                        subscription.next(),
+                    )
+                    .await
+                    {
+                        if event["event"] == "turnEnd" {
+                            assert_eq!(event["status"], "completed", "{event}");
+                            ends += 1;
+                            latencies.push(begun.elapsed());
+                        }
+                    }
+                    assert_eq!(ends, 1, "each completion is delivered exactly once");
+                }
+                latencies
+            }));
+        }
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.expect("session"));
+        }
+        let wall = started.elapsed();
+        let status: Value = WsClientBuilder::default()
+            .build(&url)
+            .await
+            .expect("client")
+            .request("bridge.status", rpc_params![])
+            .await
+            .expect("status");
+        let codex_rss = status["codex"]["pid"]
+            .as_u64()
+            .and_then(|pid| rss_kib(&pid.to_string(), "VmHWM:"));
+        (all, wall, codex_rss)
+    });
+    assert_eq!(latencies.len(), SESSIONS * TURNS, "nothing lost");
+    println!("serve_load: {SESSIONS} sessions x {TURNS} turns, one Codex app-server, offline stub");
+    report("clawbridge serve (concurrent)", latencies.clone(), wall);
+    println!(
+        "  memory: clawbridge peak RSS {} MiB, codex app-server peak RSS {} MiB",
+        rss_kib("self", "VmHWM:").map_or("?".into(), |kib| format!("{:.1}", kib as f64 / 1024.0)),
+        codex_rss.map_or("?".into(), |kib| format!("{:.1}", kib as f64 / 1024.0))
+    );
+
+    // Baseline: the same turns one after another through `clawbridge run --offline`.
+    let cli = root().join("target/release/clawbridge");
+    let cli = if cli.is_file() {
+        cli
+    } else {
+        root().join("target/debug/clawbridge")
+    };
+    if !cli.is_file() {
+        println!("  sequential baseline skipped: build the binary first (cargo build --release)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let mut sequential = Vec::new();
+    let started = Instant::now();
+    for session in 0..SESSIONS * TURNS / 4 {
+        // A quarter of the turns keeps the baseline bounded; the ratio uses per-turn figures.
+        let path = dir.path().join("run.json");
+        let mut run = document(session);
+        run["workspace"] = json!(root().join("fixtures/workspace"));
+        run["tools"] = json!([root().join("fixtures/tools/openclaw-tools.json")]);
+        std::fs::write(&path, run.to_string()).expect("write");
+        let begun = Instant::now();
+        let status = std::process::Command::new(&cli)
+            .args(["run", "--offline", "--codex-bin"])
+            .arg(&bin)
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("clawbridge run");
+        assert!(status.success());
+        sequential.push(begun.elapsed());
+    }
+    let sequential_wall = started.elapsed();
+    report(
+        "clawbridge run (sequential CLI)",
+        sequential.clone(),
+        sequential_wall,
+    );
+    let mut concurrent = latencies;
+    concurrent.sort();
+    sequential.sort();
+    println!("ratios:");
+    println!(
+        "  throughput serve / sequential run : {:>6.2}x",
+        (concurrent.len() as f64 / wall.as_secs_f64())
+            / (sequential.len() as f64 / sequential_wall.as_secs_f64())
+    );
+    println!(
+        "  p50 latency serve / sequential run: {:>6.2}x",
+        percentile(&concurrent, 0.5).as_secs_f64() / percentile(&sequential, 0.5).as_secs_f64()
+    );
+}
