@@ -243,20 +243,9 @@ impl CodexHub {
         }
     }
 
-    fn map_peer(&self, error: PeerError) -> SessionError {
-        SessionError::Peer(error)
-    }
-
     /// Start or resume a thread and claim its messages.
     pub async fn open_thread(&self, thread: &ThreadParams) -> Result<ThreadHandle, SessionError> {
-        #[derive(Deserialize)]
-        struct ThreadResponse {
-            thread: ThreadInfo,
-        }
-        #[derive(Deserialize)]
-        struct ThreadInfo {
-            id: String,
-        }
+        use super::turn::ThreadResponse;
         // Claim a resumed thread first, so nothing of it goes to the unclaimed buffer.
         let pre_claimed = match thread {
             ThreadParams::ThreadResume(resume) => Some(self.claim(&resume.thread_id)),
@@ -269,7 +258,7 @@ impl CodexHub {
         let response = match response {
             Ok(response) => response,
             Err(PeerError::ConnectionClosed) => return Err(self.exited().await),
-            Err(error) => return Err(self.map_peer(error)),
+            Err(error) => return Err(SessionError::Peer(error)),
         };
         Ok(match pre_claimed {
             Some(handle) if handle.thread_id == response.thread.id => handle,

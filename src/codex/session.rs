@@ -326,14 +326,7 @@ impl CodexSession {
 
     /// Start or resume the thread; returns its id.
     pub async fn open_thread(&mut self, thread: &ThreadParams) -> Result<String, SessionError> {
-        #[derive(Deserialize)]
-        struct ThreadResponse {
-            thread: ThreadInfo,
-        }
-        #[derive(Deserialize)]
-        struct ThreadInfo {
-            id: String,
-        }
+        use super::turn::ThreadResponse;
         let response: ThreadResponse = match thread {
             ThreadParams::ThreadStart(params) => {
                 self.request_buffering("thread/start", params).await?

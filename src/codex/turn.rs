@@ -38,6 +38,18 @@ impl EventSource for mpsc::Receiver<Incoming> {
     }
 }
 
+/// The part of a `thread/start` / `thread/resume` answer we read.
+#[derive(Deserialize)]
+pub struct ThreadResponse {
+    pub thread: ThreadInfo,
+}
+
+/// See [`ThreadResponse`].
+#[derive(Deserialize)]
+pub struct ThreadInfo {
+    pub id: String,
+}
+
 /// Why a turn ended early.
 #[derive(Debug)]
 pub enum TurnFailure {
@@ -133,36 +145,27 @@ pub async fn drive_turn<S: EventSource>(
         server_requests: 0,
     };
     let mut idle_deadline = Instant::now() + limits.idle;
-    for message in std::mem::take(early) {
-        if let Some(done) = observe(
-            peer,
-            message,
-            &mut outcome,
-            observer,
-            handler,
-            hard_deadline,
-        )
-        .await?
-        {
-            return Ok(done);
-        }
-    }
+    // Messages that arrived before the turn id was known come first.
+    let mut buffered = std::mem::take(early).into_iter();
     loop {
-        let deadline = idle_deadline.min(hard_deadline);
-        let event = tokio::select! {
-            event = source.recv() => event,
-            _ = tokio::time::sleep_until(deadline) => {
-                let error = if Instant::now() >= hard_deadline {
-                    SessionError::HardTimeout(limits.hard)
-                } else {
-                    SessionError::IdleTimeout(limits.idle)
+        let message = match buffered.next() {
+            Some(message) => message,
+            None => {
+                let deadline = idle_deadline.min(hard_deadline);
+                let event = tokio::select! {
+                    event = source.recv() => event,
+                    _ = tokio::time::sleep_until(deadline) => {
+                        let error = if Instant::now() >= hard_deadline {
+                            SessionError::HardTimeout(limits.hard)
+                        } else {
+                            SessionError::IdleTimeout(limits.idle)
+                        };
+                        let ended = interrupt(peer, source, &outcome, limits, &error).await;
+                        return Err(TurnFailure::Timeout { error, kill: !ended });
+                    }
                 };
-                let ended = interrupt(peer, source, &outcome, limits, &error).await;
-                return Err(TurnFailure::Timeout { error, kill: !ended });
+                event.ok_or(TurnFailure::Closed)?
             }
-        };
-        let Some(message) = event else {
-            return Err(TurnFailure::Closed);
         };
         let of_this_turn = is_of_turn(&message, &thread_id, &outcome.turn_id);
         if let Some(done) = observe(
