@@ -78,6 +78,37 @@ fn tools() -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Parse every SKILL.md from memory, as the workspace would show them.
+fn parse_all(skills: &[(String, Vec<u8>)]) -> Vec<clawbridge::skills::SkillEntry> {
+    skills
+        .iter()
+        .map(|(folder, bytes)| {
+            parse_skill(
+                bytes,
+                folder,
+                format!("/ws/skills/{folder}/SKILL.md"),
+                SkillTier::Workspace,
+            )
+            .expect("skill")
+        })
+        .collect()
+}
+
+/// Bootstrap files already in memory.
+fn loaded_from(files: &[(String, String)]) -> LoadedWorkspace {
+    LoadedWorkspace {
+        files: files
+            .iter()
+            .map(|(name, text)| BootstrapFile {
+                name: name.clone(),
+                path: format!("/ws/{name}"),
+                content: FileContent::Present(text.clone()),
+            })
+            .collect(),
+        ..LoadedWorkspace::default()
+    }
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -132,30 +163,9 @@ fn main() {
     let iterations = 300;
 
     let in_memory = measure(iterations, || {
-        let loaded = LoadedWorkspace {
-            files: files
-                .iter()
-                .map(|(name, text)| BootstrapFile {
-                    name: name.clone(),
-                    path: format!("/ws/{name}"),
-                    content: FileContent::Present(text.clone()),
-                })
-                .collect(),
-            ..LoadedWorkspace::default()
-        };
+        let loaded = loaded_from(&files);
         let routed = route_workspace(&run, &loaded, &ledger).expect("route");
-        let parsed: Vec<_> = skills
-            .iter()
-            .map(|(folder, bytes)| {
-                parse_skill(
-                    bytes,
-                    folder,
-                    format!("/ws/skills/{folder}/SKILL.md"),
-                    SkillTier::Workspace,
-                )
-                .expect("skill")
-            })
-            .collect();
+        let parsed = parse_all(&skills);
         let (eligible, _) = eligible_skills(&parsed, &run, &options.host);
         let prompt = render_skills_prompt(&eligible, 30_000, 150, CatalogSurface::Codex);
         let params = build_params(&run, &routed, &prompt);
@@ -163,18 +173,7 @@ fn main() {
     });
     // BENCH_BREAKDOWN=1 adds per-stage medians (skill parsing, catalog, routing, params).
     if std::env::var_os("BENCH_BREAKDOWN").is_some() {
-        let parsed: Vec<_> = skills
-            .iter()
-            .map(|(folder, bytes)| {
-                parse_skill(
-                    bytes,
-                    folder,
-                    format!("/ws/skills/{folder}/SKILL.md"),
-                    SkillTier::Workspace,
-                )
-                .expect("skill")
-            })
-            .collect();
+        let parsed = parse_all(&skills);
         let t_parse = measure(50, || {
             for (folder, bytes) in &skills {
                 std::hint::black_box(
@@ -190,17 +189,7 @@ fn main() {
                 CatalogSurface::Codex,
             ));
         });
-        let loaded = LoadedWorkspace {
-            files: files
-                .iter()
-                .map(|(name, text)| BootstrapFile {
-                    name: name.clone(),
-                    path: format!("/ws/{name}"),
-                    content: FileContent::Present(text.clone()),
-                })
-                .collect(),
-            ..LoadedWorkspace::default()
-        };
+        let loaded = loaded_from(&files);
         let t_route = measure(50, || {
             std::hint::black_box(route_workspace(&run, &loaded, &ledger).ok());
         });
