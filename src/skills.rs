@@ -293,7 +293,7 @@ fn parse_skill_file(
 }
 
 /// The frontmatter keys we read; others are ignored. Type errors name the key.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Debug, Default, PartialEq)]
 struct Frontmatter {
     #[serde(default)]
     name: Option<String>,
@@ -303,6 +303,52 @@ struct Frontmatter {
     metadata: Option<Value>,
     #[serde(default, rename = "disable-model-invocation")]
     disable_model_invocation: Option<bool>,
+}
+
+/// The common frontmatter, `key: plain text` lines only, without a YAML parser. Anything YAML
+/// could read differently (quotes, flow or block syntax, comments, booleans, numbers, nulls,
+/// repeated keys, `metadata`) returns `None` and goes through `serde_yaml_ng`.
+fn plain_frontmatter(front: &str) -> Option<Frontmatter> {
+    let mut meta = Frontmatter::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in front.lines() {
+        let (key, value) = line.split_once(": ")?;
+        let plain_key = key
+            .chars()
+            .next()
+            .is_some_and(|ch| ch.is_ascii_alphabetic())
+            && key
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+        let value = value.trim();
+        let starts_special = value.starts_with(|ch: char| "-?:,[]{}#&*!|>'\"%@`".contains(ch));
+        let lower = value.to_ascii_lowercase();
+        let scalar_keyword = matches!(
+            lower.as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~" | "y" | "n"
+        ) || value.parse::<f64>().is_ok()
+            || value.starts_with("0x")
+            || value.starts_with("0o")
+            || value.starts_with('.');
+        if !plain_key
+            || value.is_empty()
+            || starts_special
+            || scalar_keyword
+            || value.contains(": ")
+            || value.contains(" #")
+            || value.ends_with(':')
+            || !seen.insert(key)
+        {
+            return None;
+        }
+        match key {
+            "name" => meta.name = Some(value.to_string()),
+            "description" => meta.description = Some(value.to_string()),
+            "metadata" | "disable-model-invocation" => return None,
+            _ => {}
+        }
+    }
+    Some(meta)
 }
 
 /// Parse one `SKILL.md` from its raw bytes; `location` is the path shown to the model.
@@ -317,8 +363,11 @@ pub fn parse_skill(
         Err(_) => String::from_utf8_lossy(bytes),
     };
     let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
-    let meta: Frontmatter =
-        serde_yaml_ng::from_str(&front).map_err(|error| format!("invalid frontmatter: {error}"))?;
+    let meta: Frontmatter = match plain_frontmatter(&front) {
+        Some(meta) => meta,
+        None => serde_yaml_ng::from_str(&front)
+            .map_err(|error| format!("invalid frontmatter: {error}"))?,
+    };
     let name = match meta.name {
         Some(name) if !trim_js(&name).is_empty() => trim_js(&name).to_string(),
         _ => folder_name.to_string(),
@@ -799,6 +848,37 @@ mod tests {
         let bom = format!("\u{FEFF}{WEATHER}");
         assert_eq!(skill_version(bom.as_bytes()), "sha256:7031c54dd88a990f");
         assert_eq!(skill_version(b""), "sha256:e3b0c44298fc1c14");
+    }
+
+    #[test]
+    fn the_plain_fast_path_agrees_with_yaml() {
+        for front in [
+            "name: weather\ndescription: Get weather <data> & \"forecasts\" it's",
+            "name: a\ndescription: Tab\there, trailing  ",
+            "name: a\ndescription: uses ünïcödé and 😀",
+            "description: x\nhomepage: https://example.com/a",
+            "name: a\nversion: 1.2.3\ndescription: three parts",
+        ] {
+            let yaml: Frontmatter = serde_yaml_ng::from_str(front).expect("yaml");
+            assert_eq!(plain_frontmatter(front), Some(yaml), "{front:?}");
+        }
+        for front in [
+            "name: 'quoted'\ndescription: x",
+            "name: a\ndescription: true",
+            "name: a\ndescription: 12",
+            "name: a\ndescription: x # comment",
+            "name: a\nname: b\ndescription: x",
+            "name: a\ndescription: >\n  folded",
+            "name: a\nmetadata: {\"openclaw\": {}}\ndescription: x",
+            "name: a\ndescription: key: value",
+            "name: a\n# note\ndescription: x",
+        ] {
+            assert_eq!(
+                plain_frontmatter(front),
+                None,
+                "{front:?} goes through YAML"
+            );
+        }
     }
 
     #[test]
