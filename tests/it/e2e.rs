@@ -437,3 +437,46 @@ fn cli_scripted_failure_and_missing_binary() {
     ]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+#[tokio::test]
+async fn a_namespaced_tool_call_arrives_with_its_namespace() {
+    let Some(bin) = codex_bin() else { return };
+    // Measured: a Responses `function_call` carrying `namespace: "openclaw"` reaches the client as
+    // `item/tool/call` with `namespace: "openclaw"` and the bare tool name.
+    let env = offline(
+        vec![
+            StubStep::ToolCall {
+                name: "cron".into(),
+                arguments: json!({"action": "list"}),
+                namespace: Some("openclaw".into()),
+            },
+            StubStep::Text("no jobs".into()),
+        ],
+        bin,
+    )
+    .await;
+    let run = fixture_run("telegram-direct.json", None);
+    let params = translate(&run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&run);
+    let mut session = env.session(&run).await;
+    let mut turn = params.turn_start.clone();
+    turn.thread_id = session.open_thread(&params.thread).await.expect("thread");
+    let mut calls = Vec::new();
+    let mut observer = |event: clawbridge::codex::session::TurnEvent<'_>| {
+        if let clawbridge::codex::session::TurnEvent::ServerRequest { request } = event {
+            calls.push(request.params.clone());
+        }
+    };
+    let outcome = session
+        .run_turn(&turn, &DefaultHandler::default(), &mut observer, limits())
+        .await
+        .expect("turn");
+    session.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0]["namespace"].clone(), calls[0]["tool"].clone()),
+        (json!("openclaw"), json!("cron"))
+    );
+}
