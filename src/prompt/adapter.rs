@@ -17,7 +17,7 @@ use super::sections::{
     SilentReplyMode,
 };
 use super::{render, PromptRequest, SystemPrompt};
-use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery, Trigger};
+use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery};
 use crate::routing::RoutedWorkspace;
 use crate::translate::Translation;
 use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
@@ -247,10 +247,6 @@ pub fn prompt_inputs(
             memory_tools.iter().map(|tool| format!("`{tool}`")).collect::<Vec<_>>().join(", ")
         )
     });
-    let heartbeat = match (prompt_mode, run.trigger) {
-        (PromptMode::Full, _) => resolved.heartbeat.clone(),
-        _ => None,
-    };
     let sandbox_mode = run
         .config
         .get("agents.defaults.sandbox.mode")
@@ -350,9 +346,8 @@ pub fn prompt_inputs(
         model_alias_lines: resolved.model_alias_lines.clone(),
         tts_hint: resolved.tts_hint.clone(),
         memory_section,
-        heartbeat: heartbeat.filter(|_| {
-            run.trigger == Trigger::Heartbeat || run.config.heartbeat_section_enabled()
-        }),
+        // The resolver applies the heartbeat gate; the renderer shows it in full mode only.
+        heartbeat: resolved.heartbeat.clone(),
         auto_completion_wake: run.has_tool("exec"),
         control_ui_embed: channel.name.as_deref() == Some("webchat"),
         provider_contribution: ProviderContribution::merge(&contributions),

@@ -4,19 +4,6 @@ use serde_json::Value;
 
 use crate::util::*;
 
-fn run_cli(args: &[&str]) -> (i32, String, String) {
-    let output = clawbridge()
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .expect("spawn clawbridge");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 fn write_run(dir: &tempfile::TempDir, text: &str) -> String {
     let path = dir.path().join("run.json");
     std::fs::write(&path, text).expect("write run");

@@ -54,6 +54,21 @@ async fn offline(script: Vec<StubStep>, bin: PathBuf) -> Offline {
 }
 
 impl Offline {
+    /// Spawn Codex for a fixture run, start its thread, and return the turn to send.
+    async fn open(
+        &self,
+        run_name: &str,
+    ) -> (CodexSession, clawbridge::codex::params::TurnStartParams) {
+        let run = fixture_run(run_name, None);
+        let params = translate(&run, &TranslateOptions::hermetic())
+            .expect("translate")
+            .codex_params(&run);
+        let mut session = self.session(&run).await;
+        let mut turn = params.turn_start.clone();
+        turn.thread_id = session.open_thread(&params.thread).await.expect("thread");
+        (session, turn)
+    }
+
     async fn session(&self, run: &Run) -> CodexSession {
         let spawn = SpawnOptions {
             binary: self.bin.clone(),
@@ -187,14 +202,7 @@ async fn a_dynamic_tool_round_trip_through_the_handler_command() {
         bin,
     )
     .await;
-    let run = fixture_run("telegram-direct.json", None);
-    let params = translate(&run, &TranslateOptions::hermetic())
-        .expect("translate")
-        .codex_params(&run);
-    let mut session = env.session(&run).await;
-    let thread_id = session.open_thread(&params.thread).await.expect("thread");
-    let mut turn = params.turn_start.clone();
-    turn.thread_id = thread_id;
+    let (mut session, turn) = env.open("telegram-direct.json").await;
     let dir = tempfile::tempdir().expect("dir");
     let seen = dir.path().join("call.json");
     let handler = DefaultHandler {
@@ -232,13 +240,7 @@ async fn a_dynamic_tool_round_trip_through_the_handler_command() {
 async fn a_stub_failure_is_a_failed_turn() {
     let Some(bin) = codex_bin() else { return };
     let env = offline(vec![StubStep::Fail("scripted outage".into())], bin).await;
-    let run = fixture_run("discord-group.json", None);
-    let params = translate(&run, &TranslateOptions::hermetic())
-        .expect("translate")
-        .codex_params(&run);
-    let mut session = env.session(&run).await;
-    let mut turn = params.turn_start.clone();
-    turn.thread_id = session.open_thread(&params.thread).await.expect("thread");
+    let (mut session, turn) = env.open("discord-group.json").await;
     let outcome = session
         .run_turn(&turn, &DefaultHandler::default(), &mut |_| {}, limits())
         .await
@@ -255,14 +257,8 @@ async fn a_stub_failure_is_a_failed_turn() {
 async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
     let Some(bin) = codex_bin() else { return };
     let env = offline(vec![StubStep::Hang], bin).await;
-    let run = fixture_run("telegram-direct.json", None);
-    let params = translate(&run, &TranslateOptions::hermetic())
-        .expect("translate")
-        .codex_params(&run);
-    let mut session = env.session(&run).await;
+    let (mut session, turn) = env.open("telegram-direct.json").await;
     let pid = session.pid().expect("pid");
-    let mut turn = params.turn_start.clone();
-    turn.thread_id = session.open_thread(&params.thread).await.expect("thread");
     let stub_requests = {
         let started = Instant::now();
         move |stub: &ResponsesStub| {
@@ -300,24 +296,11 @@ async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
     assert!(!status.contains("State:\tZ"), "no zombie left: {status}");
 }
 
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let output = clawbridge()
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .expect("run clawbridge");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn cli_run_offline_heartbeat_and_capture() {
     let Some(bin) = codex_bin() else { return };
     let bin = bin.display().to_string();
-    let (code, stdout, stderr) = cli(&[
+    let (code, stdout, stderr) = run_cli(&[
         "run",
         "--offline",
         "--json",
@@ -341,7 +324,7 @@ fn cli_run_offline_heartbeat_and_capture() {
 
     let out = tempfile::tempdir().expect("out");
     let out_dir = out.path().display().to_string();
-    let (code, stdout, stderr) = cli(&[
+    let (code, stdout, stderr) = run_cli(&[
         "capture",
         "--codex-bin",
         &bin,
@@ -402,7 +385,7 @@ fn cli_scripted_failure_and_missing_binary() {
     let dir = tempfile::tempdir().expect("dir");
     let script = dir.path().join("script.json");
     std::fs::write(&script, r#"[{"httpStatus": 500}]"#).expect("script");
-    let (code, _, stderr) = cli(&[
+    let (code, _, stderr) = run_cli(&[
         "run",
         "--offline",
         "--codex-bin",
@@ -413,7 +396,7 @@ fn cli_scripted_failure_and_missing_binary() {
     ]);
     assert_eq!(code, 1, "a failed turn exits 1: {stderr}");
     assert!(stderr.contains("turn failed"), "{stderr}");
-    let (code, _, stderr) = cli(&[
+    let (code, _, stderr) = run_cli(&[
         "run",
         "--offline",
         "--codex-bin",
@@ -427,7 +410,7 @@ fn cli_scripted_failure_and_missing_binary() {
             && stderr.contains("PATH"),
         "{stderr}"
     );
-    let (code, _, stderr) = cli(&[
+    let (code, _, stderr) = run_cli(&[
         "run",
         "--codex-bin",
         &bin.display().to_string(),
@@ -455,13 +438,7 @@ async fn a_namespaced_tool_call_arrives_with_its_namespace() {
         bin,
     )
     .await;
-    let run = fixture_run("telegram-direct.json", None);
-    let params = translate(&run, &TranslateOptions::hermetic())
-        .expect("translate")
-        .codex_params(&run);
-    let mut session = env.session(&run).await;
-    let mut turn = params.turn_start.clone();
-    turn.thread_id = session.open_thread(&params.thread).await.expect("thread");
+    let (mut session, turn) = env.open("telegram-direct.json").await;
     let mut calls = Vec::new();
     let mut observer = |event: clawbridge::codex::session::TurnEvent<'_>| {
         if let clawbridge::codex::session::TurnEvent::ServerRequest { request } = event {

@@ -531,30 +531,17 @@ fn gpt5_overlay_follows_the_model_and_config() {
     );
 }
 
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let output = clawbridge()
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .expect("run");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn cli_prompt_modes_split_provider_and_bootstrap_hook() {
-    let (code, full, _) = cli(&["prompt", "fixtures/runs/discord-group.json"]);
+    let (code, full, _) = run_cli(&["prompt", "fixtures/runs/discord-group.json"]);
     assert_eq!(code, 0);
-    let (_, minimal, _) = cli(&[
+    let (_, minimal, _) = run_cli(&[
         "prompt",
         "fixtures/runs/discord-group.json",
         "--mode",
         "minimal",
     ]);
-    let (_, none, _) = cli(&[
+    let (_, none, _) = run_cli(&[
         "prompt",
         "fixtures/runs/discord-group.json",
         "--mode",
@@ -562,7 +549,7 @@ fn cli_prompt_modes_split_provider_and_bootstrap_hook() {
     ]);
     assert!(full.len() > minimal.len() && minimal.len() > none.len());
     assert_eq!(none.trim_end(), IDENTITY_LINE);
-    let (_, split, _) = cli(&["prompt", "fixtures/runs/discord-group.json", "--split"]);
+    let (_, split, _) = run_cli(&["prompt", "fixtures/runs/discord-group.json", "--split"]);
     let value: serde_json::Value = serde_json::from_str(&split).expect("json");
     assert!(value["stablePrefix"]
         .as_str()
@@ -580,7 +567,7 @@ fn cli_prompt_modes_split_provider_and_bootstrap_hook() {
         r###"{"toolCallStyle": "## Tool Call Style\nBatch your calls."}"###,
     )
     .expect("write");
-    let (code, overridden, _) = cli(&[
+    let (code, overridden, _) = run_cli(&[
         "prompt",
         "fixtures/runs/discord-group.json",
         "--provider",
@@ -593,7 +580,7 @@ fn cli_prompt_modes_split_provider_and_bootstrap_hook() {
     );
 
     let hook = "python3 -c 'import json,sys; d=json.load(sys.stdin); [f.update(content=\"An alternative persona.\") for f in d[\"files\"] if f[\"name\"]==\"SOUL.md\"]; print(json.dumps(d))'";
-    let (code, hooked, stderr) = cli(&[
+    let (code, hooked, stderr) = run_cli(&[
         "prompt",
         "fixtures/runs/discord-group.json",
         "--bootstrap-hook",
@@ -603,7 +590,7 @@ fn cli_prompt_modes_split_provider_and_bootstrap_hook() {
     assert!(
         hooked.contains("An alternative persona.") && !hooked.contains(&placeholder("SOUL.md"))
     );
-    let (code, params, _) = cli(&[
+    let (code, params, _) = run_cli(&[
         "params",
         "fixtures/runs/telegram-direct.json",
         "--bootstrap-hook",
@@ -614,7 +601,7 @@ fn cli_prompt_modes_split_provider_and_bootstrap_hook() {
         params.contains("An alternative persona."),
         "the hook applies to the Codex surface too"
     );
-    let (code, _, stderr) = cli(&[
+    let (code, _, stderr) = run_cli(&[
         "prompt",
         "fixtures/runs/discord-group.json",
         "--bootstrap-hook",

@@ -21,6 +21,20 @@ pub fn clawbridge() -> std::process::Command {
     command
 }
 
+/// Run the binary from the repository root: (exit code, stdout, stderr).
+pub fn run_cli(args: &[&str]) -> (i32, String, String) {
+    let output = clawbridge()
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("spawn clawbridge");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// A temp workspace; dropped with the test.
 pub struct TestWorkspace {
     pub dir: tempfile::TempDir,
