@@ -14,6 +14,17 @@ use clawbridge::server::{start, ServeConfig};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
 use jsonrpsee::rpc_params;
 use jsonrpsee::ws_client::WsClientBuilder;
+
+/// The bench's bearer token (the production path authenticates every connection).
+const TOKEN: &str = "serve-load-bench-token-0123456789";
+
+fn auth_headers() -> jsonrpsee::http_client::HeaderMap {
+    let mut headers = jsonrpsee::http_client::HeaderMap::new();
+    if let Ok(value) = format!("Bearer {TOKEN}").parse() {
+        headers.insert("authorization", value);
+    }
+    headers
+}
 use serde_json::{json, Value};
 
 #[global_allocator]
@@ -89,7 +100,11 @@ fn main() {
     let (latencies, wall, codex_rss) = runtime.block_on(async {
         let config = ServeConfig {
             listen: "127.0.0.1:0".parse().expect("addr"),
-            token: None,
+            token: Some(TOKEN.into()),
+            no_auth: false,
+            allow_origins: vec![],
+            allow_hosts: vec![],
+            max_sandbox: clawbridge::config::SandboxMode::WorkspaceWrite,
             workspace_roots: vec![root().join("fixtures")],
             codex_bin: bin.clone(),
             codex_home: None,
@@ -112,6 +127,7 @@ fn main() {
             let url = url.clone();
             tasks.push(tokio::spawn(async move {
                 let client = WsClientBuilder::default()
+                    .set_headers(auth_headers())
                     .build(&url)
                     .await
                     .expect("client");
@@ -154,6 +170,7 @@ fn main() {
         }
         let wall = started.elapsed();
         let status: Value = WsClientBuilder::default()
+            .set_headers(auth_headers())
             .build(&url)
             .await
             .expect("client")

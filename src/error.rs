@@ -33,6 +33,10 @@ pub enum Error {
         field: String,
         message: String,
     },
+    /// A path of a confined run (the service's) resolves outside every `--workspace-root`. The
+    /// message is the same whether or not the path exists.
+    #[error("field `{field}`: {} is outside every --workspace-root", path.display())]
+    OutsideRoots { field: String, path: PathBuf },
     /// The requested operation does not apply to this run.
     #[error("{0}")]
     Unsupported(String),

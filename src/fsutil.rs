@@ -33,3 +33,267 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     write_atomic(path, bytes)?;
     Ok(true)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Confined, bounded reads
+// ---------------------------------------------------------------------------------------------
+
+/// The folders a `clawbridge serve` operator allowed (`--workspace-root`), canonicalized.
+///
+/// A run that carries roots may read only below them: every path it names is checked when the
+/// request arrives and again where the file is opened, so a symlink swapped in between is caught.
+/// CLI runs carry none: the operator's own files are theirs to name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Roots(std::sync::Arc<[std::path::PathBuf]>);
+
+impl Roots {
+    /// Roots from already canonical folders.
+    pub fn new(canonical: Vec<std::path::PathBuf>) -> Self {
+        Roots(canonical.into())
+    }
+
+    /// The folders.
+    pub fn folders(&self) -> &[std::path::PathBuf] {
+        &self.0
+    }
+
+    /// True when the real (canonical) path lies at or below one of the roots.
+    pub fn contains(&self, real: &Path) -> bool {
+        self.0.iter().any(|root| real.starts_with(root))
+    }
+
+    /// True when `path`, with every symlink resolved (also for parts that do not exist yet), lies
+    /// below a root. Existing and missing paths get the same answer, so callers can refuse both
+    /// with one message and clients cannot probe the filesystem.
+    pub fn admits(&self, path: &Path) -> bool {
+        self.contains(&resolve_real(path))
+    }
+}
+
+/// How many symlinks [`resolve_real`] follows before it gives up (as the kernel's `ELOOP`).
+const MAX_LINK_HOPS: usize = 40;
+
+/// The real path of `path`: canonical where it exists; for a missing path, the canonical form of
+/// its deepest existing ancestor with the rest appended; dangling symlinks are followed to where
+/// they point. Pure lookup: nothing is opened.
+pub fn resolve_real(path: &Path) -> std::path::PathBuf {
+    resolve_real_hops(&crate::config::run::normalize(&absolute(path)), 0)
+}
+
+fn absolute(path: &Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn resolve_real_hops(path: &Path, hops: usize) -> std::path::PathBuf {
+    if let Ok(real) = path.canonicalize() {
+        return real;
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return path.to_path_buf();
+    };
+    let parent = resolve_real_hops(parent, hops);
+    let joined = parent.join(name);
+    if hops < MAX_LINK_HOPS {
+        if let Ok(target) = std::fs::read_link(&joined) {
+            let next = crate::config::run::normalize(&parent.join(target));
+            return resolve_real_hops(&next, hops + 1);
+        }
+    }
+    joined
+}
+
+/// Why a bounded read did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadRefusal {
+    /// Nothing at the path (a dangling symlink included).
+    #[error("no such file")]
+    NotFound,
+    /// The path (or what it links to) lies outside the folders the read is confined to.
+    #[error("outside the allowed folders")]
+    Outside,
+    /// A FIFO, device, socket, folder or pseudo-filesystem file: never read.
+    #[error("not a regular file ({0})")]
+    NotRegular(&'static str),
+    /// More bytes than the cap (the reported size is never trusted: procfs says 0).
+    #[error("larger than {cap} bytes")]
+    TooLarge { cap: u64 },
+    /// Any other I/O failure (permissions, ...).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Read a regular file of at most `cap` bytes, confined to the real paths `allowed` accepts.
+///
+/// The path is resolved and checked before anything is opened; the file is opened without
+/// blocking (a FIFO cannot hang the read), checked with `fstat` to be a regular file, its real
+/// path is checked again through the open descriptor (a symlink swapped in between is caught),
+/// and at most `cap + 1` bytes are read.
+pub fn read_capped(
+    path: &Path,
+    cap: u64,
+    allowed: &dyn Fn(&Path) -> bool,
+) -> std::result::Result<Vec<u8>, ReadRefusal> {
+    use std::io::Read;
+    let before = resolve_real(path);
+    if !allowed(&before) {
+        return Err(ReadRefusal::Outside);
+    }
+    if is_pseudo_filesystem(&before) {
+        return Err(ReadRefusal::NotRegular("pseudo-filesystem file"));
+    }
+    let file = open_nonblocking(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => ReadRefusal::NotFound,
+        _ => ReadRefusal::Io(error),
+    })?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(ReadRefusal::NotRegular(file_kind(&metadata)));
+    }
+    let after = opened_real_path(&file).unwrap_or(before);
+    if !allowed(&after) {
+        return Err(ReadRefusal::Outside);
+    }
+    if is_pseudo_filesystem(&after) {
+        return Err(ReadRefusal::NotRegular("pseudo-filesystem file"));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len().min(cap) as usize);
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadRefusal::TooLarge { cap });
+    }
+    Ok(bytes)
+}
+
+/// [`read_capped`] without a confinement (the CLI's own inputs), with errors as [`Error::Read`].
+pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
+    read_capped(path, cap, &|_| true).map_err(|refusal| Error::Read {
+        path: path.to_path_buf(),
+        source: refusal.into_io(),
+    })
+}
+
+impl ReadRefusal {
+    /// The refusal as an `io::Error` (for error types that carry one).
+    pub fn into_io(self) -> std::io::Error {
+        match self {
+            ReadRefusal::Io(error) => error,
+            ReadRefusal::NotFound => std::io::Error::from(std::io::ErrorKind::NotFound),
+            other => std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
+        }
+    }
+}
+
+fn is_pseudo_filesystem(real: &Path) -> bool {
+    ["/proc", "/sys", "/dev"]
+        .iter()
+        .any(|prefix| real.starts_with(prefix))
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+#[cfg(target_os = "linux")]
+fn opened_real_path(file: &std::fs::File) -> Option<std::path::PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn opened_real_path(_file: &std::fs::File) -> Option<std::path::PathBuf> {
+    None
+}
+
+fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = metadata.file_type();
+        if kind.is_fifo() {
+            return "FIFO";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "device";
+        }
+        if kind.is_socket() {
+            return "socket";
+        }
+    }
+    if metadata.is_dir() {
+        "folder"
+    } else {
+        "special file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_paths_resolve_through_their_existing_ancestors() {
+        let dir = tempfile::tempdir().expect("dir");
+        let real = dir.path().canonicalize().expect("canonical");
+        assert_eq!(resolve_real(&dir.path().join("a/b")), real.join("a/b"));
+        #[cfg(unix)]
+        {
+            let outside = tempfile::tempdir().expect("outside");
+            let outside_real = outside.path().canonicalize().expect("canonical");
+            std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("link");
+            assert_eq!(
+                resolve_real(&dir.path().join("link/missing")),
+                outside_real.join("missing")
+            );
+            std::os::unix::fs::symlink(outside.path().join("gone"), dir.path().join("dangling"))
+                .expect("link");
+            assert_eq!(
+                resolve_real(&dir.path().join("dangling")),
+                outside_real.join("gone")
+            );
+        }
+    }
+
+    #[test]
+    fn reads_are_capped_and_confined() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().canonicalize().expect("canonical");
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, b"12345").expect("write");
+        let inside = |real: &Path| real.starts_with(&root);
+        assert_eq!(read_capped(&file, 5, &inside).expect("read"), b"12345");
+        assert!(matches!(
+            read_capped(&file, 4, &inside),
+            Err(ReadRefusal::TooLarge { cap: 4 })
+        ));
+        assert!(matches!(
+            read_capped(&file, 5, &|_| false),
+            Err(ReadRefusal::Outside)
+        ));
+        assert!(matches!(
+            read_capped(&dir.path().join("nope"), 5, &inside),
+            Err(ReadRefusal::NotFound)
+        ));
+        assert!(matches!(
+            read_capped(dir.path(), 5, &inside),
+            Err(ReadRefusal::NotRegular("folder"))
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), 5, &|_| true),
+            Err(ReadRefusal::NotRegular(_))
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/proc/self/environ"), 1 << 20, &|_| true),
+            Err(ReadRefusal::NotRegular(_))
+        ));
+    }
+}

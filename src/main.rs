@@ -118,9 +118,26 @@ enum Command {
         /// Address to listen on (`127.0.0.1:0` picks a free port; the bound address is the first stdout line).
         #[arg(long, default_value = "127.0.0.1:7077")]
         listen: std::net::SocketAddr,
-        /// Require `Authorization: Bearer <TOKEN>` (mandatory off loopback). Also read from CLAWBRIDGE_TOKEN.
+        /// The bearer token clients send (`Authorization: Bearer <TOKEN>`, 16+ visible ASCII
+        /// characters). Also read from CLAWBRIDGE_TOKEN. Default: generated once into
+        /// `<state-dir>/token` (mode 0600) and reused.
         #[arg(long, env = "CLAWBRIDGE_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Accept requests without a token (loopback addresses only; any local process can then
+        /// drive Codex).
+        #[arg(long, conflicts_with = "token")]
+        no_auth: bool,
+        /// A browser origin allowed to call (e.g. `http://localhost:3000`); every other request
+        /// that carries `Origin` gets 403. Repeatable.
+        #[arg(long = "allow-origin")]
+        allow_origins: Vec<String>,
+        /// A `Host` header value accepted besides the bound address and loopback names
+        /// (`name`, `name:port` or `name:*`). Repeatable.
+        #[arg(long = "allow-host")]
+        allow_hosts: Vec<String>,
+        /// The most sandbox access a run may ask for; runs that name none get it.
+        #[arg(long, default_value = "workspace-write", value_parser = ["read-only", "workspace-write", "danger-full-access"])]
+        max_sandbox: String,
         /// Run documents' paths must lie under one of these folders (repeatable).
         #[arg(long = "workspace-root", required = true)]
         workspace_roots: Vec<PathBuf>,
@@ -431,6 +448,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Serve {
             listen,
             token,
+            no_auth,
+            allow_origins,
+            allow_hosts,
+            max_sandbox,
             workspace_roots,
             codex_bin,
             codex_home,
@@ -454,9 +475,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 Some(path) => clawbridge::offline::StubScript::load(path)?,
                 None => clawbridge::offline::StubScript::default(),
             };
+            let max_sandbox = match max_sandbox.as_str() {
+                "read-only" => clawbridge::config::SandboxMode::ReadOnly,
+                "danger-full-access" => clawbridge::config::SandboxMode::DangerFullAccess,
+                _ => clawbridge::config::SandboxMode::WorkspaceWrite,
+            };
             let config = clawbridge::server::ServeConfig {
                 listen,
                 token,
+                no_auth,
+                allow_origins,
+                allow_hosts,
+                max_sandbox,
                 workspace_roots,
                 codex_bin: binary.path,
                 codex_home,
@@ -936,6 +966,17 @@ async fn serve_command(config: clawbridge::server::ServeConfig) -> Result<ExitCo
             other => Failure::BadInput(other.into()),
         })?;
     print_stdout(&format!("{}\n", running.addr))?;
+    match &running.token_file {
+        Some(file) => eprintln!(
+            "clawbridge serve: {} bearer token in {} (clients send `Authorization: Bearer <token>`)",
+            if file.created { "generated a" } else { "using the" },
+            file.path.display()
+        ),
+        None if running.token.is_none() => {
+            eprintln!("clawbridge serve: WARNING: --no-auth: no token required")
+        }
+        None => {}
+    }
     tracing::info!("clawbridge serve listening on {}", running.addr);
     tokio::select! {
         _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),

@@ -181,19 +181,32 @@ pub fn discover_skills_cached(run: &Run, cache: Option<&SkillCache>) -> Discover
         .skill_extra_dirs()
         .into_iter()
         .map(|dir| {
-            let dir = PathBuf::from(dir);
-            let dir = if dir.is_absolute() {
-                dir
-            } else {
-                run.workspace.join(dir)
-            };
+            let dir = crate::config::run::resolve_config_path(&dir, &run.workspace);
             (dir, SkillTier::Extra)
         })
         .collect();
     roots.push((run.workspace.join("skills"), SkillTier::Workspace));
     for (root, tier) in roots {
+        // A confined run (the service) walks only folders below the operator's roots.
+        if let Some(allowed) = &run.roots {
+            if root.exists() && !allowed.admits(&root) {
+                let warning = format!(
+                    "{}: skill folder is outside every --workspace-root; skipped",
+                    root.display()
+                );
+                tracing::warn!("{warning}");
+                found.warnings.push(warning);
+                continue;
+            }
+        }
         let mut files = Vec::new();
-        find_skill_files(&root, 0, &mut files);
+        find_skill_files(
+            &root,
+            0,
+            run.roots.as_ref(),
+            &mut files,
+            &mut found.warnings,
+        );
         files.sort_by(|a, b| a.0.cmp(&b.0));
         for (file, metadata) in files {
             let parsed = match cache {
@@ -217,13 +230,37 @@ pub fn discover_skills_cached(run: &Run, cache: Option<&SkillCache>) -> Discover
     found
 }
 
-/// Collect `SKILL.md` files (with their metadata, so the cache needs no second `stat`).
-fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, std::fs::Metadata)>) {
+/// Collect `SKILL.md` files (with their metadata, so the cache needs no second `stat`). Under
+/// `roots`, a symlinked folder or SKILL.md that resolves outside them is skipped with a warning.
+fn find_skill_files(
+    dir: &Path,
+    depth: usize,
+    roots: Option<&crate::fsutil::Roots>,
+    out: &mut Vec<(PathBuf, std::fs::Metadata)>,
+    warnings: &mut Vec<String>,
+) {
     if depth > MAX_SKILL_DEPTH {
         return;
     }
+    let outside = |path: &Path, warnings: &mut Vec<String>| {
+        let leaves = roots.is_some_and(|roots| !roots.admits(path));
+        if leaves {
+            let warning = format!(
+                "{}: symlink leaves every --workspace-root; skipped",
+                path.display()
+            );
+            tracing::warn!("{warning}");
+            warnings.push(warning);
+        }
+        leaves
+    };
     if depth > 0 {
         let skill_file = dir.join("SKILL.md");
+        if std::fs::symlink_metadata(&skill_file).is_ok_and(|meta| meta.file_type().is_symlink())
+            && outside(&skill_file, warnings)
+        {
+            return;
+        }
         if let Ok(metadata) = std::fs::metadata(&skill_file) {
             if metadata.is_file() {
                 out.push((skill_file, metadata));
@@ -243,11 +280,13 @@ fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, std::fs::M
         // `file_type` comes with the directory listing; follow symlinks only when needed.
         let is_dir = match entry.file_type() {
             Ok(kind) if kind.is_dir() => true,
-            Ok(kind) if kind.is_symlink() => entry.path().is_dir(),
+            Ok(kind) if kind.is_symlink() => {
+                entry.path().is_dir() && !outside(&entry.path(), warnings)
+            }
             _ => false,
         };
         if is_dir {
-            find_skill_files(&entry.path(), depth + 1, out);
+            find_skill_files(&entry.path(), depth + 1, roots, out, warnings);
         }
     }
 }
@@ -283,7 +322,15 @@ fn parse_skill_file(
     if size > MAX_SKILL_FILE_BYTES {
         return Err(format!("{size} bytes is over the 1 MiB limit"));
     }
-    let bytes = std::fs::read(file).map_err(|error| error.to_string())?;
+    // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
+    let allowed = |real: &Path| run.roots.as_ref().is_none_or(|roots| roots.contains(real));
+    let bytes =
+        crate::fsutil::read_capped(file, MAX_SKILL_FILE_BYTES, &allowed).map_err(|refusal| {
+            match refusal {
+                crate::fsutil::ReadRefusal::TooLarge { .. } => "over the 1 MiB limit".to_string(),
+                other => other.to_string(),
+            }
+        })?;
     let folder_name = file
         .parent()
         .and_then(Path::file_name)

@@ -52,6 +52,7 @@ pub struct Translation {
 
 /// Load, route and render the skills of `run` (harness-aware, no params yet).
 pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
+    run.check_confined()?;
     let mut loaded = load_bootstrap_files(run);
     if let Some(command) = &options.bootstrap_hook {
         loaded = crate::workspace::apply_bootstrap_hook(run, loaded, command)?;

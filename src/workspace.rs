@@ -100,9 +100,7 @@ pub struct LoadedWorkspace {
 pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
     let mut loaded = LoadedWorkspace::default();
     let workspace = &run.workspace;
-    let canonical_workspace = workspace
-        .canonicalize()
-        .unwrap_or_else(|_| workspace.clone());
+    let canonical_workspace = crate::fsutil::resolve_real(workspace);
     let entries = directory_entries(workspace);
     for name in BOOTSTRAP_FILE_NAMES {
         let keep_reason = filter_reason(run, name);
@@ -119,7 +117,7 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
         match name {
             "MEMORY.md" if !entries.contains_key(name) => continue,
             "BOOTSTRAP.md" if !entries.contains_key(name) => continue,
-            "BOOTSTRAP.md" if setup_complete(workspace) => {
+            "BOOTSTRAP.md" if setup_complete(run) => {
                 loaded.omitted.push(OmittedFile {
                     name: name.to_string(),
                     reason: "workspace setup is complete".to_string(),
@@ -129,7 +127,7 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
             _ => {}
         }
         let path = workspace.join(name);
-        let content = read_bootstrap_file(&path, &canonical_workspace, &mut loaded.warnings);
+        let content = read_bootstrap_file(&path, &canonical_workspace, run, &mut loaded.warnings);
         loaded.files.push(BootstrapFile {
             name: name.to_string(),
             path: run.display_path(&path),
@@ -249,7 +247,7 @@ pub fn apply_bootstrap_hook(
             });
             continue;
         }
-        if name == "BOOTSTRAP.md" && setup_complete(&run.workspace) {
+        if name == "BOOTSTRAP.md" && setup_complete(run) {
             continue;
         }
         let content = match (file.content, file.missing) {
@@ -302,13 +300,21 @@ fn directory_entries(dir: &Path) -> BTreeMap<String, ()> {
         .unwrap_or_default()
 }
 
+/// Largest workspace state file read (OpenClaw's is a few hundred bytes).
+const MAX_WORKSPACE_STATE_BYTES: u64 = 64 * 1024;
+
 /// Setup is complete once OpenClaw recorded it in `.openclaw/workspace-state.json`.
-fn setup_complete(workspace: &Path) -> bool {
-    let state = workspace.join(".openclaw").join("workspace-state.json");
-    let Ok(text) = std::fs::read_to_string(state) else {
+fn setup_complete(run: &Run) -> bool {
+    let state = run.workspace.join(".openclaw").join("workspace-state.json");
+    let canonical_workspace = crate::fsutil::resolve_real(&run.workspace);
+    let allowed = |real: &Path| {
+        real.starts_with(&canonical_workspace)
+            && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
+    };
+    let Ok(bytes) = crate::fsutil::read_capped(&state, MAX_WORKSPACE_STATE_BYTES, &allowed) else {
         return false;
     };
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return false;
     };
     ["setupCompletedAt", "onboardingCompletedAt"]
@@ -316,41 +322,40 @@ fn setup_complete(workspace: &Path) -> bool {
         .any(|key| value.get(key).is_some_and(|v| !v.is_null()))
 }
 
-fn read_bootstrap_file(path: &Path, workspace: &Path, warnings: &mut Vec<String>) -> FileContent {
-    let metadata = match std::fs::metadata(path) {
-        Ok(metadata) => metadata,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            // A dangling symlink is missing too.
-            return FileContent::Missing;
-        }
-        Err(error) => return FileContent::Unreadable(error.to_string()),
+fn read_bootstrap_file(
+    path: &Path,
+    workspace: &Path,
+    run: &Run,
+    warnings: &mut Vec<String>,
+) -> FileContent {
+    use crate::fsutil::ReadRefusal;
+    // Inside the workspace (a symlink may point elsewhere in it) and, for a confined run, inside
+    // the service's roots; checked again on the open file (`read_capped`).
+    let allowed = |real: &Path| {
+        real.starts_with(workspace) && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
     };
-    match path.canonicalize() {
-        Ok(real) if real.starts_with(workspace) => {}
-        Ok(real) => {
-            warnings.push(format!(
-                "{}: symlink leaves the workspace (to {}); not read",
-                path.display(),
-                real.display()
-            ));
-            return FileContent::Unreadable("symlink leaves the workspace".to_string());
-        }
-        Err(error) => return FileContent::Unreadable(error.to_string()),
-    }
-    if !metadata.is_file() {
-        return FileContent::Unreadable("not a regular file".to_string());
-    }
-    if metadata.len() > MAX_BOOTSTRAP_FILE_BYTES {
-        warnings.push(format!(
-            "{}: {} bytes is over the 2 MiB read limit; not read",
-            path.display(),
-            metadata.len()
-        ));
-        return FileContent::Unreadable("larger than 2 MiB".to_string());
-    }
-    match std::fs::read(path) {
+    match crate::fsutil::read_capped(path, MAX_BOOTSTRAP_FILE_BYTES, &allowed) {
         Ok(bytes) => FileContent::Present(decode_lossy(path, bytes, warnings)),
-        Err(error) => FileContent::Unreadable(error.to_string()),
+        // A dangling symlink is missing too.
+        Err(ReadRefusal::NotFound) => FileContent::Missing,
+        Err(ReadRefusal::Outside) => {
+            warnings.push(format!(
+                "{}: symlink leaves the workspace; not read",
+                path.display()
+            ));
+            FileContent::Unreadable("symlink leaves the workspace".to_string())
+        }
+        Err(ReadRefusal::TooLarge { .. }) => {
+            warnings.push(format!(
+                "{}: over the 2 MiB read limit; not read",
+                path.display()
+            ));
+            FileContent::Unreadable("larger than 2 MiB".to_string())
+        }
+        Err(refusal) => {
+            warnings.push(format!("{}: {refusal}; not read", path.display()));
+            FileContent::Unreadable(refusal.to_string())
+        }
     }
 }
 

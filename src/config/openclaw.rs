@@ -70,6 +70,15 @@ const KNOWN_KEYS: &[&str] = &[
     "ui.assistant",
 ];
 
+/// Config keys whose values are paths (a string or a list of strings), besides
+/// `agents.list[].workspace`.
+const PATH_KEYS: &[&str] = &[
+    "skills.load.extraDirs",
+    "agents.defaults.workspace",
+    "agents.defaults.repoRoot",
+    "docs.path",
+];
+
 /// How the bootstrap truncation notice is shown (`agents.defaults.bootstrapPromptTruncationWarning`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TruncationWarningMode {
@@ -107,6 +116,36 @@ impl OpenClawConfig {
         dotted
             .split('.')
             .try_fold(&self.root, |value, key| value.get(key))
+    }
+
+    /// Every path the config names, with the field it came from (`config.skills.load.extraDirs[0]`),
+    /// as written. The service checks each against its roots (docs/threat-model.md).
+    pub fn named_paths(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut push = |field: String, value: &Value| match value {
+            Value::String(path) => out.push((field, path.clone())),
+            Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    if let Some(path) = item.as_str() {
+                        out.push((format!("{field}[{index}]"), path.to_string()));
+                    }
+                }
+            }
+            _ => {}
+        };
+        for key in PATH_KEYS {
+            if let Some(value) = self.get(key) {
+                push(format!("config.{key}"), value);
+            }
+        }
+        if let Some(agents) = self.get("agents.list").and_then(Value::as_array) {
+            for (index, agent) in agents.iter().enumerate() {
+                if let Some(value) = agent.get("workspace") {
+                    push(format!("config.agents.list[{index}].workspace"), value);
+                }
+            }
+        }
+        out
     }
 
     /// The `agents.list[]` entry of `agent_id`, if any.

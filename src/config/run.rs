@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::openclaw::OpenClawConfig;
 use crate::error::{Error, Result};
+use crate::fsutil::{ReadRefusal, Roots};
 
 /// The run document exactly as written.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -52,8 +53,9 @@ pub struct RunDocument {
     pub thread_id: Option<String>,
     #[serde(default)]
     pub approval_policy: ApprovalPolicy,
+    /// `None`: the CLI's default (`danger-full-access`), or the ceiling under `clawbridge serve`.
     #[serde(default)]
-    pub sandbox: SandboxMode,
+    pub sandbox: Option<SandboxMode>,
     #[serde(default)]
     pub config: Option<Value>,
 }
@@ -193,8 +195,9 @@ pub enum ApprovalPolicy {
     Never,
 }
 
-/// Codex sandbox mode.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+/// Codex sandbox mode, ordered from the least to the most access (the service's ceiling compares
+/// with this order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     ReadOnly,
@@ -265,7 +268,15 @@ pub struct Run {
     /// Display alias: paths under `.0` are shown to the model as if under `.1` (snapshots use a
     /// fixed virtual workspace so artifacts carry no machine paths).
     pub path_alias: Option<(PathBuf, PathBuf)>,
+    /// Set under `clawbridge serve`: every file the run reads must resolve below these folders,
+    /// checked where the file is opened (docs/threat-model.md).
+    pub roots: Option<Roots>,
 }
+
+/// Largest tool catalog file read (a catalog of hundreds of tools is well under 1 MiB).
+pub const MAX_TOOL_CATALOG_BYTES: u64 = 8 * 1024 * 1024;
+/// Largest run document read from disk.
+pub const MAX_RUN_DOCUMENT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The default model of a run.
 pub const DEFAULT_MODEL: &str = "gpt-5.5";
@@ -291,6 +302,17 @@ impl RunDocument {
 
     /// Validate and resolve against `base_dir` (the folder of the document).
     pub fn into_run(self, source: &Path, base_dir: &Path) -> Result<Run> {
+        self.into_run_confined(source, base_dir, None)
+    }
+
+    /// [`RunDocument::into_run`] for a run confined to `roots` (the service): tool catalog files
+    /// outside them are refused, and the run carries the roots to every later read.
+    pub fn into_run_confined(
+        self,
+        source: &Path,
+        base_dir: &Path,
+        roots: Option<Roots>,
+    ) -> Result<Run> {
         let field_error = |field: &str, message: String| Error::InvalidField {
             path: source.to_path_buf(),
             field: field.to_string(),
@@ -304,6 +326,27 @@ impl RunDocument {
             }
         };
         let workspace = normalize(&resolve(&self.workspace));
+        if let Some(roots) = &roots {
+            // Before any existence check, so an outside path answers the same whether or not it
+            // exists. Tool catalog files are checked where they are read.
+            let mut named = vec![("workspace".to_string(), workspace.clone())];
+            let optional = [
+                ("cwd", &self.cwd),
+                ("memoryWorkspace", &self.memory_workspace),
+            ];
+            for (field, path) in optional {
+                if let Some(path) = path {
+                    named.push((field.to_string(), normalize(&resolve(path))));
+                }
+            }
+            if let Some(config) = &self.config {
+                named.extend(config_paths(
+                    &OpenClawConfig::new(config.clone()),
+                    &workspace,
+                ));
+            }
+            check_confined(roots, named)?;
+        }
         if !workspace.is_dir() {
             return Err(field_error(
                 "workspace",
@@ -340,7 +383,7 @@ impl RunDocument {
             Some(object @ Value::Object(_)) => object,
             Some(_) => return Err(field_error("config", "must be a JSON object".to_string())),
         };
-        let tools = resolve_tools(&self.tools, source, &resolve)?;
+        let tools = resolve_tools(&self.tools, source, &resolve, roots.as_ref())?;
         for (index, tool) in tools.iter().enumerate() {
             if tool.name.trim().is_empty() {
                 return Err(field_error(
@@ -381,9 +424,10 @@ impl RunDocument {
             direct_tools: self.direct_tools,
             thread_id: self.thread_id,
             approval_policy: self.approval_policy,
-            sandbox: self.sandbox,
+            sandbox: self.sandbox.unwrap_or_default(),
             config: OpenClawConfig::new(config),
             path_alias: None,
+            roots,
         })
     }
 }
@@ -391,9 +435,10 @@ impl RunDocument {
 impl Run {
     /// Read, parse and validate a run document file.
     pub fn load(path: &Path) -> Result<Run> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        let bytes = crate::fsutil::read_file_capped(path, MAX_RUN_DOCUMENT_BYTES)?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::InvalidDocument {
             path: path.to_path_buf(),
-            source,
+            message: "not UTF-8 text".to_string(),
         })?;
         let base_dir = path
             .parent()
@@ -402,6 +447,21 @@ impl Run {
             .unwrap_or_else(|| PathBuf::from("."));
         let base_dir = std::path::absolute(&base_dir).unwrap_or(base_dir);
         RunDocument::parse(&text, path)?.into_run(path, &base_dir)
+    }
+
+    /// For a confined run, check again (at the moment of use) that every folder it names still
+    /// resolves below the roots: a symlink may have been swapped while the run waited its turn.
+    pub fn check_confined(&self) -> Result<()> {
+        let Some(roots) = &self.roots else {
+            return Ok(());
+        };
+        let mut named = vec![
+            ("workspace".to_string(), self.workspace.clone()),
+            ("cwd".to_string(), self.cwd.clone()),
+            ("memoryWorkspace".to_string(), self.memory_workspace.clone()),
+        ];
+        named.extend(config_paths(&self.config, &self.workspace));
+        check_confined(roots, named)
     }
 
     /// True for lightweight cron runs, whose prompt is forwarded byte for byte.
@@ -455,11 +515,42 @@ impl Run {
     }
 }
 
+/// The config's paths resolved as the readers resolve them: `~/` against the home folder,
+/// relative ones against the workspace.
+fn config_paths(config: &OpenClawConfig, workspace: &Path) -> Vec<(String, PathBuf)> {
+    config
+        .named_paths()
+        .into_iter()
+        .map(|(field, path)| (field, resolve_config_path(&path, workspace)))
+        .collect()
+}
+
+/// A path from the OpenClaw config as OpenClaw resolves it: `~/` against the home folder,
+/// relative paths against the workspace.
+pub fn resolve_config_path(path: &str, workspace: &Path) -> PathBuf {
+    let resolved = match path.strip_prefix("~/") {
+        Some(rest) => dirs::home_dir().unwrap_or_default().join(rest),
+        None if Path::new(path).is_absolute() => PathBuf::from(path),
+        None => workspace.join(path),
+    };
+    normalize(&resolved)
+}
+
+fn check_confined(roots: &Roots, named: Vec<(String, PathBuf)>) -> Result<()> {
+    for (field, path) in named {
+        if !roots.admits(&path) {
+            return Err(Error::OutsideRoots { field, path });
+        }
+    }
+    Ok(())
+}
+
 /// Expand `tools`: objects are specs, strings are files holding an array of specs.
 fn resolve_tools(
     items: &[Value],
     source: &Path,
     resolve: &dyn Fn(&Path) -> PathBuf,
+    roots: Option<&Roots>,
 ) -> Result<Vec<ToolSpec>> {
     let mut tools = Vec::new();
     for (index, item) in items.iter().enumerate() {
@@ -467,11 +558,27 @@ fn resolve_tools(
         match item {
             Value::String(file) => {
                 let path = resolve(Path::new(file));
-                let text = std::fs::read_to_string(&path).map_err(|error| Error::InvalidField {
-                    path: source.to_path_buf(),
-                    field: field.clone(),
-                    message: format!("cannot read tool catalog {}: {error}", path.display()),
-                })?;
+                let allowed = |real: &Path| roots.is_none_or(|roots| roots.contains(real));
+                let text = match crate::fsutil::read_capped(&path, MAX_TOOL_CATALOG_BYTES, &allowed)
+                {
+                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Err(ReadRefusal::Outside) => {
+                        return Err(Error::OutsideRoots {
+                            field,
+                            path: path.clone(),
+                        })
+                    }
+                    Err(refusal) => {
+                        return Err(Error::InvalidField {
+                            path: source.to_path_buf(),
+                            field: field.clone(),
+                            message: format!(
+                                "cannot read tool catalog {}: {refusal}",
+                                path.display()
+                            ),
+                        })
+                    }
+                };
                 let deserializer = &mut serde_json::Deserializer::from_str(&text);
                 let specs: Vec<ToolSpec> =
                     serde_path_to_error::deserialize(deserializer).map_err(|error| {

@@ -280,13 +280,20 @@ pub fn prompt_inputs(
     let repo_root = resolved
         .repo_root
         .clone()
-        .filter(|root| options.detect_repo_root && std::path::Path::new(root).is_dir())
+        .filter(|root| {
+            let root = std::path::Path::new(root);
+            // A confined run (the service) never probes outside the operator's roots.
+            options.detect_repo_root
+                && run.roots.as_ref().is_none_or(|roots| roots.admits(root))
+                && root.is_dir()
+        })
         .or_else(|| {
             options
                 .detect_repo_root
                 .then(|| {
                     run.cwd
                         .ancestors()
+                        .take_while(|dir| run.roots.as_ref().is_none_or(|roots| roots.admits(dir)))
                         .find(|dir| dir.join(".git").exists())
                         .map(|dir| run.display_path(dir))
                 })

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clawbridge::codex::session::TurnLimits;
+use clawbridge::config::SandboxMode;
 use clawbridge::offline::{StubScript, StubStep};
 use clawbridge::server::{start, Running, ServeConfig, ServeError};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
@@ -14,7 +15,10 @@ use serde_json::{json, Value};
 use crate::e2e::codex_bin;
 use crate::util::*;
 
-fn config(
+/// The token the in-process test services use.
+pub const TEST_TOKEN: &str = "test-token-0123456789abcdef";
+
+pub fn config(
     bin: PathBuf,
     state: &Path,
     codex_home: Option<PathBuf>,
@@ -22,7 +26,11 @@ fn config(
 ) -> ServeConfig {
     ServeConfig {
         listen: "127.0.0.1:0".parse().expect("addr"),
-        token: None,
+        token: Some(TEST_TOKEN.into()),
+        no_auth: false,
+        allow_origins: vec![],
+        allow_hosts: vec![],
+        max_sandbox: SandboxMode::WorkspaceWrite,
         workspace_roots: vec![repo_root().join("fixtures")],
         codex_bin: bin,
         codex_home,
@@ -40,7 +48,7 @@ fn config(
 }
 
 /// A fixture run document with paths relative to the `fixtures/` root.
-fn run_document(name: &str) -> Value {
+pub fn run_document(name: &str) -> Value {
     let mut document: Value = serde_json::from_str(
         &std::fs::read_to_string(repo_root().join("fixtures/runs").join(name)).expect("run"),
     )
@@ -56,15 +64,25 @@ fn run_document(name: &str) -> Value {
     document
 }
 
-async fn connect(running: &Running) -> jsonrpsee::ws_client::WsClient {
+fn bearer(token: &str) -> http::HeaderMap {
+    [(
+        http::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().expect("header"),
+    )]
+    .into_iter()
+    .collect()
+}
+
+pub async fn connect(running: &Running) -> jsonrpsee::ws_client::WsClient {
     WsClientBuilder::default()
+        .set_headers(bearer(running.token.as_deref().unwrap_or_default()))
         .build(format!("ws://{}", running.addr))
         .await
         .expect("ws client")
 }
 
 /// Collect a run's events up to and including `turnEnd`, answering tool calls with `answer`.
-async fn follow(
+pub async fn follow(
     client: &jsonrpsee::ws_client::WsClient,
     run_id: &str,
     answer: Option<Value>,
@@ -113,9 +131,10 @@ async fn params_run_stream_tool_call_and_status() {
         },
         StubStep::Text("done".into()),
     ];
-    let running = start(config(bin, state.path(), None, script))
-        .await
-        .expect("serve");
+    // The CLI's default sandbox, so the params equal the CLI's.
+    let mut settings = config(bin, state.path(), None, script);
+    settings.max_sandbox = SandboxMode::DangerFullAccess;
+    let running = start(settings).await.expect("serve");
     let client = connect(&running).await;
 
     // Params round trip: the same JSON as `clawbridge params` for the same run.
@@ -236,27 +255,22 @@ async fn a_second_run_resumes_the_thread_even_after_a_restart() {
 async fn refusals_paths_tokens_and_binds() {
     let Some(bin) = codex_bin() else { return };
     let state = tempfile::tempdir().expect("state");
-    // Non-loopback without a token.
+    // --no-auth off loopback.
     let mut open = config(bin.clone(), state.path(), None, vec![]);
     open.listen = "0.0.0.0:0".parse().expect("addr");
+    open.token = None;
+    open.no_auth = true;
     assert!(matches!(
         start(open).await.err(),
-        Some(ServeError::NonLoopbackWithoutToken(_))
+        Some(ServeError::NoAuthOffLoopback(_))
     ));
 
-    let mut guarded = config(bin, state.path(), None, vec![]);
-    guarded.token = Some("s3cret-token".into());
-    let running = start(guarded).await.expect("serve");
+    let running = start(config(bin, state.path(), None, vec![]))
+        .await
+        .expect("serve");
     let url = format!("http://{}", running.addr);
     let wrong = jsonrpsee::http_client::HttpClientBuilder::default()
-        .set_headers(
-            [(
-                http::header::AUTHORIZATION,
-                "Bearer nope".parse().expect("header"),
-            )]
-            .into_iter()
-            .collect(),
-        )
+        .set_headers(bearer("nope"))
         .build(&url)
         .expect("client");
     let refused = wrong
@@ -264,14 +278,7 @@ async fn refusals_paths_tokens_and_binds() {
         .await;
     assert!(refused.is_err(), "wrong token refused");
     let right = jsonrpsee::http_client::HttpClientBuilder::default()
-        .set_headers(
-            [(
-                http::header::AUTHORIZATION,
-                "Bearer s3cret-token".parse().expect("header"),
-            )]
-            .into_iter()
-            .collect(),
-        )
+        .set_headers(bearer(TEST_TOKEN))
         .build(&url)
         .expect("client");
     let status: Value = right

@@ -8,14 +8,20 @@
 //! different sessions in parallel), and each run's event log, which subscribers replay from the
 //! start so nothing is missed however late they subscribe.
 //!
+//! Safe by default (docs/threat-model.md): [`guard`] authenticates every request with a bearer
+//! token ([`token`] generates and keeps one when the operator gives none) and refuses foreign
+//! `Host` and `Origin` headers; run documents are confined to the roots and capped at the
+//! operator's sandbox ceiling; a run may only use its own session's thread; run, tool-call and
+//! approval ids are random.
+//!
 //! Methods: `bridge.params`, `bridge.context`, `bridge.prompt`, `bridge.runStart`,
 //! `bridge.subscribeRun` (notifications `bridge.runEvent`), `bridge.toolResult`,
 //! `bridge.approval`, `bridge.runInterrupt`, `bridge.status`.
 
+use std::collections::HashSet;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,11 +41,15 @@ use crate::codex::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
     TurnStatus,
 };
-use crate::config::{Harness, Run, RunDocument};
+use crate::config::{Harness, Run, RunDocument, SandboxMode};
+use crate::fsutil::Roots;
 use crate::offline::{OfflineHome, ResponsesStub, StubScript};
 use crate::skills::{HostFacts, SkillCache};
 use crate::translate::{translate, TranslateOptions};
 use crate::workspace::WarningLedger;
+
+pub mod guard;
+pub mod token;
 
 /// Stable error codes of the API.
 pub mod codes {
@@ -47,6 +57,9 @@ pub mod codes {
     pub const INVALID_PARAMS: i32 = -32602;
     /// A path of the run document lies outside every `--workspace-root`.
     pub const PATH_OUTSIDE_ROOTS: i32 = 4001;
+    /// The operator does not allow it: a sandbox above `--max-sandbox`, or a `threadId` that
+    /// belongs to another session or is running.
+    pub const FORBIDDEN: i32 = 4003;
     /// No such run, tool call or approval.
     pub const NOT_FOUND: i32 = 4004;
     /// The run cannot be executed by Codex (e.g. `"harness": "embedded"`).
@@ -63,11 +76,36 @@ fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(code, message.into(), None::<()>)
 }
 
+/// A library error as an API error: the code follows from the kind.
+fn library_error(error: crate::Error) -> ErrorObjectOwned {
+    let code = match &error {
+        crate::Error::OutsideRoots { .. } => codes::PATH_OUTSIDE_ROOTS,
+        crate::Error::Write { .. } => codes::INTERNAL,
+        _ => codes::INVALID_PARAMS,
+    };
+    rpc_error(code, error.to_string())
+}
+
+/// A random id (UUID v4) for runs and approvals: nobody can guess another client's.
+fn random_id(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4())
+}
+
 /// Validated `clawbridge serve` settings.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
     pub listen: SocketAddr,
+    /// `--token` / `CLAWBRIDGE_TOKEN`; without one (and without `no_auth`) the service uses
+    /// `<state-dir>/token`, generating it on first start.
     pub token: Option<String>,
+    /// `--no-auth`: no token at all (loopback only, with a warning).
+    pub no_auth: bool,
+    /// `--allow-origin`: browser origins that may call (every other `Origin` gets 403).
+    pub allow_origins: Vec<String>,
+    /// `--allow-host`: `Host` values accepted besides the bound address and loopback names.
+    pub allow_hosts: Vec<String>,
+    /// `--max-sandbox`: the most a run may ask for; runs that name none get it.
+    pub max_sandbox: SandboxMode,
     /// Canonical workspace roots; run paths must lie under one of them.
     pub workspace_roots: Vec<PathBuf>,
     pub codex_bin: PathBuf,
@@ -84,10 +122,11 @@ pub struct ServeConfig {
 /// Why the service cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error(
-        "refusing to listen on {0} without --token: a non-loopback address needs a bearer token"
-    )]
-    NonLoopbackWithoutToken(SocketAddr),
+    #[error("--no-auth is allowed only on a loopback address, not on {0}")]
+    NoAuthOffLoopback(SocketAddr),
+    /// A flag or the token file holds something unusable; the message names it.
+    #[error("{0}")]
+    Usage(String),
     #[error("--workspace-root {}: {message}", path.display())]
     BadRoot { path: PathBuf, message: String },
     #[error("cannot listen on {addr}: {message}")]
@@ -99,9 +138,20 @@ pub enum ServeError {
 impl ServeConfig {
     /// Check the settings: loopback or a token; roots that exist (canonicalized).
     pub fn validate(mut self) -> Result<Self, ServeError> {
-        if !self.listen.ip().is_loopback() && self.token.as_deref().is_none_or(str::is_empty) {
-            return Err(ServeError::NonLoopbackWithoutToken(self.listen));
+        if self.no_auth {
+            if !self.listen.ip().is_loopback() {
+                return Err(ServeError::NoAuthOffLoopback(self.listen));
+            }
+            if self.token.is_some() {
+                return Err(ServeError::Usage(
+                    "--no-auth and --token (or CLAWBRIDGE_TOKEN) exclude each other".into(),
+                ));
+            }
         }
+        if let Some(token) = &self.token {
+            token::validate(token, "--token (or CLAWBRIDGE_TOKEN)")?;
+        }
+        guard::host_filter(&self.allow_hosts).map_err(ServeError::Usage)?;
         let mut roots = Vec::new();
         for root in &self.workspace_roots {
             let canonical = root.canonicalize().map_err(|error| ServeError::BadRoot {
@@ -182,7 +232,9 @@ pub struct Bridge {
     runs: Mutex<HashMap<String, Arc<RunState>>>,
     pending_tools: Mutex<HashMap<String, PendingCall>>,
     pending_approvals: Mutex<HashMap<String, oneshot::Sender<bool>>>,
-    next_run: AtomicU64,
+    /// Threads a run is using right now: one run per thread at a time.
+    busy_threads: Mutex<HashSet<String>>,
+    roots: Roots,
     skill_cache: Arc<SkillCache>,
 }
 
@@ -247,52 +299,73 @@ impl Bridge {
         }
     }
 
-    /// Parse a run document sent by a client and check its paths against the roots.
+    /// Parse a run document sent by a client: the sandbox capped at the ceiling, every path it
+    /// names checked against the roots (and again wherever a file is opened).
     fn load_run(&self, params: &Value) -> Result<Run, ErrorObjectOwned> {
         let document = params
             .get("run")
             .filter(|_| params.get("workspace").is_none())
             .unwrap_or(params);
-        let text = document.to_string();
         let source = Path::new("<request>");
         let base = self.config.workspace_roots[0].clone();
-        let parsed = RunDocument::parse(&text, source)
+        let mut parsed = RunDocument::parse(&document.to_string(), source)
             .map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
-        // Tool catalog files named by path must lie under a root too.
-        for (index, item) in parsed.tools.iter().enumerate() {
-            if let Some(file) = item.as_str() {
-                self.check_path(&base.join(file), &format!("tools[{index}]"))?;
-            }
-        }
-        let run = parsed
-            .into_run(source, &base)
-            .map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
-        self.check_path(&run.workspace, "workspace")?;
-        self.check_path(&run.cwd, "cwd")?;
-        self.check_path(&run.memory_workspace, "memoryWorkspace")?;
-        Ok(run)
+        parsed.sandbox = Some(self.cap_sandbox(parsed.sandbox)?);
+        parsed
+            .into_run_confined(source, &base, Some(self.roots.clone()))
+            .map_err(library_error)
     }
 
-    fn check_path(&self, path: &Path, field: &str) -> Result<(), ErrorObjectOwned> {
-        let real = path
-            .canonicalize()
-            .unwrap_or_else(|_| crate::config::run::normalize(path));
-        if self
-            .config
-            .workspace_roots
-            .iter()
-            .any(|root| real.starts_with(root))
-        {
-            Ok(())
-        } else {
-            Err(rpc_error(
-                codes::PATH_OUTSIDE_ROOTS,
+    /// The sandbox a run gets under the ceiling: the ceiling when it names none, a refusal when it
+    /// asks for more.
+    fn cap_sandbox(&self, asked: Option<SandboxMode>) -> Result<SandboxMode, ErrorObjectOwned> {
+        let ceiling = self.config.max_sandbox;
+        match asked {
+            None => Ok(ceiling),
+            Some(mode) if mode <= ceiling => Ok(mode),
+            Some(mode) => Err(rpc_error(
+                codes::FORBIDDEN,
                 format!(
-                    "field `{field}`: {} is outside every --workspace-root",
-                    path.display()
+                    "field `sandbox`: {} is above this server's ceiling {} (the operator raises it with --max-sandbox)",
+                    mode.as_str(),
+                    ceiling.as_str()
                 ),
-            ))
+            )),
         }
+    }
+
+    /// Claim `thread_id` for one run of `session_key`: allowed when the thread is bound to that
+    /// session, or bound to none and not running. Released with [`Bridge::release_thread`].
+    fn claim_thread(
+        &self,
+        thread_id: &str,
+        session_key: Option<&str>,
+    ) -> Result<(), ErrorObjectOwned> {
+        let owner = lock(&self.bindings)
+            .sessions
+            .iter()
+            .find(|(_, binding)| binding.thread_id == thread_id)
+            .map(|(key, _)| key.clone());
+        let refused = |why: &str| {
+            rpc_error(
+                codes::FORBIDDEN,
+                format!("field `threadId`: thread {thread_id} {why}"),
+            )
+        };
+        if owner
+            .as_deref()
+            .is_some_and(|owner| Some(owner) != session_key)
+        {
+            return Err(refused("belongs to another session"));
+        }
+        if !lock(&self.busy_threads).insert(thread_id.to_string()) {
+            return Err(refused("is in use by another run"));
+        }
+        Ok(())
+    }
+
+    fn release_thread(&self, thread_id: &str) {
+        lock(&self.busy_threads).remove(thread_id);
     }
 }
 
@@ -334,6 +407,32 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
+/// One run's hold on a thread; dropping it frees the thread for the next run.
+struct ThreadClaim {
+    bridge: Arc<Bridge>,
+    thread_id: String,
+}
+
+impl ThreadClaim {
+    fn new(
+        bridge: &Arc<Bridge>,
+        thread_id: &str,
+        session_key: Option<&str>,
+    ) -> Result<Self, ErrorObjectOwned> {
+        bridge.claim_thread(thread_id, session_key)?;
+        Ok(Self {
+            bridge: Arc::clone(bridge),
+            thread_id: thread_id.to_string(),
+        })
+    }
+}
+
+impl Drop for ThreadClaim {
+    fn drop(&mut self) {
+        self.bridge.release_thread(&self.thread_id);
+    }
+}
+
 /// Answers a run's server requests through the API clients.
 struct BridgeHandler {
     bridge: Arc<Bridge>,
@@ -346,10 +445,10 @@ impl ServerRequestHandler for BridgeHandler {
             let timeout = self.bridge.config.answer_timeout;
             match request.method.as_str() {
                 "item/tool/call" => {
-                    let call_id = request.params["callId"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
+                    // The client answers with a random handle, not Codex's call id, so no other
+                    // client can answer this run's calls.
+                    let codex_call_id = request.params["callId"].clone();
+                    let call_id = random_id("call");
                     let tool = request.params["tool"]
                         .as_str()
                         .unwrap_or("<unnamed>")
@@ -362,7 +461,7 @@ impl ServerRequestHandler for BridgeHandler {
                             answer,
                         },
                     );
-                    self.run.push(json!({"event": "toolCall", "callId": call_id, "tool": tool,
+                    self.run.push(json!({"event": "toolCall", "callId": call_id, "codexCallId": codex_call_id, "tool": tool,
                         "namespace": request.params["namespace"], "arguments": request.params["arguments"]}));
                     let result = match tokio::time::timeout(timeout, receiver).await {
                         Ok(Ok(answer)) => answer,
@@ -374,7 +473,7 @@ impl ServerRequestHandler for BridgeHandler {
                     Ok(result)
                 }
                 method if method.ends_with("Approval") || method.ends_with("requestApproval") => {
-                    let approval_id = format!("{}:{}", self.run.run_id, request.id);
+                    let approval_id = random_id("approval");
                     let (answer, receiver) = oneshot::channel();
                     lock(&self.bridge.pending_approvals).insert(approval_id.clone(), answer);
                     self.run.push(json!({"event": "approvalRequest", "approvalId": approval_id, "method": method, "params": request.params}));
@@ -415,7 +514,7 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
             "field `harness`: only Codex runs can be started",
         ));
     }
-    let run_id = format!("run-{}", bridge.next_run.fetch_add(1, Ordering::SeqCst) + 1);
+    let run_id = random_id("run");
     let session_key = run
         .session_key
         .clone()
@@ -443,8 +542,19 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         state.finish(json!({"event": "turnEnd", "status": "failed", "error": message}));
         rpc_error(code, message)
     };
-    let translation = translate(&run, &options)
-        .map_err(|error| fail(&state, codes::INVALID_PARAMS, error.to_string()))?;
+    // Paths are checked again here, after the queue wait, where the files are opened.
+    let translation = translate(&run, &options).map_err(|error| {
+        let error = library_error(error);
+        fail(&state, error.code(), error.message().to_string())
+    })?;
+    // A thread the document names must be this session's (or nobody's and idle).
+    let mut claim = match &run.thread_id {
+        Some(thread_id) => Some(
+            ThreadClaim::new(&bridge, thread_id, run.session_key.as_deref())
+                .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
+        ),
+        None => None,
+    };
     let developer = translation.codex_params(&run);
     let developer_text = match &developer.thread {
         ThreadParams::ThreadStart(start) => start.developer_instructions.clone(),
@@ -457,6 +567,10 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         .and_then(|key| lock(&bridge.bindings).sessions.get(key).cloned());
     if run.thread_id.is_none() {
         if let Some(binding) = bound.filter(|binding| binding.fingerprint == fingerprint) {
+            claim = Some(
+                ThreadClaim::new(&bridge, &binding.thread_id, run.session_key.as_deref())
+                    .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
+            );
             run.thread_id = Some(binding.thread_id);
         }
     }
@@ -473,6 +587,7 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
                 run.thread_id
             );
             run.thread_id = None;
+            claim = None;
             params = translation.codex_params(&run);
             hub.open_thread(&params.thread)
                 .await
@@ -481,6 +596,13 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         Err(error) => return Err(fail(&state, codes::THREAD_FAILED, error.to_string())),
     };
     let thread_id = handle.thread_id.clone();
+    if claim.is_none() {
+        // A thread Codex just created: nobody else can hold it yet.
+        claim = Some(
+            ThreadClaim::new(&bridge, &thread_id, run.session_key.as_deref())
+                .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
+        );
+    }
     *lock(&state.thread_id) = Some(thread_id.clone());
     if let Some(key) = &run.session_key {
         lock(&bridge.bindings).sessions.insert(
@@ -490,7 +612,9 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
                 fingerprint,
             },
         );
-        bridge.save_bindings()?;
+        bridge
+            .save_bindings()
+            .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
     }
     state.push(json!({"event": "thread", "threadId": thread_id, "resumed": matches!(params.thread, ThreadParams::ThreadResume(_))}));
 
@@ -499,6 +623,7 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
     let limits = bridge.config.limits;
     tokio::spawn(async move {
         let _queue = queue_guard;
+        let _claim = claim;
         let mut handle = handle;
         let handler = BridgeHandler {
             bridge: Arc::clone(&task_bridge),
@@ -605,8 +730,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
                 "field `harness`: embedded runs have no Codex params",
             ));
         }
-        let translation = translate(&run, &bridge.translate_options())
-            .map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
+        let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
         serde_json::to_value(translation.codex_params(&run))
             .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     })?;
@@ -617,8 +741,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .get("detail")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let translation = translate(&run, &bridge.translate_options())
-            .map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
+        let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
         serde_json::to_value(crate::context::context_report(&run, &translation, detail))
             .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     })?;
@@ -634,7 +757,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             Some(other) => return Err(rpc_error(codes::INVALID_PARAMS, format!("field `mode`: unknown mode `{other}`"))),
             None => None,
         };
-        let translation = translate(&run, &bridge.translate_options()).map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
+        let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
         let prompt = render_for_run(&run, &translation, &PromptOptions { mode, host: HostRuntime::from_process(), detect_repo_root: true, ..PromptOptions::default() });
         Ok::<_, ErrorObjectOwned>(json!({"stablePrefix": prompt.stable_prefix, "dynamicSuffix": prompt.dynamic_suffix, "text": prompt.text()}))
     })?;
@@ -746,11 +869,23 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
     Ok(module)
 }
 
+/// Where the service's generated token lives.
+#[derive(Clone, Debug)]
+pub struct TokenFile {
+    pub path: PathBuf,
+    /// Generated by this start (else reused from an earlier one).
+    pub created: bool,
+}
+
 /// A running service.
 pub struct Running {
     pub handle: ServerHandle,
     pub addr: SocketAddr,
     pub bridge: Arc<Bridge>,
+    /// The bearer token clients must send (`None` with `--no-auth`).
+    pub token: Option<String>,
+    /// Set when the token comes from `<state-dir>/token`.
+    pub token_file: Option<TokenFile>,
 }
 
 impl Running {
@@ -796,19 +931,27 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         runs: Mutex::new(HashMap::new()),
         pending_tools: Mutex::new(HashMap::new()),
         pending_approvals: Mutex::new(HashMap::new()),
-        next_run: AtomicU64::new(0),
+        busy_threads: Mutex::new(HashSet::new()),
+        roots: Roots::new(config.workspace_roots.clone()),
         skill_cache: Arc::new(SkillCache::default()),
         config: config.clone(),
     });
-    let auth = config
-        .token
-        .as_deref()
-        .filter(|token| !token.is_empty())
-        .map(|token| {
-            #[allow(deprecated)]
-            tower_http::validate_request::ValidateRequestHeaderLayer::bearer(token)
-        });
-    let middleware = tower::ServiceBuilder::new().option_layer(auth);
+    let (token, token_file) = resolve_auth(&config)?;
+    // Bind first: the Host filter needs the port actually bound (`--listen 127.0.0.1:0`).
+    let bind_error = |error: std::io::Error| ServeError::Bind {
+        addr: config.listen,
+        message: error.to_string(),
+    };
+    let listener = std::net::TcpListener::bind(config.listen).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let hosts = guard::allowed_hosts(addr, &config.allow_hosts);
+    let cors = cors_layer(&config.allow_origins)?;
+    let middleware = tower::ServiceBuilder::new()
+        .layer(guard::host_filter(&hosts).map_err(ServeError::Usage)?)
+        .layer(guard::OriginGuardLayer::new(&config.allow_origins))
+        .option_layer(cors)
+        .layer(guard::BearerAuthLayer::new(token.as_deref()));
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)
@@ -816,16 +959,8 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let server = Server::builder()
         .set_config(server_config)
         .set_http_middleware(middleware)
-        .build(config.listen)
-        .await
-        .map_err(|error| ServeError::Bind {
-            addr: config.listen,
-            message: error.to_string(),
-        })?;
-    let addr = server.local_addr().map_err(|error| ServeError::Bind {
-        addr: config.listen,
-        message: error.to_string(),
-    })?;
+        .build_from_tcp(listener)
+        .map_err(bind_error)?;
     let methods = module(Arc::clone(&bridge)).map_err(|error| ServeError::Bind {
         addr,
         message: error.to_string(),
@@ -835,5 +970,50 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         handle,
         addr,
         bridge,
+        token,
+        token_file,
     })
+}
+
+/// The token in force: `--token`, else the state dir's token file (created on first start),
+/// else none with `--no-auth` (and a warning).
+fn resolve_auth(config: &ServeConfig) -> Result<(Option<String>, Option<TokenFile>), ServeError> {
+    if config.no_auth {
+        tracing::warn!(
+            "--no-auth: any local process may drive Codex through {} (browsers are still refused by the Origin and Host checks)",
+            config.listen
+        );
+        return Ok((None, None));
+    }
+    if let Some(token) = &config.token {
+        return Ok((Some(token.clone()), None));
+    }
+    let (token, created) = token::load_or_create(&config.state_dir)?;
+    Ok((
+        Some(token),
+        Some(TokenFile {
+            path: token::token_path(&config.state_dir),
+            created,
+        }),
+    ))
+}
+
+/// CORS answers for the origins the operator allowed, so their preflights pass without a token.
+fn cors_layer(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>, ServeError> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let values = origins
+        .iter()
+        .map(|origin| {
+            http::HeaderValue::from_str(origin.trim_end_matches('/'))
+                .map_err(|_| ServeError::Usage(format!("--allow-origin {origin}: not an origin")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(
+        tower_http::cors::CorsLayer::new()
+            .allow_origin(values)
+            .allow_methods([http::Method::POST])
+            .allow_headers([http::header::AUTHORIZATION, http::header::CONTENT_TYPE]),
+    ))
 }

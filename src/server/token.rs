@@ -1,0 +1,166 @@
+//! The service's bearer token: given (`--token`, `CLAWBRIDGE_TOKEN`) or generated once into
+//! `<state-dir>/token` (mode 0600) and reused on every restart, so clients keep working.
+
+use std::path::{Path, PathBuf};
+
+use super::ServeError;
+
+/// Tokens shorter than this are refused: they can be guessed.
+pub const MIN_TOKEN_LEN: usize = 16;
+/// Random bytes in a generated token (hex-encoded: 64 URL-safe characters).
+const GENERATED_BYTES: usize = 32;
+/// The token file is tiny; anything longer is not ours.
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// The file a generated token lives in.
+pub fn token_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("token")
+}
+
+/// A token must travel in an HTTP header: visible ASCII without spaces, and long enough.
+pub fn validate(token: &str, source: &str) -> Result<(), ServeError> {
+    if let Some(bad) = token.chars().find(|c| !c.is_ascii_graphic()) {
+        return Err(ServeError::Usage(format!(
+            "{source}: the token may hold only visible ASCII characters (no spaces or control characters); found {bad:?}"
+        )));
+    }
+    if token.len() < MIN_TOKEN_LEN {
+        return Err(ServeError::Usage(format!(
+            "{source}: the token must be at least {MIN_TOKEN_LEN} characters long (it has {})",
+            token.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A fresh token from the operating system's random source.
+pub fn generate() -> Result<String, ServeError> {
+    let mut bytes = [0u8; GENERATED_BYTES];
+    getrandom::fill(&mut bytes)
+        .map_err(|error| ServeError::Usage(format!("no random source for a token: {error}")))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// The token of `<state-dir>/token`, created (0600) when there is none. Returns the token and
+/// whether it was created just now.
+pub fn load_or_create(state_dir: &Path) -> Result<(String, bool), ServeError> {
+    let path = token_path(state_dir);
+    match read_token_file(&path)? {
+        Some(token) => Ok((token, false)),
+        None => {
+            let token = generate()?;
+            match write_new_token(&path, &token)? {
+                // Another process created it first: use theirs.
+                false => read_token_file(&path)?
+                    .map(|token| (token, false))
+                    .ok_or_else(|| file_error(&path, "vanished while being created".into())),
+                true => Ok((token, true)),
+            }
+        }
+    }
+}
+
+fn file_error(path: &Path, message: String) -> ServeError {
+    ServeError::Usage(format!("{}: {message}", path.display()))
+}
+
+fn read_token_file(path: &Path) -> Result<Option<String>, ServeError> {
+    use crate::fsutil::ReadRefusal;
+    let bytes = match crate::fsutil::read_capped(path, MAX_TOKEN_FILE_BYTES, &|_| true) {
+        Ok(bytes) => bytes,
+        Err(ReadRefusal::NotFound) => return Ok(None),
+        Err(refusal) => {
+            return Err(file_error(
+                path,
+                format!("cannot read the token: {refusal}"),
+            ))
+        }
+    };
+    tighten_permissions(path)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| file_error(path, "the token file is not text".into()))?;
+    let token = text.trim_end_matches(['\n', '\r']);
+    validate(token, &path.display().to_string())?;
+    Ok(Some(token.to_string()))
+}
+
+/// A token file others can read is tightened to 0600, loudly.
+#[cfg(unix)]
+fn tighten_permissions(path: &Path) -> Result<(), ServeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|error| file_error(path, error.to_string()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            "{}: was readable by others (mode {:o}); now 0600. Consider replacing the token.",
+            path.display(),
+            mode & 0o777
+        );
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|error| file_error(path, error.to_string()))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn tighten_permissions(_path: &Path) -> Result<(), ServeError> {
+    Ok(())
+}
+
+/// Write the token through a 0600 temp file renamed into place without replacing an existing
+/// file; `false` when another process created one first.
+fn write_new_token(path: &Path, token: &str) -> Result<bool, ServeError> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let io_error = |error: std::io::Error| file_error(path, format!("cannot write: {error}"));
+    std::fs::create_dir_all(dir).map_err(io_error)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".token")
+        .tempfile_in(dir)
+        .map_err(io_error)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(io_error)?;
+    }
+    temp.write_all(format!("{token}\n").as_bytes())
+        .map_err(io_error)?;
+    temp.as_file().sync_all().map_err(io_error)?;
+    match temp.persist_noclobber(path) {
+        Ok(_) => Ok(true),
+        Err(error) if error.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(error) => Err(io_error(error.error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_must_be_header_safe_and_long_enough() {
+        assert!(validate("0123456789abcdef", "--token").is_ok());
+        assert!(validate("short", "--token").is_err());
+        assert!(validate("0123456789abcdef\u{1}", "--token").is_err());
+        assert!(validate("0123456789 abcdef", "--token").is_err());
+        assert!(validate("0123456789abcdéf", "--token").is_err());
+        let generated = generate().expect("token");
+        assert_eq!(generated.len(), 64);
+        assert!(validate(&generated, "generated").is_ok());
+        assert_ne!(generated, generate().expect("token"));
+    }
+
+    #[test]
+    fn the_token_file_is_created_once_and_reused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (first, created) = load_or_create(dir.path()).expect("create");
+        assert!(created);
+        let (again, created) = load_or_create(dir.path()).expect("reuse");
+        assert!(!created);
+        assert_eq!(first, again);
+    }
+}
