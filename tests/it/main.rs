@@ -8,6 +8,7 @@ mod prompt;
 mod routing;
 mod schema;
 mod serve;
+mod serve_security;
 mod skills;
 mod snapshots;
 mod util;

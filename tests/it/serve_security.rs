@@ -1,0 +1,816 @@
+//! `clawbridge serve` tried as an attacker would, from a web page and from another local
+//! process, against the real binary (docs/threat-model.md). Each test names the protection it
+//! checks and fails when that protection is removed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
+use jsonrpsee::rpc_params;
+use jsonrpsee::ws_client::{WsClient, WsClientBuilder};
+use serde_json::{json, Value};
+
+use crate::e2e::codex_bin;
+use crate::util::*;
+
+/// A `clawbridge serve` child process on a free loopback port; killed on drop.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+    state: PathBuf,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How a serve start that was expected to fail ended: (exit code, stderr).
+fn serve_fails(args: &[&str]) -> (i32, String) {
+    let output = clawbridge()
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn serve");
+    assert!(
+        output.stdout.is_empty(),
+        "no address printed: {:?}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+impl Serve {
+    /// Start serve with `args` (plus `--listen 127.0.0.1:0` and, unless given, a state dir, the
+    /// root `root` and a Codex binary) and wait for the bound address on stdout.
+    fn start(root: &Path, state: &Path, args: &[&str]) -> Serve {
+        let bin = codex_bin().unwrap_or_else(|| PathBuf::from("/bin/true"));
+        let mut command = clawbridge();
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--offline"])
+            .arg("--workspace-root")
+            .arg(root)
+            .arg("--state-dir")
+            .arg(state)
+            .arg("--codex-bin")
+            .arg(&bin)
+            .args(args)
+            .env_remove("CLAWBRIDGE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("spawn serve");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while err.read_line(&mut line).unwrap_or(0) > 0 {
+                sink.lock().expect("stderr").push_str(&line);
+                line.clear();
+            }
+        });
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = out.read_line(&mut line);
+            let _ = sender.send(line);
+            // Keep draining so the child never blocks on stdout.
+            let _ = std::io::copy(&mut out, &mut std::io::sink());
+        });
+        let line = receiver
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_default();
+        let addr = line.trim().parse().unwrap_or_else(|_| {
+            panic!(
+                "serve printed no address ({line:?}); stderr: {}",
+                stderr.lock().expect("stderr")
+            )
+        });
+        Serve {
+            child,
+            addr,
+            stderr,
+            state: state.to_path_buf(),
+        }
+    }
+
+    fn token(&self) -> String {
+        std::fs::read_to_string(self.state.join("token"))
+            .expect("token file")
+            .trim()
+            .to_string()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().expect("stderr").clone()
+    }
+
+    async fn client(&self) -> WsClient {
+        self.client_with(&self.token()).await
+    }
+
+    async fn client_with(&self, token: &str) -> WsClient {
+        let headers = [(
+            http::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().expect("header"),
+        )]
+        .into_iter()
+        .collect();
+        WsClientBuilder::default()
+            .set_headers(headers)
+            .request_timeout(Duration::from_secs(60))
+            .build(format!("ws://{}", self.addr))
+            .await
+            .expect("ws client")
+    }
+}
+
+/// One raw HTTP/1.1 request; returns the status code and the response text (head and body).
+fn raw_http(addr: SocketAddr, request: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut response = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => response.extend_from_slice(&buffer[..read]),
+        }
+        let text = String::from_utf8_lossy(&response);
+        if let Some(head_end) = text.find("\r\n\r\n") {
+            let head = text[..head_end].to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse::<usize>().ok());
+            // A 101 (WebSocket) has no body; otherwise stop once the body is complete.
+            if head.starts_with("http/1.1 101")
+                || length.is_some_and(|length| response.len() >= head_end + 4 + length)
+            {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+/// A JSON-RPC POST of `bridge.status` with the given extra header lines.
+fn post_status(addr: SocketAddr, host: &str, extra: &[String]) -> (u16, String) {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"bridge.status","params":[]}"#;
+    let mut request = format!(
+        "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for line in extra {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    raw_http(addr, &request)
+}
+
+/// A WebSocket upgrade with the given extra header lines.
+fn upgrade(addr: SocketAddr, host: &str, extra: &[String]) -> (u16, String) {
+    let mut request = format!(
+        "GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+    );
+    for line in extra {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    raw_http(addr, &request)
+}
+
+/// A root folder holding one workspace (`ws/`) with a private USER.md.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    state: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().expect("dir");
+        let base = dir.path().canonicalize().expect("canonical");
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("ws")).expect("ws");
+        std::fs::write(root.join("ws/USER.md"), "The user's private notes.\n").expect("user");
+        std::fs::write(root.join("ws/SOUL.md"), "Be kind.\n").expect("soul");
+        let state = base.join("state");
+        Fixture {
+            _dir: dir,
+            root,
+            state,
+        }
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.root.join("ws")
+    }
+
+    /// A folder next to the root (outside it).
+    fn outside(&self, name: &str) -> PathBuf {
+        let path = self.root.parent().expect("base").join(name);
+        std::fs::create_dir_all(&path).expect("outside");
+        path
+    }
+
+    fn serve(&self, args: &[&str]) -> Serve {
+        Serve::start(&self.root, &self.state, args)
+    }
+
+    fn document(&self) -> Value {
+        json!({"workspace": self.workspace(), "message": "hello"})
+    }
+}
+
+fn error_text(result: Result<Value, jsonrpsee::core::ClientError>) -> String {
+    match result {
+        Ok(value) => panic!("expected an error, got {value}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[test]
+fn a_forged_origin_is_refused_on_http_and_websocket() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--allow-origin", "http://localhost:3000"]);
+    let host = serve.addr.to_string();
+    let auth = format!("Authorization: Bearer {}", serve.token());
+    let evil = "Origin: http://evil.example".to_string();
+    let (status, text) = post_status(serve.addr, &host, &[auth.clone(), evil.clone()]);
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("--allow-origin"), "{text}");
+    let (status, _) = upgrade(serve.addr, &host, &[auth.clone(), evil]);
+    assert_eq!(status, 403);
+    // Without a token too: the browser never gets as far as the token check.
+    let (status, _) = upgrade(serve.addr, &host, &["Origin: null".to_string()]);
+    assert_eq!(status, 403);
+    // The allowed origin and origin-less clients pass.
+    let allowed = "Origin: http://localhost:3000".to_string();
+    let (status, text) = post_status(serve.addr, &host, &[auth.clone(), allowed.clone()]);
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.to_ascii_lowercase()
+            .contains("access-control-allow-origin: http://localhost:3000"),
+        "{text}"
+    );
+    let (status, _) = upgrade(serve.addr, &host, &[auth.clone(), allowed]);
+    assert_eq!(status, 101);
+    let (status, _) = upgrade(serve.addr, &host, &[auth]);
+    assert_eq!(status, 101);
+}
+
+#[test]
+fn a_foreign_host_is_refused_on_http_and_websocket() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--allow-host", "bridge.internal:*"]);
+    let port = serve.addr.port();
+    let auth = format!("Authorization: Bearer {}", serve.token());
+    for host in [format!("evil.example:{port}"), "evil.example".to_string()] {
+        let (status, text) = post_status(serve.addr, &host, &[auth.clone()]);
+        assert_eq!(status, 403, "{host}: {text}");
+        let (status, _) = upgrade(serve.addr, &host, &[auth.clone()]);
+        assert_eq!(status, 403, "{host}");
+    }
+    // A loopback name on another port is foreign too.
+    let (status, _) = post_status(
+        serve.addr,
+        &format!("localhost:{}", port ^ 1),
+        &[auth.clone()],
+    );
+    assert_eq!(status, 403);
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "bridge.internal:9".to_string(),
+    ] {
+        let (status, text) = post_status(serve.addr, &host, &[auth.clone()]);
+        assert_eq!(status, 200, "{host}: {text}");
+    }
+}
+
+#[test]
+fn a_missing_or_wrong_token_is_refused_and_the_token_file_is_private() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&[]);
+    let host = serve.addr.to_string();
+    let token_file = fixture.state.join("token");
+    assert!(
+        serve.stderr().contains(&token_file.display().to_string()) || {
+            std::thread::sleep(Duration::from_millis(300));
+            serve.stderr().contains(&token_file.display().to_string())
+        },
+        "serve says where the token is: {}",
+        serve.stderr()
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file)
+            .expect("token")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let token = serve.token();
+    assert!(token.len() >= 43, "at least 32 random bytes: {token}");
+    for extra in [
+        vec![],
+        vec!["Authorization: Bearer wrong-token-0123456789".to_string()],
+    ] {
+        let (status, text) = post_status(serve.addr, &host, &extra);
+        assert_eq!(status, 401, "{text}");
+        let (status, _) = upgrade(serve.addr, &host, &extra);
+        assert_eq!(status, 401);
+    }
+    let auth = format!("Authorization: Bearer {token}");
+    assert_eq!(post_status(serve.addr, &host, &[auth.clone()]).0, 200);
+    drop(serve);
+    // A restart reuses the token, so clients keep working.
+    let again = fixture.serve(&[]);
+    assert_eq!(again.token(), token);
+    assert_eq!(
+        post_status(again.addr, &again.addr.to_string(), &[auth]).0,
+        200
+    );
+}
+
+#[test]
+fn bad_tokens_and_no_auth_off_loopback_are_usage_errors() {
+    let fixture = Fixture::new();
+    let root = fixture.root.display().to_string();
+    for token in ["abc\u{7}defghijklmnopqrstu", "short"] {
+        let (code, stderr) = serve_fails(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--workspace-root",
+            &root,
+            "--codex-bin",
+            "/bin/true",
+            "--token",
+            token,
+        ]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("--token"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let (code, stderr) = serve_fails(&[
+        "--listen",
+        "0.0.0.0:0",
+        "--no-auth",
+        "--workspace-root",
+        &root,
+        "--codex-bin",
+        "/bin/true",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--no-auth"), "{stderr}");
+    // On loopback --no-auth works, with a warning.
+    let serve = fixture.serve(&["--no-auth"]);
+    assert_eq!(post_status(serve.addr, &serve.addr.to_string(), &[]).0, 200);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(serve.stderr().contains("no-auth"), "{}", serve.stderr());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_ceiling_is_the_default_and_a_hard_limit() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&[]);
+    let client = serve.client().await;
+    let params: Value = client
+        .request("bridge.params", rpc_params![fixture.document()])
+        .await
+        .expect("params");
+    assert_eq!(
+        params["threadStart"]["sandbox"], "workspace-write",
+        "{params}"
+    );
+    assert_eq!(
+        params["turnStart"]["sandboxPolicy"]["type"],
+        "workspaceWrite"
+    );
+    let mut greedy = fixture.document();
+    greedy["sandbox"] = json!("danger-full-access");
+    let text = error_text(
+        client
+            .request("bridge.params", rpc_params![greedy.clone()])
+            .await,
+    );
+    assert!(
+        text.contains("4003") && text.contains("sandbox") && text.contains("workspace-write"),
+        "{text}"
+    );
+    let text = error_text(
+        client
+            .request("bridge.runStart", rpc_params![greedy.clone()])
+            .await,
+    );
+    assert!(text.contains("4003"), "{text}");
+    let mut modest = fixture.document();
+    modest["sandbox"] = json!("read-only");
+    let params: Value = client
+        .request("bridge.params", rpc_params![modest])
+        .await
+        .expect("below the ceiling");
+    assert_eq!(params["threadStart"]["sandbox"], "read-only");
+    drop(client);
+    drop(serve);
+    // The operator raises it.
+    let serve = fixture.serve(&["--max-sandbox", "danger-full-access"]);
+    let params: Value = serve
+        .client()
+        .await
+        .request("bridge.params", rpc_params![greedy])
+        .await
+        .expect("raised ceiling");
+    assert_eq!(params["threadStart"]["sandbox"], "danger-full-access");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_outside_the_roots_get_one_answer_whether_or_not_they_exist() {
+    let fixture = Fixture::new();
+    let outside = fixture.outside("elsewhere");
+    std::fs::write(outside.join("USER.md"), "not yours\n").expect("user");
+    let serve = fixture.serve(&[]);
+    let client = serve.client().await;
+    let mut codes = Vec::new();
+    for (field, value) in [
+        ("workspace", json!(outside)),
+        ("workspace", json!(outside.join("missing"))),
+        (
+            "workspace",
+            json!(fixture.workspace().join("../../elsewhere")),
+        ),
+        ("cwd", json!(outside)),
+        ("cwd", json!(outside.join("missing"))),
+        ("memoryWorkspace", json!(outside)),
+        ("tools", json!([outside.join("tools.json")])),
+    ] {
+        let mut document = fixture.document();
+        document[field] = value;
+        let text = error_text(client.request("bridge.params", rpc_params![document]).await);
+        assert!(text.contains("4001"), "{field}: {text}");
+        codes.push(text.replace(&outside.display().to_string(), "<outside>"));
+    }
+    // Same message for an existing and a missing outside workspace.
+    assert_eq!(
+        codes[0].replace("<outside>/missing", "<outside>"),
+        codes[1].replace("<outside>/missing", "<outside>")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_extra_dirs_and_symlinked_skills_stay_inside_the_roots() {
+    let fixture = Fixture::new();
+    let outside = fixture.outside("outside-skills");
+    std::fs::create_dir_all(outside.join("spy")).expect("spy");
+    std::fs::write(
+        outside.join("spy/SKILL.md"),
+        "---\nname: spy\ndescription: OUTSIDE-SKILL-SECRET\n---\nbody\n",
+    )
+    .expect("spy");
+    std::fs::write(
+        outside.join("secret.md"),
+        "---\nname: leak\ndescription: OUTSIDE-FILE-SECRET\n---\n",
+    )
+    .expect("secret");
+    let skills = fixture.workspace().join("skills");
+    std::fs::create_dir_all(skills.join("inner")).expect("skills");
+    std::fs::write(
+        skills.join("inner/SKILL.md"),
+        "---\nname: inner\ndescription: INSIDE-SKILL\n---\n",
+    )
+    .expect("inner");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.join("spy"), skills.join("linked-folder"))
+            .expect("link");
+        std::fs::create_dir_all(skills.join("linked-file")).expect("dir");
+        std::os::unix::fs::symlink(
+            outside.join("secret.md"),
+            skills.join("linked-file/SKILL.md"),
+        )
+        .expect("link");
+        std::fs::create_dir_all(skills.join("environ")).expect("dir");
+        std::os::unix::fs::symlink("/proc/self/environ", skills.join("environ/SKILL.md"))
+            .expect("link");
+    }
+    let serve = fixture.serve(&[]);
+    let client = serve.client().await;
+    for dirs in [
+        json!([outside]),
+        json!(["/"]),
+        json!(["../../outside-skills"]),
+    ] {
+        let mut document = fixture.document();
+        document["config"] = json!({"skills": {"load": {"extraDirs": dirs}}});
+        let text = error_text(client.request("bridge.params", rpc_params![document]).await);
+        assert!(
+            text.contains("4001") && text.contains("config.skills.load.extraDirs[0]"),
+            "{text}"
+        );
+    }
+    let params: Value = client
+        .request("bridge.params", rpc_params![fixture.document()])
+        .await
+        .expect("params");
+    let text = params.to_string();
+    assert!(text.contains("INSIDE-SKILL"), "the inside skill is listed");
+    for secret in [
+        "OUTSIDE-SKILL-SECRET",
+        "OUTSIDE-FILE-SECRET",
+        "PATH=",
+        "HOME=",
+    ] {
+        assert!(!text.contains(secret), "{secret} leaked: {text}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_tools_file_is_refused_without_hanging() {
+    let fixture = Fixture::new();
+    let fifo = fixture.root.join("tools.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo")
+        .success());
+    let serve = fixture.serve(&[]);
+    let client = serve.client().await;
+    let mut document = fixture.document();
+    document["tools"] = json!([fifo]);
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.request::<Value, _>("bridge.params", rpc_params![document]),
+    )
+    .await
+    .expect("answered without waiting for a writer");
+    let text = error_text(result);
+    assert!(text.contains("FIFO") && text.contains("tools[0]"), "{text}");
+    // The server still answers.
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert!(status["runs"].is_array());
+}
+
+/// Follow a run's events until `turnEnd`, answering tool calls with `answer` when given.
+async fn events_until_end(client: &WsClient, run_id: &str) -> Vec<Value> {
+    let mut subscription = client
+        .subscribe::<Value, _>(
+            "bridge.subscribeRun",
+            rpc_params![run_id],
+            "bridge.unsubscribeRun",
+        )
+        .await
+        .expect("subscribe");
+    let mut events = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), subscription.next())
+            .await
+            .expect("event in time")
+            .expect("open")
+            .expect("event");
+        let end = event["event"] == "turnEnd";
+        events.push(event);
+        if end {
+            return events;
+        }
+    }
+}
+
+/// Wait for the first `toolCall` event of a run.
+async fn first_tool_call(client: &WsClient, run_id: &str) -> Value {
+    let mut subscription = client
+        .subscribe::<Value, _>(
+            "bridge.subscribeRun",
+            rpc_params![run_id],
+            "bridge.unsubscribeRun",
+        )
+        .await
+        .expect("subscribe");
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), subscription.next())
+            .await
+            .expect("event in time")
+            .expect("open")
+            .expect("event");
+        assert_ne!(event["event"], "turnEnd", "the run ended early: {event}");
+        if event["event"] == "toolCall" {
+            return event;
+        }
+    }
+}
+
+fn tool_script(dir: &Path) -> PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(
+        &path,
+        json!({"responses": [
+            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    path
+}
+
+fn message_tool() -> Value {
+    json!([{"name": "message", "description": "Send a message.", "inputSchema": {"type": "object"}}])
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_swapped_while_a_run_waits_in_the_queue_is_caught() {
+    let Some(_) = codex_bin() else { return };
+    let fixture = Fixture::new();
+    let outside = fixture.outside("swap-target");
+    std::fs::write(outside.join("SOUL.md"), "OUTSIDE-SOUL-SECRET\n").expect("soul");
+    // The run names root/link, which points into the root when the request arrives.
+    let link = fixture.root.join("link");
+    std::os::unix::fs::symlink(fixture.workspace(), &link).expect("link");
+    let script = tool_script(&fixture.state.parent().expect("base").to_path_buf());
+    let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
+    let client = Arc::new(serve.client().await);
+    let mut document = json!({"workspace": link, "message": "hi", "sessionKey": "agent:main:swap", "tools": message_tool(), "directTools": ["message"]});
+    let first: Value = client
+        .request("bridge.runStart", rpc_params![document.clone()])
+        .await
+        .expect("first run");
+    let first_id = first["runId"].as_str().expect("id").to_string();
+    let call = first_tool_call(&client, &first_id).await;
+    // The second run of the session waits for the first one to end.
+    document["message"] = json!("second");
+    let queued = {
+        let client = Arc::clone(&client);
+        tokio::spawn(async move {
+            client
+                .request::<Value, _>("bridge.runStart", rpc_params![document])
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    std::fs::remove_file(&link).expect("unlink");
+    std::os::unix::fs::symlink(&outside, &link).expect("swap");
+    let ok: Value = client
+        .request(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": call["callId"], "text": "sent", "success": true})],
+        )
+        .await
+        .expect("answer");
+    assert_eq!(ok["ok"], true);
+    events_until_end(&client, &first_id).await;
+    let second = queued.await.expect("task");
+    let text = match second {
+        Ok(started) => {
+            let events = events_until_end(&client, started["runId"].as_str().expect("id")).await;
+            serde_json::to_string(&events).expect("json")
+        }
+        Err(error) => error.to_string(),
+    };
+    assert!(
+        text.contains("4001") || text.contains("outside every --workspace-root"),
+        "{text}"
+    );
+    assert!(!text.contains("OUTSIDE-SOUL-SECRET"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cannot_take_another_sessions_thread_and_ids_are_random() {
+    let Some(_) = codex_bin() else { return };
+    let fixture = Fixture::new();
+    let script = tool_script(&fixture.state.parent().expect("base").to_path_buf());
+    let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
+    let client = serve.client().await;
+    let mut victim = fixture.document();
+    victim["sessionKey"] = json!("agent:main:victim");
+    victim["tools"] = message_tool();
+    victim["directTools"] = json!(["message"]);
+    let started: Value = client
+        .request("bridge.runStart", rpc_params![victim.clone()])
+        .await
+        .expect("victim run");
+    let run_id = started["runId"].as_str().expect("id").to_string();
+    let thread_id = started["threadId"].as_str().expect("thread").to_string();
+    let uuid = regex::Regex::new(
+        r"^run-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+    )
+    .expect("regex");
+    assert!(uuid.is_match(&run_id), "{run_id}");
+    let call = first_tool_call(&client, &run_id).await;
+    let call_id = call["callId"].as_str().expect("callId");
+    assert!(
+        call_id.starts_with("call-") && call_id.len() > 36,
+        "{call_id}"
+    );
+
+    // While the victim waits on its tool call, another session names its thread.
+    let mut thief = fixture.document();
+    thief["sessionKey"] = json!("agent:main:thief");
+    thief["threadId"] = json!(thread_id);
+    let text = error_text(
+        client
+            .request("bridge.runStart", rpc_params![thief.clone()])
+            .await,
+    );
+    assert!(text.contains("4003") && text.contains("threadId"), "{text}");
+    // A run with no session may not take it either.
+    let mut anonymous = fixture.document();
+    anonymous["threadId"] = json!(thread_id);
+    let text = error_text(
+        client
+            .request("bridge.runStart", rpc_params![anonymous])
+            .await,
+    );
+    assert!(text.contains("4003"), "{text}");
+
+    // The victim's run is unharmed.
+    client
+        .request::<Value, _>(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": call_id, "text": "sent", "success": true})],
+        )
+        .await
+        .expect("answer");
+    let events = events_until_end(&client, &run_id).await;
+    assert_eq!(
+        events.last().expect("end")["status"],
+        "completed",
+        "{events:?}"
+    );
+    // Still bound to the victim's session once idle.
+    let text = error_text(client.request("bridge.runStart", rpc_params![thief]).await);
+    assert!(text.contains("belongs to another session"), "{text}");
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert_eq!(status["sessions"], 1, "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_write_turn_writes_inside_and_not_outside() {
+    let Some(_) = codex_bin() else { return };
+    let fixture = Fixture::new();
+    // Not under /tmp: Codex's workspace-write sandbox leaves /tmp writable.
+    let outside = repo_root().join("target/serve-security-outside");
+    std::fs::create_dir_all(&outside).expect("outside");
+    let escaped = outside.join(format!("escaped-{}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&escaped);
+    let script = fixture.state.parent().expect("base").join("script.json");
+    std::fs::write(
+        &script,
+        json!({"responses": [
+            {"toolCall": {"name": "exec_command", "arguments": {"cmd": format!("touch inside.txt; touch {}; echo ran", escaped.display())}}},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
+    let client = serve.client().await;
+    let started: Value = client
+        .request("bridge.runStart", rpc_params![fixture.document()])
+        .await
+        .expect("run");
+    let events = events_until_end(&client, started["runId"].as_str().expect("id")).await;
+    assert_eq!(events.last().expect("end")["status"], "completed");
+    assert!(
+        fixture.workspace().join("inside.txt").is_file(),
+        "the sandbox lets the turn write its workspace: {events:?}"
+    );
+    assert!(
+        !escaped.exists(),
+        "the sandbox kept the turn out of {}",
+        outside.display()
+    );
+}
