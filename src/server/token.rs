@@ -163,4 +163,24 @@ mod tests {
         assert!(!created);
         assert_eq!(first, again);
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_bad_or_open_token_file_is_named_or_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let path = token_path(dir.path());
+        std::fs::write(&path, "short\n").expect("write");
+        let error = load_or_create(dir.path()).expect_err("too short");
+        assert!(
+            error.to_string().contains(&path.display().to_string()),
+            "{error}"
+        );
+        std::fs::write(&path, "0123456789abcdef0123\n").expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let (token, created) = load_or_create(dir.path()).expect("reuse");
+        assert_eq!((token.as_str(), created), ("0123456789abcdef0123", false));
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 }

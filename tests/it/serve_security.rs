@@ -34,12 +34,24 @@ impl Drop for Serve {
 
 /// How a serve start that was expected to fail ended: (exit code, stderr).
 fn serve_fails(args: &[&str]) -> (i32, String) {
-    let output = clawbridge()
+    let mut child = clawbridge()
         .arg("serve")
         .args(args)
+        .env_remove("CLAWBRIDGE_TOKEN")
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("spawn serve");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve {args:?} started instead of refusing");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("output");
     assert!(
         output.stdout.is_empty(),
         "no address printed: {:?}",
@@ -549,6 +561,24 @@ async fn config_extra_dirs_and_symlinked_skills_stay_inside_the_roots() {
     ] {
         assert!(!text.contains(secret), "{secret} leaked: {text}");
     }
+    // The walk itself does not follow a link out of the roots (the read of what lies behind it
+    // would be refused too; this is the first of the two checks).
+    #[cfg(unix)]
+    {
+        for _ in 0..40 {
+            if serve.stderr().contains("environ/SKILL.md: symlink leaves") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let logged = serve.stderr();
+        for name in ["linked-folder", "linked-file/SKILL.md", "environ/SKILL.md"] {
+            assert!(
+                logged.contains(&format!("{name}: symlink leaves every --workspace-root")),
+                "{name}: {logged}"
+            );
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -629,17 +659,14 @@ async fn first_tool_call(client: &WsClient, run_id: &str) -> Value {
     }
 }
 
-fn tool_script(dir: &Path) -> PathBuf {
+/// A stub script: `calls` model requests answered with a `message` tool call, then text.
+fn tool_script(dir: &Path, calls: usize) -> PathBuf {
     let path = dir.join("script.json");
-    std::fs::write(
-        &path,
-        json!({"responses": [
-            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}},
-            {"text": "done"}
-        ]})
-        .to_string(),
-    )
-    .expect("script");
+    let call =
+        json!({"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}});
+    let mut responses = vec![call; calls];
+    responses.extend(std::iter::repeat_n(json!({"text": "done"}), calls));
+    std::fs::write(&path, json!({ "responses": responses }).to_string()).expect("script");
     path
 }
 
@@ -657,7 +684,7 @@ async fn a_symlink_swapped_while_a_run_waits_in_the_queue_is_caught() {
     // The run names root/link, which points into the root when the request arrives.
     let link = fixture.root.join("link");
     std::os::unix::fs::symlink(fixture.workspace(), &link).expect("link");
-    let script = tool_script(&fixture.state.parent().expect("base").to_path_buf());
+    let script = tool_script(fixture.state.parent().expect("base"), 1);
     let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
     let client = Arc::new(serve.client().await);
     let mut document = json!({"workspace": link, "message": "hi", "sessionKey": "agent:main:swap", "tools": message_tool(), "directTools": ["message"]});
@@ -708,7 +735,7 @@ async fn a_symlink_swapped_while_a_run_waits_in_the_queue_is_caught() {
 async fn a_run_cannot_take_another_sessions_thread_and_ids_are_random() {
     let Some(_) = codex_bin() else { return };
     let fixture = Fixture::new();
-    let script = tool_script(&fixture.state.parent().expect("base").to_path_buf());
+    let script = tool_script(fixture.state.parent().expect("base"), 2);
     let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
     let client = serve.client().await;
     let mut victim = fixture.document();
@@ -752,6 +779,33 @@ async fn a_run_cannot_take_another_sessions_thread_and_ids_are_random() {
             .await,
     );
     assert!(text.contains("4003"), "{text}");
+
+    // A thread bound to no session is still refused while a run uses it.
+    let mut loner = fixture.document();
+    loner["tools"] = message_tool();
+    loner["directTools"] = json!(["message"]);
+    let lonely: Value = client
+        .request("bridge.runStart", rpc_params![loner])
+        .await
+        .expect("run without a session");
+    let lonely_run = lonely["runId"].as_str().expect("id").to_string();
+    let lonely_call = first_tool_call(&client, &lonely_run).await;
+    let mut intruder = fixture.document();
+    intruder["threadId"] = lonely["threadId"].clone();
+    let text = error_text(
+        client
+            .request("bridge.runStart", rpc_params![intruder])
+            .await,
+    );
+    assert!(text.contains("4003") && text.contains("in use"), "{text}");
+    client
+        .request::<Value, _>(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": lonely_call["callId"], "text": "sent", "success": true})],
+        )
+        .await
+        .expect("answer");
+    events_until_end(&client, &lonely_run).await;
 
     // The victim's run is unharmed.
     client
