@@ -112,7 +112,7 @@ where
         let origins = request.headers().get_all(http::header::ORIGIN);
         let refused = origins.iter().find(|origin| {
             let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
-            !self.allowed.iter().any(|allowed| *allowed == origin)
+            !self.allowed.contains(&origin)
         });
         if let Some(origin) = refused {
             let message = format!(

@@ -304,16 +304,16 @@ fn a_foreign_host_is_refused_on_http_and_websocket() {
     let port = serve.addr.port();
     let auth = format!("Authorization: Bearer {}", serve.token());
     for host in [format!("evil.example:{port}"), "evil.example".to_string()] {
-        let (status, text) = post_status(serve.addr, &host, &[auth.clone()]);
+        let (status, text) = post_status(serve.addr, &host, std::slice::from_ref(&auth));
         assert_eq!(status, 403, "{host}: {text}");
-        let (status, _) = upgrade(serve.addr, &host, &[auth.clone()]);
+        let (status, _) = upgrade(serve.addr, &host, std::slice::from_ref(&auth));
         assert_eq!(status, 403, "{host}");
     }
     // A loopback name on another port is foreign too.
     let (status, _) = post_status(
         serve.addr,
         &format!("localhost:{}", port ^ 1),
-        &[auth.clone()],
+        std::slice::from_ref(&auth),
     );
     assert_eq!(status, 403);
     for host in [
@@ -321,7 +321,7 @@ fn a_foreign_host_is_refused_on_http_and_websocket() {
         format!("localhost:{port}"),
         "bridge.internal:9".to_string(),
     ] {
-        let (status, text) = post_status(serve.addr, &host, &[auth.clone()]);
+        let (status, text) = post_status(serve.addr, &host, std::slice::from_ref(&auth));
         assert_eq!(status, 200, "{host}: {text}");
     }
 }
@@ -361,7 +361,10 @@ fn a_missing_or_wrong_token_is_refused_and_the_token_file_is_private() {
         assert_eq!(status, 401);
     }
     let auth = format!("Authorization: Bearer {token}");
-    assert_eq!(post_status(serve.addr, &host, &[auth.clone()]).0, 200);
+    assert_eq!(
+        post_status(serve.addr, &host, std::slice::from_ref(&auth)).0,
+        200
+    );
     drop(serve);
     // A restart reuses the token, so clients keep working.
     let again = fixture.serve(&[]);
