@@ -10,8 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use clawbridge::codex::peer::{Peer, PeerConfig};
-use clawbridge::codex::wire::Incoming;
+use clawbridge::codex::client::peer::{Peer, PeerConfig};
+use clawbridge::codex::protocol::wire::Incoming;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -93,7 +93,7 @@ async fn baseline_values(bytes: &'static [u8]) -> usize {
 
 async fn framer_only(bytes: &'static [u8]) -> usize {
     let reader = feed(bytes).await;
-    let mut frames = clawbridge::codex::framing::FrameReader::new(reader, 64 << 20);
+    let mut frames = clawbridge::codex::client::framing::FrameReader::new(reader, 64 << 20);
     let mut count = 0;
     while let Some(frame) = frames.next().await.expect("read") {
         std::hint::black_box(&frame);
@@ -217,11 +217,11 @@ fn codex_bin() -> Option<std::path::PathBuf> {
 }
 
 async fn turn_cost() {
-    use clawbridge::codex::handler::DefaultHandler;
-    use clawbridge::codex::process::{resolve_native_binary, SpawnOptions};
-    use clawbridge::codex::session::{CodexSession, TurnLimits};
+    use clawbridge::app::offline::{OfflineHome, ResponsesStub, StubScript};
+    use clawbridge::codex::client::handler::DefaultHandler;
+    use clawbridge::codex::client::process::{resolve_native_binary, SpawnOptions};
+    use clawbridge::codex::client::session::{CodexSession, TurnLimits};
     use clawbridge::config::Run;
-    use clawbridge::offline::{OfflineHome, ResponsesStub, StubScript};
     use clawbridge::translate::{translate, TranslateOptions};
     use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -273,10 +273,10 @@ async fn turn_cost() {
     }
 
     let thread_start = match &params.thread {
-        clawbridge::codex::params::ThreadParams::ThreadStart(start) => {
+        clawbridge::codex::protocol::params::ThreadParams::ThreadStart(start) => {
             serde_json::to_value(start).expect("json")
         }
-        clawbridge::codex::params::ThreadParams::ThreadResume(_) => unreachable!(),
+        clawbridge::codex::protocol::params::ThreadParams::ThreadResume(_) => unreachable!(),
     };
     let mut direct = Vec::new();
     for _ in 0..rounds {

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clawbridge::codex::session::TurnLimits;
-use clawbridge::offline::StubScript;
+use clawbridge::app::offline::StubScript;
+use clawbridge::codex::client::session::TurnLimits;
 use clawbridge::server::{start, ServeConfig};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
 use jsonrpsee::rpc_params;

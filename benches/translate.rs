@@ -9,16 +9,14 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use clawbridge::codex::params::build_params;
+use clawbridge::codex::protocol::params::build_params;
 use clawbridge::config::{Run, RunDocument};
 use clawbridge::routing::route_workspace;
 use clawbridge::skills::{
     eligible_skills, parse_skill, render_skills_prompt, skill_version, CatalogSurface, SkillTier,
 };
 use clawbridge::translate::{translate, TranslateOptions};
-use clawbridge::workspace::{
-    BootstrapFile, FileContent, LoadedWorkspace, WarningLedger, BOOTSTRAP_FILE_NAMES,
-};
+use clawbridge::workspace::{BootstrapFile, FileContent, LoadedWorkspace, BOOTSTRAP_FILE_NAMES};
 use serde_json::json;
 
 /// The binary's allocator.
@@ -159,12 +157,11 @@ fn main() {
         .and_then(|doc| doc.into_run(Path::new("bench"), ws))
         .expect("run");
     let options = TranslateOptions::hermetic();
-    let ledger = WarningLedger::ephemeral();
     let iterations = 300;
 
     let in_memory = measure(iterations, || {
         let loaded = loaded_from(&files);
-        let routed = route_workspace(&run, &loaded, &ledger).expect("route");
+        let routed = route_workspace(&run, &loaded).expect("route");
         let parsed = parse_all(&skills);
         let (eligible, _) = eligible_skills(&parsed, &run, &options.host);
         let prompt = render_skills_prompt(&eligible, 30_000, 150, CatalogSurface::Codex);
@@ -191,9 +188,9 @@ fn main() {
         });
         let loaded = loaded_from(&files);
         let t_route = measure(50, || {
-            std::hint::black_box(route_workspace(&run, &loaded, &ledger).ok());
+            std::hint::black_box(route_workspace(&run, &loaded).ok());
         });
-        let routed = route_workspace(&run, &loaded, &ledger).expect("route");
+        let routed = route_workspace(&run, &loaded).expect("route");
         let prompt = render_skills_prompt(&parsed, 30_000, 150, CatalogSurface::Codex);
         let t_params = measure(50, || {
             std::hint::black_box(serde_json::to_string(&build_params(&run, &routed, &prompt)).ok());

@@ -1,33 +1,33 @@
 //! clawbridge: OpenClaw runs in, OpenAI Codex app-server JSON-RPC out.
 //!
-//! Data flows one way, and the module layout follows it:
+//! Data flows one way, and the folders follow it (docs/architecture.md). Each layer may use the
+//! layers listed before it, never one after it (`tests/it/layers.rs` checks this):
 //!
-//! * [`config`]: the run document and the OpenClaw config it carries;
-//! * [`workspace`]: bootstrap files, filters and budgets; [`skills`]: the skills catalog;
-//! * [`routing`]: which surface each file lands on;
-//! * [`codex`]: the Codex text surfaces and the typed `thread/*` / `turn/start` params;
-//! * [`prompt`]: OpenClaw's system prompt and the one facade both prompt surfaces use;
-//! * [`translate`]: the one pipeline every consumer calls; [`context`]: the `/context` view.
-//!
-//! Helpers: [`text`] (JavaScript string semantics), [`jsonfmt`] (deterministic artifact JSON),
-//! [`fsutil`] (atomic writes). Errors are typed ([`error::Error`]); the binary maps them to exit codes.
+//! 1. [`error`], [`support`]: typed errors; JavaScript string semantics, confined reads and
+//!    atomic writes, deterministic JSON;
+//! 2. [`config`]: the run document and the OpenClaw config it carries (one table of keys);
+//! 3. [`workspace`] (bootstrap files, hook, budgets) and [`skills`] (discovery, eligibility,
+//!    catalog);
+//! 4. [`routing`]: which surface each file lands on (pure);
+//! 5. [`render`]: OpenClaw's system prompt and every Codex text, through one facade;
+//! 6. [`codex::protocol`]: the typed app-server wire (params out, typed messages in); no I/O;
+//! 7. [`translate`]: the one pipeline every consumer calls;
+//! 8. [`codex::client`]: the app-server process, framing, peer, turns, hub, handlers;
+//! 9. [`artifacts`]: snapshots and pinned-fixture sync (files other people review);
+//! 10. [`app`]: every command, implemented once for the CLI and the bridge API, with the run
+//!     events, pairing, capture, the offline stub and the state the process keeps;
+//! 11. [`server`]: the bridge API (`clawbridge serve`); the binary (`main.rs`) parses flags.
 
-pub mod capture;
-pub mod catalog;
+pub mod app;
+pub mod artifacts;
 pub mod codex;
 pub mod config;
-pub mod context;
 pub mod error;
-pub mod fsutil;
-pub mod jsonfmt;
-pub mod offline;
-pub mod pairing;
-pub mod prompt;
+pub mod render;
 pub mod routing;
 pub mod server;
 pub mod skills;
-pub mod snapshots;
-pub mod text;
+pub mod support;
 pub mod translate;
 pub mod workspace;
 

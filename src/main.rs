@@ -10,11 +10,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
+use clawbridge::app::context::context_report;
+use clawbridge::app::state::WarningLedger;
 use clawbridge::config::Run;
-use clawbridge::context::context_report;
 use clawbridge::skills::HostFacts;
 use clawbridge::translate::{translate, TranslateOptions};
-use clawbridge::workspace::WarningLedger;
 
 /// mimalloc: the bridge frees messages on other threads than the one that read them, which
 /// glibc's allocator serializes on an arena lock (see `cargo bench --bench peer`).
@@ -194,13 +194,13 @@ struct SyncArgs {
     #[arg(long)]
     catalog: Option<PathBuf>,
     /// Model slug to render.
-    #[arg(long, default_value = clawbridge::catalog::DEFAULT_MODEL)]
+    #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_MODEL)]
     model: String,
     /// default, friendly or pragmatic.
     #[arg(long, default_value = "pragmatic")]
     personality: String,
     /// Where the fixtures live (relative to the current directory).
-    #[arg(long, default_value = clawbridge::catalog::DEFAULT_OUT_DIR)]
+    #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_OUT_DIR)]
     out_dir: PathBuf,
     /// Recorded verbatim as catalogGitHead.
     #[arg(long)]
@@ -263,9 +263,9 @@ enum Failure {
     Startup(anyhow::Error),
 }
 
-impl From<clawbridge::pairing::PairingError> for Failure {
-    fn from(error: clawbridge::pairing::PairingError) -> Self {
-        use clawbridge::pairing::PairingError;
+impl From<clawbridge::app::pairing::PairingError> for Failure {
+    fn from(error: clawbridge::app::pairing::PairingError) -> Self {
+        use clawbridge::app::pairing::PairingError;
         match error {
             PairingError::Input(error) => error.into(),
             PairingError::Session(error) if error.is_startup() => Failure::Startup(error.into()),
@@ -371,7 +371,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             bootstrap_hook,
             state_dir,
         } => {
-            use clawbridge::prompt::adapter::{render_for_run, HostRuntime, PromptOptions};
+            use clawbridge::render::adapter::{HostRuntime, PromptOptions};
             let (mut run, options) = load_run(&run, state_dir, bootstrap_hook)?;
             // OpenClaw's own prompt is what non-Codex harnesses get: route the run that way.
             run.harness = clawbridge::config::Harness::Embedded;
@@ -396,9 +396,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 "none" => clawbridge::config::PromptMode::None,
                 _ => clawbridge::config::PromptMode::Full,
             });
-            let prompt = render_for_run(
+            let prompt = translation.system_prompt(
                 &run,
-                &translation,
                 &PromptOptions {
                     mode,
                     host: HostRuntime::from_process(),
@@ -460,7 +459,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             stub_script,
             answer_timeout,
         } => {
-            let binary = clawbridge::codex::process::find_codex_binary(
+            let binary = clawbridge::codex::client::process::find_codex_binary(
                 codex_bin.as_deref(),
                 std::env::var_os("CODEX_BIN"),
                 std::env::var_os("PATH"),
@@ -472,8 +471,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     Failure::BadInput(anyhow::anyhow!("no state directory; pass --state-dir"))
                 })?;
             let stub_script = match &stub_script {
-                Some(path) => clawbridge::offline::StubScript::load(path)?,
-                None => clawbridge::offline::StubScript::default(),
+                Some(path) => clawbridge::app::offline::StubScript::load(path)?,
+                None => clawbridge::app::offline::StubScript::default(),
             };
             let max_sandbox = match max_sandbox.as_str() {
                 "read-only" => clawbridge::config::SandboxMode::ReadOnly,
@@ -493,7 +492,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 state_dir,
                 offline,
                 stub_script,
-                limits: clawbridge::codex::session::TurnLimits::default(),
+                limits: clawbridge::codex::client::session::TurnLimits::default(),
                 answer_timeout: std::time::Duration::from_secs(answer_timeout),
                 max_request_bytes: 16 * 1024 * 1024,
             };
@@ -504,7 +503,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             raw,
             codex_bin,
         }) => {
-            let report = clawbridge::snapshots::write_snapshots(&root)?;
+            let report = clawbridge::artifacts::snapshots::write_snapshots(&root)?;
             let mut text = format!("Wrote {} prompt snapshot files.", report.written);
             if !report.deleted.is_empty() {
                 text.push_str(&format!(" Deleted {} stale file(s).", report.deleted.len()));
@@ -512,8 +511,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             text.push('\n');
             print_stdout(&text)?;
             if raw {
-                for (scenario, run) in clawbridge::snapshots::scenario_runs() {
-                    let out = root.join(clawbridge::snapshots::RAW_DIR).join(scenario);
+                for (scenario, run) in clawbridge::artifacts::snapshots::scenario_runs() {
+                    let out = root
+                        .join(clawbridge::artifacts::snapshots::RAW_DIR)
+                        .join(scenario);
                     let codex = CodexArgs {
                         codex_bin: codex_bin.clone(),
                         codex_home: None,
@@ -530,13 +531,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Snapshots(SnapshotsCommand::Check { root }) => {
-            let (count, drift) = clawbridge::snapshots::check_snapshots(&root)?;
+            let (count, drift) = clawbridge::artifacts::snapshots::check_snapshots(&root)?;
             if drift.is_empty() {
                 return print_stdout(&format!("Prompt snapshots are current ({count} files).\n"));
             }
             let mut report = format!(
                 "prompt snapshot drift detected; run `{}` (or scripts/snapshots-gen) and commit the result\n",
-                clawbridge::snapshots::GEN_COMMAND
+                clawbridge::artifacts::snapshots::GEN_COMMAND
             );
             for finding in &drift {
                 report.push_str(&finding.line());
@@ -549,7 +550,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::from(1))
         }
         Command::Fixtures(FixturesCommand::Verify { root }) => {
-            let (verified, problems) = clawbridge::catalog::verify_fixtures(&root);
+            let (verified, problems) = clawbridge::artifacts::catalog::verify_fixtures(&root);
             if problems.is_empty() {
                 return print_stdout(&format!("Verified {verified} pinned fixtures.\n"));
             }
@@ -566,7 +567,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
 }
 
 fn sync_codex_model(args: SyncArgs) -> Result<ExitCode, Failure> {
-    use clawbridge::catalog::{
+    use clawbridge::artifacts::catalog::{
         apply_plan, check_plan, find_catalog, plan_sync, DiscoveryEnv, FileOutcome, Personality,
         SyncRequest,
     };
@@ -669,8 +670,8 @@ fn load_run(
         );
     }
     let ledger = match state_dir.or_else(WarningLedger::default_state_dir) {
-        Some(dir) => WarningLedger::in_dir(&dir),
-        None => WarningLedger::ephemeral(),
+        Some(dir) => std::sync::Arc::new(WarningLedger::in_dir(&dir)),
+        None => std::sync::Arc::new(WarningLedger::ephemeral()),
     };
     Ok((
         run,
@@ -713,16 +714,16 @@ fn pairing_setup(
 ) -> Result<
     (
         Run,
-        clawbridge::codex::params::CodexParams,
-        clawbridge::pairing::PairingOptions,
+        clawbridge::codex::protocol::params::CodexParams,
+        clawbridge::app::pairing::PairingOptions,
     ),
     Failure,
 > {
-    use clawbridge::codex::handler::DefaultHandler;
-    use clawbridge::codex::process::find_codex_binary;
-    use clawbridge::codex::session::TurnLimits;
-    use clawbridge::offline::StubScript;
-    use clawbridge::pairing::PairingOptions;
+    use clawbridge::app::offline::StubScript;
+    use clawbridge::app::pairing::PairingOptions;
+    use clawbridge::codex::client::handler::DefaultHandler;
+    use clawbridge::codex::client::process::find_codex_binary;
+    use clawbridge::codex::client::session::TurnLimits;
 
     let (run, options) = load_run(run_path, codex.state_dir.clone(), None)?;
     if run.harness == clawbridge::config::Harness::Embedded {
@@ -770,7 +771,7 @@ async fn run_command(
     json: bool,
     codex: CodexArgs,
 ) -> Result<ExitCode, Failure> {
-    use clawbridge::codex::session::{TurnEvent, TurnStatus};
+    use clawbridge::codex::client::session::{TurnEvent, TurnStatus};
     let (run, params, options) = pairing_setup(&run_path, &codex, offline)?;
     let mut out = std::io::stdout();
     let mut write_failed = false;
@@ -836,7 +837,8 @@ async fn run_command(
                 .is_err();
         }
     };
-    let result = clawbridge::pairing::run_pairing(&run, params, &options, &mut observer).await?;
+    let result =
+        clawbridge::app::pairing::run_pairing(&run, params, &options, &mut observer).await?;
     let outcome = &result.outcome;
     let status = match outcome.status {
         TurnStatus::Completed => "completed",
@@ -880,15 +882,16 @@ async fn capture_command(
     out: PathBuf,
     codex: CodexArgs,
 ) -> Result<ExitCode, Failure> {
-    use clawbridge::capture::{label_layers, redacted_request, render_layers, Redactions};
-    use clawbridge::codex::params::ThreadParams;
+    use clawbridge::app::capture::{label_layers, redacted_request, render_layers, Redactions};
+    use clawbridge::codex::protocol::params::ThreadParams;
     let (run, params, options) = pairing_setup(&run_path, &codex, true)?;
     let developer = match &params.thread {
         ThreadParams::ThreadStart(start) => start.developer_instructions.clone(),
         ThreadParams::ThreadResume(resume) => resume.developer_instructions.clone(),
     };
-    let mut observer = |_: clawbridge::codex::session::TurnEvent<'_>| {};
-    let result = clawbridge::pairing::run_pairing(&run, params, &options, &mut observer).await?;
+    let mut observer = |_: clawbridge::codex::client::session::TurnEvent<'_>| {};
+    let result =
+        clawbridge::app::pairing::run_pairing(&run, params, &options, &mut observer).await?;
     if result.requests.is_empty() {
         return Err(Failure::Internal(anyhow::anyhow!(
             "Codex sent no model request (turn {:?}: {})",
@@ -917,8 +920,8 @@ async fn capture_command(
             format!("model-request.{}.json", index + 1)
         };
         let document = redacted_request(request, &redactions);
-        let text = format!("{}\n", clawbridge::jsonfmt::to_pretty(&document));
-        clawbridge::fsutil::write_atomic(&out.join(&name), text.as_bytes())?;
+        let text = format!("{}\n", clawbridge::support::json::to_pretty(&document));
+        clawbridge::support::fs::write_atomic(&out.join(&name), text.as_bytes())?;
         written.push(name);
     }
     let first = redacted_request(&result.requests[0], &redactions);
@@ -932,7 +935,7 @@ async fn capture_command(
             .unwrap_or_default(),
         result.codex_version.as_deref().unwrap_or("?")
     );
-    clawbridge::fsutil::write_atomic(
+    clawbridge::support::fs::write_atomic(
         &out.join("layers.md"),
         render_layers(&layers, &title).as_bytes(),
     )?;

@@ -7,11 +7,11 @@
 
 use serde::Serialize;
 
+use crate::config::TruncationWarningMode;
 use crate::config::{Harness, Run, Trigger};
 use crate::error::Result;
 use crate::workspace::{
     fit_bootstrap_files, BootstrapFile, FittedFile, LoadedWorkspace, TruncationReport,
-    WarningLedger,
 };
 
 /// Memory tools that make MEMORY.md a note instead of pasted content.
@@ -88,7 +88,11 @@ pub struct RoutedWorkspace {
     /// Codex heartbeat turns: the HEARTBEAT.md path to point at.
     pub heartbeat_pointer: Option<String>,
     pub report: TruncationReport,
+    /// Whether the truncation notice is shown. For `once`, routing says `true` and names the
+    /// notice in [`RoutedWorkspace::once_notice`]; the caller asks the session's memory.
     pub show_truncation_notice: bool,
+    /// `once` mode with a truncation: the (session, signature) the notice is remembered by.
+    pub once_notice: Option<(String, String)>,
     pub files: Vec<RoutedFile>,
     pub warnings: Vec<String>,
 }
@@ -118,12 +122,9 @@ fn memory_note_for(run: &Run, file: &BootstrapFile) -> Option<MemoryNote> {
     })
 }
 
-/// Route the loaded files of `run`; `ledger` decides the `once` truncation notice.
-pub fn route_workspace(
-    run: &Run,
-    loaded: &LoadedWorkspace,
-    ledger: &WarningLedger,
-) -> Result<RoutedWorkspace> {
+/// Route the loaded files of `run`. Pure: the `once` truncation notice is left to the caller
+/// ([`RoutedWorkspace::once_notice`]).
+pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWorkspace> {
     let limits = run.config.bootstrap_limits(&run.agent_id);
     let mut routed = RoutedWorkspace {
         thread_files: Vec::new(),
@@ -134,6 +135,7 @@ pub fn route_workspace(
         heartbeat_pointer: None,
         report: TruncationReport::new(limits, &[]),
         show_truncation_notice: false,
+        once_notice: None,
         files: Vec::new(),
         warnings: loaded.warnings.clone(),
     };
@@ -226,7 +228,11 @@ pub fn route_workspace(
         .session_key
         .clone()
         .unwrap_or_else(|| format!("agent:{}:main", run.agent_id));
-    routed.show_truncation_notice = ledger.should_show(limits.warning, &session, &routed.report)?;
+    let truncated = routed.report.any_truncated();
+    routed.show_truncation_notice = truncated && limits.warning != TruncationWarningMode::Off;
+    if truncated && limits.warning == TruncationWarningMode::Once {
+        routed.once_notice = Some((session, routed.report.signature()));
+    }
     for line in routed.report.diagnostic_lines() {
         tracing::info!("bootstrap truncation: {line}");
     }

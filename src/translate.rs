@@ -3,7 +3,7 @@
 //! The CLI (`params`, `context`), the snapshot generator and the benchmarks all call
 //! [`translate`], so what they show is what would be sent.
 
-use crate::codex::params::{build_params, CodexParams};
+use crate::codex::protocol::params::{build_params, CodexParams};
 use crate::config::{Harness, Run};
 use crate::error::Result;
 use crate::routing::{route_workspace, RoutedWorkspace};
@@ -11,13 +11,31 @@ use crate::skills::{
     discover_skills_cached, eligible_skills, render_skills_prompt, CatalogSurface, HostFacts,
     IneligibleSkill, SkillCache, SkillEntry, SkillsPrompt,
 };
-use crate::workspace::{load_bootstrap_files, LoadedWorkspace, WarningLedger};
+use crate::workspace::{load_bootstrap_files, LoadedWorkspace};
+
+/// Remembers which `once` truncation notices a session was shown (kept by the app layer:
+/// `app::state::WarningLedger`). Routing itself is pure and only names the notice.
+pub trait NoticeMemory: std::fmt::Debug + Send + Sync {
+    /// True when `session` has not seen `signature` before; records it.
+    fn first_showing(&self, session: &str, signature: &str) -> Result<bool>;
+}
+
+/// A memory that remembers nothing: every `once` notice is shown.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoMemory;
+
+impl NoticeMemory for NoMemory {
+    fn first_showing(&self, _session: &str, _signature: &str) -> Result<bool> {
+        Ok(true)
+    }
+}
 
 /// Live facts a translation reads besides the run itself.
 #[derive(Clone, Debug)]
 pub struct TranslateOptions {
     pub host: HostFacts,
-    pub ledger: WarningLedger,
+    /// Where `once` truncation notices are remembered.
+    pub ledger: std::sync::Arc<dyn NoticeMemory>,
     /// Reuse parsed skills across runs (long-lived processes); `None` parses every time.
     pub skill_cache: Option<std::sync::Arc<SkillCache>>,
     /// The `agent:bootstrap` hook command (`--bootstrap-hook`).
@@ -32,7 +50,7 @@ impl TranslateOptions {
                 platform: "linux".to_string(),
                 ..HostFacts::default()
             },
-            ledger: WarningLedger::ephemeral(),
+            ledger: std::sync::Arc::new(NoMemory),
             skill_cache: None,
             bootstrap_hook: None,
         }
@@ -57,7 +75,10 @@ pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
     if let Some(command) = &options.bootstrap_hook {
         loaded = crate::workspace::apply_bootstrap_hook(run, loaded, command)?;
     }
-    let routed = route_workspace(run, &loaded, &options.ledger)?;
+    let mut routed = route_workspace(run, &loaded)?;
+    if let Some((session, signature)) = &routed.once_notice {
+        routed.show_truncation_notice = options.ledger.first_showing(session, signature)?;
+    }
     let discovered = discover_skills_cached(run, options.skill_cache.as_deref());
     let (skills, ineligible_skills) = eligible_skills(&discovered.skills, run, &options.host);
     let (max_chars, max_count) = run.config.skills_limits(&run.agent_id);
@@ -84,6 +105,15 @@ pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
 }
 
 impl Translation {
+    /// OpenClaw's own system prompt for this translation (non-Codex harnesses).
+    pub fn system_prompt(
+        &self,
+        run: &Run,
+        options: &crate::render::adapter::PromptOptions,
+    ) -> crate::render::SystemPrompt {
+        crate::render::adapter::render_for_run(run, &self.routed, &self.skills_prompt, options)
+    }
+
     /// The Codex params of this translation.
     pub fn codex_params(&self, run: &Run) -> CodexParams {
         build_params(run, &self.routed, &self.skills_prompt)

@@ -1,25 +1,10 @@
-//! Everything Codex-specific: the app-server wire params and the texts they carry.
+//! Everything that talks to Codex's app-server, in two layers.
 //!
-//! Layout: [`instructions`] builds the three text surfaces (thread developer instructions,
-//! turn-scoped collaboration instructions, turn input) from a routed workspace; [`params`] owns the
-//! typed `thread/start`, `thread/resume` and `turn/start` structs (strict outbound: every key we
-//! send is a field here) and assembles them for a run.
+//! Layout: [`protocol`] is the wire as data (typed `thread/start`, `thread/resume` and
+//! `turn/start` params, the JSON-RPC message shapes, typed inbound notifications and server
+//! requests); it does no I/O and needs no runtime. [`client`] is the runtime on top: the
+//! app-server process, line framing, the JSON-RPC peer, the turn driver, sessions, the hub that
+//! routes one app-server's messages to many threads, and the server-request handlers.
 
-pub mod framing;
-pub mod handler;
-pub mod hub;
-pub mod instructions;
-pub mod params;
-pub mod peer;
-pub mod process;
-pub mod session;
-pub mod turn;
-pub mod wire;
-
-/// The pinned Codex Default collaboration-mode preset for gpt-5.5, measured against Codex CLI
-/// 0.169.0 (exactly what Codex sends when `developer_instructions` is `null`).
-pub const DEFAULT_COLLABORATION_PRESET: &str =
-    include_str!("../../fixtures/codex-model-catalog/gpt-5.5.collaboration-default.md");
-
-/// The Codex CLI version clawbridge is measured against.
-pub const PINNED_CODEX_VERSION: &str = "0.169.0";
+pub mod client;
+pub mod protocol;

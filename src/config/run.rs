@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::openclaw::OpenClawConfig;
 use crate::error::{Error, Result};
-use crate::fsutil::{ReadRefusal, Roots};
+use crate::support::fs::{ReadRefusal, Roots};
 
 /// The run document exactly as written.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -435,7 +435,7 @@ impl RunDocument {
 impl Run {
     /// Read, parse and validate a run document file.
     pub fn load(path: &Path) -> Result<Run> {
-        let bytes = crate::fsutil::read_file_capped(path, MAX_RUN_DOCUMENT_BYTES)?;
+        let bytes = crate::support::fs::read_file_capped(path, MAX_RUN_DOCUMENT_BYTES)?;
         let text = String::from_utf8(bytes).map_err(|_| Error::InvalidDocument {
             path: path.to_path_buf(),
             message: "not UTF-8 text".to_string(),
@@ -559,8 +559,11 @@ fn resolve_tools(
             Value::String(file) => {
                 let path = resolve(Path::new(file));
                 let allowed = |real: &Path| roots.is_none_or(|roots| roots.contains(real));
-                let text = match crate::fsutil::read_capped(&path, MAX_TOOL_CATALOG_BYTES, &allowed)
-                {
+                let text = match crate::support::fs::read_capped(
+                    &path,
+                    MAX_TOOL_CATALOG_BYTES,
+                    &allowed,
+                ) {
                     Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                     Err(ReadRefusal::Outside) => {
                         return Err(Error::OutsideRoots {

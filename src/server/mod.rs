@@ -32,21 +32,21 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{oneshot, watch};
 
-use crate::codex::handler::DefaultHandler;
-use crate::codex::hub::CodexHub;
-use crate::codex::params::{dynamic_tools, thread_config, ThreadParams};
-use crate::codex::peer::PeerConfig;
-use crate::codex::process::SpawnOptions;
-use crate::codex::session::{
+use crate::app::offline::{OfflineHome, ResponsesStub, StubScript};
+use crate::app::state::WarningLedger;
+use crate::codex::client::handler::DefaultHandler;
+use crate::codex::client::hub::CodexHub;
+use crate::codex::client::peer::PeerConfig;
+use crate::codex::client::process::SpawnOptions;
+use crate::codex::client::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
     TurnStatus,
 };
+use crate::codex::protocol::params::{dynamic_tools, thread_config, ThreadParams};
 use crate::config::{Harness, Run, RunDocument, SandboxMode};
-use crate::fsutil::Roots;
-use crate::offline::{OfflineHome, ResponsesStub, StubScript};
 use crate::skills::{HostFacts, SkillCache};
+use crate::support::fs::Roots;
 use crate::translate::{translate, TranslateOptions};
-use crate::workspace::WarningLedger;
 
 pub mod guard;
 pub mod token;
@@ -254,7 +254,7 @@ impl Bridge {
             let bindings = lock(&self.bindings);
             serde_json::to_string_pretty(&*bindings).unwrap_or_default() + "\n"
         };
-        crate::fsutil::write_atomic(&self.bindings_path(), text.as_bytes())
+        crate::support::fs::write_atomic(&self.bindings_path(), text.as_bytes())
             .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     }
 
@@ -293,7 +293,7 @@ impl Bridge {
     fn translate_options(&self) -> TranslateOptions {
         TranslateOptions {
             host: HostFacts::from_process(),
-            ledger: WarningLedger::in_dir(&self.config.state_dir),
+            ledger: Arc::new(WarningLedger::in_dir(&self.config.state_dir)),
             skill_cache: Some(Arc::clone(&self.skill_cache)),
             bootstrap_hook: None,
         }
@@ -742,11 +742,15 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
-        serde_json::to_value(crate::context::context_report(&run, &translation, detail))
-            .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+        serde_json::to_value(crate::app::context::context_report(
+            &run,
+            &translation,
+            detail,
+        ))
+        .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     })?;
     module.register_async_method("bridge.prompt", |params, bridge, _| async move {
-        use crate::prompt::adapter::{render_for_run, HostRuntime, PromptOptions};
+        use crate::render::adapter::{HostRuntime, PromptOptions};
         let value = object_param(&params)?;
         let mut run = bridge.load_run(&value)?;
         run.harness = Harness::Embedded;
@@ -758,7 +762,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             None => None,
         };
         let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
-        let prompt = render_for_run(&run, &translation, &PromptOptions { mode, host: HostRuntime::from_process(), detect_repo_root: true, ..PromptOptions::default() });
+        let prompt = translation.system_prompt(&run, &PromptOptions { mode, host: HostRuntime::from_process(), detect_repo_root: true, ..PromptOptions::default() });
         Ok::<_, ErrorObjectOwned>(json!({"stablePrefix": prompt.stable_prefix, "dynamicSuffix": prompt.dynamic_suffix, "text": prompt.text()}))
     })?;
     module.register_async_method("bridge.runStart", |params, bridge, _| async move {
@@ -776,13 +780,14 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
         let call_id = value["callId"]
             .as_str()
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `callId`: required"))?;
-        let answer = crate::codex::handler::tool_answer_from_output(value.to_string().as_bytes())
-            .map_err(|why| {
-            rpc_error(
-                codes::INVALID_PARAMS,
-                why.replace("the tool handler's answer", "the tool result"),
-            )
-        })?;
+        let answer =
+            crate::codex::client::handler::tool_answer_from_output(value.to_string().as_bytes())
+                .map_err(|why| {
+                    rpc_error(
+                        codes::INVALID_PARAMS,
+                        why.replace("the tool handler's answer", "the tool result"),
+                    )
+                })?;
         let pending = lock(&bridge.pending_tools).remove(call_id).ok_or_else(|| {
             rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"))
         })?;

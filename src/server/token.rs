@@ -65,8 +65,8 @@ fn file_error(path: &Path, message: String) -> ServeError {
 }
 
 fn read_token_file(path: &Path) -> Result<Option<String>, ServeError> {
-    use crate::fsutil::ReadRefusal;
-    let bytes = match crate::fsutil::read_capped(path, MAX_TOKEN_FILE_BYTES, &|_| true) {
+    use crate::support::fs::ReadRefusal;
+    let bytes = match crate::support::fs::read_capped(path, MAX_TOKEN_FILE_BYTES, &|_| true) {
         Ok(bytes) => bytes,
         Err(ReadRefusal::NotFound) => return Ok(None),
         Err(refusal) => {

@@ -7,13 +7,13 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clawbridge::codex::handler::DefaultHandler;
-use clawbridge::codex::params::ThreadParams;
-use clawbridge::codex::peer::PeerConfig;
-use clawbridge::codex::process::SpawnOptions;
-use clawbridge::codex::session::{CodexSession, SessionError, TurnLimits, TurnStatus};
+use clawbridge::app::offline::{OfflineHome, ResponsesStub, StubScript, StubStep};
+use clawbridge::codex::client::handler::DefaultHandler;
+use clawbridge::codex::client::peer::PeerConfig;
+use clawbridge::codex::client::process::SpawnOptions;
+use clawbridge::codex::client::session::{CodexSession, SessionError, TurnLimits, TurnStatus};
+use clawbridge::codex::protocol::params::ThreadParams;
 use clawbridge::config::Run;
-use clawbridge::offline::{OfflineHome, ResponsesStub, StubScript, StubStep};
 use clawbridge::translate::{translate, TranslateOptions};
 use serde_json::{json, Value};
 
@@ -58,7 +58,10 @@ impl Offline {
     async fn open(
         &self,
         run_name: &str,
-    ) -> (CodexSession, clawbridge::codex::params::TurnStartParams) {
+    ) -> (
+        CodexSession,
+        clawbridge::codex::protocol::params::TurnStartParams,
+    ) {
         let run = fixture_run(run_name, None);
         let params = translate(&run, &TranslateOptions::hermetic())
             .expect("translate")
@@ -281,7 +284,7 @@ async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
         Instant::now()
     };
     let handler = DefaultHandler::default();
-    let mut observer = |_: clawbridge::codex::session::TurnEvent<'_>| {};
+    let mut observer = |_: clawbridge::codex::client::session::TurnEvent<'_>| {};
     let (result, killed_at) = tokio::join!(
         session.run_turn(&turn, &handler, &mut observer, limits()),
         killer
@@ -440,8 +443,8 @@ async fn a_namespaced_tool_call_arrives_with_its_namespace() {
     .await;
     let (mut session, turn) = env.open("telegram-direct.json").await;
     let mut calls = Vec::new();
-    let mut observer = |event: clawbridge::codex::session::TurnEvent<'_>| {
-        if let clawbridge::codex::session::TurnEvent::ServerRequest { request } = event {
+    let mut observer = |event: clawbridge::codex::client::session::TurnEvent<'_>| {
+        if let clawbridge::codex::client::session::TurnEvent::ServerRequest { request } = event {
             calls.push(request.params.clone());
         }
     };

@@ -2,16 +2,16 @@
 
 use std::time::Duration;
 
-use clawbridge::codex::handler::DefaultHandler;
-use clawbridge::codex::params::{
-    CollaborationMode, CollaborationSettings, SandboxPolicy, TurnStartParams, UserInput,
-};
-use clawbridge::codex::peer::{Peer, PeerConfig, PeerError};
-use clawbridge::codex::session::{
+use clawbridge::codex::client::handler::DefaultHandler;
+use clawbridge::codex::client::peer::{Peer, PeerConfig, PeerError};
+use clawbridge::codex::client::session::{
     CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
     TurnLimits, TurnStatus,
 };
-use clawbridge::codex::wire::{Incoming, RequestId, RpcError};
+use clawbridge::codex::protocol::params::{
+    CollaborationMode, CollaborationSettings, SandboxPolicy, TurnStartParams, UserInput,
+};
+use clawbridge::codex::protocol::wire::{Incoming, RequestId, RpcError};
 use clawbridge::config::ApprovalPolicy;
 use serde_json::{json, Value};
 use tokio::io::{
@@ -45,7 +45,7 @@ impl FakeServer {
     }
 }
 
-fn transport(config: PeerConfig) -> (Peer, clawbridge::codex::peer::Events, FakeServer) {
+fn transport(config: PeerConfig) -> (Peer, clawbridge::codex::client::peer::Events, FakeServer) {
     let (client, server) = tokio::io::duplex(1 << 20);
     let (client_read, client_write) = tokio::io::split(client);
     let (server_read, server_write) = tokio::io::split(server);

@@ -4,16 +4,14 @@
 use std::path::PathBuf;
 
 use clawbridge::config::{Harness, PromptMode, Run};
-use clawbridge::prompt::adapter::{
-    codex_developer_instructions, render_for_run, HostRuntime, PromptOptions,
-};
-use clawbridge::prompt::hooks::{apply_before_prompt_build, BeforePromptBuild};
-use clawbridge::prompt::provider::ProviderContribution;
-use clawbridge::prompt::sections::{
+use clawbridge::render::adapter::{codex_developer_instructions, HostRuntime, PromptOptions};
+use clawbridge::render::hooks::{apply_before_prompt_build, BeforePromptBuild};
+use clawbridge::render::provider::ProviderContribution;
+use clawbridge::render::sections::{
     runtime_line, ContextFile, DelegationMode, DeliveryMode, PromptInputs, RuntimeInfo,
     SilentReplyMode, IDENTITY_LINE,
 };
-use clawbridge::prompt::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
+use clawbridge::render::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
 use clawbridge::translate::{translate, TranslateOptions};
 
 use crate::util::*;
@@ -55,9 +53,8 @@ fn embedded_run(name: &str) -> Run {
 
 fn prompt_for(run: &Run, mode: Option<PromptMode>) -> SystemPrompt {
     let translation = translate(run, &TranslateOptions::hermetic()).expect("translate");
-    render_for_run(
+    translation.system_prompt(
         run,
-        &translation,
         &PromptOptions {
             mode,
             host: fixed_host(),
@@ -101,7 +98,7 @@ fn golden_prompts_per_mode_and_surface() {
     let real = run.workspace.clone();
     run = run.with_path_alias(real, PathBuf::from("/srv/openclaw-happy-path/workspace"));
     let translation = translate(&run, &TranslateOptions::hermetic()).expect("translate");
-    let (_, deferred) = clawbridge::codex::params::dynamic_tools(&run);
+    let (_, deferred) = clawbridge::codex::protocol::params::dynamic_tools(&run);
     golden(
         "prompt/codex-developer.telegram-direct.txt",
         &format!(

@@ -1,10 +1,10 @@
 //! Routing for every trigger and mode (routing.md §8.1, RV1-RV11) plus the load-time safety rules.
 
-use clawbridge::codex::instructions::{
+use clawbridge::render::codex::DEFAULT_COLLABORATION_PRESET;
+use clawbridge::render::codex::{
     heartbeat_note, CRON_NOTE, HEARTBEAT_POINTER_HEADING, MEMORY_NOTE_HEADING, REQUEST_LABEL,
     SKILLS_HEADING, WORKSPACE_BLOCK_HEADING,
 };
-use clawbridge::codex::DEFAULT_COLLABORATION_PRESET;
 use clawbridge::routing::Surface;
 use clawbridge::workspace::TRUNCATION_NOTICE;
 use serde_json::{json, Value};

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clawbridge::codex::session::TurnLimits;
+use clawbridge::app::offline::{StubScript, StubStep};
+use clawbridge::codex::client::session::TurnLimits;
 use clawbridge::config::SandboxMode;
-use clawbridge::offline::{StubScript, StubStep};
 use clawbridge::server::{start, Running, ServeConfig, ServeError};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
 use jsonrpsee::rpc_params;

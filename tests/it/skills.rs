@@ -1,7 +1,7 @@
 //! Skills discovery, eligibility, catalog and budget (routing.md §7, §8.2).
 
 use clawbridge::skills::{render_skills_prompt, CatalogFormat, CatalogSurface};
-use clawbridge::text::len16;
+use clawbridge::support::text::len16;
 use serde_json::json;
 
 use crate::util::*;

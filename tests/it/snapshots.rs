@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use clawbridge::snapshots::{check_snapshots, generate, write_snapshots, DriftKind, SNAPSHOT_DIR};
+use clawbridge::artifacts::snapshots::{
+    check_snapshots, generate, write_snapshots, DriftKind, SNAPSHOT_DIR,
+};
 use serde_json::Value;
 
 use crate::util::*;

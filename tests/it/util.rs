@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clawbridge::codex::params::CodexParams;
+use clawbridge::codex::protocol::params::CodexParams;
 use clawbridge::config::{Run, RunDocument};
 use clawbridge::translate::{translate, TranslateOptions, Translation};
 use serde_json::{json, Value};

@@ -499,7 +499,7 @@ pub fn apply_plan(plan: &SyncPlan) -> Result<Vec<FileOutcome>> {
         if let Err(error) = temp.persist(&path) {
             for (done, old) in replaced.iter().rev() {
                 let _ = match old {
-                    Some(bytes) => crate::fsutil::write_atomic(done, bytes),
+                    Some(bytes) => crate::support::fs::write_atomic(done, bytes),
                     None => std::fs::remove_file(done).map_err(|source| Error::Write {
                         path: done.clone(),
                         source,

@@ -12,8 +12,8 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::offline::CapturedRequest;
-use crate::text::len16;
+use crate::app::offline::CapturedRequest;
+use crate::support::text::len16;
 
 /// Volatile values: ids, commit hashes, dates, times, ports, long numbers. Compiled once.
 fn volatile_patterns() -> &'static [(Regex, &'static str)] {
@@ -227,7 +227,7 @@ pub fn label_layers(body: &Value, developer_instructions: Option<&str>) -> Vec<L
                 .to_string()
         })
         .collect();
-    let tools_text = crate::jsonfmt::to_pretty(&Value::Array(tools));
+    let tools_text = crate::support::json::to_pretty(&Value::Array(tools));
     layers.push(Layer {
         label: format!("Tools ({})", names.join(", ")),
         position: "tools".to_string(),

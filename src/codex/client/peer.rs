@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
-use super::wire::{encode, Incoming, Outgoing, RawJson, RequestId, RpcError};
+use crate::codex::protocol::wire::{encode, Incoming, Outgoing, RawJson, RequestId, RpcError};
 
 /// Peer limits.
 #[derive(Clone, Debug)]

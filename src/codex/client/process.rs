@@ -63,7 +63,7 @@ pub fn find_codex_binary(
     Err(format!(
         "cannot find the Codex CLI; tried {}. Install the pinned version with `scripts/install-codex` (or `npm install -g @openai/codex@{}`) and pass --codex-bin",
         tried.join(", "),
-        super::PINNED_CODEX_VERSION
+        crate::codex::protocol::PINNED_CODEX_VERSION
     ))
 }
 

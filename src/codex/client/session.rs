@@ -8,145 +8,25 @@
 //! `turn/interrupt`, then a kill. A crash surfaces as [`SessionError::CodexExited`] with the last
 //! stderr lines.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::params::{ThreadParams, TurnStartParams};
 use super::peer::{Events, Peer, PeerConfig, PeerError};
 use super::process::{CodexProcess, SpawnOptions};
-use super::wire::{Incoming, RequestId, RpcError};
-use super::PINNED_CODEX_VERSION;
+use super::turn::stderr_suffix;
+pub use super::turn::{
+    HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
+    TurnLimits, TurnOutcome, TurnStatus,
+};
+use crate::codex::protocol::params::{ThreadParams, TurnStartParams};
+use crate::codex::protocol::wire::Incoming;
+use crate::codex::protocol::PINNED_CODEX_VERSION;
 
 /// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling).
 pub const MIN_CODEX_VERSION: (u64, u64, u64) = (0, 169, 0);
-
-/// Everything that can end a session or a turn early.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionError {
-    #[error("{0}")]
-    BinaryNotFound(String),
-    #[error("cannot start {binary}")]
-    Spawn {
-        binary: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("handshake with codex app-server failed: {0}")]
-    Handshake(String),
-    #[error("codex app-server {found} is older than the supported floor {floor}")]
-    VersionTooOld { found: String, floor: String },
-    #[error(transparent)]
-    Peer(#[from] PeerError),
-    #[error("codex app-server exited ({status}){}", stderr_suffix(.stderr))]
-    CodexExited { status: String, stderr: Vec<String> },
-    #[error("the turn made no progress for {0:?}; interrupted")]
-    IdleTimeout(Duration),
-    #[error("the turn ran longer than {0:?}; interrupted")]
-    HardTimeout(Duration),
-}
-
-fn stderr_suffix(lines: &[String]) -> String {
-    if lines.is_empty() {
-        String::new()
-    } else {
-        format!("; last stderr lines:\n  {}", lines.join("\n  "))
-    }
-}
-
-impl SessionError {
-    /// True when Codex could not be started or the handshake failed (CLI exit 3).
-    pub fn is_startup(&self) -> bool {
-        matches!(
-            self,
-            SessionError::BinaryNotFound(_)
-                | SessionError::Spawn { .. }
-                | SessionError::Handshake(_)
-                | SessionError::VersionTooOld { .. }
-        )
-    }
-}
-
-/// A server request handed to the handler.
-#[derive(Clone, Debug)]
-pub struct ServerRequest {
-    pub id: RequestId,
-    pub method: String,
-    pub params: Value,
-}
-
-/// The answer to a server request: a result, or a JSON-RPC error.
-pub type HandlerResult = Result<Value, RpcError>;
-/// A boxed handler future.
-pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = HandlerResult> + Send + 'a>>;
-
-/// Answers Codex's server requests (dynamic tool calls, approvals, ...).
-pub trait ServerRequestHandler: Send + Sync {
-    fn handle<'a>(&'a self, request: &'a ServerRequest) -> HandlerFuture<'a>;
-}
-
-/// Limits of one turn.
-#[derive(Clone, Copy, Debug)]
-pub struct TurnLimits {
-    /// No notification of this turn for this long ends it.
-    pub idle: Duration,
-    /// The turn never runs longer than this.
-    pub hard: Duration,
-    /// How long `turn/interrupt` gets to end the turn before the process is killed.
-    pub interrupt_grace: Duration,
-}
-
-impl Default for TurnLimits {
-    fn default() -> Self {
-        Self {
-            idle: Duration::from_secs(300),
-            hard: Duration::from_secs(3600),
-            interrupt_grace: Duration::from_secs(5),
-        }
-    }
-}
-
-/// What a turn produced, as the observer sees it.
-#[derive(Debug)]
-pub enum TurnEvent<'a> {
-    Notification {
-        method: &'a str,
-        params: &'a Value,
-    },
-    ServerRequest {
-        request: &'a ServerRequest,
-    },
-    Answered {
-        id: &'a RequestId,
-        answer: &'a HandlerResult,
-    },
-}
-
-/// How a turn ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TurnStatus {
-    Completed,
-    Failed,
-    Interrupted,
-}
-
-/// The end of a turn.
-#[derive(Clone, Debug)]
-pub struct TurnOutcome {
-    pub thread_id: String,
-    pub turn_id: String,
-    pub status: TurnStatus,
-    /// The turn's error message, from `turn/completed` or an `error` notification.
-    pub error: Option<String>,
-    pub agent_messages: Vec<String>,
-    pub notifications: usize,
-    pub server_requests: usize,
-}
 
 /// A session's parts, see [`CodexSession::into_parts`].
 pub struct SessionParts {

@@ -14,7 +14,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::config::Run;
-use crate::text::{collate, escape_xml, escaped_len16, head16, len16, trim_end_js, trim_js};
+use crate::support::text::{
+    collate, escape_xml, escaped_len16, head16, len16, trim_end_js, trim_js,
+};
 
 /// How deep below a root a `SKILL.md` is looked for (nesting is organisational).
 const MAX_SKILL_DEPTH: usize = 4;
@@ -235,7 +237,7 @@ pub fn discover_skills_cached(run: &Run, cache: Option<&SkillCache>) -> Discover
 fn find_skill_files(
     dir: &Path,
     depth: usize,
-    roots: Option<&crate::fsutil::Roots>,
+    roots: Option<&crate::support::fs::Roots>,
     out: &mut Vec<(PathBuf, std::fs::Metadata)>,
     warnings: &mut Vec<String>,
 ) {
@@ -324,13 +326,12 @@ fn parse_skill_file(
     }
     // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
     let allowed = |real: &Path| run.roots.as_ref().is_none_or(|roots| roots.contains(real));
-    let bytes =
-        crate::fsutil::read_capped(file, MAX_SKILL_FILE_BYTES, &allowed).map_err(|refusal| {
-            match refusal {
-                crate::fsutil::ReadRefusal::TooLarge { .. } => "over the 1 MiB limit".to_string(),
-                other => other.to_string(),
-            }
-        })?;
+    let bytes = crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &allowed).map_err(
+        |refusal| match refusal {
+            crate::support::fs::ReadRefusal::TooLarge { .. } => "over the 1 MiB limit".to_string(),
+            other => other.to_string(),
+        },
+    )?;
     let folder_name = file
         .parent()
         .and_then(Path::file_name)

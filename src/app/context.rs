@@ -2,11 +2,11 @@
 
 use serde::Serialize;
 
-use crate::codex::params::{ALWAYS_DIRECT_TOOLS, NATIVE_TOOLS};
+use crate::codex::protocol::params::{ALWAYS_DIRECT_TOOLS, NATIVE_TOOLS};
 use crate::config::{Harness, Run};
 use crate::routing::RoutedFile;
 use crate::skills::CatalogFormat;
-use crate::text::len16;
+use crate::support::text::len16;
 use crate::translate::Translation;
 use crate::workspace::OmittedFile;
 

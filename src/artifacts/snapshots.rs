@@ -11,15 +11,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::catalog::unified_diff;
-use crate::codex::params::{
+use crate::artifacts::catalog::unified_diff;
+use crate::codex::protocol::params::{
     CodexParams, DynamicToolSpec, ThreadParams, ThreadResumeParams, ThreadStartParams,
 };
 use crate::config::Run;
 use crate::error::{Error, Result};
-use crate::jsonfmt::to_pretty;
 use crate::routing::Surface;
-use crate::text::{len16, rough_tokens, trim_end_js};
+use crate::support::json::to_pretty;
+use crate::support::text::{len16, rough_tokens, trim_end_js};
 use crate::translate::{translate, TranslateOptions, Translation};
 
 /// Where the snapshots live, relative to the repository root.
@@ -231,7 +231,7 @@ fn render_scenario(
         .developer_instructions
         .clone();
     let user_input = match resume.turn_start.input.first() {
-        Some(crate::codex::params::UserInput::Text { text, .. }) => text.clone(),
+        Some(crate::codex::protocol::params::UserInput::Text { text, .. }) => text.clone(),
         None => String::new(),
     };
 
@@ -444,7 +444,7 @@ pub fn write_snapshots(root: &Path) -> Result<GenReport> {
     let files = generate(root)?;
     let dir = root.join(SNAPSHOT_DIR);
     for (name, text) in &files {
-        crate::fsutil::write_if_changed(&dir.join(name), text.as_bytes())?;
+        crate::support::fs::write_if_changed(&dir.join(name), text.as_bytes())?;
     }
     let mut deleted = Vec::new();
     for name in committed_files(&dir) {
@@ -528,7 +528,7 @@ pub fn check_snapshots(root: &Path) -> Result<(usize, Vec<Drift>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codex::DEFAULT_COLLABORATION_PRESET;
+    use crate::render::codex::DEFAULT_COLLABORATION_PRESET;
 
     #[test]
     fn fences_outgrow_backtick_runs() {

@@ -8,13 +8,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::codex::handler::DefaultHandler;
-use crate::codex::params::{CodexParams, ThreadParams};
-use crate::codex::peer::PeerConfig;
-use crate::codex::process::SpawnOptions;
-use crate::codex::session::{CodexSession, SessionError, TurnEvent, TurnLimits, TurnOutcome};
+use crate::app::offline::{CapturedRequest, OfflineHome, ResponsesStub, StubScript};
+use crate::codex::client::handler::DefaultHandler;
+use crate::codex::client::peer::PeerConfig;
+use crate::codex::client::process::SpawnOptions;
+use crate::codex::client::session::{
+    CodexSession, SessionError, TurnEvent, TurnLimits, TurnOutcome,
+};
+use crate::codex::protocol::params::{CodexParams, ThreadParams};
 use crate::config::Run;
-use crate::offline::{CapturedRequest, OfflineHome, ResponsesStub, StubScript};
 
 /// How to pair.
 #[derive(Clone, Debug)]

@@ -16,14 +16,14 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use super::params::{ThreadParams, TurnStartParams};
 use super::peer::{Events, Peer, PeerConfig, PeerError};
 use super::process::{CodexProcess, SpawnOptions};
 use super::session::{
     CodexSession, ServerRequestHandler, SessionError, TurnEvent, TurnLimits, TurnOutcome,
 };
 use super::turn::{drive_turn, TurnFailure};
-use super::wire::{Incoming, METHOD_NOT_FOUND};
+use crate::codex::protocol::params::{ThreadParams, TurnStartParams};
+use crate::codex::protocol::wire::{Incoming, METHOD_NOT_FOUND};
 
 /// Messages kept for a thread nobody claimed yet, and how many such threads.
 const UNCLAIMED_PER_THREAD: usize = 256;

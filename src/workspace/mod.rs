@@ -3,18 +3,19 @@
 //! Layout: [`load_bootstrap_files`] reads the eight candidates in their fixed order and applies
 //! the session, lightweight, heartbeat and brand-new filters (routing.md §3); [`fit_bootstrap_files`]
 //! applies OpenClaw's per-file and total budgets with head/tail truncation (routing.md §4.2);
-//! [`TruncationReport`] and [`WarningLedger`] decide whether the truncation notice is shown
+//! [`TruncationReport`] names what was truncated; whether the notice is shown is routing's call
+//! (with the session's memory for `once`, kept by `app::state`)
 //! (routing.md §4.4). All counts are UTF-16 code units; no cut ever splits a character.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{BootstrapLimits, Run, SessionKind, Trigger, TruncationWarningMode};
+use crate::config::{BootstrapLimits, Run, SessionKind, Trigger};
 use crate::error::Result;
 
-use crate::text::{head16, len16, tail16, trim_end_js};
+use crate::support::text::{head16, len16, tail16, trim_end_js};
 
 /// The bootstrap candidates in load (and budget) order.
 pub const BOOTSTRAP_FILE_NAMES: [&str; 8] = [
@@ -100,7 +101,7 @@ pub struct LoadedWorkspace {
 pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
     let mut loaded = LoadedWorkspace::default();
     let workspace = &run.workspace;
-    let canonical_workspace = crate::fsutil::resolve_real(workspace);
+    let canonical_workspace = crate::support::fs::resolve_real(workspace);
     let entries = directory_entries(workspace);
     for name in BOOTSTRAP_FILE_NAMES {
         let keep_reason = filter_reason(run, name);
@@ -306,12 +307,13 @@ const MAX_WORKSPACE_STATE_BYTES: u64 = 64 * 1024;
 /// Setup is complete once OpenClaw recorded it in `.openclaw/workspace-state.json`.
 fn setup_complete(run: &Run) -> bool {
     let state = run.workspace.join(".openclaw").join("workspace-state.json");
-    let canonical_workspace = crate::fsutil::resolve_real(&run.workspace);
+    let canonical_workspace = crate::support::fs::resolve_real(&run.workspace);
     let allowed = |real: &Path| {
         real.starts_with(&canonical_workspace)
             && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
     };
-    let Ok(bytes) = crate::fsutil::read_capped(&state, MAX_WORKSPACE_STATE_BYTES, &allowed) else {
+    let Ok(bytes) = crate::support::fs::read_capped(&state, MAX_WORKSPACE_STATE_BYTES, &allowed)
+    else {
         return false;
     };
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
@@ -328,13 +330,13 @@ fn read_bootstrap_file(
     run: &Run,
     warnings: &mut Vec<String>,
 ) -> FileContent {
-    use crate::fsutil::ReadRefusal;
+    use crate::support::fs::ReadRefusal;
     // Inside the workspace (a symlink may point elsewhere in it) and, for a confined run, inside
     // the service's roots; checked again on the open file (`read_capped`).
     let allowed = |real: &Path| {
         real.starts_with(workspace) && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
     };
-    match crate::fsutil::read_capped(path, MAX_BOOTSTRAP_FILE_BYTES, &allowed) {
+    match crate::support::fs::read_capped(path, MAX_BOOTSTRAP_FILE_BYTES, &allowed) {
         Ok(bytes) => FileContent::Present(decode_lossy(path, bytes, warnings)),
         // A dangling symlink is missing too.
         Err(ReadRefusal::NotFound) => FileContent::Missing,
@@ -638,79 +640,6 @@ impl TruncationReport {
     }
 }
 
-/// Remembers, per session key, which truncation signatures were already shown (`once` mode).
-#[derive(Clone, Debug)]
-pub struct WarningLedger {
-    path: Option<PathBuf>,
-}
-
-#[derive(Debug, Default, Deserialize, Serialize)]
-struct LedgerFile {
-    sessions: BTreeMap<String, Vec<String>>,
-}
-
-/// How many signatures one session remembers.
-const LEDGER_SIGNATURES_PER_SESSION: usize = 32;
-
-impl WarningLedger {
-    /// A ledger stored under `state_dir` (`truncation-warnings.json`).
-    pub fn in_dir(state_dir: &Path) -> Self {
-        Self {
-            path: Some(state_dir.join("truncation-warnings.json")),
-        }
-    }
-
-    /// A ledger that remembers nothing (every `once` run shows the notice).
-    pub fn ephemeral() -> Self {
-        Self { path: None }
-    }
-
-    /// The platform state directory (`dirs::state_dir`, falling back to the data dir).
-    pub fn default_state_dir() -> Option<PathBuf> {
-        dirs::state_dir()
-            .or_else(dirs::data_local_dir)
-            .map(|dir| dir.join("clawbridge"))
-    }
-
-    /// Decide whether the notice is shown, and record it for `once`.
-    pub fn should_show(
-        &self,
-        mode: TruncationWarningMode,
-        session: &str,
-        report: &TruncationReport,
-    ) -> Result<bool> {
-        if !report.any_truncated() {
-            return Ok(false);
-        }
-        match mode {
-            TruncationWarningMode::Off => Ok(false),
-            TruncationWarningMode::Always => Ok(true),
-            TruncationWarningMode::Once => {
-                let Some(path) = &self.path else {
-                    return Ok(true);
-                };
-                let mut ledger: LedgerFile = std::fs::read_to_string(path)
-                    .ok()
-                    .and_then(|text| serde_json::from_str(&text).ok())
-                    .unwrap_or_default();
-                let signature = report.signature();
-                let seen = ledger.sessions.entry(session.to_string()).or_default();
-                if seen.contains(&signature) {
-                    return Ok(false);
-                }
-                seen.push(signature);
-                if seen.len() > LEDGER_SIGNATURES_PER_SESSION {
-                    let excess = seen.len() - LEDGER_SIGNATURES_PER_SESSION;
-                    seen.drain(..excess);
-                }
-                let text = serde_json::to_string_pretty(&ledger).unwrap_or_default() + "\n";
-                crate::fsutil::write_atomic(path, text.as_bytes())?;
-                Ok(true)
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -890,23 +819,13 @@ mod tests {
     }
 
     #[test]
-    fn once_ledger_shows_a_signature_once_per_session() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let ledger = WarningLedger::in_dir(dir.path());
+    fn truncation_report_lines_and_signature() {
         let files = [present("SOUL.md", &"S".repeat(300))];
         let refs: Vec<&BootstrapFile> = files.iter().collect();
         let fitted = fit_bootstrap_files(&refs, limits(200, 60_000));
         let report = TruncationReport::new(limits(200, 60_000), &fitted);
-        let once = TruncationWarningMode::Once;
-        assert!(ledger.should_show(once, "s1", &report).expect("ledger"));
-        assert!(!ledger.should_show(once, "s1", &report).expect("ledger"));
-        assert!(ledger.should_show(once, "s2", &report).expect("ledger"));
-        assert!(!ledger
-            .should_show(TruncationWarningMode::Off, "s3", &report)
-            .expect("ledger"));
-        assert!(ledger
-            .should_show(TruncationWarningMode::Always, "s1", &report)
-            .expect("ledger"));
+        assert!(report.any_truncated());
+        assert!(report.signature().contains("/ws/SOUL.md"));
         assert_eq!(
             report.diagnostic_lines(),
             vec!["/ws/SOUL.md: 300 -> 200 (~33% removed; per-file)"]

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::codex::instructions;
 use crate::config::{ApprovalPolicy, Run, SandboxMode, Thinking, ToolSpec};
+use crate::render::codex as instructions;
 use crate::routing::RoutedWorkspace;
 use crate::skills::SkillsPrompt;
 

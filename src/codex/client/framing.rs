@@ -8,7 +8,7 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::wire::{decode, decode_slice, DecodeError, Incoming, RequestId};
+use crate::codex::protocol::wire::{decode, decode_slice, DecodeError, Incoming, RequestId};
 
 /// Default frame cap: 64 MiB.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;

@@ -1,20 +1,26 @@
-//! The three Codex text surfaces (routing.md §6), in clawbridge's own wording.
+//! Every Codex text, in one place and in clawbridge's own wording (docs/routing.md, "Codex
+//! surfaces"): the thread developer instructions (rendered by the same facade and section
+//! assembly as OpenClaw's own system prompt), the turn-scoped collaboration instructions led by
+//! the pinned Default preset, and the turn input.
 //!
-//! Only meaning, order and gates are fixed by the spec; the sentences are ours and live here as
-//! constants or small functions so tests can assert them by reference.
+//! Only meaning, order and gates are fixed; the sentences are ours and live here as constants or
+//! small functions so tests can assert them by reference.
 
 use serde_json::{json, Map, Value};
 
 use crate::config::{ChatType, Run, Trigger};
 use crate::routing::RoutedWorkspace;
 use crate::skills::SkillsPrompt;
-use crate::text::{join_parts, trim_end_js};
+use serde::{Deserialize, Serialize};
+
+use super::sections::ContextFile;
+use crate::support::text::{collate, join_parts, trim_end_js};
 use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
 
-pub use crate::prompt::codex_surface::{
-    BASE_IDENTITY, MESSAGE_TOOL_ONLY_RULE, MESSAGE_TOOL_OPTIONAL_RULE, SKILL_WORKSHOP_GUIDANCE,
-    SPAWN_GUIDANCE, WORKSPACE_BLOCK_HEADING,
-};
+/// The pinned Codex Default collaboration-mode preset for gpt-5.5, measured against Codex CLI
+/// 0.169.0 (exactly what Codex sends when `developer_instructions` is `null`).
+pub const DEFAULT_COLLABORATION_PRESET: &str =
+    include_str!("../../fixtures/codex-model-catalog/gpt-5.5.collaboration-default.md");
 
 /// Heading of the memory note.
 pub const MEMORY_NOTE_HEADING: &str = "## OpenClaw Workspace Memory";
@@ -30,7 +36,7 @@ pub const HEARTBEAT_TRIGGER_NOTE: &str = "This turn is an OpenClaw heartbeat wak
 pub fn heartbeat_note() -> String {
     format!(
         "{HEARTBEAT_TRIGGER_NOTE}\n\n{}",
-        crate::prompt::provider::GPT5_HEARTBEAT_GUIDANCE
+        crate::render::provider::GPT5_HEARTBEAT_GUIDANCE
     )
 }
 
@@ -58,7 +64,7 @@ pub fn thread_developer_instructions(
     routed: &RoutedWorkspace,
     deferred_tools: &[String],
 ) -> String {
-    crate::prompt::adapter::codex_developer_instructions(run, routed, deferred_tools)
+    crate::render::adapter::codex_developer_instructions(run, routed, deferred_tools)
 }
 
 fn file_blocks(files: &[FittedFile], heading: &str) -> Vec<String> {
@@ -106,7 +112,7 @@ pub fn collaboration_instructions(
     if additions.is_empty() {
         return None;
     }
-    let mut parts = vec![crate::codex::DEFAULT_COLLABORATION_PRESET.to_string()];
+    let mut parts = vec![DEFAULT_COLLABORATION_PRESET.to_string()];
     parts.extend(additions);
     Some(join_parts(&parts))
 }
@@ -153,7 +159,7 @@ pub fn inbound_prompt(run: &Run) -> String {
     if !info.is_empty() {
         parts.push(format!(
             "Conversation info (untrusted metadata):\n```json\n{}\n```",
-            crate::jsonfmt::to_pretty(&Value::Object(info))
+            crate::support::json::to_pretty(&Value::Object(info))
         ));
     }
     if !channel.history.is_empty() {
@@ -245,4 +251,96 @@ fn runtime_context(routed: &RoutedWorkspace) -> Option<String> {
         parts.push(TRUNCATION_NOTICE.to_string());
     }
     Some(parts.join("\n\n"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread developer instructions
+// ---------------------------------------------------------------------------------------------
+
+/// Base identity (part 1).
+pub const BASE_IDENTITY: &str = "You are a personal agent running inside OpenClaw. OpenClaw supplies dynamic tools for messaging, cron, sessions, media, gateway and nodes.";
+
+/// Spawn guidance (part 4).
+pub const SPAWN_GUIDANCE: &str = "For Codex sub-agents use the native `spawn_agent` tool; it may be deferred, so load it with `tool_search` first when it is not listed. Use OpenClaw's `sessions_spawn` only to delegate to OpenClaw or ACP sessions, never as a stand-in for `spawn_agent`.";
+
+/// Skill-workshop guidance (part 3, only with a `skill_workshop` tool).
+pub const SKILL_WORKSHOP_GUIDANCE: &str = "Use the `skill_workshop` tool to create or revise workspace skills. Keep each skill focused, and re-read a skill's SKILL.md after changing it.";
+
+/// Visible-reply rule for message-tool-only delivery (part 5).
+pub const MESSAGE_TOOL_ONLY_RULE: &str = "Replies to the source chat are not delivered automatically in this run. Send anything the user should see with `message(action=send)`, and do not repeat that visible content in your final answer.";
+
+/// Visible-reply rule when a message tool exists but replies are delivered automatically.
+pub const MESSAGE_TOOL_OPTIONAL_RULE: &str = "Reply normally: your final answer is delivered to the source chat. Use the `message` tool only for out-of-band sends, media or files, or other targets.";
+
+/// Heading of the workspace block.
+pub const WORKSPACE_BLOCK_HEADING: &str = "## OpenClaw Workspace Instructions";
+
+/// Live facts for the Codex developer instructions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CodexDeveloperInputs {
+    /// Names of the deferred (searchable) dynamic tools.
+    pub deferred_tools: Vec<String>,
+    pub skill_workshop: bool,
+    pub visible_reply_rule: Option<String>,
+    /// Plugin prompt guidance registered for the `codex_app_server` surface.
+    pub plugin_guidance: Vec<String>,
+    /// Trusted inbound metadata, chat context and group intro.
+    pub extra_system_prompt: Option<String>,
+    /// SOUL, IDENTITY, USER, TOOLS (in that order), fitted.
+    pub workspace_files: Vec<ContextFile>,
+    pub truncation_notice: Option<String>,
+}
+
+fn deferred_manifest(deferred: &[String]) -> Option<String> {
+    if deferred.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = deferred.iter().map(String::as_str).collect();
+    names.sort_by(|a, b| collate(a, b));
+    names.dedup();
+    Some(format!(
+        "OpenClaw dynamic tools available on demand: {}. Load a tool's exact spec with `tool_search` before calling it.",
+        names.join(", ")
+    ))
+}
+
+fn workspace_block(inputs: &CodexDeveloperInputs) -> Option<String> {
+    if inputs.workspace_files.is_empty() {
+        return None;
+    }
+    let mut intro = "OpenClaw loaded these files from the active agent workspace. Internalize them and follow them.".to_string();
+    if inputs
+        .workspace_files
+        .iter()
+        .any(|file| file.path.ends_with("SOUL.md"))
+    {
+        intro.push_str(" SOUL.md defines your persona and tone; it applies unless higher-priority instructions override it.");
+    }
+    let mut parts = vec![WORKSPACE_BLOCK_HEADING.to_string(), intro];
+    parts.extend(
+        inputs
+            .workspace_files
+            .iter()
+            .map(|file| format!("### {}\n\n{}", file.path, file.content)),
+    );
+    parts.extend(inputs.truncation_notice.clone());
+    Some(parts.join("\n\n"))
+}
+
+/// Render the developer instructions (parts 1-8, joined with the routing.md §2.5 rule).
+pub fn render_developer_instructions(inputs: &CodexDeveloperInputs) -> String {
+    let mut parts: Vec<String> = vec![BASE_IDENTITY.to_string()];
+    parts.extend(deferred_manifest(&inputs.deferred_tools));
+    if inputs.skill_workshop {
+        parts.push(SKILL_WORKSHOP_GUIDANCE.to_string());
+    }
+    parts.push(SPAWN_GUIDANCE.to_string());
+    parts.extend(inputs.visible_reply_rule.clone());
+    if !inputs.plugin_guidance.is_empty() {
+        parts.push(inputs.plugin_guidance.join("\n"));
+    }
+    parts.extend(inputs.extra_system_prompt.clone());
+    parts.extend(workspace_block(inputs));
+    join_parts(&parts)
 }

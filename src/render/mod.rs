@@ -4,14 +4,14 @@
 //! * [`render`] (the pure renderer): explicit inputs in, text out; it never reads config,
 //!   environment or files. Two surfaces share it: OpenClaw's own system prompt for non-Codex
 //!   harnesses ([`PromptInputs`], sections in [`sections`]) and the Codex thread developer
-//!   instructions ([`codex_surface::CodexDeveloperInputs`]).
+//!   instructions ([`codex::CodexDeveloperInputs`]).
 //! * [`config::resolve_prompt_config`]: configuration turned into prompt knobs for one agent.
 //! * [`provider`]: provider contributions (section overrides, stable prefix, dynamic suffix) and
 //!   the built-in GPT-5 overlay; [`hooks`]: the legacy whole-prompt `before_prompt_build` hook.
 //! * [`adapter`]: runtime adapters that gather live facts for a run and call the facade.
 
 pub mod adapter;
-pub mod codex_surface;
+pub mod codex;
 pub mod config;
 pub mod hooks;
 pub mod provider;
@@ -81,7 +81,7 @@ pub enum PromptRequest<'a> {
     /// OpenClaw's system prompt (non-Codex harnesses).
     OpenClaw(&'a PromptInputs),
     /// The Codex thread developer instructions.
-    CodexDeveloper(&'a codex_surface::CodexDeveloperInputs),
+    CodexDeveloper(&'a codex::CodexDeveloperInputs),
 }
 
 /// The facade: every prompt surface is rendered here, from explicit inputs only.
@@ -89,7 +89,7 @@ pub fn render(request: &PromptRequest<'_>) -> SystemPrompt {
     match request {
         PromptRequest::OpenClaw(inputs) => sections::build_system_prompt(inputs),
         PromptRequest::CodexDeveloper(inputs) => SystemPrompt {
-            stable_prefix: codex_surface::render_developer_instructions(inputs),
+            stable_prefix: codex::render_developer_instructions(inputs),
             dynamic_suffix: String::new(),
             has_boundary: false,
         },

@@ -16,7 +16,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::session::{HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler};
-use super::wire::{RpcError, METHOD_NOT_FOUND};
+use crate::codex::protocol::wire::{RpcError, METHOD_NOT_FOUND};
 
 /// Largest tool handler output read.
 const MAX_TOOL_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
@@ -178,7 +178,7 @@ mod tests {
     async fn without_a_handler_the_tool_fails_softly() {
         let handler = DefaultHandler::default();
         let request = ServerRequest {
-            id: super::super::wire::RequestId::Integer(0),
+            id: crate::codex::protocol::wire::RequestId::Integer(0),
             method: "item/tool/call".into(),
             params: json!({"tool": "lookup_weather", "arguments": {}}),
         };

@@ -1,0 +1,16 @@
+//! The app-server runtime: process, framing, peer, turn driver, sessions, hub and handlers.
+//!
+//! Layout: [`process`] finds and spawns `codex app-server` (the native binary behind the npm
+//! launcher) with a drained, bounded stderr; [`framing`] splits its stdout into lines without
+//! copying; [`peer`] is the JSON-RPC peer over any `AsyncRead + AsyncWrite` (in-memory in tests);
+//! [`session`] does the handshake and opens threads; [`turn`] drives one turn from any event
+//! source; [`hub`] shares one app-server between many threads; [`handler`] answers server
+//! requests (dynamic tools, approvals).
+
+pub mod framing;
+pub mod handler;
+pub mod hub;
+pub mod peer;
+pub mod process;
+pub mod session;
+pub mod turn;

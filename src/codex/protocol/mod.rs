@@ -1,0 +1,13 @@
+//! The Codex app-server wire as data: no I/O, no runtime (docs/codex-wire.md).
+//!
+//! Layout: [`params`] owns the typed `thread/start`, `thread/resume` and `turn/start` structs
+//! (strict outbound: every key we send is a field) and assembles them for a run; [`wire`] mirrors
+//! JSON-RPC as Codex speaks it (no `"jsonrpc"` field, ids keep their JSON type); [`inbound`]
+//! types the notifications and server requests clawbridge acts on, keeping the rest raw.
+
+pub mod inbound;
+pub mod params;
+pub mod wire;
+
+/// The Codex CLI version clawbridge is measured against.
+pub const PINNED_CODEX_VERSION: &str = "0.169.0";

@@ -1,0 +1,9 @@
+//! Helpers every layer may use; they know nothing of OpenClaw or Codex.
+//!
+//! Layout: [`text`] (JavaScript string semantics: UTF-16 lengths, trims, surrogate-safe cuts),
+//! [`fs`] (confined, capped reads of regular files; atomic writes), [`json`] (deterministic
+//! artifact JSON: sorted keys, two-space indent).
+
+pub mod fs;
+pub mod json;
+pub mod text;
