@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::openclaw::OpenClawConfig;
 use crate::error::{Error, Result};
-use crate::support::fs::{ReadRefusal, Roots};
+use crate::support::fs::{normalize, ReadRefusal, Roots};
 
 /// The run document exactly as written.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -625,21 +625,4 @@ fn resolve_tools(
         }
     }
     Ok(tools)
-}
-
-/// Lexically remove `.` and `..` components (no filesystem access, so symlinks stay visible to
-/// the workspace containment check).
-pub fn normalize(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }

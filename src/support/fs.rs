@@ -1,7 +1,7 @@
 //! Small filesystem helpers shared by every writer: atomic replace and "unchanged" detection.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -44,16 +44,16 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
 /// request arrives and again where the file is opened, so a symlink swapped in between is caught.
 /// CLI runs carry none: the operator's own files are theirs to name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Roots(std::sync::Arc<[std::path::PathBuf]>);
+pub struct Roots(std::sync::Arc<[PathBuf]>);
 
 impl Roots {
     /// Roots from already canonical folders.
-    pub fn new(canonical: Vec<std::path::PathBuf>) -> Self {
+    pub fn new(canonical: Vec<PathBuf>) -> Self {
         Roots(canonical.into())
     }
 
     /// The folders.
-    pub fn folders(&self) -> &[std::path::PathBuf] {
+    pub fn folders(&self) -> &[PathBuf] {
         &self.0
     }
 
@@ -70,21 +70,38 @@ impl Roots {
     }
 }
 
+/// Lexically remove `.` and `..` components (no filesystem access, so symlinks stay visible to
+/// the workspace containment check).
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 /// How many symlinks [`resolve_real`] follows before it gives up (as the kernel's `ELOOP`).
 const MAX_LINK_HOPS: usize = 40;
 
 /// The real path of `path`: canonical where it exists; for a missing path, the canonical form of
 /// its deepest existing ancestor with the rest appended; dangling symlinks are followed to where
 /// they point. Pure lookup: nothing is opened.
-pub fn resolve_real(path: &Path) -> std::path::PathBuf {
-    resolve_real_hops(&crate::config::run::normalize(&absolute(path)), 0)
+pub fn resolve_real(path: &Path) -> PathBuf {
+    resolve_real_hops(&normalize(&absolute(path)), 0)
 }
 
-fn absolute(path: &Path) -> std::path::PathBuf {
+fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn resolve_real_hops(path: &Path, hops: usize) -> std::path::PathBuf {
+fn resolve_real_hops(path: &Path, hops: usize) -> PathBuf {
     if let Ok(real) = path.canonicalize() {
         return real;
     }
@@ -95,7 +112,7 @@ fn resolve_real_hops(path: &Path, hops: usize) -> std::path::PathBuf {
     let joined = parent.join(name);
     if hops < MAX_LINK_HOPS {
         if let Ok(target) = std::fs::read_link(&joined) {
-            let next = crate::config::run::normalize(&parent.join(target));
+            let next = normalize(&parent.join(target));
             return resolve_real_hops(&next, hops + 1);
         }
     }
@@ -204,13 +221,13 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 #[cfg(target_os = "linux")]
-fn opened_real_path(file: &std::fs::File) -> Option<std::path::PathBuf> {
+fn opened_real_path(file: &std::fs::File) -> Option<PathBuf> {
     use std::os::fd::AsRawFd;
     std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn opened_real_path(_file: &std::fs::File) -> Option<std::path::PathBuf> {
+fn opened_real_path(_file: &std::fs::File) -> Option<PathBuf> {
     None
 }
 

@@ -230,7 +230,7 @@ pub fn apply_bootstrap_hook(
         let key = if synthetic {
             path.clone()
         } else {
-            crate::config::run::normalize(Path::new(&path))
+            crate::support::fs::normalize(Path::new(&path))
                 .to_string_lossy()
                 .into_owned()
         };

@@ -3,6 +3,7 @@
 mod catalog;
 mod cli;
 mod e2e;
+mod layers;
 mod peer;
 mod prompt;
 mod routing;

@@ -1,0 +1,173 @@
+//! The layer map of docs/architecture.md, enforced: no module imports from a layer above its own.
+
+use std::path::Path;
+
+use crate::util::repo_root;
+
+/// The layers, lowest first: (module path prefix, layer).
+const LAYERS: &[(&str, usize)] = &[
+    ("error", 0),
+    ("support", 0),
+    ("config", 1),
+    ("workspace", 2),
+    ("skills", 2),
+    ("routing", 3),
+    ("render", 4),
+    ("codex::protocol", 5),
+    ("translate", 6),
+    ("codex::client", 7),
+    ("artifacts", 8),
+    ("app", 9),
+    ("server", 10),
+];
+
+/// The layer of a module path such as `codex::client::peer` or `skills`.
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS
+        .iter()
+        .filter(|(prefix, _)| module == *prefix || module.starts_with(&format!("{prefix}::")))
+        .map(|(_, layer)| *layer)
+        .next()
+}
+
+/// The module path of a source file (`src/codex/client/peer.rs` -> `codex::client::peer`).
+fn module_of(file: &Path, src: &Path) -> String {
+    let relative = file.strip_prefix(src).expect("under src");
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// Every `crate::a::b` path a source text names, grouped imports (`crate::{a, b::{c, d}}`)
+/// expanded, cut to two segments.
+fn crate_paths(text: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        let (paths, _) = use_tree(rest);
+        out.extend(paths);
+    }
+    out.into_iter()
+        .map(|path| {
+            path.split("::")
+                .filter(|segment| !segment.is_empty())
+                .take(2)
+                .collect::<Vec<_>>()
+                .join("::")
+        })
+        .filter(|path| !path.is_empty())
+        .collect()
+}
+
+/// Parse `a::b::{c, d::{e}}` at the start of `text`: the expanded paths and the bytes read.
+fn use_tree(text: &str) -> (Vec<String>, usize) {
+    let trimmed = text.trim_start();
+    let skipped = text.len() - trimmed.len();
+    if let Some(group) = trimmed.strip_prefix('{') {
+        let mut paths = Vec::new();
+        let mut read = 1;
+        loop {
+            let (items, used) = use_tree(&group[read - 1..]);
+            paths.extend(items);
+            read += used;
+            let after = group[read - 1..].trim_start();
+            read += group[read - 1..].len() - after.len();
+            match after.chars().next() {
+                Some(',') => read += 1,
+                Some('}') => return (paths, skipped + read + 1),
+                _ => return (paths, skipped + read),
+            }
+        }
+    }
+    let path: String = trimmed
+        .chars()
+        .take_while(|ch| ch.is_alphanumeric() || *ch == '_' || *ch == ':')
+        .collect();
+    let read = skipped + path.len();
+    if path.ends_with("::") && trimmed[path.len()..].starts_with('{') {
+        let (inner, used) = use_tree(&trimmed[path.len()..]);
+        let prefixed = inner
+            .into_iter()
+            .map(|item| format!("{path}{item}"))
+            .collect();
+        return (prefixed, read + used);
+    }
+    (vec![path], read)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_module_imports_from_a_layer_above_it() {
+    let src = repo_root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let module = module_of(file, &src);
+        let Some(own) = layer_of(&module) else {
+            // lib.rs, main.rs and the `codex` namespace hold no logic of their own.
+            assert!(
+                ["lib", "main", "codex"].contains(&module.as_str()),
+                "{module} is in no layer: add it to docs/architecture.md and LAYERS"
+            );
+            continue;
+        };
+        let text = std::fs::read_to_string(file).expect("read");
+        for path in crate_paths(&text) {
+            let Some(used) = layer_of(&path) else {
+                continue;
+            };
+            checked += 1;
+            if used > own {
+                violations.push(format!(
+                    "{module} (layer {own}) uses crate::{path} (layer {used})"
+                ));
+            }
+        }
+    }
+    assert!(checked > 100, "the scan found the imports ({checked})");
+    assert!(
+        violations.is_empty(),
+        "upward imports:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_scanner_sees_grouped_and_inline_paths() {
+    let paths = crate_paths(
+        "use crate::{app::state::WarningLedger, codex::{client::peer, protocol}};\nlet x = crate::server::codes::FORBIDDEN;\n// crate::app::ignored\n",
+    );
+    assert_eq!(
+        paths,
+        [
+            "app::state",
+            "codex::client",
+            "codex::protocol",
+            "server::codes"
+        ]
+    );
+}
