@@ -6,7 +6,11 @@
 //! stub and the throwaway `CODEX_HOME`.
 
 pub mod capture;
+pub mod commands;
 pub mod context;
+pub mod events;
+pub mod fixtures;
 pub mod offline;
 pub mod pairing;
+pub mod run;
 pub mod state;

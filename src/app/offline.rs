@@ -103,14 +103,14 @@ impl ResponsesStub {
     pub async fn start(script: StubScript) -> Result<Self> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
-            .map_err(|error| {
-                Error::Invalid(format!(
-                    "cannot bind a loopback port for the offline stub: {error}"
-                ))
+            .map_err(|source| Error::Bind {
+                what: "the offline stub",
+                source,
             })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|error| Error::Invalid(error.to_string()))?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            what: "the offline stub",
+            source,
+        })?;
         let state = Arc::new(Mutex::new(StubState {
             script: script.responses,
             requests: Vec::new(),
@@ -359,10 +359,10 @@ impl OfflineHome {
                     let real = home.join(".codex");
                     let real = real.canonicalize().unwrap_or(real);
                     if canonical == real {
-                        return Err(Error::Invalid(format!(
-                            "--codex-home {}: refusing to put the offline config into your real Codex home; pass another folder or leave --codex-home out",
-                            dir.display()
-                        )));
+                        return Err(Error::InvalidArgument {
+                            flag: format!("--codex-home {}", dir.display()),
+                            message: "refusing to put the offline config into your real Codex home; pass another folder or leave --codex-home out".to_string(),
+                        });
                     }
                 }
                 (canonical, None)
@@ -381,10 +381,10 @@ impl OfflineHome {
         let config = path.join("config.toml");
         if let Ok(existing) = std::fs::read_to_string(&config) {
             if !existing.starts_with(CONFIG_MARKER) {
-                return Err(Error::Invalid(format!(
-                    "{}: exists and was not written by clawbridge; refusing to overwrite it (use an empty folder for --codex-home)",
-                    config.display()
-                )));
+                return Err(Error::InvalidDocument {
+                    path: config.clone(),
+                    message: "exists and was not written by clawbridge; refusing to overwrite it (use an empty folder for --codex-home)".to_string(),
+                });
             }
         }
         crate::support::fs::write_atomic(&config, offline_config(base_url, model).as_bytes())?;

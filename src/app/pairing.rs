@@ -67,6 +67,9 @@ pub enum PairingError {
     Input(#[from] crate::Error),
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// `capture`: the turn ended before Codex asked the model anything.
+    #[error("Codex sent no model request (turn {status}: {error})")]
+    NoModelRequest { status: &'static str, error: String },
 }
 
 fn online_codex_home(explicit: Option<&Path>) -> PathBuf {

@@ -45,9 +45,12 @@ impl std::str::FromStr for Personality {
             "default" => Ok(Personality::Default),
             "friendly" => Ok(Personality::Friendly),
             "pragmatic" => Ok(Personality::Pragmatic),
-            other => Err(Error::Invalid(format!(
-                "unsupported personality `{other}` (expected default, friendly or pragmatic)"
-            ))),
+            other => Err(Error::InvalidArgument {
+                flag: "--personality".to_string(),
+                message: format!(
+                    "unsupported personality `{other}` (expected default, friendly or pragmatic)"
+                ),
+            }),
         }
     }
 }
@@ -179,11 +182,10 @@ impl Catalog {
                     .iter()
                     .filter_map(|entry| entry.get("slug").and_then(Value::as_str))
                     .collect();
-                Error::Invalid(format!(
-                    "{}: no model `{slug}`; the catalog has: {}",
-                    self.path.display(),
-                    slugs.join(", ")
-                ))
+                Error::Catalog {
+                    path: self.path.clone(),
+                    message: format!("no model `{slug}`; the catalog has: {}", slugs.join(", ")),
+                }
             })
     }
 
@@ -254,9 +256,10 @@ pub fn render_instructions(
     } else if let Some(base) = entry.get("base_instructions").and_then(Value::as_str) {
         (base.to_string(), "base_instructions".to_string())
     } else {
-        return Err(Error::Invalid(format!(
-            "model {slug} has no renderable instructions (no model_messages.instructions_template and no base_instructions)"
-        )));
+        return Err(Error::InvalidArgument {
+            flag: format!("--model {slug}"),
+            message: "the catalog entry has no renderable instructions (no model_messages.instructions_template and no base_instructions)".to_string(),
+        });
     };
     Ok(RenderedInstructions {
         text: with_final_newline(text),

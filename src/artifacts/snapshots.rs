@@ -189,10 +189,13 @@ pub fn generate(root: &Path) -> Result<SnapshotSet> {
         let (ThreadParams::ThreadStart(thread_start), ThreadParams::ThreadResume(thread_resume)) =
             (&start.thread, &resume.thread)
         else {
-            return Err(Error::Invalid(format!(
-                "{}: a snapshot run must not set threadId (the generator picks start and resume itself)",
-                scenario.run
-            )));
+            return Err(Error::InvalidField {
+                path: scenario.run.into(),
+                field: "threadId".to_string(),
+                message:
+                    "a snapshot run must not set it (the generator picks start and resume itself)"
+                        .to_string(),
+            });
         };
         let (markdown, tools_json) = render_scenario(
             scenario,

@@ -32,19 +32,19 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{oneshot, watch};
 
+use crate::app::commands;
+use crate::app::events::RunEvent;
 use crate::app::offline::{OfflineHome, ResponsesStub, StubScript};
-use crate::app::state::WarningLedger;
 use crate::codex::client::handler::DefaultHandler;
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::peer::PeerConfig;
 use crate::codex::client::process::SpawnOptions;
 use crate::codex::client::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
-    TurnStatus,
 };
 use crate::codex::protocol::params::{dynamic_tools, thread_config, ThreadParams};
-use crate::config::{Harness, Run, RunDocument, SandboxMode};
-use crate::skills::{HostFacts, SkillCache};
+use crate::config::{Run, RunDocument, SandboxMode};
+use crate::skills::SkillCache;
 use crate::support::fs::Roots;
 use crate::translate::{translate, TranslateOptions};
 
@@ -78,9 +78,11 @@ fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
 
 /// A library error as an API error: the code follows from the kind.
 fn library_error(error: crate::Error) -> ErrorObjectOwned {
-    let code = match &error {
-        crate::Error::OutsideRoots { .. } => codes::PATH_OUTSIDE_ROOTS,
-        crate::Error::Write { .. } => codes::INTERNAL,
+    use crate::error::ErrorKind;
+    let code = match error.kind() {
+        ErrorKind::OutsideRoots => codes::PATH_OUTSIDE_ROOTS,
+        ErrorKind::Unsupported => codes::NOT_A_CODEX_RUN,
+        ErrorKind::Io => codes::INTERNAL,
         _ => codes::INVALID_PARAMS,
     };
     rpc_error(code, error.to_string())
@@ -202,16 +204,16 @@ struct RunState {
 }
 
 impl RunState {
-    fn push(&self, event: Value) {
+    fn push(&self, event: RunEvent) {
         let count = {
             let mut events = lock(&self.events);
-            events.push(event);
+            events.push(event.to_value());
             events.len()
         };
         self.progress.send_modify(|state| state.0 = count);
     }
 
-    fn finish(&self, event: Value) {
+    fn finish(&self, event: RunEvent) {
         self.push(event);
         self.progress.send_modify(|state| state.1 = true);
     }
@@ -291,12 +293,11 @@ impl Bridge {
     }
 
     fn translate_options(&self) -> TranslateOptions {
-        TranslateOptions {
-            host: HostFacts::from_process(),
-            ledger: Arc::new(WarningLedger::in_dir(&self.config.state_dir)),
-            skill_cache: Some(Arc::clone(&self.skill_cache)),
-            bootstrap_hook: None,
-        }
+        commands::translate_options(
+            Some(&self.config.state_dir),
+            None,
+            Some(Arc::clone(&self.skill_cache)),
+        )
     }
 
     /// Parse a run document sent by a client: the sandbox capped at the ceiling, every path it
@@ -461,8 +462,13 @@ impl ServerRequestHandler for BridgeHandler {
                             answer,
                         },
                     );
-                    self.run.push(json!({"event": "toolCall", "callId": call_id, "codexCallId": codex_call_id, "tool": tool,
-                        "namespace": request.params["namespace"], "arguments": request.params["arguments"]}));
+                    self.run.push(RunEvent::ToolCall {
+                        call_id: call_id.clone(),
+                        codex_call_id,
+                        tool: tool.clone(),
+                        namespace: request.params["namespace"].clone(),
+                        arguments: request.params["arguments"].clone(),
+                    });
                     let result = match tokio::time::timeout(timeout, receiver).await {
                         Ok(Ok(answer)) => answer,
                         _ => {
@@ -476,7 +482,11 @@ impl ServerRequestHandler for BridgeHandler {
                     let approval_id = random_id("approval");
                     let (answer, receiver) = oneshot::channel();
                     lock(&self.bridge.pending_approvals).insert(approval_id.clone(), answer);
-                    self.run.push(json!({"event": "approvalRequest", "approvalId": approval_id, "method": method, "params": request.params}));
+                    self.run.push(RunEvent::ApprovalRequest {
+                        approval_id: approval_id.clone(),
+                        method: method.to_string(),
+                        params: request.params.clone(),
+                    });
                     let approve = tokio::time::timeout(timeout, receiver)
                         .await
                         .ok()
@@ -497,23 +507,15 @@ impl ServerRequestHandler for BridgeHandler {
     }
 }
 
-fn event_json(event: &TurnEvent<'_>) -> Option<Value> {
-    match event {
-        TurnEvent::Notification { method, params } => {
-            Some(json!({"event": "notification", "method": method, "params": params}))
-        }
-        TurnEvent::ServerRequest { .. } | TurnEvent::Answered { .. } => None,
-    }
+/// The service logs Codex's notifications; server requests become `toolCall` and
+/// `approvalRequest` events in [`BridgeHandler`].
+fn logged_event(event: &TurnEvent<'_>) -> Option<RunEvent> {
+    matches!(event, TurnEvent::Notification { .. }).then(|| RunEvent::from_turn_event(event))
 }
 
 async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObjectOwned> {
     let mut run = bridge.load_run(&params)?;
-    if run.harness != Harness::Codex {
-        return Err(rpc_error(
-            codes::NOT_A_CODEX_RUN,
-            "field `harness`: only Codex runs can be started",
-        ));
-    }
+    crate::app::commands::require_codex(&run).map_err(library_error)?;
     let run_id = random_id("run");
     let session_key = run
         .session_key
@@ -539,7 +541,7 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
 
     let options = bridge.translate_options();
     let fail = |state: &RunState, code: i32, message: String| {
-        state.finish(json!({"event": "turnEnd", "status": "failed", "error": message}));
+        state.finish(RunEvent::failed(None, message.clone()));
         rpc_error(code, message)
     };
     // Paths are checked again here, after the queue wait, where the files are opened.
@@ -616,7 +618,10 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
             .save_bindings()
             .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
     }
-    state.push(json!({"event": "thread", "threadId": thread_id, "resumed": matches!(params.thread, ThreadParams::ThreadResume(_))}));
+    state.push(RunEvent::Thread {
+        thread_id: thread_id.clone(),
+        resumed: matches!(params.thread, ThreadParams::ThreadResume(_)),
+    });
 
     let task_bridge = Arc::clone(&bridge);
     let task_state = Arc::clone(&state);
@@ -640,7 +645,7 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
                     *lock(&observer_state.turn_id) = Some(turn_id.to_string());
                 }
             }
-            if let Some(value) = event_json(&event) {
+            if let Some(value) = logged_event(&event) {
                 observer_state.push(value);
             }
         };
@@ -654,12 +659,8 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
             )
             .await;
         let end = match result {
-            Ok(outcome) => json!({"event": "turnEnd", "status": match outcome.status {
-                    TurnStatus::Completed => "completed", TurnStatus::Failed => "failed", TurnStatus::Interrupted => "interrupted" },
-                "threadId": outcome.thread_id, "turnId": outcome.turn_id, "error": outcome.error, "agentMessages": outcome.agent_messages}),
-            Err(error) => {
-                json!({"event": "turnEnd", "status": "failed", "threadId": handle.thread_id, "error": error.to_string()})
-            }
+            Ok(outcome) => RunEvent::turn_end(&outcome),
+            Err(error) => RunEvent::failed(Some(handle.thread_id.clone()), error.to_string()),
         };
         // Tool calls of this run that nobody answered are dropped with it.
         lock(&task_bridge.pending_tools).retain(|_, call| call.run_id != task_state.run_id);
@@ -724,15 +725,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
     module.register_async_method("bridge.params", |params, bridge, _| async move {
         let value = object_param(&params)?;
         let run = bridge.load_run(&value)?;
-        if run.harness != Harness::Codex {
-            return Err(rpc_error(
-                codes::NOT_A_CODEX_RUN,
-                "field `harness`: embedded runs have no Codex params",
-            ));
-        }
-        let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
-        serde_json::to_value(translation.codex_params(&run))
-            .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+        let params = commands::params(&run, &bridge.translate_options()).map_err(library_error)?;
+        serde_json::to_value(params).map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     })?;
     module.register_async_method("bridge.context", |params, bridge, _| async move {
         let value = object_param(&params)?;
@@ -741,28 +735,27 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .get("detail")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
-        serde_json::to_value(crate::app::context::context_report(
-            &run,
-            &translation,
-            detail,
-        ))
-        .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+        let report =
+            commands::context(&run, &bridge.translate_options(), detail).map_err(library_error)?;
+        serde_json::to_value(report).map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     })?;
     module.register_async_method("bridge.prompt", |params, bridge, _| async move {
-        use crate::render::adapter::{HostRuntime, PromptOptions};
         let value = object_param(&params)?;
-        let mut run = bridge.load_run(&value)?;
-        run.harness = Harness::Embedded;
-        let mode = match value.get("mode").and_then(Value::as_str) {
-            Some("minimal") => Some(crate::config::PromptMode::Minimal),
-            Some("none") => Some(crate::config::PromptMode::None),
-            Some("full") => Some(crate::config::PromptMode::Full),
-            Some(other) => return Err(rpc_error(codes::INVALID_PARAMS, format!("field `mode`: unknown mode `{other}`"))),
-            None => None,
+        let run = bridge.load_run(&value)?;
+        let settings = commands::PromptSettings {
+            mode: match value.get("mode") {
+                None | Some(Value::Null) => None,
+                Some(mode) => Some(serde_json::from_value(mode.clone()).map_err(|_| {
+                    rpc_error(
+                        codes::INVALID_PARAMS,
+                        format!("field `mode`: unknown mode {mode} (full, minimal or none)"),
+                    )
+                })?),
+            },
+            provider: None,
         };
-        let translation = translate(&run, &bridge.translate_options()).map_err(library_error)?;
-        let prompt = translation.system_prompt(&run, &PromptOptions { mode, host: HostRuntime::from_process(), detect_repo_root: true, ..PromptOptions::default() });
+        let prompt = commands::prompt(&run, &bridge.translate_options(), &settings)
+            .map_err(library_error)?;
         Ok::<_, ErrorObjectOwned>(json!({"stablePrefix": prompt.stable_prefix, "dynamicSuffix": prompt.dynamic_suffix, "text": prompt.text()}))
     })?;
     module.register_async_method("bridge.runStart", |params, bridge, _| async move {
@@ -894,6 +887,21 @@ pub struct Running {
 }
 
 impl Running {
+    /// What serve says on stderr once it listens: where the token is, or that there is none.
+    pub fn start_notice(&self) -> String {
+        match &self.token_file {
+            Some(file) => format!(
+                "clawbridge serve: {} bearer token in {} (clients send `Authorization: Bearer <token>`)\n",
+                if file.created { "generated a" } else { "using the" },
+                file.path.display()
+            ),
+            None if self.token.is_none() => {
+                "clawbridge serve: WARNING: --no-auth: no token required\n".to_string()
+            }
+            None => String::new(),
+        }
+    }
+
     /// Bodies of the model requests the offline stub received (tests, diagnostics).
     pub fn bridge_requests(&self) -> Vec<String> {
         self.bridge

@@ -194,7 +194,9 @@ impl ReadRefusal {
     pub fn into_io(self) -> std::io::Error {
         match self {
             ReadRefusal::Io(error) => error,
-            ReadRefusal::NotFound => std::io::Error::from(std::io::ErrorKind::NotFound),
+            ReadRefusal::NotFound => {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")
+            }
             other => std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
         }
     }

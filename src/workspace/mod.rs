@@ -160,8 +160,10 @@ pub fn apply_bootstrap_hook(
         #[serde(default)]
         missing: bool,
     }
-    let failed =
-        |why: String| crate::Error::Invalid(format!("bootstrap hook `{command}` failed: {why}"));
+    let failed = |message: String| crate::Error::Hook {
+        command: command.to_string(),
+        message,
+    };
     let files: Vec<HookFile> = loaded
         .files
         .iter()

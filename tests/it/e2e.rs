@@ -132,7 +132,7 @@ async fn handshake_two_turns_and_resume_in_a_new_process() {
         .await
         .expect("turn 1");
     assert_eq!(
-        (first.status.clone(), first.agent_messages.clone()),
+        (first.status, first.agent_messages.clone()),
         (TurnStatus::Completed, vec!["first".to_string()])
     );
     let second = session

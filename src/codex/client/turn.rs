@@ -95,12 +95,21 @@ pub struct TurnLimits {
     pub interrupt_grace: Duration,
 }
 
+impl TurnLimits {
+    /// No progress for this long ends a turn (`--idle-timeout`).
+    pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+    /// No turn runs longer (`--turn-timeout`).
+    pub const DEFAULT_HARD: Duration = Duration::from_secs(3600);
+    /// How long `turn/interrupt` gets before the process is killed.
+    pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+}
+
 impl Default for TurnLimits {
     fn default() -> Self {
         Self {
-            idle: Duration::from_secs(300),
-            hard: Duration::from_secs(3600),
-            interrupt_grace: Duration::from_secs(5),
+            idle: Self::DEFAULT_IDLE,
+            hard: Self::DEFAULT_HARD,
+            interrupt_grace: Self::DEFAULT_INTERRUPT_GRACE,
         }
     }
 }
@@ -121,12 +130,23 @@ pub enum TurnEvent<'a> {
     },
 }
 
-/// How a turn ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How a turn ended. Its wire name (`completed`, `failed`, `interrupted`) is Codex's and ours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub enum TurnStatus {
     Completed,
     Failed,
     Interrupted,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::Failed => "failed",
+            TurnStatus::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// The end of a turn.

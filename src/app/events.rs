@@ -1,0 +1,176 @@
+//! The run events a client sees, one type for both faces: `clawbridge run --json` prints them as
+//! JSON lines, `bridge.subscribeRun` sends them as `bridge.runEvent` notifications.
+//!
+//! Every event is an object with an `event` tag. Serialized through [`RunEvent::to_value`], keys
+//! come out sorted, so the bytes are the same on every run.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::codex::client::session::{HandlerResult, TurnEvent, TurnOutcome, TurnStatus};
+
+/// One event of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum RunEvent {
+    /// The thread the run uses (service only).
+    #[serde(rename_all = "camelCase")]
+    Thread { thread_id: String, resumed: bool },
+    /// A Codex notification, as Codex sent it.
+    Notification { method: String, params: Value },
+    /// A Codex server request (CLI only; the service turns them into the two events below).
+    ServerRequest {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    /// The answer clawbridge gave a server request (CLI only).
+    Answer {
+        id: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<Value>,
+    },
+    /// A dynamic tool call waiting for `bridge.toolResult` (service only). `callId` is a random
+    /// handle to answer with; `codexCallId` is Codex's own id.
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        call_id: String,
+        codex_call_id: Value,
+        tool: String,
+        namespace: Value,
+        arguments: Value,
+    },
+    /// An approval waiting for `bridge.approval` (service only).
+    #[serde(rename_all = "camelCase")]
+    ApprovalRequest {
+        approval_id: String,
+        method: String,
+        params: Value,
+    },
+    /// The last event of every run.
+    #[serde(rename_all = "camelCase")]
+    TurnEnd {
+        status: TurnStatus,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thread_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
+        error: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent_messages: Option<Vec<String>>,
+        /// `run --json` only: the Codex version and how many model requests the stub saw.
+        #[serde(flatten)]
+        pairing: Option<PairingFacts>,
+    },
+}
+
+/// What `run --json` adds to its `turnEnd`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingFacts {
+    pub codex_version: Option<String>,
+    pub model_requests: usize,
+}
+
+impl RunEvent {
+    /// The event as JSON with sorted keys.
+    pub fn to_value(&self) -> Value {
+        // Through `Value` (a sorted map) rather than the derive's field order.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// A Codex notification or, for the CLI, a server request or its answer.
+    pub fn from_turn_event(event: &TurnEvent<'_>) -> RunEvent {
+        match event {
+            TurnEvent::Notification { method, params } => RunEvent::Notification {
+                method: method.to_string(),
+                params: (*params).clone(),
+            },
+            TurnEvent::ServerRequest { request } => RunEvent::ServerRequest {
+                id: serde_json::to_value(&request.id).unwrap_or(Value::Null),
+                method: request.method.clone(),
+                params: request.params.clone(),
+            },
+            TurnEvent::Answered { id, answer } => answer_event(id, answer),
+        }
+    }
+
+    /// The `turnEnd` of a finished turn.
+    pub fn turn_end(outcome: &TurnOutcome) -> RunEvent {
+        RunEvent::TurnEnd {
+            status: outcome.status,
+            thread_id: Some(outcome.thread_id.clone()),
+            turn_id: Some(outcome.turn_id.clone()),
+            error: outcome.error.clone(),
+            agent_messages: Some(outcome.agent_messages.clone()),
+            pairing: None,
+        }
+    }
+
+    /// The `turnEnd` of a run that failed before or outside a turn.
+    pub fn failed(thread_id: Option<String>, error: impl Into<String>) -> RunEvent {
+        RunEvent::TurnEnd {
+            status: TurnStatus::Failed,
+            thread_id,
+            turn_id: None,
+            error: Some(error.into()),
+            agent_messages: None,
+            pairing: None,
+        }
+    }
+}
+
+fn answer_event(id: &crate::codex::protocol::wire::RequestId, answer: &HandlerResult) -> RunEvent {
+    let id = serde_json::to_value(id).unwrap_or(Value::Null);
+    match answer {
+        Ok(result) => RunEvent::Answer {
+            id,
+            result: Some(result.clone()),
+            error: None,
+        },
+        Err(error) => RunEvent::Answer {
+            id,
+            result: None,
+            error: Some(serde_json::to_value(error).unwrap_or(Value::Null)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_keep_their_wire_shapes() {
+        let end = RunEvent::TurnEnd {
+            status: TurnStatus::Completed,
+            thread_id: Some("t".into()),
+            turn_id: Some("u".into()),
+            error: None,
+            agent_messages: Some(vec!["hi".into()]),
+            pairing: Some(PairingFacts {
+                codex_version: Some("0.169.0".into()),
+                model_requests: 1,
+            }),
+        };
+        assert_eq!(
+            end.to_value().to_string(),
+            r#"{"agentMessages":["hi"],"codexVersion":"0.169.0","error":null,"event":"turnEnd","modelRequests":1,"status":"completed","threadId":"t","turnId":"u"}"#
+        );
+        assert_eq!(
+            RunEvent::failed(None, "boom").to_value(),
+            json!({"event": "turnEnd", "status": "failed", "error": "boom"})
+        );
+        assert_eq!(
+            RunEvent::Thread {
+                thread_id: "t".into(),
+                resumed: true
+            }
+            .to_value(),
+            json!({"event": "thread", "threadId": "t", "resumed": true})
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! The pairing commands: `run` (one turn through a real Codex, streamed) and `capture` (the same
+//! turn offline, with what Codex sent the model written out, redacted and labelled).
+//!
+//! Layout: [`PairingSettings`] is what the flags say; [`prepare`] turns it into a translated run
+//! and [`PairingOptions`]; [`run_turn`] streams [`RunEvent`]s (or human text through
+//! [`human_text`]) and ends with a [`RunReport`]; [`capture`] writes `model-request*.json` and
+//! `layers.md` and returns a [`CaptureReport`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::app::capture::{label_layers, redacted_request, render_layers, Redactions};
+use crate::app::commands::{load_run_file, require_codex, translate_options};
+use crate::app::events::{PairingFacts, RunEvent};
+use crate::app::offline::StubScript;
+use crate::app::pairing::{run_pairing, PairingError, PairingOptions, PairingResult};
+use crate::codex::client::handler::DefaultHandler;
+use crate::codex::client::process::find_codex_binary;
+use crate::codex::client::session::{SessionError, TurnEvent, TurnLimits, TurnStatus};
+use crate::codex::protocol::params::{CodexParams, ThreadParams};
+use crate::config::Run;
+use crate::error::Error;
+use crate::translate::translate;
+
+/// The pairing flags of `run`, `capture` and `snapshots gen --raw`.
+#[derive(Clone, Debug, Default)]
+pub struct PairingSettings {
+    pub codex_bin: Option<PathBuf>,
+    pub codex_home: Option<PathBuf>,
+    pub stub_script: Option<PathBuf>,
+    pub tool_handler: Option<String>,
+    pub approve: bool,
+    pub limits: TurnLimits,
+    pub state_dir: Option<PathBuf>,
+    pub offline: bool,
+}
+
+/// The validated inputs of one paired run.
+pub fn prepare(
+    run_path: &Path,
+    settings: &PairingSettings,
+) -> Result<(Run, CodexParams, PairingOptions), PairingError> {
+    let run = load_run_file(run_path)?;
+    require_codex(&run)?;
+    if settings.stub_script.is_some() && !settings.offline {
+        return Err(Error::InvalidArgument {
+            flag: "--stub-script".to_string(),
+            message: "needs --offline".to_string(),
+        }
+        .into());
+    }
+    let options = translate_options(settings.state_dir.as_deref(), None, None);
+    let params = translate(&run, &options)?.codex_params(&run);
+    let binary = find_codex_binary(
+        settings.codex_bin.as_deref(),
+        std::env::var_os("CODEX_BIN"),
+        std::env::var_os("PATH"),
+    )
+    .map_err(SessionError::BinaryNotFound)?;
+    tracing::info!("using {} (from {})", binary.path.display(), binary.via);
+    let mut pairing = PairingOptions::new(binary.path);
+    pairing.codex_home = settings.codex_home.clone();
+    pairing.offline = settings.offline;
+    if let Some(path) = &settings.stub_script {
+        pairing.stub_script = StubScript::load(path)?;
+    }
+    pairing.handler = DefaultHandler {
+        tool_command: settings.tool_handler.clone(),
+        approve: settings.approve,
+        tool_timeout: Some(settings.limits.idle),
+    };
+    pairing.limits = settings.limits;
+    Ok((run, params, pairing))
+}
+
+/// How a `run` ended.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    pub status: TurnStatus,
+    pub thread_id: String,
+    pub turn_id: String,
+    pub error: Option<String>,
+    pub agent_messages: Vec<String>,
+    pub codex_version: Option<String>,
+    pub model_requests: usize,
+    pub offline: bool,
+}
+
+impl RunReport {
+    /// The closing `turnEnd` event of `run --json`.
+    pub fn turn_end(&self) -> RunEvent {
+        RunEvent::TurnEnd {
+            status: self.status,
+            thread_id: Some(self.thread_id.clone()),
+            turn_id: Some(self.turn_id.clone()),
+            error: self.error.clone(),
+            agent_messages: Some(self.agent_messages.clone()),
+            pairing: Some(PairingFacts {
+                codex_version: self.codex_version.clone(),
+                model_requests: self.model_requests,
+            }),
+        }
+    }
+
+    /// The closing lines of the human transcript (stderr).
+    pub fn render_text(&self) -> String {
+        let mut text = format!(
+            "clawbridge: turn {} (thread {}, codex {}){}\n",
+            self.status.as_str(),
+            self.thread_id,
+            self.codex_version.as_deref().unwrap_or("?"),
+            self.error
+                .as_deref()
+                .map(|error| format!(": {error}"))
+                .unwrap_or_default()
+        );
+        if self.offline {
+            text.push_str(&format!(
+                "clawbridge: the offline stub received {} model request(s); `clawbridge capture` writes them out\n",
+                self.model_requests
+            ));
+        }
+        text
+    }
+}
+
+/// One turn through Codex; every event goes to `on_event` as it happens.
+pub async fn run_turn(
+    run_path: &Path,
+    settings: &PairingSettings,
+    on_event: &mut (dyn FnMut(TurnEvent<'_>) + Send),
+) -> Result<RunReport, PairingError> {
+    let (run, params, options) = prepare(run_path, settings)?;
+    let result = run_pairing(&run, params, &options, on_event).await?;
+    Ok(RunReport {
+        status: result.outcome.status,
+        thread_id: result.thread_id.clone(),
+        turn_id: result.outcome.turn_id.clone(),
+        error: result.outcome.error.clone(),
+        agent_messages: result.outcome.agent_messages.clone(),
+        codex_version: result.codex_version.clone(),
+        model_requests: result.requests.len(),
+        offline: settings.offline,
+    })
+}
+
+/// The human transcript of a turn event: (stdout text, stderr text); either may be empty.
+pub fn human_text(event: &TurnEvent<'_>) -> (String, String) {
+    match event {
+        TurnEvent::Notification {
+            method: "item/agentMessage/delta",
+            params,
+        } => (
+            params["delta"].as_str().unwrap_or_default().to_string(),
+            String::new(),
+        ),
+        TurnEvent::Notification {
+            method: "item/completed",
+            params,
+        } if params["item"]["type"] == "agentMessage" => ("\n".to_string(), String::new()),
+        TurnEvent::Notification {
+            method: "error",
+            params,
+        } => (
+            String::new(),
+            format!(
+                "[error] {}\n",
+                params["error"]["message"].as_str().unwrap_or("?")
+            ),
+        ),
+        TurnEvent::ServerRequest { request } => (
+            String::new(),
+            format!(
+                "[{}] {} {}\n",
+                request.method,
+                request.params["tool"].as_str().unwrap_or(""),
+                request.params["arguments"]
+            ),
+        ),
+        TurnEvent::Answered {
+            answer: Err(error), ..
+        } => (
+            String::new(),
+            format!("[answer] error: {}\n", error.message),
+        ),
+        _ => (String::new(), String::new()),
+    }
+}
+
+/// What `capture` wrote.
+#[derive(Clone, Debug)]
+pub struct CaptureReport {
+    pub out: PathBuf,
+    pub written: Vec<String>,
+    pub requests: usize,
+    pub layers: Vec<crate::app::capture::Layer>,
+}
+
+impl CaptureReport {
+    pub fn render_text(&self) -> String {
+        let mut summary = format!(
+            "Captured {} model request(s) into {}:\n",
+            self.requests,
+            self.out.display()
+        );
+        for name in &self.written {
+            summary.push_str(&format!("- {name}\n"));
+        }
+        summary.push_str("Layers of the first request:\n");
+        for layer in &self.layers {
+            summary.push_str(&format!(
+                "  {:<40} {:<22} {:>7} chars\n",
+                layer.label.chars().take(40).collect::<String>(),
+                layer.position,
+                layer.chars
+            ));
+        }
+        summary
+    }
+}
+
+/// The redaction policy of a capture: machine paths and ids become placeholders.
+fn capture_redactions(run: &Run, result: &PairingResult) -> Redactions {
+    let mut redactions = Redactions::default();
+    redactions.add_path(&run.workspace, "<workspace>");
+    redactions.add_path(&run.cwd, "<cwd>");
+    // Codex reports the git checkout around the workspace in its turn metadata.
+    if let Some(git_root) = run.cwd.ancestors().find(|dir| dir.join(".git").exists()) {
+        redactions.add_path(git_root, "<git-root>");
+    }
+    redactions.add_path(&result.codex_home, "<codex-home>");
+    if let Some(home) = dirs::home_dir() {
+        redactions.add_path(&home, "<home>");
+    }
+    redactions.add_path(&std::env::temp_dir(), "<tmp>");
+    redactions.add(result.thread_id.clone(), "<thread-id>");
+    redactions
+}
+
+/// Run the turn offline and write what Codex sent the model into `out`.
+pub async fn capture(
+    run_path: &Path,
+    out: &Path,
+    settings: &PairingSettings,
+) -> Result<CaptureReport, PairingError> {
+    let settings = PairingSettings {
+        offline: true,
+        ..settings.clone()
+    };
+    let (run, params, options) = prepare(run_path, &settings)?;
+    let developer = match &params.thread {
+        ThreadParams::ThreadStart(start) => start.developer_instructions.clone(),
+        ThreadParams::ThreadResume(resume) => resume.developer_instructions.clone(),
+    };
+    let mut observer = |_: TurnEvent<'_>| {};
+    let result = run_pairing(&run, params, &options, &mut observer).await?;
+    if result.requests.is_empty() {
+        return Err(PairingError::NoModelRequest {
+            status: result.outcome.status.as_str(),
+            error: result.outcome.error.clone().unwrap_or_default(),
+        });
+    }
+    let redactions = capture_redactions(&run, &result);
+    let mut written = Vec::new();
+    for (index, request) in result.requests.iter().enumerate() {
+        let name = if index == 0 {
+            "model-request.json".to_string()
+        } else {
+            format!("model-request.{}.json", index + 1)
+        };
+        let document = redacted_request(request, &redactions);
+        let text = format!("{}\n", crate::support::json::to_pretty(&document));
+        crate::support::fs::write_atomic(&out.join(&name), text.as_bytes())?;
+        written.push(name);
+    }
+    let first = redacted_request(&result.requests[0], &redactions);
+    let sent_developer = redactions.redact(&Value::String(developer));
+    let layers = label_layers(&first["body"], sent_developer.as_str());
+    let title = format!(
+        "Model-bound request layers: {} (Codex {})",
+        run_path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        result.codex_version.as_deref().unwrap_or("?")
+    );
+    crate::support::fs::write_atomic(
+        &out.join("layers.md"),
+        render_layers(&layers, &title).as_bytes(),
+    )?;
+    written.push("layers.md".to_string());
+    Ok(CaptureReport {
+        out: out.to_path_buf(),
+        written,
+        requests: result.requests.len(),
+        layers,
+    })
+}
+
+/// `snapshots gen --raw`: capture every happy-path scenario through a real Codex (offline).
+pub async fn capture_scenarios(
+    root: &Path,
+    codex_bin: Option<PathBuf>,
+) -> Result<Vec<CaptureReport>, PairingError> {
+    let settings = PairingSettings {
+        codex_bin,
+        ..PairingSettings::default()
+    };
+    let mut reports = Vec::new();
+    for (scenario, run) in crate::artifacts::snapshots::scenario_runs() {
+        let out = root
+            .join(crate::artifacts::snapshots::RAW_DIR)
+            .join(scenario);
+        reports.push(capture(&root.join(run), &out, &settings).await?);
+    }
+    Ok(reports)
+}
+
+/// How long the CLI lets a turn idle and run by default (one place for both flags).
+pub const DEFAULT_IDLE_SECS: u64 = TurnLimits::DEFAULT_IDLE.as_secs();
+/// See [`DEFAULT_IDLE_SECS`].
+pub const DEFAULT_TURN_SECS: u64 = TurnLimits::DEFAULT_HARD.as_secs();
+
+/// Turn limits from the two flags (at least one second each).
+pub fn turn_limits(idle_secs: u64, turn_secs: u64) -> TurnLimits {
+    TurnLimits {
+        idle: Duration::from_secs(idle_secs.max(1)),
+        hard: Duration::from_secs(turn_secs.max(1)),
+        ..TurnLimits::default()
+    }
+}
