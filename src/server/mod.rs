@@ -42,6 +42,7 @@ use crate::codex::client::process::SpawnOptions;
 use crate::codex::client::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
 };
+use crate::codex::protocol::inbound::RequestKind;
 use crate::codex::protocol::params::{dynamic_tools, thread_config, ThreadParams};
 use crate::config::{Run, RunDocument, SandboxMode};
 use crate::skills::SkillCache;
@@ -444,16 +445,16 @@ impl ServerRequestHandler for BridgeHandler {
     fn handle<'a>(&'a self, request: &'a ServerRequest) -> HandlerFuture<'a> {
         Box::pin(async move {
             let timeout = self.bridge.config.answer_timeout;
-            match request.method.as_str() {
-                "item/tool/call" => {
+            match &request.kind {
+                RequestKind::DynamicToolCall(call) => {
                     // The client answers with a random handle, not Codex's call id, so no other
                     // client can answer this run's calls.
-                    let codex_call_id = request.params["callId"].clone();
                     let call_id = random_id("call");
-                    let tool = request.params["tool"]
-                        .as_str()
-                        .unwrap_or("<unnamed>")
-                        .to_string();
+                    let tool = if call.tool.is_empty() {
+                        "<unnamed>".to_string()
+                    } else {
+                        call.tool.clone()
+                    };
                     let (answer, receiver) = oneshot::channel();
                     lock(&self.bridge.pending_tools).insert(
                         call_id.clone(),
@@ -464,10 +465,10 @@ impl ServerRequestHandler for BridgeHandler {
                     );
                     self.run.push(RunEvent::ToolCall {
                         call_id: call_id.clone(),
-                        codex_call_id,
+                        codex_call_id: call.call_id.clone(),
                         tool: tool.clone(),
-                        namespace: request.params["namespace"].clone(),
-                        arguments: request.params["arguments"].clone(),
+                        namespace: call.namespace.clone(),
+                        arguments: call.arguments.clone(),
                     });
                     let result = match tokio::time::timeout(timeout, receiver).await {
                         Ok(Ok(answer)) => answer,
@@ -478,13 +479,13 @@ impl ServerRequestHandler for BridgeHandler {
                     };
                     Ok(result)
                 }
-                method if method.ends_with("Approval") || method.ends_with("requestApproval") => {
+                RequestKind::Approval(kind) => {
                     let approval_id = random_id("approval");
                     let (answer, receiver) = oneshot::channel();
                     lock(&self.bridge.pending_approvals).insert(approval_id.clone(), answer);
                     self.run.push(RunEvent::ApprovalRequest {
                         approval_id: approval_id.clone(),
-                        method: method.to_string(),
+                        method: request.method.clone(),
                         params: request.params.clone(),
                     });
                     let approve = tokio::time::timeout(timeout, receiver)
@@ -493,15 +494,9 @@ impl ServerRequestHandler for BridgeHandler {
                         .and_then(Result::ok)
                         .unwrap_or(false);
                     lock(&self.bridge.pending_approvals).remove(&approval_id);
-                    DefaultHandler {
-                        tool_command: None,
-                        approve,
-                        tool_timeout: None,
-                    }
-                    .handle(request)
-                    .await
+                    Ok(kind.answer(approve))
                 }
-                _ => DefaultHandler::default().handle(request).await,
+                RequestKind::Other => DefaultHandler::default().handle(request).await,
             }
         })
     }

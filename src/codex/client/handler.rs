@@ -16,6 +16,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::session::{HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler};
+use crate::codex::protocol::inbound::RequestKind;
 use crate::codex::protocol::wire::{RpcError, METHOD_NOT_FOUND};
 
 /// Largest tool handler output read.
@@ -120,14 +121,16 @@ impl ServerRequestHandler for DefaultHandler {
     fn handle<'a>(&'a self, request: &'a ServerRequest) -> HandlerFuture<'a> {
         Box::pin(async move {
             let approve = self.approve;
+            if let RequestKind::Approval(kind) = request.kind {
+                tracing::info!(
+                    "{} {}",
+                    if approve { "approved" } else { "declined" },
+                    request.method
+                );
+                return Ok(kind.answer(approve));
+            }
             let answer: HandlerResult = match request.method.as_str() {
                 "item/tool/call" => Ok(self.tool_call(request).await),
-                "item/commandExecution/requestApproval" | "item/fileChange/requestApproval" => {
-                    Ok(json!({"decision": if approve { "accept" } else { "decline" }}))
-                }
-                "execCommandApproval" | "applyPatchApproval" => {
-                    Ok(json!({"decision": if approve { "approved" } else { "denied" }}))
-                }
                 "item/tool/requestUserInput" => Ok(json!({"answers": {}})),
                 "mcpServer/elicitation/request" => Ok(json!({"action": "decline"})),
                 "currentTime/read" => {
@@ -143,13 +146,6 @@ impl ServerRequestHandler for DefaultHandler {
                     data: None,
                 }),
             };
-            if request.method.ends_with("Approval") || request.method.ends_with("requestApproval") {
-                tracing::info!(
-                    "{} {}",
-                    if approve { "approved" } else { "declined" },
-                    request.method
-                );
-            }
             answer
         })
     }
@@ -177,29 +173,28 @@ mod tests {
     #[tokio::test]
     async fn without_a_handler_the_tool_fails_softly() {
         let handler = DefaultHandler::default();
-        let request = ServerRequest {
-            id: crate::codex::protocol::wire::RequestId::Integer(0),
-            method: "item/tool/call".into(),
-            params: json!({"tool": "lookup_weather", "arguments": {}}),
-        };
+        let id = crate::codex::protocol::wire::RequestId::Integer(0);
+        let request = ServerRequest::new(
+            id.clone(),
+            "item/tool/call".into(),
+            json!({"tool": "lookup_weather", "arguments": {}}),
+        );
         let answer = handler.handle(&request).await.expect("answer");
         assert_eq!(answer["success"], false);
         assert!(answer["contentItems"][0]["text"]
             .as_str()
             .unwrap_or_default()
             .contains("lookup_weather"));
-        let unknown = ServerRequest {
-            method: "attestation/generate".into(),
-            ..request.clone()
-        };
+        let unknown = ServerRequest::new(id.clone(), "attestation/generate".into(), json!({}));
         assert_eq!(
             handler.handle(&unknown).await.expect_err("error").code,
             METHOD_NOT_FOUND
         );
-        let approval = ServerRequest {
-            method: "item/commandExecution/requestApproval".into(),
-            ..request
-        };
+        let approval = ServerRequest::new(
+            id,
+            "item/commandExecution/requestApproval".into(),
+            json!({}),
+        );
         assert_eq!(
             handler.handle(&approval).await.expect("answer")["decision"],
             "decline"

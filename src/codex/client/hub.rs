@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::peer::{Events, Peer, PeerConfig, PeerError};
@@ -22,8 +21,9 @@ use super::session::{
     CodexSession, ServerRequestHandler, SessionError, TurnEvent, TurnLimits, TurnOutcome,
 };
 use super::turn::{drive_turn, TurnFailure};
+use crate::codex::protocol::inbound::Inbound;
 use crate::codex::protocol::params::{ThreadParams, TurnStartParams};
-use crate::codex::protocol::wire::{Incoming, METHOD_NOT_FOUND};
+use crate::codex::protocol::wire::METHOD_NOT_FOUND;
 
 /// Messages kept for a thread nobody claimed yet, and how many such threads.
 const UNCLAIMED_PER_THREAD: usize = 256;
@@ -33,8 +33,8 @@ const ROUTE_CAPACITY: usize = 1024;
 
 #[derive(Default)]
 struct Routes {
-    routes: HashMap<String, mpsc::Sender<Incoming>>,
-    unclaimed: HashMap<String, Vec<Incoming>>,
+    routes: HashMap<String, mpsc::Sender<Inbound>>,
+    unclaimed: HashMap<String, Vec<Inbound>>,
 }
 
 /// The shared app-server.
@@ -52,8 +52,8 @@ pub struct CodexHub {
 /// A run's claim on one thread's messages; dropping it releases the thread.
 pub struct ThreadHandle {
     pub thread_id: String,
-    receiver: mpsc::Receiver<Incoming>,
-    early: Vec<Incoming>,
+    receiver: mpsc::Receiver<Inbound>,
+    early: Vec<Inbound>,
     routes: Arc<Mutex<Routes>>,
 }
 
@@ -70,20 +70,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The thread a message belongs to.
-fn thread_of(message: &Incoming) -> Option<String> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Ids {
-        thread_id: Option<String>,
-        thread: Option<ThreadRef>,
-    }
-    #[derive(Deserialize)]
-    struct ThreadRef {
-        id: Option<String>,
-    }
-    let ids: Ids = message.params()?.ok()?;
-    ids.thread_id
-        .or_else(|| ids.thread.and_then(|thread| thread.id))
+fn thread_of(message: &Inbound) -> Option<String> {
+    message.scope().and_then(|scope| scope.thread_id.clone())
 }
 
 async fn route_loop(
@@ -93,8 +81,13 @@ async fn route_loop(
     alive: Arc<AtomicBool>,
 ) {
     while let Some(message) = events.recv().await {
+        // Typed once here; the turn driver consumes the typed message.
+        let message = Inbound::from_incoming(message);
         let Some(thread_id) = thread_of(&message) else {
-            if let Incoming::Request { id, method, .. } = message {
+            if let Inbound::Request(crate::codex::protocol::inbound::Request {
+                id, method, ..
+            }) = message
+            {
                 let _ = peer
                     .respond_error(
                         id,
@@ -135,7 +128,12 @@ async fn route_loop(
                         _ => Some(message),
                     }
                 };
-                if let Some(Incoming::Request { id, method, .. }) = refused {
+                if let Some(Inbound::Request(crate::codex::protocol::inbound::Request {
+                    id,
+                    method,
+                    ..
+                })) = refused
+                {
                     let _ = peer
                         .respond_error(
                             id,

@@ -21,8 +21,8 @@ pub use super::turn::{
     HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
     TurnLimits, TurnOutcome, TurnStatus,
 };
+use crate::codex::protocol::inbound::Inbound;
 use crate::codex::protocol::params::{ThreadParams, TurnStartParams};
-use crate::codex::protocol::wire::Incoming;
 use crate::codex::protocol::PINNED_CODEX_VERSION;
 
 /// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling).
@@ -33,7 +33,7 @@ pub struct SessionParts {
     pub peer: Peer,
     pub events: Events,
     pub process: Option<CodexProcess>,
-    pub early_events: Vec<Incoming>,
+    pub early_events: Vec<Inbound>,
     pub user_agent: String,
     pub codex_version: Option<String>,
 }
@@ -44,7 +44,7 @@ pub struct CodexSession {
     events: Events,
     process: Option<CodexProcess>,
     /// Messages that overtook a `turn/start` answer.
-    early_events: Vec<Incoming>,
+    early_events: Vec<Inbound>,
     pub user_agent: String,
     pub codex_version: Option<String>,
 }

@@ -16,8 +16,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::peer::{Events, Peer, PeerError};
+use crate::codex::protocol::inbound::{Inbound, NotificationKind, Request, TurnState};
 use crate::codex::protocol::params::TurnStartParams;
-use crate::codex::protocol::wire::{Incoming, RequestId, RpcError, INTERNAL_ERROR};
+use crate::codex::protocol::wire::{RequestId, RpcError, INTERNAL_ERROR};
 
 /// Everything that can end a session or a turn early.
 #[derive(Debug, thiserror::Error)]
@@ -66,13 +67,8 @@ impl SessionError {
     }
 }
 
-/// A server request handed to the handler.
-#[derive(Clone, Debug)]
-pub struct ServerRequest {
-    pub id: RequestId,
-    pub method: String,
-    pub params: Value,
-}
+/// A server request handed to the handler: typed once ([`Request`]), answered with its `id`.
+pub type ServerRequest = Request;
 
 /// The answer to a server request: a result, or a JSON-RPC error.
 pub type HandlerResult = Result<Value, RpcError>;
@@ -163,18 +159,20 @@ pub struct TurnOutcome {
 }
 
 /// Where a turn's inbound messages come from.
+/// Where a turn's inbound messages come from, typed ([`Inbound`]): a session's own event stream
+/// (typed as it is read) or a hub route (typed once by the hub's router).
 pub trait EventSource: Send {
-    fn recv(&mut self) -> impl Future<Output = Option<Incoming>> + Send;
+    fn recv(&mut self) -> impl Future<Output = Option<Inbound>> + Send;
 }
 
 impl EventSource for Events {
-    fn recv(&mut self) -> impl Future<Output = Option<Incoming>> + Send {
-        Events::recv(self)
+    async fn recv(&mut self) -> Option<Inbound> {
+        Events::recv(self).await.map(Inbound::from_incoming)
     }
 }
 
-impl EventSource for mpsc::Receiver<Incoming> {
-    fn recv(&mut self) -> impl Future<Output = Option<Incoming>> + Send {
+impl EventSource for mpsc::Receiver<Inbound> {
+    fn recv(&mut self) -> impl Future<Output = Option<Inbound>> + Send {
         mpsc::Receiver::recv(self)
     }
 }
@@ -214,7 +212,7 @@ pub async fn request_buffering<
 >(
     peer: &Peer,
     source: &mut S,
-    early: &mut Vec<Incoming>,
+    early: &mut Vec<Inbound>,
     method: &str,
     params: &P,
 ) -> Result<T, PeerError> {
@@ -233,31 +231,17 @@ pub async fn request_buffering<
 }
 
 /// Whether a message belongs to this thread and turn (for the idle timer).
-pub fn is_of_turn(message: &Incoming, thread_id: &str, turn_id: &str) -> bool {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Ids {
-        thread_id: Option<String>,
-        turn_id: Option<String>,
-        turn: Option<TurnRef>,
-    }
-    #[derive(Deserialize)]
-    struct TurnRef {
-        id: Option<String>,
-    }
-    let Some(Ok(ids)) = message.params::<Ids>() else {
-        return false;
-    };
-    let turn_matches = ids.turn_id.as_deref() == Some(turn_id)
-        || ids.turn.and_then(|turn| turn.id).as_deref() == Some(turn_id);
-    ids.thread_id.as_deref() == Some(thread_id) && turn_matches
+pub fn is_of_turn(message: &Inbound, thread_id: &str, turn_id: &str) -> bool {
+    message
+        .scope()
+        .is_some_and(|scope| scope.is_turn(thread_id, turn_id))
 }
 
 /// Run one turn to its end.
 pub async fn drive_turn<S: EventSource>(
     peer: &Peer,
     source: &mut S,
-    early: &mut Vec<Incoming>,
+    early: &mut Vec<Inbound>,
     turn: &TurnStartParams,
     handler: &dyn ServerRequestHandler,
     observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
@@ -330,43 +314,33 @@ pub async fn drive_turn<S: EventSource>(
 /// Handle one inbound message; `Some` when the turn is over.
 async fn observe(
     peer: &Peer,
-    message: Incoming,
+    message: Inbound,
     outcome: &mut TurnOutcome,
     observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
     handler: &dyn ServerRequestHandler,
     hard_deadline: Instant,
 ) -> Result<Option<TurnOutcome>, TurnFailure> {
     match message {
-        Incoming::Notification { method, params } => {
+        Inbound::Notification(notification) => {
             outcome.notifications += 1;
-            let params: Value = params.parse().unwrap_or(Value::Null);
             observer(TurnEvent::Notification {
-                method: &method,
-                params: &params,
+                method: &notification.method,
+                params: &notification.params,
             });
-            match method.as_str() {
-                "item/completed" => {
-                    let item = &params["item"];
-                    if item["type"] == "agentMessage"
-                        && params["turnId"] == outcome.turn_id.as_str()
-                    {
-                        if let Some(text) = item["text"].as_str() {
-                            outcome.agent_messages.push(text.to_string());
-                        }
-                    }
+            let ours = notification.scope.turn_id.as_deref() == Some(outcome.turn_id.as_str());
+            match notification.kind {
+                NotificationKind::AgentMessage { text } if ours => {
+                    outcome.agent_messages.push(text);
                 }
-                "error" if params["turnId"] == outcome.turn_id.as_str() => {
-                    outcome.error = params["error"]["message"].as_str().map(str::to_string);
-                }
-                "turn/completed" if params["turn"]["id"] == outcome.turn_id.as_str() => {
-                    let turn = &params["turn"];
-                    outcome.status = match turn["status"].as_str() {
-                        Some("completed") => TurnStatus::Completed,
-                        Some("interrupted") => TurnStatus::Interrupted,
+                NotificationKind::Error { message } if ours => outcome.error = message,
+                NotificationKind::TurnCompleted { state, error } if ours => {
+                    outcome.status = match state {
+                        Some(TurnState::Completed) => TurnStatus::Completed,
+                        Some(TurnState::Interrupted) => TurnStatus::Interrupted,
                         _ => TurnStatus::Failed,
                     };
-                    if let Some(message) = turn["error"]["message"].as_str() {
-                        outcome.error = Some(message.to_string());
+                    if error.is_some() {
+                        outcome.error = error;
                     }
                     return Ok(Some(outcome.clone()));
                 }
@@ -374,13 +348,9 @@ async fn observe(
             }
             Ok(None)
         }
-        Incoming::Request { id, method, params } => {
+        Inbound::Request(request) => {
             outcome.server_requests += 1;
-            let request = ServerRequest {
-                id: id.clone(),
-                method: method.to_string(),
-                params: params.parse().unwrap_or(Value::Null),
-            };
+            let id = request.id.clone();
             observer(TurnEvent::ServerRequest { request: &request });
             // The idle timer is paused while we answer; the hard cap still applies.
             let answer = tokio::select! {
@@ -402,7 +372,7 @@ async fn observe(
             sent.map_err(|_| TurnFailure::Closed)?;
             Ok(None)
         }
-        Incoming::Response { .. } => Ok(None),
+        Inbound::Response(_) => Ok(None),
     }
 }
 
@@ -419,8 +389,9 @@ async fn interrupt<S: EventSource>(
     let ended = async {
         let _ = peer.request::<_, Value>("turn/interrupt", &params).await;
         while let Some(message) = source.recv().await {
-            if let Incoming::Notification { method, params } = &message {
-                if method == "turn/completed" && params.get().contains(&outcome.turn_id) {
+            if let Inbound::Notification(notification) = &message {
+                let ours = notification.scope.turn_id.as_deref() == Some(outcome.turn_id.as_str());
+                if ours && matches!(notification.kind, NotificationKind::TurnCompleted { .. }) {
                     return true;
                 }
             }

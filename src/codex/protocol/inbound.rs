@@ -1,1 +1,311 @@
+//! Typed inbound messages: what Codex sends that clawbridge acts on, parsed once.
+//!
+//! A framed [`Incoming`] carries its params as raw JSON text. [`Inbound::from_incoming`] parses
+//! that text exactly once into a `serde_json::Value` (what observers and clients receive) and
+//! reads the typed facts from that value without re-parsing text: the thread and turn the message
+//! belongs to ([`Scope`]), and for the methods clawbridge acts on, a typed kind
+//! ([`NotificationKind`], [`RequestKind`]). Every other method is kept as it came, with
+//! `Other` as its kind, and logged by the consumer; nothing is dropped.
+//!
+//! Method names and shapes are Codex CLI 0.169.0's (docs/codex-wire.md).
 
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::wire::{Incoming, RequestId};
+
+/// The thread and turn a message names (`threadId`/`turnId`, or `thread.id`/`turn.id`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub thread_id: Option<String>,
+    pub turn_id: Option<String>,
+}
+
+impl Scope {
+    fn of(params: &Value) -> Scope {
+        let text = |value: &Value| value.as_str().map(str::to_string);
+        Scope {
+            thread_id: text(&params["threadId"]).or_else(|| text(&params["thread"]["id"])),
+            turn_id: text(&params["turnId"]).or_else(|| text(&params["turn"]["id"])),
+        }
+    }
+
+    /// True when the message belongs to this thread and turn.
+    pub fn is_turn(&self, thread_id: &str, turn_id: &str) -> bool {
+        self.thread_id.as_deref() == Some(thread_id) && self.turn_id.as_deref() == Some(turn_id)
+    }
+}
+
+/// How Codex says a turn ended (`turn/completed.turn.status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnState {
+    Completed,
+    Interrupted,
+    Failed,
+    InProgress,
+}
+
+/// The notifications clawbridge acts on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NotificationKind {
+    /// `turn/started`.
+    TurnStarted,
+    /// `turn/completed`: the end of a turn, with Codex's status and error message.
+    TurnCompleted {
+        state: Option<TurnState>,
+        error: Option<String>,
+    },
+    /// `item/completed` of an `agentMessage`: the text of one agent message.
+    AgentMessage { text: String },
+    /// `error`: a turn error (the turn may still retry).
+    Error { message: Option<String> },
+    /// Any other method, kept raw.
+    Other,
+}
+
+/// The server requests clawbridge acts on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestKind {
+    /// `item/tool/call`: a dynamic tool call.
+    DynamicToolCall(DynamicToolCall),
+    /// An approval request, in one of Codex's forms.
+    Approval(ApprovalKind),
+    /// Any other method: answered "method not found" by the handler.
+    Other,
+}
+
+/// The approval requests of Codex 0.169.0 (v2 item approvals and the legacy v1 forms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalKind {
+    /// `item/commandExecution/requestApproval`: answered `{decision: accept|decline}`.
+    CommandExecution,
+    /// `item/fileChange/requestApproval`: answered `{decision: accept|decline}`.
+    FileChange,
+    /// `execCommandApproval` (v1): answered `{decision: approved|denied}`.
+    LegacyExecCommand,
+    /// `applyPatchApproval` (v1): answered `{decision: approved|denied}`.
+    LegacyApplyPatch,
+}
+
+impl ApprovalKind {
+    fn from_method(method: &str) -> Option<Self> {
+        Some(match method {
+            "item/commandExecution/requestApproval" => ApprovalKind::CommandExecution,
+            "item/fileChange/requestApproval" => ApprovalKind::FileChange,
+            "execCommandApproval" => ApprovalKind::LegacyExecCommand,
+            "applyPatchApproval" => ApprovalKind::LegacyApplyPatch,
+            _ => return None,
+        })
+    }
+
+    /// The answer Codex expects for an approval of this kind.
+    pub fn answer(self, approve: bool) -> Value {
+        let decision = match (self, approve) {
+            (ApprovalKind::LegacyExecCommand | ApprovalKind::LegacyApplyPatch, true) => "approved",
+            (ApprovalKind::LegacyExecCommand | ApprovalKind::LegacyApplyPatch, false) => "denied",
+            (_, true) => "accept",
+            (_, false) => "decline",
+        };
+        serde_json::json!({ "decision": decision })
+    }
+}
+
+/// `item/tool/call` params (DynamicToolCallParams).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCall {
+    #[serde(default)]
+    pub call_id: Value,
+    #[serde(default)]
+    pub tool: String,
+    #[serde(default)]
+    pub namespace: Value,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// A notification: method, params (parsed once) and what it means to clawbridge.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    pub method: String,
+    pub params: Value,
+    pub scope: Scope,
+    pub kind: NotificationKind,
+}
+
+/// A server request: it must be answered with exactly `id`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Value,
+    pub scope: Scope,
+    pub kind: RequestKind,
+}
+
+/// An inbound message in typed form.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Inbound {
+    Notification(Notification),
+    Request(Request),
+    /// A response nobody was waiting for (the peer routes awaited ones itself).
+    Response(RequestId),
+}
+
+impl Inbound {
+    /// Parse a framed message once.
+    pub fn from_incoming(message: Incoming) -> Inbound {
+        match message {
+            Incoming::Notification { method, params } => {
+                Inbound::Notification(Notification::new(method.to_string(), parse(params.get())))
+            }
+            Incoming::Request { id, method, params } => {
+                Inbound::Request(Request::new(id, method.to_string(), parse(params.get())))
+            }
+            Incoming::Response { id, .. } => Inbound::Response(id),
+        }
+    }
+
+    /// The thread and turn the message names.
+    pub fn scope(&self) -> Option<&Scope> {
+        match self {
+            Inbound::Notification(notification) => Some(&notification.scope),
+            Inbound::Request(request) => Some(&request.scope),
+            Inbound::Response(_) => None,
+        }
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Inbound::Notification(notification) => Some(&notification.method),
+            Inbound::Request(request) => Some(&request.method),
+            Inbound::Response(_) => None,
+        }
+    }
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|error| {
+        tracing::warn!("codex app-server sent params that are not JSON ({error}); kept as null");
+        Value::Null
+    })
+}
+
+impl Notification {
+    /// Type a notification whose params are already parsed.
+    pub fn new(method: String, params: Value) -> Notification {
+        let scope = Scope::of(&params);
+        let kind = match method.as_str() {
+            "turn/started" => NotificationKind::TurnStarted,
+            "turn/completed" => NotificationKind::TurnCompleted {
+                state: TurnState::deserialize(&params["turn"]["status"]).ok(),
+                error: params["turn"]["error"]["message"]
+                    .as_str()
+                    .map(str::to_string),
+            },
+            "item/completed" if params["item"]["type"] == "agentMessage" => {
+                match params["item"]["text"].as_str() {
+                    Some(text) => NotificationKind::AgentMessage {
+                        text: text.to_string(),
+                    },
+                    None => NotificationKind::Other,
+                }
+            }
+            "error" => NotificationKind::Error {
+                message: params["error"]["message"].as_str().map(str::to_string),
+            },
+            _ => NotificationKind::Other,
+        };
+        Notification {
+            method,
+            params,
+            scope,
+            kind,
+        }
+    }
+}
+
+impl Request {
+    /// Type a server request whose params are already parsed.
+    pub fn new(id: RequestId, method: String, params: Value) -> Request {
+        let scope = Scope::of(&params);
+        let kind = if method == "item/tool/call" {
+            DynamicToolCall::deserialize(&params)
+                .map(RequestKind::DynamicToolCall)
+                .unwrap_or(RequestKind::Other)
+        } else {
+            ApprovalKind::from_method(&method)
+                .map(RequestKind::Approval)
+                .unwrap_or(RequestKind::Other)
+        };
+        Request {
+            id,
+            method,
+            params,
+            scope,
+            kind,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn notifications_are_typed_from_one_parse() {
+        let done = Notification::new(
+            "turn/completed".into(),
+            json!({"threadId": "t", "turn": {"id": "u", "status": "interrupted", "error": {"message": "stop"}}}),
+        );
+        assert_eq!(
+            done.kind,
+            NotificationKind::TurnCompleted {
+                state: Some(TurnState::Interrupted),
+                error: Some("stop".into())
+            }
+        );
+        assert!(done.scope.is_turn("t", "u"));
+        let message = Notification::new(
+            "item/completed".into(),
+            json!({"threadId": "t", "turnId": "u", "item": {"type": "agentMessage", "text": "hi"}}),
+        );
+        assert_eq!(
+            message.kind,
+            NotificationKind::AgentMessage { text: "hi".into() }
+        );
+        let other = Notification::new("thread/tokenUsage/updated".into(), json!({"threadId": "t"}));
+        assert_eq!(other.kind, NotificationKind::Other);
+        assert_eq!(other.scope.thread_id.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn approvals_and_tool_calls_are_types_not_name_patterns() {
+        let id = RequestId::Integer(1);
+        let call = Request::new(
+            id.clone(),
+            "item/tool/call".into(),
+            json!({"threadId": "t", "turnId": "u", "callId": "c", "tool": "message", "arguments": {}}),
+        );
+        assert!(matches!(call.kind, RequestKind::DynamicToolCall(ref c) if c.tool == "message"));
+        let legacy = Request::new(id.clone(), "execCommandApproval".into(), json!({}));
+        assert_eq!(
+            legacy.kind,
+            RequestKind::Approval(ApprovalKind::LegacyExecCommand)
+        );
+        assert_eq!(
+            ApprovalKind::LegacyExecCommand.answer(true),
+            json!({"decision": "approved"})
+        );
+        assert_eq!(
+            ApprovalKind::FileChange.answer(false),
+            json!({"decision": "decline"})
+        );
+        // A method that merely ends like an approval is not one.
+        let unknown = Request::new(id, "account/someApproval".into(), json!({}));
+        assert_eq!(unknown.kind, RequestKind::Other);
+    }
+}
