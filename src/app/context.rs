@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::codex::protocol::params::{ALWAYS_DIRECT_TOOLS, NATIVE_TOOLS};
+use crate::codex::protocol::params::tool_placement;
 use crate::config::{Harness, Run};
 use crate::routing::RoutedFile;
 use crate::skills::CatalogFormat;
@@ -112,17 +112,7 @@ pub fn context_report(run: &Run, translation: &Translation, detail: bool) -> Con
             .map(|tool| ToolDetail {
                 name: tool.name.clone(),
                 schema_chars: tool_chars(tool),
-                placement: if run.harness == Harness::Embedded {
-                    "system prompt tools"
-                } else if NATIVE_TOOLS.contains(&tool.name.as_str()) {
-                    "excluded (native to Codex)"
-                } else if ALWAYS_DIRECT_TOOLS.contains(&tool.name.as_str())
-                    || run.direct_tools.contains(&tool.name)
-                {
-                    "top-level"
-                } else {
-                    "openclaw namespace (deferred)"
-                },
+                placement: tool_placement(run, &tool.name).label(),
             })
             .collect(),
     });

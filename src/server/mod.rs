@@ -768,14 +768,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
         let call_id = value["callId"]
             .as_str()
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `callId`: required"))?;
-        let answer =
-            crate::codex::client::handler::tool_answer_from_output(value.to_string().as_bytes())
-                .map_err(|why| {
-                    rpc_error(
-                        codes::INVALID_PARAMS,
-                        why.replace("the tool handler's answer", "the tool result"),
-                    )
-                })?;
+        let answer = crate::codex::client::handler::tool_answer(&value)
+            .map_err(|why| rpc_error(codes::INVALID_PARAMS, format!("the tool result {why}")))?;
         let pending = lock(&bridge.pending_tools).remove(call_id).ok_or_else(|| {
             rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"))
         })?;

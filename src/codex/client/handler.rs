@@ -36,24 +36,35 @@ fn tool_failure(text: String) -> Value {
     json!({"contentItems": [{"type": "inputText", "text": text}], "success": false})
 }
 
-/// Turn a tool handler's stdout into a `DynamicToolCallResponse`.
-pub fn tool_answer_from_output(output: &[u8]) -> Result<Value, String> {
-    let value: Value = serde_json::from_slice(output)
-        .map_err(|error| format!("the tool handler printed invalid JSON: {error}"))?;
+/// Why a tool answer (a tool handler's stdout, or a client's `bridge.toolResult`) is unusable.
+/// The messages name no source; the caller says whose answer it was.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolAnswerError {
+    #[error("is not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("has no boolean `success`")]
+    NoSuccess,
+    #[error("needs `text` (a string) or `contentItems` (an array)")]
+    NoContent,
+}
+
+/// Turn `{text | contentItems, success}` into Codex's `{contentItems, success}`.
+pub fn tool_answer(value: &Value) -> Result<Value, ToolAnswerError> {
     let success = value
         .get("success")
         .and_then(Value::as_bool)
-        .ok_or("the tool handler's answer has no boolean `success`")?;
-    let content_items =
-        match (value.get("contentItems"), value.get("text")) {
-            (Some(Value::Array(items)), _) => Value::Array(items.clone()),
-            (None, Some(Value::String(text))) => json!([{"type": "inputText", "text": text}]),
-            _ => return Err(
-                "the tool handler's answer needs `text` (a string) or `contentItems` (an array)"
-                    .to_string(),
-            ),
-        };
+        .ok_or(ToolAnswerError::NoSuccess)?;
+    let content_items = match (value.get("contentItems"), value.get("text")) {
+        (Some(Value::Array(items)), _) => Value::Array(items.clone()),
+        (None, Some(Value::String(text))) => json!([{"type": "inputText", "text": text}]),
+        _ => return Err(ToolAnswerError::NoContent),
+    };
     Ok(json!({"contentItems": content_items, "success": success}))
+}
+
+/// [`tool_answer`] of a tool handler's stdout.
+pub fn tool_answer_from_output(output: &[u8]) -> Result<Value, ToolAnswerError> {
+    tool_answer(&serde_json::from_slice(output)?)
 }
 
 impl DefaultHandler {
@@ -114,6 +125,7 @@ impl DefaultHandler {
             ));
         }
         tool_answer_from_output(&output.stdout)
+            .map_err(|why| format!("the tool handler's answer {why}"))
     }
 }
 

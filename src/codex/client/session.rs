@@ -100,9 +100,7 @@ impl CodexSession {
                 let stderr = session.stderr_tail();
                 session.kill().await;
                 Err(match error {
-                    SessionError::Peer(peer) => {
-                        SessionError::Handshake(format!("{peer}{}", stderr_suffix(&stderr)))
-                    }
+                    SessionError::Peer(source) => SessionError::HandshakeFailed { source, stderr },
                     other => other,
                 })
             }

@@ -34,6 +34,13 @@ pub enum SessionError {
     },
     #[error("handshake with codex app-server failed: {0}")]
     Handshake(String),
+    /// The handshake's request failed; the source is the peer's error.
+    #[error("handshake with codex app-server failed{}", stderr_suffix(.stderr))]
+    HandshakeFailed {
+        #[source]
+        source: PeerError,
+        stderr: Vec<String>,
+    },
     #[error("codex app-server {found} is older than the supported floor {floor}")]
     VersionTooOld { found: String, floor: String },
     #[error(transparent)]
@@ -62,6 +69,7 @@ impl SessionError {
             SessionError::BinaryNotFound(_)
                 | SessionError::Spawn { .. }
                 | SessionError::Handshake(_)
+                | SessionError::HandshakeFailed { .. }
                 | SessionError::VersionTooOld { .. }
         )
     }

@@ -260,11 +260,9 @@ pub fn dynamic_tools(run: &Run) -> (Vec<DynamicToolSpec>, Vec<String>) {
     let sendable: Vec<&ToolSpec> = run
         .tools
         .iter()
-        .filter(|tool| !NATIVE_TOOLS.contains(&tool.name.as_str()))
+        .filter(|tool| tool_placement(run, &tool.name) != ToolPlacement::Native)
         .collect();
-    let is_direct = |name: &str| {
-        ALWAYS_DIRECT_TOOLS.contains(&name) || run.direct_tools.iter().any(|direct| direct == name)
-    };
+    let is_direct = |name: &str| tool_placement(run, name) == ToolPlacement::TopLevel;
     let function = |tool: &ToolSpec, defer: bool| DynamicToolSpec::Function {
         name: tool.name.clone(),
         description: tool.description.clone(),
@@ -290,6 +288,47 @@ pub fn dynamic_tools(run: &Run) -> (Vec<DynamicToolSpec>, Vec<String>) {
         });
     }
     (specs, deferred_names)
+}
+
+/// Where a tool the run offers lands on the Codex harness. Decided here only: the params and
+/// the `/context` view both ask this function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolPlacement {
+    /// Non-Codex harness: listed in OpenClaw's own system prompt.
+    SystemPrompt,
+    /// A Codex-native tool OpenClaw also has: not sent.
+    Native,
+    /// A top-level dynamic tool.
+    TopLevel,
+    /// Deferred in the searchable `openclaw` namespace.
+    Deferred,
+}
+
+impl ToolPlacement {
+    /// How `/context` names the placement.
+    pub fn label(self) -> &'static str {
+        match self {
+            ToolPlacement::SystemPrompt => "system prompt tools",
+            ToolPlacement::Native => "excluded (native to Codex)",
+            ToolPlacement::TopLevel => "top-level",
+            ToolPlacement::Deferred => "openclaw namespace (deferred)",
+        }
+    }
+}
+
+/// The placement of tool `name` in `run`.
+pub fn tool_placement(run: &Run, name: &str) -> ToolPlacement {
+    if run.harness == crate::config::Harness::Embedded {
+        ToolPlacement::SystemPrompt
+    } else if NATIVE_TOOLS.contains(&name) {
+        ToolPlacement::Native
+    } else if ALWAYS_DIRECT_TOOLS.contains(&name)
+        || run.direct_tools.iter().any(|tool| tool == name)
+    {
+        ToolPlacement::TopLevel
+    } else {
+        ToolPlacement::Deferred
+    }
 }
 
 fn sandbox_policy(run: &Run, cwd: &str) -> SandboxPolicy {
