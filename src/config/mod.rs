@@ -4,6 +4,7 @@
 //! names it); [`openclaw`] reads the OpenClaw config object (lenient: keys we do not read are
 //! reported as warnings, never errors, because openclaw.json carries far more than we need).
 
+pub mod keys;
 pub mod openclaw;
 pub mod run;
 

@@ -1,10 +1,12 @@
 //! Read-only view of the OpenClaw config object (`openclaw.json` shape).
 //!
-//! Only the keys the spec names are read; per-agent values (`agents.list[]` entries with a
-//! matching `id`) win over `agents.defaults`. Every other key is reported by
+//! Only the keys of the one table in [`super::keys`] are read; per-agent values (`agents.list[]`
+//! entries with a matching `id`) win over `agents.defaults`. Every other key is reported by
 //! [`OpenClawConfig::unknown_keys`] so a typo shows up on stderr instead of silently doing nothing.
 
 use serde_json::Value;
+
+use super::keys::{self, AgentKey, Key};
 
 /// Default per-file bootstrap cap (UTF-16 units).
 pub const DEFAULT_BOOTSTRAP_MAX_CHARS: usize = 20_000;
@@ -14,70 +16,6 @@ pub const DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS: usize = 60_000;
 pub const DEFAULT_MAX_SKILLS_PROMPT_CHARS: usize = 30_000;
 /// Default number of skills in the prompt.
 pub const DEFAULT_MAX_SKILLS_IN_PROMPT: usize = 150;
-
-/// Config keys clawbridge reads (or knowingly accepts). A path is known when one of these is a
-/// prefix of it; `*` matches one object key, `[]` an array element.
-const KNOWN_KEYS: &[&str] = &[
-    "agents.defaults.bootstrapMaxChars",
-    "agents.defaults.bootstrapTotalMaxChars",
-    "agents.defaults.bootstrapPromptTruncationWarning",
-    "agents.defaults.skills",
-    "agents.defaults.heartbeat.every",
-    "agents.defaults.heartbeat.includeSystemPromptSection",
-    "agents.defaults.workspace",
-    "agents.defaults.userTimezone",
-    "agents.defaults.timeFormat",
-    "agents.defaults.model",
-    "agents.defaults.models",
-    "agents.defaults.thinkingDefault",
-    "agents.defaults.subagents.delegationMode",
-    "agents.defaults.contextLimits",
-    "agents.defaults.sandbox",
-    "agents.list[].id",
-    "agents.list[].default",
-    "agents.list[].name",
-    "agents.list[].workspace",
-    "agents.list[].skills",
-    "agents.list[].skillsLimits.maxSkillsPromptChars",
-    "agents.list[].bootstrapMaxChars",
-    "agents.list[].bootstrapTotalMaxChars",
-    "agents.list[].heartbeat",
-    "agents.list[].contextLimits",
-    "agents.list[].subagents.delegationMode",
-    "agents.list[].model",
-    "agents.list[].identity",
-    "skills.entries.*.enabled",
-    "skills.entries.*.env",
-    "skills.entries.*.apiKey",
-    "skills.entries.*.config",
-    "skills.allowBundled",
-    "skills.load.extraDirs",
-    "skills.limits.maxSkillsPromptChars",
-    "skills.limits.maxSkillsInPrompt",
-    "plugins.entries.*.enabled",
-    "plugins.entries.*.config",
-    "tools.web.search.enabled",
-    "tools.web.search.provider",
-    "tools.web.search.openaiCodex",
-    "tools.exec",
-    "tools.bash",
-    "messages.groupChat.visibleReplies",
-    "messages.tts",
-    "memory.citations",
-    "commands.ownerDisplay",
-    "commands.ownerAllowFrom",
-    "docs",
-    "ui.assistant",
-];
-
-/// Config keys whose values are paths (a string or a list of strings), besides
-/// `agents.list[].workspace`.
-const PATH_KEYS: &[&str] = &[
-    "skills.load.extraDirs",
-    "agents.defaults.workspace",
-    "agents.defaults.repoRoot",
-    "docs.path",
-];
 
 /// How the bootstrap truncation notice is shown (`agents.defaults.bootstrapPromptTruncationWarning`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,11 +49,22 @@ impl OpenClawConfig {
         &self.root
     }
 
-    /// Value at a dotted path (`agents.defaults.heartbeat.every`).
-    pub fn get(&self, dotted: &str) -> Option<&Value> {
-        dotted
-            .split('.')
-            .try_fold(&self.root, |value, key| value.get(key))
+    /// The value of a key of the table (`keys::HEARTBEAT_EVERY`).
+    pub fn get(&self, key: Key) -> Option<&Value> {
+        dotted_get(&self.root, key.path())
+    }
+
+    /// A per-agent key: the agent entry's value when it has one, else `agents.defaults`'.
+    pub fn agent_value(&self, agent_id: &str, key: AgentKey) -> Option<&Value> {
+        self.agent_entry(agent_id)
+            .and_then(|entry| dotted_get(entry, key.name()))
+            .or_else(|| dotted_get(&self.root, &format!("agents.defaults.{}", key.name())))
+    }
+
+    /// The agent entry's own value of a per-agent key (no fallback).
+    pub fn agent_own_value(&self, agent_id: &str, key: AgentKey) -> Option<&Value> {
+        self.agent_entry(agent_id)
+            .and_then(|entry| dotted_get(entry, key.name()))
     }
 
     /// Every path the config names, with the field it came from (`config.skills.load.extraDirs[0]`),
@@ -133,12 +82,12 @@ impl OpenClawConfig {
             }
             _ => {}
         };
-        for key in PATH_KEYS {
-            if let Some(value) = self.get(key) {
-                push(format!("config.{key}"), value);
+        for key in keys::PATH_KEYS {
+            if let Some(value) = self.get(*key) {
+                push(format!("config.{}", key.path()), value);
             }
         }
-        if let Some(agents) = self.get("agents.list").and_then(Value::as_array) {
+        if let Some(agents) = self.get(keys::AGENTS_LIST).and_then(Value::as_array) {
             for (index, agent) in agents.iter().enumerate() {
                 if let Some(value) = agent.get("workspace") {
                     push(format!("config.agents.list[{index}].workspace"), value);
@@ -150,29 +99,23 @@ impl OpenClawConfig {
 
     /// The `agents.list[]` entry of `agent_id`, if any.
     pub fn agent_entry(&self, agent_id: &str) -> Option<&Value> {
-        self.get("agents.list")?
+        self.get(keys::AGENTS_LIST)?
             .as_array()?
             .iter()
             .find(|entry| entry.get("id").and_then(Value::as_str) == Some(agent_id))
     }
 
-    /// A per-agent key when the agent entry has it, else the `agents.defaults` key.
-    fn agent_value(&self, agent_id: &str, key: &str) -> Option<&Value> {
-        self.agent_entry(agent_id)
-            .and_then(|entry| dotted_get(entry, key))
-            .or_else(|| self.get(&format!("agents.defaults.{key}")))
-    }
-
     /// Bootstrap budgets (routing.md §4.1): positive finite numbers are floored, anything else
     /// falls back to the default; an unset total is `max(perFile, 60000)`.
     pub fn bootstrap_limits(&self, agent_id: &str) -> BootstrapLimits {
-        let max_chars = positive_count(self.agent_value(agent_id, "bootstrapMaxChars"))
+        let max_chars = positive_count(self.agent_value(agent_id, keys::BOOTSTRAP_MAX_CHARS))
             .unwrap_or(DEFAULT_BOOTSTRAP_MAX_CHARS);
-        let total_max_chars = positive_count(self.agent_value(agent_id, "bootstrapTotalMaxChars"))
-            .unwrap_or_else(|| max_chars.max(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS))
-            .max(1);
+        let total_max_chars =
+            positive_count(self.agent_value(agent_id, keys::BOOTSTRAP_TOTAL_MAX_CHARS))
+                .unwrap_or_else(|| max_chars.max(DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS))
+                .max(1);
         let warning = match self
-            .get("agents.defaults.bootstrapPromptTruncationWarning")
+            .get(keys::BOOTSTRAP_TRUNCATION_WARNING)
             .and_then(Value::as_str)
         {
             Some("off") => TruncationWarningMode::Off,
@@ -188,7 +131,7 @@ impl OpenClawConfig {
 
     /// Heartbeats are on for the default agent unless `every` parses to zero (default `30m`).
     pub fn heartbeat_enabled(&self) -> bool {
-        match self.get("agents.defaults.heartbeat.every") {
+        match self.get(keys::HEARTBEAT_EVERY) {
             None | Some(Value::Null) => true,
             Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n > 0.0),
             Some(Value::String(text)) => parse_duration_ms(text).is_none_or(|ms| ms > 0),
@@ -198,7 +141,7 @@ impl OpenClawConfig {
 
     /// The configured heartbeat interval text (default `30m`).
     pub fn heartbeat_every(&self) -> String {
-        match self.get("agents.defaults.heartbeat.every") {
+        match self.get(keys::HEARTBEAT_EVERY) {
             Some(Value::String(text)) => text.clone(),
             Some(Value::Number(number)) => format!("{number}m"),
             _ => "30m".to_string(),
@@ -208,40 +151,31 @@ impl OpenClawConfig {
     /// The heartbeat gate of routing.md §3.3 (also gates the system prompt's Heartbeats section).
     pub fn heartbeat_section_enabled(&self) -> bool {
         self.heartbeat_enabled()
-            && self
-                .get("agents.defaults.heartbeat.includeSystemPromptSection")
-                .and_then(Value::as_bool)
-                != Some(false)
+            && self.get(keys::HEARTBEAT_IN_PROMPT).and_then(Value::as_bool) != Some(false)
     }
 
     /// The agent's skills allowlist: `agents.list[].skills` when present (even `[]`), else
     /// `agents.defaults.skills`, else unrestricted (`None`).
     pub fn skills_allowlist(&self, agent_id: &str) -> Option<Vec<String>> {
-        let value = match self
-            .agent_entry(agent_id)
-            .and_then(|entry| entry.get("skills"))
-        {
-            Some(value) => value,
-            None => self.get("agents.defaults.skills")?,
-        };
-        Some(string_list(value))
+        // Present on the agent (even `[]`) wins; absent falls back to the defaults.
+        Some(string_list(self.agent_value(agent_id, keys::SKILLS)?))
     }
 
     /// `skills.entries.<key>` object, if configured.
     pub fn skill_entry(&self, key: &str) -> Option<&Value> {
-        self.get("skills.entries")?.get(key)
+        self.get(keys::SKILL_ENTRIES)?.get(key)
     }
 
     /// `skills.allowBundled` (empty = unrestricted).
     pub fn allow_bundled(&self) -> Vec<String> {
-        self.get("skills.allowBundled")
+        self.get(keys::SKILLS_ALLOW_BUNDLED)
             .map(string_list)
             .unwrap_or_default()
     }
 
     /// `skills.load.extraDirs`.
     pub fn skill_extra_dirs(&self) -> Vec<String> {
-        self.get("skills.load.extraDirs")
+        self.get(keys::SKILLS_EXTRA_DIRS)
             .map(string_list)
             .unwrap_or_default()
     }
@@ -251,17 +185,18 @@ impl OpenClawConfig {
         let per_agent = self
             .agent_entry(agent_id)
             .and_then(|entry| dotted_get(entry, "skillsLimits.maxSkillsPromptChars"));
+        // (listed in `keys::KNOWN` as `agents.list[].skillsLimits.maxSkillsPromptChars`)
         let max_chars = positive_count(per_agent)
-            .or_else(|| positive_count(self.get("skills.limits.maxSkillsPromptChars")))
+            .or_else(|| positive_count(self.get(keys::SKILLS_MAX_PROMPT_CHARS)))
             .unwrap_or(DEFAULT_MAX_SKILLS_PROMPT_CHARS);
-        let max_count = positive_count(self.get("skills.limits.maxSkillsInPrompt"))
+        let max_count = positive_count(self.get(keys::SKILLS_MAX_IN_PROMPT))
             .unwrap_or(DEFAULT_MAX_SKILLS_IN_PROMPT);
         (max_chars, max_count)
     }
 
     /// A plugin is enabled unless `plugins.entries.<id>.enabled` is `false`.
     pub fn plugin_enabled(&self, plugin_id: &str) -> bool {
-        self.get("plugins.entries")
+        self.get(keys::PLUGIN_ENTRIES)
             .and_then(|entries| entries.get(plugin_id))
             .and_then(|entry| entry.get("enabled"))
             .and_then(Value::as_bool)
@@ -269,8 +204,9 @@ impl OpenClawConfig {
     }
 
     /// JavaScript truthiness of a config path (skills `requires.config` gate).
+    /// The path comes from a skill's frontmatter, not from clawbridge, so it is not in the table.
     pub fn is_truthy(&self, dotted: &str) -> bool {
-        match self.get(dotted) {
+        match dotted_get(&self.root, dotted) {
             None | Some(Value::Null) => false,
             Some(Value::Bool(flag)) => *flag,
             Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n != 0.0),
@@ -319,7 +255,7 @@ fn collect_unknown(value: &Value, path: String, out: &mut Vec<String>) {
 
 fn is_known(path: &str) -> bool {
     let segments = split_path(path);
-    KNOWN_KEYS.iter().any(|known| {
+    keys::KNOWN.iter().any(|known| {
         let pattern = split_path(known);
         pattern.len() <= segments.len()
             && pattern
@@ -437,6 +373,23 @@ mod tests {
                 "gateway.port",
                 "skills.entries.weather.colour",
             ]
+        );
+    }
+
+    #[test]
+    fn the_warning_follows_the_table_of_read_keys() {
+        // Read, so not warned about.
+        let read = OpenClawConfig::new(json!({
+            "agents": {"defaults": {"heartbeat": {"prompt": "p"}, "repoRoot": "/r"}},
+            "commands": {"ownerDisplaySecret": "s"}
+        }));
+        assert!(read.unknown_keys().is_empty(), "{:?}", read.unknown_keys());
+        // Not read by clawbridge: warned about.
+        let ignored =
+            OpenClawConfig::new(json!({"tools": {"exec": {"host": "x"}}, "ui": {"assistant": {}}}));
+        assert_eq!(
+            ignored.unknown_keys(),
+            vec!["tools.exec.host", "ui.assistant"]
         );
     }
 

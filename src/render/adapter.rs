@@ -247,7 +247,8 @@ pub fn prompt_inputs(
     });
     let sandbox_mode = run
         .config
-        .get("agents.defaults.sandbox.mode")
+        .get(crate::config::keys::SANDBOX)
+        .and_then(|sandbox| sandbox.get("mode"))
         .and_then(Value::as_str);
     let sandbox_enabled = match sandbox_mode {
         Some("all") => true,
@@ -335,7 +336,8 @@ pub fn prompt_inputs(
             model: Some(run.model.clone()),
             default_model: run
                 .config
-                .get("agents.defaults.model.primary")
+                .get(crate::config::keys::DEFAULT_MODEL)
+                .and_then(|model| model.get("primary"))
                 .and_then(Value::as_str)
                 .map(str::to_string),
             shell: options.host.shell.clone(),

@@ -6,6 +6,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::sections::DelegationMode;
+use crate::config::keys;
 use crate::config::OpenClawConfig;
 
 /// The default heartbeat prompt (clawbridge wording) when none is configured.
@@ -99,27 +100,24 @@ fn string(value: Option<&Value>) -> Option<String> {
 
 /// Resolve the prompt knobs of `agent_id`.
 pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptConfig {
-    let agent = config.agent_entry(agent_id);
-    let agent_value = |key: &str| {
-        agent
-            .and_then(|entry| {
-                key.split('.')
-                    .try_fold(entry, |value, part| value.get(part))
-            })
-            .or_else(|| config.get(&format!("agents.defaults.{key}")))
-    };
-    let delegation_mode = match agent_value("subagents.delegationMode").and_then(Value::as_str) {
+    let delegation_mode = match config
+        .agent_value(agent_id, keys::DELEGATION_MODE)
+        .and_then(Value::as_str)
+    {
         Some("prefer") => DelegationMode::Prefer,
         _ => DelegationMode::Suggest,
     };
-    let tts_hint = match config.get("messages.tts.auto").and_then(Value::as_str) {
+    let tts_hint = match config
+        .get(keys::TTS)
+        .and_then(|tts| tts.get("auto"))
+        .and_then(Value::as_str) {
         Some("off") | None => None,
         Some(mode) => Some(format!(
             "Voice replies are on ({mode}): keep spoken replies short and natural, without Markdown, links or lists."
         )),
     };
     let mut model_alias_lines: Vec<String> = config
-        .get("agents.defaults.models")
+        .get(keys::MODELS)
         .and_then(Value::as_object)
         .map(|models| {
             models
@@ -133,13 +131,13 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
         .unwrap_or_default();
     model_alias_lines.sort();
     let configured_timezone =
-        string(config.get("agents.defaults.userTimezone")).filter(|zone| is_iana_zone(zone));
+        string(config.get(keys::USER_TIMEZONE)).filter(|zone| is_iana_zone(zone));
     let heartbeat = config.heartbeat_section_enabled().then(|| {
-        string(config.get("agents.defaults.heartbeat.prompt"))
+        string(config.get(keys::HEARTBEAT_PROMPT))
             .unwrap_or_else(|| DEFAULT_HEARTBEAT_PROMPT.to_string())
     });
     let owner_ids = config
-        .get("commands.ownerAllowFrom")
+        .get(keys::OWNER_ALLOW_FROM)
         .and_then(Value::as_array)
         .map(|ids| {
             ids.iter()
@@ -153,22 +151,21 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
         .unwrap_or_default();
     PromptConfig {
         delegation_mode,
-        owner_display_hash: config.get("commands.ownerDisplay").and_then(Value::as_str)
-            == Some("hash"),
-        owner_display_secret: string(config.get("commands.ownerDisplaySecret")),
+        owner_display_hash: config.get(keys::OWNER_DISPLAY).and_then(Value::as_str) == Some("hash"),
+        owner_display_secret: string(config.get(keys::OWNER_DISPLAY_SECRET)),
         owner_ids,
         tts_hint,
         model_alias_lines,
-        memory_citations: string(config.get("memory.citations")),
+        memory_citations: string(config.get(keys::MEMORY_CITATIONS)),
         configured_timezone,
-        time_format: string(config.get("agents.defaults.timeFormat")),
+        time_format: string(config.get(keys::TIME_FORMAT)),
         heartbeat,
         gpt5_interaction_style: config
-            .get("plugins.entries.openai.config.personality")
+            .get(keys::OPENAI_PERSONALITY)
             .and_then(Value::as_bool)
             != Some(false),
-        repo_root: string(config.get("agents.defaults.repoRoot")),
-        docs_path: string(config.get("docs.path")),
+        repo_root: string(config.get(keys::REPO_ROOT)),
+        docs_path: string(config.get(keys::DOCS_PATH)),
     }
 }
 

@@ -222,7 +222,7 @@ pub fn effort_for(thinking: Thinking) -> Option<&'static str> {
 /// The thread `config` overrides (codex-wire.md §4.4). Keys live here and nowhere else.
 pub fn thread_config(run: &Run) -> BTreeMap<String, Value> {
     let mut config = BTreeMap::new();
-    let web_search = run.config.get("tools.web.search");
+    let web_search = run.config.get(crate::config::keys::WEB_SEARCH);
     let search_disabled = run.tools.is_empty()
         || web_search
             .and_then(|search| search.get("enabled"))
