@@ -19,7 +19,8 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-pub fn codex_bin() -> Option<PathBuf> {
+/// The Codex CLI, when one is installed (`CLAWBRIDGE_CODEX_BIN`, `.tools/`, or `PATH`).
+pub fn installed_codex_bin() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("CLAWBRIDGE_CODEX_BIN") {
         return Some(PathBuf::from(path));
     }
@@ -27,16 +28,16 @@ pub fn codex_bin() -> Option<PathBuf> {
     if local.is_file() {
         return Some(local);
     }
-    if let Ok(path) = which::which("codex") {
-        return Some(path);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "the Codex CLI is missing in CI: scripts/test installs it with scripts/install-codex"
-        );
-    }
-    eprintln!("skipping: no Codex CLI (run scripts/install-codex, or set CLAWBRIDGE_CODEX_BIN)");
-    None
+    which::which("codex").ok()
+}
+
+/// The Codex CLI the end-to-end tests pair with. Those tests are `#[ignore]`d, so a bare
+/// `cargo test` lists them as ignored; `scripts/test` installs the pinned CLI and runs them with
+/// `--include-ignored`. Asked to run without one, they fail: they never pass silently.
+pub fn codex_bin() -> PathBuf {
+    installed_codex_bin().unwrap_or_else(|| {
+        panic!("no Codex CLI: run scripts/install-codex (scripts/test does), or set CLAWBRIDGE_CODEX_BIN")
+    })
 }
 
 struct Offline {
@@ -103,9 +104,10 @@ fn input_texts(request: &Value) -> String {
     request["input"].to_string()
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test]
 async fn handshake_two_turns_and_resume_in_a_new_process() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let env = offline(
         vec![
             StubStep::Text("first".into()),
@@ -190,9 +192,10 @@ async fn handshake_two_turns_and_resume_in_a_new_process() {
     );
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test]
 async fn a_dynamic_tool_round_trip_through_the_handler_command() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let env = offline(
         vec![
             StubStep::ToolCall {
@@ -239,9 +242,10 @@ async fn a_dynamic_tool_round_trip_through_the_handler_command() {
     );
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test]
 async fn a_stub_failure_is_a_failed_turn() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let env = offline(vec![StubStep::Fail("scripted outage".into())], bin).await;
     let (mut session, turn) = env.open("discord-group.json").await;
     let outcome = session
@@ -256,9 +260,10 @@ async fn a_stub_failure_is_a_failed_turn() {
         .contains("scripted outage"));
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let env = offline(vec![StubStep::Hang], bin).await;
     let (mut session, turn) = env.open("telegram-direct.json").await;
     let pid = session.pid().expect("pid");
@@ -299,9 +304,10 @@ async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
     assert!(!status.contains("State:\tZ"), "no zombie left: {status}");
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[test]
 fn cli_run_offline_heartbeat_and_capture() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let bin = bin.display().to_string();
     let (code, stdout, stderr) = run_cli(&[
         "run",
@@ -382,9 +388,10 @@ fn cli_run_offline_heartbeat_and_capture() {
     );
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[test]
 fn cli_scripted_failure_and_missing_binary() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let dir = tempfile::tempdir().expect("dir");
     let script = dir.path().join("script.json");
     std::fs::write(&script, r#"[{"httpStatus": 500}]"#).expect("script");
@@ -424,9 +431,10 @@ fn cli_scripted_failure_and_missing_binary() {
     assert_eq!(code, 2, "{stderr}");
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test]
 async fn a_namespaced_tool_call_arrives_with_its_namespace() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     // Measured: a Responses `function_call` carrying `namespace: "openclaw"` reaches the client as
     // `item/tool/call` with `namespace: "openclaw"` and the bare tool name.
     let env = offline(

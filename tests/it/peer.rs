@@ -390,7 +390,9 @@ async fn a_turn_with_a_tool_call_and_an_unknown_request() {
     assert_eq!(seen.last().map(String::as_str), Some("turn/completed"));
 }
 
-#[tokio::test]
+/// In paused time: five minutes of unrelated chatter pass in no wall time, and the idle timer
+/// fires at exactly its limit.
+#[tokio::test(start_paused = true)]
 async fn an_idle_turn_is_interrupted() {
     let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
     let mut session = session.expect("session");
@@ -401,7 +403,7 @@ async fn an_idle_turn_is_interrupted() {
             .await;
         // Unrelated chatter does not count as progress.
         for _ in 0..5 {
-            tokio::time::sleep(Duration::from_millis(60)).await;
+            tokio::time::sleep(Duration::from_secs(60)).await;
             server
                 .send(json!({"method": "account/rateLimits/updated", "params": {}}))
                 .await;
@@ -419,10 +421,11 @@ async fn an_idle_turn_is_interrupted() {
         server
     });
     let limits = TurnLimits {
-        idle: Duration::from_millis(200),
-        hard: Duration::from_secs(10),
-        interrupt_grace: Duration::from_secs(2),
+        idle: Duration::from_secs(200),
+        hard: Duration::from_secs(3600),
+        interrupt_grace: Duration::from_secs(5),
     };
+    let started = tokio::time::Instant::now();
     let result = session
         .run_turn(
             &turn_params("t1"),
@@ -434,6 +437,11 @@ async fn an_idle_turn_is_interrupted() {
     assert!(
         matches!(result, Err(SessionError::IdleTimeout(_))),
         "{result:?}"
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(200) && waited < Duration::from_secs(240),
+        "the idle limit, not the chatter, ended the turn: {waited:?}"
     );
     let _server = script.await.expect("script");
 }

@@ -119,9 +119,10 @@ pub async fn follow(
     }
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn params_run_stream_tool_call_and_status() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let state = tempfile::tempdir().expect("state");
     let script = vec![
         StubStep::ToolCall {
@@ -192,9 +193,10 @@ async fn params_run_stream_tool_call_and_status() {
     assert_eq!(status["runs"][0]["state"], "ended");
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_run_resumes_the_thread_even_after_a_restart() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let state = tempfile::tempdir().expect("state");
     let home = tempfile::tempdir().expect("codex home");
     let document = run_document("telegram-direct.json");
@@ -251,9 +253,10 @@ async fn a_second_run_resumes_the_thread_even_after_a_restart() {
     assert_eq!(events.last().expect("end")["status"], "completed");
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_paths_tokens_and_binds() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let state = tempfile::tempdir().expect("state");
     // --no-auth off loopback.
     let mut open = config(bin.clone(), state.path(), None, vec![]);
@@ -319,9 +322,10 @@ async fn refusals_paths_tokens_and_binds() {
     assert!(error.to_string().contains("4004"), "{error}");
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let state = tempfile::tempdir().expect("state");
     let running = start(config(bin, state.path(), None, vec![StubStep::Hang]))
         .await
@@ -375,9 +379,10 @@ async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
     assert_ne!(status["codex"]["pid"].as_u64(), Some(pid));
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_run_in_parallel_and_a_tool_change_starts_a_new_thread() {
-    let Some(bin) = codex_bin() else { return };
+    let bin = codex_bin();
     let state = tempfile::tempdir().expect("state");
     let running = start(config(bin, state.path(), None, vec![]))
         .await

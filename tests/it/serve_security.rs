@@ -14,7 +14,7 @@ use jsonrpsee::rpc_params;
 use jsonrpsee::ws_client::{WsClient, WsClientBuilder};
 use serde_json::{json, Value};
 
-use crate::e2e::codex_bin;
+use crate::e2e::{codex_bin, installed_codex_bin};
 use crate::util::*;
 
 /// A `clawbridge serve` child process on a free loopback port; killed on drop.
@@ -67,7 +67,7 @@ impl Serve {
     /// Start serve with `args` (plus `--listen 127.0.0.1:0` and, unless given, a state dir, the
     /// root `root` and a Codex binary) and wait for the bound address on stdout.
     fn start(root: &Path, state: &Path, args: &[&str]) -> Serve {
-        let bin = codex_bin().unwrap_or_else(|| PathBuf::from("/bin/true"));
+        let bin = installed_codex_bin().unwrap_or_else(|| PathBuf::from("/bin/true"));
         let mut command = clawbridge();
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--offline"])
@@ -678,9 +678,10 @@ fn message_tool() -> Value {
 }
 
 #[cfg(unix)]
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_symlink_swapped_while_a_run_waits_in_the_queue_is_caught() {
-    let Some(_) = codex_bin() else { return };
+    codex_bin();
     let fixture = Fixture::new();
     let outside = fixture.outside("swap-target");
     std::fs::write(outside.join("SOUL.md"), "OUTSIDE-SOUL-SECRET\n").expect("soul");
@@ -734,9 +735,10 @@ async fn a_symlink_swapped_while_a_run_waits_in_the_queue_is_caught() {
     assert!(!text.contains("OUTSIDE-SOUL-SECRET"), "{text}");
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_cannot_take_another_sessions_thread_and_ids_are_random() {
-    let Some(_) = codex_bin() else { return };
+    codex_bin();
     let fixture = Fixture::new();
     let script = tool_script(fixture.state.parent().expect("base"), 2);
     let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
@@ -834,9 +836,10 @@ async fn a_run_cannot_take_another_sessions_thread_and_ids_are_random() {
     assert_eq!(status["sessions"], 1, "{status}");
 }
 
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_write_turn_writes_inside_and_not_outside() {
-    let Some(_) = codex_bin() else { return };
+    codex_bin();
     let fixture = Fixture::new();
     // Not under /tmp: Codex's workspace-write sandbox leaves /tmp writable.
     let outside = repo_root().join("target/serve-security-outside");
