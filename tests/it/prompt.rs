@@ -16,22 +16,20 @@ use clawbridge::translate::{translate, TranslateOptions};
 
 use crate::util::*;
 
-/// Compare with `tests/golden/<name>`; `UPDATE_GOLDENS=1` (scripts/update-goldens) rewrites it.
+/// An insta snapshot in `tests/golden/prompt/<name>.snap`; review changes with
+/// `cargo insta review` (or `scripts/update-goldens`).
 fn golden(name: &str, actual: &str) {
-    let path: PathBuf = repo_root().join("tests/golden").join(name);
-    if std::env::var_os("UPDATE_GOLDENS").is_some() {
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != actual {
-        let diff = similar::TextDiff::from_lines(expected.as_str(), actual)
-            .unified_diff()
-            .header(&format!("{name} (golden)"), &format!("{name} (rendered)"))
-            .to_string();
-        panic!("golden {name} differs; review and run `scripts/update-goldens`:\n{diff}");
-    }
+    let name = name
+        .trim_start_matches("prompt/")
+        .trim_end_matches(".txt")
+        .to_string();
+    insta::with_settings!({
+        snapshot_path => repo_root().join("tests/golden/prompt"),
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name, actual);
+    });
 }
 
 fn fixed_host() -> HostRuntime {
