@@ -1,0 +1,369 @@
+//! Finding and parsing skills: the confined walk of the skill roots, the frontmatter, the cache.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{skill_version, DiscoveredSkills, SkillEntry, SkillTier};
+use crate::config::Run;
+use crate::support::text::{collate, len16, trim_js};
+
+/// How deep below a root a `SKILL.md` is looked for (nesting is organisational).
+const MAX_SKILL_DEPTH: usize = 4;
+/// Largest `SKILL.md` read.
+const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Parsed skills keyed by file identity (path, size, modification time), so a long-lived process
+/// (the bridge service, the benchmarks' warm path) re-reads and re-hashes only files that changed.
+/// An edit that keeps both the size and the mtime is not noticed; the CLI runs without a cache.
+#[derive(Default)]
+pub struct SkillCache {
+    entries: std::sync::Mutex<std::collections::HashMap<PathBuf, CachedSkill>>,
+}
+
+pub(super) struct CachedSkill {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    location: String,
+    parsed: Result<SkillEntry, String>,
+}
+
+impl std::fmt::Debug for SkillCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = self
+            .entries
+            .lock()
+            .map(|entries| entries.len())
+            .unwrap_or(0);
+        f.debug_struct("SkillCache")
+            .field("entries", &size)
+            .finish()
+    }
+}
+
+impl SkillCache {
+    fn parse(
+        &self,
+        file: &Path,
+        metadata: &std::fs::Metadata,
+        run: &Run,
+        tier: SkillTier,
+    ) -> Result<SkillEntry, String> {
+        let location = run.display_path(file);
+        let modified = metadata.modified().ok();
+        if let Ok(entries) = self.entries.lock() {
+            if let Some(cached) = entries.get(file) {
+                if cached.len == metadata.len()
+                    && cached.modified == modified
+                    && cached.location == location
+                {
+                    return cached.parsed.clone().map(|mut skill| {
+                        skill.tier = tier;
+                        skill
+                    });
+                }
+            }
+        }
+        let parsed = parse_skill_file(file, metadata, run, tier);
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.insert(
+                file.to_path_buf(),
+                CachedSkill {
+                    len: metadata.len(),
+                    modified,
+                    location,
+                    parsed: parsed.clone(),
+                },
+            );
+        }
+        parsed
+    }
+}
+
+/// Find every skill of the run (extra dirs, then the workspace `skills/` folder).
+pub fn discover_skills(run: &Run) -> DiscoveredSkills {
+    discover_skills_cached(run, None)
+}
+
+/// [`discover_skills`] through an optional [`SkillCache`].
+pub fn discover_skills_cached(run: &Run, cache: Option<&SkillCache>) -> DiscoveredSkills {
+    let mut found = DiscoveredSkills::default();
+    let mut by_name: BTreeMap<String, SkillEntry> = BTreeMap::new();
+    let mut roots: Vec<(PathBuf, SkillTier)> = run
+        .config
+        .skill_extra_dirs()
+        .into_iter()
+        .map(|dir| {
+            let dir = crate::config::run::resolve_config_path(&dir, &run.workspace);
+            (dir, SkillTier::Extra)
+        })
+        .collect();
+    roots.push((run.workspace.join("skills"), SkillTier::Workspace));
+    for (root, tier) in roots {
+        // A confined run (the service) walks only folders below the operator's roots.
+        if let Some(allowed) = &run.roots {
+            if root.exists() && !allowed.admits(&root) {
+                let warning = format!(
+                    "{}: skill folder is outside every --workspace-root; skipped",
+                    root.display()
+                );
+                tracing::warn!("{warning}");
+                found.warnings.push(warning);
+                continue;
+            }
+        }
+        let mut files = Vec::new();
+        find_skill_files(
+            &root,
+            0,
+            run.roots.as_ref(),
+            &mut files,
+            &mut found.warnings,
+        );
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (file, metadata) in files {
+            let parsed = match cache {
+                Some(cache) => cache.parse(&file, &metadata, run, tier),
+                None => parse_skill_file(&file, &metadata, run, tier),
+            };
+            match parsed {
+                Ok(skill) => {
+                    by_name.insert(skill.name.clone(), skill);
+                }
+                Err(reason) => {
+                    let warning = format!("{}: skipped skill: {reason}", file.display());
+                    tracing::warn!("{warning}");
+                    found.warnings.push(warning);
+                }
+            }
+        }
+    }
+    found.skills = by_name.into_values().collect();
+    found.skills.sort_by(|a, b| collate(&a.name, &b.name));
+    found
+}
+
+/// Collect `SKILL.md` files (with their metadata, so the cache needs no second `stat`). Under
+/// `roots`, a symlinked folder or SKILL.md that resolves outside them is skipped with a warning.
+pub(super) fn find_skill_files(
+    dir: &Path,
+    depth: usize,
+    roots: Option<&crate::support::fs::Roots>,
+    out: &mut Vec<(PathBuf, std::fs::Metadata)>,
+    warnings: &mut Vec<String>,
+) {
+    if depth > MAX_SKILL_DEPTH {
+        return;
+    }
+    let outside = |path: &Path, warnings: &mut Vec<String>| {
+        let leaves = roots.is_some_and(|roots| !roots.admits(path));
+        if leaves {
+            let warning = format!(
+                "{}: symlink leaves every --workspace-root; skipped",
+                path.display()
+            );
+            tracing::warn!("{warning}");
+            warnings.push(warning);
+        }
+        leaves
+    };
+    if depth > 0 {
+        let skill_file = dir.join("SKILL.md");
+        if std::fs::symlink_metadata(&skill_file).is_ok_and(|meta| meta.file_type().is_symlink())
+            && outside(&skill_file, warnings)
+        {
+            return;
+        }
+        if let Ok(metadata) = std::fs::metadata(&skill_file) {
+            if metadata.is_file() {
+                out.push((skill_file, metadata));
+                return;
+            }
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|entry| entry.ok()) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        // `file_type` comes with the directory listing; follow symlinks only when needed.
+        let is_dir = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => true,
+            Ok(kind) if kind.is_symlink() => {
+                entry.path().is_dir() && !outside(&entry.path(), warnings)
+            }
+            _ => false,
+        };
+        if is_dir {
+            find_skill_files(&entry.path(), depth + 1, roots, out, warnings);
+        }
+    }
+}
+
+/// Split `---` frontmatter from a SKILL.md (BOM stripped, CRLF normalised for parsing only).
+/// Only the lines up to the closing fence are looked at; the body is never scanned.
+pub(super) fn frontmatter(text: &str) -> Option<String> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next()?;
+    if first.trim_end_matches(['\n', '\r']) != "---" || !first.ends_with('\n') {
+        return None;
+    }
+    let mut front = String::new();
+    for line in lines {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if bare == "---" {
+            return Some(front.trim_end_matches('\n').to_string());
+        }
+        front.push_str(bare);
+        front.push('\n');
+    }
+    None
+}
+
+pub(super) fn parse_skill_file(
+    file: &Path,
+    metadata: &std::fs::Metadata,
+    run: &Run,
+    tier: SkillTier,
+) -> Result<SkillEntry, String> {
+    let size = metadata.len();
+    if size > MAX_SKILL_FILE_BYTES {
+        return Err(format!("{size} bytes is over the 1 MiB limit"));
+    }
+    // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
+    let allowed = |real: &Path| run.roots.as_ref().is_none_or(|roots| roots.contains(real));
+    let bytes = crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &allowed).map_err(
+        |refusal| match refusal {
+            crate::support::fs::ReadRefusal::TooLarge { .. } => "over the 1 MiB limit".to_string(),
+            other => other.to_string(),
+        },
+    )?;
+    let folder_name = file
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parse_skill(&bytes, &folder_name, run.display_path(file), tier)
+}
+
+/// The frontmatter keys we read; others are ignored. Type errors name the key.
+#[derive(serde::Deserialize, Debug, Default, PartialEq)]
+pub(super) struct Frontmatter {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    metadata: Option<Value>,
+    #[serde(default, rename = "disable-model-invocation")]
+    disable_model_invocation: Option<bool>,
+}
+
+/// The common frontmatter, `key: plain text` lines only, without a YAML parser. Anything YAML
+/// could read differently (quotes, flow or block syntax, comments, booleans, numbers, nulls,
+/// repeated keys, `metadata`) returns `None` and goes through `serde_yaml_ng`.
+pub(super) fn plain_frontmatter(front: &str) -> Option<Frontmatter> {
+    let mut meta = Frontmatter::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in front.lines() {
+        let (key, value) = line.split_once(": ")?;
+        let plain_key = key
+            .chars()
+            .next()
+            .is_some_and(|ch| ch.is_ascii_alphabetic())
+            && key
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+        let value = value.trim();
+        let starts_special = value.starts_with(|ch: char| "-?:,[]{}#&*!|>'\"%@`".contains(ch));
+        let lower = value.to_ascii_lowercase();
+        let scalar_keyword = matches!(
+            lower.as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~" | "y" | "n"
+        ) || value.parse::<f64>().is_ok()
+            || value.starts_with("0x")
+            || value.starts_with("0o")
+            || value.starts_with('.');
+        if !plain_key
+            || value.is_empty()
+            || starts_special
+            || scalar_keyword
+            || value.contains(": ")
+            || value.contains(" #")
+            || value.ends_with(':')
+            || !seen.insert(key)
+        {
+            return None;
+        }
+        match key {
+            "name" => meta.name = Some(value.to_string()),
+            "description" => meta.description = Some(value.to_string()),
+            "metadata" | "disable-model-invocation" => return None,
+            _ => {}
+        }
+    }
+    Some(meta)
+}
+
+/// Parse one `SKILL.md` from its raw bytes; `location` is the path shown to the model.
+pub fn parse_skill(
+    bytes: &[u8],
+    folder_name: &str,
+    location: String,
+    tier: SkillTier,
+) -> Result<SkillEntry, String> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
+    let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
+    let meta: Frontmatter = match plain_frontmatter(&front) {
+        Some(meta) => meta,
+        None => serde_yaml_ng::from_str(&front)
+            .map_err(|error| format!("invalid frontmatter: {error}"))?,
+    };
+    let name = match meta.name {
+        Some(name) if !trim_js(&name).is_empty() => trim_js(&name).to_string(),
+        _ => folder_name.to_string(),
+    };
+    let description = match meta.description {
+        Some(text) if !trim_js(&text).is_empty() => text,
+        _ => return Err("missing `description`".to_string()),
+    };
+    // `metadata` is a mapping, or (as OpenClaw writes it) a JSON string.
+    let metadata = match meta.metadata {
+        Some(Value::String(json)) => serde_json::from_str(&json)
+            .map_err(|error| format!("`metadata` is not valid JSON: {error}"))?,
+        Some(other) => other,
+        None => Value::Null,
+    };
+    let openclaw = metadata.get("openclaw").cloned().unwrap_or(Value::Null);
+    let skill_key = openclaw
+        .get("skillKey")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| name.clone());
+    let plugin = openclaw
+        .get("plugin")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let disable_model_invocation = meta.disable_model_invocation.unwrap_or(false);
+    Ok(SkillEntry {
+        name,
+        description,
+        location,
+        version: skill_version(bytes),
+        skill_key,
+        tier,
+        file_chars: len16(&text),
+        openclaw_metadata: openclaw,
+        disable_model_invocation,
+        plugin,
+    })
+}

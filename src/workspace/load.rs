@@ -1,0 +1,165 @@
+//! Loading the bootstrap candidates: exact names, the run filters, confined and capped reads.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{
+    BootstrapFile, FileContent, LoadedWorkspace, OmittedFile, BOOTSTRAP_FILE_NAMES,
+    MAX_BOOTSTRAP_FILE_BYTES,
+};
+use crate::config::{Run, SessionKind, Trigger};
+
+/// Load the bootstrap files of `run` (routing.md §3.1-§3.4).
+pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
+    let mut loaded = LoadedWorkspace::default();
+    let workspace = &run.workspace;
+    let canonical_workspace = crate::support::fs::resolve_real(workspace);
+    let entries = directory_entries(workspace);
+    for name in BOOTSTRAP_FILE_NAMES {
+        let keep_reason = filter_reason(run, name);
+        if let Some(reason) = keep_reason {
+            // Only mention files that exist; an absent MEMORY.md/BOOTSTRAP.md is not a candidate.
+            if entries.contains_key(name) || !matches!(name, "MEMORY.md" | "BOOTSTRAP.md") {
+                loaded.omitted.push(OmittedFile {
+                    name: name.to_string(),
+                    reason: reason.to_string(),
+                });
+            }
+            continue;
+        }
+        match name {
+            "MEMORY.md" if !entries.contains_key(name) => continue,
+            "BOOTSTRAP.md" if !entries.contains_key(name) => continue,
+            "BOOTSTRAP.md" if setup_complete(run) => {
+                loaded.omitted.push(OmittedFile {
+                    name: name.to_string(),
+                    reason: "workspace setup is complete".to_string(),
+                });
+                continue;
+            }
+            _ => {}
+        }
+        let path = workspace.join(name);
+        let content = read_bootstrap_file(&path, &canonical_workspace, run, &mut loaded.warnings);
+        loaded.files.push(BootstrapFile {
+            name: name.to_string(),
+            path: run.display_path(&path),
+            content,
+        });
+    }
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    loaded
+}
+
+/// The filters of routing.md §3.2-§3.3; `Some(reason)` drops the file.
+pub(super) fn filter_reason(run: &Run, name: &str) -> Option<&'static str> {
+    let subagent = run.session_kind == SessionKind::Subagent
+        || run.prompt_mode == crate::config::PromptMode::Minimal;
+    if subagent {
+        return (!matches!(name, "AGENTS.md" | "TOOLS.md"))
+            .then_some("subagent sessions load only AGENTS.md and TOOLS.md");
+    }
+    if run.lightweight {
+        return match run.trigger {
+            Trigger::Heartbeat => (name != "HEARTBEAT.md")
+                .then_some("lightweight heartbeat runs load only HEARTBEAT.md"),
+            _ => Some("lightweight runs load no bootstrap files"),
+        };
+    }
+    if name == "HEARTBEAT.md"
+        && run.trigger != Trigger::Heartbeat
+        && !run.config.heartbeat_section_enabled()
+    {
+        return Some("heartbeats are disabled or includeSystemPromptSection is false");
+    }
+    None
+}
+
+/// Exact-name directory listing (case-sensitive even on case-insensitive filesystems).
+fn directory_entries(dir: &Path) -> BTreeMap<String, ()> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .map(|name| (name, ()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Largest workspace state file read (OpenClaw's is a few hundred bytes).
+const MAX_WORKSPACE_STATE_BYTES: u64 = 64 * 1024;
+
+/// Setup is complete once OpenClaw recorded it in `.openclaw/workspace-state.json`.
+pub(super) fn setup_complete(run: &Run) -> bool {
+    let state = run.workspace.join(".openclaw").join("workspace-state.json");
+    let canonical_workspace = crate::support::fs::resolve_real(&run.workspace);
+    let allowed = |real: &Path| {
+        real.starts_with(&canonical_workspace)
+            && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
+    };
+    let Ok(bytes) = crate::support::fs::read_capped(&state, MAX_WORKSPACE_STATE_BYTES, &allowed)
+    else {
+        return false;
+    };
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return false;
+    };
+    ["setupCompletedAt", "onboardingCompletedAt"]
+        .iter()
+        .any(|key| value.get(key).is_some_and(|v| !v.is_null()))
+}
+
+fn read_bootstrap_file(
+    path: &Path,
+    workspace: &Path,
+    run: &Run,
+    warnings: &mut Vec<String>,
+) -> FileContent {
+    use crate::support::fs::ReadRefusal;
+    // Inside the workspace (a symlink may point elsewhere in it) and, for a confined run, inside
+    // the service's roots; checked again on the open file (`read_capped`).
+    let allowed = |real: &Path| {
+        real.starts_with(workspace) && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
+    };
+    match crate::support::fs::read_capped(path, MAX_BOOTSTRAP_FILE_BYTES, &allowed) {
+        Ok(bytes) => FileContent::Present(decode_lossy(path, bytes, warnings)),
+        // A dangling symlink is missing too.
+        Err(ReadRefusal::NotFound) => FileContent::Missing,
+        Err(ReadRefusal::Outside) => {
+            warnings.push(format!(
+                "{}: symlink leaves the workspace; not read",
+                path.display()
+            ));
+            FileContent::Unreadable("symlink leaves the workspace".to_string())
+        }
+        Err(ReadRefusal::TooLarge { .. }) => {
+            warnings.push(format!(
+                "{}: over the 2 MiB read limit; not read",
+                path.display()
+            ));
+            FileContent::Unreadable("larger than 2 MiB".to_string())
+        }
+        Err(refusal) => {
+            warnings.push(format!("{}: {refusal}; not read", path.display()));
+            FileContent::Unreadable(refusal.to_string())
+        }
+    }
+}
+
+/// UTF-8 with U+FFFD for invalid sequences, plus a warning naming the file.
+pub fn decode_lossy(path: &Path, bytes: Vec<u8>, warnings: &mut Vec<String>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            warnings.push(format!(
+                "{}: invalid UTF-8 replaced with U+FFFD",
+                path.display()
+            ));
+            String::from_utf8_lossy(error.as_bytes()).into_owned()
+        }
+    }
+}
