@@ -1,4 +1,4 @@
-//! Where each bootstrap file lands (routing.md §5).
+//! Where each bootstrap file lands (docs/routing.md §5).
 //!
 //! [`route_workspace`] takes the loaded files, decides the surface of each one for the run's
 //! harness, applies the budgets to exactly the files that will be pasted (in load order), and
@@ -65,7 +65,7 @@ pub struct RoutedFile {
     pub note: Option<String>,
 }
 
-/// The memory note facts (routing.md §6.2 part 3).
+/// The memory note facts (docs/routing.md §6.2 part 3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryNote {
     pub path: String,
@@ -104,7 +104,7 @@ impl RoutedWorkspace {
     }
 }
 
-/// Whether MEMORY.md is replaced by the memory note (routing.md §5.3).
+/// Whether MEMORY.md is replaced by the memory note (docs/routing.md §5.3).
 fn memory_note_for(run: &Run, file: &BootstrapFile) -> Option<MemoryNote> {
     let tools: Vec<String> = MEMORY_TOOLS
         .iter()
@@ -206,7 +206,7 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
         };
         target.push(fitted_file.clone());
     }
-    // Thread block order is SOUL, IDENTITY, USER, TOOLS (routing.md §6.1).
+    // Thread block order is SOUL, IDENTITY, USER, TOOLS (docs/routing.md §6.1).
     let thread_rank = |name: &str| {
         ["SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md"]
             .iter()
@@ -239,7 +239,7 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
     Ok(routed)
 }
 
-/// The Codex column of routing.md §5.2; `Err` carries the reason a file is not pasted.
+/// The Codex column of docs/routing.md §5.2; `Err` carries the reason a file is not pasted.
 fn codex_surface(
     run: &Run,
     file: &BootstrapFile,

@@ -1,5 +1,5 @@
 //! Raw model-request capture: the exact request Codex sent to the offline stub, redacted, and a
-//! readable rendering that labels each layer (codex-wire.md §8.1).
+//! readable rendering that labels each layer (docs/codex-wire.md §8.1).
 //!
 //! OpenClaw's own snapshots reconstruct the prompt; this records what Codex really sent, so the
 //! layers Codex adds itself (its skills list, permission text, AGENTS.md, environment context)

@@ -1,7 +1,7 @@
 //! Offline pairing: a loopback Responses API stub and a throwaway `CODEX_HOME`.
 //!
 //! [`ResponsesStub`] answers `POST /v1/responses` with Server-Sent Events in the shape Codex
-//! 0.169.0 consumes (codex-wire.md §9.2), scripted per model request by a [`StubScript`]
+//! 0.169.0 consumes (docs/codex-wire.md §9.2), scripted per model request by a [`StubScript`]
 //! (assistant text, a function call to a named tool, a `response.failed`, or an HTTP error), and
 //! records every request it gets. [`OfflineHome`] writes the offline `config.toml` that points
 //! Codex at the stub, into a temp folder or a folder the user names, never the real `~/.codex`.
@@ -299,7 +299,7 @@ pub fn sse_body(number: usize, step: &StubStep) -> String {
 /// Marks a `config.toml` clawbridge wrote (and may overwrite).
 const CONFIG_MARKER: &str = "# written by clawbridge --offline";
 
-/// The offline `config.toml` (codex-wire.md §9.1).
+/// The offline `config.toml` (docs/codex-wire.md §9.1).
 pub fn offline_config(base_url: &str, model: &str) -> String {
     format!(
         r#"{CONFIG_MARKER}: a loopback Responses stub, no account, no network.

@@ -5,7 +5,7 @@
 //! fixture files in memory from one catalog (pure); [`apply_plan`] writes them atomically (both or
 //! neither, unchanged files untouched); [`verify_fixtures`] checks every pinned file against the
 //! SHA-256 recorded in its `source.json` and that the snapshots reference files that exist.
-//! Spec: snapshots-and-sync.md §6.
+//! Spec: docs/snapshots.md §6.
 
 use std::path::{Path, PathBuf};
 
@@ -215,7 +215,7 @@ pub struct RenderedInstructions {
     pub warnings: Vec<String>,
 }
 
-/// Render a model's instructions (snapshots-and-sync.md §6.3); a final `\n` is added only if
+/// Render a model's instructions (docs/snapshots.md §6.3); a final `\n` is added only if
 /// missing, nothing else is touched.
 pub fn render_instructions(
     entry: &Value,

@@ -1,4 +1,4 @@
-//! Reviewable happy-path prompt snapshots and their drift check (snapshots-and-sync.md §2-§5).
+//! Reviewable happy-path prompt snapshots and their drift check (docs/snapshots.md §2-§5).
 //!
 //! [`generate`] builds every file in memory from the committed inputs only (run documents, the
 //! dummy workspace, the pinned tool catalog and Codex fixtures): no clock, environment, home
@@ -289,7 +289,7 @@ fn render_scenario(
         "limitations": [
             "This is a reconstruction from the params clawbridge sends and pinned Codex fixtures, not a captured model request.",
             "Codex adds its natively discovered AGENTS.md, the environment context, its system-skills list and its permission text inside the runtime.",
-            "Measured against Codex CLI 0.169.0, Codex also edits the base instructions: personality \"none\" removes the `# Personality` section and one checklist line is dropped (see codex-wire.md §8).",
+            "Measured against Codex CLI 0.169.0, Codex also edits the base instructions: personality \"none\" removes the `# Personality` section and one checklist line is dropped (see docs/codex-wire.md §8).",
         ],
     });
 

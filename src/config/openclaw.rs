@@ -105,7 +105,7 @@ impl OpenClawConfig {
             .find(|entry| entry.get("id").and_then(Value::as_str) == Some(agent_id))
     }
 
-    /// Bootstrap budgets (routing.md §4.1): positive finite numbers are floored, anything else
+    /// Bootstrap budgets (docs/routing.md §4.1): positive finite numbers are floored, anything else
     /// falls back to the default; an unset total is `max(perFile, 60000)`.
     pub fn bootstrap_limits(&self, agent_id: &str) -> BootstrapLimits {
         let max_chars = positive_count(self.agent_value(agent_id, keys::BOOTSTRAP_MAX_CHARS))
@@ -148,7 +148,7 @@ impl OpenClawConfig {
         }
     }
 
-    /// The heartbeat gate of routing.md §3.3 (also gates the system prompt's Heartbeats section).
+    /// The heartbeat gate of docs/routing.md §3.3 (also gates the system prompt's Heartbeats section).
     pub fn heartbeat_section_enabled(&self) -> bool {
         self.heartbeat_enabled()
             && self.get(keys::HEARTBEAT_IN_PROMPT).and_then(Value::as_bool) != Some(false)

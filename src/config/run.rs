@@ -69,7 +69,7 @@ pub enum Harness {
     Embedded,
 }
 
-/// OpenClaw prompt mode (system-prompt.md): full, minimal (subagents) or none.
+/// OpenClaw prompt mode (docs/system-prompt.md): full, minimal (subagents) or none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PromptMode {
@@ -231,7 +231,7 @@ fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
 
-/// Session kind derived from the session key (routing.md §1).
+/// Session kind derived from the session key (docs/routing.md §1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SessionKind {
     Main,
@@ -487,7 +487,7 @@ impl Run {
     /// The absolute, `/`-separated path shown to the model for a file we read.
     ///
     /// On the Codex harness a file inside the active workspace is remapped into the execution
-    /// cwd when the two differ (routing.md §2.6): Codex sees the workspace at its cwd.
+    /// cwd when the two differ (docs/routing.md §2.6): Codex sees the workspace at its cwd.
     pub fn display_path(&self, real: &Path) -> String {
         let mut path = real.to_path_buf();
         // `join("")` would add a trailing separator; keep the root itself as is.

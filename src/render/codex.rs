@@ -29,7 +29,7 @@ pub const SKILLS_HEADING: &str = "## OpenClaw Skills";
 /// Heading of the heartbeat pointer.
 pub const HEARTBEAT_POINTER_HEADING: &str = "## OpenClaw Heartbeat Workspace";
 
-/// Heartbeat trigger note (routing.md §6.2 part 2), before the GPT-5 heartbeat guidance.
+/// Heartbeat trigger note (docs/routing.md §6.2 part 2), before the GPT-5 heartbeat guidance.
 pub const HEARTBEAT_TRIGGER_NOTE: &str = "This turn is an OpenClaw heartbeat wake. The guidance below applies to this wake only.\n\nTo finish, prefer the structured `heartbeat_respond` tool (search for it and load it with `tool_search` when it is deferred), with `notify=false` when nothing should interrupt the user.";
 
 /// The whole heartbeat note: the trigger note, then the GPT-5 overlay's heartbeat guidance.
@@ -40,7 +40,7 @@ pub fn heartbeat_note() -> String {
     )
 }
 
-/// Cron trigger note (routing.md §6.2 part 2).
+/// Cron trigger note (docs/routing.md §6.2 part 2).
 pub const CRON_NOTE: &str = "This turn is a scheduled OpenClaw automation job. Apply these instructions to this job only: execute the payload directly, use the context already provided instead of reloading bootstrap, memory or project-doc files, and keep the output concise and automation-oriented.";
 
 /// Two-line preamble of the turn input runtime context.
@@ -58,7 +58,7 @@ pub const DELIVERY_HINT_MARKERS: [&str; 2] = [
     "final text is not automatically delivered",
 ];
 
-/// Thread-level developer instructions (routing.md §6.1), rendered by the prompt facade.
+/// Thread-level developer instructions (docs/routing.md §6.1), rendered by the prompt facade.
 pub fn thread_developer_instructions(
     run: &Run,
     routed: &RoutedWorkspace,
@@ -74,7 +74,7 @@ fn file_blocks(files: &[FittedFile], heading: &str) -> Vec<String> {
         .collect()
 }
 
-/// Turn-scoped collaboration instructions (routing.md §6.2); `None` means JSON `null`.
+/// Turn-scoped collaboration instructions (docs/routing.md §6.2); `None` means JSON `null`.
 pub fn collaboration_instructions(
     run: &Run,
     routed: &RoutedWorkspace,
@@ -180,7 +180,7 @@ pub fn inbound_prompt(run: &Run) -> String {
     parts.join("\n\n")
 }
 
-/// Split a leading delivery-hint line off the prompt (routing.md §6.3 step 2).
+/// Split a leading delivery-hint line off the prompt (docs/routing.md §6.3 step 2).
 fn split_delivery_hint(prompt: &str) -> (Option<String>, String) {
     let start = prompt.trim_start();
     let (first_line, rest) = match start.split_once('\n') {
@@ -198,7 +198,7 @@ fn split_delivery_hint(prompt: &str) -> (Option<String>, String) {
     }
 }
 
-/// The first turn input text (routing.md §6.3).
+/// The first turn input text (docs/routing.md §6.3).
 pub fn turn_input_text(run: &Run, routed: &RoutedWorkspace) -> String {
     if run.is_lightweight_cron() {
         return run.message.clone();
@@ -328,7 +328,7 @@ fn workspace_block(inputs: &CodexDeveloperInputs) -> Option<String> {
     Some(parts.join("\n\n"))
 }
 
-/// Render the developer instructions (parts 1-8, joined with the routing.md §2.5 rule).
+/// Render the developer instructions (parts 1-8, joined with the docs/routing.md §2.5 rule).
 pub fn render_developer_instructions(inputs: &CodexDeveloperInputs) -> String {
     let mut parts: Vec<String> = vec![BASE_IDENTITY.to_string()];
     parts.extend(deferred_manifest(&inputs.deferred_tools));

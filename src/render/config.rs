@@ -1,5 +1,5 @@
 //! The config resolver: OpenClaw configuration turned into prompt knobs for one agent
-//! (system-prompt.md §9). Per-agent `agents.list[]` values win over `agents.defaults`.
+//! (docs/system-prompt.md §9). Per-agent `agents.list[]` values win over `agents.defaults`.
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;

@@ -97,7 +97,7 @@ pub fn render(request: &PromptRequest<'_>) -> SystemPrompt {
 }
 
 /// Join sections: each is a list of lines joined with `\n` (empty lines dropped), sections are
-/// joined with one blank line, and an empty section leaves no trace (system-prompt.md §3).
+/// joined with one blank line, and an empty section leaves no trace (docs/system-prompt.md §3).
 pub fn assemble(sections: &[Vec<String>]) -> String {
     sections
         .iter()

@@ -1,4 +1,4 @@
-//! Provider contributions and the built-in GPT-5 overlay (system-prompt.md §7).
+//! Provider contributions and the built-in GPT-5 overlay (docs/system-prompt.md §7).
 //!
 //! A provider tunes the prompt without replacing it: it may override exactly three named
 //! sections, add a stable prefix (above the cache boundary) and a dynamic suffix (below).

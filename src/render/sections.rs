@@ -1,4 +1,4 @@
-//! OpenClaw's system prompt: inputs, sections, order and gates (system-prompt.md §2-§8).
+//! OpenClaw's system prompt: inputs, sections, order and gates (docs/system-prompt.md §2-§8).
 //!
 //! Pure: everything comes in through [`PromptInputs`]. The wording is clawbridge's own; the
 //! literal tokens other components parse (`NO_REPLY`, `HEARTBEAT_OK`, the cache marker, the
@@ -100,7 +100,7 @@ pub struct ReactionGuidance {
     pub extensive: bool,
 }
 
-/// Everything the renderer reads (system-prompt.md §2).
+/// Everything the renderer reads (docs/system-prompt.md §2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PromptInputs {
@@ -177,7 +177,7 @@ impl Default for PromptInputs {
     }
 }
 
-/// Clawbridge's canonical core tool order (system-prompt.md §6 S2).
+/// Clawbridge's canonical core tool order (docs/system-prompt.md §6 S2).
 const CORE_TOOL_ORDER: [&str; 28] = [
     "read",
     "write",
@@ -319,7 +319,7 @@ fn project_context(files: &[ContextFile], heading: &str) -> Vec<String> {
     vec![text]
 }
 
-/// `Runtime: ...` (system-prompt.md §8).
+/// `Runtime: ...` (docs/system-prompt.md §8).
 pub fn runtime_line(runtime: &RuntimeInfo, think_level: Option<&str>) -> String {
     let clean = |text: &str| -> String {
         text.chars()
@@ -397,7 +397,7 @@ pub fn runtime_line(runtime: &RuntimeInfo, think_level: Option<&str>) -> String 
     format!("Runtime: {}", fields.join(" | "))
 }
 
-/// Build the prompt (system-prompt.md §3-§5).
+/// Build the prompt (docs/system-prompt.md §3-§5).
 pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
     if inputs.prompt_mode == PromptMode::None {
         return SystemPrompt {

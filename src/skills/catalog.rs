@@ -241,7 +241,7 @@ pub(super) fn budget_note(included: usize, total: usize, shortened: bool) -> Str
     }
 }
 
-/// Render the catalog of `skills` (already eligible) within the budget (routing.md §7.5).
+/// Render the catalog of `skills` (already eligible) within the budget (docs/routing.md §7.5).
 pub fn render_skills_prompt(
     skills: &[SkillEntry],
     max_chars: usize,

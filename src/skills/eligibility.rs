@@ -12,7 +12,7 @@ pub struct IneligibleSkill {
     pub reason: String,
 }
 
-/// Apply routing.md §7.2 in order.
+/// Apply docs/routing.md §7.2 in order.
 pub fn eligible_skills(
     skills: &[SkillEntry],
     run: &Run,

@@ -1,4 +1,4 @@
-//! Deterministic JSON text for artifacts (snapshots-and-sync.md §4.1).
+//! Deterministic JSON text for artifacts (docs/snapshots.md §4.1).
 //!
 //! Keys sorted by code point at every depth (serde_json's default map is a `BTreeMap`), two-space
 //! indentation, non-ASCII kept raw, arrays of scalars on one line when that line fits in 100

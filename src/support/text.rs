@@ -1,7 +1,7 @@
 //! JavaScript string semantics for budgets and cuts.
 //!
 //! OpenClaw is JavaScript, so every length in its config and markers is counted in UTF-16 code
-//! units. These helpers reproduce that unit (routing.md §2) without ever splitting a character:
+//! units. These helpers reproduce that unit (docs/routing.md §2) without ever splitting a character:
 //! a cut that would land inside a surrogate pair keeps one unit less.
 
 /// Length in UTF-16 code units (a character outside the BMP counts 2).
@@ -102,7 +102,7 @@ pub fn is_blank_js(text: &str) -> bool {
     trim_end_js(text).is_empty()
 }
 
-/// The one joining rule for multi-part texts (routing.md §2.5): trim each part's end, drop
+/// The one joining rule for multi-part texts (docs/routing.md §2.5): trim each part's end, drop
 /// empty parts, join the rest with one blank line.
 pub fn join_parts<S: AsRef<str>>(parts: &[S]) -> String {
     let kept: Vec<&str> = parts
@@ -148,7 +148,7 @@ pub fn collate(a: &str, b: &str) -> std::cmp::Ordering {
         .then_with(|| a.cmp(b))
 }
 
-/// Escape for the skills XML (routing.md §7.4: `&` first, then `<`, `>`, `"`, `'`; one pass
+/// Escape for the skills XML (docs/routing.md §7.4: `&` first, then `<`, `>`, `"`, `'`; one pass
 /// gives the same result because no replacement introduces a character escaped later).
 pub fn escape_xml(text: &str) -> String {
     if !text

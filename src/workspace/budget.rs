@@ -41,7 +41,7 @@ fn compact_marker(name: &str, head: usize, tail: usize, total: usize) -> String 
     format!("[truncated {name} {head}+{tail}/{total}]")
 }
 
-/// `clamp(text, budget)` of routing.md §4.2.
+/// `clamp(text, budget)` of docs/routing.md §4.2.
 pub fn clamp_to_budget(text: &str, budget: usize) -> String {
     if budget == 0 {
         return String::new();
@@ -55,7 +55,7 @@ pub fn clamp_to_budget(text: &str, budget: usize) -> String {
     format!("{}…", head16(text, budget - 1))
 }
 
-/// `fit_file` of routing.md §4.2: trim the end, then keep head and tail around a marker.
+/// `fit_file` of docs/routing.md §4.2: trim the end, then keep head and tail around a marker.
 /// Returns the text and whether it was truncated.
 pub fn fit_file(content: &str, name: &str, max: usize) -> (String, bool) {
     let trimmed = trim_end_js(content);
@@ -124,7 +124,7 @@ pub fn fit_file(content: &str, name: &str, max: usize) -> (String, bool) {
     (head16(&joined, max).to_string(), true)
 }
 
-/// `fit_all` of routing.md §4.2 over the files that will actually be pasted, in order.
+/// `fit_all` of docs/routing.md §4.2 over the files that will actually be pasted, in order.
 /// Files that are not [`FileContent::Present`] render the missing marker.
 pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) -> Vec<FittedFile> {
     let mut remaining = limits.total_max_chars.max(1);
@@ -196,7 +196,7 @@ pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) ->
 // Truncation notice
 // ---------------------------------------------------------------------------------------------
 
-/// The truncation notice, clawbridge wording (routing.md §4.4).
+/// The truncation notice, clawbridge wording (docs/routing.md §4.4).
 pub const TRUNCATION_NOTICE: &str = "Note: some workspace bootstrap files above were truncated to fit OpenClaw's context budget, so the injected copy is partial. When details seem to be missing, read the file directly from the workspace.";
 
 /// Per-run truncation facts for diagnostics and the `once` ledger.

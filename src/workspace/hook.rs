@@ -9,7 +9,7 @@ use super::{BootstrapFile, FileContent, LoadedWorkspace, OmittedFile};
 use crate::config::Run;
 use crate::error::Result;
 
-/// Run the `agent:bootstrap` hook command (routing.md §3.5): it gets the file list as JSON on
+/// Run the `agent:bootstrap` hook command (docs/routing.md §3.5): it gets the file list as JSON on
 /// stdin and prints the replacement list. Afterwards entries with a blank path are dropped (with a
 /// warning), duplicates by normalized path are dropped (first wins), synthetic ids such as
 /// `db:AGENT/SOUL.md` are kept verbatim, and the session filter and BOOTSTRAP.md rule apply again.

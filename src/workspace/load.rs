@@ -9,7 +9,7 @@ use super::{
 };
 use crate::config::{Run, SessionKind, Trigger};
 
-/// Load the bootstrap files of `run` (routing.md §3.1-§3.4).
+/// Load the bootstrap files of `run` (docs/routing.md §3.1-§3.4).
 pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
     let mut loaded = LoadedWorkspace::default();
     let workspace = &run.workspace;
@@ -53,7 +53,7 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
     loaded
 }
 
-/// The filters of routing.md §3.2-§3.3; `Some(reason)` drops the file.
+/// The filters of docs/routing.md §3.2-§3.3; `Some(reason)` drops the file.
 pub(super) fn filter_reason(run: &Run, name: &str) -> Option<&'static str> {
     let subagent = run.session_kind == SessionKind::Subagent
         || run.prompt_mode == crate::config::PromptMode::Minimal;

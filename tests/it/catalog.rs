@@ -1,4 +1,4 @@
-//! `sync-codex-model` and `fixtures verify` (snapshots-and-sync.md §6, §7 W1-W7).
+//! `sync-codex-model` and `fixtures verify` (docs/snapshots.md §6, §7 W1-W7).
 
 use std::path::{Path, PathBuf};
 

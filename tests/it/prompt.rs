@@ -1,5 +1,5 @@
 //! OpenClaw's system prompt: goldens per mode and surface, section order and gates, the cache
-//! boundary, provider overrides, the hooks (system-prompt.md §10 vectors).
+//! boundary, provider overrides, the hooks (docs/system-prompt.md §10 vectors).
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! Routing for every trigger and mode (routing.md §8.1, RV1-RV11) plus the load-time safety rules.
+//! Routing for every trigger and mode (docs/routing.md §8.1, RV1-RV11) plus the load-time safety rules.
 
 use clawbridge::render::codex::DEFAULT_COLLABORATION_PRESET;
 use clawbridge::render::codex::{

@@ -1,4 +1,4 @@
-//! Skills discovery, eligibility, catalog and budget (routing.md §7, §8.2).
+//! Skills discovery, eligibility, catalog and budget (docs/routing.md §7, §8.2).
 
 use clawbridge::skills::{render_skills_prompt, CatalogFormat, CatalogSurface};
 use clawbridge::support::text::len16;

@@ -1,5 +1,5 @@
 //! The committed happy-path snapshots: exactly what `gen` produces, routed where the spec says,
-//! deterministic, and guarded by `check` (snapshots-and-sync.md §5.2, issue tests).
+//! deterministic, and guarded by `check` (docs/snapshots.md §5.2, issue tests).
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Line framing for the app-server stdio stream (codex-wire.md §2).
+//! Line framing for the app-server stdio stream (docs/codex-wire.md §2).
 //!
 //! One JSON object per `\n`-terminated line (a trailing `\r` is tolerated). Three kinds of damage
 //! are survived: a raw newline inside a JSON string splits a message over two lines (the pieces

@@ -5,7 +5,7 @@
 //! `{"text": ...}` or `{"contentItems": [...]}` plus `"success"` on stdout. Without a handler,
 //! or when it fails, the answer is `success: false` with a text that says why: Codex drops the
 //! message of a JSON-RPC error and tells the model only "dynamic tool request failed"
-//! (codex-wire.md §6), so tool failures are never reported as RPC errors. Approvals are declined
+//! (docs/codex-wire.md §6), so tool failures are never reported as RPC errors. Approvals are declined
 //! unless approving was asked for; unknown methods get a JSON-RPC error.
 
 use std::process::Stdio;

@@ -132,7 +132,7 @@ pub struct SpawnOptions {
     pub codex_home: PathBuf,
     pub cwd: PathBuf,
     /// Offline runs also point `HOME` at the throwaway home and drop `OPENAI_*` / `CODEX_*`
-    /// variables, so nothing of the user's setup leaks in (codex-wire.md §9.1).
+    /// variables, so nothing of the user's setup leaks in (docs/codex-wire.md §9.1).
     pub isolate_environment: bool,
 }
 

@@ -1,4 +1,4 @@
-//! Typed Codex app-server params for a run (codex-wire.md §4).
+//! Typed Codex app-server params for a run (docs/codex-wire.md §4).
 //!
 //! Strict outbound: every key we send is a field of a struct below, so a misspelt key is a compile
 //! error here rather than a silently ignored field in Codex (which accepts unknown keys).
@@ -73,7 +73,7 @@ pub struct ThreadResumeParams {
     pub personality: &'static str,
     pub config: BTreeMap<String, Value>,
     pub developer_instructions: String,
-    /// Avoids replaying the whole history in the reply (codex-wire.md §4.2).
+    /// Avoids replaying the whole history in the reply (docs/codex-wire.md §4.2).
     pub exclude_turns: bool,
 }
 
@@ -192,7 +192,7 @@ pub struct CodexParams {
     pub experimental_api: bool,
 }
 
-/// Model id and provider after provider splitting (codex-wire.md §4.6).
+/// Model id and provider after provider splitting (docs/codex-wire.md §4.6).
 pub fn split_model(model: &str) -> (String, Option<String>) {
     let Some((provider, rest)) = model.split_once('/') else {
         return (model.to_string(), None);
@@ -208,7 +208,7 @@ pub fn split_model(model: &str) -> (String, Option<String>) {
     (rest.to_string(), provider)
 }
 
-/// Codex reasoning effort for an OpenClaw thinking level (codex-wire.md §4.6).
+/// Codex reasoning effort for an OpenClaw thinking level (docs/codex-wire.md §4.6).
 pub fn effort_for(thinking: Thinking) -> Option<&'static str> {
     match thinking {
         Thinking::Off => None,
@@ -219,7 +219,7 @@ pub fn effort_for(thinking: Thinking) -> Option<&'static str> {
     }
 }
 
-/// The thread `config` overrides (codex-wire.md §4.4). Keys live here and nowhere else.
+/// The thread `config` overrides (docs/codex-wire.md §4.4). Keys live here and nowhere else.
 pub fn thread_config(run: &Run) -> BTreeMap<String, Value> {
     let mut config = BTreeMap::new();
     let web_search = run.config.get(crate::config::keys::WEB_SEARCH);
@@ -255,7 +255,7 @@ pub fn thread_config(run: &Run) -> BTreeMap<String, Value> {
     config
 }
 
-/// `dynamicTools` plus the names of the deferred tools (codex-wire.md §4.5).
+/// `dynamicTools` plus the names of the deferred tools (docs/codex-wire.md §4.5).
 pub fn dynamic_tools(run: &Run) -> (Vec<DynamicToolSpec>, Vec<String>) {
     let sendable: Vec<&ToolSpec> = run
         .tools

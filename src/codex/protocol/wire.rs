@@ -1,4 +1,4 @@
-//! The JSON-RPC wire as `codex app-server` speaks it (codex-wire.md §2).
+//! The JSON-RPC wire as `codex app-server` speaks it (docs/codex-wire.md §2).
 //!
 //! Codex never sends a `"jsonrpc"` field, and ids are integers or strings whose JSON type must be
 //! echoed exactly (`53` is not `"53"`). Inbound messages are routed on their envelope alone
