@@ -289,7 +289,7 @@ fn render_scenario(
         "limitations": [
             "This is a reconstruction from the params clawbridge sends and pinned Codex fixtures, not a captured model request.",
             "Codex adds its natively discovered AGENTS.md, the environment context, its system-skills list and its permission text inside the runtime.",
-            "Measured against Codex CLI 0.169.0, Codex also edits the base instructions: personality \"none\" removes the `# Personality` section and one checklist line is dropped (see docs/codex-wire.md §8).",
+            "Measured against Codex CLI 0.169.0, Codex also edits the base instructions: personality \"none\" removes the `# Personality` section and one checklist line is dropped (see codex-wire.md §8).",
         ],
     });
 

@@ -1,0 +1,271 @@
+//! The command line: what the user types, as clap structs (raw flags). `main.rs` turns them into
+//! app-layer calls; every closed set is a clap enum.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use clawbridge::app::run as pairing;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "clawbridge",
+    version,
+    about = "Bridge OpenClaw agent runs to the OpenAI Codex app-server"
+)]
+pub struct Cli {
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every translation command shares.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The run document (JSON).
+    pub run: PathBuf,
+    /// Where `once` truncation warnings are remembered (default: the platform state dir).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// `agent:bootstrap` hook: gets the bootstrap file list as JSON on stdin, prints the replacement.
+    #[arg(long)]
+    pub bootstrap_hook: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the exact Codex thread/turn params for a run document.
+    Params(RunArgs),
+    /// Print OpenClaw's own system prompt for a run (what non-Codex harnesses receive).
+    Prompt {
+        #[command(flatten)]
+        args: RunArgs,
+        /// Override the prompt mode.
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        /// Print {"stablePrefix", "dynamicSuffix"} as JSON instead of the joined text.
+        #[arg(long)]
+        split: bool,
+        /// A provider contribution (JSON: interactionStyle, toolCallStyle, executionBias, stablePrefix, dynamicSuffix).
+        #[arg(long)]
+        provider: Option<PathBuf>,
+    },
+    /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
+    Context {
+        #[command(flatten)]
+        args: RunArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Add per-skill and per-tool sizes.
+        #[arg(long)]
+        detail: bool,
+    },
+    /// Refresh the pinned Codex model-prompt fixture from a Codex model catalog.
+    SyncCodexModel(SyncArgs),
+    /// Pinned fixture checks.
+    #[command(subcommand)]
+    Fixtures(FixturesCommand),
+    /// Run the turn through a real `codex app-server` and stream its events.
+    Run {
+        /// The run document (JSON).
+        run: PathBuf,
+        /// Use the built-in loopback model stub and a throwaway CODEX_HOME (no account needed).
+        #[arg(long)]
+        offline: bool,
+        /// Print every event as a JSON line instead of the agent's messages.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        codex: CodexArgs,
+    },
+    /// Run the turn offline and write the exact model-bound request Codex sent (redacted).
+    Capture {
+        /// The run document (JSON).
+        run: PathBuf,
+        /// Output folder for model-request.json and layers.md.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        codex: CodexArgs,
+    },
+    /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) for OpenClaw-side clients.
+    Serve(ServeArgs),
+    /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
+    #[command(subcommand, alias = "prompt-snapshots")]
+    Snapshots(SnapshotsCommand),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ModeArg {
+    Full,
+    Minimal,
+    None,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum PersonalityArg {
+    Default,
+    Friendly,
+    Pragmatic,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum SandboxArg {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (`127.0.0.1:0` picks a free port; the bound address is the first stdout line).
+    #[arg(long, default_value = "127.0.0.1:7077")]
+    pub listen: std::net::SocketAddr,
+    /// The bearer token clients send (`Authorization: Bearer <TOKEN>`, 16+ visible ASCII
+    /// characters). Also read from CLAWBRIDGE_TOKEN. Default: generated once into
+    /// `<state-dir>/token` (mode 0600) and reused.
+    #[arg(long, env = "CLAWBRIDGE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Accept requests without a token (loopback addresses only; any local process can then
+    /// drive Codex).
+    #[arg(long, conflicts_with = "token")]
+    pub no_auth: bool,
+    /// A browser origin allowed to call (e.g. `http://localhost:3000`); every other request
+    /// that carries `Origin` gets 403. Repeatable.
+    #[arg(long = "allow-origin")]
+    pub allow_origins: Vec<String>,
+    /// A `Host` header value accepted besides the bound address and loopback names
+    /// (`name`, `name:port` or `name:*`). Repeatable.
+    #[arg(long = "allow-host")]
+    pub allow_hosts: Vec<String>,
+    /// The most sandbox access a run may ask for; runs that name none get it.
+    #[arg(long, value_enum, default_value = "workspace-write")]
+    pub max_sandbox: SandboxArg,
+    /// Run documents' paths must lie under one of these folders (repeatable).
+    #[arg(long = "workspace-root", required = true)]
+    pub workspace_roots: Vec<PathBuf>,
+    /// The Codex CLI binary (default: $CODEX_BIN, then `codex` on PATH).
+    #[arg(long)]
+    pub codex_bin: Option<PathBuf>,
+    /// CODEX_HOME for the app-server.
+    #[arg(long)]
+    pub codex_home: Option<PathBuf>,
+    /// Where session bindings, the token and warning state live (default: the platform state dir).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Pair with the built-in loopback model stub and a throwaway CODEX_HOME.
+    #[arg(long)]
+    pub offline: bool,
+    /// Script the offline stub's answers.
+    #[arg(long)]
+    pub stub_script: Option<PathBuf>,
+    /// Seconds a tool call or approval waits for the client's answer.
+    #[arg(long, default_value_t = 300)]
+    pub answer_timeout: u64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SnapshotsCommand {
+    /// Regenerate every snapshot file and delete stale ones.
+    Gen {
+        /// Repository root (default: the current directory).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// Also capture each scenario's raw model-bound request through a real Codex (offline)
+        /// into fixtures/prompt-snapshots/codex-runtime-raw/ (not drift-checked).
+        #[arg(long)]
+        raw: bool,
+        /// The Codex CLI for --raw.
+        #[arg(long)]
+        codex_bin: Option<PathBuf>,
+    },
+    /// Compare the committed snapshots with freshly generated ones; exit 1 on drift.
+    Check {
+        /// Repository root (default: the current directory).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SyncArgs {
+    /// A models_cache.json or models.json (default: discover CODEX_HOME, ~/.codex, ~/code/codex).
+    #[arg(long)]
+    pub catalog: Option<PathBuf>,
+    /// Model slug to render.
+    #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_MODEL)]
+    pub model: String,
+    #[arg(long, value_enum, default_value = "pragmatic")]
+    pub personality: PersonalityArg,
+    /// Where the fixtures live (relative to the current directory).
+    #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_OUT_DIR)]
+    pub out_dir: PathBuf,
+    /// Recorded verbatim as catalogGitHead.
+    #[arg(long)]
+    pub catalog_git_head: Option<String>,
+    /// Recorded as catalogPath instead of the derived value.
+    #[arg(long)]
+    pub source_label: Option<String>,
+    /// Pin the Default collaboration-mode preset from a captured text file.
+    #[arg(long)]
+    pub collaboration_default: Option<PathBuf>,
+    /// Compare with the committed fixtures instead of writing; exit 1 on drift.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FixturesCommand {
+    /// Check every pinned fixture against the SHA-256 in its source.json.
+    Verify {
+        /// Repository root (default: the current directory).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CodexArgs {
+    /// The Codex CLI binary (default: $CODEX_BIN, then `codex` on PATH).
+    #[arg(long)]
+    pub codex_bin: Option<PathBuf>,
+    /// CODEX_HOME for the app-server (offline: default a throwaway folder; never ~/.codex).
+    #[arg(long)]
+    pub codex_home: Option<PathBuf>,
+    /// Script the offline stub's answers per model request (JSON; see README).
+    #[arg(long)]
+    pub stub_script: Option<PathBuf>,
+    /// Command answering dynamic tool calls (JSON on stdin, {text|contentItems, success} on stdout).
+    #[arg(long)]
+    pub tool_handler: Option<String>,
+    /// Approve Codex approval requests (default: decline).
+    #[arg(long)]
+    pub approve: bool,
+    /// End the turn after this many seconds without progress.
+    #[arg(long, default_value_t = pairing::DEFAULT_IDLE_SECS)]
+    pub idle_timeout: u64,
+    /// End the turn after this many seconds in all.
+    #[arg(long, default_value_t = pairing::DEFAULT_TURN_SECS)]
+    pub turn_timeout: u64,
+    /// Where `once` truncation warnings are remembered (default: the platform state dir).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl CodexArgs {
+    pub fn settings(self, offline: bool) -> pairing::PairingSettings {
+        pairing::PairingSettings {
+            codex_bin: self.codex_bin,
+            codex_home: self.codex_home,
+            stub_script: self.stub_script,
+            tool_handler: self.tool_handler,
+            approve: self.approve,
+            limits: pairing::turn_limits(self.idle_timeout, self.turn_timeout),
+            state_dir: self.state_dir,
+            offline,
+        }
+    }
+}
