@@ -5,10 +5,10 @@
 //! any method runs:
 //! 1. the `Host` filter (jsonrpsee's [`HostFilterLayer`]): the bound address, loopback names and
 //!    `--allow-host` entries only, so a DNS-rebinding page on a foreign name gets 403;
-//! 2. the `Origin` check ([`OriginGuard`]): a request that carries `Origin` (every browser page
+//! 2. the `Origin` check ([`origin_guard`]): a request that carries `Origin` (every browser page
 //!    does) gets 403 unless the origin was listed with `--allow-origin`;
 //! 3. CORS answers for the allowed origins (so their preflights succeed without a token);
-//! 4. the bearer token ([`BearerAuth`]), compared in constant time, 401 otherwise.
+//! 4. the bearer token ([`bearer_auth`]), compared in constant time, 401 otherwise.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -60,45 +60,38 @@ fn refusal(status: u16, message: &str) -> HttpResponse {
 
 type BoxFuture<T, E> = Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send>>;
 
-/// Refuses requests whose `Origin` is not on the operator's list.
+/// One check on a request's headers: `Some(response)` refuses the request with that response.
+pub trait RequestCheck: Clone + Send + Sync + 'static {
+    fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse>;
+}
+
+/// A tower layer that runs one [`RequestCheck`] before the inner service.
 #[derive(Clone, Debug)]
-pub struct OriginGuardLayer {
-    allowed: Arc<Vec<String>>,
-}
+pub struct CheckLayer<C>(C);
 
-impl OriginGuardLayer {
-    pub fn new(allowed: &[String]) -> Self {
-        let allowed = allowed
-            .iter()
-            .map(|origin| origin.trim_end_matches('/').to_ascii_lowercase())
-            .collect();
-        Self {
-            allowed: Arc::new(allowed),
-        }
-    }
-}
-
-impl<S> Layer<S> for OriginGuardLayer {
-    type Service = OriginGuard<S>;
+impl<S, C: RequestCheck> Layer<S> for CheckLayer<C> {
+    type Service = Checked<S, C>;
     fn layer(&self, inner: S) -> Self::Service {
-        OriginGuard {
+        Checked {
             inner,
-            allowed: Arc::clone(&self.allowed),
+            check: self.0.clone(),
         }
     }
 }
 
+/// The service of a [`CheckLayer`].
 #[derive(Clone, Debug)]
-pub struct OriginGuard<S> {
+pub struct Checked<S, C> {
     inner: S,
-    allowed: Arc<Vec<String>>,
+    check: C,
 }
 
-impl<S, B> Service<HttpRequest<B>> for OriginGuard<S>
+impl<S, C, B> Service<HttpRequest<B>> for Checked<S, C>
 where
     S: Service<HttpRequest<B>, Response = HttpResponse>,
     S::Future: Send + 'static,
     S::Error: 'static,
+    C: RequestCheck,
 {
     type Response = HttpResponse;
     type Error = S::Error;
@@ -109,61 +102,67 @@ where
     }
 
     fn call(&mut self, request: HttpRequest<B>) -> Self::Future {
-        let origins = request.headers().get_all(http::header::ORIGIN);
-        let refused = origins.iter().find(|origin| {
-            let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
-            !self.allowed.contains(&origin)
-        });
-        if let Some(origin) = refused {
-            let message = format!(
-                "Origin {} is not allowed (a web page may not drive this server; start serve with --allow-origin to allow one)",
-                String::from_utf8_lossy(origin.as_bytes())
-            );
-            tracing::warn!("refused a request: {message}");
-            let response = refusal(403, &message);
-            return Box::pin(async move { Ok(response) });
+        match self.check.refuse(request.headers()) {
+            Some(response) => Box::pin(async move { Ok(response) }),
+            None => Box::pin(self.inner.call(request)),
         }
-        Box::pin(self.inner.call(request))
     }
 }
 
-/// Requires `Authorization: Bearer <token>`.
+/// Refuses requests whose `Origin` is not on the operator's list.
+#[derive(Clone, Debug)]
+pub struct OriginCheck {
+    allowed: Arc<Vec<String>>,
+}
+
+/// The `Origin` check for the `--allow-origin` list.
+pub fn origin_guard(allowed: &[String]) -> CheckLayer<OriginCheck> {
+    let allowed = allowed
+        .iter()
+        .map(|origin| origin.trim_end_matches('/').to_ascii_lowercase())
+        .collect();
+    CheckLayer(OriginCheck {
+        allowed: Arc::new(allowed),
+    })
+}
+
+impl RequestCheck for OriginCheck {
+    fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse> {
+        let origin = headers
+            .get_all(http::header::ORIGIN)
+            .iter()
+            .find(|origin| {
+                let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
+                !self.allowed.contains(&origin)
+            })?;
+        let message = format!(
+            "Origin {} is not allowed (a web page may not drive this server; start serve with --allow-origin to allow one)",
+            String::from_utf8_lossy(origin.as_bytes())
+        );
+        tracing::warn!("refused a request: {message}");
+        Some(refusal(403, &message))
+    }
+}
+
+/// Requires `Authorization: Bearer <token>`; `None` lets every request through (`--no-auth`).
 #[derive(Clone)]
-pub struct BearerAuthLayer {
+pub struct BearerCheck {
     digest: Option<Arc<[u8; 32]>>,
 }
 
-impl std::fmt::Debug for BearerAuthLayer {
+impl std::fmt::Debug for BearerCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BearerAuthLayer")
+        f.debug_struct("BearerCheck")
             .field("enabled", &self.digest.is_some())
             .finish()
     }
 }
 
-impl BearerAuthLayer {
-    /// `None` lets every request through (`--no-auth`).
-    pub fn new(token: Option<&str>) -> Self {
-        Self {
-            digest: token.map(|token| Arc::new(Sha256::digest(token.as_bytes()).into())),
-        }
-    }
-}
-
-impl<S> Layer<S> for BearerAuthLayer {
-    type Service = BearerAuth<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        BearerAuth {
-            inner,
-            digest: self.digest.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct BearerAuth<S> {
-    inner: S,
-    digest: Option<Arc<[u8; 32]>>,
+/// The bearer-token check (`None`: no token required).
+pub fn bearer_auth(token: Option<&str>) -> CheckLayer<BearerCheck> {
+    CheckLayer(BearerCheck {
+        digest: token.map(|token| Arc::new(Sha256::digest(token.as_bytes()).into())),
+    })
 }
 
 /// Constant-time check of an `Authorization` header: both sides are hashed first, so neither the
@@ -179,36 +178,21 @@ fn bearer_matches(header: Option<&http::HeaderValue>, digest: &[u8; 32]) -> bool
     bool::from(given.ct_eq(digest))
 }
 
-impl<S, B> Service<HttpRequest<B>> for BearerAuth<S>
-where
-    S: Service<HttpRequest<B>, Response = HttpResponse>,
-    S::Future: Send + 'static,
-    S::Error: 'static,
-{
-    type Response = HttpResponse;
-    type Error = S::Error;
-    type Future = BoxFuture<HttpResponse, S::Error>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: HttpRequest<B>) -> Self::Future {
-        if let Some(digest) = &self.digest {
-            let header = request.headers().get(http::header::AUTHORIZATION);
-            if !bearer_matches(header, digest) {
-                let mut response = refusal(
-                    401,
-                    "missing or wrong bearer token (send Authorization: Bearer <token>; serve prints where its token file is)",
-                );
-                response.headers_mut().insert(
-                    http::header::WWW_AUTHENTICATE,
-                    http::HeaderValue::from_static("Bearer"),
-                );
-                return Box::pin(async move { Ok(response) });
-            }
+impl RequestCheck for BearerCheck {
+    fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse> {
+        let digest = self.digest.as_ref()?;
+        if bearer_matches(headers.get(http::header::AUTHORIZATION), digest) {
+            return None;
         }
-        Box::pin(self.inner.call(request))
+        let mut response = refusal(
+            401,
+            "missing or wrong bearer token (send Authorization: Bearer <token>; serve prints where its token file is)",
+        );
+        response.headers_mut().insert(
+            http::header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static("Bearer"),
+        );
+        Some(response)
     }
 }
 

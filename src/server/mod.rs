@@ -951,9 +951,9 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let cors = cors_layer(&config.allow_origins)?;
     let middleware = tower::ServiceBuilder::new()
         .layer(guard::host_filter(&hosts).map_err(ServeError::Usage)?)
-        .layer(guard::OriginGuardLayer::new(&config.allow_origins))
+        .layer(guard::origin_guard(&config.allow_origins))
         .option_layer(cors)
-        .layer(guard::BearerAuthLayer::new(token.as_deref()));
+        .layer(guard::bearer_auth(token.as_deref()));
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)

@@ -81,6 +81,36 @@ pub async fn connect(running: &Running) -> jsonrpsee::ws_client::WsClient {
         .expect("ws client")
 }
 
+/// A run's events, replayed from its start, up to and including the first one `stop` accepts or
+/// `turnEnd`.
+pub async fn events_until(
+    client: &jsonrpsee::ws_client::WsClient,
+    run_id: &str,
+    stop: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut subscription = client
+        .subscribe::<Value, _>(
+            "bridge.subscribeRun",
+            rpc_params![run_id],
+            "bridge.unsubscribeRun",
+        )
+        .await
+        .expect("subscribe");
+    let mut events = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), subscription.next())
+            .await
+            .expect("event in time")
+            .expect("stream open")
+            .expect("event");
+        let end = stop(&event) || event["event"] == "turnEnd";
+        events.push(event);
+        if end {
+            return events;
+        }
+    }
+}
+
 /// Collect a run's events up to and including `turnEnd`, answering tool calls with `answer`.
 pub async fn follow(
     client: &jsonrpsee::ws_client::WsClient,
@@ -119,7 +149,6 @@ pub async fn follow(
     }
 }
 
-#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn params_run_stream_tool_call_and_status() {
     let bin = codex_bin();

@@ -9,7 +9,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
+use jsonrpsee::core::client::ClientT;
 use jsonrpsee::rpc_params;
 use jsonrpsee::ws_client::{WsClient, WsClientBuilder};
 use serde_json::{json, Value};
@@ -614,52 +614,21 @@ async fn a_fifo_tools_file_is_refused_without_hanging() {
     assert!(status["runs"].is_array());
 }
 
-/// Follow a run's events until `turnEnd`, answering tool calls with `answer` when given.
+/// A run's events from its start until `turnEnd`.
 async fn events_until_end(client: &WsClient, run_id: &str) -> Vec<Value> {
-    let mut subscription = client
-        .subscribe::<Value, _>(
-            "bridge.subscribeRun",
-            rpc_params![run_id],
-            "bridge.unsubscribeRun",
-        )
-        .await
-        .expect("subscribe");
-    let mut events = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(60), subscription.next())
-            .await
-            .expect("event in time")
-            .expect("open")
-            .expect("event");
-        let end = event["event"] == "turnEnd";
-        events.push(event);
-        if end {
-            return events;
-        }
-    }
+    crate::serve::events_until(client, run_id, |event| event["event"] == "turnEnd").await
 }
 
-/// Wait for the first `toolCall` event of a run.
+/// A run's first `toolCall` event (the run must not end before it).
 async fn first_tool_call(client: &WsClient, run_id: &str) -> Value {
-    let mut subscription = client
-        .subscribe::<Value, _>(
-            "bridge.subscribeRun",
-            rpc_params![run_id],
-            "bridge.unsubscribeRun",
-        )
-        .await
-        .expect("subscribe");
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(60), subscription.next())
-            .await
-            .expect("event in time")
-            .expect("open")
-            .expect("event");
-        assert_ne!(event["event"], "turnEnd", "the run ended early: {event}");
-        if event["event"] == "toolCall" {
-            return event;
-        }
-    }
+    let events =
+        crate::serve::events_until(client, run_id, |event| event["event"] == "toolCall").await;
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!(
+        last["event"], "toolCall",
+        "the run ended before a tool call: {events:?}"
+    );
+    last
 }
 
 /// A stub script: `calls` model requests answered with a `message` tool call, then text.
