@@ -2,8 +2,11 @@
 //!
 //! [`route_workspace`] takes the loaded files, decides the surface of each one for the run's
 //! harness, applies the budgets to exactly the files that will be pasted (in load order), and
-//! decides whether the truncation notice is shown. The text builders (Codex params, the system
-//! prompt) and the `/context` report all read the same [`RoutedWorkspace`].
+//! decides whether the truncation notice is shown (for `once`, it names the notice and the caller
+//! asks the session's memory). The text builders (Codex params, the system prompt) and the
+//! `/context` report all read the same [`RoutedWorkspace`].
+//!
+//! Pure: no I/O, no state. Uses config and workspace only (docs/architecture.md).
 
 use serde::Serialize;
 

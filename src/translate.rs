@@ -1,7 +1,9 @@
 //! The one pipeline every consumer shares: run -> workspace + skills -> routing -> Codex params.
 //!
-//! The CLI (`params`, `context`), the snapshot generator and the benchmarks all call
-//! [`translate`], so what they show is what would be sent.
+//! Every command (`app::commands`), the service, the snapshot generator and the benchmarks call
+//! [`translate`], so what they show is what would be sent. It re-checks a confined run's paths at
+//! the moment of use and asks [`NoticeMemory`] about `once` truncation notices; the memory itself
+//! lives in the app layer.
 
 use crate::codex::protocol::params::{build_params, CodexParams};
 use crate::config::{Harness, Run};

@@ -1,9 +1,15 @@
 //! Every command, implemented once: the CLI (`main.rs`) and the bridge API (`server`) are two
 //! thin faces of these functions.
 //!
-//! Layout: [`context`] is the `/context` view; [`pairing`] runs one turn through a real Codex;
-//! [`capture`] redacts and labels what Codex sent the model; [`offline`] is the loopback model
-//! stub and the throwaway `CODEX_HOME`.
+//! Layout: [`commands`] holds the translation commands (`params`, `context`, `prompt`) and the
+//! live facts they read; [`run`] the pairing commands (`run`, `capture`, `snapshots gen --raw`);
+//! [`fixtures`] the review-artifact commands (`snapshots`, `sync-codex-model`, `fixtures
+//! verify`); [`events`] the run events both faces emit; [`context`] is the `/context` view;
+//! [`pairing`] drives one turn through a real Codex; [`capture`] redacts and labels what Codex
+//! sent the model; [`offline`] is the loopback model stub and the throwaway `CODEX_HOME`;
+//! [`state`] is what the process remembers between runs (the `once` warning ledger).
+//!
+//! May use every layer below it (docs/architecture.md); only `server` and the binary use it.
 
 pub mod capture;
 pub mod commands;

@@ -9,6 +9,11 @@
 //! * [`provider`]: provider contributions (section overrides, stable prefix, dynamic suffix) and
 //!   the built-in GPT-5 overlay; [`hooks`]: the legacy whole-prompt `before_prompt_build` hook.
 //! * [`adapter`]: runtime adapters that gather live facts for a run and call the facade.
+//! * [`codex`]: every Codex text (thread developer instructions, collaboration instructions, turn
+//!   input), in one place.
+//!
+//! Uses config, workspace, skills and routing; never translate or anything above it
+//! (docs/architecture.md).
 
 pub mod adapter;
 pub mod codex;
