@@ -13,6 +13,45 @@ use crate::support::text::{collate, len16, trim_js};
 const MAX_SKILL_DEPTH: usize = 4;
 /// Largest `SKILL.md` read.
 const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+/// Largest frontmatter handed to the YAML parser (real ones are a few hundred bytes).
+const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
+/// Deepest flow (`[`, `{`) nesting and widest indentation handed to the YAML parser: its time
+/// grows with the square of the nesting, so the bound is checked before it runs.
+const MAX_FRONTMATTER_NESTING: usize = 64;
+const MAX_FRONTMATTER_INDENT: usize = 256;
+
+/// Refuse frontmatter the YAML parser could spend unbounded time on.
+pub(super) fn check_frontmatter_bounds(front: &str) -> Result<(), String> {
+    if front.len() > MAX_FRONTMATTER_BYTES {
+        return Err(format!(
+            "frontmatter is {} bytes, over the {MAX_FRONTMATTER_BYTES}-byte limit",
+            front.len()
+        ));
+    }
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for byte in front.bytes() {
+        match byte {
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let widest = front
+        .lines()
+        .map(|line| line.len() - line.trim_start_matches([' ', '\t']).len())
+        .max()
+        .unwrap_or(0);
+    if deepest > MAX_FRONTMATTER_NESTING || widest > MAX_FRONTMATTER_INDENT {
+        return Err(format!(
+            "frontmatter nests deeper than {MAX_FRONTMATTER_NESTING} levels (or indents past {MAX_FRONTMATTER_INDENT} columns); not parsed"
+        ));
+    }
+    Ok(())
+}
 
 /// Parsed skills keyed by file identity (path, size, modification time), so a long-lived process
 /// (the bridge service, the benchmarks' warm path) re-reads and re-hashes only files that changed.
@@ -323,6 +362,7 @@ pub fn parse_skill(
         Err(_) => String::from_utf8_lossy(bytes),
     };
     let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
+    check_frontmatter_bounds(&front)?;
     let meta: Frontmatter = match plain_frontmatter(&front) {
         Some(meta) => meta,
         None => serde_yaml_ng::from_str(&front)

@@ -192,3 +192,45 @@ fn per_agent_skills_budget_override() {
         CatalogFormat::Compact(_)
     ));
 }
+
+#[test]
+fn adversarial_frontmatter_is_refused_before_the_yaml_parser() {
+    let ws = TestWorkspace::full();
+    // About 1 MiB of nesting: unbounded YAML parsing of this takes minutes.
+    let nested = format!(
+        "---\nname: deep\ndescription: {}x{}\n---\n",
+        "[".repeat(500_000),
+        "]".repeat(500_000)
+    );
+    ws.write("skills/deep/SKILL.md", &nested);
+    let indented: String = (0..400)
+        .map(|level| format!("{}k{level}:\n", " ".repeat(level)))
+        .collect();
+    ws.write(
+        "skills/indented/SKILL.md",
+        &format!("---\nname: indented\ndescription: d\nmetadata:\n{indented}---\n"),
+    );
+    ws.write(
+        "skills/fine/SKILL.md",
+        "---\nname: fine\ndescription: ok\n---\n",
+    );
+    let run = run_with(&ws.path(), serde_json::json!({}));
+    let found = clawbridge::skills::discover_skills(&run);
+    let names: Vec<&str> = found
+        .skills
+        .iter()
+        .map(|skill| skill.name.as_str())
+        .collect();
+    assert!(
+        names.contains(&"fine") && !names.contains(&"deep") && !names.contains(&"indented"),
+        "{names:?}"
+    );
+    for folder in ["deep", "indented"] {
+        assert!(
+            found.warnings.iter().any(|warning| warning.contains(folder)
+                && (warning.contains("nests deeper") || warning.contains("byte limit"))),
+            "{folder}: {:?}",
+            found.warnings
+        );
+    }
+}
