@@ -6,4 +6,5 @@
 
 pub mod fs;
 pub mod json;
+pub mod process;
 pub mod text;

@@ -3,11 +3,26 @@
 use serde::{Deserialize, Serialize};
 
 use std::path::Path;
+use std::time::Duration;
 
 use super::load::{filter_reason, setup_complete};
 use super::{BootstrapFile, FileContent, LoadedWorkspace, OmittedFile};
 use crate::config::Run;
 use crate::error::Result;
+
+/// The hook's whole exchange (input, output, exit) must end within this.
+const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+/// The hook prints at most this much (eight 2 MiB files and their JSON).
+const MAX_HOOK_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
+
+fn stderr_note(tail: &str) -> String {
+    let tail = tail.trim();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {tail}")
+    }
+}
 
 /// Run the `agent:bootstrap` hook command (docs/routing.md §3.5): it gets the file list as JSON on
 /// stdin and prints the replacement list. Afterwards entries with a blank path are dropped (with a
@@ -18,7 +33,6 @@ pub fn apply_bootstrap_hook(
     loaded: LoadedWorkspace,
     command: &str,
 ) -> Result<LoadedWorkspace> {
-    use std::io::Write as _;
     #[derive(Serialize, Deserialize)]
     struct HookFile {
         name: Option<String>,
@@ -49,22 +63,19 @@ pub fn apply_bootstrap_hook(
         "sessionKey": run.session_key,
         "files": files,
     });
-    let mut child = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .map_err(|error| failed(error.to_string()))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(input.to_string().as_bytes());
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|error| failed(error.to_string()))?;
+    let output = crate::support::process::run_shell_bounded(
+        command,
+        input.to_string().as_bytes(),
+        HOOK_TIMEOUT,
+        MAX_HOOK_OUTPUT_BYTES,
+    )
+    .map_err(|error| failed(error.to_string()))?;
     if !output.status.success() {
-        return Err(failed(format!("exited with {}", output.status)));
+        return Err(failed(format!(
+            "exited with {}{}",
+            output.status,
+            stderr_note(&output.stderr_tail)
+        )));
     }
     let value: serde_json::Value = serde_json::from_slice(&output.stdout)
         .map_err(|error| failed(format!("printed invalid JSON: {error}")))?;

@@ -191,3 +191,19 @@ fn context_lists_every_file_with_its_surface() {
         "{text}"
     );
 }
+
+#[test]
+fn a_bootstrap_hook_that_prints_without_end_is_stopped_at_the_cap() {
+    let (code, stdout, stderr) = run_cli(&[
+        "params",
+        "fixtures/runs/telegram-direct.json",
+        "--bootstrap-hook",
+        "yes",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("bootstrap hook `yes` failed") && stderr.contains("printed more than"),
+        "{stderr}"
+    );
+}

@@ -8,12 +8,9 @@
 //! (docs/codex-wire.md §6), so tool failures are never reported as RPC errors. Approvals are declined
 //! unless approving was asked for; unknown methods get a JSON-RPC error.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 
 use super::session::{HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler};
 use crate::codex::protocol::inbound::RequestKind;
@@ -21,6 +18,8 @@ use crate::codex::protocol::wire::{RpcError, METHOD_NOT_FOUND};
 
 /// Largest tool handler output read.
 const MAX_TOOL_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
+/// A tool handler without a configured timeout still ends (the CLI passes `--idle-timeout`).
+const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Tool handler command plus the approval policy.
 #[derive(Clone, Debug, Default)]
@@ -94,35 +93,23 @@ impl DefaultHandler {
     }
 
     async fn run_tool_command(&self, command: &str, input: &Value) -> Result<Value, String> {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|error| format!("cannot start `{command}`: {error}"))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let bytes = serde_json::to_vec(input).map_err(|error| error.to_string())?;
-            // A handler that ignores stdin may close it early; that is fine.
-            let _ = stdin.write_all(&bytes).await;
-        }
-        let wait = child.wait_with_output();
-        let output = match self.tool_timeout {
-            Some(limit) => tokio::time::timeout(limit, wait)
-                .await
-                .map_err(|_| format!("`{command}` did not finish within {limit:?}"))?,
-            None => wait.await,
-        }
-        .map_err(|error| format!("`{command}`: {error}"))?;
+        let bytes = serde_json::to_vec(input).map_err(|error| error.to_string())?;
+        let timeout = self.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT);
+        let owned = command.to_string();
+        // One deadline for the stdin write, the output and the exit; output capped as it is read.
+        let output = tokio::task::spawn_blocking(move || {
+            crate::support::process::run_shell_bounded(
+                &owned,
+                &bytes,
+                timeout,
+                MAX_TOOL_OUTPUT_BYTES,
+            )
+        })
+        .await
+        .map_err(|error| format!("`{command}`: {error}"))?
+        .map_err(|error| format!("`{command}` {error}"))?;
         if !output.status.success() {
             return Err(format!("`{command}` exited with {}", output.status));
-        }
-        if output.stdout.len() > MAX_TOOL_OUTPUT_BYTES {
-            return Err(format!(
-                "`{command}` printed more than {MAX_TOOL_OUTPUT_BYTES} bytes"
-            ));
         }
         tool_answer_from_output(&output.stdout)
             .map_err(|why| format!("the tool handler's answer {why}"))

@@ -1,0 +1,176 @@
+//! Running an operator-configured shell command (a tool handler, a bootstrap hook) with bounds.
+//!
+//! One deadline covers the whole exchange: writing stdin, reading stdout and stderr, and the exit.
+//! The three streams are served concurrently (a command that writes before it reads cannot
+//! deadlock us), and stdout and stderr are capped while they are read, not after: a command that
+//! prints without end is killed at the cap. A command past its deadline is killed.
+
+use std::io::{Read, Write};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// What a bounded command produced.
+#[derive(Debug)]
+pub struct BoundedOutput {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    /// The last bytes of stderr (lossy UTF-8), for messages.
+    pub stderr_tail: String,
+}
+
+/// Why a bounded command gave no usable output.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    #[error("cannot start: {0}")]
+    Spawn(#[source] std::io::Error),
+    #[error("did not finish within {0:?}")]
+    Timeout(Duration),
+    #[error("printed more than {0} bytes")]
+    TooMuchOutput(usize),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Bytes of stderr kept for messages.
+const STDERR_TAIL: usize = 4096;
+
+/// Run `sh -c command` with `input` on stdin, at most `max_stdout` bytes of stdout, within
+/// `timeout` in all.
+pub fn run_shell_bounded(
+    command: &str,
+    input: &[u8],
+    timeout: Duration,
+    max_stdout: usize,
+) -> Result<BoundedOutput, ChildError> {
+    let deadline = Instant::now() + timeout;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(ChildError::Spawn)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = input.to_vec();
+        // A command that ignores stdin may close it early; that is fine.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+    let (done, events) = mpsc::channel::<Stream>();
+    if let Some(stdout) = child.stdout.take() {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(Stream::Stdout(read_capped(stdout, max_stdout)));
+        });
+    }
+    if let Some(stderr) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let _ = done.send(Stream::Stderr(read_tail(stderr)));
+        });
+    }
+    let mut stdout = None;
+    let mut stderr = None;
+    while stdout.is_none() || stderr.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match events.recv_timeout(left) {
+            Ok(Stream::Stdout(Some(bytes))) => stdout = Some(bytes),
+            Ok(Stream::Stdout(None)) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(ChildError::TooMuchOutput(max_stdout));
+            }
+            Ok(Stream::Stderr(tail)) => stderr = Some(tail),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(ChildError::Timeout(timeout));
+            }
+        }
+    }
+    // Both streams closed; the exit follows (or the command lingers without its pipes).
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(BoundedOutput {
+                status,
+                stdout: stdout.unwrap_or_default(),
+                stderr_tail: stderr.unwrap_or_default(),
+            });
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ChildError::Timeout(timeout));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+enum Stream {
+    /// `None`: over the cap.
+    Stdout(Option<Vec<u8>>),
+    Stderr(String),
+}
+
+fn read_capped(mut reader: impl Read, cap: usize) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let read = (&mut reader)
+        .take(cap as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (read <= cap).then_some(bytes)
+}
+
+fn read_tail(mut reader: impl Read) -> String {
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buffer = [0u8; 8192];
+    while let Ok(read) = reader.read(&mut buffer) {
+        if read == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buffer[..read]);
+        if tail.len() > STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    String::from_utf8_lossy(&tail).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_is_capped_while_it_is_read() {
+        let error = run_shell_bounded("yes", b"", Duration::from_secs(30), 1024 * 1024)
+            .expect_err("endless output");
+        assert!(matches!(error, ChildError::TooMuchOutput(_)), "{error}");
+    }
+
+    #[test]
+    fn one_deadline_covers_stdin_and_the_exit() {
+        // Never reads stdin and never exits: the 2 MiB write cannot block us past the deadline.
+        let input = vec![b'x'; 2 * 1024 * 1024];
+        let error = run_shell_bounded("sleep 30", &input, Duration::from_millis(300), 1024)
+            .expect_err("deadline");
+        assert!(matches!(error, ChildError::Timeout(_)), "{error}");
+    }
+
+    #[test]
+    fn a_command_that_writes_before_reading_does_not_deadlock() {
+        // Prints 256 KiB (more than a pipe holds) before it reads its 256 KiB of input.
+        let input = vec![b'y'; 256 * 1024];
+        let output = run_shell_bounded(
+            "head -c 262144 /dev/zero; cat > /dev/null; echo done >&2",
+            &input,
+            Duration::from_secs(30),
+            1024 * 1024,
+        )
+        .expect("runs");
+        assert!(output.status.success());
+        assert_eq!(output.stdout.len(), 262_144);
+        assert!(output.stderr_tail.contains("done"));
+    }
+}
