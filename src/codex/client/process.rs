@@ -9,7 +9,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How many stderr lines are kept for error messages.
@@ -67,15 +67,82 @@ pub fn find_codex_binary(
     ))
 }
 
+/// Longest stderr line kept (longer lines are cut, the rest of the line skipped).
+const MAX_STDERR_LINE_BYTES: usize = 8 * 1024;
+
+/// Drain Codex's stderr to the end, as bytes: invalid UTF-8 is replaced, lines are cut at
+/// [`MAX_STDERR_LINE_BYTES`] and never buffered whole, so neither stops the drain (a stopped drain
+/// would kill Codex with SIGPIPE) nor grows memory.
+pub async fn drain_stderr(
+    stderr: impl tokio::io::AsyncRead + Unpin,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut reader = BufReader::new(stderr);
+    let mut line: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let flush = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line).into_owned();
+        line.clear();
+        tracing::debug!(target: "codex_stderr", "{text}");
+        let mut tail = tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(text);
+    };
+    let mut skipping = false;
+    loop {
+        let read = match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        for &byte in &chunk[..read] {
+            if byte == b'\n' {
+                if !skipping {
+                    flush(&mut line);
+                }
+                skipping = false;
+            } else if !skipping {
+                line.push(byte);
+                if line.len() >= MAX_STDERR_LINE_BYTES {
+                    line.extend_from_slice("…".as_bytes());
+                    flush(&mut line);
+                    skipping = true;
+                }
+            }
+        }
+    }
+    if !line.is_empty() {
+        flush(&mut line);
+    }
+}
+
+/// Bytes of a file's start that tell a launcher script from a binary.
+const SNIFF_BYTES: u64 = 128;
+
+/// The first [`SNIFF_BYTES`] of a file (never the whole 300 MB binary).
+fn file_head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .ok()?;
+    Some(head)
+}
+
 /// The npm package's `codex` is a Node launcher that starts the native binary as its child. Kill,
 /// crash detection and `kill_on_drop` must reach the process that owns the pipes, so when we are
 /// pointed at the launcher we run the native binary it would have started.
 pub fn resolve_native_binary(path: &Path) -> PathBuf {
     let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let is_launcher = real.extension().is_some_and(|ext| ext == "js")
-        || std::fs::read(&real).is_ok_and(|bytes| {
-            let head = &bytes[..bytes.len().min(128)];
-            head.starts_with(b"#!") && memchr::memmem::find(head, b"node").is_some()
+        || file_head(&real).is_some_and(|head| {
+            head.starts_with(b"#!") && memchr::memmem::find(&head, b"node").is_some()
         });
     if !is_launcher {
         return path.to_path_buf();
@@ -183,19 +250,7 @@ impl CodexProcess {
         let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
         let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
         let tail = Arc::clone(&stderr_tail);
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(target: "codex_stderr", "{line}");
-                let mut tail = tail
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if tail.len() == STDERR_TAIL_LINES {
-                    tail.pop_front();
-                }
-                tail.push_back(line);
-            }
-        });
+        tokio::spawn(drain_stderr(stderr, tail));
         Ok((
             CodexProcess {
                 child,
@@ -226,5 +281,41 @@ impl CodexProcess {
     /// Kill and reap.
     pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
+    }
+}
+
+#[cfg(test)]
+mod drain_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stderr_is_drained_past_invalid_utf8_and_endless_lines() {
+        let (mut writer, reader) = tokio::io::duplex(64 * 1024);
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let drain = tokio::spawn(drain_stderr(reader, Arc::clone(&tail)));
+        use tokio::io::AsyncWriteExt;
+        writer.write_all(b"bad \xff byte\n").await.expect("write");
+        // 1 MiB without a newline: cut, never buffered whole.
+        writer
+            .write_all(&vec![b'z'; 1024 * 1024])
+            .await
+            .expect("write");
+        writer.write_all(b"\nlast line\n").await.expect("write");
+        drop(writer);
+        drain.await.expect("drained to the end");
+        let lines: Vec<String> = tail.lock().expect("tail").iter().cloned().collect();
+        assert_eq!(lines[0], "bad \u{FFFD} byte");
+        assert!(lines[1].len() <= MAX_STDERR_LINE_BYTES + 4 && lines[1].ends_with('…'));
+        assert_eq!(lines.last().map(String::as_str), Some("last line"));
+    }
+
+    #[test]
+    fn the_sniff_reads_only_the_head() {
+        let dir = tempfile::tempdir().expect("dir");
+        let big = dir.path().join("codex");
+        let mut bytes = b"#!/usr/bin/env node\n".to_vec();
+        bytes.resize(4 * 1024 * 1024, b'x');
+        std::fs::write(&big, &bytes).expect("write");
+        assert_eq!(file_head(&big).map(|head| head.len()), Some(128));
     }
 }
