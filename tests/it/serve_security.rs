@@ -810,11 +810,17 @@ async fn a_run_cannot_take_another_sessions_thread_and_ids_are_random() {
 async fn a_workspace_write_turn_writes_inside_and_not_outside() {
     codex_bin();
     let fixture = Fixture::new();
-    // Not under /tmp: Codex's workspace-write sandbox leaves /tmp writable.
-    let outside = repo_root().join("target/serve-security-outside");
-    std::fs::create_dir_all(&outside).expect("outside");
-    let escaped = outside.join(format!("escaped-{}.txt", std::process::id()));
-    let _ = std::fs::remove_file(&escaped);
+    // Not under /tmp or $TMPDIR (Codex's workspace-write sandbox leaves those writable), nor under
+    // the checkout (which may itself lie in /tmp): /var/tmp, else the user's cache folder.
+    let outside_dir = tempfile::tempdir_in("/var/tmp")
+        .or_else(|_| {
+            let cache = dirs::cache_dir().expect("a cache folder");
+            std::fs::create_dir_all(&cache).expect("cache");
+            tempfile::tempdir_in(cache)
+        })
+        .expect("outside folder");
+    let outside = outside_dir.path().to_path_buf();
+    let escaped = outside.join("escaped.txt");
     let script = fixture.state.parent().expect("base").join("script.json");
     std::fs::write(
         &script,
