@@ -387,7 +387,7 @@ impl OfflineHome {
                 });
             }
         }
-        crate::support::fs::write_atomic(&config, offline_config(base_url, model).as_bytes())?;
+        crate::support::fs::write_private(&config, offline_config(base_url, model).as_bytes())?;
         Ok(Self { path, _temp: temp })
     }
 }

@@ -70,7 +70,7 @@ impl NoticeMemory for WarningLedger {
                     seen.drain(..excess);
                 }
                 let text = serde_json::to_string_pretty(&ledger).unwrap_or_default() + "\n";
-                crate::support::fs::write_atomic(path, text.as_bytes())?;
+                crate::support::fs::write_private(path, text.as_bytes())?;
                 Ok(true)
             }
         }

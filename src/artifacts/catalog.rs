@@ -125,12 +125,31 @@ pub struct Catalog {
     pub kind: CatalogKind,
 }
 
+/// Largest catalog read (Codex's `models.json` is about 1 MB).
+const MAX_CATALOG_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A model slug names files in `--out-dir`: letters, digits, `.`, `-`, `_` only, so no slug can
+/// reach outside it.
+pub fn validate_slug(slug: &str) -> Result<()> {
+    let fine = !slug.is_empty()
+        && !slug.starts_with('.')
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if fine {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            flag: format!("--model {slug}"),
+            message: "a model slug may hold only letters, digits, `.`, `-` and `_`".to_string(),
+        })
+    }
+}
+
 /// Read and validate a catalog (an object with a `models` array).
 pub fn load_catalog(path: &Path) -> Result<Catalog> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = crate::support::fs::read_file_capped(path, MAX_CATALOG_BYTES)?;
+    let text = String::from_utf8_lossy(&bytes);
     let invalid = |message: String| Error::InvalidDocument {
         path: path.to_path_buf(),
         message,
@@ -348,6 +367,7 @@ fn provenance_json<T: Serialize>(value: &T) -> String {
 
 /// Render every fixture file from the catalog in memory (nothing is written).
 pub fn plan_sync(request: &SyncRequest) -> Result<SyncPlan> {
+    validate_slug(&request.model)?;
     let catalog = load_catalog(&request.catalog)?;
     let entry = catalog.model(&request.model)?;
     let rendered = render_instructions(entry, &request.model, request.personality)?;

@@ -446,6 +446,21 @@ fn committed_files(dir: &Path) -> Vec<String> {
 pub fn write_snapshots(root: &Path) -> Result<GenReport> {
     let files = generate(root)?;
     let dir = root.join(SNAPSHOT_DIR);
+    // Writing (and deleting stale files) through a symlink would touch another folder.
+    let mut folder = root.to_path_buf();
+    for part in Path::new(SNAPSHOT_DIR).components() {
+        folder.push(part);
+        if std::fs::symlink_metadata(&folder).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(Error::InvalidArgument {
+                flag: "snapshots gen".to_string(),
+                message: format!(
+                    "{} is a symlink; refusing to write through it",
+                    folder.display()
+                ),
+            });
+        }
+    }
+    crate::support::fs::remove_stale_temps(&dir)?;
     for (name, text) in &files {
         crate::support::fs::write_if_changed(&dir.join(name), text.as_bytes())?;
     }

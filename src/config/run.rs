@@ -284,6 +284,16 @@ pub const DEFAULT_MODEL: &str = "gpt-5.5";
 impl RunDocument {
     /// Parse a run document; errors name the key path (`channel.sender.nam`).
     pub fn parse(text: &str, source: &Path) -> Result<Self> {
+        // serde would also accept a JSON array (fields by position); a run document is an object.
+        if !text
+            .trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n'])
+            .starts_with('{')
+        {
+            return Err(Error::InvalidDocument {
+                path: source.to_path_buf(),
+                message: "a run document must be a JSON object".to_string(),
+            });
+        }
         let deserializer = &mut serde_json::Deserializer::from_str(text);
         serde_path_to_error::deserialize(deserializer).map_err(|error| {
             let path = error.path().to_string();

@@ -257,7 +257,7 @@ impl Bridge {
             let bindings = lock(&self.bindings);
             serde_json::to_string_pretty(&*bindings).unwrap_or_default() + "\n"
         };
-        crate::support::fs::write_atomic(&self.bindings_path(), text.as_bytes())
+        crate::support::fs::write_private(&self.bindings_path(), text.as_bytes())
             .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     }
 

@@ -5,9 +5,54 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// Temp files of [`write_atomic`] start with this, so a writer can sweep up what a killed run
+/// left behind ([`remove_stale_temps`]).
+pub const TEMP_PREFIX: &str = ".clawbridge-tmp-";
+
+/// Write an artifact (a file people read: snapshots, fixtures, captures) atomically; it gets the
+/// mode the umask gives new files.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, artifact_mode())
+}
+
+/// Write process state (bindings, ledgers, configs with secrets) atomically, mode 0600.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, 0o600)
+}
+
+/// `0666` less the process umask (read from `/proc/self/status`; `022` where that is unknown).
+fn artifact_mode() -> u32 {
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Umask:"))
+                .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
+        })
+        .unwrap_or(0o022);
+    0o666 & !umask
+}
+
+/// Delete the temp files a killed writer left in `dir` (regular files with [`TEMP_PREFIX`]).
+pub fn remove_stale_temps(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+            && entry.file_type().is_ok_and(|kind| kind.is_file());
+        if stale {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(|source| Error::Write { path, source })?;
+        }
+    }
+    Ok(())
+}
+
 /// Write `bytes` to `path` through a temp file in the same folder and a rename, so readers see the
 /// old content or the new one, never half a file. Parent folders are created.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let write_error = |source| Error::Write {
         path: path.to_path_buf(),
         source,
@@ -17,7 +62,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .filter(|dir| !dir.as_os_str().is_empty())
         .unwrap_or_else(|| Path::new("."));
     std::fs::create_dir_all(dir).map_err(write_error)?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(write_error)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
+        .map_err(write_error)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(write_error)?;
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
     temp.write_all(bytes).map_err(write_error)?;
     temp.as_file().sync_all().map_err(write_error)?;
     temp.persist(path)
@@ -280,6 +337,31 @@ mod tests {
                 outside_real.join("gone")
             );
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn artifacts_follow_the_umask_and_state_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let mode =
+            |path: &Path| std::fs::metadata(path).expect("meta").permissions().mode() & 0o777;
+        write_atomic(&dir.path().join("artifact"), b"a").expect("write");
+        assert_eq!(mode(&dir.path().join("artifact")), artifact_mode());
+        assert_ne!(artifact_mode(), 0o600, "not the temp file's 0600");
+        write_private(&dir.path().join("state"), b"s").expect("write");
+        assert_eq!(mode(&dir.path().join("state")), 0o600);
+        std::fs::write(dir.path().join(format!("{TEMP_PREFIX}left")), b"x").expect("write");
+        remove_stale_temps(dir.path()).expect("sweep");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|name| name.starts_with(TEMP_PREFIX)),
+            "{names:?}"
+        );
     }
 
     #[test]

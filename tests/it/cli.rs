@@ -207,3 +207,41 @@ fn a_bootstrap_hook_that_prints_without_end_is_stopped_at_the_cap() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_run_document_must_be_a_json_object() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("run.json");
+    std::fs::write(&path, r#"["workspace"]"#).expect("write");
+    let (code, _, stderr) = run_cli(&["params", &path.display().to_string()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("must be a JSON object"), "{stderr}");
+}
+
+#[test]
+fn model_slugs_cannot_leave_the_out_dir_and_catalogs_are_capped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("out/inner");
+    let catalog = dir.path().join("models.json");
+    std::fs::write(
+        &catalog,
+        serde_json::json!({"models": [{"slug": "../../x", "base_instructions": "hi"}]}).to_string(),
+    )
+    .expect("write");
+    let (code, _, stderr) = run_cli(&[
+        "sync-codex-model",
+        "--catalog",
+        &catalog.display().to_string(),
+        "--model",
+        "../../x",
+        "--out-dir",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--model ../../x"), "{stderr}");
+    assert!(!dir.path().join("x.pragmatic.instructions.md").exists());
+    assert!(!out.exists(), "nothing written");
+    let (code, _, stderr) = run_cli(&["sync-codex-model", "--catalog", "/dev/zero"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("/dev/zero"), "{stderr}");
+}

@@ -302,3 +302,24 @@ fn usage_errors_exit_2() {
         .expect("run");
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[cfg(unix)]
+#[test]
+fn gen_refuses_a_symlinked_snapshot_dir_and_sweeps_stale_temps() {
+    let root = fixture_root();
+    let dir = root.path().join(SNAPSHOT_DIR);
+    std::fs::create_dir_all(&dir).expect("dir");
+    // A temp file a killed gen left behind is swept up.
+    let stale = dir.join(format!("{}killed", clawbridge::support::fs::TEMP_PREFIX));
+    std::fs::write(&stale, "half").expect("write");
+    write_snapshots(root.path()).expect("gen");
+    assert!(!stale.exists());
+    // Through a symlink, gen would write into (and delete stale files of) another folder.
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    std::fs::write(elsewhere.path().join("unrelated.md"), "keep me").expect("write");
+    std::fs::remove_dir_all(&dir).expect("rm");
+    std::os::unix::fs::symlink(elsewhere.path(), &dir).expect("link");
+    let error = write_snapshots(root.path()).expect_err("symlinked dir");
+    assert!(error.to_string().contains("symlink"), "{error}");
+    assert!(elsewhere.path().join("unrelated.md").exists());
+}
