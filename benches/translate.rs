@@ -48,7 +48,7 @@ fn paragraph(seed: usize, chars: usize) -> String {
     while count < chars {
         let word = words[i % words.len()];
         text.push_str(word);
-        text.push(if i % 13 == 0 { '\n' } else { ' ' });
+        text.push(if i.is_multiple_of(13) { '\n' } else { ' ' });
         count += word.chars().count() + 1;
         i += 7;
     }

@@ -18,8 +18,8 @@
 //! `bridge.subscribeRun` (notifications `bridge.runEvent`), `bridge.toolResult`,
 //! `bridge.approval`, `bridge.runInterrupt`, `bridge.status`.
 
+use std::collections::HashMap;
 use std::collections::HashSet;
-use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,7 +27,6 @@ use std::time::Duration;
 
 use jsonrpsee::server::{PendingSubscriptionSink, RpcModule, Server, ServerHandle};
 use jsonrpsee::types::{ErrorObjectOwned, Params};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{oneshot, watch};
@@ -50,7 +49,10 @@ use crate::support::fs::Roots;
 use crate::translate::{translate, TranslateOptions};
 
 pub mod guard;
+pub mod state;
 pub mod token;
+
+pub use state::{Binding, BindingFile};
 
 /// Stable error codes of the API.
 pub mod codes {
@@ -180,19 +182,6 @@ impl ServeConfig {
     }
 }
 
-/// `sessionKey` -> thread binding, persisted.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Binding {
-    pub thread_id: String,
-    pub fingerprint: String,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct BindingFile {
-    sessions: BTreeMap<String, Binding>,
-}
-
 /// One run's state and event log.
 struct RunState {
     run_id: String,
@@ -239,6 +228,8 @@ pub struct Bridge {
     busy_threads: Mutex<HashSet<String>>,
     roots: Roots,
     skill_cache: Arc<SkillCache>,
+    /// One serve per state dir, for as long as this one runs.
+    _state_lock: state::StateLock,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -249,7 +240,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Bridge {
     fn bindings_path(&self) -> PathBuf {
-        self.config.state_dir.join("sessions.json")
+        state::bindings_path(&self.config.state_dir)
     }
 
     fn save_bindings(&self) -> Result<(), ErrorObjectOwned> {
@@ -921,11 +912,10 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     } else {
         None
     };
-    let bindings: BindingFile = std::fs::read_to_string(config.state_dir.join("sessions.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
+    let state_lock = state::lock_state_dir(&config.state_dir)?;
+    let bindings = state::load_bindings(&config.state_dir)?;
     let bridge = Arc::new(Bridge {
+        _state_lock: state_lock,
         hub: tokio::sync::Mutex::new(None),
         offline,
         bindings: Mutex::new(bindings),

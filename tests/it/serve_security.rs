@@ -849,3 +849,26 @@ async fn a_workspace_write_turn_writes_inside_and_not_outside() {
         outside.display()
     );
 }
+
+#[test]
+fn a_second_serve_on_the_same_state_dir_is_refused_naming_the_first() {
+    let fixture = Fixture::new();
+    let first = fixture.serve(&[]);
+    let root = fixture.root.display().to_string();
+    let state = fixture.state.display().to_string();
+    let (code, stderr) = serve_fails(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workspace-root",
+        &root,
+        "--state-dir",
+        &state,
+        "--codex-bin",
+        "/bin/true",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("pid {}", first.child.id())),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,155 @@
+//! The service's durable state: one serve per state dir (an exclusive lock), and session bindings
+//! that are never dropped silently (a corrupt `sessions.json` is moved aside, loudly).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::ServeError;
+
+/// `sessionKey` -> thread binding, persisted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Binding {
+    pub thread_id: String,
+    pub fingerprint: String,
+}
+
+/// The file format of `<state-dir>/sessions.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct BindingFile {
+    pub sessions: BTreeMap<String, Binding>,
+}
+
+/// The bindings file of a state dir.
+pub fn bindings_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("sessions.json")
+}
+
+/// Largest bindings file read (a binding is about 150 bytes).
+const MAX_BINDINGS_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Load the bindings. A missing file is an empty set; a file that does not parse is moved aside
+/// to `sessions.json.corrupt-<unix seconds>` with a warning, and the service starts empty.
+pub fn load_bindings(state_dir: &Path) -> Result<BindingFile, ServeError> {
+    use crate::support::fs::ReadRefusal;
+    let path = bindings_path(state_dir);
+    let bytes = match crate::support::fs::read_capped(&path, MAX_BINDINGS_BYTES, &|_| true) {
+        Ok(bytes) => bytes,
+        Err(ReadRefusal::NotFound) => return Ok(BindingFile::default()),
+        Err(refusal) => {
+            return Err(ServeError::Usage(format!(
+                "{}: cannot read the session bindings: {refusal}",
+                path.display()
+            )))
+        }
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(file) => Ok(file),
+        Err(error) => {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_secs())
+                .unwrap_or(0);
+            let aside = state_dir.join(format!("sessions.json.corrupt-{stamp}"));
+            std::fs::rename(&path, &aside).map_err(|rename| {
+                ServeError::Usage(format!(
+                    "{} does not parse ({error}) and cannot be moved aside: {rename}",
+                    path.display()
+                ))
+            })?;
+            tracing::error!(
+                "{} did not parse ({error}); moved it to {} and started with no session bindings",
+                path.display(),
+                aside.display()
+            );
+            Ok(BindingFile::default())
+        }
+    }
+}
+
+/// An exclusive hold on a state dir for the life of a serve process.
+#[derive(Debug)]
+pub struct StateLock {
+    _file: std::fs::File,
+    pub path: PathBuf,
+}
+
+/// Take `<state-dir>/serve.lock` (and write our pid into it), or say which process holds it.
+pub fn lock_state_dir(state_dir: &Path) -> Result<StateLock, ServeError> {
+    let path = state_dir.join("serve.lock");
+    let io = |error: std::io::Error| {
+        ServeError::Usage(format!(
+            "{}: cannot lock the state dir: {error}",
+            path.display()
+        ))
+    };
+    std::fs::create_dir_all(state_dir).map_err(io)?;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = (&file).take(64).read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(ServeError::Usage(format!(
+                "another clawbridge serve{} uses the state dir {}; stop it or pass another --state-dir",
+                if holder.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {holder})")
+                },
+                state_dir.display()
+            )));
+        }
+        Err(std::fs::TryLockError::Error(error)) => return Err(io(error)),
+    }
+    file.set_len(0).map_err(io)?;
+    file.rewind().map_err(io)?;
+    writeln!(file, "{}", std::process::id()).map_err(io)?;
+    Ok(StateLock { _file: file, path })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_corrupt_bindings_file_is_moved_aside_not_dropped() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(bindings_path(dir.path()), "{\"sessions\": {\"a\": ").expect("write");
+        let loaded = load_bindings(dir.path()).expect("load");
+        assert!(loaded.sessions.is_empty());
+        let aside: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("sessions.json.corrupt-"))
+            .collect();
+        assert_eq!(aside.len(), 1, "the broken file is kept for the operator");
+        let kept = std::fs::read_to_string(dir.path().join(&aside[0])).expect("read");
+        assert_eq!(kept, "{\"sessions\": {\"a\": ");
+    }
+
+    #[test]
+    fn one_serve_per_state_dir() {
+        let dir = tempfile::tempdir().expect("dir");
+        let held = lock_state_dir(dir.path()).expect("first");
+        let error = lock_state_dir(dir.path()).expect_err("second");
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("pid {}", std::process::id())),
+            "{message}"
+        );
+        drop(held);
+        lock_state_dir(dir.path()).expect("free again");
+    }
+}
