@@ -118,6 +118,7 @@ fn main() {
             },
             answer_timeout: Duration::from_secs(30),
             max_request_bytes: 16 * 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
         };
         let running = start(config).await.expect("serve");
         let url = format!("ws://{}", running.addr);

@@ -165,6 +165,9 @@ pub struct ServeArgs {
     /// Seconds a tool call or approval waits for the client's answer.
     #[arg(long, default_value_t = 300)]
     pub answer_timeout: u64,
+    /// Seconds one request's file reading and parsing may take before it fails (alone).
+    #[arg(long, default_value_t = 30)]
+    pub request_timeout: u64,
 }
 
 #[derive(Subcommand, Debug)]

@@ -255,6 +255,7 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         limits: clawbridge::codex::client::session::TurnLimits::default(),
         answer_timeout: std::time::Duration::from_secs(args.answer_timeout),
         max_request_bytes: 16 * 1024 * 1024,
+        request_timeout: std::time::Duration::from_secs(args.request_timeout.max(1)),
     };
     block_on(async move {
         let running = clawbridge::server::start(config).await?;

@@ -71,6 +71,8 @@ pub mod codes {
     pub const CODEX_UNAVAILABLE: i32 = 4100;
     /// Codex refused the thread.
     pub const THREAD_FAILED: i32 = 4200;
+    /// The request did not finish within `--request-timeout`.
+    pub const TIMEOUT: i32 = 4080;
     /// An internal failure (state file, serialization).
     pub const INTERNAL: i32 = -32603;
 }
@@ -122,7 +124,12 @@ pub struct ServeConfig {
     /// How long a dynamic tool call or approval waits for the client's answer.
     pub answer_timeout: Duration,
     pub max_request_bytes: u32,
+    /// `--request-timeout`: the deadline of one request's file I/O and parsing.
+    pub request_timeout: Duration,
 }
+
+/// Translations running on the blocking pool at once; more wait (within their deadline).
+const BLOCKING_SLOTS: usize = 8;
 
 /// Why the service cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -217,7 +224,12 @@ struct PendingCall {
 /// Shared state of the service.
 pub struct Bridge {
     config: ServeConfig,
-    hub: tokio::sync::Mutex<Option<Arc<CodexHub>>>,
+    /// The current app-server; readers never wait for a spawn.
+    hub: Mutex<Option<Arc<CodexHub>>>,
+    /// Serializes spawns (held across the up-to-20 s handshake; nobody else waits on it).
+    spawning: tokio::sync::Mutex<()>,
+    /// Bounds the translations running on the blocking pool at once.
+    blocking_slots: Arc<tokio::sync::Semaphore>,
     offline: Option<(ResponsesStub, OfflineHome)>,
     bindings: Mutex<BindingFile>,
     session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -254,9 +266,12 @@ impl Bridge {
 
     /// The live hub, starting one if there is none or the last one died.
     async fn hub(&self, cwd: &Path) -> Result<Arc<CodexHub>, ErrorObjectOwned> {
-        let mut guard = self.hub.lock().await;
-        if let Some(hub) = guard.as_ref().filter(|hub| hub.is_alive()) {
-            return Ok(Arc::clone(hub));
+        if let Some(hub) = self.current_hub() {
+            return Ok(hub);
+        }
+        let _spawning = self.spawning.lock().await;
+        if let Some(hub) = self.current_hub() {
+            return Ok(hub);
         }
         let codex_home = match (&self.offline, &self.config.codex_home) {
             (Some((_, home)), _) => home.path.clone(),
@@ -280,8 +295,48 @@ impl Bridge {
             "codex app-server {} started",
             hub.codex_version.as_deref().unwrap_or("?")
         );
-        *guard = Some(Arc::clone(&hub));
+        *lock(&self.hub) = Some(Arc::clone(&hub));
         Ok(hub)
+    }
+
+    /// The live app-server, if there is one (never waits).
+    fn current_hub(&self) -> Option<Arc<CodexHub>> {
+        lock(&self.hub)
+            .as_ref()
+            .filter(|hub| hub.is_alive())
+            .cloned()
+    }
+
+    /// Run file I/O and parsing on the blocking pool (a bounded number at once), under the
+    /// per-request deadline: a stuck file or a slow parse fails this request only, never the
+    /// async workers that serve everyone else.
+    async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&Bridge) -> Result<T, ErrorObjectOwned> + Send + 'static,
+    ) -> Result<T, ErrorObjectOwned> {
+        let limit = self.config.request_timeout;
+        let timed_out = || {
+            rpc_error(
+                codes::TIMEOUT,
+                format!("the request did not finish within {limit:?} (--request-timeout)"),
+            )
+        };
+        let job = async {
+            let permit = Arc::clone(&self.blocking_slots)
+                .acquire_owned()
+                .await
+                .map_err(|_| rpc_error(codes::INTERNAL, "the service is shutting down"))?;
+            let bridge = Arc::clone(self);
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                work(&bridge)
+            })
+            .await
+            .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))?
+        };
+        tokio::time::timeout(limit, job)
+            .await
+            .unwrap_or_else(|_| Err(timed_out()))
     }
 
     fn translate_options(&self) -> TranslateOptions {
@@ -500,7 +555,9 @@ fn logged_event(event: &TurnEvent<'_>) -> Option<RunEvent> {
 }
 
 async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObjectOwned> {
-    let mut run = bridge.load_run(&params)?;
+    let mut run = bridge
+        .blocking(move |bridge| bridge.load_run(&params))
+        .await?;
     crate::app::commands::require_codex(&run).map_err(library_error)?;
     let run_id = random_id("run");
     let session_key = run
@@ -525,16 +582,20 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
     );
     let queue_guard = session_lock.lock_owned().await;
 
-    let options = bridge.translate_options();
     let fail = |state: &RunState, code: i32, message: String| {
         state.finish(RunEvent::failed(None, message.clone()));
         rpc_error(code, message)
     };
     // Paths are checked again here, after the queue wait, where the files are opened.
-    let translation = translate(&run, &options).map_err(|error| {
-        let error = library_error(error);
-        fail(&state, error.code(), error.message().to_string())
-    })?;
+    let translation = {
+        let run = run.clone();
+        bridge
+            .blocking(move |bridge| {
+                translate(&run, &bridge.translate_options()).map_err(library_error)
+            })
+            .await
+            .map_err(|error| fail(&state, error.code(), error.message().to_string()))?
+    };
     // A thread the document names must be this session's (or nobody's and idle).
     let mut claim = match &run.thread_id {
         Some(thread_id) => Some(
@@ -710,24 +771,34 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
     let mut module = RpcModule::from_arc(bridge);
     module.register_async_method("bridge.params", |params, bridge, _| async move {
         let value = object_param(&params)?;
-        let run = bridge.load_run(&value)?;
-        let params = commands::params(&run, &bridge.translate_options()).map_err(library_error)?;
-        serde_json::to_value(params).map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+        bridge
+            .blocking(move |bridge| {
+                let run = bridge.load_run(&value)?;
+                let params =
+                    commands::params(&run, &bridge.translate_options()).map_err(library_error)?;
+                serde_json::to_value(params)
+                    .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+            })
+            .await
     })?;
     module.register_async_method("bridge.context", |params, bridge, _| async move {
         let value = object_param(&params)?;
-        let run = bridge.load_run(&value)?;
-        let detail = value
-            .get("detail")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let report =
-            commands::context(&run, &bridge.translate_options(), detail).map_err(library_error)?;
-        serde_json::to_value(report).map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+        bridge
+            .blocking(move |bridge| {
+                let run = bridge.load_run(&value)?;
+                let detail = value
+                    .get("detail")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let report = commands::context(&run, &bridge.translate_options(), detail)
+                    .map_err(library_error)?;
+                serde_json::to_value(report)
+                    .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+            })
+            .await
     })?;
     module.register_async_method("bridge.prompt", |params, bridge, _| async move {
         let value = object_param(&params)?;
-        let run = bridge.load_run(&value)?;
         let settings = commands::PromptSettings {
             mode: match value.get("mode") {
                 None | Some(Value::Null) => None,
@@ -740,8 +811,13 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             },
             provider: None,
         };
-        let prompt = commands::prompt(&run, &bridge.translate_options(), &settings)
-            .map_err(library_error)?;
+        let prompt = bridge
+            .blocking(move |bridge| {
+                let run = bridge.load_run(&value)?;
+                commands::prompt(&run, &bridge.translate_options(), &settings)
+                    .map_err(library_error)
+            })
+            .await?;
         Ok::<_, ErrorObjectOwned>(json!({"stablePrefix": prompt.stable_prefix, "dynamicSuffix": prompt.dynamic_suffix, "text": prompt.text()}))
     })?;
     module.register_async_method("bridge.runStart", |params, bridge, _| async move {
@@ -812,10 +888,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             ));
         };
         let hub = bridge
-            .hub
-            .lock()
-            .await
-            .clone()
+            .current_hub()
             .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
         hub.peer()
             .request::<_, Value>(
@@ -827,7 +900,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
         Ok(json!({"ok": true}))
     })?;
     module.register_async_method("bridge.status", |_, bridge, _| async move {
-        let hub = bridge.hub.lock().await.clone();
+        let hub = lock(&bridge.hub).clone();
         let runs: Vec<Value> = lock(&bridge.runs)
             .values()
             .map(|run| {
@@ -916,7 +989,9 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let bindings = state::load_bindings(&config.state_dir)?;
     let bridge = Arc::new(Bridge {
         _state_lock: state_lock,
-        hub: tokio::sync::Mutex::new(None),
+        hub: Mutex::new(None),
+        spawning: tokio::sync::Mutex::new(()),
+        blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),
         offline,
         bindings: Mutex::new(bindings),
         session_locks: Mutex::new(HashMap::new()),

@@ -44,6 +44,7 @@ pub fn config(
         },
         answer_timeout: Duration::from_secs(30),
         max_request_bytes: 16 * 1024 * 1024,
+        request_timeout: Duration::from_secs(30),
     }
 }
 
