@@ -261,11 +261,25 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         let running = clawbridge::server::start(config).await?;
         print_stdout(&format!("{}\n", running.addr))?;
         eprint!("{}", running.start_notice());
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .context("installing the SIGTERM handler")
+                .map_err(|error| Failure(error, 1))?;
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
-            _ = running.handle.clone().stopped() => {}
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+            _ = running.handle.clone().stopped() => return Ok(ExitCode::SUCCESS),
         }
-        let _ = running.handle.stop();
+        eprintln!("clawbridge serve: shutting down (a second signal exits at once)");
+        // A second signal ends the process at once.
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            std::process::exit(130);
+        });
+        running.shutdown(std::time::Duration::from_secs(9)).await;
         Ok(ExitCode::SUCCESS)
     })
 }

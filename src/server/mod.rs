@@ -228,6 +228,8 @@ pub struct Bridge {
     hub: Mutex<Option<Arc<CodexHub>>>,
     /// Serializes spawns (held across the up-to-20 s handshake; nobody else waits on it).
     spawning: tokio::sync::Mutex<()>,
+    /// Set by [`Running::shutdown`]: new runs are refused.
+    shutting_down: std::sync::atomic::AtomicBool,
     /// Bounds the translations running on the blocking pool at once.
     blocking_slots: Arc<tokio::sync::Semaphore>,
     offline: Option<(ResponsesStub, OfflineHome)>,
@@ -297,6 +299,37 @@ impl Bridge {
         );
         *lock(&self.hub) = Some(Arc::clone(&hub));
         Ok(hub)
+    }
+
+    /// Send `turn/interrupt` for a run's turn.
+    async fn interrupt(&self, state: &RunState) -> Result<(), ErrorObjectOwned> {
+        let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());
+        let (Some(thread_id), Some(turn_id)) = ids else {
+            return Err(rpc_error(
+                codes::NOT_FOUND,
+                format!("run {} has no turn in progress", state.run_id),
+            ));
+        };
+        let hub = self
+            .current_hub()
+            .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
+        hub.peer()
+            .request::<_, Value>(
+                "turn/interrupt",
+                &json!({"threadId": thread_id, "turnId": turn_id}),
+            )
+            .await
+            .map_err(|error| rpc_error(codes::THREAD_FAILED, error.to_string()))?;
+        Ok(())
+    }
+
+    /// The runs that have not ended.
+    fn running_runs(&self) -> Vec<Arc<RunState>> {
+        lock(&self.runs)
+            .values()
+            .filter(|run| !run.progress.borrow().1)
+            .cloned()
+            .collect()
     }
 
     /// The live app-server, if there is one (never waits).
@@ -555,6 +588,15 @@ fn logged_event(event: &TurnEvent<'_>) -> Option<RunEvent> {
 }
 
 async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObjectOwned> {
+    if bridge
+        .shutting_down
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return Err(rpc_error(
+            codes::CODEX_UNAVAILABLE,
+            "clawbridge serve is shutting down",
+        ));
+    }
     let mut run = bridge
         .blocking(move |bridge| bridge.load_run(&params))
         .await?;
@@ -880,24 +922,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .get(&run_id)
             .cloned()
             .ok_or_else(|| rpc_error(codes::NOT_FOUND, format!("no run {run_id}")))?;
-        let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());
-        let (Some(thread_id), Some(turn_id)) = ids else {
-            return Err(rpc_error(
-                codes::NOT_FOUND,
-                format!("run {run_id} has no turn in progress"),
-            ));
-        };
-        let hub = bridge
-            .current_hub()
-            .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
-        hub.peer()
-            .request::<_, Value>(
-                "turn/interrupt",
-                &json!({"threadId": thread_id, "turnId": turn_id}),
-            )
-            .await
-            .map_err(|error| rpc_error(codes::THREAD_FAILED, error.to_string()))?;
-        Ok(json!({"ok": true}))
+        bridge.interrupt(&state).await?;
+        Ok::<_, ErrorObjectOwned>(json!({"ok": true}))
     })?;
     module.register_async_method("bridge.status", |_, bridge, _| async move {
         let hub = lock(&bridge.hub).clone();
@@ -955,6 +981,44 @@ impl Running {
         }
     }
 
+    /// Graceful shutdown: refuse new runs, interrupt the running turns and let their `turnEnd`
+    /// reach subscribers, then stop listening and stop Codex; all within `grace`. Session bindings
+    /// are written as they change, so nothing is left to flush.
+    pub async fn shutdown(&self, grace: Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
+        self.bridge
+            .shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let running = self.bridge.running_runs();
+        tracing::info!(
+            "shutting down: interrupting {} running turn(s)",
+            running.len()
+        );
+        for run in &running {
+            if let Err(error) = self.bridge.interrupt(run).await {
+                tracing::debug!("interrupt of {}: {}", run.run_id, error.message());
+            }
+        }
+        // The turns end with `turnEnd` (interrupted), which subscribers are sent.
+        let settle = deadline - Duration::from_secs(2).min(grace / 2);
+        while !self.bridge.running_runs().is_empty() && tokio::time::Instant::now() < settle {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for run in self.bridge.running_runs() {
+            run.finish(RunEvent::failed(
+                lock(&run.thread_id).clone(),
+                "clawbridge serve shut down before the turn ended",
+            ));
+        }
+        // Let the last events reach their subscribers before the connections close.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = self.handle.stop();
+        let _ = tokio::time::timeout_at(deadline, self.handle.clone().stopped()).await;
+        if let Some(hub) = self.bridge.current_hub() {
+            hub.kill().await;
+        }
+    }
+
     /// Bodies of the model requests the offline stub received (tests, diagnostics).
     pub fn bridge_requests(&self) -> Vec<String> {
         self.bridge
@@ -991,6 +1055,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         _state_lock: state_lock,
         hub: Mutex::new(None),
         spawning: tokio::sync::Mutex::new(()),
+        shutting_down: std::sync::atomic::AtomicBool::new(false),
         blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),
         offline,
         bindings: Mutex::new(bindings),

@@ -9,6 +9,7 @@ mod prompt;
 mod routing;
 mod schema;
 mod serve;
+mod serve_daemon;
 mod serve_security;
 mod skills;
 mod snapshots;

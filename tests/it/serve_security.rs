@@ -18,9 +18,9 @@ use crate::e2e::{codex_bin, installed_codex_bin};
 use crate::util::*;
 
 /// A `clawbridge serve` child process on a free loopback port; killed on drop.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
+pub struct Serve {
+    pub child: Child,
+    pub addr: SocketAddr,
     stderr: Arc<Mutex<String>>,
     state: PathBuf,
 }
@@ -66,7 +66,7 @@ fn serve_fails(args: &[&str]) -> (i32, String) {
 impl Serve {
     /// Start serve with `args` (plus `--listen 127.0.0.1:0` and, unless given, a state dir, the
     /// root `root` and a Codex binary) and wait for the bound address on stdout.
-    fn start(root: &Path, state: &Path, args: &[&str]) -> Serve {
+    pub fn start(root: &Path, state: &Path, args: &[&str]) -> Serve {
         let bin = installed_codex_bin().unwrap_or_else(|| PathBuf::from("/bin/true"));
         let mut command = clawbridge();
         command
@@ -119,18 +119,18 @@ impl Serve {
         }
     }
 
-    fn token(&self) -> String {
+    pub fn token(&self) -> String {
         std::fs::read_to_string(self.state.join("token"))
             .expect("token file")
             .trim()
             .to_string()
     }
 
-    fn stderr(&self) -> String {
+    pub fn stderr(&self) -> String {
         self.stderr.lock().expect("stderr").clone()
     }
 
-    async fn client(&self) -> WsClient {
+    pub async fn client(&self) -> WsClient {
         self.client_with(&self.token()).await
     }
 
@@ -218,14 +218,14 @@ fn upgrade(addr: SocketAddr, host: &str, extra: &[String]) -> (u16, String) {
 }
 
 /// A root folder holding one workspace (`ws/`) with a private USER.md.
-struct Fixture {
+pub struct Fixture {
     _dir: tempfile::TempDir,
-    root: PathBuf,
-    state: PathBuf,
+    pub root: PathBuf,
+    pub state: PathBuf,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub fn new() -> Fixture {
         let dir = tempfile::tempdir().expect("dir");
         let base = dir.path().canonicalize().expect("canonical");
         let root = base.join("root");
@@ -240,7 +240,7 @@ impl Fixture {
         }
     }
 
-    fn workspace(&self) -> PathBuf {
+    pub fn workspace(&self) -> PathBuf {
         self.root.join("ws")
     }
 
@@ -251,16 +251,16 @@ impl Fixture {
         path
     }
 
-    fn serve(&self, args: &[&str]) -> Serve {
+    pub fn serve(&self, args: &[&str]) -> Serve {
         Serve::start(&self.root, &self.state, args)
     }
 
-    fn document(&self) -> Value {
+    pub fn document(&self) -> Value {
         json!({"workspace": self.workspace(), "message": "hello"})
     }
 }
 
-fn error_text(result: Result<Value, jsonrpsee::core::ClientError>) -> String {
+pub fn error_text(result: Result<Value, jsonrpsee::core::ClientError>) -> String {
     match result {
         Ok(value) => panic!("expected an error, got {value}"),
         Err(error) => error.to_string(),
