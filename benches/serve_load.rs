@@ -119,6 +119,9 @@ fn main() {
             answer_timeout: Duration::from_secs(30),
             max_request_bytes: 16 * 1024 * 1024,
             request_timeout: Duration::from_secs(30),
+            max_finished_runs: clawbridge::server::DEFAULT_MAX_FINISHED_RUNS,
+            finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
+            max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
         };
         let running = start(config).await.expect("serve");
         let url = format!("ws://{}", running.addr);

@@ -165,6 +165,12 @@ pub struct ServeArgs {
     /// Seconds a tool call or approval waits for the client's answer.
     #[arg(long, default_value_t = 300)]
     pub answer_timeout: u64,
+    /// Finished runs kept replayable for late subscribers (the oldest are forgotten first).
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_FINISHED_RUNS)]
+    pub max_finished_runs: usize,
+    /// Seconds a finished run stays replayable.
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_FINISHED_RUN_TTL.as_secs())]
+    pub finished_run_ttl: u64,
     /// Seconds one request's file reading and parsing may take before it fails (alone).
     #[arg(long, default_value_t = 30)]
     pub request_timeout: u64,

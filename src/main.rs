@@ -256,6 +256,9 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         answer_timeout: std::time::Duration::from_secs(args.answer_timeout),
         max_request_bytes: 16 * 1024 * 1024,
         request_timeout: std::time::Duration::from_secs(args.request_timeout.max(1)),
+        max_finished_runs: args.max_finished_runs,
+        finished_run_ttl: std::time::Duration::from_secs(args.finished_run_ttl),
+        max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
     };
     block_on(async move {
         let running = clawbridge::server::start(config).await?;

@@ -49,6 +49,8 @@ pub enum RunEvent {
         method: String,
         params: Value,
     },
+    /// A late subscriber missed this many events: the run's log keeps a bounded number of bytes.
+    EventsDropped { count: usize },
     /// The last event of every run.
     #[serde(rename_all = "camelCase")]
     TurnEnd {

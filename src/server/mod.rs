@@ -126,7 +126,18 @@ pub struct ServeConfig {
     pub max_request_bytes: u32,
     /// `--request-timeout`: the deadline of one request's file I/O and parsing.
     pub request_timeout: Duration,
+    /// `--max-finished-runs`: finished runs kept replayable (the oldest are forgotten first).
+    pub max_finished_runs: usize,
+    /// `--finished-run-ttl`: how long a finished run stays replayable.
+    pub finished_run_ttl: Duration,
+    /// Bytes of events one run's log keeps (the oldest are dropped past it).
+    pub max_run_log_bytes: usize,
 }
+
+/// Defaults of the bounds above (the CLI's flag defaults).
+pub const DEFAULT_MAX_FINISHED_RUNS: usize = 256;
+pub const DEFAULT_FINISHED_RUN_TTL: Duration = Duration::from_secs(600);
+pub const DEFAULT_MAX_RUN_LOG_BYTES: usize = 8 * 1024 * 1024;
 
 /// Translations running on the blocking pool at once; more wait (within their deadline).
 const BLOCKING_SLOTS: usize = 8;
@@ -195,23 +206,50 @@ struct RunState {
     session_key: String,
     thread_id: Mutex<Option<String>>,
     turn_id: Mutex<Option<String>>,
-    events: Mutex<Vec<Value>>,
-    /// Number of events logged; `usize::MAX` once the run ended.
+    events: Mutex<EventLog>,
+    /// (events ever logged, ended).
     progress: watch::Sender<(usize, bool)>,
+    /// When the run ended (finished runs are forgotten after `--finished-run-ttl`).
+    ended_at: Mutex<Option<std::time::Instant>>,
+}
+
+/// A run's event log, serialized once, capped in bytes: past the cap the oldest events are
+/// dropped, and a late subscriber is told how many it missed (`eventsDropped`).
+#[derive(Default)]
+struct EventLog {
+    events: std::collections::VecDeque<Arc<serde_json::value::RawValue>>,
+    /// Absolute index of `events[0]`.
+    first: usize,
+    bytes: usize,
+    cap: usize,
+}
+
+impl EventLog {
+    fn push(&mut self, event: &RunEvent) -> usize {
+        let Ok(raw) = serde_json::value::to_raw_value(&event.to_value()) else {
+            return self.first + self.events.len();
+        };
+        self.bytes += raw.get().len();
+        self.events.push_back(Arc::from(raw));
+        while self.bytes > self.cap && self.events.len() > 1 {
+            if let Some(old) = self.events.pop_front() {
+                self.bytes -= old.get().len();
+                self.first += 1;
+            }
+        }
+        self.first + self.events.len()
+    }
 }
 
 impl RunState {
     fn push(&self, event: RunEvent) {
-        let count = {
-            let mut events = lock(&self.events);
-            events.push(event.to_value());
-            events.len()
-        };
+        let count = lock(&self.events).push(&event);
         self.progress.send_modify(|state| state.0 = count);
     }
 
     fn finish(&self, event: RunEvent) {
         self.push(event);
+        *lock(&self.ended_at) = Some(std::time::Instant::now());
         self.progress.send_modify(|state| state.1 = true);
     }
 }
@@ -321,6 +359,27 @@ impl Bridge {
             .await
             .map_err(|error| rpc_error(codes::THREAD_FAILED, error.to_string()))?;
         Ok(())
+    }
+
+    /// Forget finished runs past the TTL or past the count bound (oldest first), and the session
+    /// queues nobody waits in.
+    fn prune(&self) {
+        let now = std::time::Instant::now();
+        let ttl = self.config.finished_run_ttl;
+        let mut runs = lock(&self.runs);
+        let mut finished: Vec<(std::time::Instant, String)> = runs
+            .values()
+            .filter_map(|run| lock(&run.ended_at).map(|ended| (ended, run.run_id.clone())))
+            .collect();
+        finished.sort();
+        let excess = finished.len().saturating_sub(self.config.max_finished_runs);
+        for (index, (ended, run_id)) in finished.iter().enumerate() {
+            if index < excess || now.duration_since(*ended) >= ttl {
+                runs.remove(run_id);
+            }
+        }
+        drop(runs);
+        lock(&self.session_locks).retain(|_, queue| Arc::strong_count(queue) > 1);
     }
 
     /// The runs that have not ended.
@@ -612,9 +671,14 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         session_key: session_key.clone(),
         thread_id: Mutex::new(None),
         turn_id: Mutex::new(None),
-        events: Mutex::new(Vec::new()),
+        events: Mutex::new(EventLog {
+            cap: bridge.config.max_run_log_bytes,
+            ..EventLog::default()
+        }),
+        ended_at: Mutex::new(None),
         progress,
     });
+    bridge.prune();
     lock(&bridge.runs).insert(run_id.clone(), Arc::clone(&state));
     // Runs of one session are queued in order.
     let session_lock = Arc::clone(
@@ -754,6 +818,14 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         // Tool calls of this run that nobody answered are dropped with it.
         lock(&task_bridge.pending_tools).retain(|_, call| call.run_id != task_state.run_id);
         task_state.finish(end);
+        // Let Codex unload the thread; the next run of the session resumes it.
+        let unsubscribe_params = json!({"threadId": handle.thread_id});
+        let unsubscribe = hub
+            .peer()
+            .request::<_, Value>("thread/unsubscribe", &unsubscribe_params);
+        if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), unsubscribe).await {
+            tracing::debug!("thread/unsubscribe {}: {error}", handle.thread_id);
+        }
     });
     Ok(json!({"runId": run_id, "threadId": thread_id}))
 }
@@ -784,10 +856,24 @@ async fn subscribe_run(
     let mut sent = 0usize;
     loop {
         let (count, done) = *progress.borrow_and_update();
-        let batch: Vec<Value> = lock(&state.events)[sent..count].to_vec();
+        let (missed, batch) = {
+            let log = lock(&state.events);
+            let missed = log.first.saturating_sub(sent);
+            let start = sent.max(log.first) - log.first;
+            let end = count.saturating_sub(log.first).min(log.events.len());
+            let batch: Vec<_> = log.events.range(start..end.max(start)).cloned().collect();
+            (missed, batch)
+        };
+        if missed > 0 {
+            let marker = RunEvent::EventsDropped { count: missed }.to_value();
+            sink.send(serde_json::value::to_raw_value(&marker)?).await?;
+            sent += missed;
+        }
         for event in batch {
-            let raw = serde_json::value::to_raw_value(&event)?;
-            sink.send(raw).await?;
+            sink.send(serde_json::value::RawValue::from_string(
+                event.get().to_string(),
+            )?)
+            .await?;
             sent += 1;
         }
         if done && sent >= count {
@@ -1098,6 +1184,18 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         message: error.to_string(),
     })?;
     let handle = server.start(methods);
+    // Finished runs expire while the service is idle too.
+    let weak = Arc::downgrade(&bridge);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(15));
+        loop {
+            tick.tick().await;
+            match weak.upgrade() {
+                Some(bridge) => bridge.prune(),
+                None => return,
+            }
+        }
+    });
     Ok(Running {
         handle,
         addr,

@@ -78,3 +78,69 @@ async fn next(events: &mut jsonrpsee::core::client::Subscription<Value>) -> Valu
         .expect("open")
         .expect("event")
 }
+
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_runs_are_forgotten_and_long_logs_tell_late_subscribers_what_they_missed() {
+    use crate::serve::{config, connect, events_until, run_document};
+    let state = tempfile::tempdir().expect("state");
+    let mut settings = config(codex_bin(), state.path(), None, vec![]);
+    settings.max_finished_runs = 2;
+    // Far smaller than one turn's notifications.
+    settings.max_run_log_bytes = 4 * 1024;
+    let running = clawbridge::server::start(settings).await.expect("serve");
+    let client = connect(&running).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let started: Value = client
+            .request(
+                "bridge.runStart",
+                rpc_params![run_document("telegram-direct.json")],
+            )
+            .await
+            .expect("run");
+        let id = started["runId"].as_str().expect("id").to_string();
+        let events = events_until(&client, &id, |event| event["event"] == "turnEnd").await;
+        assert_eq!(events.last().expect("end")["status"], "completed");
+        ids.push(id);
+    }
+    // The late subscriber of a long run: a marker first, the run's end last.
+    let replay = events_until(&client, &ids[2], |event| event["event"] == "turnEnd").await;
+    assert_eq!(replay[0]["event"], "eventsDropped", "{:?}", replay[0]);
+    assert!(replay[0]["count"].as_u64().is_some_and(|count| count > 0));
+    assert_eq!(replay.last().expect("end")["event"], "turnEnd");
+    // A fourth run prunes the oldest finished one (two are kept).
+    let started: Value = client
+        .request(
+            "bridge.runStart",
+            rpc_params![run_document("telegram-direct.json")],
+        )
+        .await
+        .expect("run");
+    events_until(&client, started["runId"].as_str().expect("id"), |event| {
+        event["event"] == "turnEnd"
+    })
+    .await;
+    let gone = client
+        .subscribe::<Value, _>(
+            "bridge.subscribeRun",
+            rpc_params![ids[0].clone()],
+            "bridge.unsubscribeRun",
+        )
+        .await;
+    let error = gone
+        .err()
+        .map(|error| error.to_string())
+        .unwrap_or_default();
+    assert!(error.contains("4004"), "{error}");
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert!(
+        status["runs"]
+            .as_array()
+            .is_some_and(|runs| runs.len() <= 3),
+        "{status}"
+    );
+}
