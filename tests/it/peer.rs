@@ -490,3 +490,103 @@ async fn an_old_codex_is_refused() {
         "newer versions are accepted (a floor, never a ceiling)"
     );
 }
+
+/// Answers tool calls only once the test lets it (a client slow to send its tool result).
+struct AnswersLater(std::sync::Arc<tokio::sync::Notify>);
+
+impl ServerRequestHandler for AnswersLater {
+    fn handle<'a>(&'a self, _request: &'a ServerRequest) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            self.0.notified().await;
+            Ok(json!({"contentItems": [], "success": true}))
+        })
+    }
+}
+
+/// One app-server, two threads: a run stuck answering a tool call while its thread streams more
+/// than a route holds must not block the hub's router; the other thread's run completes, and
+/// the stuck run ends with an overflow error of its own.
+#[tokio::test]
+async fn a_run_that_falls_behind_fails_alone_and_other_threads_flow() {
+    use clawbridge::codex::client::hub::CodexHub;
+    let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
+    let hub = CodexHub::from_session(session.expect("session"));
+    let ws = crate::util::TestWorkspace::full();
+    let run = crate::util::run_with(&ws.path(), json!({}));
+    let (_, params) = crate::util::translate_run(&run);
+    let mut handles = Vec::new();
+    for thread in ["A", "B"] {
+        let opening = {
+            let hub = hub.clone();
+            let thread_params = params.thread.clone();
+            tokio::spawn(async move { hub.open_thread(&thread_params).await })
+        };
+        let start = server.recv().await;
+        assert_eq!(start["method"], "thread/start");
+        server
+            .send(json!({"id": start["id"], "result": {"thread": {"id": thread}}}))
+            .await;
+        handles.push(opening.await.expect("join").expect("thread"));
+    }
+    let mut b = handles.pop().expect("B");
+    let mut a = handles.pop().expect("A");
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let run_a = {
+        let hub = hub.clone();
+        let handler = AnswersLater(release.clone());
+        tokio::spawn(async move {
+            hub.run_turn(
+                &mut a,
+                &turn_params("A"),
+                &handler,
+                &mut |_| {},
+                TurnLimits::default(),
+            )
+            .await
+        })
+    };
+    let turn = server.recv().await;
+    server
+        .send(json!({"id": turn["id"], "result": {"turn": {"id": "uA"}}}))
+        .await;
+    server.send(json!({"id": 900, "method": "item/tool/call", "params": {"threadId": "A", "turnId": "uA", "callId": "c", "tool": "t", "arguments": {}}})).await;
+    for _ in 0..1100 {
+        server.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "A", "turnId": "uA", "delta": "x"}})).await;
+    }
+    // Thread B is served although A's run is 1100 messages behind.
+    let run_b = {
+        let hub = hub.clone();
+        tokio::spawn(async move {
+            hub.run_turn(
+                &mut b,
+                &turn_params("B"),
+                &DefaultHandler::default(),
+                &mut |_| {},
+                TurnLimits::default(),
+            )
+            .await
+        })
+    };
+    let turn = server.recv().await;
+    assert_eq!(turn["params"]["threadId"], "B");
+    server
+        .send(json!({"id": turn["id"], "result": {"turn": {"id": "uB"}}}))
+        .await;
+    server.send(json!({"method": "turn/completed", "params": {"threadId": "B", "turn": {"id": "uB", "status": "completed"}}})).await;
+    let done = tokio::time::timeout(Duration::from_secs(5), run_b)
+        .await
+        .expect("B is not blocked by A")
+        .expect("join")
+        .expect("B's turn");
+    assert_eq!(done.status, TurnStatus::Completed);
+    // A's answer finally comes; its run ends with the overflow, not a false "Codex exited".
+    release.notify_one();
+    let answer = server.recv().await;
+    assert_eq!(answer["id"], 900);
+    let ended = tokio::time::timeout(Duration::from_secs(5), run_a)
+        .await
+        .expect("A ends")
+        .expect("join");
+    assert!(matches!(ended, Err(SessionError::Overflow(_))), "{ended:?}");
+    assert!(hub.is_alive());
+}

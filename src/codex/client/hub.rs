@@ -35,6 +35,9 @@ const ROUTE_CAPACITY: usize = 1024;
 struct Routes {
     routes: HashMap<String, mpsc::Sender<Inbound>>,
     unclaimed: HashMap<String, Vec<Inbound>>,
+    /// Threads whose run fell [`ROUTE_CAPACITY`] messages behind: their route was closed, and
+    /// that run (only) fails with [`SessionError::Overflow`].
+    overflowed: std::collections::HashSet<String>,
 }
 
 /// The shared app-server.
@@ -102,15 +105,37 @@ async fn route_loop(
         };
         let sender = lock(&routes).routes.get(&thread_id).cloned();
         match sender {
-            // Back-pressure: a slow run slows the reader rather than losing messages.
-            Some(sender) => {
-                if let Err(error) = sender.send(message).await {
+            // Never wait on one run: a run that falls a whole route behind (a slow subscriber,
+            // an unanswered tool call on a chatty thread) fails alone; every other thread flows.
+            Some(sender) => match sender.try_send(message) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(message)) => {
+                    tracing::error!(
+                        "the run on thread {thread_id} fell {ROUTE_CAPACITY} messages behind; ending it (dropped {:?})",
+                        message.method()
+                    );
+                    {
+                        let mut table = lock(&routes);
+                        table.routes.remove(&thread_id);
+                        table.overflowed.insert(thread_id.clone());
+                    }
+                    if let Inbound::Request(request) = message {
+                        let _ = peer
+                            .respond_error(
+                                request.id,
+                                METHOD_NOT_FOUND,
+                                format!("the run on thread {thread_id} was ended (overflow)"),
+                            )
+                            .await;
+                    }
+                }
+                Err(mpsc::error::TrySendError::Closed(message)) => {
                     tracing::debug!(
                         "run for thread {thread_id} went away; dropped {:?}",
-                        error.0.method()
+                        message.method()
                     );
                 }
-            }
+            },
             None => {
                 // Keep it for the run that will claim the thread (bounded); refuse what cannot wait.
                 let refused = {
@@ -128,6 +153,12 @@ async fn route_loop(
                         _ => Some(message),
                     }
                 };
+                if let Some(refused) = &refused {
+                    tracing::warn!(
+                        "no run owns thread {thread_id}; dropped {:?} (the buffer for unclaimed threads is full)",
+                        refused.method()
+                    );
+                }
                 if let Some(Inbound::Request(crate::codex::protocol::inbound::Request {
                     id,
                     method,
@@ -160,6 +191,11 @@ impl CodexHub {
         handshake_timeout: Duration,
     ) -> Result<Arc<CodexHub>, SessionError> {
         let session = CodexSession::spawn(options, peer_config, true, handshake_timeout).await?;
+        Ok(Self::from_session(session))
+    }
+
+    /// A hub over a connected session (a spawned app-server, or an in-memory peer in tests).
+    pub fn from_session(session: CodexSession) -> Arc<CodexHub> {
         let pid = session.pid();
         let parts = session.into_parts();
         let routes = Arc::new(Mutex::new(Routes::default()));
@@ -179,7 +215,7 @@ impl CodexHub {
             parts.peer.clone(),
             Arc::clone(&alive),
         ));
-        Ok(Arc::new(CodexHub {
+        Arc::new(CodexHub {
             peer: parts.peer,
             routes,
             process: tokio::sync::Mutex::new(parts.process),
@@ -188,7 +224,7 @@ impl CodexHub {
             user_agent: parts.user_agent,
             codex_version: parts.codex_version,
             pid,
-        }))
+        })
     }
 
     pub fn is_alive(&self) -> bool {
@@ -214,6 +250,7 @@ impl CodexHub {
         let (sender, receiver) = mpsc::channel(ROUTE_CAPACITY);
         let mut table = lock(&self.routes);
         let early = table.unclaimed.remove(thread_id).unwrap_or_default();
+        table.overflowed.remove(thread_id);
         table.routes.insert(thread_id.to_string(), sender);
         ThreadHandle {
             thread_id: thread_id.to_string(),
@@ -287,6 +324,9 @@ impl CodexHub {
         .await;
         match result {
             Ok(outcome) => Ok(outcome),
+            Err(TurnFailure::Closed) if lock(&self.routes).overflowed.remove(&thread.thread_id) => {
+                Err(SessionError::Overflow(ROUTE_CAPACITY))
+            }
             Err(TurnFailure::Closed) | Err(TurnFailure::Peer(PeerError::ConnectionClosed)) => {
                 Err(self.exited().await)
             }

@@ -47,6 +47,9 @@ pub enum SessionError {
     Peer(#[from] PeerError),
     #[error("codex app-server exited ({status}){}", stderr_suffix(.stderr))]
     CodexExited { status: String, stderr: Vec<String> },
+    /// The run fell this many messages behind its thread (the hub ended it; others go on).
+    #[error("the run fell {0} messages behind its thread and was ended (is a subscriber or a tool answer stuck?)")]
+    Overflow(usize),
     #[error("the turn made no progress for {0:?}; interrupted")]
     IdleTimeout(Duration),
     #[error("the turn ran longer than {0:?}; interrupted")]
