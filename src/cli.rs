@@ -171,6 +171,9 @@ pub struct ServeArgs {
     /// Seconds a finished run stays replayable.
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_FINISHED_RUN_TTL.as_secs())]
     pub finished_run_ttl: u64,
+    /// Connections open at once; more are refused with 429 "Too many connections".
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: u32,
     /// Seconds one request's file reading and parsing may take before it fails (alone).
     #[arg(long, default_value_t = 30)]
     pub request_timeout: u64,

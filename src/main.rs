@@ -259,6 +259,7 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         max_finished_runs: args.max_finished_runs,
         finished_run_ttl: std::time::Duration::from_secs(args.finished_run_ttl),
         max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
+        max_connections: args.max_connections.max(1),
     };
     block_on(async move {
         let running = clawbridge::server::start(config).await?;

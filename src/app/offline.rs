@@ -46,6 +46,9 @@ pub enum StubStep {
     Hang,
 }
 
+/// Model requests the stub keeps for inspection (captures need a handful).
+const MAX_KEPT_REQUESTS: usize = 64;
+
 /// Answers per model request, in order; after the last one the stub replies with a short text.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +92,8 @@ pub struct CapturedRequest {
 struct StubState {
     script: Vec<StubStep>,
     requests: Vec<CapturedRequest>,
+    /// Requests answered so far (numbers the replies; the kept log is bounded).
+    served: usize,
 }
 
 /// The running stub; dropping it stops the server.
@@ -114,6 +119,7 @@ impl ResponsesStub {
         let state = Arc::new(Mutex::new(StubState {
             script: script.responses,
             requests: Vec::new(),
+            served: 0,
         }));
         let router = Router::new()
             .route("/v1/responses", post(responses))
@@ -171,12 +177,17 @@ async fn responses(
         let mut state = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A long-lived serve sends many turns through one stub: keep the latest requests only.
+        if state.requests.len() >= MAX_KEPT_REQUESTS {
+            state.requests.remove(0);
+        }
         state.requests.push(CapturedRequest {
             path: "/v1/responses".to_string(),
             headers,
             body,
         });
-        let number = state.requests.len();
+        state.served += 1;
+        let number = state.served;
         let step = if state.script.is_empty() {
             StubStep::Text(format!("clawbridge offline stub reply {number}."))
         } else {

@@ -132,12 +132,15 @@ pub struct ServeConfig {
     pub finished_run_ttl: Duration,
     /// Bytes of events one run's log keeps (the oldest are dropped past it).
     pub max_run_log_bytes: usize,
+    /// `--max-connections`: open connections at once (more get 429 "Too many connections").
+    pub max_connections: u32,
 }
 
 /// Defaults of the bounds above (the CLI's flag defaults).
 pub const DEFAULT_MAX_FINISHED_RUNS: usize = 256;
 pub const DEFAULT_FINISHED_RUN_TTL: Duration = Duration::from_secs(600);
 pub const DEFAULT_MAX_RUN_LOG_BYTES: usize = 8 * 1024 * 1024;
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
 
 /// Translations running on the blocking pool at once; more wait (within their deadline).
 const BLOCKING_SLOTS: usize = 8;
@@ -1173,6 +1176,13 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)
+        .max_connections(config.max_connections)
+        // WebSocket clients that stop answering pings are disconnected, freeing their slot.
+        .enable_ws_ping(
+            jsonrpsee::server::PingConfig::new()
+                .ping_interval(Duration::from_secs(30))
+                .inactive_limit(Duration::from_secs(90)),
+        )
         .build();
     let server = Server::builder()
         .set_config(server_config)

@@ -48,6 +48,7 @@ pub fn config(
         max_finished_runs: clawbridge::server::DEFAULT_MAX_FINISHED_RUNS,
         finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
         max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
+        max_connections: clawbridge::server::DEFAULT_MAX_CONNECTIONS,
     }
 }
 

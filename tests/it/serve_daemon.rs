@@ -144,3 +144,28 @@ async fn finished_runs_are_forgotten_and_long_logs_tell_late_subscribers_what_th
         "{status}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_capped_and_the_refusal_says_why() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--max-connections", "2"]);
+    let held = [serve.client().await, serve.client().await];
+    let auth = format!("Authorization: Bearer {}", serve.token());
+    let (status, text) =
+        crate::serve_security::upgrade(serve.addr, &serve.addr.to_string(), &[auth.clone()]);
+    assert_eq!(status, 429, "{text}");
+    assert!(text.contains("Too many connections"), "{text}");
+    drop(held);
+    // Slots come back when clients leave.
+    let mut accepted = false;
+    for _ in 0..50 {
+        let (status, _) =
+            crate::serve_security::upgrade(serve.addr, &serve.addr.to_string(), &[auth.clone()]);
+        if status == 101 {
+            accepted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(accepted, "a freed slot is usable again");
+}

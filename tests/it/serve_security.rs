@@ -205,7 +205,7 @@ fn post_status(addr: SocketAddr, host: &str, extra: &[String]) -> (u16, String) 
 }
 
 /// A WebSocket upgrade with the given extra header lines.
-fn upgrade(addr: SocketAddr, host: &str, extra: &[String]) -> (u16, String) {
+pub fn upgrade(addr: SocketAddr, host: &str, extra: &[String]) -> (u16, String) {
     let mut request = format!(
         "GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
     );
