@@ -151,16 +151,22 @@ async fn connections_are_capped_and_the_refusal_says_why() {
     let serve = fixture.serve(&["--max-connections", "2"]);
     let held = [serve.client().await, serve.client().await];
     let auth = format!("Authorization: Bearer {}", serve.token());
-    let (status, text) =
-        crate::serve_security::upgrade(serve.addr, &serve.addr.to_string(), &[auth.clone()]);
+    let (status, text) = crate::serve_security::upgrade(
+        serve.addr,
+        &serve.addr.to_string(),
+        std::slice::from_ref(&auth),
+    );
     assert_eq!(status, 429, "{text}");
     assert!(text.contains("Too many connections"), "{text}");
     drop(held);
     // Slots come back when clients leave.
     let mut accepted = false;
     for _ in 0..50 {
-        let (status, _) =
-            crate::serve_security::upgrade(serve.addr, &serve.addr.to_string(), &[auth.clone()]);
+        let (status, _) = crate::serve_security::upgrade(
+            serve.addr,
+            &serve.addr.to_string(),
+            std::slice::from_ref(&auth),
+        );
         if status == 101 {
             accepted = true;
             break;
