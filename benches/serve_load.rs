@@ -4,6 +4,8 @@
 //! each session over its own WebSocket client; every run's completion must reach its subscriber
 //! exactly once. Reports p50/p99 turn latency and memory next to the same 128 turns run
 //! sequentially through `clawbridge run --offline` (one process each). Loopback only; bounded.
+//! `-- --soak [RUNS]` instead runs RUNS (default 1,000) runs through one serve and fails when
+//! clawbridge's memory grows with them.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -86,11 +88,149 @@ fn report(name: &str, mut latencies: Vec<Duration>, wall: Duration) {
     );
 }
 
+fn serve_config(bin: PathBuf, state: &std::path::Path) -> ServeConfig {
+    ServeConfig {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        token: Some(TOKEN.into()),
+        no_auth: false,
+        allow_origins: vec![],
+        allow_hosts: vec![],
+        max_sandbox: clawbridge::config::SandboxMode::WorkspaceWrite,
+        workspace_roots: vec![root().join("fixtures")],
+        codex_bin: bin,
+        codex_home: None,
+        state_dir: state.to_path_buf(),
+        offline: true,
+        stub_script: StubScript::default(),
+        limits: TurnLimits {
+            idle: Duration::from_secs(60),
+            hard: Duration::from_secs(300),
+            interrupt_grace: Duration::from_secs(5),
+        },
+        answer_timeout: Duration::from_secs(30),
+        max_request_bytes: 16 * 1024 * 1024,
+        request_timeout: Duration::from_secs(30),
+        max_finished_runs: clawbridge::server::DEFAULT_MAX_FINISHED_RUNS,
+        finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
+        max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
+        max_connections: clawbridge::server::DEFAULT_MAX_CONNECTIONS,
+    }
+}
+
+/// `-- --soak [RUNS]`: RUNS (default 1,000) runs through one serve, 8 sessions at a time; prints
+/// clawbridge's and Codex's RSS every 100 runs and exits 1 if clawbridge's RSS grew by more than
+/// 10 MiB after the first 100 (the warm-up).
+fn soak(bin: PathBuf, runs: usize) {
+    const WORKERS: usize = 8;
+    const ALLOWED_GROWTH_KIB: u64 = 10 * 1024;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let state = tempfile::tempdir().expect("state");
+    let samples = runtime.block_on(async {
+        let running = start(serve_config(bin, state.path())).await.expect("serve");
+        let url = format!("ws://{}", running.addr);
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for worker in 0..WORKERS {
+            let (url, done, samples) = (url.clone(), done.clone(), samples.clone());
+            tasks.push(tokio::spawn(async move {
+                let client = WsClientBuilder::default()
+                    .set_headers(auth_headers())
+                    .build(&url)
+                    .await
+                    .expect("client");
+                loop {
+                    let number = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    if number > runs {
+                        return;
+                    }
+                    let run: Value = client
+                        .request("bridge.runStart", rpc_params![document(worker)])
+                        .await
+                        .expect("runStart");
+                    let mut events = client
+                        .subscribe::<Value, _>(
+                            "bridge.subscribeRun",
+                            rpc_params![run["runId"].clone()],
+                            "bridge.unsubscribeRun",
+                        )
+                        .await
+                        .expect("subscribe");
+                    while let Ok(Some(Ok(event))) =
+                        tokio::time::timeout(Duration::from_secs(120), events.next()).await
+                    {
+                        if event["event"] == "turnEnd" {
+                            assert_eq!(event["status"], "completed", "{event}");
+                            break;
+                        }
+                    }
+                    if number % 100 == 0 {
+                        let status: Value = client
+                            .request("bridge.status", rpc_params![])
+                            .await
+                            .expect("status");
+                        let codex = status["codex"]["pid"]
+                            .as_u64()
+                            .and_then(|pid| rss_kib(&pid.to_string(), "VmRSS:"));
+                        let ours = rss_kib("self", "VmRSS:");
+                        println!(
+                            "  run {number:>5}: clawbridge RSS {} MiB, codex RSS {} MiB, runs listed {}",
+                            ours.map_or("?".into(), |kib| format!("{:.1}", kib as f64 / 1024.0)),
+                            codex.map_or("?".into(), |kib| format!("{:.1}", kib as f64 / 1024.0)),
+                            status["runs"].as_array().map_or(0, Vec::len)
+                        );
+                        if let Ok(mut samples) = samples.lock() {
+                            samples.push((number, ours.unwrap_or(0)));
+                        }
+                    }
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("worker");
+        }
+        let samples = samples.lock().map(|samples| samples.clone()).unwrap_or_default();
+        samples
+    });
+    let mut samples = samples;
+    samples.sort();
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        println!("soak: too few runs to measure");
+        return;
+    };
+    let growth = last.1.saturating_sub(first.1);
+    println!(
+        "soak: {runs} runs; clawbridge RSS {:.1} MiB at run {} -> {:.1} MiB at run {} (growth {:.1} MiB, limit 10 MiB)",
+        first.1 as f64 / 1024.0,
+        first.0,
+        last.1 as f64 / 1024.0,
+        last.0,
+        growth as f64 / 1024.0
+    );
+    if growth > ALLOWED_GROWTH_KIB {
+        println!("soak: FAILED: memory grows with the number of runs");
+        std::process::exit(1);
+    }
+}
+
 fn main() {
     let Some(bin) = codex_bin() else {
         println!("serve_load: skipped (no Codex CLI; run scripts/install-codex)");
         return;
     };
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "--soak") {
+        let runs = args
+            .get(at + 1)
+            .and_then(|runs| runs.parse().ok())
+            .unwrap_or(1000);
+        soak(bin, runs);
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -98,32 +238,7 @@ fn main() {
         .expect("runtime");
     let state = tempfile::tempdir().expect("state");
     let (latencies, wall, codex_rss) = runtime.block_on(async {
-        let config = ServeConfig {
-            listen: "127.0.0.1:0".parse().expect("addr"),
-            token: Some(TOKEN.into()),
-            no_auth: false,
-            allow_origins: vec![],
-            allow_hosts: vec![],
-            max_sandbox: clawbridge::config::SandboxMode::WorkspaceWrite,
-            workspace_roots: vec![root().join("fixtures")],
-            codex_bin: bin.clone(),
-            codex_home: None,
-            state_dir: state.path().to_path_buf(),
-            offline: true,
-            stub_script: StubScript::default(),
-            limits: TurnLimits {
-                idle: Duration::from_secs(60),
-                hard: Duration::from_secs(300),
-                interrupt_grace: Duration::from_secs(5),
-            },
-            answer_timeout: Duration::from_secs(30),
-            max_request_bytes: 16 * 1024 * 1024,
-            request_timeout: Duration::from_secs(30),
-            max_finished_runs: clawbridge::server::DEFAULT_MAX_FINISHED_RUNS,
-            finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
-            max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
-            max_connections: clawbridge::server::DEFAULT_MAX_CONNECTIONS,
-        };
+        let config = serve_config(bin.clone(), state.path());
         let running = start(config).await.expect("serve");
         let url = format!("ws://{}", running.addr);
         let started = Instant::now();
