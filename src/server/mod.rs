@@ -283,8 +283,8 @@ pub struct Bridge {
     busy_threads: Mutex<HashSet<String>>,
     roots: Roots,
     skill_cache: Arc<SkillCache>,
-    /// One serve per state dir, for as long as this one runs.
-    _state_lock: state::StateLock,
+    /// One serve per state dir, for as long as this one runs (released by [`Running::stop`]).
+    state_lock: Mutex<Option<state::StateLock>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1106,6 +1106,18 @@ impl Running {
         if let Some(hub) = self.bridge.current_hub() {
             hub.kill().await;
         }
+        lock(&self.bridge.state_lock).take();
+    }
+
+    /// Stop listening, wait for the server to stop, and release the state dir (so another serve,
+    /// in this process or another, may take it at once).
+    pub async fn stop(&self) {
+        let _ = self.handle.stop();
+        self.handle.clone().stopped().await;
+        if let Some(hub) = self.bridge.current_hub() {
+            hub.kill().await;
+        }
+        lock(&self.bridge.state_lock).take();
     }
 
     /// Bodies of the model requests the offline stub received (tests, diagnostics).
@@ -1141,7 +1153,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let state_lock = state::lock_state_dir(&config.state_dir)?;
     let bindings = state::load_bindings(&config.state_dir)?;
     let bridge = Arc::new(Bridge {
-        _state_lock: state_lock,
+        state_lock: Mutex::new(Some(state_lock)),
         hub: Mutex::new(None),
         spawning: tokio::sync::Mutex::new(()),
         shutting_down: std::sync::atomic::AtomicBool::new(false),

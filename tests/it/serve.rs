@@ -86,6 +86,30 @@ pub async fn connect(running: &Running) -> jsonrpsee::ws_client::WsClient {
         .expect("ws client")
 }
 
+/// A subscription to a run's events (replayed from its start).
+pub async fn subscribe(
+    client: &jsonrpsee::ws_client::WsClient,
+    run_id: &str,
+) -> jsonrpsee::core::client::Subscription<Value> {
+    client
+        .subscribe::<Value, _>(
+            "bridge.subscribeRun",
+            rpc_params![run_id],
+            "bridge.unsubscribeRun",
+        )
+        .await
+        .expect("subscribe")
+}
+
+/// The next event of a subscription (within a minute).
+pub async fn next_event(subscription: &mut jsonrpsee::core::client::Subscription<Value>) -> Value {
+    tokio::time::timeout(Duration::from_secs(60), subscription.next())
+        .await
+        .expect("event in time")
+        .expect("stream open")
+        .expect("event")
+}
+
 /// A run's events, replayed from its start, up to and including the first one `stop` accepts or
 /// `turnEnd`.
 pub async fn events_until(
@@ -93,21 +117,10 @@ pub async fn events_until(
     run_id: &str,
     stop: impl Fn(&Value) -> bool,
 ) -> Vec<Value> {
-    let mut subscription = client
-        .subscribe::<Value, _>(
-            "bridge.subscribeRun",
-            rpc_params![run_id],
-            "bridge.unsubscribeRun",
-        )
-        .await
-        .expect("subscribe");
+    let mut subscription = subscribe(client, run_id).await;
     let mut events = Vec::new();
     loop {
-        let event = tokio::time::timeout(Duration::from_secs(60), subscription.next())
-            .await
-            .expect("event in time")
-            .expect("stream open")
-            .expect("event");
+        let event = next_event(&mut subscription).await;
         let end = stop(&event) || event["event"] == "turnEnd";
         events.push(event);
         if end {
@@ -122,21 +135,10 @@ pub async fn follow(
     run_id: &str,
     answer: Option<Value>,
 ) -> Vec<Value> {
-    let mut subscription = client
-        .subscribe::<Value, _>(
-            "bridge.subscribeRun",
-            rpc_params![run_id],
-            "bridge.unsubscribeRun",
-        )
-        .await
-        .expect("subscribe");
+    let mut subscription = subscribe(client, run_id).await;
     let mut events = Vec::new();
     loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), subscription.next())
-            .await
-            .expect("event in time")
-            .expect("stream open")
-            .expect("event");
+        let event = next_event(&mut subscription).await;
         if let (true, Some(answer)) = (event["event"] == "toolCall", &answer) {
             let mut result = answer.clone();
             result["callId"] = event["callId"].clone();
@@ -261,8 +263,7 @@ async fn a_second_run_resumes_the_thread_even_after_a_restart() {
     let events = follow(&client, second["runId"].as_str().expect("id"), None).await;
     assert_eq!(events[0]["resumed"], true);
     drop(client);
-    running.handle.stop().expect("stop");
-    running.handle.clone().stopped().await;
+    running.stop().await;
     drop(running);
 
     let running = start(config(

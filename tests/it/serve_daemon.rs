@@ -22,16 +22,9 @@ async fn sigterm_interrupts_running_turns_delivers_their_end_and_exits_zero() {
         .request("bridge.runStart", rpc_params![fixture.document()])
         .await
         .expect("run");
-    let mut events = client
-        .subscribe::<Value, _>(
-            "bridge.subscribeRun",
-            rpc_params![started["runId"].clone()],
-            "bridge.unsubscribeRun",
-        )
-        .await
-        .expect("subscribe");
+    let mut events = crate::serve::subscribe(&client, started["runId"].as_str().expect("id")).await;
     loop {
-        let event = next(&mut events).await;
+        let event = crate::serve::next_event(&mut events).await;
         if event["method"] == "turn/started" {
             break;
         }
@@ -43,7 +36,7 @@ async fn sigterm_interrupts_running_turns_delivers_their_end_and_exits_zero() {
         .expect("kill")
         .success());
     let end = loop {
-        let event = next(&mut events).await;
+        let event = crate::serve::next_event(&mut events).await;
         if event["event"] == "turnEnd" {
             break event;
         }
@@ -69,14 +62,6 @@ async fn sigterm_interrupts_running_turns_delivers_their_end_and_exits_zero() {
         "{}",
         serve.stderr()
     );
-}
-
-async fn next(events: &mut jsonrpsee::core::client::Subscription<Value>) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), events.next())
-        .await
-        .expect("event in time")
-        .expect("open")
-        .expect("event")
 }
 
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
