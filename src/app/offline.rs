@@ -46,8 +46,9 @@ pub enum StubStep {
     Hang,
 }
 
-/// Model requests the stub keeps for inspection (captures need a handful).
-const MAX_KEPT_REQUESTS: usize = 64;
+/// Model requests the stub keeps for inspection (a capture needs one or two; each carries the
+/// whole thread history, so a long-lived serve must not keep many).
+const MAX_KEPT_REQUESTS: usize = 8;
 
 /// Answers per model request, in order; after the last one the stub replies with a short text.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
