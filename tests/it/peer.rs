@@ -590,3 +590,73 @@ async fn a_run_that_falls_behind_fails_alone_and_other_threads_flow() {
     assert!(matches!(ended, Err(SessionError::Overflow(_))), "{ended:?}");
     assert!(hub.is_alive());
 }
+
+/// What Codex says about a thread after its run ended is dropped, not replayed into the thread's
+/// next run.
+#[tokio::test]
+async fn late_messages_of_an_ended_run_are_not_replayed_into_the_next() {
+    use clawbridge::codex::client::hub::CodexHub;
+    let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
+    let hub = CodexHub::from_session(session.expect("session"));
+    let ws = crate::util::TestWorkspace::full();
+    let mut run = crate::util::run_with(&ws.path(), json!({}));
+    let (_, params) = crate::util::translate_run(&run);
+    let opening = {
+        let hub = hub.clone();
+        tokio::spawn(async move { hub.open_thread(&params.thread).await })
+    };
+    let start = server.recv().await;
+    server
+        .send(json!({"id": start["id"], "result": {"thread": {"id": "T"}}}))
+        .await;
+    let first = opening.await.expect("join").expect("thread");
+    drop(first);
+    server
+        .send(json!({"method": "thread/status/changed", "params": {"threadId": "T", "status": "stale"}}))
+        .await;
+    // Give the router a moment to see it before the thread is claimed again.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    run.thread_id = Some("T".into());
+    let (_, params) = crate::util::translate_run(&run);
+    let resuming = {
+        let hub = hub.clone();
+        tokio::spawn(async move { hub.open_thread(&params.thread).await })
+    };
+    let resume = server.recv().await;
+    assert_eq!(resume["method"], "thread/resume");
+    server
+        .send(json!({"id": resume["id"], "result": {"thread": {"id": "T"}}}))
+        .await;
+    let mut second = resuming.await.expect("join").expect("thread");
+    let turn = {
+        let hub = hub.clone();
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let outcome = hub
+                .run_turn(
+                    &mut second,
+                    &turn_params("T"),
+                    &DefaultHandler::default(),
+                    &mut |event| {
+                        if let TurnEvent::Notification { params, .. } = event {
+                            seen.push(params.clone());
+                        }
+                    },
+                    TurnLimits::default(),
+                )
+                .await;
+            (outcome, seen)
+        })
+    };
+    let start = server.recv().await;
+    server
+        .send(json!({"id": start["id"], "result": {"turn": {"id": "u2"}}}))
+        .await;
+    server.send(json!({"method": "turn/completed", "params": {"threadId": "T", "turn": {"id": "u2", "status": "completed"}}})).await;
+    let (outcome, seen) = turn.await.expect("join");
+    assert_eq!(outcome.expect("turn").status, TurnStatus::Completed);
+    assert!(
+        !seen.iter().any(|params| params["status"] == "stale"),
+        "a stale message was replayed: {seen:?}"
+    );
+}

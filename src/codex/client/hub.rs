@@ -38,7 +38,12 @@ struct Routes {
     /// Threads whose run fell [`ROUTE_CAPACITY`] messages behind: their route was closed, and
     /// that run (only) fails with [`SessionError::Overflow`].
     overflowed: std::collections::HashSet<String>,
+    /// Threads whose run ended (their late messages are dropped until the next claim).
+    released: std::collections::HashSet<String>,
 }
+
+/// Ended threads remembered (then forgotten all at once; a forgotten one buffers again, bounded).
+const RELEASED_THREADS: usize = 4096;
 
 /// The shared app-server.
 pub struct CodexHub {
@@ -62,7 +67,14 @@ pub struct ThreadHandle {
 
 impl Drop for ThreadHandle {
     fn drop(&mut self) {
-        lock(&self.routes).routes.remove(&self.thread_id);
+        let mut table = lock(&self.routes);
+        table.routes.remove(&self.thread_id);
+        // What Codex still says about this thread belongs to the run that ended: it is dropped,
+        // not replayed into the thread's next run.
+        if table.released.len() >= RELEASED_THREADS {
+            table.released.clear();
+        }
+        table.released.insert(self.thread_id.clone());
     }
 }
 
@@ -136,6 +148,21 @@ async fn route_loop(
                     );
                 }
             },
+            None if lock(&routes).released.contains(&thread_id) => {
+                tracing::debug!(
+                    "thread {thread_id} has no run any more; dropped {:?}",
+                    message.method()
+                );
+                if let Inbound::Request(request) = message {
+                    let _ = peer
+                        .respond_error(
+                            request.id,
+                            METHOD_NOT_FOUND,
+                            format!("no run owns thread {thread_id} any more"),
+                        )
+                        .await;
+                }
+            }
             None => {
                 // Keep it for the run that will claim the thread (bounded); refuse what cannot wait.
                 let refused = {
@@ -251,6 +278,7 @@ impl CodexHub {
         let mut table = lock(&self.routes);
         let early = table.unclaimed.remove(thread_id).unwrap_or_default();
         table.overflowed.remove(thread_id);
+        table.released.remove(thread_id);
         table.routes.insert(thread_id.to_string(), sender);
         ThreadHandle {
             thread_id: thread_id.to_string(),
