@@ -14,6 +14,11 @@
 //! operator's sandbox ceiling; a run may only use its own session's thread; run, tool-call and
 //! approval ids are random.
 //!
+//! Built to run for days: file I/O and parsing run on a bounded blocking pool under a
+//! per-request deadline; finished runs, their event logs and idle session queues are pruned;
+//! [`state`] holds the state-dir lock and never drops a corrupt bindings file silently;
+//! [`Running::shutdown`] ends running turns cleanly on SIGTERM.
+//!
 //! Methods: `bridge.params`, `bridge.context`, `bridge.prompt`, `bridge.runStart`,
 //! `bridge.subscribeRun` (notifications `bridge.runEvent`), `bridge.toolResult`,
 //! `bridge.approval`, `bridge.runInterrupt`, `bridge.status`.
