@@ -114,6 +114,7 @@ fn serve_config(bin: PathBuf, state: &std::path::Path) -> ServeConfig {
         finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
         max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
         max_connections: clawbridge::server::DEFAULT_MAX_CONNECTIONS,
+        idle_timeout: clawbridge::server::DEFAULT_IDLE_TIMEOUT,
     }
 }
 

@@ -174,6 +174,9 @@ pub struct ServeArgs {
     /// Connections open at once; more are refused with 429 "Too many connections".
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+    /// Seconds a connection may stay without traffic before it is closed.
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_IDLE_TIMEOUT.as_secs())]
+    pub idle_timeout: u64,
     /// Seconds one request's file reading and parsing may take before it fails (alone).
     #[arg(long, default_value_t = 30)]
     pub request_timeout: u64,

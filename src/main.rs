@@ -260,6 +260,7 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         finished_run_ttl: std::time::Duration::from_secs(args.finished_run_ttl),
         max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
         max_connections: args.max_connections.max(1),
+        idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
     };
     block_on(async move {
         let running = clawbridge::server::start(config).await?;

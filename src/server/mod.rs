@@ -54,6 +54,7 @@ use crate::support::fs::Roots;
 use crate::translate::{translate, TranslateOptions};
 
 pub mod guard;
+pub mod idle;
 pub mod state;
 pub mod token;
 
@@ -139,6 +140,8 @@ pub struct ServeConfig {
     pub max_run_log_bytes: usize,
     /// `--max-connections`: open connections at once (more get 429 "Too many connections").
     pub max_connections: u32,
+    /// `--idle-timeout`: a connection without traffic this long is closed.
+    pub idle_timeout: Duration,
 }
 
 /// Defaults of the bounds above (the CLI's flag defaults).
@@ -146,6 +149,7 @@ pub const DEFAULT_MAX_FINISHED_RUNS: usize = 256;
 pub const DEFAULT_FINISHED_RUN_TTL: Duration = Duration::from_secs(600);
 pub const DEFAULT_MAX_RUN_LOG_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Translations running on the blocking pool at once; more wait (within their deadline).
 const BLOCKING_SLOTS: usize = 8;
@@ -1194,23 +1198,42 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)
         .max_connections(config.max_connections)
-        // WebSocket clients that stop answering pings are disconnected, freeing their slot.
-        .enable_ws_ping(
-            jsonrpsee::server::PingConfig::new()
-                .ping_interval(Duration::from_secs(30))
-                .inactive_limit(Duration::from_secs(90)),
-        )
         .build();
-    let server = Server::builder()
+    let services = Server::builder()
         .set_config(server_config)
         .set_http_middleware(middleware)
-        .build_from_tcp(listener)
-        .map_err(bind_error)?;
-    let methods = module(Arc::clone(&bridge)).map_err(|error| ServeError::Bind {
-        addr,
-        message: error.to_string(),
-    })?;
-    let handle = server.start(methods);
+        .to_service_builder();
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(bind_error)?;
+    let methods: jsonrpsee::server::Methods = module(Arc::clone(&bridge))
+        .map_err(|error| ServeError::Bind {
+            addr,
+            message: error.to_string(),
+        })?
+        .into();
+    let (stop, handle) = jsonrpsee::server::stop_channel();
+    let idle = config.idle_timeout;
+    // Our own accept loop, so every connection is wrapped in the idle timeout.
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                _ = stop.clone().shutdown() => return,
+            };
+            let Ok((stream, _)) = accepted else {
+                continue;
+            };
+            let service = services.clone().build(methods.clone(), stop.clone());
+            let stopped = stop.clone().shutdown();
+            tokio::spawn(async move {
+                let io = idle::IdleTimeout::new(stream, idle);
+                if let Err(error) =
+                    jsonrpsee::server::serve_with_graceful_shutdown(io, service, stopped).await
+                {
+                    tracing::debug!("connection closed: {error}");
+                }
+            });
+        }
+    });
     // Finished runs expire while the service is idle too.
     let weak = Arc::downgrade(&bridge);
     tokio::spawn(async move {

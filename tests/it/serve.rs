@@ -49,6 +49,7 @@ pub fn config(
         finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
         max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
         max_connections: clawbridge::server::DEFAULT_MAX_CONNECTIONS,
+        idle_timeout: clawbridge::server::DEFAULT_IDLE_TIMEOUT,
     }
 }
 

@@ -160,3 +160,25 @@ async fn connections_are_capped_and_the_refusal_says_why() {
     }
     assert!(accepted, "a freed slot is usable again");
 }
+
+#[test]
+fn a_silent_connection_is_closed_after_the_idle_timeout() {
+    use std::io::Read;
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--idle-timeout", "1"]);
+    let mut silent = std::net::TcpStream::connect(serve.addr).expect("connect");
+    silent
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut byte = [0u8; 1];
+    // The server closes its end (read returns 0 or a reset) before our 20 s read timeout.
+    let closed = match silent.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(error) => {
+            error.kind() != std::io::ErrorKind::WouldBlock
+                && error.kind() != std::io::ErrorKind::TimedOut
+        }
+    };
+    assert!(closed, "the idle connection was closed by the server");
+}
