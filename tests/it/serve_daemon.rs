@@ -182,3 +182,40 @@ fn a_silent_connection_is_closed_after_the_idle_timeout() {
     };
     assert!(closed, "the idle connection was closed by the server");
 }
+
+/// A slow request (here a skills walk over 96,000 folders) fails alone with 4080 at its deadline,
+/// and the service keeps answering everyone else meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_request_fails_alone_at_its_deadline() {
+    let fixture = Fixture::new();
+    let skills = fixture.workspace().join("skills");
+    for a in 0..60 {
+        for b in 0..40 {
+            for c in 0..40 {
+                std::fs::create_dir_all(skills.join(format!("a{a}/b{b}/c{c}"))).expect("mkdir");
+            }
+        }
+    }
+    let serve = fixture.serve(&["--request-timeout", "1"]);
+    let client = std::sync::Arc::new(serve.client().await);
+    let slow = {
+        let client = client.clone();
+        let document = fixture.document();
+        tokio::spawn(async move {
+            client
+                .request::<Value, _>("bridge.params", rpc_params![document])
+                .await
+        })
+    };
+    // Other requests are answered while the slow one runs.
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status while a request is busy");
+    assert!(status["runs"].is_array());
+    let text = crate::serve_security::error_text(slow.await.expect("join"));
+    assert!(
+        text.contains("4080") && text.contains("--request-timeout"),
+        "{text}"
+    );
+}
