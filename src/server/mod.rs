@@ -87,6 +87,18 @@ fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(code, message.into(), None::<()>)
 }
 
+/// An error's message followed by its sources (`a: b: c`), so clients see the cause.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// A library error as an API error: the code follows from the kind.
 fn library_error(error: crate::Error) -> ErrorObjectOwned {
     use crate::error::ErrorKind;
@@ -96,7 +108,7 @@ fn library_error(error: crate::Error) -> ErrorObjectOwned {
         ErrorKind::Io => codes::INTERNAL,
         _ => codes::INVALID_PARAMS,
     };
-    rpc_error(code, error.to_string())
+    rpc_error(code, with_causes(&error))
 }
 
 /// A random id (UUID v4) for runs and approvals: nobody can guess another client's.
@@ -313,7 +325,7 @@ impl Bridge {
             serde_json::to_string_pretty(&*bindings).unwrap_or_default() + "\n"
         };
         crate::support::fs::write_private(&self.bindings_path(), text.as_bytes())
-            .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
+            .map_err(|error| rpc_error(codes::INTERNAL, with_causes(&error)))
     }
 
     /// The live hub, starting one if there is none or the last one died.

@@ -219,3 +219,37 @@ async fn a_slow_request_fails_alone_at_its_deadline() {
         "{text}"
     );
 }
+
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
+    use crate::serve::{config, connect, run_document};
+    let state = tempfile::tempdir().expect("state");
+    let running = clawbridge::server::start(config(codex_bin(), state.path(), None, vec![]))
+        .await
+        .expect("serve");
+    // A folder where the bindings file goes: the atomic rename onto it fails.
+    std::fs::create_dir_all(state.path().join("sessions.json/blocked")).expect("dir");
+    let client = connect(&running).await;
+    let error = client
+        .request::<Value, _>(
+            "bridge.runStart",
+            rpc_params![run_document("telegram-direct.json")],
+        )
+        .await
+        .expect_err("the binding cannot be written");
+    let text = error.to_string();
+    assert!(
+        text.contains("sessions.json") && text.contains("os error"),
+        "the cause travels with the error: {text}"
+    );
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    let runs = status["runs"].as_array().expect("runs");
+    assert!(
+        !runs.is_empty() && runs.iter().all(|run| run["state"] == "ended"),
+        "nothing stays running: {status}"
+    );
+}
