@@ -529,3 +529,26 @@ fn dynamic_tools_split_direct_and_searchable() {
     assert!(tools[0].get("deferLoading").is_none());
     assert!(developer_instructions(&params).contains("available on demand: cron, web_search."));
 }
+
+#[test]
+fn an_unreadable_bootstrap_file_gets_a_warning_and_a_marker() {
+    let ws = TestWorkspace::full();
+    // Not a regular file: never read, named in a warning, and shown as missing.
+    std::fs::remove_file(ws.path().join("USER.md")).expect("rm");
+    std::fs::create_dir_all(ws.path().join("USER.md")).expect("dir");
+    let run = run_with(&ws.path(), json!({"harness": "embedded"}));
+    let (translation, _) = translate_run(&run);
+    assert!(
+        translation
+            .warnings
+            .iter()
+            .any(|w| w.contains("USER.md") && w.contains("not a regular file")),
+        "{:?}",
+        translation.warnings
+    );
+    assert!(translation
+        .routed
+        .project_files
+        .iter()
+        .any(|file| file.name == "USER.md" && file.text.starts_with("[missing:")));
+}
