@@ -119,8 +119,10 @@ fn serve_config(bin: PathBuf, state: &std::path::Path) -> ServeConfig {
 }
 
 /// `-- --soak [RUNS]`: RUNS (default 1,000) runs through one serve, 8 sessions at a time; prints
-/// clawbridge's and Codex's RSS every 100 runs and exits 1 if clawbridge's RSS grew by more than
-/// 10 MiB after the first 100 (the warm-up).
+/// clawbridge's and Codex's RSS every 100 runs and exits 1 if clawbridge's RSS, at any later
+/// sample, is more than 10 MiB above the warm-up sample. Warm-up lasts until the service's
+/// bounded retention is full (`--max-finished-runs` finished runs kept for late subscribers): the
+/// first sample after that many runs plus the workers'.
 fn soak(bin: PathBuf, runs: usize) {
     const WORKERS: usize = 8;
     const ALLOWED_GROWTH_KIB: u64 = 10 * 1024;
@@ -199,17 +201,24 @@ fn soak(bin: PathBuf, runs: usize) {
     });
     let mut samples = samples;
     samples.sort();
-    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
-        println!("soak: too few runs to measure");
+    let warm = clawbridge::server::DEFAULT_MAX_FINISHED_RUNS + WORKERS;
+    let after: Vec<(usize, u64)> = samples
+        .iter()
+        .copied()
+        .filter(|(run, _)| *run >= warm)
+        .collect();
+    let (Some(first), Some(peak)) = (after.first(), after.iter().max_by_key(|sample| sample.1))
+    else {
+        println!("soak: too few runs past the warm-up ({warm}) to measure");
         return;
     };
-    let growth = last.1.saturating_sub(first.1);
+    let growth = peak.1.saturating_sub(first.1);
     println!(
-        "soak: {runs} runs; clawbridge RSS {:.1} MiB at run {} -> {:.1} MiB at run {} (growth {:.1} MiB, limit 10 MiB)",
+        "soak: {runs} runs; after warm-up clawbridge RSS {:.1} MiB at run {}, peak {:.1} MiB at run {} (growth {:.1} MiB, limit 10 MiB)",
         first.1 as f64 / 1024.0,
         first.0,
-        last.1 as f64 / 1024.0,
-        last.0,
+        peak.1 as f64 / 1024.0,
+        peak.0,
         growth as f64 / 1024.0
     );
     if growth > ALLOWED_GROWTH_KIB {
