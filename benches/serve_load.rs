@@ -10,7 +10,6 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clawbridge::app::offline::StubScript;
 use clawbridge::codex::client::session::TurnLimits;
 use clawbridge::server::{start, ServeConfig};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
@@ -92,29 +91,14 @@ fn serve_config(bin: PathBuf, state: &std::path::Path) -> ServeConfig {
     ServeConfig {
         listen: "127.0.0.1:0".parse().expect("addr"),
         token: Some(TOKEN.into()),
-        no_auth: false,
-        allow_origins: vec![],
-        allow_hosts: vec![],
-        max_sandbox: clawbridge::config::SandboxMode::WorkspaceWrite,
-        workspace_roots: vec![root().join("fixtures")],
-        codex_bin: bin,
-        codex_home: None,
-        state_dir: state.to_path_buf(),
         offline: true,
-        stub_script: StubScript::default(),
         limits: TurnLimits {
             idle: Duration::from_secs(60),
             hard: Duration::from_secs(300),
             interrupt_grace: Duration::from_secs(5),
         },
         answer_timeout: Duration::from_secs(30),
-        max_request_bytes: 16 * 1024 * 1024,
-        request_timeout: Duration::from_secs(30),
-        max_finished_runs: clawbridge::server::DEFAULT_MAX_FINISHED_RUNS,
-        finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
-        max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
-        max_connections: clawbridge::server::DEFAULT_MAX_CONNECTIONS,
-        idle_timeout: clawbridge::server::DEFAULT_IDLE_TIMEOUT,
+        ..ServeConfig::new(bin, vec![root().join("fixtures")], state.to_path_buf())
     }
 }
 

@@ -163,7 +163,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub stub_script: Option<PathBuf>,
     /// Seconds a tool call or approval waits for the client's answer.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_ANSWER_TIMEOUT.as_secs())]
     pub answer_timeout: u64,
     /// Finished runs kept replayable for late subscribers (the oldest are forgotten first).
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_FINISHED_RUNS)]
@@ -178,7 +178,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_IDLE_TIMEOUT.as_secs())]
     pub idle_timeout: u64,
     /// Seconds one request's file reading and parsing may take before it fails (alone).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     pub request_timeout: u64,
 }
 

@@ -246,21 +246,20 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
             SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
             SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
         },
-        workspace_roots: args.workspace_roots,
-        codex_bin: binary.path,
         codex_home: args.codex_home,
-        state_dir: commands::state_dir(args.state_dir)?,
         offline: args.offline,
         stub_script,
-        limits: clawbridge::codex::client::session::TurnLimits::default(),
         answer_timeout: std::time::Duration::from_secs(args.answer_timeout),
-        max_request_bytes: 16 * 1024 * 1024,
         request_timeout: std::time::Duration::from_secs(args.request_timeout.max(1)),
         max_finished_runs: args.max_finished_runs,
         finished_run_ttl: std::time::Duration::from_secs(args.finished_run_ttl),
-        max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
         max_connections: args.max_connections.max(1),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+        ..clawbridge::server::ServeConfig::new(
+            binary.path,
+            args.workspace_roots,
+            commands::state_dir(args.state_dir)?,
+        )
     };
     block_on(async move {
         let running = clawbridge::server::start(config).await?;

@@ -162,6 +162,41 @@ pub const DEFAULT_FINISHED_RUN_TTL: Duration = Duration::from_secs(600);
 pub const DEFAULT_MAX_RUN_LOG_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest request body (a run document with inline tool specs).
+pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
+
+impl ServeConfig {
+    /// The defaults of `clawbridge serve` (loopback `127.0.0.1:7077`, a generated token, the
+    /// `workspace-write` ceiling, every bound at its default) for one Codex binary, roots and
+    /// state dir; callers change fields with struct update syntax.
+    pub fn new(codex_bin: PathBuf, workspace_roots: Vec<PathBuf>, state_dir: PathBuf) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7077)),
+            token: None,
+            no_auth: false,
+            allow_origins: Vec::new(),
+            allow_hosts: Vec::new(),
+            max_sandbox: SandboxMode::WorkspaceWrite,
+            workspace_roots,
+            codex_bin,
+            codex_home: None,
+            state_dir,
+            offline: false,
+            stub_script: StubScript::default(),
+            limits: TurnLimits::default(),
+            answer_timeout: DEFAULT_ANSWER_TIMEOUT,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_finished_runs: DEFAULT_MAX_FINISHED_RUNS,
+            finished_run_ttl: DEFAULT_FINISHED_RUN_TTL,
+            max_run_log_bytes: DEFAULT_MAX_RUN_LOG_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
 
 /// Translations running on the blocking pool at once; more wait (within their deadline).
 const BLOCKING_SLOTS: usize = 8;

@@ -27,14 +27,7 @@ pub fn config(
     ServeConfig {
         listen: "127.0.0.1:0".parse().expect("addr"),
         token: Some(TEST_TOKEN.into()),
-        no_auth: false,
-        allow_origins: vec![],
-        allow_hosts: vec![],
-        max_sandbox: SandboxMode::WorkspaceWrite,
-        workspace_roots: vec![repo_root().join("fixtures")],
-        codex_bin: bin,
         codex_home,
-        state_dir: state.to_path_buf(),
         offline: true,
         stub_script: StubScript { responses: script },
         limits: TurnLimits {
@@ -43,13 +36,7 @@ pub fn config(
             interrupt_grace: Duration::from_secs(5),
         },
         answer_timeout: Duration::from_secs(30),
-        max_request_bytes: 16 * 1024 * 1024,
-        request_timeout: Duration::from_secs(30),
-        max_finished_runs: clawbridge::server::DEFAULT_MAX_FINISHED_RUNS,
-        finished_run_ttl: clawbridge::server::DEFAULT_FINISHED_RUN_TTL,
-        max_run_log_bytes: clawbridge::server::DEFAULT_MAX_RUN_LOG_BYTES,
-        max_connections: clawbridge::server::DEFAULT_MAX_CONNECTIONS,
-        idle_timeout: clawbridge::server::DEFAULT_IDLE_TIMEOUT,
+        ..ServeConfig::new(bin, vec![repo_root().join("fixtures")], state.to_path_buf())
     }
 }
 

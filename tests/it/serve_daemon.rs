@@ -67,7 +67,7 @@ async fn sigterm_interrupts_running_turns_delivers_their_end_and_exits_zero() {
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_runs_are_forgotten_and_long_logs_tell_late_subscribers_what_they_missed() {
-    use crate::serve::{config, connect, events_until, run_document};
+    use crate::serve::{config, connect, events_until};
     let state = tempfile::tempdir().expect("state");
     let mut settings = config(codex_bin(), state.path(), None, vec![]);
     settings.max_finished_runs = 2;
@@ -77,17 +77,7 @@ async fn finished_runs_are_forgotten_and_long_logs_tell_late_subscribers_what_th
     let client = connect(&running).await;
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let started: Value = client
-            .request(
-                "bridge.runStart",
-                rpc_params![run_document("telegram-direct.json")],
-            )
-            .await
-            .expect("run");
-        let id = started["runId"].as_str().expect("id").to_string();
-        let events = events_until(&client, &id, |event| event["event"] == "turnEnd").await;
-        assert_eq!(events.last().expect("end")["status"], "completed");
-        ids.push(id);
+        ids.push(run_to_completion(&client).await);
     }
     // The late subscriber of a long run: a marker first, the run's end last.
     let replay = events_until(&client, &ids[2], |event| event["event"] == "turnEnd").await;
@@ -95,17 +85,7 @@ async fn finished_runs_are_forgotten_and_long_logs_tell_late_subscribers_what_th
     assert!(replay[0]["count"].as_u64().is_some_and(|count| count > 0));
     assert_eq!(replay.last().expect("end")["event"], "turnEnd");
     // A fourth run prunes the oldest finished one (two are kept).
-    let started: Value = client
-        .request(
-            "bridge.runStart",
-            rpc_params![run_document("telegram-direct.json")],
-        )
-        .await
-        .expect("run");
-    events_until(&client, started["runId"].as_str().expect("id"), |event| {
-        event["event"] == "turnEnd"
-    })
-    .await;
+    run_to_completion(&client).await;
     let gone = client
         .subscribe::<Value, _>(
             "bridge.subscribeRun",
@@ -252,4 +232,19 @@ async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
         !runs.is_empty() && runs.iter().all(|run| run["state"] == "ended"),
         "nothing stays running: {status}"
     );
+}
+
+/// Start the Telegram fixture run and follow it to a completed `turnEnd`; its run id.
+async fn run_to_completion(client: &jsonrpsee::ws_client::WsClient) -> String {
+    let started: Value = client
+        .request(
+            "bridge.runStart",
+            rpc_params![crate::serve::run_document("telegram-direct.json")],
+        )
+        .await
+        .expect("run");
+    let id = started["runId"].as_str().expect("id").to_string();
+    let events = crate::serve::events_until(client, &id, |event| event["event"] == "turnEnd").await;
+    assert_eq!(events.last().expect("end")["status"], "completed");
+    id
 }
