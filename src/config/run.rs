@@ -118,7 +118,17 @@ pub struct HistoryEntry {
     pub body: String,
 }
 
-/// The channel context of the run; every field optional.
+/// The message the user replied to (quoted text), as the channel reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QuotedMessage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
+    pub body: String,
+}
+
+/// The channel context of the run; every field optional. Everything here except `name` and
+/// `chatType` is the chat's own text and only ever reaches the model as escaped data.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Channel {
@@ -136,6 +146,9 @@ pub struct Channel {
     pub sender: Option<Sender>,
     #[serde(default)]
     pub group_subject: Option<String>,
+    /// The quoted message this one replies to.
+    #[serde(default)]
+    pub reply_to: Option<QuotedMessage>,
     #[serde(default)]
     pub history: Vec<HistoryEntry>,
 }
@@ -405,6 +418,22 @@ impl RunDocument {
                 return Err(field_error(
                     &format!("tools[{index}].inputSchema"),
                     "must be a JSON Schema object".to_string(),
+                ));
+            }
+        }
+        if let Some(name) = &self.channel.name {
+            // The channel id is printed into prompt structure (the group intro, `channel=` on the
+            // Runtime line), so it must be an identifier, not free text.
+            let valid = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+            if !valid {
+                return Err(field_error(
+                    "channel.name",
+                    "must be a channel id: 1 to 64 ASCII letters, digits, `-`, `_` or `.`"
+                        .to_string(),
                 ));
             }
         }

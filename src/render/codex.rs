@@ -14,6 +14,7 @@ use crate::skills::SkillsPrompt;
 use serde::{Deserialize, Serialize};
 
 use super::sections::ContextFile;
+use crate::support::json::data_block;
 use crate::support::text::{collate, join_parts, trim_end_js};
 use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
 
@@ -158,19 +159,20 @@ pub fn inbound_prompt(run: &Run) -> String {
     let mut parts = Vec::new();
     if !info.is_empty() {
         parts.push(format!(
-            "Conversation info (untrusted metadata):\n```json\n{}\n```",
-            crate::support::json::to_pretty(&Value::Object(info))
+            "Conversation info (untrusted metadata):\n{}",
+            data_block(&Value::Object(info))
+        ));
+    }
+    if let Some(quoted) = &channel.reply_to {
+        parts.push(format!(
+            "Replied-to message (untrusted, for context):\n{}",
+            data_block(&json!(quoted))
         ));
     }
     if !channel.history.is_empty() {
-        let lines: Vec<String> = channel
-            .history
-            .iter()
-            .map(|entry| format!("{}: {}", entry.sender, entry.body))
-            .collect();
         parts.push(format!(
             "Chat history since your last reply (untrusted, for context):\n{}",
-            lines.join("\n")
+            data_block(&json!(channel.history))
         ));
     }
     if parts.is_empty() {

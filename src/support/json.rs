@@ -16,6 +16,32 @@ pub fn to_pretty(value: &Value) -> String {
     out
 }
 
+/// Untrusted text (anything a chat channel supplies) as a fenced, escaped data block: the value as
+/// [`to_pretty`] JSON inside a ```` ```json ```` fence. Inside JSON strings, newlines are already
+/// `\n`; the characters that could still form Markdown or tag structure (backtick, `<`, `>`, `&`,
+/// U+2028, U+2029) become `\uXXXX` escapes. So the block holds no line break of its own, no
+/// fence and no tag: whatever the text says, it cannot end the block or start a section
+/// (docs/threat-model.md, "Untrusted channel text").
+pub fn data_block(value: &Value) -> String {
+    let mut json = String::new();
+    for ch in to_pretty(value).chars() {
+        match ch {
+            // Outside strings JSON never uses these characters, so escaping them everywhere only
+            // touches string contents, and the text still parses to the same value.
+            '`' | '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                json.push_str(&format!("\\u{:04x}", ch as u32));
+            }
+            _ => json.push(ch),
+        }
+    }
+    format!("{DATA_BLOCK_OPEN}{json}{DATA_BLOCK_CLOSE}")
+}
+
+/// The opening fence of a [`data_block`].
+pub const DATA_BLOCK_OPEN: &str = "```json\n";
+/// The closing fence of a [`data_block`] (its content never holds a backtick).
+pub const DATA_BLOCK_CLOSE: &str = "\n```";
+
 /// Any serializable value, through [`to_pretty`].
 pub fn to_pretty_from<T: serde::Serialize>(value: &T) -> String {
     to_pretty(&serde_json::to_value(value).unwrap_or(Value::Null))

@@ -118,34 +118,21 @@ pub fn rough_tokens(chars: usize) -> usize {
     chars.div_ceil(4)
 }
 
-/// Locale-aware name order used by OpenClaw (`localeCompare` with the root locale), approximated
-/// for the names we sort (skills, tool names): letters compare case-insensitively first, then lower
-/// case sorts before upper case, then code points break the remaining ties.
+/// Locale-aware name order, as OpenClaw sorts with `localeCompare` (ICU, English = the CLDR root
+/// collation): `apple, Mango, zoo`, `éclair` next to `eclair`, lower case before upper case for
+/// equal letters. Full Unicode collation by ICU4X; code points break the ties collation leaves
+/// (so the order is total and deterministic).
 pub fn collate(a: &str, b: &str) -> std::cmp::Ordering {
-    fn class(ch: char) -> u8 {
-        if ch.is_alphabetic() {
-            3
-        } else if ch.is_numeric() {
-            2
-        } else if ch.is_whitespace() {
-            0
-        } else {
-            1
-        }
+    use std::sync::LazyLock;
+    static COLLATOR: LazyLock<Option<icu_collator::CollatorBorrowed<'static>>> =
+        LazyLock::new(|| {
+            icu_collator::Collator::try_new(Default::default(), Default::default()).ok()
+        });
+    match COLLATOR.as_ref() {
+        Some(collator) => collator.compare(a, b).then_with(|| a.cmp(b)),
+        // Compiled data cannot fail to load; keep an order anyway.
+        None => a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)),
     }
-    fn primary(text: &str) -> impl Iterator<Item = (u8, char)> + '_ {
-        text.chars()
-            .flat_map(|ch| ch.to_lowercase().map(move |lower| (class(ch), lower)))
-    }
-    primary(a)
-        .cmp(primary(b))
-        .then_with(|| {
-            // Tertiary level: lower case before upper case at the first differing position.
-            a.chars()
-                .map(char::is_uppercase)
-                .cmp(b.chars().map(char::is_uppercase))
-        })
-        .then_with(|| a.cmp(b))
 }
 
 /// Escape for the skills XML (docs/routing.md §7.4: `&` first, then `<`, `>`, `"`, `'`; one pass
@@ -261,5 +248,12 @@ mod tests {
         let mut names = vec!["zoo", "Mango", "apple", "mango"];
         names.sort_by(|a, b| collate(a, b));
         assert_eq!(names, vec!["apple", "mango", "Mango", "zoo"]);
+        // Accents sort with their base letter, not after `z` (the code-point order).
+        let mut accented = vec!["zoo", "éclair", "eclairs", "dune", "Éclair"];
+        accented.sort_by(|a, b| collate(a, b));
+        assert_eq!(accented, vec!["dune", "éclair", "Éclair", "eclairs", "zoo"]);
+        let mut punctuated = vec!["b-2", "b_1", "b10", "b2", "a"];
+        punctuated.sort_by(|a, b| collate(a, b));
+        assert_eq!(punctuated, vec!["a", "b_1", "b-2", "b10", "b2"]);
     }
 }

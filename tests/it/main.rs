@@ -13,4 +13,5 @@ mod serve_daemon;
 mod serve_security;
 mod skills;
 mod snapshots;
+mod untrusted;
 mod util;
