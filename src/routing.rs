@@ -114,10 +114,13 @@ fn memory_note_for(run: &Run, file: &BootstrapFile) -> Option<MemoryNote> {
         .filter(|tool| run.has_tool(tool))
         .map(|tool| tool.to_string())
         .collect();
+    // Condition 4: the workspace's own root MEMORY.md, not one a hook supplied from elsewhere.
+    let root_file = run.display_path(&run.memory_workspace.join("MEMORY.md"));
     let usable = !run.tools.is_empty()
         && !tools.is_empty()
         && run.workspace == run.memory_workspace
         && file.name == "MEMORY.md"
+        && file.path == root_file
         && file.has_content();
     usable.then(|| MemoryNote {
         path: file.path.clone(),

@@ -97,6 +97,17 @@ impl OpenClawConfig {
         out
     }
 
+    /// The agent's configured workspace: `agents.list[<id>].workspace`, else
+    /// `agents.defaults.workspace` (as written; resolve with `run::resolve_config_path`).
+    pub fn agent_workspace(&self, agent_id: &str) -> Option<String> {
+        self.agent_entry(agent_id)
+            .and_then(|entry| entry.get("workspace"))
+            .or_else(|| self.get(keys::DEFAULT_WORKSPACE))
+            .and_then(Value::as_str)
+            .filter(|path| !path.trim().is_empty())
+            .map(str::to_string)
+    }
+
     /// The `agents.list[]` entry of `agent_id`, if any.
     pub fn agent_entry(&self, agent_id: &str) -> Option<&Value> {
         self.get(keys::AGENTS_LIST)?

@@ -381,11 +381,6 @@ impl RunDocument {
             .as_deref()
             .map(|path| normalize(&resolve(path)))
             .unwrap_or_else(|| workspace.clone());
-        let memory_workspace = self
-            .memory_workspace
-            .as_deref()
-            .map(|path| normalize(&resolve(path)))
-            .unwrap_or_else(|| workspace.clone());
         let session_kind = match self.session_key.as_deref() {
             Some(key) if key.contains(":subagent:") || key.starts_with("subagent:") => {
                 SessionKind::Subagent
@@ -406,6 +401,20 @@ impl RunDocument {
             Some(object @ Value::Object(_)) => object,
             Some(_) => return Err(field_error("config", "must be a JSON object".to_string())),
         };
+        let agent_id = self.agent_id.unwrap_or_else(|| "main".to_string());
+        let config = OpenClawConfig::new(config);
+        // The workspace the agent's memory tools index (docs/routing.md §5.3): stated, else the
+        // configured agent workspace, else (nothing configured) the run's own workspace.
+        let memory_workspace = self
+            .memory_workspace
+            .as_deref()
+            .map(|path| normalize(&resolve(path)))
+            .or_else(|| {
+                config
+                    .agent_workspace(&agent_id)
+                    .map(|path| resolve_config_path(&path, &workspace))
+            })
+            .unwrap_or_else(|| workspace.clone());
         let tools = resolve_tools(&self.tools, source, &resolve, roots.as_ref())?;
         for (index, tool) in tools.iter().enumerate() {
             if tool.name.trim().is_empty() {
@@ -447,7 +456,7 @@ impl RunDocument {
             workspace,
             cwd,
             memory_workspace,
-            agent_id: self.agent_id.unwrap_or_else(|| "main".to_string()),
+            agent_id,
             session_key: self.session_key,
             session_kind,
             harness: self.harness,
@@ -464,7 +473,7 @@ impl RunDocument {
             thread_id: self.thread_id,
             approval_policy: self.approval_policy,
             sandbox: self.sandbox.unwrap_or_default(),
-            config: OpenClawConfig::new(config),
+            config,
             path_alias: None,
             roots,
         })

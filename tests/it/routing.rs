@@ -6,6 +6,7 @@ use clawbridge::render::codex::{
     SKILLS_HEADING, WORKSPACE_BLOCK_HEADING,
 };
 use clawbridge::routing::Surface;
+use clawbridge::translate::{translate, TranslateOptions};
 use clawbridge::workspace::TRUNCATION_NOTICE;
 use serde_json::{json, Value};
 
@@ -118,6 +119,61 @@ fn rv3_other_memory_workspace_sends_memory_in_turn_input() {
         .unwrap_or_default()
         .contains(MEMORY_NOTE_HEADING));
     assert!(turn_input(&params).contains(&format!("## {}", ws.shown("MEMORY.md"))));
+}
+
+#[test]
+fn rv3_a_configured_agent_workspace_elsewhere_sends_memory_in_turn_input() {
+    let ws = TestWorkspace::full();
+    let agent_home = TestWorkspace::full();
+    for config in [
+        json!({"agents": {"defaults": {"workspace": agent_home.path()}}}),
+        json!({"agents": {"list": [{"id": "main", "workspace": agent_home.path()}]}}),
+    ] {
+        let run = run_with(
+            &ws.path(),
+            json!({"message": PROMPT, "tools": memory_tools(), "config": config}),
+        );
+        let params = params_json(&run);
+        assert!(
+            !collaboration(&params)
+                .unwrap_or_default()
+                .contains(MEMORY_NOTE_HEADING),
+            "{config}"
+        );
+        assert!(turn_input(&params).contains(&placeholder("MEMORY.md")), "{config}");
+    }
+    // The configured workspace is the run's: the note, as before.
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "tools": memory_tools(),
+               "config": {"agents": {"defaults": {"workspace": ws.path()}}}}),
+    );
+    assert!(collaboration(&params_json(&run))
+        .unwrap_or_default()
+        .contains(MEMORY_NOTE_HEADING));
+}
+
+#[test]
+fn a_hook_supplied_memory_md_elsewhere_travels_in_the_turn_input() {
+    let ws = TestWorkspace::full();
+    let run = run_with(&ws.path(), json!({"message": PROMPT, "tools": memory_tools()}));
+    let hook = "python3 -c 'import json,sys; d=json.load(sys.stdin); [f.update(path=\"/notes/MEMORY.md\", content=\"Hooked memory.\") for f in d[\"files\"] if f[\"name\"]==\"MEMORY.md\"]; print(json.dumps(d))'";
+    let options = TranslateOptions {
+        bootstrap_hook: Some(hook.to_string()),
+        ..TranslateOptions::hermetic()
+    };
+    let params = serde_json::to_value(
+        translate(&run, &options).expect("translate").codex_params(&run),
+    )
+    .expect("json");
+    assert!(!collaboration(&params)
+        .unwrap_or_default()
+        .contains(MEMORY_NOTE_HEADING));
+    let input = turn_input(&params);
+    assert!(
+        input.contains("## /notes/MEMORY.md\n\nHooked memory."),
+        "{input}"
+    );
 }
 
 #[test]
