@@ -14,7 +14,7 @@ use crate::config::TruncationWarningMode;
 use crate::config::{Harness, Run, Trigger};
 use crate::error::Result;
 use crate::workspace::{
-    fit_bootstrap_files, BootstrapFile, FittedFile, LoadedWorkspace, TruncationReport,
+    fit_with_budget, BootstrapFile, FittedFile, LoadedWorkspace, TruncationReport,
 };
 
 /// Memory tools that make MEMORY.md a note instead of pasted content.
@@ -98,12 +98,23 @@ pub struct RoutedWorkspace {
     pub once_notice: Option<(String, String)>,
     pub files: Vec<RoutedFile>,
     pub warnings: Vec<String>,
+    /// Surfaces that would have carried a file the total budget dropped whole.
+    pub dropped_from: Vec<Surface>,
 }
 
 impl RoutedWorkspace {
-    /// True when a truncated file sits on this list and the notice is shown.
-    pub fn notice_for(&self, files: &[FittedFile]) -> bool {
-        self.show_truncation_notice && files.iter().any(|file| file.truncated)
+    /// True when the notice is shown and `surface` carries a truncated file, or would have
+    /// carried a file the total budget dropped.
+    pub fn notice_for(&self, surface: Surface) -> bool {
+        let files = match surface {
+            Surface::ThreadDeveloperInstructions => &self.thread_files,
+            Surface::TurnInput => &self.turn_files,
+            Surface::SystemPrompt => &self.project_files,
+            Surface::SystemPromptDynamic => &self.dynamic_project_files,
+            _ => return false,
+        };
+        self.show_truncation_notice
+            && (files.iter().any(|file| file.truncated) || self.dropped_from.contains(&surface))
     }
 }
 
@@ -144,6 +155,7 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
         once_notice: None,
         files: Vec::new(),
         warnings: loaded.warnings.clone(),
+        dropped_from: Vec::new(),
     };
     // Decide the surface of each file before fitting: only pasted files consume budget.
     let mut pasted: Vec<(&BootstrapFile, Surface)> = Vec::new();
@@ -174,17 +186,25 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
         }
     }
     let to_fit: Vec<&BootstrapFile> = pasted.iter().map(|(file, _)| *file).collect();
-    let fitted = fit_bootstrap_files(&to_fit, limits);
+    let outcome = fit_with_budget(&to_fit, limits);
+    let fitted = &outcome.fitted;
     for (file, surface) in &pasted {
         let Some(fitted_file) = fitted.iter().find(|fitted| fitted.path == file.path) else {
+            let dropped = outcome.dropped.iter().any(|dropped| dropped.path == file.path);
+            if dropped && !routed.dropped_from.contains(surface) {
+                routed.dropped_from.push(*surface);
+            }
             routed.files.push(RoutedFile {
                 name: file.name.clone(),
                 path: file.path.clone(),
                 raw_chars: file.raw_chars(),
                 injected_chars: 0,
-                truncated: file.raw_chars() > 0,
+                truncated: dropped,
                 surface: Surface::Omitted,
-                note: Some("total bootstrap budget exhausted".to_string()),
+                note: Some(format!(
+                    "total bootstrap budget exhausted; would have gone to the {}",
+                    surface.label()
+                )),
             });
             continue;
         };
@@ -229,7 +249,7 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
             .unwrap_or(usize::MAX)
     };
     routed.files.sort_by_key(|file| order(&file.name));
-    routed.report = TruncationReport::new(limits, &fitted);
+    routed.report = TruncationReport::with_dropped(limits, fitted, &outcome.dropped);
     let session = run
         .session_key
         .clone()

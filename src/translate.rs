@@ -20,6 +20,25 @@ use crate::workspace::{load_bootstrap_files, LoadedWorkspace};
 pub trait NoticeMemory: std::fmt::Debug + Send + Sync {
     /// True when `session` has not seen `signature` before; records it.
     fn first_showing(&self, session: &str, signature: &str) -> Result<bool>;
+
+    /// What [`NoticeMemory::first_showing`] would answer, recording nothing (previews).
+    fn would_show(&self, session: &str, signature: &str) -> Result<bool>;
+}
+
+/// A memory seen through a preview: it answers as the next real turn would, and records nothing.
+/// `params`, `context` and `prompt` only show what would be sent; only a turn actually sent
+/// (`run`, `serve`) uses up a `once` notice.
+#[derive(Debug)]
+pub struct PreviewMemory(pub std::sync::Arc<dyn NoticeMemory>);
+
+impl NoticeMemory for PreviewMemory {
+    fn first_showing(&self, session: &str, signature: &str) -> Result<bool> {
+        self.0.would_show(session, signature)
+    }
+
+    fn would_show(&self, session: &str, signature: &str) -> Result<bool> {
+        self.0.would_show(session, signature)
+    }
 }
 
 /// A memory that remembers nothing: every `once` notice is shown.
@@ -28,6 +47,10 @@ pub struct NoMemory;
 
 impl NoticeMemory for NoMemory {
     fn first_showing(&self, _session: &str, _signature: &str) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn would_show(&self, _session: &str, _signature: &str) -> Result<bool> {
         Ok(true)
     }
 }
@@ -45,6 +68,14 @@ pub struct TranslateOptions {
 }
 
 impl TranslateOptions {
+    /// The same options for a preview: the `once` ledger is read, never written.
+    pub fn previewing(&self) -> Self {
+        Self {
+            ledger: std::sync::Arc::new(PreviewMemory(self.ledger.clone())),
+            ..self.clone()
+        }
+    }
+
     /// Hermetic defaults: a Linux host with no environment and no `PATH`, no warning ledger.
     pub fn hermetic() -> Self {
         Self {

@@ -56,7 +56,8 @@ pub fn warn_unread_keys(run: &Run, source: &str) {
     }
 }
 
-/// The exact Codex params for a run (`params`, `bridge.params`).
+/// The exact Codex params for a run (`params`, `bridge.params`). A preview: a `once` notice it
+/// shows is still shown by the next turn actually sent.
 pub fn params(run: &Run, options: &TranslateOptions) -> Result<CodexParams> {
     if run.harness == Harness::Embedded {
         return Err(Error::Unsupported {
@@ -65,7 +66,7 @@ pub fn params(run: &Run, options: &TranslateOptions) -> Result<CodexParams> {
             message: "\"embedded\" runs have no Codex params; use `context` (the OpenClaw system prompt comes from `prompt`)".to_string(),
         });
     }
-    Ok(translate(run, options)?.codex_params(run))
+    Ok(translate(run, &options.previewing())?.codex_params(run))
 }
 
 /// Refuse a run that Codex cannot execute (`run`, `capture`, `bridge.runStart`).
@@ -83,7 +84,7 @@ pub fn require_codex(run: &Run) -> Result<()> {
 /// What each bootstrap file, skill and tool costs and where it lands (`context`,
 /// `bridge.context`).
 pub fn context(run: &Run, options: &TranslateOptions, detail: bool) -> Result<ContextReport> {
-    let translation = translate(run, options)?;
+    let translation = translate(run, &options.previewing())?;
     Ok(context_report(run, &translation, detail))
 }
 
@@ -109,7 +110,7 @@ pub fn prompt(
     // OpenClaw's own prompt is what non-Codex harnesses get: route the run that way.
     let mut run = run.clone();
     run.harness = Harness::Embedded;
-    let translation = translate(&run, options)?;
+    let translation = translate(&run, &options.previewing())?;
     Ok(translation.system_prompt(
         &run,
         &PromptOptions {

@@ -47,7 +47,26 @@ impl WarningLedger {
     }
 }
 
+impl WarningLedger {
+    fn read(path: &Path) -> LedgerFile {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+}
+
 impl NoticeMemory for WarningLedger {
+    fn would_show(&self, session: &str, signature: &str) -> Result<bool> {
+        let Some(path) = &self.path else {
+            return Ok(true);
+        };
+        Ok(!Self::read(path)
+            .sessions
+            .get(session)
+            .is_some_and(|seen| seen.iter().any(|known| known == signature)))
+    }
+
     /// True the first time `session` meets `signature`, which is then recorded.
     fn first_showing(&self, session: &str, signature: &str) -> Result<bool> {
         {
@@ -55,10 +74,7 @@ impl NoticeMemory for WarningLedger {
                 let Some(path) = &self.path else {
                     return Ok(true);
                 };
-                let mut ledger: LedgerFile = std::fs::read_to_string(path)
-                    .ok()
-                    .and_then(|text| serde_json::from_str(&text).ok())
-                    .unwrap_or_default();
+                let mut ledger = Self::read(path);
                 let signature = signature.to_string();
                 let seen = ledger.sessions.entry(session.to_string()).or_default();
                 if seen.contains(&signature) {

@@ -17,7 +17,7 @@ use super::sections::{
 use super::{render, PromptRequest, SystemPrompt};
 use crate::support::json::data_block;
 use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery};
-use crate::routing::RoutedWorkspace;
+use crate::routing::{RoutedWorkspace, Surface};
 use crate::skills::SkillsPrompt;
 use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
 
@@ -162,6 +162,8 @@ fn context_files(files: &[FittedFile]) -> Vec<ContextFile> {
         .map(|file| ContextFile {
             path: file.path.clone(),
             content: file.text.clone(),
+            // Only a missing marker injects something for a file with no content.
+            missing: file.raw_chars == 0,
         })
         .collect()
 }
@@ -187,7 +189,7 @@ pub fn codex_developer_inputs(
         extra_system_prompt: extra_system_prompt(run),
         workspace_files: context_files(&routed.thread_files),
         truncation_notice: routed
-            .notice_for(&routed.thread_files)
+            .notice_for(Surface::ThreadDeveloperInstructions)
             .then(|| TRUNCATION_NOTICE.to_string()),
     }
 }
@@ -315,8 +317,8 @@ pub fn prompt_inputs(
         skills_prompt: skills_prompt.text.clone(),
         context_files: context_files(&routed.project_files),
         dynamic_context_files: context_files(&routed.dynamic_project_files),
-        bootstrap_truncation_notice: (routed.notice_for(&routed.project_files)
-            || routed.notice_for(&routed.dynamic_project_files))
+        bootstrap_truncation_notice: (routed.notice_for(Surface::SystemPrompt)
+            || routed.notice_for(Surface::SystemPromptDynamic))
         .then(|| TRUNCATION_NOTICE.to_string()),
         docs_path: resolved.docs_path.clone(),
         sandbox: SandboxInfo {

@@ -9,7 +9,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::config::{ChatType, Run, Trigger};
-use crate::routing::RoutedWorkspace;
+use crate::routing::{RoutedWorkspace, Surface};
 use crate::skills::SkillsPrompt;
 use serde::{Deserialize, Serialize};
 
@@ -249,7 +249,7 @@ fn runtime_context(routed: &RoutedWorkspace) -> Option<String> {
         "# Project Context\n\nThe following workspace files were loaded:".to_string(),
     ];
     parts.extend(file_blocks(&routed.turn_files, "##"));
-    if routed.notice_for(&routed.turn_files) {
+    if routed.notice_for(Surface::TurnInput) {
         parts.push(TRUNCATION_NOTICE.to_string());
     }
     Some(parts.join("\n\n"))
@@ -315,7 +315,7 @@ fn workspace_block(inputs: &CodexDeveloperInputs) -> Option<String> {
     if inputs
         .workspace_files
         .iter()
-        .any(|file| file.path.ends_with("SOUL.md"))
+        .any(ContextFile::is_soul)
     {
         intro.push_str(" SOUL.md defines your persona and tone; it applies unless higher-priority instructions override it.");
     }

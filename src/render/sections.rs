@@ -25,6 +25,16 @@ pub const IDENTITY_LINE: &str = "You are a personal assistant running inside Ope
 pub struct ContextFile {
     pub path: String,
     pub content: String,
+    /// The file was missing or unreadable: `content` is the missing marker.
+    #[serde(default)]
+    pub missing: bool,
+}
+
+impl ContextFile {
+    /// A present `SOUL.md` (a missing one defines nothing).
+    pub fn is_soul(&self) -> bool {
+        !self.missing && self.path.rsplit(['/', '\\']).next() == Some("SOUL.md")
+    }
 }
 
 /// Sandbox facts.
@@ -310,7 +320,7 @@ fn project_context(files: &[ContextFile], heading: &str) -> Vec<String> {
         return Vec::new();
     }
     let mut text = format!("{heading}\n\nThe following workspace files were loaded:");
-    if files.iter().any(|file| file.path.ends_with("SOUL.md")) {
+    if files.iter().any(ContextFile::is_soul) {
         text.push_str("\nSOUL.md defines your persona and tone: follow it unless higher-priority instructions override it.");
     }
     for file in files {

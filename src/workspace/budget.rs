@@ -124,18 +124,43 @@ pub fn fit_file(content: &str, name: &str, max: usize) -> (String, bool) {
     (head16(&joined, max).to_string(), true)
 }
 
+/// A file with content that the total budget left out whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DroppedFile {
+    pub name: String,
+    pub path: String,
+    pub raw_chars: usize,
+    pub causes: Vec<&'static str>,
+}
+
+/// What the budgets made of a file list: the pasted files and the ones left out whole.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BudgetOutcome {
+    pub fitted: Vec<FittedFile>,
+    pub dropped: Vec<DroppedFile>,
+}
+
 /// `fit_all` of docs/routing.md §4.2 over the files that will actually be pasted, in order.
 /// Files that are not [`FileContent::Present`] render the missing marker.
 pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) -> Vec<FittedFile> {
+    fit_with_budget(files, limits).fitted
+}
+
+/// [`fit_bootstrap_files`], also naming the files with content that the total budget dropped
+/// whole: they are truncations too (injected 0 of N), reported and noticed like any other.
+pub fn fit_with_budget(files: &[&BootstrapFile], limits: BootstrapLimits) -> BudgetOutcome {
     let mut remaining = limits.total_max_chars.max(1);
     let mut fitted = Vec::new();
-    for file in files {
+    let mut stopped_at = files.len();
+    for (index, file) in files.iter().enumerate() {
         if remaining == 0 {
+            stopped_at = index;
             break;
         }
         let Some(content) = file.text() else {
             let text = clamp_to_budget(&missing_marker(&file.path), remaining);
             if text.is_empty() {
+                stopped_at = index;
                 break;
             }
             remaining -= len16(&text);
@@ -154,6 +179,7 @@ pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) ->
             tracing::warn!(
                 "remaining bootstrap budget {remaining} (<{MIN_REMAINING_BUDGET}), skipping further bootstrap files"
             );
+            stopped_at = index;
             break;
         }
         let file_max = limits.max_chars.min(remaining).max(1);
@@ -189,7 +215,25 @@ pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) ->
             causes,
         });
     }
-    fitted
+    let dropped = files[stopped_at..]
+        .iter()
+        .filter(|file| file.has_content())
+        .map(|file| {
+            let raw_chars = file.raw_chars();
+            let mut causes = Vec::new();
+            if raw_chars > limits.max_chars {
+                causes.push("per-file");
+            }
+            causes.push("total");
+            DroppedFile {
+                name: file.name.clone(),
+                path: file.path.clone(),
+                raw_chars,
+                causes,
+            }
+        })
+        .collect();
+    BudgetOutcome { fitted, dropped }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,7 +241,7 @@ pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) ->
 // ---------------------------------------------------------------------------------------------
 
 /// The truncation notice, clawbridge wording (docs/routing.md §4.4).
-pub const TRUNCATION_NOTICE: &str = "Note: some workspace bootstrap files above were truncated to fit OpenClaw's context budget, so the injected copy is partial. When details seem to be missing, read the file directly from the workspace.";
+pub const TRUNCATION_NOTICE: &str = "Note: some workspace bootstrap files in this prompt were truncated to fit OpenClaw's context budget, so the injected copy is partial. When details seem to be missing, read the file directly from the workspace.";
 
 /// Per-run truncation facts for diagnostics and the `once` ledger.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -219,6 +263,15 @@ pub struct TruncatedFile {
 
 impl TruncationReport {
     pub fn new(limits: BootstrapLimits, fitted: &[FittedFile]) -> Self {
+        Self::with_dropped(limits, fitted, &[])
+    }
+
+    /// The report over pasted files and those the total budget dropped whole (injected 0).
+    pub fn with_dropped(
+        limits: BootstrapLimits,
+        fitted: &[FittedFile],
+        dropped: &[DroppedFile],
+    ) -> Self {
         let mut files: Vec<TruncatedFile> = fitted
             .iter()
             .filter(|file| file.truncated)
@@ -228,6 +281,12 @@ impl TruncationReport {
                 injected_chars: file.injected_chars,
                 causes: file.causes.clone(),
             })
+            .chain(dropped.iter().map(|file| TruncatedFile {
+                path: file.path.clone(),
+                raw_chars: file.raw_chars,
+                injected_chars: 0,
+                causes: file.causes.clone(),
+            }))
             .collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
         Self {
@@ -278,6 +337,14 @@ impl TruncationReport {
 mod tests {
     use super::*;
     use crate::config::TruncationWarningMode;
+
+    #[test]
+    fn the_notice_does_not_say_where_the_files_are() {
+        // It stands above the files in the system prompt and after them on Codex surfaces.
+        for word in ["above", "below"] {
+            assert!(!TRUNCATION_NOTICE.contains(word), "{word}");
+        }
+    }
     use crate::workspace::FileContent;
 
     fn present(name: &str, content: &str) -> BootstrapFile {

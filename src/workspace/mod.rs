@@ -14,7 +14,8 @@ mod hook;
 mod load;
 
 pub use budget::{
-    clamp_to_budget, fit_bootstrap_files, fit_file, missing_marker, FittedFile, TruncatedFile,
+    clamp_to_budget, fit_bootstrap_files, fit_file, fit_with_budget, missing_marker, BudgetOutcome,
+    DroppedFile, FittedFile, TruncatedFile,
     TruncationReport, TRUNCATION_NOTICE,
 };
 pub use hook::apply_bootstrap_hook;

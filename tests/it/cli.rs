@@ -1,6 +1,7 @@
 //! The binary as a user runs it: outputs, exit codes and error messages.
 
-use serde_json::Value;
+use clawbridge::workspace::TRUNCATION_NOTICE;
+use serde_json::{json, Value};
 
 use crate::util::*;
 
@@ -244,4 +245,43 @@ fn model_slugs_cannot_leave_the_out_dir_and_catalogs_are_capped() {
     let (code, _, stderr) = run_cli(&["sync-codex-model", "--catalog", "/dev/zero"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("/dev/zero"), "{stderr}");
+}
+
+#[test]
+fn previews_never_use_up_a_once_truncation_notice() {
+    use clawbridge::app::state::WarningLedger;
+    use clawbridge::translate::NoticeMemory;
+    let ws = TestWorkspace::empty();
+    ws.write("SOUL.md", &"s".repeat(25_000));
+    let state = tempfile::tempdir().expect("state");
+    let document = json!({
+        "workspace": ws.path(),
+        "sessionKey": "agent:main:main",
+        "config": {"agents": {"defaults": {"bootstrapPromptTruncationWarning": "once"}}},
+    });
+    let run_file = ws.path().join("run.json");
+    std::fs::write(&run_file, document.to_string()).expect("write run");
+    let state_dir = state.path().to_str().expect("utf-8");
+    let run_file = run_file.to_str().expect("utf-8");
+    for command in ["params", "context", "params"] {
+        let (code, stdout, stderr) = run_cli(&[command, run_file, "--state-dir", state_dir]);
+        assert_eq!(code, 0, "{command}: {stderr}");
+        let shown = match command {
+            "params" => stdout.contains(TRUNCATION_NOTICE),
+            _ => stdout.contains("Truncated (notice shown)"),
+        };
+        assert!(shown, "{command} shows the notice the next turn would show:\n{stdout}");
+    }
+    assert!(
+        !state.path().join("truncation-warnings.json").exists(),
+        "a preview records nothing"
+    );
+    // A turn actually sent records it; the next preview then shows what the next turn would.
+    let run = clawbridge::config::Run::load(std::path::Path::new(run_file)).expect("run");
+    let (translation, _) = translate_run(&run);
+    let (session, signature) = translation.routed.once_notice.clone().expect("once notice");
+    let ledger = WarningLedger::in_dir(state.path());
+    assert!(ledger.first_showing(&session, &signature).expect("record"));
+    let (_, stdout, _) = run_cli(&["params", run_file, "--state-dir", state_dir]);
+    assert!(!stdout.contains(TRUNCATION_NOTICE), "already shown to this session");
 }

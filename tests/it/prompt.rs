@@ -211,6 +211,7 @@ fn p3_inputs(mode: PromptMode) -> PromptInputs {
         context_files: vec![ContextFile {
             path: "/w/AGENTS.md".into(),
             content: "A".into(),
+            missing: false,
         }],
         ..Default::default()
     }
@@ -448,6 +449,7 @@ fn the_renderer_reads_nothing_from_disk() {
         context_files: vec![ContextFile {
             path: "/definitely/not/here/SOUL.md".into(),
             content: "inline soul".into(),
+            missing: false,
         }],
         ..Default::default()
     };

@@ -359,6 +359,12 @@ fn rv11_missing_soul() {
         .find(|file| file.name == "SOUL.md")
         .expect("marker");
     assert_eq!(soul.text, format!("[missing: {}]", ws.shown("SOUL.md")));
+    // A missing SOUL.md defines no persona: the prompt does not claim it does.
+    let prompt = translation
+        .system_prompt(&run, &clawbridge::render::adapter::PromptOptions::default())
+        .text();
+    assert!(prompt.contains(&format!("## {}", ws.shown("SOUL.md"))));
+    assert!(!prompt.contains("persona and tone"), "{prompt}");
 
     let run = run_with(&ws.path(), json!({"message": PROMPT}));
     let params = params_json(&run);
@@ -607,4 +613,47 @@ fn an_unreadable_bootstrap_file_gets_a_warning_and_a_marker() {
         .project_files
         .iter()
         .any(|file| file.name == "USER.md" && file.text.starts_with("[missing:")));
+}
+
+#[test]
+fn a_file_the_total_budget_drops_whole_is_reported_and_noticed() {
+    // T5 shape: AGENTS.md takes the budget, 36 units remain (< 64), USER.md is dropped whole.
+    let ws = TestWorkspace::empty();
+    ws.write("AGENTS.md", &"a".repeat(64));
+    ws.write("USER.md", "Prefers short answers.");
+    let config = json!({"agents": {"defaults": {"bootstrapTotalMaxChars": 100}}});
+    // Embedded: AGENTS.md is pasted, USER.md is not, and the notice says so.
+    let run = run_with(
+        &ws.path(),
+        json!({"harness": "embedded", "config": config}),
+    );
+    let (translation, _) = translate_run(&run);
+    let report = &translation.routed.report;
+    assert_eq!(report.files.len(), 1, "{report:?}");
+    assert_eq!(report.files[0].path, ws.shown("USER.md"));
+    assert_eq!(report.files[0].injected_chars, 0);
+    assert_eq!(report.files[0].causes, vec!["total"]);
+    let prompt = translation
+        .system_prompt(&run, &clawbridge::render::adapter::PromptOptions::default())
+        .text();
+    assert!(!prompt.contains("Prefers short answers."));
+    assert!(prompt.contains(TRUNCATION_NOTICE), "{prompt}");
+    let user = translation
+        .routed
+        .files
+        .iter()
+        .find(|file| file.name == "USER.md")
+        .expect("USER.md row");
+    assert!(user.truncated && user.surface == Surface::Omitted, "{user:?}");
+    // Codex: AGENTS.md is native, so it costs nothing; a large SOUL.md takes the budget instead
+    // and USER.md, bound for the thread developer instructions, is dropped there.
+    ws.write("SOUL.md", &"s".repeat(64));
+    let run = run_with(&ws.path(), json!({"config": config}));
+    let (translation, params) = translate_run(&run);
+    let params = serde_json::to_value(params).expect("json");
+    assert_eq!(translation.routed.report.files.len(), 1);
+    let developer = developer_instructions(&params);
+    assert!(!developer.contains("Prefers short answers."));
+    assert!(developer.contains(TRUNCATION_NOTICE), "{developer}");
+    assert!(!turn_input(&params).contains(TRUNCATION_NOTICE));
 }
