@@ -190,7 +190,10 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
     let fitted = &outcome.fitted;
     for (file, surface) in &pasted {
         let Some(fitted_file) = fitted.iter().find(|fitted| fitted.path == file.path) else {
-            let dropped = outcome.dropped.iter().any(|dropped| dropped.path == file.path);
+            let dropped = outcome
+                .dropped
+                .iter()
+                .any(|dropped| dropped.path == file.path);
             if dropped && !routed.dropped_from.contains(surface) {
                 routed.dropped_from.push(*surface);
             }

@@ -110,6 +110,11 @@ pub fn prompt(
     // OpenClaw's own prompt is what non-Codex harnesses get: route the run that way.
     let mut run = run.clone();
     run.harness = Harness::Embedded;
+    // `--mode` is the run's prompt mode, so the bootstrap filters follow it too (minimal: only
+    // AGENTS.md and TOOLS.md), exactly as a `promptMode` in the document would.
+    if let Some(mode) = settings.mode {
+        run.prompt_mode = mode;
+    }
     let translation = translate(&run, &options.previewing())?;
     Ok(translation.system_prompt(
         &run,

@@ -52,9 +52,6 @@ macro_rules! config_keys {
 config_keys! {
     keys {
         BOOTSTRAP_TRUNCATION_WARNING = "agents.defaults.bootstrapPromptTruncationWarning",
-        HEARTBEAT_EVERY = "agents.defaults.heartbeat.every",
-        HEARTBEAT_IN_PROMPT = "agents.defaults.heartbeat.includeSystemPromptSection",
-        HEARTBEAT_PROMPT = "agents.defaults.heartbeat.prompt",
         DEFAULT_WORKSPACE = "agents.defaults.workspace",
         REPO_ROOT = "agents.defaults.repoRoot",
         USER_TIMEZONE = "agents.defaults.userTimezone",
@@ -85,9 +82,13 @@ config_keys! {
         BOOTSTRAP_TOTAL_MAX_CHARS = "bootstrapTotalMaxChars",
         SKILLS = "skills",
         DELEGATION_MODE = "subagents.delegationMode",
+        HEARTBEAT_EVERY = "heartbeat.every",
+        HEARTBEAT_IN_PROMPT = "heartbeat.includeSystemPromptSection",
+        HEARTBEAT_PROMPT = "heartbeat.prompt",
     }
     list_keys {
         "agents.list[].id",
+        "agents.list[].default",
         "agents.list[].workspace",
         "agents.list[].skillsLimits.maxSkillsPromptChars",
         "skills.entries.*.enabled",

@@ -113,7 +113,10 @@ impl OpenClawConfig {
         self.get(keys::AGENTS_LIST)?
             .as_array()?
             .iter()
-            .find(|entry| entry.get("id").and_then(Value::as_str) == Some(agent_id))
+            .find(|entry| {
+                entry.get("id").and_then(Value::as_str).map(normalize_agent_id)
+                    == Some(normalize_agent_id(agent_id))
+            })
     }
 
     /// Bootstrap budgets (docs/routing.md §4.1): positive finite numbers are floored, anything else
@@ -140,29 +143,80 @@ impl OpenClawConfig {
         }
     }
 
-    /// Heartbeats are on for the default agent unless `every` parses to zero (default `30m`).
-    pub fn heartbeat_enabled(&self) -> bool {
-        match self.get(keys::HEARTBEAT_EVERY) {
-            None | Some(Value::Null) => true,
-            Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n > 0.0),
-            Some(Value::String(text)) => parse_duration_ms(text).is_none_or(|ms| ms > 0),
-            Some(_) => true,
-        }
+    /// The default agent: the first `agents.list[]` entry marked `default`, else the first entry,
+    /// else `main` (ids compare trimmed and lower-cased, as OpenClaw normalizes them).
+    pub fn default_agent_id(&self) -> String {
+        let Some(list) = self.get(keys::AGENTS_LIST).and_then(Value::as_array) else {
+            return "main".to_string();
+        };
+        let chosen = list
+            .iter()
+            .find(|entry| entry.get("default").and_then(Value::as_bool) == Some(true))
+            .or_else(|| list.first());
+        chosen
+            .and_then(|entry| entry.get("id"))
+            .and_then(Value::as_str)
+            .map(normalize_agent_id)
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| "main".to_string())
     }
 
-    /// The configured heartbeat interval text (default `30m`).
-    pub fn heartbeat_every(&self) -> String {
-        match self.get(keys::HEARTBEAT_EVERY) {
+    /// Whether heartbeats run for `agent_id` at all (OpenClaw's agent policy): when any
+    /// `agents.list[]` entry has a `heartbeat` block, exactly those agents; otherwise the default
+    /// agent. Then the cadence must be on: `every` (the agent's, else the defaults', else `30m`)
+    /// must parse to more than zero.
+    pub fn heartbeat_enabled(&self, agent_id: &str) -> bool {
+        let agent = normalize_agent_id(agent_id);
+        let list = self
+            .get(keys::AGENTS_LIST)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let has_block = |entry: &Value| entry.get("heartbeat").is_some_and(is_truthy_value);
+        let allowed = if list.iter().any(has_block) {
+            list.iter().any(|entry| {
+                has_block(entry)
+                    && entry.get("id").and_then(Value::as_str).map(normalize_agent_id)
+                        == Some(agent.clone())
+            })
+        } else {
+            agent == self.default_agent_id()
+        };
+        allowed
+            && match self.agent_value(agent_id, keys::HEARTBEAT_EVERY) {
+                None | Some(Value::Null) => true,
+                Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n > 0.0),
+                Some(Value::String(text)) => parse_duration_ms(text).is_some_and(|ms| ms > 0),
+                Some(_) => false,
+            }
+    }
+
+    /// The heartbeat interval text in force for `agent_id` (default `30m`).
+    pub fn heartbeat_every(&self, agent_id: &str) -> String {
+        match self.agent_value(agent_id, keys::HEARTBEAT_EVERY) {
             Some(Value::String(text)) => text.clone(),
             Some(Value::Number(number)) => format!("{number}m"),
             _ => "30m".to_string(),
         }
     }
 
-    /// The heartbeat gate of docs/routing.md §3.3 (also gates the system prompt's Heartbeats section).
-    pub fn heartbeat_section_enabled(&self) -> bool {
-        self.heartbeat_enabled()
-            && self.get(keys::HEARTBEAT_IN_PROMPT).and_then(Value::as_bool) != Some(false)
+    /// The heartbeat gate of docs/routing.md §3.3 for `agent_id` (also gates the system prompt's
+    /// Heartbeats section): the default agent only, heartbeats enabled for it, and
+    /// `includeSystemPromptSection` not `false` (the agent's value, else the defaults').
+    pub fn heartbeat_section_enabled(&self, agent_id: &str) -> bool {
+        normalize_agent_id(agent_id) == self.default_agent_id()
+            && self.heartbeat_enabled(agent_id)
+            && self
+                .agent_value(agent_id, keys::HEARTBEAT_IN_PROMPT)
+                .and_then(Value::as_bool)
+                != Some(false)
+    }
+
+    /// Whether a non-heartbeat run of `agent_id` drops HEARTBEAT.md: only the default agent's
+    /// runs do, when its gate is off (another agent's file is left alone, as OpenClaw does).
+    pub fn drops_heartbeat_file(&self, agent_id: &str) -> bool {
+        normalize_agent_id(agent_id) == self.default_agent_id()
+            && !self.heartbeat_section_enabled(agent_id)
     }
 
     /// The agent's skills allowlist: `agents.list[].skills` when present (even `[]`), else
@@ -286,6 +340,22 @@ fn dotted_get<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {
         .try_fold(value, |value, key| value.get(key))
 }
 
+/// Agent ids compare trimmed and lower-cased.
+pub fn normalize_agent_id(id: &str) -> String {
+    id.trim().to_lowercase()
+}
+
+/// JavaScript truthiness of a JSON value.
+fn is_truthy_value(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(flag) => *flag,
+        Value::Number(number) => number.as_f64().is_some_and(|n| n != 0.0),
+        Value::String(text) => !text.is_empty(),
+        _ => true,
+    }
+}
+
 /// A positive finite number, floored; anything else is "unset".
 fn positive_count(value: Option<&Value>) -> Option<usize> {
     let number = value?.as_f64()?;
@@ -406,15 +476,47 @@ mod tests {
 
     #[test]
     fn heartbeat_gate() {
-        assert!(OpenClawConfig::default().heartbeat_section_enabled());
+        assert!(OpenClawConfig::default().heartbeat_section_enabled("main"));
         let zero =
             OpenClawConfig::new(json!({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}}));
-        assert!(!zero.heartbeat_enabled());
+        assert!(!zero.heartbeat_enabled("main"));
         let hidden = OpenClawConfig::new(
             json!({"agents": {"defaults": {"heartbeat": {"includeSystemPromptSection": false}}}}),
         );
-        assert!(hidden.heartbeat_enabled() && !hidden.heartbeat_section_enabled());
+        assert!(hidden.heartbeat_enabled("main") && !hidden.heartbeat_section_enabled("main"));
+        assert!(
+            !OpenClawConfig::new(json!({"agents": {"defaults": {"heartbeat": {"every": "soon"}}}}))
+                .heartbeat_enabled("main"),
+            "an unparsable cadence is off"
+        );
         assert_eq!(parse_duration_ms("1h30m"), Some(5_400_000));
         assert_eq!(parse_duration_ms("soon"), None);
+    }
+
+    #[test]
+    fn per_agent_heartbeats() {
+        // The agent's own block wins over the defaults, key by key.
+        let off = OpenClawConfig::new(json!({"agents": {
+            "defaults": {"heartbeat": {"every": "30m"}},
+            "list": [{"id": "main", "heartbeat": {"every": "0m"}}]
+        }}));
+        assert!(!off.heartbeat_enabled("main") && off.drops_heartbeat_file("main"));
+        // With explicit heartbeat agents, only they have heartbeats.
+        let explicit = OpenClawConfig::new(json!({"agents": {"list": [
+            {"id": "main"},
+            {"id": "ops", "heartbeat": {"every": "1h"}}
+        ]}}));
+        assert!(!explicit.heartbeat_enabled("main"));
+        assert!(explicit.heartbeat_enabled("ops"));
+        // The prompt section is the default agent's only; other agents keep their HEARTBEAT.md.
+        assert!(!explicit.heartbeat_section_enabled("ops"));
+        assert!(!explicit.drops_heartbeat_file("ops"));
+        assert!(explicit.drops_heartbeat_file("main"));
+        // The default agent is the one marked `default`, else the first entry.
+        let marked = OpenClawConfig::new(
+            json!({"agents": {"list": [{"id": "a"}, {"id": "B", "default": true}]}}),
+        );
+        assert_eq!(marked.default_agent_id(), "b");
+        assert!(marked.heartbeat_section_enabled("b") && !marked.heartbeat_section_enabled("a"));
     }
 }

@@ -58,6 +58,10 @@ pub struct RunDocument {
     pub sandbox: Option<SandboxMode>,
     #[serde(default)]
     pub config: Option<Value>,
+    /// Whether OpenClaw considers the workspace set up (BOOTSTRAP.md then stays out); unset, it
+    /// is read from the workspace (docs/routing.md §3.4).
+    #[serde(default)]
+    pub setup_complete: Option<bool>,
 }
 
 /// Which runtime executes the run.
@@ -278,6 +282,8 @@ pub struct Run {
     pub approval_policy: ApprovalPolicy,
     pub sandbox: SandboxMode,
     pub config: OpenClawConfig,
+    /// `setupComplete` as stated; `None` reads the workspace.
+    pub setup_complete: Option<bool>,
     /// Display alias: paths under `.0` are shown to the model as if under `.1` (snapshots use a
     /// fixed virtual workspace so artifacts carry no machine paths).
     pub path_alias: Option<(PathBuf, PathBuf)>,
@@ -474,6 +480,7 @@ impl RunDocument {
             approval_policy: self.approval_policy,
             sandbox: self.sandbox.unwrap_or_default(),
             config,
+            setup_complete: self.setup_complete,
             path_alias: None,
             roots,
         })

@@ -15,10 +15,10 @@ use super::sections::{
     SilentReplyMode,
 };
 use super::{render, PromptRequest, SystemPrompt};
-use crate::support::json::data_block;
 use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery};
 use crate::routing::{RoutedWorkspace, Surface};
 use crate::skills::SkillsPrompt;
+use crate::support::json::data_block;
 use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
 
 /// Host facts for the Runtime line and the time zone (passed in, never read by the renderer).

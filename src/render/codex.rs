@@ -312,11 +312,7 @@ fn workspace_block(inputs: &CodexDeveloperInputs) -> Option<String> {
         return None;
     }
     let mut intro = "OpenClaw loaded these files from the active agent workspace. Internalize them and follow them.".to_string();
-    if inputs
-        .workspace_files
-        .iter()
-        .any(ContextFile::is_soul)
-    {
+    if inputs.workspace_files.iter().any(ContextFile::is_soul) {
         intro.push_str(" SOUL.md defines your persona and tone; it applies unless higher-priority instructions override it.");
     }
     let mut parts = vec![WORKSPACE_BLOCK_HEADING.to_string(), intro];

@@ -132,8 +132,8 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
     model_alias_lines.sort();
     let configured_timezone =
         string(config.get(keys::USER_TIMEZONE)).filter(|zone| is_iana_zone(zone));
-    let heartbeat = config.heartbeat_section_enabled().then(|| {
-        string(config.get(keys::HEARTBEAT_PROMPT))
+    let heartbeat = config.heartbeat_section_enabled(agent_id).then(|| {
+        string(config.agent_value(agent_id, keys::HEARTBEAT_PROMPT))
             .unwrap_or_else(|| DEFAULT_HEARTBEAT_PROMPT.to_string())
     });
     let owner_ids = config
@@ -213,6 +213,8 @@ mod tests {
         );
         assert!(main.owner_display_hash && main.owner_ids == vec!["+1", "42"]);
         assert!(main.tts_hint.is_some());
-        assert!(main.heartbeat.is_some());
+        // `ops`, the only listed agent, is the default agent: the Heartbeats section is its.
+        assert!(main.heartbeat.is_none());
+        assert!(resolve_prompt_config(&config, "ops").heartbeat.is_some());
     }
 }

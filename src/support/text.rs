@@ -131,7 +131,10 @@ pub fn collate(a: &str, b: &str) -> std::cmp::Ordering {
     match COLLATOR.as_ref() {
         Some(collator) => collator.compare(a, b).then_with(|| a.cmp(b)),
         // Compiled data cannot fail to load; keep an order anyway.
-        None => a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)),
+        None => a
+            .to_lowercase()
+            .cmp(&b.to_lowercase())
+            .then_with(|| a.cmp(b)),
     }
 }
 

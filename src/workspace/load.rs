@@ -30,12 +30,14 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
         match name {
             "MEMORY.md" if !entries.contains_key(name) => continue,
             "BOOTSTRAP.md" if !entries.contains_key(name) => continue,
-            "BOOTSTRAP.md" if setup_complete(run) => {
-                loaded.omitted.push(OmittedFile {
-                    name: name.to_string(),
-                    reason: "workspace setup is complete".to_string(),
-                });
-                continue;
+            "BOOTSTRAP.md" => {
+                if let Some(reason) = setup_complete_reason(run) {
+                    loaded.omitted.push(OmittedFile {
+                        name: name.to_string(),
+                        reason: reason.to_string(),
+                    });
+                    continue;
+                }
             }
             _ => {}
         }
@@ -70,9 +72,9 @@ pub(super) fn filter_reason(run: &Run, name: &str) -> Option<&'static str> {
     }
     if name == "HEARTBEAT.md"
         && run.trigger != Trigger::Heartbeat
-        && !run.config.heartbeat_section_enabled()
+        && run.config.drops_heartbeat_file(&run.agent_id)
     {
-        return Some("heartbeats are disabled or includeSystemPromptSection is false");
+        return Some("heartbeats are disabled for this agent or includeSystemPromptSection is false");
     }
     None
 }
@@ -93,24 +95,82 @@ fn directory_entries(dir: &Path) -> BTreeMap<String, ()> {
 /// Largest workspace state file read (OpenClaw's is a few hundred bytes).
 const MAX_WORKSPACE_STATE_BYTES: u64 = 64 * 1024;
 
-/// Setup is complete once OpenClaw recorded it in `.openclaw/workspace-state.json`.
-pub(super) fn setup_complete(run: &Run) -> bool {
-    let state = run.workspace.join(".openclaw").join("workspace-state.json");
-    let canonical_workspace = crate::support::fs::resolve_real(&run.workspace);
+/// Why BOOTSTRAP.md is no longer injected, or `None` while setup is still pending
+/// (docs/routing.md §3.4). In order: the run document says so (`setupComplete`); OpenClaw
+/// recorded it (`openclaw-workspace-state.json` at the workspace root, else the legacy
+/// `.openclaw/workspace-state.json`; `setupCompletedAt`, legacy `onboardingCompletedAt`); or the
+/// workspace already holds user content (`memory/`, `MEMORY.md`, a `skills/<dir>/SKILL.md`),
+/// which OpenClaw itself counts as set up.
+pub(super) fn setup_complete_reason(run: &Run) -> Option<&'static str> {
+    if let Some(stated) = run.setup_complete {
+        return stated.then_some("the run document says workspace setup is complete");
+    }
+    let workspace = &run.workspace;
+    let canonical_workspace = crate::support::fs::resolve_real(workspace);
     let allowed = |real: &Path| {
         real.starts_with(&canonical_workspace)
             && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
     };
-    let Ok(bytes) = crate::support::fs::read_capped(&state, MAX_WORKSPACE_STATE_BYTES, &allowed)
-    else {
+    let read_state = |path: &Path| {
+        let bytes =
+            crate::support::fs::read_capped(path, MAX_WORKSPACE_STATE_BYTES, &allowed).ok()?;
+        serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .filter(serde_json::Value::is_object)
+    };
+    // The root file wins whenever it parses; the legacy one is only a fallback.
+    let state = read_state(&workspace.join(WORKSPACE_STATE_FILE)).or_else(|| {
+        read_state(
+            &workspace
+                .join(".openclaw")
+                .join(LEGACY_WORKSPACE_STATE_FILE),
+        )
+    });
+    let recorded = state.is_some_and(|state| {
+        ["setupCompletedAt", "onboardingCompletedAt"]
+            .iter()
+            .any(|key| {
+                state
+                    .get(key)
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|stamp| !stamp.trim().is_empty())
+            })
+    });
+    if recorded {
+        return Some("workspace setup is complete");
+    }
+    has_user_content(workspace, &allowed)
+        .then_some("the workspace already holds user content (memory/, MEMORY.md or a skill)")
+}
+
+/// OpenClaw's evidence that a workspace is in use: a `memory/` folder, a root `MEMORY.md` (exact
+/// name), or a `skills/<dir>/SKILL.md`. Only existence is checked; nothing is read.
+fn has_user_content(workspace: &Path, allowed: &dyn Fn(&Path) -> bool) -> bool {
+    let inside = |path: &Path| {
+        path.symlink_metadata().is_ok() && allowed(&crate::support::fs::resolve_real(path))
+    };
+    if inside(&workspace.join("memory")) || directory_entries(workspace).contains_key("MEMORY.md") {
+        return true;
+    }
+    let Ok(skills) = std::fs::read_dir(workspace.join("skills")) else {
         return false;
     };
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return false;
-    };
-    ["setupCompletedAt", "onboardingCompletedAt"]
-        .iter()
-        .any(|key| value.get(key).is_some_and(|v| !v.is_null()))
+    skills
+        .filter_map(|entry| entry.ok())
+        .take(MAX_SKILL_DIRS_CHECKED)
+        .any(|entry| entry.path().is_dir() && inside(&entry.path().join("SKILL.md")))
+}
+
+/// The workspace state file OpenClaw 2026.6 writes at the workspace root.
+const WORKSPACE_STATE_FILE: &str = "openclaw-workspace-state.json";
+/// Its older home, still read as a fallback.
+const LEGACY_WORKSPACE_STATE_FILE: &str = "workspace-state.json";
+/// How many `skills/` entries the user-content check looks at.
+const MAX_SKILL_DIRS_CHECKED: usize = 4096;
+
+/// True once BOOTSTRAP.md is no longer injected ([`setup_complete_reason`]).
+pub(super) fn setup_complete(run: &Run) -> bool {
+    setup_complete_reason(run).is_some()
 }
 
 fn read_bootstrap_file(

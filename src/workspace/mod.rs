@@ -15,8 +15,7 @@ mod load;
 
 pub use budget::{
     clamp_to_budget, fit_bootstrap_files, fit_file, fit_with_budget, missing_marker, BudgetOutcome,
-    DroppedFile, FittedFile, TruncatedFile,
-    TruncationReport, TRUNCATION_NOTICE,
+    DroppedFile, FittedFile, TruncatedFile, TruncationReport, TRUNCATION_NOTICE,
 };
 pub use hook::apply_bootstrap_hook;
 pub use load::{decode_lossy, load_bootstrap_files};

@@ -270,7 +270,10 @@ fn previews_never_use_up_a_once_truncation_notice() {
             "params" => stdout.contains(TRUNCATION_NOTICE),
             _ => stdout.contains("Truncated (notice shown)"),
         };
-        assert!(shown, "{command} shows the notice the next turn would show:\n{stdout}");
+        assert!(
+            shown,
+            "{command} shows the notice the next turn would show:\n{stdout}"
+        );
     }
     assert!(
         !state.path().join("truncation-warnings.json").exists(),
@@ -283,5 +286,8 @@ fn previews_never_use_up_a_once_truncation_notice() {
     let ledger = WarningLedger::in_dir(state.path());
     assert!(ledger.first_showing(&session, &signature).expect("record"));
     let (_, stdout, _) = run_cli(&["params", run_file, "--state-dir", state_dir]);
-    assert!(!stdout.contains(TRUNCATION_NOTICE), "already shown to this session");
+    assert!(
+        !stdout.contains(TRUNCATION_NOTICE),
+        "already shown to this session"
+    );
 }

@@ -14,6 +14,8 @@ use clawbridge::render::sections::{
 use clawbridge::render::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
 use clawbridge::translate::{translate, TranslateOptions};
 
+use serde_json::json;
+
 use crate::util::*;
 
 /// An insta snapshot in `tests/golden/prompt/<name>.snap`; review changes with
@@ -645,4 +647,36 @@ fn bootstrap_hook_results_are_cleaned_up() {
         .warnings
         .iter()
         .any(|w| w.contains("empty path")));
+}
+
+#[test]
+fn prompt_mode_minimal_filters_files_like_a_minimal_run_document() {
+    // `--mode minimal` is the run's prompt mode: subagent files only, as `promptMode` gives.
+    let (code, flag, stderr) = run_cli(&[
+        "prompt",
+        "fixtures/runs/telegram-direct.json",
+        "--mode",
+        "minimal",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let headings: Vec<&str> = flag
+        .lines()
+        .filter(|line| line.starts_with("## /"))
+        .map(|line| line.rsplit('/').next().unwrap_or(line))
+        .collect();
+    assert_eq!(headings, vec!["AGENTS.md", "TOOLS.md"], "{flag}");
+    let ws = TestWorkspace::full();
+    let document = ws.path().join("run.json");
+    std::fs::write(
+        &document,
+        json!({"workspace": ws.path(), "promptMode": "minimal"}).to_string(),
+    )
+    .expect("write");
+    let (_, stated, _) = run_cli(&["prompt", document.to_str().expect("utf-8")]);
+    let stated_headings: Vec<&str> = stated
+        .lines()
+        .filter(|line| line.starts_with("## /"))
+        .map(|line| line.rsplit('/').next().unwrap_or(line))
+        .collect();
+    assert_eq!(stated_headings, headings);
 }

@@ -140,7 +140,10 @@ fn rv3_a_configured_agent_workspace_elsewhere_sends_memory_in_turn_input() {
                 .contains(MEMORY_NOTE_HEADING),
             "{config}"
         );
-        assert!(turn_input(&params).contains(&placeholder("MEMORY.md")), "{config}");
+        assert!(
+            turn_input(&params).contains(&placeholder("MEMORY.md")),
+            "{config}"
+        );
     }
     // The configured workspace is the run's: the note, as before.
     let run = run_with(
@@ -156,14 +159,19 @@ fn rv3_a_configured_agent_workspace_elsewhere_sends_memory_in_turn_input() {
 #[test]
 fn a_hook_supplied_memory_md_elsewhere_travels_in_the_turn_input() {
     let ws = TestWorkspace::full();
-    let run = run_with(&ws.path(), json!({"message": PROMPT, "tools": memory_tools()}));
+    let run = run_with(
+        &ws.path(),
+        json!({"message": PROMPT, "tools": memory_tools()}),
+    );
     let hook = "python3 -c 'import json,sys; d=json.load(sys.stdin); [f.update(path=\"/notes/MEMORY.md\", content=\"Hooked memory.\") for f in d[\"files\"] if f[\"name\"]==\"MEMORY.md\"]; print(json.dumps(d))'";
     let options = TranslateOptions {
         bootstrap_hook: Some(hook.to_string()),
         ..TranslateOptions::hermetic()
     };
     let params = serde_json::to_value(
-        translate(&run, &options).expect("translate").codex_params(&run),
+        translate(&run, &options)
+            .expect("translate")
+            .codex_params(&run),
     )
     .expect("json");
     assert!(!collaboration(&params)
@@ -294,10 +302,23 @@ fn rv8_subagent_session_gets_tools_md_only() {
 
 #[test]
 fn rv9_brand_new_workspace_sends_bootstrap_md_until_setup_completes() {
-    let ws = TestWorkspace::full();
-    ws.write("BOOTSTRAP.md", "<BOOTSTRAP.md contents will be here>\n");
-    let run = run_with(&ws.path(), json!({"message": PROMPT}));
-    let input = turn_input(&params_json(&run));
+    // Brand new: OpenClaw's seeded templates and BOOTSTRAP.md, no memory and no skills yet.
+    let brand_new = || {
+        let ws = TestWorkspace::full();
+        ws.remove("MEMORY.md");
+        std::fs::remove_dir_all(ws.path().join("skills")).expect("rm skills");
+        ws.write("BOOTSTRAP.md", "<BOOTSTRAP.md contents will be here>\n");
+        ws
+    };
+    let bootstrap_sent = |ws: &TestWorkspace, extra: Value| {
+        let mut fields = json!({"message": PROMPT});
+        if let (Some(target), Value::Object(extra)) = (fields.as_object_mut(), extra) {
+            target.extend(extra);
+        }
+        all_text(&params_json(&run_with(&ws.path(), fields))).contains(&placeholder("BOOTSTRAP.md"))
+    };
+    let ws = brand_new();
+    let input = turn_input(&params_json(&run_with(&ws.path(), json!({"message": PROMPT}))));
     assert_in_order(
         &input,
         &[
@@ -306,11 +327,35 @@ fn rv9_brand_new_workspace_sends_bootstrap_md_until_setup_completes() {
             &placeholder("BOOTSTRAP.md"),
         ],
     );
-    ws.write(
-        ".openclaw/workspace-state.json",
-        r#"{"setupCompletedAt":"2026-01-01T00:00:00Z"}"#,
-    );
-    assert!(!all_text(&params_json(&run)).contains(&placeholder("BOOTSTRAP.md")));
+    let done = r#"{"version":1,"setupCompletedAt":"2026-01-01T00:00:00Z"}"#;
+    let pending = r#"{"version":1,"bootstrapSeededAt":"2026-01-01T00:00:00Z"}"#;
+    // OpenClaw 2026.6's file at the workspace root.
+    let ws = brand_new();
+    ws.write("openclaw-workspace-state.json", done);
+    assert!(!bootstrap_sent(&ws, json!({})), "root state file");
+    // The legacy file is a fallback only: a root file that says "pending" wins over it.
+    let ws = brand_new();
+    ws.write(".openclaw/workspace-state.json", done);
+    assert!(!bootstrap_sent(&ws, json!({})), "legacy state file");
+    ws.write("openclaw-workspace-state.json", pending);
+    assert!(bootstrap_sent(&ws, json!({})), "the root file wins");
+    // The older key, and a blank stamp that records nothing.
+    let ws = brand_new();
+    ws.write("openclaw-workspace-state.json", r#"{"onboardingCompletedAt":"2026-01-01"}"#);
+    assert!(!bootstrap_sent(&ws, json!({})), "onboardingCompletedAt");
+    ws.write("openclaw-workspace-state.json", r#"{"setupCompletedAt":"  "}"#);
+    assert!(bootstrap_sent(&ws, json!({})), "a blank stamp");
+    // User content means the workspace is established: a stale BOOTSTRAP.md stays out.
+    for evidence in ["MEMORY.md", "memory/2026-01-01.md", "skills/weather/SKILL.md"] {
+        let ws = brand_new();
+        ws.write(evidence, WEATHER_SKILL);
+        assert!(!bootstrap_sent(&ws, json!({})), "{evidence}");
+    }
+    // The run document states the fact, both ways.
+    let ws = brand_new();
+    assert!(!bootstrap_sent(&ws, json!({"setupComplete": true})));
+    ws.write("openclaw-workspace-state.json", done);
+    assert!(bootstrap_sent(&ws, json!({"setupComplete": false})));
 }
 
 #[test]
@@ -623,10 +668,7 @@ fn a_file_the_total_budget_drops_whole_is_reported_and_noticed() {
     ws.write("USER.md", "Prefers short answers.");
     let config = json!({"agents": {"defaults": {"bootstrapTotalMaxChars": 100}}});
     // Embedded: AGENTS.md is pasted, USER.md is not, and the notice says so.
-    let run = run_with(
-        &ws.path(),
-        json!({"harness": "embedded", "config": config}),
-    );
+    let run = run_with(&ws.path(), json!({"harness": "embedded", "config": config}));
     let (translation, _) = translate_run(&run);
     let report = &translation.routed.report;
     assert_eq!(report.files.len(), 1, "{report:?}");
@@ -644,7 +686,10 @@ fn a_file_the_total_budget_drops_whole_is_reported_and_noticed() {
         .iter()
         .find(|file| file.name == "USER.md")
         .expect("USER.md row");
-    assert!(user.truncated && user.surface == Surface::Omitted, "{user:?}");
+    assert!(
+        user.truncated && user.surface == Surface::Omitted,
+        "{user:?}"
+    );
     // Codex: AGENTS.md is native, so it costs nothing; a large SOUL.md takes the budget instead
     // and USER.md, bound for the thread developer instructions, is dropped there.
     ws.write("SOUL.md", &"s".repeat(64));
@@ -656,4 +701,22 @@ fn a_file_the_total_budget_drops_whole_is_reported_and_noticed() {
     assert!(!developer.contains("Prefers short answers."));
     assert!(developer.contains(TRUNCATION_NOTICE), "{developer}");
     assert!(!turn_input(&params).contains(TRUNCATION_NOTICE));
+}
+
+#[test]
+fn an_agent_with_heartbeats_off_gets_no_heartbeats_section_and_no_heartbeat_md() {
+    let ws = TestWorkspace::full();
+    let run = run_with(
+        &ws.path(),
+        json!({"harness": "embedded", "agentId": "main", "config": {"agents": {
+            "defaults": {"heartbeat": {"every": "30m"}},
+            "list": [{"id": "main", "heartbeat": {"every": "0m"}}]
+        }}}),
+    );
+    let (translation, _) = translate_run(&run);
+    let prompt = translation
+        .system_prompt(&run, &clawbridge::render::adapter::PromptOptions::default())
+        .text();
+    assert!(!prompt.contains("## Heartbeats"), "{prompt}");
+    assert!(!prompt.contains(&placeholder("HEARTBEAT.md")));
 }
