@@ -112,7 +112,7 @@ pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
     if let Some((session, signature)) = &routed.once_notice {
         routed.show_truncation_notice = options.ledger.first_showing(session, signature)?;
     }
-    let discovered = discover_skills_cached(run, options.skill_cache.as_deref());
+    let discovered = discover_skills_cached(run, &options.host, options.skill_cache.as_deref());
     let (skills, ineligible_skills) = eligible_skills(&discovered.skills, run, &options.host);
     let (max_chars, max_count) = run.config.skills_limits(&run.agent_id);
     let surface = match run.harness {

@@ -114,7 +114,10 @@ impl OpenClawConfig {
             .as_array()?
             .iter()
             .find(|entry| {
-                entry.get("id").and_then(Value::as_str).map(normalize_agent_id)
+                entry
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(normalize_agent_id)
                     == Some(normalize_agent_id(agent_id))
             })
     }
@@ -176,7 +179,10 @@ impl OpenClawConfig {
         let allowed = if list.iter().any(has_block) {
             list.iter().any(|entry| {
                 has_block(entry)
-                    && entry.get("id").and_then(Value::as_str).map(normalize_agent_id)
+                    && entry
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(normalize_agent_id)
                         == Some(agent.clone())
             })
         } else {

@@ -62,6 +62,13 @@ pub struct RunDocument {
     /// is read from the workspace (docs/routing.md §3.4).
     #[serde(default)]
     pub setup_complete: Option<bool>,
+    /// OpenClaw's managed skills folder (default: `$OPENCLAW_STATE_DIR/skills`, else
+    /// `~/.openclaw/skills`, when the CLI or service runs).
+    #[serde(default)]
+    pub managed_skills_dir: Option<PathBuf>,
+    /// OpenClaw's bundled skills folder (default: `$OPENCLAW_BUNDLED_SKILLS_DIR`).
+    #[serde(default)]
+    pub bundled_skills_dir: Option<PathBuf>,
 }
 
 /// Which runtime executes the run.
@@ -284,6 +291,8 @@ pub struct Run {
     pub config: OpenClawConfig,
     /// `setupComplete` as stated; `None` reads the workspace.
     pub setup_complete: Option<bool>,
+    pub managed_skills_dir: Option<PathBuf>,
+    pub bundled_skills_dir: Option<PathBuf>,
     /// Display alias: paths under `.0` are shown to the model as if under `.1` (snapshots use a
     /// fixed virtual workspace so artifacts carry no machine paths).
     pub path_alias: Option<(PathBuf, PathBuf)>,
@@ -362,6 +371,8 @@ impl RunDocument {
             let optional = [
                 ("cwd", &self.cwd),
                 ("memoryWorkspace", &self.memory_workspace),
+                ("managedSkillsDir", &self.managed_skills_dir),
+                ("bundledSkillsDir", &self.bundled_skills_dir),
             ];
             for (field, path) in optional {
                 if let Some(path) = path {
@@ -481,6 +492,14 @@ impl RunDocument {
             sandbox: self.sandbox.unwrap_or_default(),
             config,
             setup_complete: self.setup_complete,
+            managed_skills_dir: self
+                .managed_skills_dir
+                .as_deref()
+                .map(|path| normalize(&resolve(path))),
+            bundled_skills_dir: self
+                .bundled_skills_dir
+                .as_deref()
+                .map(|path| normalize(&resolve(path))),
             path_alias: None,
             roots,
         })

@@ -229,6 +229,13 @@ pub(super) fn catalog_len(
         + CATALOG_CLOSE.len()
 }
 
+/// The note of a full catalog cut by `maxSkillsInPrompt`.
+pub(super) fn count_limit_note(included: usize, total: usize) -> String {
+    format!(
+        "Skills catalog: included {included} of {total} skills (the maxSkillsInPrompt limit); run `openclaw skills check` to see them all."
+    )
+}
+
 pub(super) fn budget_note(included: usize, total: usize, shortened: bool) -> String {
     if included < total {
         format!(
@@ -265,10 +272,12 @@ pub fn render_skills_prompt(
         .iter()
         .map(|skill| PreparedSkill::new(skill))
         .collect();
-    if by_count.len() == total && catalog_len(&by_count, surface, None, None) <= max_chars {
+    // The count limit alone keeps the full format (OpenClaw notes "included N of M").
+    let count_note = (by_count.len() < total).then(|| count_limit_note(by_count.len(), total));
+    if catalog_len(&by_count, surface, None, count_note.as_deref()) <= max_chars {
         return SkillsPrompt {
-            text: render_catalog(&by_count, surface, None, None),
-            included: total,
+            text: render_catalog(&by_count, surface, None, count_note),
+            included: by_count.len(),
             total,
             format: CatalogFormat::Full,
         };

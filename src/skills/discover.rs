@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{skill_version, DiscoveredSkills, SkillEntry, SkillTier};
+use super::{skill_version, DiscoveredSkills, HostFacts, SkillEntry, SkillTier};
 use crate::config::Run;
 use crate::support::text::{collate, len16, trim_js};
 
-/// How deep below a root a `SKILL.md` is looked for (nesting is organisational).
-const MAX_SKILL_DEPTH: usize = 4;
-/// Largest `SKILL.md` read.
-const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+/// How deep below a root a `SKILL.md` is looked for (nesting is organisational; OpenClaw's
+/// grouped-skill scan goes six folders down).
+const MAX_SKILL_DEPTH: usize = 6;
+/// Largest `SKILL.md` read: OpenClaw skips bigger ones (`maxSkillFileBytes`, 256,000 bytes).
+pub const MAX_SKILL_FILE_BYTES: u64 = 256_000;
 /// Largest frontmatter handed to the YAML parser (real ones are a few hundred bytes).
 const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 /// Deepest flow (`[`, `{`) nesting and widest indentation handed to the YAML parser: its time
@@ -120,13 +121,18 @@ impl SkillCache {
     }
 }
 
-/// Find every skill of the run (extra dirs, then the workspace `skills/` folder).
-pub fn discover_skills(run: &Run) -> DiscoveredSkills {
-    discover_skills_cached(run, None)
+/// Find every skill of the run, lowest precedence first: extra dirs, bundled, managed, then the
+/// workspace `skills/` folder; a later tier replaces a same-name skill (docs/routing.md §7.1).
+pub fn discover_skills(run: &Run, host: &HostFacts) -> DiscoveredSkills {
+    discover_skills_cached(run, host, None)
 }
 
 /// [`discover_skills`] through an optional [`SkillCache`].
-pub fn discover_skills_cached(run: &Run, cache: Option<&SkillCache>) -> DiscoveredSkills {
+pub fn discover_skills_cached(
+    run: &Run,
+    host: &HostFacts,
+    cache: Option<&SkillCache>,
+) -> DiscoveredSkills {
     let mut found = DiscoveredSkills::default();
     let mut by_name: BTreeMap<String, SkillEntry> = BTreeMap::new();
     let mut roots: Vec<(PathBuf, SkillTier)> = run
@@ -138,6 +144,16 @@ pub fn discover_skills_cached(run: &Run, cache: Option<&SkillCache>) -> Discover
             (dir, SkillTier::Extra)
         })
         .collect();
+    let bundled = run
+        .bundled_skills_dir
+        .clone()
+        .or_else(|| host.bundled_skills_dir.clone());
+    let managed = run
+        .managed_skills_dir
+        .clone()
+        .or_else(|| host.managed_skills_dir.clone());
+    roots.extend(bundled.map(|dir| (dir, SkillTier::Bundled)));
+    roots.extend(managed.map(|dir| (dir, SkillTier::Managed)));
     roots.push((run.workspace.join("skills"), SkillTier::Workspace));
     for (root, tier) in roots {
         // A confined run (the service) walks only folders below the operator's roots.
@@ -273,13 +289,17 @@ pub(super) fn parse_skill_file(
 ) -> Result<SkillEntry, String> {
     let size = metadata.len();
     if size > MAX_SKILL_FILE_BYTES {
-        return Err(format!("{size} bytes is over the 1 MiB limit"));
+        return Err(format!(
+            "{size} bytes is over OpenClaw's {MAX_SKILL_FILE_BYTES}-byte SKILL.md limit"
+        ));
     }
     // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
     let allowed = |real: &Path| run.roots.as_ref().is_none_or(|roots| roots.contains(real));
     let bytes = crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &allowed).map_err(
         |refusal| match refusal {
-            crate::support::fs::ReadRefusal::TooLarge { .. } => "over the 1 MiB limit".to_string(),
+            crate::support::fs::ReadRefusal::TooLarge { .. } => {
+                format!("over OpenClaw's {MAX_SKILL_FILE_BYTES}-byte SKILL.md limit")
+            }
             other => other.to_string(),
         },
     )?;
@@ -372,8 +392,9 @@ pub fn parse_skill(
         Some(name) if !trim_js(&name).is_empty() => trim_js(&name).to_string(),
         _ => folder_name.to_string(),
     };
+    // Trimmed like OpenClaw's loader (`description.trim()`); internal newlines stay.
     let description = match meta.description {
-        Some(text) if !trim_js(&text).is_empty() => text,
+        Some(text) if !trim_js(&text).is_empty() => trim_js(&text).to_string(),
         _ => return Err("missing `description`".to_string()),
     };
     // `metadata` is a mapping, or (as OpenClaw writes it) a JSON string.

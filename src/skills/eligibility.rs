@@ -50,6 +50,17 @@ fn ineligibility(
             skill.skill_key
         ));
     }
+    // Step 2: `skills.allowBundled` (non-empty) restricts bundled skills by key or name.
+    if skill.tier == super::SkillTier::Bundled {
+        let allowed = run.config.allow_bundled();
+        if !allowed.is_empty()
+            && !allowed
+                .iter()
+                .any(|entry| entry == &skill.skill_key || entry == &skill.name)
+        {
+            return Some("bundled skill not in skills.allowBundled".to_string());
+        }
+    }
     let gates = &skill.openclaw_metadata;
     if let Some(os) = gates.get("os").and_then(Value::as_array) {
         if !os

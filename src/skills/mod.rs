@@ -25,7 +25,14 @@ pub use eligibility::{eligible_skills, IneligibleSkill};
 /// Where a skill came from; a later tier replaces a same-name skill of an earlier one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SkillTier {
+    /// `skills.load.extraDirs` (and plugin skill folders).
     Extra,
+    /// Shipped with OpenClaw (`bundledSkillsDir`, `$OPENCLAW_BUNDLED_SKILLS_DIR`).
+    Bundled,
+    /// Installed for every agent (`managedSkillsDir`, `$OPENCLAW_STATE_DIR/skills`,
+    /// `~/.openclaw/skills`).
+    Managed,
+    /// `<workspace>/skills`.
     Workspace,
 }
 
@@ -58,6 +65,10 @@ pub struct HostFacts {
     pub platform: String,
     pub env: BTreeMap<String, String>,
     pub path_dirs: Vec<PathBuf>,
+    /// OpenClaw's managed skills folder; a run's `managedSkillsDir` wins.
+    pub managed_skills_dir: Option<PathBuf>,
+    /// OpenClaw's bundled skills folder; a run's `bundledSkillsDir` wins.
+    pub bundled_skills_dir: Option<PathBuf>,
 }
 
 impl HostFacts {
@@ -72,10 +83,24 @@ impl HostFacts {
         let path_dirs = std::env::var_os("PATH")
             .map(|path| std::env::split_paths(&path).collect())
             .unwrap_or_default();
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let set = |name: &str| {
+            env.get(name)
+                .map(|value| value.trim())
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        };
+        // Where OpenClaw itself looks: its state dir (`$OPENCLAW_STATE_DIR`, else ~/.openclaw).
+        let managed_skills_dir = set("OPENCLAW_STATE_DIR")
+            .or_else(|| dirs::home_dir().map(|home| home.join(".openclaw")))
+            .map(|state| state.join("skills"));
+        let bundled_skills_dir = set("OPENCLAW_BUNDLED_SKILLS_DIR");
         Self {
             platform,
-            env: std::env::vars().collect(),
             path_dirs,
+            managed_skills_dir,
+            bundled_skills_dir,
+            env,
         }
     }
 

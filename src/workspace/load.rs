@@ -74,7 +74,9 @@ pub(super) fn filter_reason(run: &Run, name: &str) -> Option<&'static str> {
         && run.trigger != Trigger::Heartbeat
         && run.config.drops_heartbeat_file(&run.agent_id)
     {
-        return Some("heartbeats are disabled for this agent or includeSystemPromptSection is false");
+        return Some(
+            "heartbeats are disabled for this agent or includeSystemPromptSection is false",
+        );
     }
     None
 }

@@ -318,7 +318,10 @@ fn rv9_brand_new_workspace_sends_bootstrap_md_until_setup_completes() {
         all_text(&params_json(&run_with(&ws.path(), fields))).contains(&placeholder("BOOTSTRAP.md"))
     };
     let ws = brand_new();
-    let input = turn_input(&params_json(&run_with(&ws.path(), json!({"message": PROMPT}))));
+    let input = turn_input(&params_json(&run_with(
+        &ws.path(),
+        json!({"message": PROMPT}),
+    )));
     assert_in_order(
         &input,
         &[
@@ -341,12 +344,22 @@ fn rv9_brand_new_workspace_sends_bootstrap_md_until_setup_completes() {
     assert!(bootstrap_sent(&ws, json!({})), "the root file wins");
     // The older key, and a blank stamp that records nothing.
     let ws = brand_new();
-    ws.write("openclaw-workspace-state.json", r#"{"onboardingCompletedAt":"2026-01-01"}"#);
+    ws.write(
+        "openclaw-workspace-state.json",
+        r#"{"onboardingCompletedAt":"2026-01-01"}"#,
+    );
     assert!(!bootstrap_sent(&ws, json!({})), "onboardingCompletedAt");
-    ws.write("openclaw-workspace-state.json", r#"{"setupCompletedAt":"  "}"#);
+    ws.write(
+        "openclaw-workspace-state.json",
+        r#"{"setupCompletedAt":"  "}"#,
+    );
     assert!(bootstrap_sent(&ws, json!({})), "a blank stamp");
     // User content means the workspace is established: a stale BOOTSTRAP.md stays out.
-    for evidence in ["MEMORY.md", "memory/2026-01-01.md", "skills/weather/SKILL.md"] {
+    for evidence in [
+        "MEMORY.md",
+        "memory/2026-01-01.md",
+        "skills/weather/SKILL.md",
+    ] {
         let ws = brand_new();
         ws.write(evidence, WEATHER_SKILL);
         assert!(!bootstrap_sent(&ws, json!({})), "{evidence}");

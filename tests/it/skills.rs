@@ -2,7 +2,7 @@
 
 use clawbridge::skills::{render_skills_prompt, CatalogFormat, CatalogSurface};
 use clawbridge::support::text::len16;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::util::*;
 
@@ -196,11 +196,12 @@ fn per_agent_skills_budget_override() {
 #[test]
 fn adversarial_frontmatter_is_refused_before_the_yaml_parser() {
     let ws = TestWorkspace::full();
-    // About 1 MiB of nesting: unbounded YAML parsing of this takes minutes.
+    // 240 kB of nesting (under the 256,000-byte file cap, so the frontmatter bound is what
+    // refuses it): unbounded YAML parsing of this takes minutes.
     let nested = format!(
         "---\nname: deep\ndescription: {}x{}\n---\n",
-        "[".repeat(500_000),
-        "]".repeat(500_000)
+        "[".repeat(120_000),
+        "]".repeat(120_000)
     );
     ws.write("skills/deep/SKILL.md", &nested);
     let indented: String = (0..400)
@@ -215,7 +216,8 @@ fn adversarial_frontmatter_is_refused_before_the_yaml_parser() {
         "---\nname: fine\ndescription: ok\n---\n",
     );
     let run = run_with(&ws.path(), serde_json::json!({}));
-    let found = clawbridge::skills::discover_skills(&run);
+    let found =
+        clawbridge::skills::discover_skills(&run, &clawbridge::skills::HostFacts::default());
     let names: Vec<&str> = found
         .skills
         .iter()
@@ -233,4 +235,152 @@ fn adversarial_frontmatter_is_refused_before_the_yaml_parser() {
             found.warnings
         );
     }
+}
+
+fn skill_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("<name>"))
+        .filter_map(|line| line.strip_suffix("</name>"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn accented_names_sort_with_their_base_letter() {
+    let ws = TestWorkspace::empty();
+    for name in ["zoo", "éclair", "eclairs", "dune"] {
+        ws.write(&format!("skills/{name}/SKILL.md"), &skill(name, "Things."));
+    }
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    assert_eq!(
+        skill_names(&translation.skills_prompt.text),
+        vec!["dune", "éclair", "eclairs", "zoo"]
+    );
+}
+
+#[test]
+fn the_count_limit_keeps_the_full_format_and_says_so() {
+    let ws = TestWorkspace::empty();
+    for name in ["alpha", "beta", "gamma"] {
+        ws.write(
+            &format!("skills/{name}/SKILL.md"),
+            &skill(name, "Does things."),
+        );
+    }
+    let run = run_with(
+        &ws.path(),
+        json!({"config": {"skills": {"limits": {"maxSkillsInPrompt": 2}}}}),
+    );
+    let (translation, _) = translate_run(&run);
+    let prompt = &translation.skills_prompt;
+    assert_eq!(prompt.format, CatalogFormat::Full);
+    assert_eq!((prompt.included, prompt.total), (2, 3));
+    assert!(prompt.text.contains("included 2 of 3"), "{}", prompt.text);
+    assert!(prompt
+        .text
+        .contains("<description>Does things.</description>"));
+    assert_eq!(skill_names(&prompt.text), vec!["alpha", "beta"]);
+}
+
+#[test]
+fn descriptions_are_trimmed() {
+    let ws = TestWorkspace::empty();
+    ws.write(
+        "skills/padded/SKILL.md",
+        "---\nname: padded\ndescription: \"  Pads.\\n  \"\n---\n",
+    );
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    assert!(
+        translation
+            .skills_prompt
+            .text
+            .contains("<description>Pads.</description>"),
+        "{}",
+        translation.skills_prompt.text
+    );
+}
+
+#[test]
+fn skills_are_found_six_folders_deep_and_no_deeper() {
+    let ws = TestWorkspace::empty();
+    ws.write("skills/a/b/c/d/e/six/SKILL.md", &skill("six", "Deep."));
+    ws.write(
+        "skills/a/b/c/d/e/f/seven/SKILL.md",
+        &skill("seven", "Deeper."),
+    );
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    assert_eq!(skill_names(&translation.skills_prompt.text), vec!["six"]);
+}
+
+#[test]
+fn a_skill_md_over_256000_bytes_is_skipped() {
+    let ws = TestWorkspace::empty();
+    let head = skill("big", "Big.");
+    ws.write(
+        "skills/big/SKILL.md",
+        &format!("{head}{}", "x".repeat(256_001 - head.len())),
+    );
+    ws.write(
+        "skills/limit/SKILL.md",
+        &format!(
+            "{}{}",
+            skill("limit", "Exactly."),
+            "x".repeat(256_000 - skill("limit", "Exactly.").len())
+        ),
+    );
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    assert_eq!(skill_names(&translation.skills_prompt.text), vec!["limit"]);
+    assert!(
+        translation
+            .warnings
+            .iter()
+            .any(|warning| warning.contains("big") && warning.contains("256000")),
+        "{:?}",
+        translation.warnings
+    );
+}
+
+#[test]
+fn managed_and_bundled_skills_are_found_with_their_precedence_and_gates() {
+    let ws = TestWorkspace::empty();
+    let managed = TestWorkspace::empty();
+    let bundled = TestWorkspace::empty();
+    let extra = TestWorkspace::empty();
+    extra.write("shared/SKILL.md", &skill("shared", "From extra."));
+    bundled.write("shared/SKILL.md", &skill("shared", "From bundled."));
+    bundled.write("github/SKILL.md", &skill("github", "Bundled GitHub."));
+    bundled.write("weather/SKILL.md", &skill("weather", "Bundled weather."));
+    managed.write("shared/SKILL.md", &skill("shared", "From managed."));
+    managed.write("notes/SKILL.md", &skill("notes", "Managed notes."));
+    let fields = |allow: Value| {
+        json!({
+            "managedSkillsDir": managed.path(),
+            "bundledSkillsDir": bundled.path(),
+            "config": {"skills": {"load": {"extraDirs": [extra.path()]}, "allowBundled": allow}},
+        })
+    };
+    let (translation, _) = translate_run(&run_with(&ws.path(), fields(json!([]))));
+    let text = &translation.skills_prompt.text;
+    assert_eq!(
+        skill_names(text),
+        vec!["github", "notes", "shared", "weather"]
+    );
+    assert!(
+        text.contains("From managed."),
+        "managed beats bundled and extra"
+    );
+    // The workspace beats them all.
+    ws.write(
+        "skills/shared/SKILL.md",
+        &skill("shared", "From the workspace."),
+    );
+    let (translation, _) = translate_run(&run_with(&ws.path(), fields(json!(["github"]))));
+    let text = &translation.skills_prompt.text;
+    assert!(text.contains("From the workspace."));
+    // `skills.allowBundled` restricts bundled skills only.
+    assert_eq!(skill_names(text), vec!["github", "notes", "shared"]);
+    assert!(translation
+        .ineligible_skills
+        .iter()
+        .any(|skill| skill.name == "weather" && skill.reason.contains("allowBundled")));
 }
