@@ -51,6 +51,13 @@ pub enum Command {
         /// A provider contribution (JSON: interactionStyle, toolCallStyle, executionBias, stablePrefix, dynamicSuffix).
         #[arg(long)]
         provider: Option<PathBuf>,
+        /// For a provider without cache-boundary support: drop the marker.
+        #[arg(long)]
+        no_cache_boundary: bool,
+        /// The legacy `before_prompt_build` hook: gets the rendered prompt as JSON on stdin,
+        /// prints `{}` or one of systemPrompt, prependSystemContext, appendSystemContext.
+        #[arg(long)]
+        before_prompt_build: Option<String>,
     },
     /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
     Context {

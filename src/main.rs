@@ -100,6 +100,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             mode,
             split,
             provider,
+            no_cache_boundary,
+            before_prompt_build,
         } => {
             let (run, options) = load(&args)?;
             let settings = commands::PromptSettings {
@@ -112,6 +114,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     .as_deref()
                     .map(commands::load_provider)
                     .transpose()?,
+                cache_boundary: !no_cache_boundary,
+                before_prompt_build,
             };
             let prompt = commands::prompt(&run, &options, &settings)?;
             if split {

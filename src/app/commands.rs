@@ -89,7 +89,7 @@ pub fn context(run: &Run, options: &TranslateOptions, detail: bool) -> Result<Co
 }
 
 /// What `prompt` / `bridge.prompt` render besides the run.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptSettings {
     /// Override the run's prompt mode.
@@ -98,6 +98,112 @@ pub struct PromptSettings {
     /// A provider contribution merged after the built-in overlay.
     #[serde(skip)]
     pub provider: Option<ProviderContribution>,
+    /// `false` for a provider without cache-boundary support: the marker is dropped and the
+    /// halves are joined by one blank line (docs/system-prompt.md, P9).
+    #[serde(default = "default_true")]
+    pub cache_boundary: bool,
+    /// The legacy `before_prompt_build` hook command (`prompt --before-prompt-build`). Never
+    /// taken from an API client: it runs a command.
+    #[serde(skip)]
+    pub before_prompt_build: Option<String>,
+}
+
+impl Default for PromptSettings {
+    fn default() -> Self {
+        Self {
+            mode: None,
+            provider: None,
+            cache_boundary: true,
+            before_prompt_build: None,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The hook's whole exchange must end within this, and print at most this much.
+const PROMPT_HOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const MAX_PROMPT_HOOK_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Run the `before_prompt_build` hook: it gets `{event, agentId, sessionKey, workspaceDir,
+/// prompt: {stablePrefix, dynamicSuffix}}` on stdin and prints `{}` (keep), or one of
+/// `{"systemPrompt"}` (replace), `{"prependSystemContext"}`, `{"appendSystemContext"}`, with an
+/// optional `"plugin"` name for the injected block.
+pub fn run_before_prompt_build(
+    run: &Run,
+    prompt: &SystemPrompt,
+    command: &str,
+) -> Result<(String, crate::render::hooks::BeforePromptBuild)> {
+    use crate::render::hooks::BeforePromptBuild;
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct HookAnswer {
+        #[serde(default)]
+        plugin: Option<String>,
+        #[serde(default)]
+        system_prompt: Option<String>,
+        #[serde(default)]
+        prepend_system_context: Option<String>,
+        #[serde(default)]
+        append_system_context: Option<String>,
+    }
+    let failed = |message: String| Error::Hook {
+        command: command.to_string(),
+        message,
+    };
+    let input = serde_json::json!({
+        "event": "before_prompt_build",
+        "agentId": run.agent_id,
+        "sessionKey": run.session_key,
+        "workspaceDir": run.display_path(&run.workspace),
+        "prompt": prompt,
+    });
+    let output = crate::support::process::run_shell_bounded(
+        command,
+        input.to_string().as_bytes(),
+        PROMPT_HOOK_TIMEOUT,
+        MAX_PROMPT_HOOK_OUTPUT_BYTES,
+    )
+    .map_err(|error| failed(error.to_string()))?;
+    if !output.status.success() {
+        return Err(failed(format!("exited with {}", output.status)));
+    }
+    let answer: HookAnswer = serde_json::from_slice(&output.stdout).map_err(|error| {
+        failed(format!(
+            "expected {{}} or one of systemPrompt, prependSystemContext, appendSystemContext: {error}"
+        ))
+    })?;
+    let plugin = answer
+        .plugin
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| "before_prompt_build".to_string());
+    if plugin.len() > 128
+        || plugin
+            .chars()
+            .any(|ch| ch.is_control() || matches!(ch, '"' | '<' | '>' | '`'))
+    {
+        return Err(failed(
+            "`plugin` must be a short name without quotes, tags or control characters".to_string(),
+        ));
+    }
+    let action = match (
+        answer.system_prompt,
+        answer.prepend_system_context,
+        answer.append_system_context,
+    ) {
+        (None, None, None) => BeforePromptBuild::Keep,
+        (Some(text), None, None) => BeforePromptBuild::Replace(text),
+        (None, Some(text), None) => BeforePromptBuild::Prepend(text),
+        (None, None, Some(text)) => BeforePromptBuild::Append(text),
+        _ => {
+            return Err(failed(
+                "answered with more than one of systemPrompt, prependSystemContext, appendSystemContext".to_string(),
+            ))
+        }
+    };
+    Ok((plugin, action))
 }
 
 /// OpenClaw's own system prompt for a run, as non-Codex harnesses receive it (`prompt`,
@@ -116,7 +222,7 @@ pub fn prompt(
         run.prompt_mode = mode;
     }
     let translation = translate(&run, &options.previewing())?;
-    Ok(translation.system_prompt(
+    let mut prompt = translation.system_prompt(
         &run,
         &PromptOptions {
             mode: settings.mode,
@@ -125,7 +231,19 @@ pub fn prompt(
             before_prompt_build: None,
             detect_repo_root: true,
         },
-    ))
+    );
+    if let Some(command) = &settings.before_prompt_build {
+        let (plugin, action) = run_before_prompt_build(&run, &prompt, command)?;
+        prompt = crate::render::hooks::apply_before_prompt_build(prompt, &plugin, action);
+    }
+    if !settings.cache_boundary {
+        prompt = SystemPrompt {
+            stable_prefix: prompt.text_without_boundary(),
+            dynamic_suffix: String::new(),
+            has_boundary: false,
+        };
+    }
+    Ok(prompt)
 }
 
 /// Read a provider contribution file (`prompt --provider`).

@@ -235,7 +235,8 @@ fn render_scenario(
         .clone();
     let user_input = match resume.turn_start.input.first() {
         Some(crate::codex::protocol::params::UserInput::Text { text, .. }) => text.clone(),
-        None => String::new(),
+        // The text item always comes first; images follow it.
+        _ => String::new(),
     };
 
     // Params with long texts replaced by pointers to the layer sections.

@@ -13,6 +13,8 @@ pub mod run;
 
 pub use openclaw::{BootstrapLimits, OpenClawConfig, TruncationWarningMode};
 pub use run::{
-    ApprovalPolicy, Channel, ChatType, Harness, HistoryEntry, PromptMode, Run, RunDocument,
-    SandboxMode, Sender, SessionKind, SourceReplyDelivery, Thinking, ToolSpec, Trigger,
+    ApprovalPolicy, Channel, ChatType, ElevatedExec, Harness, HistoryEntry, OpenAiAuth, PromptMode,
+    QuotedMessage, ReactionLevel, ReasoningLevel, Run, RunDocument, RuntimeFacts, SandboxDetails,
+    SandboxMode, Sender, ServiceTier, SessionKind, SourceReplyDelivery, Thinking, ToolSpec,
+    Trigger, WorkspaceAccess,
 };

@@ -69,6 +69,145 @@ pub struct RunDocument {
     /// OpenClaw's bundled skills folder (default: `$OPENCLAW_BUNDLED_SKILLS_DIR`).
     #[serde(default)]
     pub bundled_skills_dir: Option<PathBuf>,
+    /// Reasoning visibility (`/reasoning`): `off`, `on` or `stream`.
+    #[serde(default)]
+    pub reasoning_level: ReasoningLevel,
+    /// The provider's tagged-reasoning contract text (the Reasoning Format section).
+    #[serde(default)]
+    pub reasoning_tag_hint: Option<String>,
+    /// Sandbox details for the Sandbox section (docs/system-prompt.md S18).
+    #[serde(default)]
+    pub sandbox_info: Option<SandboxDetails>,
+    /// Local OpenClaw docs folder shown in Documentation (else `docs.path`, else the public docs).
+    #[serde(default)]
+    pub docs_path: Option<String>,
+    /// Local OpenClaw source checkout shown in Documentation (else the GitHub repository).
+    #[serde(default)]
+    pub source_path: Option<String>,
+    /// Extra lines for the Workspace section.
+    #[serde(default)]
+    pub workspace_notes: Vec<String>,
+    /// Plugin prompt guidance registered for the `codex_app_server` surface.
+    #[serde(default)]
+    pub plugin_guidance: Vec<String>,
+    /// Runtime facts OpenClaw knows and clawbridge cannot observe.
+    #[serde(default)]
+    pub runtime: RuntimeFacts,
+    /// Images sent with the turn (`localImage` input items), relative to the document.
+    #[serde(default)]
+    pub images: Vec<PathBuf>,
+    /// Codex `serviceTier` for the thread and turn.
+    #[serde(default)]
+    pub service_tier: Option<ServiceTier>,
+    /// How Codex authenticates to OpenAI: `chatgpt` (native login; `openai/...` ids send no
+    /// `modelProvider`) or `apiKey` (`modelProvider: "openai"`).
+    #[serde(default)]
+    pub openai_auth: OpenAiAuth,
+}
+
+/// Reasoning visibility (docs/system-prompt.md D13).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningLevel {
+    #[default]
+    Off,
+    On,
+    Stream,
+}
+
+/// Sandbox details (OpenClaw's `sandboxInfo`); any of them turns the Sandbox section on unless
+/// `enabled` is `false`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SandboxDetails {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// The workspace folder inside the container.
+    #[serde(default)]
+    pub container_workspace_dir: Option<String>,
+    /// Where the agent workspace is mounted from on the host.
+    #[serde(default)]
+    pub agent_workspace_mount: Option<String>,
+    #[serde(default)]
+    pub workspace_access: Option<WorkspaceAccess>,
+    /// Whether a browser is available inside the sandbox.
+    #[serde(default)]
+    pub browser: bool,
+    #[serde(default)]
+    pub elevated: Option<ElevatedExec>,
+}
+
+/// The sandbox's access to the agent workspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceAccess {
+    None,
+    Ro,
+    Rw,
+}
+
+impl WorkspaceAccess {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkspaceAccess::None => "none",
+            WorkspaceAccess::Ro => "ro",
+            WorkspaceAccess::Rw => "rw",
+        }
+    }
+}
+
+/// Elevated exec in the sandbox.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ElevatedExec {
+    #[serde(default)]
+    pub allowed: bool,
+    /// `on`, `off`, `ask` or `full`.
+    #[serde(default)]
+    pub default_level: Option<String>,
+}
+
+/// Runtime facts for the Runtime line.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuntimeFacts {
+    /// OpenClaw's Node version (`v22.19.0`).
+    #[serde(default)]
+    pub node: Option<String>,
+}
+
+/// Codex service tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceTier {
+    Fast,
+    Flex,
+}
+
+impl ServiceTier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceTier::Fast => "fast",
+            ServiceTier::Flex => "flex",
+        }
+    }
+}
+
+/// How Codex authenticates to OpenAI (docs/codex-wire.md §4.6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OpenAiAuth {
+    #[default]
+    Chatgpt,
+    ApiKey,
+}
+
+/// Reaction guidance level of a channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReactionLevel {
+    Minimal,
+    Extensive,
 }
 
 /// Which runtime executes the run.
@@ -160,6 +299,17 @@ pub struct Channel {
     /// The quoted message this one replies to.
     #[serde(default)]
     pub reply_to: Option<QuotedMessage>,
+    /// Channel capability ids (`reactions`, `nativeApprovals`, `inlineButtons`, `voice`, ...);
+    /// shown on the Runtime line, and `nativeApprovals` / `inlineButtons` mean the channel has
+    /// its own approval UI.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Reaction guidance for this channel (the Reactions section).
+    #[serde(default)]
+    pub reaction_level: Option<ReactionLevel>,
+    /// Channel-specific hints for the `message` tool (from the channel plugin).
+    #[serde(default)]
+    pub message_tool_hints: Vec<String>,
     #[serde(default)]
     pub history: Vec<HistoryEntry>,
 }
@@ -293,6 +443,18 @@ pub struct Run {
     pub setup_complete: Option<bool>,
     pub managed_skills_dir: Option<PathBuf>,
     pub bundled_skills_dir: Option<PathBuf>,
+    pub reasoning_level: ReasoningLevel,
+    pub reasoning_tag_hint: Option<String>,
+    pub sandbox_info: Option<SandboxDetails>,
+    pub docs_path: Option<String>,
+    pub source_path: Option<String>,
+    pub workspace_notes: Vec<String>,
+    pub plugin_guidance: Vec<String>,
+    pub runtime: RuntimeFacts,
+    /// Absolute image paths (checked to be regular files, confined under the service).
+    pub images: Vec<PathBuf>,
+    pub service_tier: Option<ServiceTier>,
+    pub openai_auth: OpenAiAuth,
     /// Display alias: paths under `.0` are shown to the model as if under `.1` (snapshots use a
     /// fixed virtual workspace so artifacts carry no machine paths).
     pub path_alias: Option<(PathBuf, PathBuf)>,
@@ -305,6 +467,14 @@ pub struct Run {
 pub const MAX_TOOL_CATALOG_BYTES: u64 = 8 * 1024 * 1024;
 /// Largest run document read from disk.
 pub const MAX_RUN_DOCUMENT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Longest one-line value (paths, notes, hints) printed into a prompt.
+pub const MAX_PROMPT_LINE_BYTES: usize = 4096;
+/// Longest multi-line operator text (plugin guidance, the reasoning-format hint).
+pub const MAX_PROMPT_BLOCK_BYTES: usize = 64 * 1024;
+/// Most images one turn carries, and the largest image file.
+pub const MAX_IMAGES: usize = 16;
+pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
 /// The default model of a run.
 pub const DEFAULT_MODEL: &str = "gpt-5.5";
@@ -463,6 +633,103 @@ impl RunDocument {
                 ));
             }
         }
+        // Operator-supplied values printed into prompt structure: one line each, no control
+        // characters, bounded (docs/threat-model.md, "Untrusted channel text").
+        let mut one_line: Vec<(String, &str)> = Vec::new();
+        for (field, value) in [
+            ("docsPath", &self.docs_path),
+            ("sourcePath", &self.source_path),
+            ("runtime.node", &self.runtime.node),
+        ] {
+            if let Some(value) = value {
+                one_line.push((field.to_string(), value));
+            }
+        }
+        if let Some(info) = &self.sandbox_info {
+            for (field, value) in [
+                (
+                    "sandboxInfo.containerWorkspaceDir",
+                    &info.container_workspace_dir,
+                ),
+                (
+                    "sandboxInfo.agentWorkspaceMount",
+                    &info.agent_workspace_mount,
+                ),
+            ] {
+                if let Some(value) = value {
+                    one_line.push((field.to_string(), value));
+                }
+            }
+            if let Some(level) = info
+                .elevated
+                .as_ref()
+                .and_then(|e| e.default_level.as_deref())
+            {
+                if !matches!(level, "on" | "off" | "ask" | "full") {
+                    return Err(field_error(
+                        "sandboxInfo.elevated.defaultLevel",
+                        format!("must be `on`, `off`, `ask` or `full`, not {level:?}"),
+                    ));
+                }
+            }
+        }
+        for (index, capability) in self.channel.capabilities.iter().enumerate() {
+            let valid = !capability.is_empty()
+                && capability.len() <= 64
+                && capability
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+            if !valid {
+                return Err(field_error(
+                    &format!("channel.capabilities[{index}]"),
+                    "must be a capability id: 1 to 64 ASCII letters, digits, `-`, `_` or `.`"
+                        .to_string(),
+                ));
+            }
+        }
+        if self.channel.reaction_level.is_some() && self.channel.name.is_none() {
+            return Err(field_error(
+                "channel.reactionLevel",
+                "needs `channel.name` (the guidance names the channel)".to_string(),
+            ));
+        }
+        for (index, value) in self.channel.message_tool_hints.iter().enumerate() {
+            one_line.push((format!("channel.messageToolHints[{index}]"), value));
+        }
+        for (index, value) in self.workspace_notes.iter().enumerate() {
+            one_line.push((format!("workspaceNotes[{index}]"), value));
+        }
+        for (field, value) in one_line {
+            if value.trim().is_empty()
+                || value.len() > MAX_PROMPT_LINE_BYTES
+                || value.chars().any(char::is_control)
+            {
+                return Err(field_error(
+                    &field,
+                    format!("must be one non-empty line of at most {MAX_PROMPT_LINE_BYTES} bytes, without control characters"),
+                ));
+            }
+        }
+        for (field, value) in [("reasoningTagHint", &self.reasoning_tag_hint)] {
+            if value
+                .as_deref()
+                .is_some_and(|text| text.trim().is_empty() || text.len() > MAX_PROMPT_BLOCK_BYTES)
+            {
+                return Err(field_error(
+                    field,
+                    format!("must be non-empty text of at most {MAX_PROMPT_BLOCK_BYTES} bytes"),
+                ));
+            }
+        }
+        for (index, text) in self.plugin_guidance.iter().enumerate() {
+            if text.trim().is_empty() || text.len() > MAX_PROMPT_BLOCK_BYTES {
+                return Err(field_error(
+                    &format!("pluginGuidance[{index}]"),
+                    format!("must be non-empty text of at most {MAX_PROMPT_BLOCK_BYTES} bytes"),
+                ));
+            }
+        }
+        let images = resolve_images(&self.images, source, &resolve, roots.as_ref())?;
         if let Some(thread_id) = &self.thread_id {
             if thread_id.trim().is_empty() {
                 return Err(field_error("threadId", "must not be empty".to_string()));
@@ -500,6 +767,17 @@ impl RunDocument {
                 .bundled_skills_dir
                 .as_deref()
                 .map(|path| normalize(&resolve(path))),
+            reasoning_level: self.reasoning_level,
+            reasoning_tag_hint: self.reasoning_tag_hint,
+            sandbox_info: self.sandbox_info,
+            docs_path: self.docs_path,
+            source_path: self.source_path,
+            workspace_notes: self.workspace_notes,
+            plugin_guidance: self.plugin_guidance,
+            runtime: self.runtime,
+            images,
+            service_tier: self.service_tier,
+            openai_auth: self.openai_auth,
             path_alias: None,
             roots,
         })
@@ -534,6 +812,17 @@ impl Run {
             ("cwd".to_string(), self.cwd.clone()),
             ("memoryWorkspace".to_string(), self.memory_workspace.clone()),
         ];
+        for (field, path) in [
+            ("managedSkillsDir", &self.managed_skills_dir),
+            ("bundledSkillsDir", &self.bundled_skills_dir),
+        ] {
+            if let Some(path) = path {
+                named.push((field.to_string(), path.clone()));
+            }
+        }
+        for (index, image) in self.images.iter().enumerate() {
+            named.push((format!("images[{index}]"), image.clone()));
+        }
         named.extend(config_paths(&self.config, &self.workspace));
         check_confined(roots, named)
     }
@@ -617,6 +906,70 @@ fn check_confined(roots: &Roots, named: Vec<(String, PathBuf)>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Resolve `images`: each must be an existing regular file of at most [`MAX_IMAGE_BYTES`] with an
+/// image extension, inside the roots for a confined run. Codex reads the file itself
+/// (`localImage`), so only its metadata is looked at here.
+fn resolve_images(
+    items: &[PathBuf],
+    source: &Path,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+    roots: Option<&Roots>,
+) -> Result<Vec<PathBuf>> {
+    if items.len() > MAX_IMAGES {
+        return Err(Error::InvalidField {
+            path: source.to_path_buf(),
+            field: "images".to_string(),
+            message: format!("at most {MAX_IMAGES} images per turn, not {}", items.len()),
+        });
+    }
+    let mut images = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let field = format!("images[{index}]");
+        let path = normalize(&resolve(item));
+        let invalid = |message: String| Error::InvalidField {
+            path: source.to_path_buf(),
+            field: field.clone(),
+            message,
+        };
+        if let Some(roots) = roots {
+            if !roots.admits(&path) {
+                return Err(Error::OutsideRoots { field, path });
+            }
+        }
+        let extension = path
+            .extension()
+            .and_then(|ext| ext.to_str())
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default();
+        if !matches!(extension.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp") {
+            return Err(invalid(format!(
+                "{} is not a .png, .jpg, .jpeg, .gif or .webp image",
+                path.display()
+            )));
+        }
+        let real = crate::support::fs::resolve_real(&path);
+        if let Some(roots) = roots {
+            if !roots.contains(&real) {
+                return Err(Error::OutsideRoots { field, path });
+            }
+        }
+        match std::fs::metadata(&real) {
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_IMAGE_BYTES => {}
+            Ok(meta) if meta.is_file() => {
+                return Err(invalid(format!(
+                    "{} is {} bytes, over the {MAX_IMAGE_BYTES}-byte limit",
+                    path.display(),
+                    meta.len()
+                )))
+            }
+            Ok(_) => return Err(invalid(format!("{} is not a regular file", path.display()))),
+            Err(error) => return Err(invalid(format!("cannot read {}: {error}", path.display()))),
+        }
+        images.push(real);
+    }
+    Ok(images)
 }
 
 /// Expand `tools`: objects are specs, strings are files holding an array of specs.

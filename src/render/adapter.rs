@@ -11,8 +11,8 @@ use super::config::{display_owner, resolve_prompt_config};
 use super::hooks::{apply_before_prompt_build, BeforePromptBuild};
 use super::provider::{gpt5_overlay, ProviderContribution};
 use super::sections::{
-    ContextFile, DeliveryMode, PromptInputs, ReasoningLevel, RuntimeInfo, SandboxInfo,
-    SilentReplyMode,
+    ContextFile, DeliveryMode, PromptInputs, ReactionGuidance, ReasoningLevel, RuntimeInfo,
+    SandboxInfo, SilentReplyMode,
 };
 use super::{render, PromptRequest, SystemPrompt};
 use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery};
@@ -185,7 +185,7 @@ pub fn codex_developer_inputs(
         deferred_tools: deferred_tools.to_vec(),
         skill_workshop: run.has_tool("skill_workshop"),
         visible_reply_rule,
-        plugin_guidance: Vec::new(),
+        plugin_guidance: run.plugin_guidance.clone(),
         extra_system_prompt: extra_system_prompt(run),
         workspace_files: context_files(&routed.thread_files),
         truncation_notice: routed
@@ -279,10 +279,44 @@ pub fn prompt_inputs(
             )
         })
         .collect();
-    let native_approval_ui = matches!(
+    // A native approval UI: the channel says so (inline buttons or native approvals), or it
+    // is one of the channels known to have approval cards.
+    let native_approval_ui = channel.capabilities.iter().any(|capability| {
+        capability.eq_ignore_ascii_case("inlineButtons")
+            || capability.eq_ignore_ascii_case("nativeApprovals")
+    }) || matches!(
         channel.name.as_deref(),
         Some("telegram" | "discord" | "slack")
     );
+    let sandbox = match &run.sandbox_info {
+        Some(info) => SandboxInfo {
+            enabled: info.enabled.unwrap_or(true),
+            container_workdir: info.container_workspace_dir.clone(),
+            host_mount: info.agent_workspace_mount.clone(),
+            access: info
+                .workspace_access
+                .map(|access| access.as_str().to_string()),
+            browser: info.browser,
+            elevated_allowed: info
+                .elevated
+                .as_ref()
+                .is_some_and(|elevated| elevated.allowed),
+            elevated_level: info
+                .elevated
+                .as_ref()
+                .and_then(|elevated| elevated.default_level.clone()),
+        },
+        None => SandboxInfo {
+            enabled: sandbox_enabled,
+            ..SandboxInfo::default()
+        },
+    };
+    let reaction_guidance = channel.reaction_level.and_then(|level| {
+        Some(ReactionGuidance {
+            channel: channel.name.clone()?,
+            extensive: level == crate::config::ReactionLevel::Extensive,
+        })
+    });
     let repo_root = resolved
         .repo_root
         .clone()
@@ -305,6 +339,8 @@ pub fn prompt_inputs(
                 })
                 .flatten()
         });
+    // Every field is set here, with no `..Default::default()`: a new renderer input does not
+    // compile until something a caller can state reaches it.
     PromptInputs {
         workspace_dir: run.display_path(&run.workspace),
         prompt_mode,
@@ -320,13 +356,19 @@ pub fn prompt_inputs(
         bootstrap_truncation_notice: (routed.notice_for(Surface::SystemPrompt)
             || routed.notice_for(Surface::SystemPromptDynamic))
         .then(|| TRUNCATION_NOTICE.to_string()),
-        docs_path: resolved.docs_path.clone(),
-        sandbox: SandboxInfo {
-            enabled: sandbox_enabled,
-            ..SandboxInfo::default()
-        },
+        docs_path: run.docs_path.clone().or_else(|| resolved.docs_path.clone()),
+        source_path: run.source_path.clone(),
+        workspace_notes: run.workspace_notes.clone(),
+        sandbox,
+        reasoning_tag_hint: run.reasoning_tag_hint.clone(),
+        reaction_guidance,
+        message_tool_hints: channel.message_tool_hints.clone(),
         owner_lines,
-        reasoning_level: ReasoningLevel::Off,
+        reasoning_level: match run.reasoning_level {
+            crate::config::ReasoningLevel::Off => ReasoningLevel::Off,
+            crate::config::ReasoningLevel::On => ReasoningLevel::On,
+            crate::config::ReasoningLevel::Stream => ReasoningLevel::Stream,
+        },
         default_think_level: Some(run.thinking.as_str().to_string()),
         user_timezone: resolved
             .configured_timezone
@@ -339,7 +381,7 @@ pub fn prompt_inputs(
             host: options.host.host.clone(),
             os: options.host.os.clone(),
             arch: options.host.arch.clone(),
-            node: None,
+            node: run.runtime.node.clone(),
             model: Some(run.model.clone()),
             default_model: run
                 .config
@@ -349,7 +391,7 @@ pub fn prompt_inputs(
                 .map(str::to_string),
             shell: options.host.shell.clone(),
             channel: channel.name.clone(),
-            capabilities: Vec::new(),
+            capabilities: channel.capabilities.clone(),
             repo_root,
         },
         extra_system_prompt: extra_system_prompt(run),
@@ -365,7 +407,6 @@ pub fn prompt_inputs(
         auto_completion_wake: run.has_tool("exec"),
         control_ui_embed: channel.name.as_deref() == Some("webchat"),
         provider_contribution: ProviderContribution::merge(&contributions),
-        ..PromptInputs::default()
     }
 }
 

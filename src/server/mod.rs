@@ -997,6 +997,18 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
                 })?),
             },
             provider: None,
+            cache_boundary: match value.get("cacheBoundary") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(flag)) => *flag,
+                Some(other) => {
+                    return Err(rpc_error(
+                        codes::INVALID_PARAMS,
+                        format!("field `cacheBoundary`: expected true or false, not {other}"),
+                    ))
+                }
+            },
+            // A command to run is the operator's choice, never a client's.
+            before_prompt_build: None,
         };
         let prompt = bridge
             .blocking(move |bridge| {

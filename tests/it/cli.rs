@@ -291,3 +291,122 @@ fn previews_never_use_up_a_once_truncation_notice() {
         "already shown to this session"
     );
 }
+
+#[test]
+fn every_new_input_is_validated_with_an_error_naming_the_field() {
+    let ws = TestWorkspace::full();
+    ws.write("chart.png", "not really a png, but a regular file");
+    ws.write("notes.txt", "text");
+    let cases = [
+        (json!({"reasoningLevel": "loud"}), "reasoningLevel"),
+        (json!({"serviceTier": "turbo"}), "serviceTier"),
+        (json!({"openaiAuth": "password"}), "openaiAuth"),
+        (json!({"images": ["missing.png"]}), "images[0]"),
+        (json!({"images": ["notes.txt"]}), "images[0]"),
+        (json!({"images": ["."]}), "images[0]"),
+        (json!({"docsPath": "/docs\n## Safety"}), "docsPath"),
+        (json!({"sourcePath": ""}), "sourcePath"),
+        (
+            json!({"workspaceNotes": ["ok", "two\nlines"]}),
+            "workspaceNotes[1]",
+        ),
+        (json!({"pluginGuidance": ["  "]}), "pluginGuidance[0]"),
+        (json!({"runtime": {"node": "v22\r\n"}}), "runtime.node"),
+        (json!({"runtime": {"nod": "v22"}}), "runtime"),
+        (
+            json!({"sandboxInfo": {"workspaceAccess": "write"}}),
+            "sandboxInfo.workspaceAccess",
+        ),
+        (
+            json!({"sandboxInfo": {"elevated": {"allowed": true, "defaultLevel": "root"}}}),
+            "sandboxInfo.elevated.defaultLevel",
+        ),
+        (
+            json!({"sandboxInfo": {"containerWorkspaceDir": "/w\u{0007}"}}),
+            "sandboxInfo.containerWorkspaceDir",
+        ),
+        (
+            json!({"channel": {"name": "telegram", "capabilities": ["inline buttons"]}}),
+            "channel.capabilities[0]",
+        ),
+        (
+            json!({"channel": {"reactionLevel": "extensive"}}),
+            "channel.reactionLevel",
+        ),
+        (
+            json!({"channel": {"name": "telegram", "messageToolHints": ["a\nb"]}}),
+            "channel.messageToolHints[0]",
+        ),
+        (json!({"setupComplete": "yes"}), "setupComplete"),
+    ];
+    for (fields, field) in cases {
+        let mut document = json!({"workspace": ws.path()});
+        if let (Some(target), Value::Object(extra)) = (document.as_object_mut(), fields.clone()) {
+            target.extend(extra);
+        }
+        let file = ws.path().join("run.json");
+        std::fs::write(&file, document.to_string()).expect("write");
+        let (code, _, stderr) = run_cli(&["params", file.to_str().expect("utf-8")]);
+        assert_eq!(code, 2, "{fields}: {stderr}");
+        assert!(
+            stderr.contains(field),
+            "{fields}: the error names `{field}`: {stderr}"
+        );
+    }
+    // The good forms are accepted.
+    let document = json!({"workspace": ws.path(), "images": ["chart.png"], "serviceTier": "fast",
+                          "reasoningLevel": "on", "setupComplete": false});
+    let file = ws.path().join("run.json");
+    std::fs::write(&file, document.to_string()).expect("write");
+    let (code, stdout, stderr) = run_cli(&["params", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"localImage\""), "{stdout}");
+}
+
+#[test]
+fn the_readme_lists_exactly_the_config_keys_of_the_table() {
+    use clawbridge::config::keys::KNOWN;
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README");
+    let start = readme
+        .find("OpenClaw config keys that clawbridge reads")
+        .expect("the config key list");
+    let end = start
+        + readme[start..]
+            .find("Any other key is reported")
+            .expect("end");
+    let listed = &readme[start..end];
+    let (agent_part, rest) = listed.split_at(listed.find("* agents:").expect("agents bullet"));
+    let names = |text: &str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|name| {
+                name.chars()
+                    .next()
+                    .is_some_and(|ch| ch.is_ascii_lowercase())
+            })
+            .filter(|name| {
+                !name.contains(' ')
+                    && !matches!(*name, "agentId" | "off" | "once" | "always" | "30m")
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    let per_agent: Vec<String> = names(agent_part)
+        .into_iter()
+        .filter(|name| !name.starts_with("agents.") && name != "KEY" && !name.contains('/'))
+        .collect();
+    let mut documented: Vec<String> = names(rest);
+    for name in &per_agent {
+        documented.push(format!("agents.list[].{name}"));
+        documented.push(format!("agents.defaults.{name}"));
+    }
+    documented.sort();
+    documented.dedup();
+    let mut known: Vec<String> = KNOWN.iter().map(|key| key.to_string()).collect();
+    known.sort();
+    assert_eq!(
+        documented, known,
+        "README's config key list and src/config/keys.rs"
+    );
+}

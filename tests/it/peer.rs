@@ -262,6 +262,7 @@ fn turn_params(thread_id: &str) -> TurnStartParams {
         sandbox_policy: SandboxPolicy::DangerFullAccess,
         model: "gpt-5.5".into(),
         personality: "none",
+        service_tier: None,
         effort: Some("medium"),
         collaboration_mode: CollaborationMode {
             mode: "default",

@@ -680,3 +680,98 @@ fn prompt_mode_minimal_filters_files_like_a_minimal_run_document() {
         .collect();
     assert_eq!(stated_headings, headings);
 }
+
+/// `fixtures/runs/every-input.json` with the fixtures folder shown as a virtual one.
+fn every_input_run() -> Run {
+    let run = Run::load(&repo_root().join("fixtures/runs/every-input.json")).expect("run");
+    let fixtures = repo_root()
+        .join("fixtures")
+        .canonicalize()
+        .expect("fixtures");
+    run.with_path_alias(fixtures, PathBuf::from("/srv/openclaw-happy-path"))
+}
+
+#[test]
+fn golden_every_input_reaches_its_surface() {
+    // Every run-document input the renderer and the params support, in one run.
+    let mut run = every_input_run();
+    let codex = clawbridge::translate::translate(&run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&run);
+    let params = serde_json::to_value(&codex).expect("json");
+    golden(
+        "prompt/every-input.params.json",
+        &format!("{}\n", clawbridge::support::json::to_pretty(&params)),
+    );
+    run.harness = Harness::Embedded;
+    let prompt = prompt_for(&run, None).text();
+    golden("prompt/every-input.full.txt", &format!("{prompt}\n"));
+    // Each input is visible where it belongs.
+    for expected in [
+        "## Reasoning Format\nPut your reasoning in <think>",
+        "## Sandbox",
+        "/workspace",
+        "/srv/openclaw/agents/main",
+        "/opt/openclaw/docs",
+        "/opt/openclaw",
+        "Release notes live in notes/releases/.",
+        "Telegram: use `buttons` for yes/no questions.",
+        "## Reactions",
+        "node=v22.19.0",
+        "capabilities=inlinebuttons,nativeapprovals,reactions,voice",
+    ] {
+        assert!(prompt.contains(expected), "{expected:?} in\n{prompt}");
+    }
+    assert!(prompt.contains("\nReasoning: stream."), "reasoning level");
+    let developer = developer_instructions(&params);
+    assert!(developer.contains("`acme_deploy` tool deploys staging only"));
+    assert_eq!(params["threadStart"]["modelProvider"], "openai");
+    assert_eq!(params["threadStart"]["serviceTier"], "flex");
+    assert_eq!(params["turnStart"]["serviceTier"], "flex");
+    assert_eq!(
+        params["turnStart"]["input"][1],
+        json!({"type": "localImage", "path": "/srv/openclaw-happy-path/images/pixel.png"})
+    );
+    // setupComplete: no BOOTSTRAP.md anywhere, whatever the workspace holds.
+    assert!(!params.to_string().contains("BOOTSTRAP.md contents"));
+}
+
+#[test]
+fn the_no_boundary_variant_and_the_before_prompt_build_hook() {
+    let (code, plain, stderr) = run_cli(&[
+        "prompt",
+        "fixtures/runs/telegram-direct.json",
+        "--no-cache-boundary",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!plain.contains(CACHE_BOUNDARY));
+    let (_, marked, _) = run_cli(&["prompt", "fixtures/runs/telegram-direct.json"]);
+    assert_eq!(
+        marked.replace(&format!("\n\n{CACHE_BOUNDARY}\n\n"), "\n\n"),
+        plain,
+        "the halves joined by one blank line"
+    );
+    let hook = r#"python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["event"]=="before_prompt_build" and d["prompt"]["stablePrefix"]; print(json.dumps({"plugin": "acme", "appendSystemContext": "Acme is in maintenance mode."}))'"#;
+    let (code, hooked, stderr) = run_cli(&[
+        "prompt",
+        "fixtures/runs/telegram-direct.json",
+        "--before-prompt-build",
+        hook,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, dynamic) = hooked.split_once(CACHE_BOUNDARY).expect("boundary kept");
+    assert!(
+        dynamic.contains("<plugin-context source=\"acme\">"),
+        "{hooked}"
+    );
+    assert!(dynamic.contains("Acme is in maintenance mode."));
+    // A hook that answers two things at once is refused, naming the hook.
+    let (code, _, stderr) = run_cli(&[
+        "prompt",
+        "fixtures/runs/telegram-direct.json",
+        "--before-prompt-build",
+        r#"echo '{"systemPrompt": "x", "appendSystemContext": "y"}'"#,
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("more than one"), "{stderr}");
+}

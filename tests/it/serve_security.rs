@@ -485,6 +485,9 @@ async fn paths_outside_the_roots_get_one_answer_whether_or_not_they_exist() {
         ("cwd", json!(outside.join("missing"))),
         ("memoryWorkspace", json!(outside)),
         ("tools", json!([outside.join("tools.json")])),
+        ("images", json!([outside.join("chart.png")])),
+        ("managedSkillsDir", json!(outside)),
+        ("bundledSkillsDir", json!(outside.join("missing"))),
     ] {
         let mut document = fixture.document();
         document[field] = value;

@@ -53,6 +53,8 @@ pub struct ThreadStartParams {
     pub sandbox: SandboxMode,
     pub personality: &'static str,
     pub service_name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<&'static str>,
     pub config: BTreeMap<String, Value>,
     pub developer_instructions: String,
     pub dynamic_tools: Vec<DynamicToolSpec>,
@@ -71,6 +73,8 @@ pub struct ThreadResumeParams {
     pub approvals_reviewer: &'static str,
     pub sandbox: SandboxMode,
     pub personality: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<&'static str>,
     pub config: BTreeMap<String, Value>,
     pub developer_instructions: String,
     /// Avoids replaying the whole history in the reply (docs/codex-wire.md §4.2).
@@ -120,6 +124,8 @@ pub enum UserInput {
         text: String,
         text_elements: Vec<Value>,
     },
+    /// An image file Codex reads itself.
+    LocalImage { path: String },
 }
 
 /// `turn/start.sandboxPolicy`.
@@ -169,6 +175,8 @@ pub struct TurnStartParams {
     pub model: String,
     pub personality: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub effort: Option<&'static str>,
     pub collaboration_mode: CollaborationMode,
 }
@@ -192,7 +200,23 @@ pub struct CodexParams {
     pub experimental_api: bool,
 }
 
-/// Model id and provider after provider splitting (docs/codex-wire.md §4.6).
+/// Model id and provider for a run (docs/codex-wire.md §4.6): an `openai/...` id names the
+/// `openai` provider unless Codex signs in natively (ChatGPT login), where Codex picks it.
+pub fn model_and_provider(
+    model: &str,
+    auth: crate::config::OpenAiAuth,
+) -> (String, Option<String>) {
+    let (id, provider) = split_model(model);
+    let openai = model
+        .split_once('/')
+        .is_some_and(|(prefix, rest)| prefix.eq_ignore_ascii_case("openai") && !rest.is_empty());
+    match (provider, openai, auth) {
+        (None, true, crate::config::OpenAiAuth::ApiKey) => (id, Some("openai".to_string())),
+        (provider, _, _) => (id, provider),
+    }
+}
+
+/// Model id and provider after provider splitting (docs/codex-wire.md §4.6), for native auth.
 pub fn split_model(model: &str) -> (String, Option<String>) {
     let Some((provider, rest)) = model.split_once('/') else {
         return (model.to_string(), None);
@@ -348,7 +372,8 @@ fn sandbox_policy(run: &Run, cwd: &str) -> SandboxPolicy {
 
 /// Assemble the params of `run` from its routed workspace and skills prompt.
 pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) -> CodexParams {
-    let (model, model_provider) = split_model(&run.model);
+    let (model, model_provider) = model_and_provider(&run.model, run.openai_auth);
+    let service_tier = run.service_tier.map(crate::config::ServiceTier::as_str);
     let cwd = run.display_path(&run.cwd);
     let (tools, deferred_names) = dynamic_tools(run);
     let developer_instructions =
@@ -364,6 +389,7 @@ pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) 
             approvals_reviewer: "user",
             sandbox: run.sandbox,
             personality: "none",
+            service_tier,
             config,
             developer_instructions,
             exclude_turns: true,
@@ -377,6 +403,7 @@ pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) 
             sandbox: run.sandbox,
             personality: "none",
             service_name: "OpenClaw",
+            service_tier,
             config,
             developer_instructions,
             dynamic_tools: tools,
@@ -388,16 +415,21 @@ pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) 
             .thread_id
             .clone()
             .unwrap_or_else(|| THREAD_ID_PLACEHOLDER.to_string()),
-        input: vec![UserInput::Text {
+        input: std::iter::once(UserInput::Text {
             text: instructions::turn_input_text(run, routed),
             text_elements: Vec::new(),
-        }],
+        })
+        .chain(run.images.iter().map(|path| UserInput::LocalImage {
+            path: run.display_path(path),
+        }))
+        .collect(),
         cwd: cwd.clone(),
         approval_policy: run.approval_policy,
         approvals_reviewer: "user",
         sandbox_policy: sandbox_policy(run, &cwd),
         model: model.clone(),
         personality: "none",
+        service_tier,
         effort,
         collaboration_mode: CollaborationMode {
             mode: "default",
