@@ -1,0 +1,557 @@
+// Differential conformance: clawbridge against the real OpenClaw, on workspaces generated here.
+//
+// Usage (scripts/conformance runs it): node run.mjs --openclaw <node_modules/openclaw> --clawbridge <binary> [--seed N] [--keep]
+//
+// OpenClaw's own compiled functions (found through openclaw-exports.json) and clawbridge's CLI get
+// the same inputs; their answers are reduced to comparable facts (which files are injected, the
+// kept head and tail, skills entries and order, section order and boundary placement per mode,
+// the Codex surface of each file) and compared. A difference is allowed only when it is one of the
+// intended deviations in deviations.json; anything else fails. Nothing of OpenClaw's code is
+// copied here: it is imported from the installed package.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { pathToFileURL } from "node:url";
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((pairs, arg, index, all) => {
+    if (arg.startsWith("--")) pairs.push([arg.slice(2), all[index + 1]?.startsWith("--") ? true : all[index + 1] ?? true]);
+    return pairs;
+  }, []),
+);
+const openclawDir = path.resolve(args.openclaw ?? "");
+const clawbridgeBin = path.resolve(args.clawbridge ?? "");
+const seed = Number(args.seed ?? 20260610);
+
+// ---------------------------------------------------------------------------------------------
+// Sandbox: OpenClaw and clawbridge both read HOME, the state dir and the bundled skills folder.
+// Point all of them at empty throwaway folders before OpenClaw is imported.
+// ---------------------------------------------------------------------------------------------
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "clawbridge-conformance-"));
+const sandboxEnv = {
+  HOME: path.join(tmp, "home"),
+  OPENCLAW_STATE_DIR: path.join(tmp, "state"),
+  OPENCLAW_BUNDLED_SKILLS_DIR: path.join(tmp, "bundled-skills"),
+  OPENCLAW_TEST_FAST: "1",
+  OPENCLAW_LOG_LEVEL: "silent",
+  TZ: "UTC",
+};
+for (const [key, value] of Object.entries(sandboxEnv)) {
+  if (!["OPENCLAW_TEST_FAST", "OPENCLAW_LOG_LEVEL", "TZ"].includes(key)) fs.mkdirSync(value, { recursive: true });
+  process.env[key] = value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenClaw's functions and constants, located by distinctive strings (openclaw-exports.json).
+// ---------------------------------------------------------------------------------------------
+const spec = JSON.parse(fs.readFileSync(path.join(here, "openclaw-exports.json"), "utf8"));
+const installed = JSON.parse(fs.readFileSync(path.join(openclawDir, "package.json"), "utf8")).version;
+if (installed !== spec.version) {
+  throw new Error(`openclaw ${installed} is installed; openclaw-exports.json maps ${spec.version}`);
+}
+const dist = path.join(openclawDir, "dist");
+const chunks = fs
+  .readdirSync(dist)
+  .filter((name) => name.endsWith(".js"))
+  .map((name) => ({ name, text: fs.readFileSync(path.join(dist, name), "utf8") }));
+
+function chunkWith(needle, what) {
+  const found = chunks.filter((chunk) => chunk.text.includes(needle));
+  if (found.length !== 1) {
+    throw new Error(`${what}: "${needle}" occurs in ${found.length} chunks of ${dist} (expected 1)`);
+  }
+  return found[0];
+}
+
+const oc = {};
+const mapping = {};
+for (const [name, needle] of Object.entries(spec.functions)) {
+  const chunk = chunkWith(needle, name);
+  const exportLine = chunk.text.match(/export \{([^}]*)\};?\s*$/m);
+  const alias = exportLine?.[1]
+    .split(",")
+    .map((entry) => entry.trim().split(/\s+as\s+/))
+    .find(([local]) => local === name);
+  if (!alias) throw new Error(`${name}: not exported from ${chunk.name}`);
+  const module = await import(pathToFileURL(path.join(dist, chunk.name)).href);
+  oc[name] = module[alias[1] ?? alias[0]];
+  mapping[name] = `${chunk.name} as ${alias[1] ?? alias[0]}`;
+}
+const constants = {};
+for (const [name, needle] of Object.entries(spec.constants)) {
+  const chunk = chunkWith(needle, name);
+  const start = chunk.text.indexOf(needle) + needle.length;
+  const rest = chunk.text.slice(start);
+  const literal = rest.startsWith("[") ? rest.slice(0, rest.indexOf("]") + 1) : rest.slice(0, rest.indexOf(";"));
+  constants[name] = JSON.parse(literal.replace(/,\s*]/, "]"));
+  mapping[name] = chunk.name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic generators.
+// ---------------------------------------------------------------------------------------------
+function prng(state) {
+  return () => {
+    state |= 0;
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = prng(seed);
+const pick = (items) => items[Math.floor(random() * items.length)];
+const int = (low, high) => low + Math.floor(random() * (high - low + 1));
+
+const ALPHABETS = {
+  ascii: "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ 0123456789.,;:-",
+  astral: "a😀b🎉c𝄞d",
+  cjk: "漢字かなカナ한글",
+  crlf: "line\r\n",
+};
+function text(kind, units) {
+  if (kind === "empty") return "";
+  if (kind === "blank") return " \n\t \n".repeat(Math.max(1, Math.floor(units / 4)));
+  const alphabet = [...(ALPHABETS[kind] ?? ALPHABETS.ascii)];
+  let out = "";
+  while (out.length < units) out += pick(alphabet);
+  // Never a heading at line start: the clawbridge side is read back from rendered text.
+  return out.replace(/\n#/g, "\n-");
+}
+
+let caseCounter = 0;
+function workspace(files) {
+  const dir = path.join(tmp, "cases", `ws-${String(++caseCounter).padStart(3, "0")}`);
+  fs.mkdirSync(dir, { recursive: true });
+  for (const [relative, content] of Object.entries(files)) {
+    const file = path.join(dir, relative);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, content);
+  }
+  return dir;
+}
+
+// ---------------------------------------------------------------------------------------------
+// clawbridge side.
+// ---------------------------------------------------------------------------------------------
+function clawbridge(command, document, extra = []) {
+  const file = path.join(tmp, "cases", `run-${++caseCounter}.json`);
+  fs.writeFileSync(file, JSON.stringify(document));
+  const out = execFileSync(clawbridgeBin, [command, file, "--state-dir", path.join(tmp, "cb-state"), ...extra], {
+    env: { ...process.env, ...sandboxEnv, CLAWBRIDGE_LOG: "error" },
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return command === "prompt" && !extra.includes("--split") ? out : JSON.parse(out);
+}
+
+/** `## <path>` blocks of a rendered Project Context section. */
+function projectFiles(section, heading) {
+  const start = section.indexOf(`${heading}\n`);
+  if (start < 0) return [];
+  const body = section.slice(start);
+  const files = [];
+  const re = /^## (\/[^\n]*)\n\n/gm;
+  const marks = [...body.matchAll(re)];
+  marks.forEach((mark, index) => {
+    const from = mark.index + mark[0].length;
+    let to = index + 1 < marks.length ? marks[index + 1].index - 2 : body.length;
+    const next = body.slice(from, to).search(/\n\n(## [A-Z]|# |<!-- OPENCLAW)/);
+    if (index + 1 >= marks.length && next >= 0) to = from + next;
+    files.push({ path: mark[1], content: body.slice(from, to) });
+  });
+  return files;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparison bookkeeping.
+// ---------------------------------------------------------------------------------------------
+const deviations = JSON.parse(fs.readFileSync(path.join(here, "deviations.json"), "utf8")).deviations;
+const deviationIds = new Set(deviations.map((deviation) => deviation.id));
+const tally = { checks: 0, agree: 0, deviations: {}, failures: [] };
+function check(group, what, same, deviation) {
+  tally.checks += 1;
+  if (same) {
+    tally.agree += 1;
+    return;
+  }
+  if (deviation && deviationIds.has(deviation)) {
+    tally.deviations[deviation] = (tally.deviations[deviation] ?? 0) + 1;
+    return;
+  }
+  tally.failures.push(`${group}: ${what}`);
+}
+const len16 = (value) => value.length;
+const equal = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// ---------------------------------------------------------------------------------------------
+// 1. Bootstrap loading, filters and truncation.
+// ---------------------------------------------------------------------------------------------
+const NAMES = ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"];
+const OUR_MARKER = /\n?\[truncated ([^:\]]+): kept (\d+)\+(\d+) of (\d+) chars; read [^\]]+ for the full text\]\n?|\[truncated (\S+) (\d+)\+(\d+)\/(\d+)\]/;
+const THEIR_MARKER = /\n?\[\.\.\.truncated, read [^\n]+ for full content\.\.\.\]\n…\(truncated ([^:]+): kept (\d+)\+(\d+) chars of (\d+)\)…\n?|\[…truncated (\d+)\+(\d+)\/(\d+)\]/;
+
+function splitTruncated(content, marker) {
+  const match = content.match(marker);
+  if (!match) return null;
+  return { head: content.slice(0, match.index), tail: content.slice(match.index + match[0].length), marker: match[0] };
+}
+
+function bootstrapCases() {
+  const cases = [];
+  const kinds = ["ascii", "astral", "cjk", "crlf"];
+  // Sizes around the per-file cap and the total budget.
+  for (const size of [0, 1, 19_999, 20_000, 20_001, 20_010, 25_000, 30_001]) {
+    for (const kind of kinds) cases.push({ files: { "SOUL.md": text(kind, size) } });
+  }
+  // Small caps, where the compact marker and hard cuts appear.
+  for (const cap of [60, 100, 120, 200, 500]) {
+    cases.push({ files: { "MEMORY.md": text(pick(kinds), 1000) }, maxChars: cap });
+  }
+  // Total budget across files; empty and whitespace-only files never count.
+  for (let index = 0; index < 12; index += 1) {
+    const files = {};
+    for (const name of NAMES) {
+      if (name === "BOOTSTRAP.md") continue;
+      const roll = random();
+      if (roll < 0.15) continue;
+      files[name] = roll < 0.25 ? text("blank", 8) : roll < 0.3 ? "" : text(pick(kinds), int(10, 24_000));
+    }
+    cases.push({ files, totalMaxChars: pick([100, 1000, 30_000, 60_000]), maxChars: pick([20_000, 8000, 150]) });
+  }
+  // BOM kept, trailing BOM/NBSP removed; setup state; subagent sessions.
+  cases.push({ files: { "SOUL.md": "\uFEFFBe warm.\uFEFF \u00A0\n", "IDENTITY.md": "Name: Claw\r\n\r\n" } });
+  const setup = { "AGENTS.md": "a", "SOUL.md": "s", "BOOTSTRAP.md": "Set me up." };
+  cases.push({ files: setup });
+  cases.push({ files: { ...setup, "openclaw-workspace-state.json": '{"version":1,"setupCompletedAt":"2026-01-01T00:00:00Z"}' } });
+  cases.push({ files: { ...setup, ".openclaw/workspace-state.json": '{"onboardingCompletedAt":"2026-01-01T00:00:00Z"}' } });
+  cases.push({ files: { ...setup, "openclaw-workspace-state.json": '{"version":1,"bootstrapSeededAt":"2026-01-01T00:00:00Z"}', ".openclaw/workspace-state.json": '{"setupCompletedAt":"2026-01-01T00:00:00Z"}' } });
+  cases.push({ files: { ...setup, "MEMORY.md": "Remember the milk." } });
+  cases.push({ files: { "AGENTS.md": "a", "TOOLS.md": "t", "SOUL.md": "s", "MEMORY.md": "m" }, sessionKey: "agent:main:subagent:worker" });
+  cases.push({ files: { "AGENTS.md": "a", "HEARTBEAT.md": "Check mail." }, config: { agents: { defaults: { heartbeat: { every: "0m" } } } } });
+  cases.push({ files: { "AGENTS.md": "a", "HEARTBEAT.md": "Check mail." }, config: { agents: { list: [{ id: "main", heartbeat: { includeSystemPromptSection: false } }] } } });
+  cases.push({ files: { "AGENTS.md": "a", "memory.md": "lower-case name is never loaded" } });
+  cases.push({ files: { "AGENTS.md": "a", "SOUL.md": "s" }, sessionKey: "agent:main:cron:nightly" });
+  return cases;
+}
+
+async function compareBootstrap(testCase, index) {
+  const dir = workspace(testCase.files);
+  const group = `bootstrap#${index} (${path.basename(dir)})`;
+  const defaults = {};
+  if (testCase.maxChars) defaults.bootstrapMaxChars = testCase.maxChars;
+  if (testCase.totalMaxChars) defaults.bootstrapTotalMaxChars = testCase.totalMaxChars;
+  const config = { ...(testCase.config ?? {}) };
+  config.agents = { ...(config.agents ?? {}), defaults: { ...(config.agents?.defaults ?? {}), ...defaults } };
+  const sessionKey = testCase.sessionKey ?? "agent:main:main";
+  const theirs = (await oc.resolveBootstrapContextForRun({ workspaceDir: dir, config, sessionKey, agentId: "main", warn: () => {} })).contextFiles;
+  const prompt = clawbridge("prompt", { workspace: dir, harness: "embedded", sessionKey, config }, ["--split"]);
+  const ours = [...projectFiles(prompt.stablePrefix, "# Project Context"), ...projectFiles(prompt.dynamicSuffix, "# Dynamic Project Context")];
+  const order = (file) => NAMES.indexOf(path.basename(file.path));
+  ours.sort((a, b) => order(a) - order(b));
+  // An absent BOOTSTRAP.md: OpenClaw prints a missing marker while setup is unrecorded.
+  const absentBootstrap = !("BOOTSTRAP.md" in testCase.files);
+  const theirNames = theirs
+    .filter((file) => !(absentBootstrap && path.basename(file.path) === "BOOTSTRAP.md" && file.content.startsWith("[MISSING]")))
+    .map((file) => path.basename(file.path));
+  if (absentBootstrap && theirs.some((file) => path.basename(file.path) === "BOOTSTRAP.md")) {
+    check(group, "marker for an absent BOOTSTRAP.md", false, "absent-bootstrap-is-complete");
+  }
+  const ourNames = ours.map((file) => path.basename(file.path));
+  const cronSession = sessionKey.includes(":cron:");
+  // OpenClaw's AGENTS.md digest spends a different share of the total budget than a plain cut.
+  const agentsDigest = theirs.some((file) => path.basename(file.path) === "AGENTS.md" && /kept \d+\+policy/.test(file.content ?? ""));
+  check(group, `injected files ${JSON.stringify(ourNames)} vs ${JSON.stringify(theirNames)}`, equal(ourNames, theirNames),
+    cronSession ? "cron-sessions-full-list"
+      : agentsDigest ? "no-agents-digest"
+      : testCase.files["MEMORY.md"] && testCase.files["BOOTSTRAP.md"] ? "user-content-completes-setup" : undefined);
+  // Walk both lists in load order: under the total budget, what one side spends on its markers
+  // (or on a file only it injects) the other has left for later files.
+  const budgetShift = { value: 0 };
+  for (const name of NAMES) {
+    const ourFile = ours.find((file) => path.basename(file.path) === name);
+    const theirFile = theirs.find((file) => path.basename(file.path) === name);
+    if (ourFile && theirFile) {
+      compareFitted(`${group} ${name}`, name, ourFile.content, theirFile, testCase.files[name] ?? "", budgetShift);
+    }
+    budgetShift.value += len16(theirFile?.content ?? "") - len16(ourFile?.content ?? "");
+  }
+}
+
+function compareFitted(group, name, ourContent, theirFile, original, budgetShift) {
+  const theirContent = theirFile.content ?? "";
+  if (theirFile.missing || theirContent.startsWith("[MISSING]")) {
+    check(group, "missing marker", ourContent.startsWith("[missing:"), "marker-wording");
+    return;
+  }
+  const ourCut = splitTruncated(ourContent, OUR_MARKER);
+  const theirCut = splitTruncated(theirContent, THEIR_MARKER);
+  check(group, `truncated ${Boolean(ourCut)} vs ${Boolean(theirCut)}`, Boolean(ourCut) === Boolean(theirCut),
+    name === "AGENTS.md" ? "no-agents-digest" : undefined);
+  if (!ourCut || !theirCut) {
+    if (!ourCut && !theirCut) {
+      // Untruncated (or hard-cut) text: identical, apart from cuts that would split a character.
+      const same = ourContent === theirContent;
+      const surrogate = !same && Math.abs(len16(ourContent) - len16(theirContent)) <= 1 && theirContent.startsWith(ourContent.replace(/…$/, ""));
+      const clampWording = !same && /^\[|^…/.test(theirContent) && len16(ourContent) === len16(theirContent);
+      check(group, `content (${len16(ourContent)} vs ${len16(theirContent)} units)`, same,
+        surrogate ? "surrogate-safe-cuts" : clampWording ? "marker-wording" : undefined);
+    }
+    return;
+  }
+  const trimmed = original.replace(/[\s\uFEFF\u00A0]+$/u, "");
+  check(group, "head is a prefix of the file", trimmed.startsWith(ourCut.head.replace(/\n$/, "")));
+  check(group, "tail is a suffix of the file", trimmed.endsWith(ourCut.tail.replace(/^\n/, "")));
+  const ourKept = len16(ourCut.head) + len16(ourCut.tail);
+  const theirKept = len16(theirCut.head) + len16(theirCut.tail);
+  const markerDelta = len16(theirCut.marker) - len16(ourCut.marker);
+  // Same characters kept once the marker wording is accounted for: our marker's length goes to
+  // (or comes from) content, within the rounding of the 3:1 split and surrogate-safe cuts.
+  // Per-file cap binding: the marker difference alone; total budget binding: plus what earlier
+  // files' markers shifted.
+  const drift = Math.min(
+    Math.abs(ourKept - (theirKept + markerDelta)),
+    Math.abs(ourKept - (theirKept + markerDelta + budgetShift.value)),
+  );
+  check(group, `kept ${ourKept} vs ${theirKept} (marker delta ${markerDelta}, budget shift ${budgetShift.value})`, ourKept === theirKept,
+    drift <= 2 ? "marker-wording" : undefined);
+  const head = len16(ourCut.head);
+  const tail = len16(ourCut.tail);
+  check(group, `head ${head} : tail ${tail} is 3:1`, tail === 0 || Math.abs(head - 0.75 * (head + tail)) <= 1.5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. The skills prompt: entries, order, escaping, versions.
+// ---------------------------------------------------------------------------------------------
+function skillFile(name, description, options = {}) {
+  const lines = ["---"];
+  if (name !== undefined) lines.push(`name: ${name}`);
+  lines.push(`description: ${JSON.stringify(description)}`);
+  lines.push("---", "", `# ${name ?? "skill"}`, "", "Body.");
+  const body = lines.join(options.crlf ? "\r\n" : "\n") + "\n";
+  return options.bom ? `\uFEFF${body}` : body;
+}
+
+function skillCases() {
+  const cases = [];
+  const names = ["zoo", "apple", "Mango", "éclair", "eclairs", "Éclair-2", "b_1", "b-2", "b10", "b2", "日本", "Ωmega", "z9", "alpha.beta"];
+  for (let round = 0; round < 6; round += 1) {
+    const files = {};
+    const count = int(3, 40);
+    for (let index = 0; index < count; index += 1) {
+      const base = `${pick(names)}-${index}`;
+      const depth = int(0, 5);
+      const folder = [...Array(depth)].map(() => pick(["group", "personal", "odd name", "ünï"])).join("/");
+      const description = pick([
+        "Get weather <data> & \"forecasts\" it's",
+        `  padded ${base}  `,
+        "multi\nline description",
+        text("astral", 30),
+      ]);
+      files[path.join("skills", folder, base, "SKILL.md")] = skillFile(pick([base, undefined]) ?? base, description, { crlf: random() < 0.2, bom: random() < 0.1 });
+    }
+    cases.push({ files });
+  }
+  cases.push({ files: { "skills/a/b/c/d/e/six/SKILL.md": skillFile("six", "Deep."), "skills/a/b/c/d/e/f/seven/SKILL.md": skillFile("seven", "Deeper.") } });
+  const big = skillFile("big", "Big.");
+  cases.push({ files: { "skills/big/SKILL.md": big + "x".repeat(256_001 - big.length), "skills/small/SKILL.md": skillFile("small", "Small.") } });
+  cases.push({ files: { "skills/nofront/SKILL.md": "# no frontmatter\n", "skills/nodesc/SKILL.md": "---\nname: nodesc\n---\n", "skills/ok/SKILL.md": skillFile(undefined, "Named after its folder.") } });
+  return cases;
+}
+
+function skillEntries(prompt) {
+  return [...prompt.matchAll(/<skill>\n([\s\S]*?)\n\s*<\/skill>/g)].map((match) => {
+    const field = (tag) => match[1].match(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`))?.[1];
+    return { name: field("name"), description: field("description"), location: field("location"), version: field("version") };
+  });
+}
+
+function compareSkills(testCase, index) {
+  const group = `skills#${index}`;
+  const dir = workspace(testCase.files);
+  const config = { skills: { limits: { maxSkillsPromptChars: 1_000_000 } } };
+  // OpenClaw's own installed plugins ship skills too (browser-automation, ...); they are not
+  // part of this workspace, so its plugins are off for the comparison.
+  const theirConfig = { ...config, plugins: { enabled: false } };
+  const theirs = skillEntries(oc.buildWorkspaceSkillsPrompt(dir, { config: theirConfig, managedSkillsDir: sandboxEnv.OPENCLAW_STATE_DIR + "/skills", bundledSkillsDir: sandboxEnv.OPENCLAW_BUNDLED_SKILLS_DIR }));
+  const prompt = clawbridge("prompt", { workspace: dir, harness: "embedded", config, tools: [{ name: "read" }] });
+  const ours = skillEntries(prompt);
+  check(group, `skill names ${JSON.stringify(ours.map((s) => s.name))} vs ${JSON.stringify(theirs.map((s) => s.name))}`,
+    equal(ours.map((s) => s.name), theirs.map((s) => s.name)));
+  for (const ourSkill of ours) {
+    const theirSkill = theirs.find((skill) => skill.name === ourSkill.name);
+    if (!theirSkill) continue;
+    for (const field of ["description", "location", "version"]) {
+      check(`${group} ${ourSkill.name}`, `${field} ${JSON.stringify(ourSkill[field])} vs ${JSON.stringify(theirSkill[field])}`, ourSkill[field] === theirSkill[field]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. System prompt: sections, order and cache-boundary placement per mode.
+// ---------------------------------------------------------------------------------------------
+const BOUNDARY = "<!-- OPENCLAW_CACHE_BOUNDARY -->";
+function sections(text) {
+  const lines = text.split("\n");
+  const out = [];
+  let below = false;
+  for (const line of lines) {
+    if (line === BOUNDARY) below = true;
+    else if (/^#{1,2} [^/]/.test(line)) out.push({ heading: line, below });
+  }
+  return { list: out, boundary: text.includes(BOUNDARY) };
+}
+
+function comparePromptStructure(index, mode, chat) {
+  const group = `system-prompt#${index} ${mode}/${chat}`;
+  const dir = workspace({ "AGENTS.md": "Agents.", "SOUL.md": "Soul.", "HEARTBEAT.md": "Beat.", "skills/w/SKILL.md": skillFile("w", "d") });
+  const tools = ["read", "exec", "message", "cron", "sessions_spawn", "memory_search", "gateway", "session_status"];
+  const config = { agents: { defaults: { userTimezone: "UTC", heartbeat: { every: "30m" } } } };
+  const group_ = chat === "group";
+  const document = {
+    // A model outside the GPT-5 family: OpenClaw adds that overlay in its provider runtime,
+    // which a bare renderer call does not run.
+    workspace: dir, harness: "embedded", promptMode: mode, config, sessionKey: "agent:main:main", model: "anthropic/claude-x",
+    tools: tools.map((name) => ({ name })),
+    ...(group_ ? { channel: { name: "discord", chatType: "group", groupSubject: "Team" } } : {}),
+  };
+  const ours = sections(clawbridge("prompt", document));
+  const skills = "<available_skills>\n  <skill>\n    <name>w</name>\n    <description>d</description>\n    <location>/l</location>\n  </skill>\n</available_skills>";
+  const theirText = oc.buildConfiguredAgentSystemPrompt({
+    config, agentId: "main", workspaceDir: dir, promptMode: mode, toolNames: tools, skillsPrompt: skills,
+    contextFiles: [{ path: `${dir}/AGENTS.md`, content: "Agents." }, { path: `${dir}/SOUL.md`, content: "Soul." }, { path: `${dir}/HEARTBEAT.md`, content: "Beat." }],
+    userTimezone: "UTC", extraSystemPrompt: group_ ? "You are in a Discord group chat." : undefined,
+    runtimeInfo: { agentId: "main", channel: group_ ? "discord" : undefined },
+    heartbeatPrompt: "Read HEARTBEAT.md.",
+  });
+  const theirs = sections(theirText);
+  check(group, "boundary present", ours.boundary === theirs.boundary);
+  const names = (list) => list.map((section) => section.heading);
+  const ourSet = new Set(names(ours.list));
+  const theirSet = new Set(names(theirs.list));
+  for (const heading of new Set([...ourSet, ...theirSet])) {
+    const known = SECTION_DEVIATIONS[heading];
+    check(group, `section "${heading}" ours=${ourSet.has(heading)} theirs=${theirSet.has(heading)}`, ourSet.has(heading) === theirSet.has(heading), known?.presence);
+    if (ourSet.has(heading) && theirSet.has(heading)) {
+      const ourBelow = ours.list.find((s) => s.heading === heading).below;
+      const theirBelow = theirs.list.find((s) => s.heading === heading).below;
+      check(group, `"${heading}" ${ourBelow ? "below" : "above"} the boundary vs ${theirBelow ? "below" : "above"}`, ourBelow === theirBelow, known?.placement);
+    }
+  }
+  const common = (list, other) => names(list).filter((heading) => other.has(heading));
+  check(group, "order of the shared sections", equal(common(ours.list, theirSet), common(theirs.list, ourSet)), "seed-section-order");
+}
+
+// Sections where clawbridge follows the seed page rather than this OpenClaw build.
+const SECTION_DEVIATIONS = {
+  "## Assistant Output Directives": { placement: "seed-dynamic-suffix" },
+  "## Silent Replies": { placement: "seed-dynamic-suffix" },
+  "## Heartbeats": { presence: "seed-heartbeats-section", placement: "seed-dynamic-suffix" },
+  "# Dynamic Project Context": { presence: "seed-dynamic-project-context" },
+  "## Memory Recall": { presence: "memory-recall-from-plugin" },
+  "## OpenClaw Self-Update": { presence: "seed-self-update-section" },
+  "## Group Chat Context": { placement: "seed-dynamic-suffix" },
+  "## Messaging": { placement: "seed-dynamic-suffix" },
+};
+
+// ---------------------------------------------------------------------------------------------
+// 4. Codex: developer instructions, collaboration instructions, the surface of each file.
+// ---------------------------------------------------------------------------------------------
+function compareCodexDeveloper(index, toolNames, direct, delivery) {
+  const group = `codex-developer#${index}`;
+  const dir = workspace({ "AGENTS.md": "a", "SOUL.md": "s" });
+  const params = clawbridge("params", {
+    workspace: dir, tools: toolNames.map((name) => ({ name })), directTools: direct, sourceReplyDelivery: delivery,
+  });
+  const ourText = params.threadStart.developerInstructions;
+  const theirText = oc.buildDeveloperInstructions(
+    { sourceReplyDeliveryMode: delivery === "messageToolOnly" ? "message_tool_only" : "automatic" },
+    { dynamicTools: params.threadStart.dynamicTools },
+  );
+  const deferred = (text, marker) => text.split("\n").find((line) => line.includes(marker))?.replace(/^.*?: /, "").replace(/\. (Load|Use) .*$/, "").split(", ") ?? [];
+  check(group, "deferred tool manifest", equal(deferred(ourText, "available on demand"), deferred(theirText, "Deferred searchable")));
+  check(group, "skill workshop guidance", ourText.includes("skill_workshop") === theirText.includes("Skill Workshop") || ourText.includes("skill_workshop") === theirText.includes("skill_workshop"));
+  const ourRule = /message\(action=send\)/.test(ourText) ? "tool-only" : /Reply normally/.test(ourText) ? "optional" : "none";
+  const theirRule = /message\(action=send\)/.test(theirText) ? "tool-only" : /Use `message` only/.test(theirText) ? "optional" : "none";
+  check(group, `visible-reply rule ${ourRule} vs ${theirRule}`, ourRule === theirRule, ourRule === "none" ? "no-rule-without-message-tool" : undefined);
+}
+
+function compareCollaboration(index, trigger, withMemory, withSkills) {
+  const group = `codex-collaboration#${index} ${trigger}`;
+  const files = { "AGENTS.md": "a", "HEARTBEAT.md": "Beat." };
+  if (withMemory) files["MEMORY.md"] = "Remember.";
+  if (withSkills) files["skills/w/SKILL.md"] = skillFile("w", "Weather.");
+  const dir = workspace(files);
+  const tools = withMemory ? [{ name: "memory_search" }] : [{ name: "read" }];
+  const params = clawbridge("params", { workspace: dir, trigger, tools, message: "go" });
+  const ours = params.turnStart.collaborationMode.settings.developer_instructions;
+  const block = (heading) => {
+    if (!ours) return undefined;
+    const start = ours.indexOf(heading);
+    if (start < 0) return undefined;
+    const next = ours.slice(start + heading.length).search(/\n\n## OpenClaw /);
+    return ours.slice(start, next < 0 ? undefined : start + heading.length + next);
+  };
+  const theirs = oc.buildTurnCollaborationMode({ trigger, modelId: "gpt-5.5", thinkLevel: "medium" }, {
+    model: "gpt-5.5",
+    memoryCollaborationInstructions: block("## OpenClaw Workspace Memory"),
+    skillsCollaborationInstructions: block("## OpenClaw Skills"),
+    heartbeatCollaborationInstructions: block("## OpenClaw Heartbeat Workspace"),
+  }).settings.developer_instructions;
+  check(group, `null ${ours === null} vs ${theirs === null}`, (ours === null) === (theirs === null));
+  if (ours && theirs) {
+    const order = (text) => ["## OpenClaw Workspace Memory", "## OpenClaw Skills", "## OpenClaw Heartbeat Workspace"].filter((h) => text.includes(h)).map((h) => [h, text.indexOf(h)]).sort((a, b) => a[1] - b[1]).map(([h]) => h);
+    check(group, "order of memory, skills and heartbeat blocks", equal(order(ours), order(theirs)));
+    check(group, "leads with the Codex Default preset", ours.startsWith("# Collaboration Mode: Default") === theirs.startsWith("# Collaboration Mode: Default"), "preset-always-leads");
+  }
+}
+
+function compareSurfaces(index, trigger) {
+  const group = `codex-surfaces#${index} ${trigger}`;
+  const files = Object.fromEntries(NAMES.map((name) => [name, `${name} text.`]));
+  files["openclaw-workspace-state.json"] = '{"setupCompletedAt":"2026-01-01"}';
+  delete files["BOOTSTRAP.md"];
+  const dir = workspace(files);
+  const report = clawbridge("context", { workspace: dir, trigger, tools: [{ name: "memory_search" }], message: "go" }, ["--json"]);
+  const has = (set, name) => set.includes(name.toLowerCase());
+  const theirSurface = (name) => {
+    if (has(constants.CODEX_NATIVE_PROJECT_DOC_BASENAMES, name)) return "nativeCodex";
+    if (has(constants.CODEX_INHERITED_WORKSPACE_DEVELOPER_CONTEXT_BASENAMES, name)) return "threadDeveloperInstructions";
+    if (has(constants.CODEX_TURN_SCOPED_WORKSPACE_DEVELOPER_CONTEXT_BASENAMES, name)) return "collaborationInstructions";
+    if (name.toLowerCase() === constants.CODEX_HEARTBEAT_CONTEXT_BASENAME) return trigger === "heartbeat" ? "collaborationInstructions" : "omitted";
+    if (name.toLowerCase() === constants.CODEX_MEMORY_CONTEXT_BASENAME) return "collaborationInstructions";
+    return "turnInput";
+  };
+  for (const file of report.bootstrap) {
+    const theirs = theirSurface(file.name);
+    check(group, `${file.name}: ${file.surface} vs ${theirs}`, file.surface === theirs,
+      has(constants.CODEX_TURN_SCOPED_WORKSPACE_DEVELOPER_CONTEXT_BASENAMES, file.name) ? "persona-thread-level" : undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run everything.
+// ---------------------------------------------------------------------------------------------
+const started = Date.now();
+let index = 0;
+for (const testCase of bootstrapCases()) await compareBootstrap(testCase, ++index);
+for (const testCase of skillCases()) compareSkills(testCase, ++index);
+for (const mode of ["full", "minimal", "none"]) for (const chat of ["direct", "group"]) comparePromptStructure(++index, mode, chat);
+const toolSets = [["read", "message"], ["message", "cron", "web_search", "skill_workshop"], ["exec"], ["message", "sessions_spawn", "zeta", "Alpha", "éclair"]];
+for (const tools of toolSets) for (const delivery of ["automatic", "messageToolOnly"]) compareCodexDeveloper(++index, tools, ["message"], delivery);
+for (const trigger of ["user", "heartbeat", "cron"]) for (const memory of [false, true]) for (const skills of [false, true]) compareCollaboration(++index, trigger, memory, skills);
+for (const trigger of ["user", "heartbeat"]) compareSurfaces(++index, trigger);
+
+const deviationCount = Object.values(tally.deviations).reduce((sum, count) => sum + count, 0);
+console.log(`conformance against openclaw@${spec.version} (seed ${seed}, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+console.log("functions: " + Object.entries(mapping).map(([name, where]) => `${name} <- ${where}`).join("; "));
+console.log(`checks: ${tally.checks}; agree: ${tally.agree} (${((100 * tally.agree) / tally.checks).toFixed(1)}%); listed deviations: ${deviationCount}; failures: ${tally.failures.length}`);
+for (const [id, count] of Object.entries(tally.deviations).sort()) console.log(`  deviation ${id}: ${count}`);
+for (const failure of tally.failures.slice(0, 60)) console.log(`  FAIL ${failure}`);
+if (tally.failures.length > 60) console.log(`  ... and ${tally.failures.length - 60} more`);
+if (!args.keep) fs.rmSync(tmp, { recursive: true, force: true });
+else console.log(`kept ${tmp}`);
+process.exit(tally.failures.length === 0 ? 0 : 1);
