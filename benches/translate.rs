@@ -158,6 +158,15 @@ fn main() {
         .expect("run");
     let options = TranslateOptions::hermetic();
     let iterations = 300;
+    // BENCH_PROFILE=1: only the from-disk path, in a loop, for a profiler (`perf record`).
+    if std::env::var_os("BENCH_PROFILE").is_some() {
+        for _ in 0..2_000 {
+            let run = Run::load(&run_path).expect("load run");
+            let translation = translate(&run, &options).expect("translate");
+            std::hint::black_box(serde_json::to_string(&translation.codex_params(&run)).ok());
+        }
+        return;
+    }
 
     let in_memory = measure(iterations, || {
         let loaded = loaded_from(&files);
@@ -195,12 +204,24 @@ fn main() {
         let t_params = measure(50, || {
             std::hint::black_box(serde_json::to_string(&build_params(&run, &routed, &prompt)).ok());
         });
+        let t_load_run = measure(200, || {
+            std::hint::black_box(Run::load(&run_path).ok());
+        });
+        let t_discover = measure(200, || {
+            std::hint::black_box(clawbridge::skills::discover_skills(&run, &options.host));
+        });
+        let t_bootstrap = measure(200, || {
+            std::hint::black_box(clawbridge::workspace::load_bootstrap_files(&run));
+        });
         println!(
-            "breakdown: parse {:.1}us render {:.1}us route {:.1}us params {:.1}us",
+            "breakdown: parse {:.1}us render {:.1}us route {:.1}us params {:.1}us; from disk: run document {:.1}us skills walk+read+parse {:.1}us bootstrap files {:.1}us",
             micros(t_parse),
             micros(t_render),
             micros(t_route),
-            micros(t_params)
+            micros(t_params),
+            micros(t_load_run),
+            micros(t_discover),
+            micros(t_bootstrap)
         );
     }
     let from_disk = measure(iterations, || {

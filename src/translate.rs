@@ -104,15 +104,29 @@ pub struct Translation {
 /// Load, route and render the skills of `run` (harness-aware, no params yet).
 pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
     run.check_confined()?;
-    let mut loaded = load_bootstrap_files(run);
-    if let Some(command) = &options.bootstrap_hook {
-        loaded = crate::workspace::apply_bootstrap_hook(run, loaded, command)?;
-    }
-    let mut routed = route_workspace(run, &loaded)?;
+    // The skills walk (most of a cold translation: reading and hashing every SKILL.md) and the
+    // bootstrap files are independent: read them at the same time.
+    let (bootstrap, discovered) = std::thread::scope(|scope| {
+        let skills = scope
+            .spawn(|| discover_skills_cached(run, &options.host, options.skill_cache.as_deref()));
+        let bootstrap = (|| {
+            let mut loaded = load_bootstrap_files(run);
+            if let Some(command) = &options.bootstrap_hook {
+                loaded = crate::workspace::apply_bootstrap_hook(run, loaded, command)?;
+            }
+            let routed = route_workspace(run, &loaded)?;
+            Ok::<_, crate::Error>((loaded, routed))
+        })();
+        let discovered = match skills.join() {
+            Ok(discovered) => discovered,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        (bootstrap, discovered)
+    });
+    let (loaded, mut routed) = bootstrap?;
     if let Some((session, signature)) = &routed.once_notice {
         routed.show_truncation_notice = options.ledger.first_showing(session, signature)?;
     }
-    let discovered = discover_skills_cached(run, &options.host, options.skill_cache.as_deref());
     let (skills, ineligible_skills) = eligible_skills(&discovered.skills, run, &options.host);
     let (max_chars, max_count) = run.config.skills_limits(&run.agent_id);
     let surface = match run.harness {

@@ -36,7 +36,7 @@ const MAX_BINDINGS_BYTES: u64 = 64 * 1024 * 1024;
 pub fn load_bindings(state_dir: &Path) -> Result<BindingFile, ServeError> {
     use crate::support::fs::ReadRefusal;
     let path = bindings_path(state_dir);
-    let bytes = match crate::support::fs::read_capped(&path, MAX_BINDINGS_BYTES, &|_| true) {
+    let bytes = match crate::support::fs::read_capped_anywhere(&path, None, MAX_BINDINGS_BYTES) {
         Ok(bytes) => bytes,
         Err(ReadRefusal::NotFound) => return Ok(BindingFile::default()),
         Err(refusal) => {

@@ -66,7 +66,7 @@ fn file_error(path: &Path, message: String) -> ServeError {
 
 fn read_token_file(path: &Path) -> Result<Option<String>, ServeError> {
     use crate::support::fs::ReadRefusal;
-    let bytes = match crate::support::fs::read_capped(path, MAX_TOKEN_FILE_BYTES, &|_| true) {
+    let bytes = match crate::support::fs::read_capped_anywhere(path, None, MAX_TOKEN_FILE_BYTES) {
         Ok(bytes) => bytes,
         Err(ReadRefusal::NotFound) => return Ok(None),
         Err(refusal) => {

@@ -266,7 +266,10 @@ pub fn render_skills_prompt(
         return empty;
     }
     let mut sorted: Vec<&SkillEntry> = skills.iter().collect();
-    sorted.sort_by(|a, b| collate(&a.name, &b.name));
+    // Discovery hands them over sorted already; checking is n comparisons, sorting n log n.
+    if !sorted.is_sorted_by(|a, b| collate(&a.name, &b.name).is_le()) {
+        sorted.sort_by(|a, b| collate(&a.name, &b.name));
+    }
     sorted.truncate(max_count);
     let by_count: Vec<PreparedSkill<'_>> = sorted
         .iter()

@@ -177,11 +177,16 @@ pub fn discover_skills_cached(
             &mut found.warnings,
         );
         files.sort_by(|a, b| a.0.cmp(&b.0));
-        for (file, metadata) in files {
-            let parsed = match cache {
-                Some(cache) => cache.parse(&file, &metadata, run, tier),
-                None => parse_skill_file(&file, &metadata, run, tier),
-            };
+        let parse = |(file, metadata): &(PathBuf, std::fs::Metadata)| match cache {
+            Some(cache) => cache.parse(file, metadata, run, tier),
+            None => parse_skill_file(file, metadata, run, tier),
+        };
+        // A warm cache answers from one `stat` per skill: threads would cost more than they save.
+        let parsed_all = match cache {
+            Some(_) => files.iter().map(parse).collect(),
+            None => parse_in_parallel(&files, parse),
+        };
+        for ((file, _), parsed) in files.iter().zip(parsed_all) {
             match parsed {
                 Ok(skill) => {
                     by_name.insert(skill.name.clone(), skill);
@@ -197,6 +202,39 @@ pub fn discover_skills_cached(
     found.skills = by_name.into_values().collect();
     found.skills.sort_by(|a, b| collate(&a.name, &b.name));
     found
+}
+
+/// Fewest skills per worker thread: below this, a thread costs more than it saves.
+const SKILLS_PER_WORKER: usize = 24;
+/// Most worker threads one discovery uses.
+const MAX_WORKERS: usize = 4;
+
+/// `parse` over `items` in order, on up to [`MAX_WORKERS`] scoped threads when there are enough
+/// items (reading and hashing 150 SKILL.md files is most of a cold translation).
+fn parse_in_parallel<T: Sync, R: Send>(items: &[T], parse: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1)
+        .min(MAX_WORKERS)
+        .min(items.len() / SKILLS_PER_WORKER);
+    if workers < 2 {
+        return items.iter().map(&parse).collect();
+    }
+    let chunk = items.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().map(&parse).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| match handle.join() {
+                Ok(parsed) => parsed,
+                // A worker only panics if `parse` does; surface it where it happened.
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
 }
 
 /// Collect `SKILL.md` files (with their metadata, so the cache needs no second `stat`). Under
@@ -225,7 +263,11 @@ pub(super) fn find_skill_files(
     };
     if depth > 0 {
         let skill_file = dir.join("SKILL.md");
-        if std::fs::symlink_metadata(&skill_file).is_ok_and(|meta| meta.file_type().is_symlink())
+        // Only a confined run needs to know whether SKILL.md is a link (the read is confined
+        // again where it happens); the CLI saves the extra `stat` per skill.
+        if roots.is_some()
+            && std::fs::symlink_metadata(&skill_file)
+                .is_ok_and(|meta| meta.file_type().is_symlink())
             && outside(&skill_file, warnings)
         {
             return;
@@ -294,8 +336,14 @@ pub(super) fn parse_skill_file(
         ));
     }
     // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
-    let allowed = |real: &Path| run.roots.as_ref().is_none_or(|roots| roots.contains(real));
-    let bytes = crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &allowed).map_err(
+    let read = match &run.roots {
+        Some(roots) => {
+            crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &|real| roots.contains(real))
+        }
+        // The walk's `stat` is the one the read needs.
+        None => crate::support::fs::read_capped_anywhere(file, Some(metadata), MAX_SKILL_FILE_BYTES),
+    };
+    let bytes = read.map_err(
         |refusal| match refusal {
             crate::support::fs::ReadRefusal::TooLarge { .. } => {
                 format!("over OpenClaw's {MAX_SKILL_FILE_BYTES}-byte SKILL.md limit")

@@ -207,6 +207,20 @@ pub fn read_capped(
     cap: u64,
     allowed: &dyn Fn(&Path) -> bool,
 ) -> std::result::Result<Vec<u8>, ReadRefusal> {
+    #[cfg(target_os = "linux")]
+    if let Some(result) = read_capped_fast(path, None, cap, Some(allowed)) {
+        return result;
+    }
+    read_capped_portable(path, cap, allowed)
+}
+
+/// The checks of [`read_capped`] with portable calls only; also the path that names every
+/// refusal (an outside path first, whether or not it exists).
+fn read_capped_portable(
+    path: &Path,
+    cap: u64,
+    allowed: &dyn Fn(&Path) -> bool,
+) -> std::result::Result<Vec<u8>, ReadRefusal> {
     use std::io::Read;
     let before = resolve_real(path);
     if !allowed(&before) {
@@ -238,9 +252,97 @@ pub fn read_capped(
     Ok(bytes)
 }
 
+/// Linux: the same checks in fewer and cheaper system calls. A `stat` (following links) comes
+/// first, so nothing but a regular file is ever opened (no FIFO wait, no device open); the open
+/// file is then checked to be that same regular file (`fstat`: device and inode), not on a
+/// pseudo-filesystem (`fstatfs`: procfs, sysfs, ...), and, when the read is confined, that its real
+/// path (`/proc/self/fd`) is allowed. `None` hands the unusual cases (anything but a regular file,
+/// a file swapped between the checks, no `/proc`) to the portable path, which names them.
+#[cfg(target_os = "linux")]
+fn read_capped_fast(
+    path: &Path,
+    known: Option<&std::fs::Metadata>,
+    cap: u64,
+    allowed: Option<&dyn Fn(&Path) -> bool>,
+) -> Option<std::result::Result<Vec<u8>, ReadRefusal>> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let looked = match known {
+        Some(metadata) => metadata.clone(),
+        None => std::fs::metadata(path).ok()?,
+    };
+    if !looked.is_file() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let metadata = file.metadata().ok()?;
+    if !metadata.is_file() || metadata.dev() != looked.dev() || metadata.ino() != looked.ino() {
+        return None;
+    }
+    if let Some(allowed) = allowed {
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+        if !allowed(&real) {
+            return Some(Err(ReadRefusal::Outside));
+        }
+    }
+    if on_pseudo_filesystem(&file) {
+        return Some(Err(ReadRefusal::NotRegular("pseudo-filesystem file")));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len().min(cap) as usize + 1);
+    if let Err(error) = file.take(cap.saturating_add(1)).read_to_end(&mut bytes) {
+        return Some(Err(ReadRefusal::Io(error)));
+    }
+    if bytes.len() as u64 > cap {
+        return Some(Err(ReadRefusal::TooLarge { cap }));
+    }
+    Some(Ok(bytes))
+}
+
+/// Kernel-generated files (procfs, sysfs, debugfs, tracefs, securityfs, cgroup, configfs,
+/// efivarfs) report themselves as regular files but are not workspace content.
+#[cfg(target_os = "linux")]
+fn on_pseudo_filesystem(file: &std::fs::File) -> bool {
+    const PSEUDO: [u64; 10] = [
+        0x9fa0,     // proc
+        0x6265_6572, // sysfs
+        0x6462_6720, // debugfs
+        0x7472_6163, // tracefs
+        0x7363_6673, // securityfs
+        0x0027_e0eb, // cgroup
+        0x6367_7270, // cgroup2
+        0x6265_6570, // configfs
+        0xde5e_81e4, // efivarfs
+        0x4249_4e4d, // binfmt_misc
+    ];
+    rustix::fs::fstatfs(file)
+        .map(|stats| PSEUDO.contains(&(stats.f_type as u64)))
+        .unwrap_or(false)
+}
+
+/// [`read_capped`] for a file that may be anywhere (the CLI's own inputs, the service's state):
+/// still only a regular file, never a pseudo-filesystem file, at most `cap` bytes. `known` is
+/// the file's metadata when the caller already has it (the skills walk), which saves a `stat`.
+pub fn read_capped_anywhere(
+    path: &Path,
+    known: Option<&std::fs::Metadata>,
+    cap: u64,
+) -> std::result::Result<Vec<u8>, ReadRefusal> {
+    #[cfg(target_os = "linux")]
+    if let Some(result) = read_capped_fast(path, known, cap, None) {
+        return result;
+    }
+    let _ = known;
+    read_capped_portable(path, cap, &|_| true)
+}
+
 /// [`read_capped`] without a confinement (the CLI's own inputs), with errors as [`Error::Read`].
 pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
-    read_capped(path, cap, &|_| true).map_err(|refusal| Error::Read {
+    read_capped_anywhere(path, None, cap).map_err(|refusal| Error::Read {
         path: path.to_path_buf(),
         source: refusal.into_io(),
     })
@@ -396,5 +498,47 @@ mod tests {
             read_capped(Path::new("/proc/self/environ"), 1 << 20, &|_| true),
             Err(ReadRefusal::NotRegular(_))
         ));
+    }
+
+    #[test]
+    fn unconfined_reads_keep_every_other_protection() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("run.json");
+        std::fs::write(&file, "{}").expect("write");
+        let metadata = std::fs::metadata(&file).expect("stat");
+        assert_eq!(
+            read_capped_anywhere(&file, Some(&metadata), 2).expect("read"),
+            b"{}"
+        );
+        assert!(matches!(
+            read_capped_anywhere(&file, None, 1),
+            Err(ReadRefusal::TooLarge { cap: 1 })
+        ));
+        // A link to a kernel file (a regular file to `stat`) is still refused, by its filesystem.
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("SKILL.md");
+            std::os::unix::fs::symlink("/proc/self/environ", &link).expect("link");
+            assert!(matches!(
+                read_capped_anywhere(&link, None, 1 << 20),
+                Err(ReadRefusal::NotRegular(_))
+            ));
+            assert!(matches!(
+                read_capped_anywhere(Path::new("/dev/zero"), None, 5),
+                Err(ReadRefusal::NotRegular(_))
+            ));
+            assert!(matches!(
+                read_capped_anywhere(Path::new("/sys/kernel/uevent_seqnum"), None, 64),
+                Err(ReadRefusal::NotRegular(_)) | Err(ReadRefusal::NotFound)
+            ));
+        }
+        // Metadata of another file is not trusted: the open file must be the one looked at.
+        let other = dir.path().join("other.json");
+        std::fs::write(&other, "[1]").expect("write");
+        let stale = std::fs::metadata(&other).expect("stat");
+        assert_eq!(
+            read_capped_anywhere(&file, Some(&stale), 16).expect("falls back"),
+            b"{}"
+        );
     }
 }
