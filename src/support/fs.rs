@@ -290,7 +290,7 @@ fn read_capped_fast(
             return Some(Err(ReadRefusal::Outside));
         }
     }
-    if on_pseudo_filesystem(&file) {
+    if on_pseudo_filesystem(&file, metadata.dev()) {
         return Some(Err(ReadRefusal::NotRegular("pseudo-filesystem file")));
     }
     let mut bytes = Vec::with_capacity(metadata.len().min(cap) as usize + 1);
@@ -305,8 +305,30 @@ fn read_capped_fast(
 
 /// Kernel-generated files (procfs, sysfs, debugfs, tracefs, securityfs, cgroup, configfs,
 /// efivarfs) report themselves as regular files but are not workspace content.
+///
+/// The answer is remembered per device number (a mounted filesystem keeps its type; a new mount
+/// gets a new number), so a walk over one filesystem asks the kernel once.
 #[cfg(target_os = "linux")]
-fn on_pseudo_filesystem(file: &std::fs::File) -> bool {
+fn on_pseudo_filesystem(file: &std::fs::File, device: u64) -> bool {
+    static KNOWN: std::sync::Mutex<Vec<(u64, bool)>> = std::sync::Mutex::new(Vec::new());
+    const MAX_KNOWN: usize = 64;
+    if let Ok(known) = KNOWN.lock() {
+        if let Some((_, pseudo)) = known.iter().find(|(dev, _)| *dev == device) {
+            return *pseudo;
+        }
+    }
+    let pseudo = filesystem_is_pseudo(file);
+    if let Ok(mut known) = KNOWN.lock() {
+        if known.len() >= MAX_KNOWN {
+            known.remove(0);
+        }
+        known.push((device, pseudo));
+    }
+    pseudo
+}
+
+#[cfg(target_os = "linux")]
+fn filesystem_is_pseudo(file: &std::fs::File) -> bool {
     const PSEUDO: [u64; 10] = [
         0x9fa0,     // proc
         0x6265_6572, // sysfs
