@@ -130,6 +130,138 @@ async fn through_peer(bytes: &'static [u8]) -> usize {
     count + 1
 }
 
+const THREAD: &str = "01a22c62-8087-7fb1-8c6b-4fdef0530bf9";
+const TURN: &str = "01a22c62-80a5-7c13-bc5c-3a6ed662d635";
+
+/// The production path of `clawbridge run --json`: a fake app-server answers `turn/start`, then
+/// streams the turn's deltas and `turn/completed`; the bytes go through the framer, typed
+/// dispatch, `drive_turn` and the `run --json` line writer into the buffer a consumer reads.
+/// Returns the events written (and checks the output is every delta, line by line).
+async fn production_path(deltas: &'static [u8]) -> usize {
+    use clawbridge::app::events::RunEvent;
+    use clawbridge::codex::client::turn::{drive_turn, TurnLimits};
+    use clawbridge::codex::protocol::params::{
+        CollaborationMode, CollaborationSettings, SandboxPolicy, TurnStartParams, UserInput,
+    };
+    use tokio::io::AsyncBufReadExt;
+    let (mut server_out, client_in) = tokio::io::duplex(PIPE);
+    let (client_out, server_in) = tokio::io::duplex(PIPE);
+    tokio::spawn(async move {
+        let mut requests = tokio::io::BufReader::new(server_in).lines();
+        let Ok(Some(line)) = requests.next_line().await else {
+            return;
+        };
+        let request: Value = serde_json::from_str(&line).expect("turn/start");
+        let answer = json!({"id": request["id"], "result": {"turn": {"id": TURN}}});
+        let mut head = answer.to_string().into_bytes();
+        head.push(b'\n');
+        let _ = server_out.write_all(&head).await;
+        for chunk in deltas.chunks(1 << 20) {
+            if server_out.write_all(chunk).await.is_err() {
+                return;
+            }
+        }
+        let done = json!({"method": "turn/completed", "params": {"threadId": THREAD, "turn": {"id": TURN, "status": "completed"}}});
+        let _ = server_out.write_all(format!("{done}\n").as_bytes()).await;
+        // Keep reading so the client's writes never block.
+        while let Ok(Some(_)) = requests.next_line().await {}
+    });
+    let (peer, mut events) = Peer::connect(client_in, client_out, PeerConfig::default());
+    let turn = TurnStartParams {
+        thread_id: THREAD.to_string(),
+        input: vec![UserInput::Text {
+            text: "hi".into(),
+            text_elements: vec![],
+        }],
+        cwd: "/ws".into(),
+        approval_policy: clawbridge::config::ApprovalPolicy::Never,
+        approvals_reviewer: "user",
+        sandbox_policy: SandboxPolicy::DangerFullAccess,
+        model: "gpt-5.5".into(),
+        personality: "none",
+        service_tier: None,
+        effort: Some("medium"),
+        collaboration_mode: CollaborationMode {
+            mode: "default",
+            settings: CollaborationSettings {
+                model: "gpt-5.5".into(),
+                reasoning_effort: Some("medium"),
+                developer_instructions: None,
+            },
+        },
+    };
+    let handler = clawbridge::codex::client::handler::DefaultHandler::default();
+    let mut output: Vec<u8> = Vec::with_capacity(deltas.len() + (deltas.len() >> 3));
+    let mut line = Vec::with_capacity(4096);
+    let mut written = 0usize;
+    let mut observer = |event: clawbridge::codex::client::turn::TurnEvent<'_>| {
+        line.clear();
+        RunEvent::write_json_line(&event, &mut line);
+        output.extend_from_slice(&line);
+        written += 1;
+    };
+    let mut early = Vec::new();
+    let outcome = drive_turn(
+        &peer,
+        &mut events,
+        &mut early,
+        &turn,
+        &handler,
+        &mut observer,
+        TurnLimits::default(),
+    )
+    .await
+    .expect("the turn completes");
+    assert_eq!(outcome.status.as_str(), "completed");
+    let lines = memchr::memchr_iter(b'\n', &output).count();
+    assert_eq!(lines, written, "one line per event");
+    std::hint::black_box(&output);
+    // Every delta, then `turn/completed`.
+    written - 1
+}
+
+/// The deltas alone (the production path's server stream), with the thread and turn ids the
+/// fake turn uses.
+fn delta_stream() -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(DELTAS * 420);
+    let filler = "streamed text of the agent's reply, ".repeat(8);
+    for n in 0..DELTAS {
+        let line = json!({"method": "item/agentMessage/delta", "params": {
+            "threadId": THREAD, "turnId": TURN,
+            "itemId": "msg_resp_1", "delta": format!("{n} {}", &filler[..250])}, "emittedAtMs": 1796040982764u64});
+        out.extend_from_slice(line.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    (out, DELTAS)
+}
+
+/// Baseline for the production path: parse each line into a `Value` and write it back out as a
+/// line, what a generic JSON-lines relay does.
+async fn baseline_value_relay(bytes: &'static [u8]) -> usize {
+    let mut reader = feed(bytes).await;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut output: Vec<u8> = Vec::with_capacity(bytes.len() + (bytes.len() >> 3));
+    let mut relayed = 0;
+    loop {
+        let read = reader.read(&mut buf).await.expect("read");
+        if read == 0 {
+            std::hint::black_box(&output);
+            return relayed;
+        }
+        pending.extend_from_slice(&buf[..read]);
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &pending) {
+            let value: Value = serde_json::from_slice(&pending[start..end]).expect("json");
+            serde_json::to_writer(&mut output, &value).expect("write");
+            output.push(b'\n');
+            relayed += 1;
+            start = end + 1;
+        }
+        pending.drain(..start);
+    }
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -190,6 +322,40 @@ fn main() {
     println!(
         "  clawbridge / line-splitting ceiling  : {:>5.2}x",
         peer / lines
+    );
+    // End to end: bytes in to the `run --json` lines a consumer receives.
+    let (deltas, delta_count) = delta_stream();
+    let deltas: &'static [u8] = Box::leak(deltas.into_boxed_slice());
+    let delta_mb = deltas.len() as f64 / 1e6;
+    let rate = |name: &str, run: &dyn Fn() -> usize| {
+        let _ = run();
+        let samples: Vec<Duration> = (0..rounds)
+            .map(|_| {
+                let started = Instant::now();
+                assert_eq!(run(), delta_count, "{name} saw every delta");
+                started.elapsed()
+            })
+            .collect();
+        let time = median(samples);
+        println!(
+            "  {name:<38} {:>8.1} ms  {:>8.1} MB/s",
+            time.as_secs_f64() * 1e3,
+            delta_mb / time.as_secs_f64()
+        );
+        delta_mb / time.as_secs_f64()
+    };
+    println!("production path ({DELTAS} deltas = {delta_mb:.1} MB in, run --json lines out), median of {rounds}:");
+    let split = rate("baseline: line splitting", &|| runtime.block_on(baseline_lines(deltas)));
+    let relay = rate("baseline: Value per line, re-serialized", &|| {
+        runtime.block_on(baseline_value_relay(deltas))
+    });
+    let production = rate("clawbridge: framer, dispatch, turn, output", &|| {
+        runtime.block_on(production_path(deltas))
+    });
+    println!(
+        "  clawbridge end to end / Value relay  : {:>5.2}x; / line-splitting ceiling: {:.2}x",
+        production / relay,
+        production / split
     );
     runtime.block_on(turn_cost());
 }

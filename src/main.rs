@@ -195,22 +195,19 @@ async fn run_command(
 ) -> Result<ExitCode, Failure> {
     let mut out = std::io::stdout();
     let mut write_failed = false;
+    let mut line = Vec::with_capacity(4096);
     let mut observer = |event: clawbridge::codex::client::session::TurnEvent<'_>| {
-        let text = if json {
-            format!(
-                "{}\n",
-                clawbridge::app::events::RunEvent::from_turn_event(&event).to_value()
-            )
+        line.clear();
+        if json {
+            clawbridge::app::events::RunEvent::write_json_line(&event, &mut line);
         } else {
             let (stdout, stderr) = pairing::human_text(&event);
             eprint!("{stderr}");
-            stdout
-        };
-        if !text.is_empty() && !write_failed {
-            write_failed = out
-                .write_all(text.as_bytes())
-                .and_then(|()| out.flush())
-                .is_err();
+            line.extend_from_slice(stdout.as_bytes());
+        }
+        // Each event is written (and flushed) as it happens: a consumer streams them.
+        if !line.is_empty() && !write_failed {
+            write_failed = out.write_all(&line).and_then(|()| out.flush()).is_err();
         }
     };
     let report = pairing::run_turn(&run, &settings, &mut observer).await?;

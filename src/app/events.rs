@@ -83,6 +83,26 @@ impl RunEvent {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
+    /// Append the `run --json` line of a turn event to `out`: the bytes of
+    /// `from_turn_event(event).to_value()` and a newline. A notification (nearly every event of a
+    /// turn) is written straight from the borrowed params, without copying them into an event
+    /// first; its keys (`event`, `method`, `params`) are already in sorted order.
+    pub fn write_json_line(event: &TurnEvent<'_>, out: &mut Vec<u8>) {
+        match event {
+            TurnEvent::Notification { method, params } => {
+                out.extend_from_slice(br#"{"event":"notification","method":"#);
+                let _ = serde_json::to_writer(&mut *out, method);
+                out.extend_from_slice(br#","params":"#);
+                let _ = serde_json::to_writer(&mut *out, params);
+                out.push(b'}');
+            }
+            other => {
+                let _ = serde_json::to_writer(&mut *out, &RunEvent::from_turn_event(other).to_value());
+            }
+        }
+        out.push(b'\n');
+    }
+
     /// A Codex notification or, for the CLI, a server request or its answer.
     pub fn from_turn_event(event: &TurnEvent<'_>) -> RunEvent {
         match event {
@@ -143,6 +163,21 @@ fn answer_event(id: &crate::codex::protocol::wire::RequestId, answer: &HandlerRe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_json_line_is_the_event_s_own_bytes() {
+        let params = serde_json::json!({"threadId": "t", "turnId": "u", "delta": "a \"quoted\" \n line", "z": [1, {"b": 2, "a": 1}]});
+        let event = TurnEvent::Notification {
+            method: "item/agentMessage/delta",
+            params: &params,
+        };
+        let mut line = Vec::new();
+        RunEvent::write_json_line(&event, &mut line);
+        assert_eq!(
+            String::from_utf8(line).expect("utf-8"),
+            format!("{}\n", RunEvent::from_turn_event(&event).to_value())
+        );
+    }
     use serde_json::json;
 
     #[test]
