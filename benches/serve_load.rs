@@ -3,7 +3,9 @@
 //! 32 sessions x 4 turns run concurrently against one Codex app-server and the offline stub,
 //! each session over its own WebSocket client; every run's completion must reach its subscriber
 //! exactly once. Reports p50/p99 turn latency and memory next to the same 128 turns run
-//! sequentially through `clawbridge run --offline` (one process each). Loopback only; bounded.
+//! sequentially through `clawbridge run --offline` (one process each), and next to the same load
+//! driven straight at one app-server by a minimal JSON-RPC client inside the bench (same
+//! concurrency, same offline stub): what the bridge itself costs. Loopback only; bounded.
 //! `-- --soak [RUNS]` instead runs RUNS (default 1,000) runs through one serve and fails when
 //! clawbridge's memory grows with them.
 
@@ -211,6 +213,133 @@ fn soak(bin: PathBuf, runs: usize) {
     }
 }
 
+/// The same load driven straight at one `codex app-server` (its native binary): a minimal client
+/// (newline-delimited JSON over stdio, responses matched by id, `turn/completed` routed by
+/// thread) and `SESSIONS` tasks of `TURNS` turns each, as the serve load runs them.
+async fn direct_load(bin: &std::path::Path) -> (Vec<Duration>, Duration) {
+    use clawbridge::app::offline::{OfflineHome, ResponsesStub, StubScript};
+    use clawbridge::codex::client::process::resolve_native_binary;
+    use clawbridge::config::Run;
+    use clawbridge::translate::{translate, TranslateOptions};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::sync::{mpsc, oneshot};
+
+    let run = Run::load(&root().join("fixtures/runs/telegram-direct.json")).expect("run");
+    let params = translate(&run, &TranslateOptions::hermetic())
+        .expect("translate")
+        .codex_params(&run);
+    let thread_start = match &params.thread {
+        clawbridge::codex::protocol::params::ThreadParams::ThreadStart(start) => {
+            serde_json::to_value(start).expect("json")
+        }
+        clawbridge::codex::protocol::params::ThreadParams::ThreadResume(_) => unreachable!(),
+    };
+    let turn_start = serde_json::to_value(&params.turn_start).expect("json");
+    let stub = ResponsesStub::start(StubScript::default())
+        .await
+        .expect("stub");
+    let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
+    let mut child = tokio::process::Command::new(resolve_native_binary(bin))
+        .arg("app-server")
+        .current_dir(&run.cwd)
+        .env("CODEX_HOME", &home.path)
+        .env("HOME", &home.path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn app-server");
+    type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+    type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>>;
+    let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take().expect("stdin")));
+    let pending: Pending = Arc::default();
+    let routes: Routes = Arc::default();
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    {
+        let (pending, routes) = (pending.clone(), routes.clone());
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if let Some(id) = message["id"].as_u64().filter(|_| message.get("method").is_none()) {
+                    if let Some(reply) = pending.lock().expect("pending").remove(&id) {
+                        let _ = reply.send(message);
+                    }
+                } else if message["method"] == "turn/completed" {
+                    let thread = message["params"]["threadId"].as_str().unwrap_or_default();
+                    if let Some(route) = routes.lock().expect("routes").get(thread) {
+                        let _ = route.send(message);
+                    }
+                }
+            }
+        });
+    }
+    let next_id = Arc::new(std::sync::atomic::AtomicU64::new(1));
+    let request = {
+        let (stdin, pending, next_id) = (stdin.clone(), pending.clone(), next_id.clone());
+        move |method: &'static str, params: Value| {
+            let (stdin, pending, next_id) = (stdin.clone(), pending.clone(), next_id.clone());
+            async move {
+                let id = next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let (reply, answer) = oneshot::channel();
+                pending.lock().expect("pending").insert(id, reply);
+                let line = format!("{}\n", json!({"id": id, "method": method, "params": params}));
+                stdin.lock().await.write_all(line.as_bytes()).await.expect("write");
+                answer.await.expect("answer")
+            }
+        }
+    };
+    request(
+        "initialize",
+        json!({"clientInfo": {"name": "direct", "version": "0"}, "capabilities": {"experimentalApi": true}}),
+    )
+    .await;
+    stdin
+        .lock()
+        .await
+        .write_all(b"{\"method\":\"initialized\"}\n")
+        .await
+        .expect("write");
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..SESSIONS {
+        let (request, routes) = (request.clone(), routes.clone());
+        let (thread_start, turn_start) = (thread_start.clone(), turn_start.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let thread = request("thread/start", thread_start).await;
+            let thread_id = thread["result"]["thread"]["id"]
+                .as_str()
+                .expect("thread id")
+                .to_string();
+            let (route, mut completions) = mpsc::unbounded_channel();
+            routes.lock().expect("routes").insert(thread_id.clone(), route);
+            for _ in 0..TURNS {
+                let begun = Instant::now();
+                let mut turn = turn_start.clone();
+                turn["threadId"] = json!(thread_id);
+                request("turn/start", turn).await;
+                let done = completions.recv().await.expect("turn/completed");
+                assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+                latencies.push(begun.elapsed());
+            }
+            latencies
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.expect("direct session"));
+    }
+    let wall = started.elapsed();
+    drop(stdin);
+    let _ = child.kill().await;
+    (all, wall)
+}
+
 fn main() {
     let Some(bin) = codex_bin() else {
         println!("serve_load: skipped (no Codex CLI; run scripts/install-codex)");
@@ -304,6 +433,25 @@ fn main() {
         rss_kib("self", "VmHWM:").map_or("?".into(), |kib| format!("{:.1}", kib as f64 / 1024.0)),
         codex_rss.map_or("?".into(), |kib| format!("{:.1}", kib as f64 / 1024.0))
     );
+    // The same load straight at one app-server: what the bridge costs under load.
+    let (direct, direct_wall) = runtime.block_on(direct_load(&bin));
+    assert_eq!(direct.len(), SESSIONS * TURNS, "direct: nothing lost");
+    report("app-server driven directly", direct.clone(), direct_wall);
+    {
+        let mut serve_sorted = latencies.clone();
+        serve_sorted.sort();
+        let mut direct_sorted = direct.clone();
+        direct_sorted.sort();
+        println!(
+            "  bridge cost: throughput serve / direct {:.3}x, p50 serve / direct {:.3}x, p99 serve / direct {:.3}x",
+            (serve_sorted.len() as f64 / wall.as_secs_f64())
+                / (direct_sorted.len() as f64 / direct_wall.as_secs_f64()),
+            percentile(&serve_sorted, 0.5).as_secs_f64()
+                / percentile(&direct_sorted, 0.5).as_secs_f64(),
+            percentile(&serve_sorted, 0.99).as_secs_f64()
+                / percentile(&direct_sorted, 0.99).as_secs_f64()
+        );
+    }
 
     // Baseline: the same turns one after another through `clawbridge run --offline`.
     let cli = root().join("target/release/clawbridge");
