@@ -793,7 +793,17 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         .await
         .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
     let mut params = translation.codex_params(&run);
-    let handle = match hub.open_thread(&params.thread).await {
+    // A bound thread this app-server still has loaded (same fingerprint, so the same developer
+    // instructions, tools and config) needs no `thread/resume`: the turn goes straight on.
+    let loaded = run
+        .thread_id
+        .as_deref()
+        .and_then(|thread_id| hub.take_loaded(thread_id));
+    let opened = match loaded {
+        Some(handle) => Ok(handle),
+        None => hub.open_thread(&params.thread).await,
+    };
+    let handle = match opened {
         Ok(handle) => handle,
         Err(SessionError::Peer(error)) if run.thread_id.is_some() => {
             tracing::warn!(
@@ -870,20 +880,33 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
                 limits,
             )
             .await;
+        let result_ok = matches!(&result, Ok(outcome) if outcome.status == crate::codex::client::session::TurnStatus::Completed);
         let end = match result {
             Ok(outcome) => RunEvent::turn_end(&outcome),
             Err(error) => RunEvent::failed(Some(handle.thread_id.clone()), error.to_string()),
         };
         // Tool calls of this run that nobody answered are dropped with it.
         lock(&task_bridge.pending_tools).retain(|_, call| call.run_id != task_state.run_id);
+        let completed = result_ok;
         task_state.finish(end);
-        // Let Codex unload the thread; the next run of the session resumes it.
-        let unsubscribe_params = json!({"threadId": handle.thread_id});
-        let unsubscribe = hub
-            .peer()
-            .request::<_, Value>("thread/unsubscribe", &unsubscribe_params);
-        if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), unsubscribe).await {
-            tracing::debug!("thread/unsubscribe {}: {error}", handle.thread_id);
+        // Keep a thread whose turn went well loaded for the session's next run (bounded: the
+        // least recently used falls out); let Codex unload any other.
+        let thread_id = handle.thread_id.clone();
+        drop(handle);
+        let unload = if completed {
+            hub.keep_loaded(&thread_id)
+        } else {
+            Some(thread_id)
+        };
+        if let Some(unload) = unload {
+            let unsubscribe_params = json!({"threadId": unload});
+            let unsubscribe = hub
+                .peer()
+                .request::<_, Value>("thread/unsubscribe", &unsubscribe_params);
+            if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), unsubscribe).await
+            {
+                tracing::debug!("thread/unsubscribe {unload}: {error}");
+            }
         }
     });
     Ok(json!({"runId": run_id, "threadId": thread_id}))
@@ -1093,7 +1116,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .collect();
         Ok::<_, ErrorObjectOwned>(json!({
             "codex": hub.as_ref().map(|hub| json!({"alive": hub.is_alive(), "version": hub.codex_version, "pid": hub.pid,
-                "activeThreads": hub.active_threads(), "pendingRequests": hub.pending_requests()})),
+                "activeThreads": hub.active_threads(), "loadedThreads": hub.loaded_threads(),
+                "pendingRequests": hub.pending_requests()})),
             "sessions": lock(&bridge.bindings).sessions.len(),
             "runs": runs,
             "pendingToolCalls": lock(&bridge.pending_tools).len(),

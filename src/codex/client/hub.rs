@@ -52,10 +52,17 @@ pub struct CodexHub {
     process: tokio::sync::Mutex<Option<CodexProcess>>,
     stderr_tail: Arc<Mutex<Vec<String>>>,
     alive: Arc<AtomicBool>,
+    /// Threads left loaded in this app-server after their run, least recently used first (see
+    /// [`CodexHub::keep_loaded`]). A new process starts with none.
+    loaded: Mutex<std::collections::VecDeque<String>>,
     pub user_agent: String,
     pub codex_version: Option<String>,
     pub pid: Option<u32>,
 }
+
+/// How many finished threads one app-server keeps loaded for their session's next run. Past it,
+/// the least recently used is unsubscribed, so Codex's memory stays bounded.
+pub const MAX_LOADED_THREADS: usize = 64;
 
 /// A run's claim on one thread's messages; dropping it releases the thread.
 pub struct ThreadHandle {
@@ -248,6 +255,7 @@ impl CodexHub {
             process: tokio::sync::Mutex::new(parts.process),
             stderr_tail: Arc::new(Mutex::new(Vec::new())),
             alive,
+            loaded: Mutex::new(std::collections::VecDeque::new()),
             user_agent: parts.user_agent,
             codex_version: parts.codex_version,
             pid,
@@ -304,6 +312,32 @@ impl CodexHub {
             status,
             stderr: lock(&self.stderr_tail).clone(),
         }
+    }
+
+    /// Claim a thread this app-server still has loaded from an earlier run (no `thread/resume`
+    /// needed: the turn goes straight to `turn/start`); `None` when it is not loaded here.
+    pub fn take_loaded(&self, thread_id: &str) -> Option<ThreadHandle> {
+        let mut loaded = lock(&self.loaded);
+        let at = loaded.iter().position(|id| id == thread_id)?;
+        loaded.remove(at);
+        drop(loaded);
+        Some(self.claim(thread_id))
+    }
+
+    /// Leave a finished run's thread loaded for the session's next run. Returns the thread that
+    /// fell out of the [`MAX_LOADED_THREADS`] most recent, which the caller unsubscribes.
+    pub fn keep_loaded(&self, thread_id: &str) -> Option<String> {
+        let mut loaded = lock(&self.loaded);
+        loaded.retain(|id| id != thread_id);
+        loaded.push_back(thread_id.to_string());
+        (loaded.len() > MAX_LOADED_THREADS)
+            .then(|| loaded.pop_front())
+            .flatten()
+    }
+
+    /// Threads kept loaded for their next run (for `bridge.status`).
+    pub fn loaded_threads(&self) -> usize {
+        lock(&self.loaded).len()
     }
 
     /// Start or resume a thread and claim its messages.
