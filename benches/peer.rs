@@ -345,7 +345,9 @@ fn main() {
         delta_mb / time.as_secs_f64()
     };
     println!("production path ({DELTAS} deltas = {delta_mb:.1} MB in, run --json lines out), median of {rounds}:");
-    let split = rate("baseline: line splitting", &|| runtime.block_on(baseline_lines(deltas)));
+    let split = rate("baseline: line splitting", &|| {
+        runtime.block_on(baseline_lines(deltas))
+    });
     let relay = rate("baseline: Value per line, re-serialized", &|| {
         runtime.block_on(baseline_value_relay(deltas))
     });

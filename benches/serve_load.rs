@@ -265,7 +265,10 @@ async fn direct_load(bin: &std::path::Path) -> (Vec<Duration>, Duration) {
                 let Ok(message) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
-                if let Some(id) = message["id"].as_u64().filter(|_| message.get("method").is_none()) {
+                if let Some(id) = message["id"]
+                    .as_u64()
+                    .filter(|_| message.get("method").is_none())
+                {
                     if let Some(reply) = pending.lock().expect("pending").remove(&id) {
                         let _ = reply.send(message);
                     }
@@ -287,8 +290,16 @@ async fn direct_load(bin: &std::path::Path) -> (Vec<Duration>, Duration) {
                 let id = next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let (reply, answer) = oneshot::channel();
                 pending.lock().expect("pending").insert(id, reply);
-                let line = format!("{}\n", json!({"id": id, "method": method, "params": params}));
-                stdin.lock().await.write_all(line.as_bytes()).await.expect("write");
+                let line = format!(
+                    "{}\n",
+                    json!({"id": id, "method": method, "params": params})
+                );
+                stdin
+                    .lock()
+                    .await
+                    .write_all(line.as_bytes())
+                    .await
+                    .expect("write");
                 answer.await.expect("answer")
             }
         }
@@ -317,7 +328,10 @@ async fn direct_load(bin: &std::path::Path) -> (Vec<Duration>, Duration) {
                 .expect("thread id")
                 .to_string();
             let (route, mut completions) = mpsc::unbounded_channel();
-            routes.lock().expect("routes").insert(thread_id.clone(), route);
+            routes
+                .lock()
+                .expect("routes")
+                .insert(thread_id.clone(), route);
             for _ in 0..TURNS {
                 let begun = Instant::now();
                 let mut turn = turn_start.clone();

@@ -160,7 +160,9 @@ fn time_one_run(run_path: &Path) {
         .unwrap_or(20);
     let cold_options = TranslateOptions::hermetic();
     let warm_options = TranslateOptions {
-        skill_cache: Some(std::sync::Arc::new(clawbridge::skills::SkillCache::default())),
+        skill_cache: Some(std::sync::Arc::new(
+            clawbridge::skills::SkillCache::default(),
+        )),
         ..TranslateOptions::hermetic()
     };
     let once = |options: &TranslateOptions| {
@@ -349,18 +351,22 @@ fn startup(scratch: &Path) {
         "fn main() { let n = std::env::args().count(); if n > 99 { println!(\"{n}\"); } }\n",
     )
     .expect("write minimal");
-    let built = std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-        .args(["-O", "-o"])
-        .arg(&minimal)
-        .arg(&minimal_src)
-        .status();
+    let built =
+        std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .args(["-O", "-o"])
+            .arg(&minimal)
+            .arg(&minimal_src)
+            .status();
     if !built.is_ok_and(|status| status.success()) {
         println!("start-up: rustc could not build the minimal binary; skipped");
         return;
     }
     let clawbridge = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/clawbridge");
     if !clawbridge.exists() {
-        println!("start-up: {} not built (cargo build --release); skipped", clawbridge.display());
+        println!(
+            "start-up: {} not built (cargo build --release); skipped",
+            clawbridge.display()
+        );
         return;
     }
     let empty = scratch.join("empty-workspace");

@@ -97,7 +97,8 @@ impl RunEvent {
                 out.push(b'}');
             }
             other => {
-                let _ = serde_json::to_writer(&mut *out, &RunEvent::from_turn_event(other).to_value());
+                let _ =
+                    serde_json::to_writer(&mut *out, &RunEvent::from_turn_event(other).to_value());
             }
         }
         out.push(b'\n');

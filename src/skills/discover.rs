@@ -337,20 +337,20 @@ pub(super) fn parse_skill_file(
     }
     // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
     let read = match &run.roots {
-        Some(roots) => {
-            crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &|real| roots.contains(real))
-        }
+        Some(roots) => crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &|real| {
+            roots.contains(real)
+        }),
         // The walk's `stat` is the one the read needs.
-        None => crate::support::fs::read_capped_anywhere(file, Some(metadata), MAX_SKILL_FILE_BYTES),
+        None => {
+            crate::support::fs::read_capped_anywhere(file, Some(metadata), MAX_SKILL_FILE_BYTES)
+        }
     };
-    let bytes = read.map_err(
-        |refusal| match refusal {
-            crate::support::fs::ReadRefusal::TooLarge { .. } => {
-                format!("over OpenClaw's {MAX_SKILL_FILE_BYTES}-byte SKILL.md limit")
-            }
-            other => other.to_string(),
-        },
-    )?;
+    let bytes = read.map_err(|refusal| match refusal {
+        crate::support::fs::ReadRefusal::TooLarge { .. } => {
+            format!("over OpenClaw's {MAX_SKILL_FILE_BYTES}-byte SKILL.md limit")
+        }
+        other => other.to_string(),
+    })?;
     let folder_name = file
         .parent()
         .and_then(Path::file_name)

@@ -330,7 +330,7 @@ fn on_pseudo_filesystem(file: &std::fs::File, device: u64) -> bool {
 #[cfg(target_os = "linux")]
 fn filesystem_is_pseudo(file: &std::fs::File) -> bool {
     const PSEUDO: [u64; 10] = [
-        0x9fa0,     // proc
+        0x9fa0,      // proc
         0x6265_6572, // sysfs
         0x6462_6720, // debugfs
         0x7472_6163, // tracefs

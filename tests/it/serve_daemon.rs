@@ -259,7 +259,11 @@ async fn finished_threads_stay_loaded_for_their_next_run_within_a_bound() {
         .await
         .expect("serve");
     let client = connect(&running).await;
-    let loaded = |status: &Value| status["codex"]["loadedThreads"].as_u64().unwrap_or(u64::MAX);
+    let loaded = |status: &Value| {
+        status["codex"]["loadedThreads"]
+            .as_u64()
+            .unwrap_or(u64::MAX)
+    };
     let run_session = |session: usize| {
         let client = &client;
         async move {
@@ -272,24 +276,39 @@ async fn finished_threads_stay_loaded_for_their_next_run_within_a_bound() {
             let id = started["runId"].as_str().expect("id").to_string();
             let events = events_until(client, &id, |event| event["event"] == "turnEnd").await;
             assert_eq!(events.last().expect("end")["status"], "completed");
-            (started["threadId"].as_str().expect("thread").to_string(), events)
+            (
+                started["threadId"].as_str().expect("thread").to_string(),
+                events,
+            )
         }
     };
     let (first_thread, _) = run_session(0).await;
-    let status: Value = client.request("bridge.status", rpc_params![]).await.expect("status");
-    assert_eq!(loaded(&status), 1, "the finished thread stays loaded: {status}");
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert_eq!(
+        loaded(&status),
+        1,
+        "the finished thread stays loaded: {status}"
+    );
     // The session's next run continues the same thread without resuming it.
     let (second_thread, events) = run_session(0).await;
     assert_eq!(second_thread, first_thread);
     assert!(
-        events.iter().any(|event| event["event"] == "thread" && event["resumed"] == true),
+        events
+            .iter()
+            .any(|event| event["event"] == "thread" && event["resumed"] == true),
         "the run continues its thread"
     );
     // More sessions than the bound: the least recently used threads are unloaded.
     for session in 1..=MAX_LOADED_THREADS + 1 {
         run_session(session).await;
     }
-    let status: Value = client.request("bridge.status", rpc_params![]).await.expect("status");
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
     assert_eq!(loaded(&status), MAX_LOADED_THREADS as u64, "{status}");
     // An unloaded thread is resumed as before.
     let (again, _) = run_session(0).await;
