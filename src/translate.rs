@@ -10,8 +10,8 @@ use crate::config::{Harness, Run};
 use crate::error::Result;
 use crate::routing::{route_workspace, RoutedWorkspace};
 use crate::skills::{
-    discover_skills_cached, eligible_skills, render_skills_prompt, CatalogSurface, HostFacts,
-    IneligibleSkill, SkillCache, SkillEntry, SkillsPrompt,
+    discover_skills_cached, eligible_skills, render_skills_prompt, skill_roots, CatalogSurface,
+    HostFacts, IneligibleSkill, SkillCache, SkillEntry, SkillsPrompt,
 };
 use crate::workspace::{load_bootstrap_files, LoadedWorkspace};
 
@@ -106,23 +106,32 @@ pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
     run.check_confined()?;
     // The skills walk (most of a cold translation: reading and hashing every SKILL.md) and the
     // bootstrap files are independent: read them at the same time.
-    let (bootstrap, discovered) = std::thread::scope(|scope| {
-        let skills = scope
-            .spawn(|| discover_skills_cached(run, &options.host, options.skill_cache.as_deref()));
-        let bootstrap = (|| {
-            let mut loaded = load_bootstrap_files(run);
-            if let Some(command) = &options.bootstrap_hook {
-                loaded = crate::workspace::apply_bootstrap_hook(run, loaded, command)?;
-            }
-            let routed = route_workspace(run, &loaded)?;
-            Ok::<_, crate::Error>((loaded, routed))
-        })();
-        let discovered = match skills.join() {
-            Ok(discovered) => discovered,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        (bootstrap, discovered)
-    });
+    let bootstrap = || {
+        let mut loaded = load_bootstrap_files(run);
+        if let Some(command) = &options.bootstrap_hook {
+            loaded = crate::workspace::apply_bootstrap_hook(run, loaded, command)?;
+        }
+        let routed = route_workspace(run, &loaded)?;
+        Ok::<_, crate::Error>((loaded, routed))
+    };
+    let discover = || discover_skills_cached(run, &options.host, options.skill_cache.as_deref());
+    // No skill folder at all (a new or skill-less workspace): no thread to start.
+    let any_skills = skill_roots(run, &options.host)
+        .iter()
+        .any(|(root, _)| root.is_dir());
+    let (bootstrap, discovered) = if any_skills {
+        std::thread::scope(|scope| {
+            let skills = scope.spawn(discover);
+            let bootstrap = bootstrap();
+            let discovered = match skills.join() {
+                Ok(discovered) => discovered,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            (bootstrap, discovered)
+        })
+    } else {
+        (bootstrap(), discover())
+    };
     let (loaded, mut routed) = bootstrap?;
     if let Some((session, signature)) = &routed.once_notice {
         routed.show_truncation_notice = options.ledger.first_showing(session, signature)?;

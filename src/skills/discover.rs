@@ -121,20 +121,8 @@ impl SkillCache {
     }
 }
 
-/// Find every skill of the run, lowest precedence first: extra dirs, bundled, managed, then the
-/// workspace `skills/` folder; a later tier replaces a same-name skill (docs/routing.md §7.1).
-pub fn discover_skills(run: &Run, host: &HostFacts) -> DiscoveredSkills {
-    discover_skills_cached(run, host, None)
-}
-
-/// [`discover_skills`] through an optional [`SkillCache`].
-pub fn discover_skills_cached(
-    run: &Run,
-    host: &HostFacts,
-    cache: Option<&SkillCache>,
-) -> DiscoveredSkills {
-    let mut found = DiscoveredSkills::default();
-    let mut by_name: BTreeMap<String, SkillEntry> = BTreeMap::new();
+/// The skill roots of a run, lowest precedence first: extra dirs, bundled, managed, workspace.
+pub fn skill_roots(run: &Run, host: &HostFacts) -> Vec<(PathBuf, SkillTier)> {
     let mut roots: Vec<(PathBuf, SkillTier)> = run
         .config
         .skill_extra_dirs()
@@ -155,6 +143,24 @@ pub fn discover_skills_cached(
     roots.extend(bundled.map(|dir| (dir, SkillTier::Bundled)));
     roots.extend(managed.map(|dir| (dir, SkillTier::Managed)));
     roots.push((run.workspace.join("skills"), SkillTier::Workspace));
+    roots
+}
+
+/// Find every skill of the run, lowest precedence first: extra dirs, bundled, managed, then the
+/// workspace `skills/` folder; a later tier replaces a same-name skill (docs/routing.md §7.1).
+pub fn discover_skills(run: &Run, host: &HostFacts) -> DiscoveredSkills {
+    discover_skills_cached(run, host, None)
+}
+
+/// [`discover_skills`] through an optional [`SkillCache`].
+pub fn discover_skills_cached(
+    run: &Run,
+    host: &HostFacts,
+    cache: Option<&SkillCache>,
+) -> DiscoveredSkills {
+    let mut found = DiscoveredSkills::default();
+    let mut by_name: BTreeMap<String, SkillEntry> = BTreeMap::new();
+    let roots = skill_roots(run, host);
     for (root, tier) in roots {
         // A confined run (the service) walks only folders below the operator's roots.
         if let Some(allowed) = &run.roots {

@@ -19,7 +19,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use catalog::{render_skills_prompt, CatalogFormat, CatalogSurface, SkillsPrompt};
-pub use discover::{discover_skills, discover_skills_cached, parse_skill, SkillCache};
+pub use discover::{discover_skills, discover_skills_cached, parse_skill, skill_roots, SkillCache};
 pub use eligibility::{eligible_skills, IneligibleSkill};
 
 /// Where a skill came from; a later tier replaces a same-name skill of an earlier one.
