@@ -194,6 +194,22 @@ fn context_lists_every_file_with_its_surface() {
 }
 
 #[test]
+fn a_prompt_hook_that_prints_without_end_is_stopped_at_the_cap() {
+    let (code, stdout, stderr) = run_cli(&[
+        "prompt",
+        "fixtures/runs/telegram-direct.json",
+        "--before-prompt-build",
+        "yes",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("`yes`") && stderr.contains("printed more than"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_bootstrap_hook_that_prints_without_end_is_stopped_at_the_cap() {
     let (code, stdout, stderr) = run_cli(&[
         "params",
