@@ -769,11 +769,11 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         ),
         None => None,
     };
-    let developer = translation.codex_params(&run);
-    let developer_text = match &developer.thread {
-        ThreadParams::ThreadStart(start) => start.developer_instructions.clone(),
-        ThreadParams::ThreadResume(resume) => resume.developer_instructions.clone(),
-    };
+    // The thread's developer instructions alone (the same for a start and a resume), not a whole
+    // second set of params: those are built once the thread id is known.
+    let (_, deferred) = dynamic_tools(&run);
+    let developer_text =
+        crate::render::codex::thread_developer_instructions(&run, &translation.routed, &deferred);
     let fingerprint = thread_fingerprint(&run, &developer_text);
     let bound = run
         .session_key
