@@ -9,6 +9,10 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "common/offline_turn.rs"]
+mod offline_turn;
+use offline_turn::OfflineTurn;
+
 use clawbridge::codex::client::peer::{Peer, PeerConfig};
 use clawbridge::codex::protocol::wire::Incoming;
 use serde_json::{json, Value};
@@ -379,12 +383,9 @@ fn codex_bin() -> Option<std::path::PathBuf> {
 }
 
 async fn turn_cost() {
-    use clawbridge::app::offline::{OfflineHome, ResponsesStub, StubScript};
     use clawbridge::codex::client::handler::DefaultHandler;
     use clawbridge::codex::client::process::{resolve_native_binary, SpawnOptions};
     use clawbridge::codex::client::session::{CodexSession, TurnLimits};
-    use clawbridge::config::Run;
-    use clawbridge::translate::{translate, TranslateOptions};
     use tokio::io::{AsyncBufReadExt, BufReader};
 
     let Some(bin) = codex_bin() else {
@@ -392,18 +393,8 @@ async fn turn_cost() {
         return;
     };
     let native = resolve_native_binary(&bin);
-    let run = Run::load(
-        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/runs/telegram-direct.json"),
-    )
-    .expect("run");
-    let params = translate(&run, &TranslateOptions::hermetic())
-        .expect("translate")
-        .codex_params(&run);
-    let stub = ResponsesStub::start(StubScript::default())
-        .await
-        .expect("stub");
-    let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
+    let offline = OfflineTurn::prepare().await;
+    let (run, params, home) = (&offline.run, &offline.params, &offline.home);
     let rounds = 9;
 
     let mut bridge = Vec::new();
@@ -434,26 +425,11 @@ async fn turn_cost() {
         bridge.push(started.elapsed());
     }
 
-    let thread_start = match &params.thread {
-        clawbridge::codex::protocol::params::ThreadParams::ThreadStart(start) => {
-            serde_json::to_value(start).expect("json")
-        }
-        clawbridge::codex::protocol::params::ThreadParams::ThreadResume(_) => unreachable!(),
-    };
+    let thread_start = &offline.thread_start;
     let mut direct = Vec::new();
     for _ in 0..rounds {
         let started = Instant::now();
-        let mut child = tokio::process::Command::new(&native)
-            .arg("app-server")
-            .current_dir(&run.cwd)
-            .env("CODEX_HOME", &home.path)
-            .env("HOME", &home.path)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn");
+        let mut child = offline.spawn_app_server(&native);
         let mut stdin = child.stdin.take().expect("stdin");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let send = |value: Value| format!("{value}\n");

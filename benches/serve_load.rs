@@ -12,6 +12,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+#[path = "common/offline_turn.rs"]
+mod offline_turn;
+use offline_turn::OfflineTurn;
+
 use clawbridge::codex::client::session::TurnLimits;
 use clawbridge::server::{start, ServeConfig};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
@@ -217,41 +221,16 @@ fn soak(bin: PathBuf, runs: usize) {
 /// (newline-delimited JSON over stdio, responses matched by id, `turn/completed` routed by
 /// thread) and `SESSIONS` tasks of `TURNS` turns each, as the serve load runs them.
 async fn direct_load(bin: &std::path::Path) -> (Vec<Duration>, Duration) {
-    use clawbridge::app::offline::{OfflineHome, ResponsesStub, StubScript};
     use clawbridge::codex::client::process::resolve_native_binary;
-    use clawbridge::config::Run;
-    use clawbridge::translate::{translate, TranslateOptions};
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     use tokio::sync::{mpsc, oneshot};
 
-    let run = Run::load(&root().join("fixtures/runs/telegram-direct.json")).expect("run");
-    let params = translate(&run, &TranslateOptions::hermetic())
-        .expect("translate")
-        .codex_params(&run);
-    let thread_start = match &params.thread {
-        clawbridge::codex::protocol::params::ThreadParams::ThreadStart(start) => {
-            serde_json::to_value(start).expect("json")
-        }
-        clawbridge::codex::protocol::params::ThreadParams::ThreadResume(_) => unreachable!(),
-    };
-    let turn_start = serde_json::to_value(&params.turn_start).expect("json");
-    let stub = ResponsesStub::start(StubScript::default())
-        .await
-        .expect("stub");
-    let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
-    let mut child = tokio::process::Command::new(resolve_native_binary(bin))
-        .arg("app-server")
-        .current_dir(&run.cwd)
-        .env("CODEX_HOME", &home.path)
-        .env("HOME", &home.path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn app-server");
+    let offline = OfflineTurn::prepare().await;
+    let thread_start = offline.thread_start.clone();
+    let turn_start = serde_json::to_value(&offline.params.turn_start).expect("json");
+    let mut child = offline.spawn_app_server(&resolve_native_binary(bin));
     type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
     type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>>;
     let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take().expect("stdin")));
