@@ -303,6 +303,15 @@ fn main() {
     if std::env::var_os("PEER_BENCH_FRAMER").is_some() {
         measure("framer only", &|| runtime.block_on(framer_only(bytes)));
     }
+    if std::env::var_os("PEER_BENCH_ONLY_PRODUCTION").is_some() {
+        // For a profiler: the production path alone, over and over.
+        let (deltas, count) = delta_stream();
+        let deltas: &'static [u8] = Box::leak(deltas.into_boxed_slice());
+        for _ in 0..20 {
+            assert_eq!(runtime.block_on(production_path(deltas)), count);
+        }
+        return;
+    }
     if std::env::var_os("PEER_BENCH_ONLY_PEER").is_some() {
         measure("clawbridge framer + dispatcher", &|| {
             runtime.block_on(through_peer(bytes))

@@ -1,13 +1,16 @@
 //! The run events a client sees, one type for both faces: `clawbridge run --json` prints them as
 //! JSON lines, `bridge.subscribeRun` sends them as `bridge.runEvent` notifications.
 //!
-//! Every event is an object with an `event` tag. Serialized through [`RunEvent::to_value`], keys
-//! come out sorted, so the bytes are the same on every run.
+//! Every event is an object with an `event` tag. clawbridge's own keys come out sorted
+//! ([`RunEvent::to_raw`], [`RunEvent::write_json_line`]); a notification's `params` are Codex's
+//! bytes, passed through as Codex sent them (parsing and re-sorting every delta would cost more
+//! than the rest of the bridge together, and would change nothing a JSON reader sees).
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::codex::client::session::{HandlerResult, TurnEvent, TurnOutcome, TurnStatus};
+use crate::codex::protocol::wire::RawParams;
 
 /// One event of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -16,8 +19,8 @@ pub enum RunEvent {
     /// The thread the run uses (service only).
     #[serde(rename_all = "camelCase")]
     Thread { thread_id: String, resumed: bool },
-    /// A Codex notification, as Codex sent it.
-    Notification { method: String, params: Value },
+    /// A Codex notification, its params byte for byte as Codex sent them.
+    Notification { method: String, params: RawParams },
     /// A Codex server request (CLI only; the service turns them into the two events below).
     ServerRequest {
         id: Value,
@@ -77,25 +80,40 @@ pub struct PairingFacts {
 }
 
 impl RunEvent {
-    /// The event as JSON with sorted keys.
+    /// The event as a JSON value (every key sorted, a notification's params included).
     pub fn to_value(&self) -> Value {
         // Through `Value` (a sorted map) rather than the derive's field order.
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// Append the `run --json` line of a turn event to `out`: the bytes of
-    /// `from_turn_event(event).to_value()` and a newline. A notification (nearly every event of a
+    /// The event as JSON text: clawbridge's keys sorted, a notification's params as Codex sent
+    /// them. What `bridge.runEvent` carries and `run --json` prints.
+    pub fn to_raw(&self) -> Option<Box<serde_json::value::RawValue>> {
+        /// The notification event in sorted key order, params written as they are.
+        #[derive(Serialize)]
+        struct Sorted<'a> {
+            event: &'static str,
+            method: &'a str,
+            params: &'a RawParams,
+        }
+        match self {
+            RunEvent::Notification { method, params } => serde_json::value::to_raw_value(&Sorted {
+                event: "notification",
+                method,
+                params,
+            }),
+            other => serde_json::value::to_raw_value(&other.to_value()),
+        }
+        .ok()
+    }
+
+    /// Append the `run --json` line of a turn event to `out`: the text of
+    /// `from_turn_event(event).to_raw()` and a newline. A notification (nearly every event of a
     /// turn) is written straight from the borrowed params, without copying them into an event
-    /// first; its keys (`event`, `method`, `params`) are already in sorted order.
+    /// first; its keys (`event`, `method`, `params`) are in sorted order.
     pub fn write_json_line(event: &TurnEvent<'_>, out: &mut Vec<u8>) {
         match event {
-            TurnEvent::Notification { method, params } => {
-                out.extend_from_slice(br#"{"event":"notification","method":"#);
-                let _ = serde_json::to_writer(&mut *out, method);
-                out.extend_from_slice(br#","params":"#);
-                let _ = serde_json::to_writer(&mut *out, params);
-                out.push(b'}');
-            }
+            TurnEvent::Notification { method, params } => write_notification(method, params, out),
             other => {
                 let _ =
                     serde_json::to_writer(&mut *out, &RunEvent::from_turn_event(other).to_value());
@@ -145,6 +163,15 @@ impl RunEvent {
     }
 }
 
+/// `{"event":"notification","method":...,"params":...}` with the params' own bytes.
+fn write_notification(method: &str, params: &RawParams, out: &mut Vec<u8>) {
+    out.extend_from_slice(br#"{"event":"notification","method":"#);
+    let _ = serde_json::to_writer(&mut *out, method);
+    out.extend_from_slice(br#","params":"#);
+    out.extend_from_slice(params.get().as_bytes());
+    out.push(b'}');
+}
+
 fn answer_event(id: &crate::codex::protocol::wire::RequestId, answer: &HandlerResult) -> RunEvent {
     let id = serde_json::to_value(id).unwrap_or(Value::Null);
     match answer {
@@ -166,18 +193,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fast_json_line_is_the_event_s_own_bytes() {
-        let params = serde_json::json!({"threadId": "t", "turnId": "u", "delta": "a \"quoted\" \n line", "z": [1, {"b": 2, "a": 1}]});
+    fn a_notification_line_carries_codex_s_own_bytes() {
+        // Codex's key order (not sorted), an escape and a nested object, as they came.
+        let codex = r#"{"threadId":"t","turnId":"u","delta":"a \"quoted\" \n line \u00e9","z":[1,{"b":2,"a":1}]}"#;
+        let Ok(crate::codex::protocol::wire::Incoming::Notification { params, .. }) =
+            crate::codex::protocol::wire::decode(format!(
+                r#"{{"method":"item/agentMessage/delta","params":{codex}}}"#
+            ))
+        else {
+            panic!("a notification")
+        };
         let event = TurnEvent::Notification {
             method: "item/agentMessage/delta",
             params: &params,
         };
         let mut line = Vec::new();
         RunEvent::write_json_line(&event, &mut line);
+        let line = String::from_utf8(line).expect("utf-8");
         assert_eq!(
-            String::from_utf8(line).expect("utf-8"),
-            format!("{}\n", RunEvent::from_turn_event(&event).to_value())
+            line,
+            format!(
+                "{{\"event\":\"notification\",\"method\":\"item/agentMessage/delta\",\"params\":{codex}}}\n"
+            )
         );
+        // The same text as the event's `to_raw`, and the same JSON as its sorted value.
+        let owned = RunEvent::from_turn_event(&event);
+        assert_eq!(
+            owned.to_raw().expect("raw").get(),
+            line.trim_end_matches('\n')
+        );
+        let parsed: Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(parsed, owned.to_value());
     }
     use serde_json::json;
 

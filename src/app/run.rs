@@ -148,28 +148,49 @@ pub async fn run_turn(
 
 /// The human transcript of a turn event: (stdout text, stderr text); either may be empty.
 pub fn human_text(event: &TurnEvent<'_>) -> (String, String) {
+    /// The few fields the transcript shows, borrowed from the notification's text.
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Shown<'a> {
+        #[serde(borrow)]
+        delta: Option<std::borrow::Cow<'a, str>>,
+        item: Option<serde_json::Value>,
+        error: Option<serde_json::Value>,
+    }
     match event {
-        TurnEvent::Notification {
-            method: "item/agentMessage/delta",
-            params,
-        } => (
-            params["delta"].as_str().unwrap_or_default().to_string(),
-            String::new(),
-        ),
-        TurnEvent::Notification {
-            method: "item/completed",
-            params,
-        } if params["item"]["type"] == "agentMessage" => ("\n".to_string(), String::new()),
-        TurnEvent::Notification {
-            method: "error",
-            params,
-        } => (
-            String::new(),
-            format!(
-                "[error] {}\n",
-                params["error"]["message"].as_str().unwrap_or("?")
-            ),
-        ),
+        TurnEvent::Notification { method, params }
+            if matches!(
+                *method,
+                "item/agentMessage/delta" | "item/completed" | "error"
+            ) =>
+        {
+            let shown: Shown<'_> = serde_json::from_str(params.get()).unwrap_or_default();
+            match *method {
+                "item/agentMessage/delta" => {
+                    (shown.delta.unwrap_or_default().into_owned(), String::new())
+                }
+                "item/completed"
+                    if shown
+                        .item
+                        .as_ref()
+                        .is_some_and(|item| item["type"] == "agentMessage") =>
+                {
+                    ("\n".to_string(), String::new())
+                }
+                "error" => (
+                    String::new(),
+                    format!(
+                        "[error] {}\n",
+                        shown
+                            .error
+                            .as_ref()
+                            .and_then(|error| error["message"].as_str())
+                            .unwrap_or("?")
+                    ),
+                ),
+                _ => (String::new(), String::new()),
+            }
+        }
         TurnEvent::ServerRequest { request } => (
             String::new(),
             format!(

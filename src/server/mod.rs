@@ -285,7 +285,7 @@ struct EventLog {
 
 impl EventLog {
     fn push(&mut self, event: &RunEvent) -> usize {
-        let Ok(raw) = serde_json::value::to_raw_value(&event.to_value()) else {
+        let Some(raw) = event.to_raw() else {
             return self.first + self.events.len();
         };
         self.bytes += raw.get().len();
@@ -863,7 +863,8 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
                 params,
             } = &event
             {
-                if let Some(turn_id) = params["turn"]["id"].as_str() {
+                let started = params.parse::<Value>().unwrap_or_default();
+                if let Some(turn_id) = started["turn"]["id"].as_str() {
                     *lock(&observer_state.turn_id) = Some(turn_id.to_string());
                 }
             }

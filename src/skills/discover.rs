@@ -210,6 +210,12 @@ pub fn discover_skills_cached(
     found
 }
 
+/// The cores this process may use, asked once (a long-lived `serve` translates many runs).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
 /// Fewest skills per worker thread: below this, a thread costs more than it saves.
 const SKILLS_PER_WORKER: usize = 24;
 /// Most worker threads one discovery uses.
@@ -218,11 +224,10 @@ const MAX_WORKERS: usize = 4;
 /// `parse` over `items` in order, on up to [`MAX_WORKERS`] scoped threads when there are enough
 /// items (reading and hashing 150 SKILL.md files is most of a cold translation).
 fn parse_in_parallel<T: Sync, R: Send>(items: &[T], parse: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let workers = std::thread::available_parallelism()
-        .map(usize::from)
-        .unwrap_or(1)
-        .min(MAX_WORKERS)
-        .min(items.len() / SKILLS_PER_WORKER);
+    let wanted = (items.len() / SKILLS_PER_WORKER).min(MAX_WORKERS);
+    // Asked only when threads could help: the answer reads cgroup files, which costs a small run
+    // more than its translation.
+    let workers = if wanted < 2 { 1 } else { wanted.min(cores()) };
     if workers < 2 {
         return items.iter().map(&parse).collect();
     }
@@ -431,9 +436,9 @@ pub fn parse_skill(
     location: String,
     tier: SkillTier,
 ) -> Result<SkillEntry, String> {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
+    let text = match crate::support::text::utf8(bytes) {
+        Some(text) => std::borrow::Cow::Borrowed(text),
+        None => String::from_utf8_lossy(bytes),
     };
     let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
     check_frontmatter_bounds(&front)?;

@@ -159,15 +159,20 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 fn resolve_real_hops(path: &Path, hops: usize) -> PathBuf {
-    if let Ok(real) = path.canonicalize() {
-        return real;
+    // One `lstat` first: a missing name (the common case: an absent bootstrap file) skips the
+    // full canonicalization and the link lookup, which would both fail.
+    let entry = std::fs::symlink_metadata(path).is_ok();
+    if entry {
+        if let Ok(real) = path.canonicalize() {
+            return real;
+        }
     }
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return path.to_path_buf();
     };
     let parent = resolve_real_hops(parent, hops);
     let joined = parent.join(name);
-    if hops < MAX_LINK_HOPS {
+    if entry && hops < MAX_LINK_HOPS {
         if let Ok(target) = std::fs::read_link(&joined) {
             let next = normalize(&parent.join(target));
             return resolve_real_hops(&next, hops + 1);

@@ -214,14 +214,15 @@ fn read_bootstrap_file(
 
 /// UTF-8 with U+FFFD for invalid sequences, plus a warning naming the file.
 pub fn decode_lossy(path: &Path, bytes: Vec<u8>, warnings: &mut Vec<String>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(error) => {
+    match crate::support::text::utf8(&bytes) {
+        // A copy is cheaper than the standard library's validation of non-ASCII text.
+        Some(text) => text.to_owned(),
+        None => {
             warnings.push(format!(
                 "{}: invalid UTF-8 replaced with U+FFFD",
                 path.display()
             ));
-            String::from_utf8_lossy(error.as_bytes()).into_owned()
+            String::from_utf8_lossy(&bytes).into_owned()
         }
     }
 }

@@ -640,7 +640,7 @@ async fn late_messages_of_an_ended_run_are_not_replayed_into_the_next() {
                     &DefaultHandler::default(),
                     &mut |event| {
                         if let TurnEvent::Notification { params, .. } = event {
-                            seen.push(params.clone());
+                            seen.push(params.parse::<Value>().expect("json"));
                         }
                     },
                     TurnLimits::default(),

@@ -232,7 +232,7 @@ fn handle_line(
     max_frame: usize,
 ) -> Option<Frame> {
     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-    let Ok(text) = std::str::from_utf8(raw) else {
+    let Some(text) = crate::support::text::utf8(raw) else {
         skip(stats, raw, "a line that is not UTF-8");
         return None;
     };

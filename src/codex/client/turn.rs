@@ -124,9 +124,10 @@ impl Default for TurnLimits {
 /// What a turn produced, as the observer sees it.
 #[derive(Debug)]
 pub enum TurnEvent<'a> {
+    /// A notification; `params` are Codex's bytes (parse them with `RawParams::parse`).
     Notification {
         method: &'a str,
-        params: &'a Value,
+        params: &'a crate::codex::protocol::wire::RawParams,
     },
     ServerRequest {
         request: &'a ServerRequest,

@@ -1,18 +1,22 @@
 //! Typed inbound messages: what Codex sends that clawbridge acts on, parsed once.
 //!
-//! A framed [`Incoming`] carries its params as raw JSON text. [`Inbound::from_incoming`] parses
-//! that text exactly once into a `serde_json::Value` (what observers and clients receive) and
-//! reads the typed facts from that value without re-parsing text: the thread and turn the message
-//! belongs to ([`Scope`]), and for the methods clawbridge acts on, a typed kind
-//! ([`NotificationKind`], [`RequestKind`]). Every other method is kept as it came, with
-//! `Other` as its kind, and logged by the consumer; nothing is dropped.
+//! A framed [`Incoming`] carries its params as raw JSON text. A notification (nearly every
+//! message of a turn: the deltas) keeps that text as it is, and is what observers and clients
+//! receive; [`Inbound::from_incoming`] reads the typed facts from it in one borrowing pass that
+//! allocates nothing for the fields it skips: the thread and turn the message belongs to
+//! ([`Scope`]) and, for the methods clawbridge acts on, a typed kind ([`NotificationKind`]). A
+//! server request (rare, and answered from its fields) is parsed once into a `Value`, and typed
+//! from that ([`RequestKind`]). Every other method is kept as it came, with `Other` as its kind,
+//! and logged by the consumer; nothing is dropped.
 //!
 //! Method names and shapes are Codex CLI 0.169.0's (docs/codex-wire.md).
+
+use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::wire::{Incoming, RequestId};
+use super::wire::{Incoming, RawParams, RequestId};
 
 /// The thread and turn a message names (`threadId`/`turnId`, or `thread.id`/`turn.id`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,6 +48,18 @@ pub enum TurnState {
     Interrupted,
     Failed,
     InProgress,
+}
+
+impl TurnState {
+    fn from_wire(text: &str) -> Option<TurnState> {
+        Some(match text {
+            "completed" => TurnState::Completed,
+            "interrupted" => TurnState::Interrupted,
+            "failed" => TurnState::Failed,
+            "inProgress" => TurnState::InProgress,
+            _ => return None,
+        })
+    }
 }
 
 /// The notifications clawbridge acts on.
@@ -125,11 +141,11 @@ pub struct DynamicToolCall {
     pub arguments: Value,
 }
 
-/// A notification: method, params (parsed once) and what it means to clawbridge.
+/// A notification: method, params (raw, as Codex sent them) and what it means to clawbridge.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notification {
     pub method: String,
-    pub params: Value,
+    pub params: RawParams,
     pub scope: Scope,
     pub kind: NotificationKind,
 }
@@ -158,7 +174,7 @@ impl Inbound {
     pub fn from_incoming(message: Incoming) -> Inbound {
         match message {
             Incoming::Notification { method, params } => {
-                Inbound::Notification(Notification::new(method.to_string(), parse(params.get())))
+                Inbound::Notification(Notification::from_raw(method.to_string(), params))
             }
             Incoming::Request { id, method, params } => {
                 Inbound::Request(Request::new(id, method.to_string(), parse(params.get())))
@@ -193,10 +209,115 @@ fn parse(text: &str) -> Value {
     })
 }
 
+/// The few fields of a notification's params clawbridge reads, borrowed from the text; every
+/// other field is skipped without being built.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Peek<'a> {
+    #[serde(borrow)]
+    thread_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    turn_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    thread: Option<PeekId<'a>>,
+    #[serde(borrow)]
+    turn: Option<PeekTurn<'a>>,
+    #[serde(borrow)]
+    item: Option<PeekItem<'a>>,
+    #[serde(borrow)]
+    error: Option<PeekError<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PeekId<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PeekTurn<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    error: Option<PeekError<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PeekItem<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PeekError<'a> {
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
 impl Notification {
+    /// Type a notification from its raw params. The fast path borrows the few fields it needs;
+    /// params of an unexpected shape (a `threadId` that is not a string, say) fall back to a full
+    /// parse with the same lenient reading, so the result never depends on the path.
+    pub fn from_raw(method: String, params: RawParams) -> Notification {
+        match serde_json::from_str::<Peek<'_>>(params.get()) {
+            Ok(peek) => {
+                let owned = |text: Option<Cow<'_, str>>| text.map(Cow::into_owned);
+                let turn = peek.turn.unwrap_or_default();
+                let scope = Scope {
+                    thread_id: owned(peek.thread_id)
+                        .or_else(|| owned(peek.thread.and_then(|thread| thread.id))),
+                    turn_id: owned(peek.turn_id).or_else(|| owned(turn.id)),
+                };
+                let kind = match method.as_str() {
+                    "turn/started" => NotificationKind::TurnStarted,
+                    "turn/completed" => NotificationKind::TurnCompleted {
+                        state: turn.status.as_deref().and_then(TurnState::from_wire),
+                        error: owned(turn.error.and_then(|error| error.message)),
+                    },
+                    "item/completed" => match peek.item {
+                        Some(PeekItem {
+                            kind: Some(kind),
+                            text: Some(text),
+                        }) if kind == "agentMessage" => NotificationKind::AgentMessage {
+                            text: text.into_owned(),
+                        },
+                        _ => NotificationKind::Other,
+                    },
+                    "error" => NotificationKind::Error {
+                        message: owned(peek.error.and_then(|error| error.message)),
+                    },
+                    _ => NotificationKind::Other,
+                };
+                Notification {
+                    method,
+                    params,
+                    scope,
+                    kind,
+                }
+            }
+            Err(_) => {
+                let value = parse(params.get());
+                Notification::from_value(method, params, &value)
+            }
+        }
+    }
+
     /// Type a notification whose params are already parsed.
     pub fn new(method: String, params: Value) -> Notification {
-        let scope = Scope::of(&params);
+        let raw = RawParams::from_value(&params);
+        Notification::from_value(method, raw, &params)
+    }
+
+    fn from_value(method: String, raw: RawParams, params: &Value) -> Notification {
+        let scope = Scope::of(params);
         let kind = match method.as_str() {
             "turn/started" => NotificationKind::TurnStarted,
             "turn/completed" => NotificationKind::TurnCompleted {
@@ -220,7 +341,7 @@ impl Notification {
         };
         Notification {
             method,
-            params,
+            params: raw,
             scope,
             kind,
         }
@@ -280,6 +401,74 @@ mod tests {
         let other = Notification::new("thread/tokenUsage/updated".into(), json!({"threadId": "t"}));
         assert_eq!(other.kind, NotificationKind::Other);
         assert_eq!(other.scope.thread_id.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn the_borrowing_pass_reads_what_a_full_parse_reads() {
+        let cases = [
+            (
+                "turn/started",
+                r#"{"threadId":"t","turn":{"id":"u","items":[]}}"#,
+            ),
+            (
+                "turn/completed",
+                r#"{"threadId":"t","turn":{"id":"u","status":"failed","error":{"message":"quota \"hit\""}}}"#,
+            ),
+            (
+                "turn/completed",
+                r#"{"threadId":"t","turn":{"id":"u","status":"someNewState","error":null}}"#,
+            ),
+            (
+                "item/completed",
+                r#"{"threadId":"t","turnId":"u","item":{"type":"agentMessage","id":"m","text":"h\u00e9"}}"#,
+            ),
+            (
+                "item/completed",
+                r#"{"threadId":"t","turnId":"u","item":{"type":"reasoning","text":"x"}}"#,
+            ),
+            (
+                "item/completed",
+                r#"{"threadId":"t","turnId":"u","item":{"type":"agentMessage","text":["not","text"]}}"#,
+            ),
+            (
+                "item/agentMessage/delta",
+                r#"{"threadId":"t","turnId":"u","itemId":"m","delta":"d"}"#,
+            ),
+            (
+                "error",
+                r#"{"threadId":"t","turnId":"u","error":{"message":"boom"},"willRetry":true}"#,
+            ),
+            // Shapes the borrowing pass does not take: the full parse decides.
+            ("thread/started", r#"{"thread":{"id":"t"},"threadId":7}"#),
+            ("thread/started", r#"{"thread":"t"}"#),
+            (
+                "item/agentMessage/delta",
+                r#"{"threadId":"t","threadId":"dup"}"#,
+            ),
+            ("weird", r#"[1,2]"#),
+            ("weird", r#"{}"#),
+        ];
+        for (method, text) in cases {
+            let raw = RawParams::from_value(&serde_json::from_str(text).expect("json"));
+            let value: Value = serde_json::from_str(text).expect("json");
+            let fast = Notification::from_raw(method.into(), raw.clone());
+            let full = Notification::from_value(method.into(), raw, &value);
+            assert_eq!(fast, full, "{method} {text}");
+        }
+        // The params are kept byte for byte, whatever their key order.
+        let text = r#"{"turnId":"u","threadId":"t"}"#;
+        let Ok(Incoming::Notification { method, params }) = crate::codex::protocol::wire::decode(
+            format!(r#"{{"method":"turn/started","params":{text}}}"#),
+        ) else {
+            panic!("a notification")
+        };
+        let Inbound::Notification(typed) =
+            Inbound::from_incoming(Incoming::Notification { method, params })
+        else {
+            panic!("a notification")
+        };
+        assert_eq!(typed.params.get(), text);
+        assert!(typed.scope.is_turn("t", "u"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! for them, so a long stream of deltas is never fully parsed by the transport.
 
 use serde::de::DeserializeOwned;
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -101,6 +102,44 @@ impl RawJson {
     }
 }
 
+/// The params of a request or notification, exactly as Codex sent them: validated once by the
+/// envelope decoder and never parsed again unless a consumer asks. Absent params read as `{}`.
+/// Serialized, they are written byte for byte.
+#[derive(Clone, Debug, Default)]
+pub struct RawParams(Option<Box<RawValue>>);
+
+impl RawParams {
+    /// The JSON text (`{}` when the message had no params).
+    pub fn get(&self) -> &str {
+        self.0.as_deref().map_or("{}", RawValue::get)
+    }
+
+    /// Parse them.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.get())
+    }
+
+    /// Params from a value (tests, and events built by clawbridge itself).
+    pub fn from_value(value: &serde_json::Value) -> Self {
+        RawParams(serde_json::value::to_raw_value(value).ok())
+    }
+}
+
+impl PartialEq for RawParams {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Serialize for RawParams {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Some(raw) => raw.serialize(serializer),
+            None => serializer.serialize_map(Some(0))?.end(),
+        }
+    }
+}
+
 /// A method name (borrowed from the frame when it needs no unescaping).
 #[derive(Clone, Debug)]
 pub struct Method(MethodText);
@@ -158,11 +197,11 @@ pub enum Incoming {
     Request {
         id: RequestId,
         method: Method,
-        params: RawJson,
+        params: RawParams,
     },
     Notification {
         method: Method,
-        params: RawJson,
+        params: RawParams,
     },
     Response {
         id: RequestId,
@@ -185,7 +224,7 @@ impl Incoming {
     pub fn params<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
         match self {
             Incoming::Request { params, .. } | Incoming::Notification { params, .. } => {
-                Some(params.parse())
+                Some(serde_json::from_str(params.get()))
             }
             Incoming::Response { .. } => None,
         }
@@ -199,8 +238,10 @@ struct Envelope<'a> {
     id: Option<RequestId>,
     #[serde(default, borrow)]
     method: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
+    /// Owned: a notification's params outlive the frame (the turn driver, the event log), and
+    /// serde copies the slice it has just validated, so nothing parses them twice.
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
     #[serde(default, borrow)]
     result: Option<&'a RawValue>,
     #[serde(default)]
@@ -242,11 +283,11 @@ fn decode_line(line: Line) -> Result<Incoming, DecodeError> {
         (Some(id), Some(method)) => Ok(Incoming::Request {
             id,
             method,
-            params: raw(envelope.params, "{}"),
+            params: RawParams(envelope.params),
         }),
         (None, Some(method)) => Ok(Incoming::Notification {
             method,
-            params: raw(envelope.params, "{}"),
+            params: RawParams(envelope.params),
         }),
         (Some(id), None) => {
             let result = match envelope.error {
