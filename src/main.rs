@@ -226,12 +226,16 @@ async fn run_command(
 
 fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
     use clawbridge::config::SandboxMode;
-    let binary = clawbridge::codex::client::process::find_codex_binary(
+    // Without a Codex CLI the service still answers params, context and prompt; runs fail with
+    // 4100 and the reason (how to install one).
+    let binary = match clawbridge::codex::client::process::find_codex_binary(
         args.codex_bin.as_deref(),
         std::env::var_os("CODEX_BIN"),
         std::env::var_os("PATH"),
-    )
-    .map_err(|message| Failure(anyhow::anyhow!(message), 3))?;
+    ) {
+        Ok(found) => clawbridge::server::CodexBinary::Found(found.path),
+        Err(reason) => clawbridge::server::CodexBinary::Missing(reason),
+    };
     let stub_script = match &args.stub_script {
         Some(path) => clawbridge::app::offline::StubScript::load(path)?,
         None => clawbridge::app::offline::StubScript::default(),
@@ -257,7 +261,7 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         max_connections: args.max_connections.max(1),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
         ..clawbridge::server::ServeConfig::new(
-            binary.path,
+            binary,
             args.workspace_roots,
             commands::state_dir(args.state_dir)?,
         )

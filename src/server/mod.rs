@@ -133,7 +133,9 @@ pub struct ServeConfig {
     pub max_sandbox: SandboxMode,
     /// Canonical workspace roots; run paths must lie under one of them.
     pub workspace_roots: Vec<PathBuf>,
-    pub codex_bin: PathBuf,
+    /// The Codex CLI runs use, or why there is none: `serve` starts without one (params, context
+    /// and prompt need no Codex); `bridge.runStart` then fails with 4100 and this reason.
+    pub codex_bin: CodexBinary,
     pub codex_home: Option<PathBuf>,
     pub state_dir: PathBuf,
     pub offline: bool,
@@ -156,6 +158,20 @@ pub struct ServeConfig {
     pub idle_timeout: Duration,
 }
 
+/// The Codex CLI a service pairs with, if one was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodexBinary {
+    Found(PathBuf),
+    /// None found: why, and how to install one (the message of `find_codex_binary`).
+    Missing(String),
+}
+
+impl From<PathBuf> for CodexBinary {
+    fn from(path: PathBuf) -> Self {
+        CodexBinary::Found(path)
+    }
+}
+
 /// Defaults of the bounds above (the CLI's flag defaults).
 pub const DEFAULT_MAX_FINISHED_RUNS: usize = 256;
 pub const DEFAULT_FINISHED_RUN_TTL: Duration = Duration::from_secs(600);
@@ -171,7 +187,12 @@ impl ServeConfig {
     /// The defaults of `clawbridge serve` (loopback `127.0.0.1:7077`, a generated token, the
     /// `workspace-write` ceiling, every bound at its default) for one Codex binary, roots and
     /// state dir; callers change fields with struct update syntax.
-    pub fn new(codex_bin: PathBuf, workspace_roots: Vec<PathBuf>, state_dir: PathBuf) -> Self {
+    pub fn new(
+        codex_bin: impl Into<CodexBinary>,
+        workspace_roots: Vec<PathBuf>,
+        state_dir: PathBuf,
+    ) -> Self {
+        let codex_bin = codex_bin.into();
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 7077)),
             token: None,
@@ -381,8 +402,14 @@ impl Bridge {
                 .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
                 .unwrap_or_else(|| PathBuf::from(".codex")),
         };
+        let binary = match &self.config.codex_bin {
+            CodexBinary::Found(path) => path.clone(),
+            CodexBinary::Missing(reason) => {
+                return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()))
+            }
+        };
         let spawn = SpawnOptions {
-            binary: self.config.codex_bin.clone(),
+            binary,
             codex_home,
             cwd: cwd.to_path_buf(),
             isolate_environment: self.config.offline,
@@ -719,6 +746,9 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
         .blocking(move |bridge| bridge.load_run(&params))
         .await?;
     crate::app::commands::require_codex(&run).map_err(library_error)?;
+    if let CodexBinary::Missing(reason) = &bridge.config.codex_bin {
+        return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
+    }
     let run_id = random_id("run");
     let session_key = run
         .session_key
@@ -1116,9 +1146,15 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             })
             .collect();
         Ok::<_, ErrorObjectOwned>(json!({
-            "codex": hub.as_ref().map(|hub| json!({"alive": hub.is_alive(), "version": hub.codex_version, "pid": hub.pid,
-                "activeThreads": hub.active_threads(), "loadedThreads": hub.loaded_threads(),
-                "pendingRequests": hub.pending_requests()})),
+            "codex": match (&bridge.config.codex_bin, hub.as_ref()) {
+                (CodexBinary::Missing(reason), _) => json!({"state": "missing", "error": reason}),
+                (CodexBinary::Found(_), None) => json!({"state": "notStarted"}),
+                (CodexBinary::Found(_), Some(hub)) => json!({
+                    "state": if hub.is_alive() { "running" } else { "exited" },
+                    "alive": hub.is_alive(), "version": hub.codex_version, "pid": hub.pid,
+                    "activeThreads": hub.active_threads(), "loadedThreads": hub.loaded_threads(),
+                    "pendingRequests": hub.pending_requests()}),
+            },
             "sessions": lock(&bridge.bindings).sessions.len(),
             "runs": runs,
             "pendingToolCalls": lock(&bridge.pending_tools).len(),
@@ -1150,7 +1186,13 @@ pub struct Running {
 impl Running {
     /// What serve says on stderr once it listens: where the token is, or that there is none.
     pub fn start_notice(&self) -> String {
-        match &self.token_file {
+        let codex = match &self.bridge.config.codex_bin {
+            CodexBinary::Found(_) => String::new(),
+            CodexBinary::Missing(reason) => format!(
+                "clawbridge serve: WARNING: no Codex CLI: bridge.params, bridge.context and bridge.prompt work; bridge.runStart fails with 4100 until one is installed ({reason})\n"
+            ),
+        };
+        let token = match &self.token_file {
             Some(file) => format!(
                 "clawbridge serve: {} bearer token in {} (clients send `Authorization: Bearer <token>`)\n",
                 if file.created { "generated a" } else { "using the" },
@@ -1160,7 +1202,8 @@ impl Running {
                 "clawbridge serve: WARNING: --no-auth: no token required\n".to_string()
             }
             None => String::new(),
-        }
+        };
+        token + &codex
     }
 
     /// Graceful shutdown: refuse new runs, interrupt the running turns and let their `turnEnd`

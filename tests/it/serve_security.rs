@@ -68,15 +68,32 @@ impl Serve {
     /// root `root` and a Codex binary) and wait for the bound address on stdout.
     pub fn start(root: &Path, state: &Path, args: &[&str]) -> Serve {
         let bin = installed_codex_bin().unwrap_or_else(|| PathBuf::from("/bin/true"));
+        let bin = bin.to_str().expect("a UTF-8 Codex path");
+        let mut all = vec!["--codex-bin", bin];
+        all.extend_from_slice(args);
+        Serve::spawn(clawbridge(), root, state, &all)
+    }
+
+    /// Start serve where no Codex CLI can be found: no `--codex-bin`, no `CODEX_BIN`, a `PATH`
+    /// without `codex`.
+    pub fn start_without_codex(root: &Path, state: &Path, empty_path: &Path) -> Serve {
         let mut command = clawbridge();
+        command.env_remove("CODEX_BIN").env("PATH", empty_path);
+        Serve::spawn(command, root, state, &[])
+    }
+
+    fn spawn(
+        mut command: std::process::Command,
+        root: &Path,
+        state: &Path,
+        args: &[&str],
+    ) -> Serve {
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--offline"])
             .arg("--workspace-root")
             .arg(root)
             .arg("--state-dir")
             .arg(state)
-            .arg("--codex-bin")
-            .arg(&bin)
             .args(args)
             .env_remove("CLAWBRIDGE_TOKEN")
             .stdin(Stdio::null())
@@ -874,4 +891,46 @@ fn a_second_serve_on_the_same_state_dir_is_refused_naming_the_first() {
         stderr.contains(&format!("pid {}", first.child.id())),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_starts_without_codex_and_says_how_to_get_one() {
+    let fixture = Fixture::new();
+    let empty = tempfile::tempdir().expect("empty PATH dir");
+    let serve = Serve::start_without_codex(&fixture.root, &fixture.state, empty.path());
+    assert!(
+        serve.stderr().contains("no Codex CLI") || {
+            // The notice may arrive a moment after the address.
+            std::thread::sleep(Duration::from_millis(300));
+            serve.stderr().contains("no Codex CLI")
+        },
+        "the start notice names the missing Codex: {}",
+        serve.stderr()
+    );
+    let client = serve.client().await;
+    // Everything that needs no Codex works.
+    for method in ["bridge.params", "bridge.context", "bridge.prompt"] {
+        let answer: Result<Value, _> = client
+            .request(method, rpc_params![fixture.document()])
+            .await;
+        assert!(answer.is_ok(), "{method}: {answer:?}");
+    }
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert_eq!(status["codex"]["state"], "missing", "{status}");
+    assert!(
+        status["codex"]["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("npm install -g @openai/codex@")),
+        "{status}"
+    );
+    // A run fails with 4100 and the way to install Codex.
+    let run: Result<Value, _> = client
+        .request("bridge.runStart", rpc_params![fixture.document()])
+        .await;
+    let text = error_text(run);
+    assert!(text.contains("4100"), "{text}");
+    assert!(text.contains("install-codex"), "{text}");
 }
