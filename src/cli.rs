@@ -103,6 +103,15 @@ pub enum Command {
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
     #[command(subcommand, alias = "prompt-snapshots")]
     Snapshots(SnapshotsCommand),
+    /// Print a machine-readable description (generated from the code; committed under docs/).
+    #[command(subcommand)]
+    Schema(SchemaCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SchemaCommand {
+    /// The JSON Schema of the run document (docs/run-document.schema.json).
+    RunDocument,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]

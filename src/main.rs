@@ -153,6 +153,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 check: args.check,
             })?)
         }
+        Command::Schema(SchemaCommand::RunDocument) => {
+            print_json(&clawbridge::config::run::run_document_schema())
+        }
         Command::Fixtures(FixturesCommand::Verify { root }) => {
             print_output(fixtures::fixtures_verify(&root))
         }

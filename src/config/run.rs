@@ -14,9 +14,13 @@ use crate::error::{Error, Result};
 use crate::support::fs::{normalize, ReadRefusal, Roots};
 
 /// The run document exactly as written.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunDocument {
+    /// The schema this document follows (editors read it; clawbridge ignores it), e.g. a path to
+    /// `docs/run-document.schema.json`.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     pub workspace: PathBuf,
     #[serde(default)]
     pub cwd: Option<PathBuf>,
@@ -46,6 +50,7 @@ pub struct RunDocument {
     pub thinking: Thinking,
     /// Tool specs; a string item is a path (relative to the document) to a JSON array of specs.
     #[serde(default)]
+    #[schemars(with = "Vec<ToolItem>")]
     pub tools: Vec<Value>,
     #[serde(default)]
     pub direct_tools: Vec<String>,
@@ -106,7 +111,9 @@ pub struct RunDocument {
 }
 
 /// Reasoning visibility (docs/system-prompt.md D13).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningLevel {
     #[default]
@@ -117,7 +124,7 @@ pub enum ReasoningLevel {
 
 /// Sandbox details (OpenClaw's `sandboxInfo`); any of them turns the Sandbox section on unless
 /// `enabled` is `false`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SandboxDetails {
     #[serde(default)]
@@ -138,7 +145,7 @@ pub struct SandboxDetails {
 }
 
 /// The sandbox's access to the agent workspace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkspaceAccess {
     None,
@@ -157,7 +164,7 @@ impl WorkspaceAccess {
 }
 
 /// Elevated exec in the sandbox.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ElevatedExec {
     #[serde(default)]
@@ -168,7 +175,7 @@ pub struct ElevatedExec {
 }
 
 /// Runtime facts for the Runtime line.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RuntimeFacts {
     /// OpenClaw's Node version (`v22.19.0`).
@@ -177,7 +184,7 @@ pub struct RuntimeFacts {
 }
 
 /// Codex service tier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ServiceTier {
     Fast,
@@ -194,7 +201,9 @@ impl ServiceTier {
 }
 
 /// How Codex authenticates to OpenAI (docs/codex-wire.md §4.6).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum OpenAiAuth {
     #[default]
@@ -203,7 +212,7 @@ pub enum OpenAiAuth {
 }
 
 /// Reaction guidance level of a channel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReactionLevel {
     Minimal,
@@ -211,7 +220,9 @@ pub enum ReactionLevel {
 }
 
 /// Which runtime executes the run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Harness {
     #[default]
@@ -220,7 +231,7 @@ pub enum Harness {
 }
 
 /// OpenClaw prompt mode (docs/system-prompt.md): full, minimal (subagents) or none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PromptMode {
     Full,
@@ -229,7 +240,9 @@ pub enum PromptMode {
 }
 
 /// Why the run happens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Trigger {
     #[default]
@@ -240,7 +253,7 @@ pub enum Trigger {
 }
 
 /// The conversation kind of the channel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChatType {
     Direct,
@@ -249,7 +262,7 @@ pub enum ChatType {
 }
 
 /// Who sent the message.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Sender {
     #[serde(default)]
@@ -261,7 +274,7 @@ pub struct Sender {
 }
 
 /// One line of recent chat history.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HistoryEntry {
     pub sender: String,
@@ -269,7 +282,7 @@ pub struct HistoryEntry {
 }
 
 /// The message the user replied to (quoted text), as the channel reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QuotedMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -279,7 +292,7 @@ pub struct QuotedMessage {
 
 /// The channel context of the run; every field optional. Everything here except `name` and
 /// `chatType` is the chat's own text and only ever reaches the model as escaped data.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Channel {
     #[serde(default)]
@@ -315,7 +328,9 @@ pub struct Channel {
 }
 
 /// How visible replies reach the source channel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum SourceReplyDelivery {
     #[default]
@@ -334,7 +349,9 @@ impl SourceReplyDelivery {
 }
 
 /// OpenClaw thinking level.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Thinking {
     Off,
@@ -360,7 +377,9 @@ impl Thinking {
 }
 
 /// Codex approval policy (the retired `on-failure` is refused).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalPolicy {
     Untrusted,
@@ -371,7 +390,19 @@ pub enum ApprovalPolicy {
 
 /// Codex sandbox mode, ordered from the least to the most access (the service's ceiling compares
 /// with this order).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Deserialize,
+    Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     ReadOnly,
@@ -391,7 +422,7 @@ impl SandboxMode {
 }
 
 /// One OpenClaw tool as offered to the run.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolSpec {
     pub name: String,
@@ -399,6 +430,29 @@ pub struct ToolSpec {
     pub description: String,
     #[serde(default = "empty_object_schema")]
     pub input_schema: Value,
+}
+
+/// One item of `tools` as the schema describes it: a spec, or a path to a JSON array of specs.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ToolItem {
+    /// A path (relative to the run document) to a JSON array of tool specs.
+    Path(String),
+    Spec(ToolSpec),
+}
+
+/// The JSON Schema (draft 2020-12) of the run document, generated from [`RunDocument`] itself so
+/// it cannot drift from what `Run::load` accepts (`clawbridge schema run-document`,
+/// `docs/run-document.schema.json`). Structure only: checks that need the file system or another
+/// field (paths inside the roots, `channel.name` an identifier) stay `Run::load`'s.
+pub fn run_document_schema() -> Value {
+    let mut schema = schemars::schema_for!(RunDocument).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("$id".into(), Value::from("urn:clawbridge:run-document"));
+        object.insert("title".into(), Value::from("clawbridge run document"));
+    }
+    schema
 }
 
 fn empty_object_schema() -> Value {

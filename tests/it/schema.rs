@@ -202,3 +202,71 @@ fn the_key_check_catches_a_misspelt_key() {
     known_keys(&schema, &schema, &instance, String::new(), &mut unknown);
     assert_eq!(unknown, vec![".input[0].text_elemnts"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The run document's own schema (docs/run-document.schema.json)
+// ---------------------------------------------------------------------------------------------
+
+fn run_document_schema() -> Value {
+    let (code, stdout, stderr) = run_cli(&["schema", "run-document"]);
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str(&stdout).expect("schema json")
+}
+
+#[test]
+fn the_committed_run_document_schema_is_the_generated_one() {
+    let committed = std::fs::read_to_string(repo_root().join("docs/run-document.schema.json"))
+        .expect("docs/run-document.schema.json");
+    let (_, generated, _) = run_cli(&["schema", "run-document"]);
+    assert_eq!(
+        committed, generated,
+        "docs/run-document.schema.json is stale: run `clawbridge schema run-document > docs/run-document.schema.json`"
+    );
+}
+
+#[test]
+fn every_fixture_run_document_validates_and_bad_ones_do_not() {
+    let schema = run_document_schema();
+    let validator = jsonschema::validator_for(&schema).expect("compile the run-document schema");
+    let runs = repo_root().join("fixtures/runs");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&runs).expect("fixtures/runs") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let document: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        let errors: Vec<String> = validator
+            .iter_errors(&document)
+            .map(|error| format!("{error} at {}", error.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} fixture run documents");
+    // What `Run::load` refuses for its structure, the schema refuses too.
+    let dir = tempfile::tempdir().expect("dir");
+    for bad in [
+        json!({"workspace": ".", "sesionKey": "typo"}),
+        json!({"workspace": ".", "sandbox": "everything"}),
+        json!({"workspace": ".", "channel": {"chatType": "broadcast"}}),
+        json!({"workspace": ".", "tools": [{"name": "t", "inputSchema": {}, "extra": 1}]}),
+        json!({"workspace": ".", "lightweight": "yes"}),
+        json!({"message": "no workspace"}),
+    ] {
+        assert!(!validator.is_valid(&bad), "the schema accepts {bad}");
+        let path = dir.path().join("run.json");
+        std::fs::write(&path, bad.to_string()).expect("write");
+        let (code, _, _) = run_cli(&["params", path.to_str().expect("utf-8")]);
+        assert_ne!(code, 0, "params accepts {bad}");
+    }
+    assert!(validator.is_valid(&json!({"workspace": ".", "tools": ["tools.json", {"name": "t"}]})));
+    // An editor's `$schema` key is part of the contract: valid, and ignored by clawbridge.
+    let with_schema = json!({"$schema": "../docs/run-document.schema.json", "workspace": "."});
+    assert!(validator.is_valid(&with_schema));
+    let path = dir.path().join("run.json");
+    std::fs::write(&path, with_schema.to_string()).expect("write");
+    let (code, _, stderr) = run_cli(&["params", path.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{stderr}");
+}
