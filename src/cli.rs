@@ -112,6 +112,8 @@ pub enum Command {
 pub enum SchemaCommand {
     /// The JSON Schema of the run document (docs/run-document.schema.json).
     RunDocument,
+    /// The OpenRPC document of the bridge API (docs/openrpc.json; `rpc.discover` serves it).
+    Openrpc,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]

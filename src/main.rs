@@ -156,6 +156,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Schema(SchemaCommand::RunDocument) => {
             print_json(&clawbridge::config::run::run_document_schema())
         }
+        Command::Schema(SchemaCommand::Openrpc) => print_json(&clawbridge::server::api::openrpc()),
         Command::Fixtures(FixturesCommand::Verify { root }) => {
             print_output(fixtures::fixtures_verify(&root))
         }

@@ -21,7 +21,7 @@ use crate::workspace::{
 pub const MEMORY_TOOLS: [&str; 2] = ["memory_search", "memory_get"];
 
 /// The surface a file landed on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Surface {
     /// Codex `thread/start|resume.developerInstructions`.
@@ -55,7 +55,7 @@ impl Surface {
 }
 
 /// One row of the `/context` view.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoutedFile {
     pub name: String,

@@ -11,7 +11,7 @@ use crate::translate::Translation;
 use crate::workspace::OmittedFile;
 
 /// The whole report (also the `--json` shape).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextReport {
     pub harness: Harness,
@@ -27,7 +27,7 @@ pub struct ContextReport {
     pub detail: Option<ContextDetail>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillsSummary {
     pub eligible: usize,
@@ -36,21 +36,21 @@ pub struct SkillsSummary {
     pub format: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsSummary {
     pub count: usize,
     pub schema_chars: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextDetail {
     pub skills: Vec<SkillDetail>,
     pub tools: Vec<ToolDetail>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillDetail {
     pub name: String,
@@ -60,7 +60,7 @@ pub struct SkillDetail {
     pub reason: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolDetail {
     pub name: String,

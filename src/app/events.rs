@@ -13,7 +13,7 @@ use crate::codex::client::session::{HandlerResult, TurnEvent, TurnOutcome, TurnS
 use crate::codex::protocol::wire::RawParams;
 
 /// One event of a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum RunEvent {
     /// The thread the run uses (service only).
@@ -72,7 +72,7 @@ pub enum RunEvent {
 }
 
 /// What `run --json` adds to its `turnEnd`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PairingFacts {
     pub codex_version: Option<String>,

@@ -21,7 +21,8 @@
 //!
 //! Methods: `bridge.params`, `bridge.context`, `bridge.prompt`, `bridge.runStart`,
 //! `bridge.subscribeRun` (notifications `bridge.runEvent`), `bridge.toolResult`,
-//! `bridge.approval`, `bridge.runInterrupt`, `bridge.status`.
+//! `bridge.approval`, `bridge.runInterrupt`, `bridge.status`, `rpc.discover` ([`api`] describes
+//! them all as OpenRPC, from the types the handlers parse and answer with).
 
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -53,6 +54,7 @@ use crate::skills::SkillCache;
 use crate::support::fs::Roots;
 use crate::translate::{translate, TranslateOptions};
 
+pub mod api;
 pub mod guard;
 pub mod idle;
 pub mod state;
@@ -732,7 +734,10 @@ fn logged_event(event: &TurnEvent<'_>) -> Option<RunEvent> {
     matches!(event, TurnEvent::Notification { .. }).then(|| RunEvent::from_turn_event(event))
 }
 
-async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObjectOwned> {
+async fn run_start(
+    bridge: Arc<Bridge>,
+    params: Value,
+) -> Result<api::RunStarted, ErrorObjectOwned> {
     if bridge
         .shutting_down
         .load(std::sync::atomic::Ordering::SeqCst)
@@ -940,7 +945,7 @@ async fn run_start(bridge: Arc<Bridge>, params: Value) -> Result<Value, ErrorObj
             }
         }
     });
-    Ok(json!({"runId": run_id, "threadId": thread_id}))
+    Ok(api::RunStarted { run_id, thread_id })
 }
 
 async fn subscribe_run(
@@ -1071,7 +1076,11 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
                     .map_err(library_error)
             })
             .await?;
-        Ok::<_, ErrorObjectOwned>(json!({"stablePrefix": prompt.stable_prefix, "dynamicSuffix": prompt.dynamic_suffix, "text": prompt.text()}))
+        Ok::<_, ErrorObjectOwned>(api::PromptAnswer {
+            text: prompt.text(),
+            stable_prefix: prompt.stable_prefix,
+            dynamic_suffix: prompt.dynamic_suffix,
+        })
     })?;
     module.register_async_method("bridge.runStart", |params, bridge, _| async move {
         let value = object_param(&params)?;
@@ -1094,7 +1103,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"))
         })?;
         let _ = pending.answer.send(answer);
-        Ok::<_, ErrorObjectOwned>(json!({"ok": true}))
+        Ok::<_, ErrorObjectOwned>(api::Acknowledged { ok: true })
     })?;
     module.register_async_method("bridge.approval", |params, bridge, _| async move {
         let value = object_param(&params)?;
@@ -1120,7 +1129,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
                 )
             })?;
         let _ = pending.send(approve);
-        Ok(json!({"ok": true}))
+        Ok(api::Acknowledged { ok: true })
     })?;
     module.register_async_method("bridge.runInterrupt", |params, bridge, _| async move {
         let value = object_param(&params)?;
@@ -1134,32 +1143,60 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .cloned()
             .ok_or_else(|| rpc_error(codes::NOT_FOUND, format!("no run {run_id}")))?;
         bridge.interrupt(&state).await?;
-        Ok::<_, ErrorObjectOwned>(json!({"ok": true}))
+        Ok::<_, ErrorObjectOwned>(api::Acknowledged { ok: true })
     })?;
+    module.register_method("rpc.discover", |_, _, _| api::openrpc())?;
     module.register_async_method("bridge.status", |_, bridge, _| async move {
         let hub = lock(&bridge.hub).clone();
-        let runs: Vec<Value> = lock(&bridge.runs)
+        let runs: Vec<api::RunSummary> = lock(&bridge.runs)
             .values()
             .map(|run| {
                 let (_, done) = *run.progress.borrow();
-                json!({"runId": run.run_id, "sessionKey": run.session_key, "threadId": *lock(&run.thread_id), "state": if done { "ended" } else { "running" }})
+                api::RunSummary {
+                    run_id: run.run_id.clone(),
+                    session_key: run.session_key.clone(),
+                    thread_id: lock(&run.thread_id).clone(),
+                    state: if done { "ended" } else { "running" }.to_string(),
+                }
             })
             .collect();
-        Ok::<_, ErrorObjectOwned>(json!({
-            "codex": match (&bridge.config.codex_bin, hub.as_ref()) {
-                (CodexBinary::Missing(reason), _) => json!({"state": "missing", "error": reason}),
-                (CodexBinary::Found(_), None) => json!({"state": "notStarted"}),
-                (CodexBinary::Found(_), Some(hub)) => json!({
-                    "state": if hub.is_alive() { "running" } else { "exited" },
-                    "alive": hub.is_alive(), "version": hub.codex_version, "pid": hub.pid,
-                    "activeThreads": hub.active_threads(), "loadedThreads": hub.loaded_threads(),
-                    "pendingRequests": hub.pending_requests()}),
+        let idle = |state, error| api::CodexStatus {
+            state,
+            error,
+            alive: None,
+            version: None,
+            pid: None,
+            active_threads: None,
+            loaded_threads: None,
+            pending_requests: None,
+        };
+        let codex = match (&bridge.config.codex_bin, hub.as_ref()) {
+            (CodexBinary::Missing(reason), _) => {
+                idle(api::CodexState::Missing, Some(reason.clone()))
+            }
+            (CodexBinary::Found(_), None) => idle(api::CodexState::NotStarted, None),
+            (CodexBinary::Found(_), Some(hub)) => api::CodexStatus {
+                state: if hub.is_alive() {
+                    api::CodexState::Running
+                } else {
+                    api::CodexState::Exited
+                },
+                error: None,
+                alive: Some(hub.is_alive()),
+                version: Some(hub.codex_version.clone()),
+                pid: Some(hub.pid),
+                active_threads: Some(hub.active_threads()),
+                loaded_threads: Some(hub.loaded_threads()),
+                pending_requests: Some(hub.pending_requests()),
             },
-            "sessions": lock(&bridge.bindings).sessions.len(),
-            "runs": runs,
-            "pendingToolCalls": lock(&bridge.pending_tools).len(),
-            "pendingApprovals": lock(&bridge.pending_approvals).len(),
-        }))
+        };
+        Ok::<_, ErrorObjectOwned>(api::Status {
+            codex,
+            sessions: lock(&bridge.bindings).sessions.len(),
+            runs,
+            pending_tool_calls: lock(&bridge.pending_tools).len(),
+            pending_approvals: lock(&bridge.pending_approvals).len(),
+        })
     })?;
     Ok(module)
 }

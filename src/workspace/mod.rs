@@ -84,7 +84,7 @@ impl BootstrapFile {
 }
 
 /// Why a candidate was left out before routing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct OmittedFile {
     pub name: String,
     pub reason: String,

@@ -270,3 +270,47 @@ fn every_fixture_run_document_validates_and_bad_ones_do_not() {
     let (code, _, stderr) = run_cli(&["params", path.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The bridge API's OpenRPC document (docs/openrpc.json)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_committed_openrpc_document_is_the_generated_one() {
+    let committed =
+        std::fs::read_to_string(repo_root().join("docs/openrpc.json")).expect("docs/openrpc.json");
+    let (code, generated, stderr) = run_cli(&["schema", "openrpc"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        committed, generated,
+        "docs/openrpc.json is stale: run `clawbridge schema openrpc > docs/openrpc.json`"
+    );
+}
+
+/// A validator for one schema of the OpenRPC document, its `#/components/schemas/...` references
+/// resolved against the document.
+pub fn openrpc_validator(document: &Value, schema: &Value) -> jsonschema::Validator {
+    let mut root = schema.clone();
+    if let Some(object) = root.as_object_mut() {
+        object.insert("components".into(), document["components"].clone());
+    } else {
+        root = json!({"allOf": [schema], "components": document["components"]});
+    }
+    jsonschema::validator_for(&root).expect("compile an OpenRPC schema")
+}
+
+pub fn assert_valid(document: &Value, schema: &Value, instance: &Value, what: &str) {
+    let validator = openrpc_validator(document, schema);
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|error| format!("{error} at {}", error.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {errors:#?}\n{instance}");
+}
+
+pub fn method_of<'a>(document: &'a Value, name: &str) -> &'a Value {
+    document["methods"]
+        .as_array()
+        .and_then(|methods| methods.iter().find(|method| method["name"] == name))
+        .unwrap_or_else(|| panic!("{name} is not in the OpenRPC document"))
+}

@@ -934,3 +934,103 @@ async fn serve_starts_without_codex_and_says_how_to_get_one() {
     assert!(text.contains("4100"), "{text}");
     assert!(text.contains("install-codex"), "{text}");
 }
+
+/// The live service answers as its OpenRPC document says: `rpc.discover` is the committed
+/// document, every method it lists exists, and the answers validate against their result schemas.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_answers_as_its_openrpc_document_describes() {
+    use crate::schema::{assert_valid, method_of};
+    let committed: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("docs/openrpc.json")).expect("openrpc"),
+    )
+    .expect("json");
+    let fixture = Fixture::new();
+    let empty = tempfile::tempdir().expect("empty PATH dir");
+    let serve = Serve::start_without_codex(&fixture.root, &fixture.state, empty.path());
+    let client = serve.client().await;
+    let discovered: Value = client
+        .request("rpc.discover", rpc_params![])
+        .await
+        .expect("rpc.discover");
+    assert_eq!(
+        discovered, committed,
+        "rpc.discover serves docs/openrpc.json"
+    );
+    for method in committed["methods"].as_array().expect("methods") {
+        let name = method["name"].as_str().expect("name");
+        let answer: Result<Value, _> = client.request(name, rpc_params![json!({})]).await;
+        if let Err(jsonrpsee::core::ClientError::Call(error)) = &answer {
+            assert_ne!(error.code(), -32601, "{name} is documented but not served");
+        }
+    }
+    let document = fixture.document();
+    for (name, params) in [
+        ("bridge.params", json!({"run": document})),
+        ("bridge.context", json!({"run": document, "detail": true})),
+        (
+            "bridge.prompt",
+            json!({"run": document, "mode": "minimal", "cacheBoundary": false}),
+        ),
+        ("bridge.status", json!({})),
+    ] {
+        let method = method_of(&committed, name);
+        for param in method["params"].as_array().expect("params") {
+            if let Some(value) = params.get(param["name"].as_str().expect("param name")) {
+                assert_valid(
+                    &committed,
+                    &param["schema"],
+                    value,
+                    &format!("{name} param"),
+                );
+            }
+        }
+        let answer: Value = client
+            .request(name, rpc_params![params])
+            .await
+            .unwrap_or_else(|error| panic!("{name}: {error}"));
+        assert_valid(&committed, &method["result"]["schema"], &answer, name);
+    }
+}
+
+/// With Codex: a run's answer and every event it streams validate against the document.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+async fn a_run_and_its_events_validate_against_the_openrpc_document() {
+    use crate::schema::{assert_valid, method_of};
+    let committed: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("docs/openrpc.json")).expect("openrpc"),
+    )
+    .expect("json");
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&[]);
+    let client = serve.client().await;
+    let started: Value = client
+        .request("bridge.runStart", rpc_params![fixture.document()])
+        .await
+        .expect("runStart");
+    let run_start = method_of(&committed, "bridge.runStart");
+    assert_valid(
+        &committed,
+        &run_start["result"]["schema"],
+        &started,
+        "runStart",
+    );
+    let run_id = started["runId"].as_str().expect("runId");
+    let events = events_until_end(&client, run_id).await;
+    let event_schema = &method_of(&committed, "bridge.subscribeRun")["x-notification"]["result"];
+    assert!(events.len() > 2, "{events:?}");
+    for event in &events {
+        assert_valid(&committed, event_schema, event, "bridge.runEvent");
+    }
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert_eq!(status["codex"]["state"], "running");
+    assert_valid(
+        &committed,
+        &method_of(&committed, "bridge.status")["result"]["schema"],
+        &status,
+        "status",
+    );
+}

@@ -139,7 +139,7 @@ pub enum TurnEvent<'a> {
 }
 
 /// How a turn ended. Its wire name (`completed`, `failed`, `interrupted`) is Codex's and ours.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TurnStatus {
     Completed,

@@ -41,7 +41,7 @@ pub const OPENCLAW_NAMESPACE_DESCRIPTION: &str =
     "OpenClaw tools for messaging, cron, sessions, media, gateway and nodes. Load one with tool_search before calling it.";
 
 /// `thread/start` params.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStartParams {
     pub model: String,
@@ -62,7 +62,7 @@ pub struct ThreadStartParams {
 }
 
 /// `thread/resume` params.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadResumeParams {
     pub thread_id: String,
@@ -82,7 +82,7 @@ pub struct ThreadResumeParams {
 }
 
 /// A dynamic tool as Codex takes it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum DynamicToolSpec {
     #[serde(rename_all = "camelCase")]
@@ -117,7 +117,7 @@ impl DynamicToolSpec {
 }
 
 /// One `turn/start` input item.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum UserInput {
     Text {
@@ -129,7 +129,7 @@ pub enum UserInput {
 }
 
 /// `turn/start.sandboxPolicy`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum SandboxPolicy {
     DangerFullAccess,
@@ -147,14 +147,14 @@ pub enum SandboxPolicy {
 }
 
 /// `turn/start.collaborationMode`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CollaborationMode {
     pub mode: &'static str,
     pub settings: CollaborationSettings,
 }
 
 /// Settings keys are snake_case on the wire.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CollaborationSettings {
     pub model: String,
     pub reasoning_effort: Option<&'static str>,
@@ -163,7 +163,7 @@ pub struct CollaborationSettings {
 }
 
 /// `turn/start` params.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStartParams {
     pub thread_id: String,
@@ -182,7 +182,7 @@ pub struct TurnStartParams {
 }
 
 /// Start a new thread, or resume a bound one.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ThreadParams {
     ThreadStart(ThreadStartParams),
@@ -190,7 +190,7 @@ pub enum ThreadParams {
 }
 
 /// Everything `clawbridge params` prints.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CodexParams {
     #[serde(flatten)]

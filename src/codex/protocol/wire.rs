@@ -131,6 +131,19 @@ impl PartialEq for RawParams {
     }
 }
 
+impl schemars::JsonSchema for RawParams {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NotificationParams".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A Codex notification's params, exactly as Codex sent them (Codex's own schema: `codex app-server generate-json-schema`).",
+            "type": "object"
+        })
+    }
+}
+
 impl Serialize for RawParams {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match &self.0 {
