@@ -103,9 +103,34 @@ pub enum Command {
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
     #[command(subcommand, alias = "prompt-snapshots")]
     Snapshots(SnapshotsCommand),
+    /// Check what this machine has and lacks for clawbridge, with a fix for each problem (exit 1
+    /// when something is wrong).
+    Doctor(DoctorArgs),
     /// Print a machine-readable description (generated from the code; committed under docs/).
     #[command(subcommand)]
     Schema(SchemaCommand),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    /// Print the findings as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The Codex CLI to check (else CODEX_BIN, else `codex` on PATH).
+    #[arg(long)]
+    pub codex_bin: Option<PathBuf>,
+    /// The CODEX_HOME to check (else $CODEX_HOME, else ~/.codex).
+    #[arg(long)]
+    pub codex_home: Option<PathBuf>,
+    /// The state dir to check (else the platform default).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// The address serve would listen on.
+    #[arg(long)]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Workspace roots serve would be given.
+    #[arg(long = "workspace-root")]
+    pub workspace_roots: Vec<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -153,6 +153,27 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 check: args.check,
             })?)
         }
+        Command::Doctor(args) => {
+            use clawbridge::app::doctor;
+            let findings = doctor::doctor(&doctor::DoctorSettings {
+                codex_bin: args.codex_bin,
+                codex_home: args.codex_home,
+                state_dir: args.state_dir,
+                listen: args.listen,
+                workspace_roots: args.workspace_roots,
+            });
+            let failed = findings.iter().any(|f| f.level == doctor::Level::Fail);
+            if args.json {
+                print_json(&findings)?;
+            } else {
+                print_stdout(&doctor::render(&findings))?;
+            }
+            Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Schema(SchemaCommand::RunDocument) => {
             print_json(&clawbridge::config::run::run_document_schema())
         }

@@ -14,6 +14,7 @@
 pub mod capture;
 pub mod commands;
 pub mod context;
+pub mod doctor;
 pub mod events;
 pub mod fixtures;
 pub mod offline;

@@ -43,10 +43,21 @@ pub fn run_shell_bounded(
     timeout: Duration,
     max_stdout: usize,
 ) -> Result<BoundedOutput, ChildError> {
+    let mut shell = Command::new("sh");
+    shell.arg("-c").arg(command);
+    run_bounded(shell, input, timeout, max_stdout)
+}
+
+/// Run `command` with `input` on stdin, at most `max_stdout` bytes of stdout, within `timeout` in
+/// all (the child is killed past either).
+pub fn run_bounded(
+    mut command: Command,
+    input: &[u8],
+    timeout: Duration,
+    max_stdout: usize,
+) -> Result<BoundedOutput, ChildError> {
     let deadline = Instant::now() + timeout;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

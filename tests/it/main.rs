@@ -2,6 +2,7 @@
 
 mod catalog;
 mod cli;
+mod doctor;
 mod e2e;
 mod layers;
 mod peer;

@@ -11,3 +11,7 @@ pub mod wire;
 
 /// The Codex CLI version clawbridge is measured against.
 pub const PINNED_CODEX_VERSION: &str = "0.169.0";
+
+/// The newest Codex CLI version the end-to-end suite and the schema check run against
+/// (`CODEX_VERSION=0.171.0 scripts/test-codex`). Supported: `PINNED_CODEX_VERSION` up to this.
+pub const NEWEST_TESTED_CODEX_VERSION: &str = "0.171.0";

@@ -1,0 +1,418 @@
+//! `clawbridge doctor`: what a machine has and lacks for clawbridge, each finding with how to fix
+//! it, as OpenClaw's `openclaw doctor` does for its side.
+//!
+//! Read-only and bounded: it never reads a secret's content beyond its format (the token's length
+//! and characters; of Codex's `auth.json` only whether it exists and who may read it), runs
+//! `codex --version` under a timeout with capped output, and binds the port only to see whether
+//! it is free.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::codex::client::process::find_codex_binary;
+use crate::codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
+
+/// How a check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    /// Works, but worth knowing (e.g. a Codex newer than the tested range).
+    Warn,
+    /// Something clawbridge needs is wrong; `doctor` exits 1.
+    Fail,
+}
+
+/// One finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    pub check: &'static str,
+    pub level: Level,
+    pub detail: String,
+    /// What to do about it (empty when nothing needs doing).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub fix: String,
+}
+
+/// What to check.
+#[derive(Clone, Debug, Default)]
+pub struct DoctorSettings {
+    pub codex_bin: Option<PathBuf>,
+    pub codex_home: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub listen: Option<std::net::SocketAddr>,
+    pub workspace_roots: Vec<PathBuf>,
+}
+
+fn finding(check: &'static str, level: Level, detail: String, fix: &str) -> Finding {
+    Finding {
+        check,
+        level,
+        detail,
+        fix: fix.to_string(),
+    }
+}
+
+/// Every check, in order: Codex binary and version, `CODEX_HOME`, state dir, token, port,
+/// workspace roots.
+pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
+    let mut findings = vec![codex_binary(settings)];
+    findings.push(codex_home(settings));
+    let state_dir = settings
+        .state_dir
+        .clone()
+        .or_else(crate::app::state::WarningLedger::default_state_dir);
+    findings.extend(state(state_dir.as_deref()));
+    findings.push(port(settings.listen));
+    findings.extend(roots(&settings.workspace_roots));
+    findings
+}
+
+fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+    let core = text.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|part| part.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
+}
+
+/// `codex-cli 0.169.0` -> `0.169.0`.
+fn version_of(output: &str) -> Option<String> {
+    output
+        .split_whitespace()
+        .find(|word| parse_version(word).is_some())
+        .map(str::to_string)
+}
+
+fn codex_binary(settings: &DoctorSettings) -> Finding {
+    let found = match find_codex_binary(
+        settings.codex_bin.as_deref(),
+        std::env::var_os("CODEX_BIN"),
+        std::env::var_os("PATH"),
+    ) {
+        Ok(found) => found,
+        Err(reason) => {
+            return finding(
+                "codex",
+                Level::Fail,
+                reason,
+                &format!("npm install -g @openai/codex@{PINNED_CODEX_VERSION} (or scripts/install-codex in a checkout), then pass --codex-bin or put `codex` on PATH; `serve` still answers params, context and prompt without it"),
+            )
+        }
+    };
+    let mut command = std::process::Command::new(&found.path);
+    command.arg("--version");
+    let output =
+        crate::support::process::run_bounded(command, b"", Duration::from_secs(10), 64 * 1024);
+    let shown = format!("{} (via {})", found.path.display(), found.via);
+    let version = match output {
+        Ok(output) if output.status.success() => {
+            version_of(&String::from_utf8_lossy(&output.stdout))
+        }
+        Ok(output) => {
+            return finding(
+                "codex",
+                Level::Fail,
+                format!(
+                    "{shown}: `--version` exited with {}: {}",
+                    output.status,
+                    output.stderr_tail.trim()
+                ),
+                "reinstall the Codex CLI",
+            )
+        }
+        Err(error) => {
+            return finding(
+                "codex",
+                Level::Fail,
+                format!("{shown}: `--version` {error}"),
+                "check that the file is the Codex CLI and runs on this machine",
+            )
+        }
+    };
+    let Some(version) = version else {
+        return finding(
+            "codex",
+            Level::Warn,
+            format!("{shown}: `--version` printed no version"),
+            "check that the file is the Codex CLI",
+        );
+    };
+    let range = format!("{PINNED_CODEX_VERSION} to {NEWEST_TESTED_CODEX_VERSION}");
+    match parse_version(&version) {
+        Some(found) if Some(found) < parse_version(PINNED_CODEX_VERSION) => finding(
+            "codex",
+            Level::Fail,
+            format!("{shown}: Codex {version} is older than the supported {range}"),
+            &format!("npm install -g @openai/codex@{PINNED_CODEX_VERSION}"),
+        ),
+        Some(found) if Some(found) > parse_version(NEWEST_TESTED_CODEX_VERSION) => finding(
+            "codex",
+            Level::Warn,
+            format!("{shown}: Codex {version} is newer than the tested {range}; it will likely work (the app-server warns too)"),
+            &format!("CODEX_VERSION={version} scripts/test-codex checks it in a checkout"),
+        ),
+        _ => finding("codex", Level::Ok, format!("{shown}: Codex {version} (supported: {range})"), ""),
+    }
+}
+
+fn codex_home(settings: &DoctorSettings) -> Finding {
+    let (home, via) = match (
+        &settings.codex_home,
+        std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()),
+    ) {
+        (Some(home), _) => (home.clone(), "--codex-home"),
+        (None, Some(home)) => (PathBuf::from(home), "CODEX_HOME"),
+        (None, None) => match dirs::home_dir() {
+            Some(home) => (home.join(".codex"), "default"),
+            None => {
+                return finding(
+                    "codex-home",
+                    Level::Warn,
+                    "no home directory to look in".into(),
+                    "set CODEX_HOME",
+                )
+            }
+        },
+    };
+    let shown = format!("{} ({via})", home.display());
+    if !home.is_dir() {
+        return finding(
+            "codex-home",
+            Level::Warn,
+            format!("{shown}: no such folder; Codex has never run here"),
+            "run `codex login` for real runs; `--offline` runs need no account",
+        );
+    }
+    // Only whether a login is stored, never what it holds.
+    let auth = home.join("auth.json");
+    match std::fs::symlink_metadata(&auth) {
+        Ok(metadata) => {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = metadata.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                finding(
+                    "codex-home",
+                    Level::Warn,
+                    format!(
+                        "{shown}: logged in, but auth.json is readable by others (mode {mode:o})"
+                    ),
+                    &format!("chmod 600 {}", auth.display()),
+                )
+            } else {
+                finding(
+                    "codex-home",
+                    Level::Ok,
+                    format!("{shown}: looks logged in (auth.json present)"),
+                    "",
+                )
+            }
+        }
+        Err(_) => finding(
+            "codex-home",
+            Level::Warn,
+            format!("{shown}: not logged in (no auth.json)"),
+            "run `codex login` (or set an API key) for real runs; `--offline` runs need no account",
+        ),
+    }
+}
+
+fn state(state_dir: Option<&Path>) -> Vec<Finding> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(dir) = state_dir else {
+        return vec![finding(
+            "state-dir",
+            Level::Fail,
+            "no platform state directory".into(),
+            "pass --state-dir",
+        )];
+    };
+    let mut findings = Vec::new();
+    match std::fs::metadata(dir) {
+        Ok(metadata) if metadata.is_dir() => {
+            let mode = metadata.permissions().mode() & 0o777;
+            findings.push(if mode & 0o077 != 0 {
+                finding(
+                    "state-dir",
+                    Level::Warn,
+                    format!(
+                        "{}: readable by others (mode {mode:o}); it holds the serve token",
+                        dir.display()
+                    ),
+                    &format!("chmod 700 {}", dir.display()),
+                )
+            } else {
+                finding(
+                    "state-dir",
+                    Level::Ok,
+                    format!("{} (mode {mode:o})", dir.display()),
+                    "",
+                )
+            });
+        }
+        Ok(_) => {
+            return vec![finding(
+                "state-dir",
+                Level::Fail,
+                format!("{}: not a folder", dir.display()),
+                "remove it or pass another --state-dir",
+            )]
+        }
+        Err(_) => {
+            return vec![finding(
+                "state-dir",
+                Level::Ok,
+                format!(
+                    "{}: not created yet (serve creates it, private)",
+                    dir.display()
+                ),
+                "",
+            )]
+        }
+    }
+    let token = crate::server::token::token_path(dir);
+    findings.push(match std::fs::symlink_metadata(&token) {
+        Err(_) => finding(
+            "token",
+            Level::Ok,
+            format!("{}: none yet (serve generates one)", token.display()),
+            "",
+        ),
+        Ok(metadata) if !metadata.is_file() => finding(
+            "token",
+            Level::Fail,
+            format!("{}: not a regular file", token.display()),
+            &format!("remove {} (serve writes a new one)", token.display()),
+        ),
+        Ok(metadata) => {
+            let mode = metadata.permissions().mode() & 0o777;
+            let text = crate::support::fs::read_capped(&token, 4096, &|_| true)
+                .ok()
+                .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string());
+            match text {
+                None => finding(
+                    "token",
+                    Level::Fail,
+                    format!("{}: unreadable or too large", token.display()),
+                    "remove it (serve writes a new one)",
+                ),
+                Some(text) if crate::server::token::validate(&text, "token").is_err() => finding(
+                    "token",
+                    Level::Fail,
+                    format!(
+                        "{}: not a usable token (16+ visible ASCII characters)",
+                        token.display()
+                    ),
+                    &format!("remove {} (serve writes a new one)", token.display()),
+                ),
+                Some(_) if mode & 0o077 != 0 => finding(
+                    "token",
+                    Level::Fail,
+                    format!("{}: readable by others (mode {mode:o})", token.display()),
+                    &format!("chmod 600 {}", token.display()),
+                ),
+                Some(_) => finding(
+                    "token",
+                    Level::Ok,
+                    format!("{} (mode {mode:o})", token.display()),
+                    "",
+                ),
+            }
+        }
+    });
+    findings
+}
+
+fn port(listen: Option<std::net::SocketAddr>) -> Finding {
+    let addr = listen.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 7077)));
+    match std::net::TcpListener::bind(addr) {
+        Ok(_) => finding("port", Level::Ok, format!("{addr} is free"), ""),
+        Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+            let answering =
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
+            finding(
+                "port",
+                Level::Warn,
+                format!("{addr} is in use{}", if answering { " (something answers there: a running serve?)" } else { "" }),
+                "stop what listens there, or pass --listen with another port (127.0.0.1:0 picks a free one)",
+            )
+        }
+        Err(error) => finding(
+            "port",
+            Level::Fail,
+            format!("{addr}: {error}"),
+            "pass --listen with an address this machine has",
+        ),
+    }
+}
+
+fn roots(roots: &[PathBuf]) -> Vec<Finding> {
+    if roots.is_empty() {
+        return vec![finding(
+            "workspace-roots",
+            Level::Ok,
+            "none given (serve needs --workspace-root; pass them here to check them)".into(),
+            "",
+        )];
+    }
+    roots
+        .iter()
+        .map(|root| match std::fs::read_dir(root) {
+            Ok(_) => {
+                let real = crate::support::fs::resolve_real(root);
+                finding(
+                    "workspace-roots",
+                    Level::Ok,
+                    format!("{} (real path {})", root.display(), real.display()),
+                    "",
+                )
+            }
+            Err(error) => finding(
+                "workspace-roots",
+                Level::Fail,
+                format!("{}: {error}", root.display()),
+                "create the folder or fix --workspace-root",
+            ),
+        })
+        .collect()
+}
+
+/// The human report: one line per finding, with its fix.
+pub fn render(findings: &[Finding]) -> String {
+    let mut out = String::new();
+    for item in findings {
+        let mark = match item.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        out.push_str(&format!("{mark}  {:<16} {}\n", item.check, item.detail));
+        if !item.fix.is_empty() {
+            out.push_str(&format!("      {:<16} fix: {}\n", "", item.fix));
+        }
+    }
+    let failed = findings.iter().filter(|f| f.level == Level::Fail).count();
+    out.push_str(&match failed {
+        0 => "nothing is wrong\n".to_string(),
+        n => format!("{n} problem(s) to fix\n"),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_from_codex_output() {
+        assert_eq!(
+            version_of("codex-cli 0.169.0\n").as_deref(),
+            Some("0.169.0")
+        );
+        assert_eq!(
+            version_of("codex-cli 0.171.0-alpha.2").as_deref(),
+            Some("0.171.0-alpha.2")
+        );
+        assert_eq!(version_of("no version here"), None);
+    }
+}

@@ -1,0 +1,153 @@
+//! `clawbridge doctor`: each check finds what is wrong on a machine, says how to fix it, and the
+//! exit code says whether anything is wrong.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn fake_codex(dir: &Path, version: &str) -> std::path::PathBuf {
+    let path = dir.join("codex");
+    std::fs::write(&path, format!("#!/bin/sh\necho 'codex-cli {version}'\n")).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn doctor(args: &[&str], path_var: &Path) -> (i32, Vec<Value>) {
+    let output = clawbridge()
+        .arg("doctor")
+        .arg("--json")
+        .args(args)
+        .env_remove("CODEX_BIN")
+        .env_remove("CODEX_HOME")
+        .env("PATH", path_var)
+        .output()
+        .expect("run doctor");
+    let findings: Vec<Value> = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(&output.stdout)));
+    (output.status.code().unwrap_or(-1), findings)
+}
+
+fn level<'a>(findings: &'a [Value], check: &str) -> (&'a str, &'a Value) {
+    let found = findings
+        .iter()
+        .find(|finding| finding["check"] == check)
+        .unwrap_or_else(|| panic!("no {check} finding: {findings:?}"));
+    (found["level"].as_str().expect("level"), found)
+}
+
+#[test]
+fn a_fresh_machine_is_told_what_is_missing_and_how_to_fix_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let empty_path = dir.path().join("bin");
+    std::fs::create_dir(&empty_path).expect("bin");
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).expect("state");
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::write(state.join("token"), "0123456789abcdef0123456789abcdef\n").expect("token");
+    std::fs::set_permissions(state.join("token"), std::fs::Permissions::from_mode(0o644))
+        .expect("chmod");
+    let home = dir.path().join("codex-home");
+    let (code, findings) = doctor(
+        &[
+            "--state-dir",
+            state.to_str().expect("utf-8"),
+            "--codex-home",
+            home.to_str().expect("utf-8"),
+            "--workspace-root",
+            dir.path().join("missing-root").to_str().expect("utf-8"),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &empty_path,
+    );
+    assert_eq!(code, 1, "{findings:#?}");
+    let (codex, found) = level(&findings, "codex");
+    assert_eq!(codex, "fail");
+    assert!(found["fix"]
+        .as_str()
+        .expect("fix")
+        .contains("npm install -g @openai/codex@0.169.0"));
+    assert_eq!(level(&findings, "codex-home").0, "warn");
+    assert_eq!(
+        level(&findings, "state-dir").0,
+        "warn",
+        "a group-readable state dir"
+    );
+    let (token, found) = level(&findings, "token");
+    assert_eq!(token, "fail", "a world-readable token");
+    assert!(found["fix"].as_str().expect("fix").starts_with("chmod 600"));
+    assert!(
+        !found.to_string().contains("0123456789abcdef"),
+        "the token never appears in the report"
+    );
+    assert_eq!(level(&findings, "workspace-roots").0, "fail");
+    assert_eq!(level(&findings, "port").0, "ok");
+}
+
+#[test]
+fn a_ready_machine_passes_and_versions_outside_the_range_are_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).expect("state");
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::write(state.join("token"), "0123456789abcdef0123456789abcdef\n").expect("token");
+    std::fs::set_permissions(state.join("token"), std::fs::Permissions::from_mode(0o600))
+        .expect("chmod");
+    let home = dir.path().join("codex-home");
+    std::fs::create_dir(&home).expect("home");
+    std::fs::write(home.join("auth.json"), "{}").expect("auth");
+    std::fs::set_permissions(
+        home.join("auth.json"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    let common = |codex: &Path| {
+        vec![
+            "--codex-bin".to_string(),
+            codex.display().to_string(),
+            "--state-dir".into(),
+            state.display().to_string(),
+            "--codex-home".into(),
+            home.display().to_string(),
+            "--workspace-root".into(),
+            dir.path().display().to_string(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+        ]
+    };
+    let run = |version: &str| {
+        let codex = fake_codex(&bin, version);
+        let args = common(&codex);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        doctor(&args, &bin)
+    };
+    let (code, findings) = run("0.169.0");
+    assert_eq!(code, 0, "{findings:#?}");
+    assert!(
+        findings.iter().all(|finding| finding["level"] == "ok"),
+        "{findings:#?}"
+    );
+    let (code, findings) = run("0.180.0");
+    assert_eq!(code, 0, "newer is a warning: {findings:#?}");
+    assert_eq!(level(&findings, "codex").0, "warn");
+    let (code, findings) = run("0.150.0");
+    assert_eq!(code, 1, "older is a failure: {findings:#?}");
+    assert_eq!(level(&findings, "codex").0, "fail");
+    // A port something listens on is named.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let codex = fake_codex(&bin, "0.169.0");
+    let mut args = common(&codex);
+    args.truncate(args.len() - 2);
+    args.extend(["--listen".to_string(), addr.clone()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, findings) = doctor(&args, &bin);
+    let (port, found) = level(&findings, "port");
+    assert_eq!(port, "warn");
+    assert!(found["detail"].as_str().expect("detail").contains(&addr));
+}
