@@ -108,6 +108,16 @@ fn input_texts(request: &Value) -> String {
 #[tokio::test]
 async fn handshake_two_turns_and_resume_in_a_new_process() {
     let bin = codex_bin();
+    // The version of the binary under test (the pin, or another via scripts/test-codex).
+    let version = std::process::Command::new(&bin)
+        .arg("--version")
+        .output()
+        .expect("codex --version");
+    let version = String::from_utf8_lossy(&version.stdout)
+        .split_whitespace()
+        .last()
+        .expect("a version")
+        .to_string();
     let env = offline(
         vec![
             StubStep::Text("first".into()),
@@ -122,7 +132,7 @@ async fn handshake_two_turns_and_resume_in_a_new_process() {
         .expect("translate")
         .codex_params(&run);
     let mut session = env.session(&run).await;
-    assert_eq!(session.codex_version.as_deref(), Some("0.169.0"));
+    assert_eq!(session.codex_version.as_deref(), Some(version.as_str()));
     let thread_id = session
         .open_thread(&params.thread)
         .await

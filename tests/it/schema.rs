@@ -8,28 +8,75 @@ use serde_json::{json, Map, Value};
 
 use crate::util::*;
 
-fn load_schema(name: &str) -> Value {
-    let path = repo_root()
-        .join("fixtures/codex-schema/0.169.0/v2")
-        .join(name);
+/// The schema folders params are checked against: every vendored Codex version
+/// (`fixtures/codex-schema/<version>`, written by `scripts/regen-codex-schema`) and, when
+/// `CLAWBRIDGE_CODEX_SCHEMA_DIR` is set, a schema generated from the Codex binary under test
+/// (`scripts/test-codex` sets it).
+fn schema_dirs() -> Vec<(String, std::path::PathBuf)> {
+    let mut dirs: Vec<(String, std::path::PathBuf)> =
+        std::fs::read_dir(repo_root().join("fixtures/codex-schema"))
+            .expect("fixtures/codex-schema")
+            .map(|entry| entry.expect("entry").path())
+            .filter(|path| path.join("v2").is_dir())
+            .map(|path| {
+                let name = path
+                    .file_name()
+                    .expect("name")
+                    .to_string_lossy()
+                    .into_owned();
+                (name, path)
+            })
+            .collect();
+    dirs.sort();
+    if let Some(generated) = std::env::var_os("CLAWBRIDGE_CODEX_SCHEMA_DIR") {
+        dirs.push(("generated".into(), generated.into()));
+    }
+    assert!(
+        dirs.iter()
+            .any(|(name, _)| name == clawbridge::codex::protocol::PINNED_CODEX_VERSION)
+            && dirs.iter().any(|(name, _)| {
+                name == clawbridge::codex::protocol::NEWEST_TESTED_CODEX_VERSION
+            }),
+        "the pinned and the newest tested Codex versions are vendored: {dirs:?}"
+    );
+    dirs
+}
+
+fn load_schema_from(dir: &Path, name: &str) -> Value {
+    let path = dir.join("v2").join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("schema json")
 }
 
+fn load_schema(name: &str) -> Value {
+    load_schema_from(
+        &repo_root()
+            .join("fixtures/codex-schema")
+            .join(clawbridge::codex::protocol::PINNED_CODEX_VERSION),
+        name,
+    )
+}
+
+/// Valid against every Codex version's schema, and no key a version does not know.
 fn validate(schema_name: &str, instance: &Value) {
-    let schema = load_schema(schema_name);
-    let validator = jsonschema::validator_for(&schema).expect("compile schema");
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|error| format!("{} at {}", error, error.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{schema_name}: {errors:#?}");
-    let mut unknown = Vec::new();
-    known_keys(&schema, &schema, instance, String::new(), &mut unknown);
-    assert!(
-        unknown.is_empty(),
-        "{schema_name}: keys the schema does not know: {unknown:?}"
-    );
+    for (version, dir) in schema_dirs() {
+        let schema = load_schema_from(&dir, schema_name);
+        let validator = jsonschema::validator_for(&schema).expect("compile schema");
+        let errors: Vec<String> = validator
+            .iter_errors(instance)
+            .map(|error| format!("{} at {}", error, error.instance_path))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "Codex {version} {schema_name}: {errors:#?}"
+        );
+        let mut unknown = Vec::new();
+        known_keys(&schema, &schema, instance, String::new(), &mut unknown);
+        assert!(
+            unknown.is_empty(),
+            "Codex {version} {schema_name}: keys the schema does not know: {unknown:?}"
+        );
+    }
 }
 
 fn resolve<'a>(root: &'a Value, node: &'a Value) -> &'a Value {

@@ -23,7 +23,7 @@ pub use super::turn::{
 };
 use crate::codex::protocol::inbound::Inbound;
 use crate::codex::protocol::params::{ThreadParams, TurnStartParams};
-use crate::codex::protocol::PINNED_CODEX_VERSION;
+use crate::codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
 
 /// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling).
 pub const MIN_CODEX_VERSION: (u64, u64, u64) = (0, 169, 0);
@@ -160,8 +160,8 @@ impl CodexSession {
                     floor,
                 })
             }
-            Some(found) if Some(found) > parse_semver(PINNED_CODEX_VERSION) => tracing::warn!(
-                "codex app-server {} is newer than the tested {PINNED_CODEX_VERSION}",
+            Some(found) if Some(found) > parse_semver(NEWEST_TESTED_CODEX_VERSION) => tracing::warn!(
+                "codex app-server {} is newer than the tested {PINNED_CODEX_VERSION} to {NEWEST_TESTED_CODEX_VERSION}",
                 self.codex_version.as_deref().unwrap_or_default()
             ),
             Some(_) => {}
