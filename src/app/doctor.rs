@@ -270,7 +270,7 @@ fn state(state_dir: Option<&Path>) -> Vec<Finding> {
             )]
         }
     }
-    let token = crate::server::token::token_path(dir);
+    let token = crate::app::state::token_path(dir);
     findings.push(match std::fs::symlink_metadata(&token) {
         Err(_) => finding(
             "token",
@@ -296,7 +296,7 @@ fn state(state_dir: Option<&Path>) -> Vec<Finding> {
                     format!("{}: unreadable or too large", token.display()),
                     "remove it (serve writes a new one)",
                 ),
-                Some(text) if crate::server::token::validate(&text, "token").is_err() => finding(
+                Some(text) if crate::app::state::token_problem(&text).is_some() => finding(
                     "token",
                     Level::Fail,
                     format!(

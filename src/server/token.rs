@@ -1,36 +1,25 @@
 //! The service's bearer token: given (`--token`, `CLAWBRIDGE_TOKEN`) or generated once into
 //! `<state-dir>/token` (mode 0600) and reused on every restart, so clients keep working.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::ServeError;
 
-/// Tokens shorter than this are refused: they can be guessed.
-pub const MIN_TOKEN_LEN: usize = 16;
+pub use crate::app::state::MIN_TOKEN_LEN;
 /// Random bytes in a generated token (hex-encoded: 64 URL-safe characters).
 const GENERATED_BYTES: usize = 32;
 /// The token file is tiny; anything longer is not ours.
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 
-/// The file a generated token lives in.
-pub fn token_path(state_dir: &Path) -> PathBuf {
-    state_dir.join("token")
-}
+pub use crate::app::state::token_path;
 
-/// A token must travel in an HTTP header: visible ASCII without spaces, and long enough.
+/// A token must travel in an HTTP header: visible ASCII without spaces, and long enough
+/// ([`crate::app::state::token_problem`] is the rule).
 pub fn validate(token: &str, source: &str) -> Result<(), ServeError> {
-    if let Some(bad) = token.chars().find(|c| !c.is_ascii_graphic()) {
-        return Err(ServeError::Usage(format!(
-            "{source}: the token may hold only visible ASCII characters (no spaces or control characters); found {bad:?}"
-        )));
+    match crate::app::state::token_problem(token) {
+        Some(problem) => Err(ServeError::Usage(format!("{source}: {problem}"))),
+        None => Ok(()),
     }
-    if token.len() < MIN_TOKEN_LEN {
-        return Err(ServeError::Usage(format!(
-            "{source}: the token must be at least {MIN_TOKEN_LEN} characters long (it has {})",
-            token.len()
-        )));
-    }
-    Ok(())
 }
 
 /// A fresh token from the operating system's random source.
