@@ -106,6 +106,11 @@ pub enum Command {
     /// Check what this machine has and lacks for clawbridge, with a fix for each problem (exit 1
     /// when something is wrong).
     Doctor(DoctorArgs),
+    /// Print a shell completion script (e.g. `clawbridge completions bash > /etc/bash_completion.d/clawbridge`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Print a machine-readable description (generated from the code; committed under docs/).
     #[command(subcommand)]
     Schema(SchemaCommand),

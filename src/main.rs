@@ -153,6 +153,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 check: args.check,
             })?)
         }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "clawbridge", &mut script);
+            print_stdout(&String::from_utf8_lossy(&script))
+        }
         Command::Doctor(args) => {
             use clawbridge::app::doctor;
             let findings = doctor::doctor(&doctor::DoctorSettings {
@@ -221,12 +227,13 @@ async fn run_command(
     let mut out = std::io::stdout();
     let mut write_failed = false;
     let mut line = Vec::with_capacity(4096);
+    let mut transcript = pairing::HumanTranscript::default();
     let mut observer = |event: clawbridge::codex::client::session::TurnEvent<'_>| {
         line.clear();
         if json {
             clawbridge::app::events::RunEvent::write_json_line(&event, &mut line);
         } else {
-            let (stdout, stderr) = pairing::human_text(&event);
+            let (stdout, stderr) = transcript.event(&event);
             eprint!("{stderr}");
             line.extend_from_slice(stdout.as_bytes());
         }
@@ -239,7 +246,7 @@ async fn run_command(
     if json {
         print_stdout(&format!("{}\n", report.turn_end().to_value()))?;
     } else {
-        eprint!("{}", report.render_text());
+        eprint!("{}", transcript.finish(&report));
     }
     let completed = report.status == clawbridge::codex::client::session::TurnStatus::Completed;
     Ok(if completed {

@@ -106,8 +106,13 @@ impl RunReport {
 
     /// The closing lines of the human transcript (stderr).
     pub fn render_text(&self) -> String {
+        self.render_text_with("")
+    }
+
+    /// [`Self::render_text`] with `extra` (duration, tokens) after the thread and version.
+    pub fn render_text_with(&self, extra: &str) -> String {
         let mut text = format!(
-            "clawbridge: turn {} (thread {}, codex {}){}\n",
+            "clawbridge: turn {} (thread {}, codex {}){extra}{}\n",
             self.status.as_str(),
             self.thread_id,
             self.codex_version.as_deref().unwrap_or("?"),
@@ -207,6 +212,94 @@ pub fn human_text(event: &TurnEvent<'_>) -> (String, String) {
             format!("[answer] error: {}\n", error.message),
         ),
         _ => (String::new(), String::new()),
+    }
+}
+
+/// The readable transcript of `clawbridge run` (without `--json`): agent text as it streams on
+/// stdout; tool calls, their answers, approvals and errors on stderr; and a closing status line
+/// with the duration and the token usage Codex reported.
+#[derive(Debug)]
+pub struct HumanTranscript {
+    started: std::time::Instant,
+    /// Codex's last `thread/tokenUsage/updated` total: (input, cached input, output).
+    tokens: Option<(u64, u64, u64)>,
+}
+
+impl Default for HumanTranscript {
+    fn default() -> Self {
+        HumanTranscript {
+            started: std::time::Instant::now(),
+            tokens: None,
+        }
+    }
+}
+
+impl HumanTranscript {
+    /// (stdout text, stderr text) of one event; either may be empty.
+    pub fn event(&mut self, event: &TurnEvent<'_>) -> (String, String) {
+        match event {
+            TurnEvent::Notification {
+                method: "thread/tokenUsage/updated",
+                params,
+            } => {
+                let usage: Value = params.parse().unwrap_or_default();
+                let total = &usage["tokenUsage"]["total"];
+                let count = |key: &str| total[key].as_u64().unwrap_or(0);
+                if total.is_object() {
+                    self.tokens = Some((
+                        count("inputTokens"),
+                        count("cachedInputTokens"),
+                        count("outputTokens"),
+                    ));
+                }
+                (String::new(), String::new())
+            }
+            TurnEvent::Answered {
+                answer: Ok(result), ..
+            } => {
+                let shown = match (result["decision"].as_str(), result["success"].as_bool()) {
+                    (Some(decision), _) => format!("[approval] {decision}\n"),
+                    (None, Some(success)) => {
+                        let text: String = result["contentItems"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|item| item["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        format!(
+                            "[tool result] {}{}\n",
+                            if success { "" } else { "(failed) " },
+                            one_line(&text, 200)
+                        )
+                    }
+                    _ => format!("[answer] {}\n", one_line(&result.to_string(), 200)),
+                };
+                (String::new(), shown)
+            }
+            other => human_text(other),
+        }
+    }
+
+    /// The closing status line.
+    pub fn finish(&self, report: &RunReport) -> String {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let tokens = match self.tokens {
+            Some((input, cached, output)) => {
+                format!(", tokens {input} in ({cached} cached) {output} out")
+            }
+            None => String::new(),
+        };
+        report.render_text_with(&format!(" in {seconds:.1} s{tokens}"))
+    }
+}
+
+/// `text` on one line, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &flat[..at]),
+        None => flat,
     }
 }
 

@@ -426,3 +426,19 @@ fn the_readme_lists_exactly_the_config_keys_of_the_table() {
         "README's config key list and src/config/keys.rs"
     );
 }
+
+#[test]
+fn completions_name_every_command() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, stdout, stderr) = run_cli(&["completions", shell]);
+        assert_eq!(code, 0, "{stderr}");
+        for command in ["params", "serve", "doctor", "schema"] {
+            assert!(
+                stdout.contains(command),
+                "{shell} completions lack {command}"
+            );
+        }
+    }
+    let (code, _, _) = run_cli(&["completions", "no-such-shell"]);
+    assert_eq!(code, 2);
+}

@@ -478,3 +478,55 @@ async fn a_namespaced_tool_call_arrives_with_its_namespace() {
         (json!("openclaw"), json!("cron"))
     );
 }
+
+/// `clawbridge run` without `--json`: the agent's text on stdout, the tool call and its answer on
+/// stderr, and a closing line with the duration and Codex's token usage.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[test]
+fn run_prints_a_readable_transcript() {
+    let bin = codex_bin();
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir(dir.path().join("ws")).expect("ws");
+    std::fs::write(dir.path().join("ws/SOUL.md"), "Be brief.\n").expect("soul");
+    let run = dir.path().join("run.json");
+    std::fs::write(
+        &run,
+        serde_json::json!({"workspace": "ws", "message": "hi", "directTools": ["message"],
+            "tools": [{"name": "message", "description": "Send a message.", "inputSchema": {"type": "object"}}]})
+        .to_string(),
+    )
+    .expect("run");
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"responses": [{"toolCall": {"name": "message", "arguments": {"action": "send"}}}, {"text": "Sent it."}]}"#,
+    )
+    .expect("script");
+    let output = crate::util::clawbridge()
+        .arg("run")
+        .arg(&run)
+        .args(["--offline", "--stub-script"])
+        .arg(&script)
+        .arg("--codex-bin")
+        .arg(&bin)
+        .args([
+            "--tool-handler",
+            r#"cat >/dev/null; echo '{"text": "delivered", "success": true}'"#,
+        ])
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "Sent it.", "only the agent's text on stdout");
+    assert!(stderr.contains("[item/tool/call] message"), "{stderr}");
+    assert!(stderr.contains("[tool result] delivered"), "{stderr}");
+    let last = stderr
+        .lines()
+        .find(|line| line.starts_with("clawbridge: turn completed"))
+        .unwrap_or_else(|| panic!("no status line: {stderr}"));
+    assert!(
+        last.contains(" s, tokens ") && last.contains(" out"),
+        "{last}"
+    );
+}
