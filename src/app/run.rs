@@ -423,10 +423,14 @@ pub async fn capture_scenarios(
         ..PairingSettings::default()
     };
     let mut reports = Vec::new();
-    for (scenario, run) in crate::artifacts::snapshots::scenario_runs() {
+    let scenarios = crate::artifacts::snapshots::scenario_runs();
+    let total = scenarios.len();
+    for (done, (scenario, run)) in scenarios.into_iter().enumerate() {
         let out = root
             .join(crate::artifacts::snapshots::RAW_DIR)
             .join(scenario);
+        // Each capture is a real Codex turn (about a second): say where the work is.
+        eprintln!("snapshots gen --raw: [{}/{total}] {scenario}", done + 1);
         reports.push(capture(&root.join(run), &out, &settings).await?);
     }
     Ok(reports)
