@@ -106,6 +106,10 @@ pub enum Command {
     /// Check what this machine has and lacks for clawbridge, with a fix for each problem (exit 1
     /// when something is wrong).
     Doctor(DoctorArgs),
+    /// A transparent proxy for OpenClaw's Codex slot (`appServer.command`): starts the real
+    /// `codex app-server` with the arguments given after the flags and forwards every message both
+    /// ways unchanged; `--transcript DIR` also writes them, per thread, secrets redacted.
+    AppServer(AppServerArgs),
     /// Print a shell completion script (e.g. `clawbridge completions bash > /etc/bash_completion.d/clawbridge`).
     Completions {
         #[arg(value_enum)]
@@ -114,6 +118,19 @@ pub enum Command {
     /// Print a machine-readable description (generated from the code; committed under docs/).
     #[command(subcommand)]
     Schema(SchemaCommand),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AppServerArgs {
+    /// The Codex CLI to start (else CODEX_BIN, else `codex` on PATH).
+    #[arg(long)]
+    pub codex_bin: Option<PathBuf>,
+    /// Write every message both ways into DIR as JSON lines, one file per thread, secrets redacted.
+    #[arg(long)]
+    pub transcript: Option<PathBuf>,
+    /// What OpenClaw passes (`-c key=value ... app-server --listen stdio://`), given to Codex as is.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<std::ffi::OsString>,
 }
 
 #[derive(clap::Args, Debug)]

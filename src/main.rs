@@ -153,6 +153,22 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 check: args.check,
             })?)
         }
+        Command::AppServer(args) => block_on(async move {
+            let code = clawbridge::app::proxy::run_proxy(clawbridge::app::proxy::ProxySettings {
+                codex_bin: args.codex_bin,
+                transcript: args.transcript,
+                args: args.args,
+            })
+            .await
+            .map_err(|error| {
+                let code = match error {
+                    clawbridge::app::proxy::ProxyError::Transcript { .. } => 2,
+                    _ => 3,
+                };
+                Failure(error.into(), code)
+            })?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut script = Vec::new();

@@ -7,7 +7,9 @@
 //! verify`); [`events`] the run events both faces emit; [`context`] is the `/context` view;
 //! [`pairing`] drives one turn through a real Codex; [`capture`] redacts and labels what Codex
 //! sent the model; [`offline`] is the loopback model stub and the throwaway `CODEX_HOME`;
-//! [`state`] is what the process remembers between runs (the `once` warning ledger).
+//! [`state`] is what the process remembers between runs (the `once` warning ledger); [`doctor`]
+//! checks the machine; [`proxy`] is `clawbridge app-server`, the pass-through for OpenClaw's
+//! Codex slot.
 //!
 //! May use every layer below it (docs/architecture.md); only `server` and the binary use it.
 
@@ -19,5 +21,6 @@ pub mod events;
 pub mod fixtures;
 pub mod offline;
 pub mod pairing;
+pub mod proxy;
 pub mod run;
 pub mod state;

@@ -7,6 +7,7 @@ mod e2e;
 mod layers;
 mod peer;
 mod prompt;
+mod proxy;
 mod routing;
 mod schema;
 mod serve;
