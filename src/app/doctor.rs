@@ -12,6 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::codex::client::process::find_codex_binary;
+// The same reading as the handshake's version check.
+use crate::codex::client::session::parse_semver as parse_version;
 use crate::codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
 
 /// How a check came out.
@@ -68,12 +70,6 @@ pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
     findings.push(port(settings.listen));
     findings.extend(roots(&settings.workspace_roots));
     findings
-}
-
-fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
-    let core = text.split(['-', '+']).next()?;
-    let mut parts = core.split('.').map(|part| part.parse::<u64>().ok());
-    Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 /// `codex-cli 0.169.0` -> `0.169.0`.

@@ -62,7 +62,8 @@ pub fn version_from_user_agent(user_agent: &str) -> Option<String> {
     (!token.is_empty()).then_some(token)
 }
 
-fn parse_semver(version: &str) -> Option<(u64, u64, u64)> {
+/// `0.169.0` or `0.171.0-alpha.2` as (major, minor, patch); a missing patch reads as 0.
+pub(crate) fn parse_semver(version: &str) -> Option<(u64, u64, u64)> {
     let core = version.split(['-', '+']).next()?;
     let mut parts = core.split('.').map(|part| part.parse::<u64>().ok());
     Some((
