@@ -9,7 +9,8 @@
 //! With `--transcript DIR` each message is also written, as JSON lines
 //! (`{"direction": "in"|"out", "message": ...}`), into one file per Codex thread
 //! (`<thread-id>.jsonl`; messages of no thread go to `connection.jsonl`), with secrets redacted
-//! (auth tokens, API keys, passwords). The transcript is best effort: a write failure is logged
+//! (auth tokens, API keys, passwords); the folder it creates is 0700 and the files 0600, and file
+//! names are the thread ids reduced to `[A-Za-z0-9_-]`, so nothing lands outside DIR. The transcript is best effort: a write failure is logged
 //! once and forwarding goes on.
 //!
 //! It ends when Codex exits (with Codex's exit code) or when its stdin closes (Codex's stdin is
@@ -227,10 +228,16 @@ struct Transcript {
 
 impl Transcript {
     fn open(dir: &Path) -> Result<Transcript, ProxyError> {
-        std::fs::create_dir_all(dir).map_err(|source| ProxyError::Transcript {
-            path: dir.display().to_string(),
-            source,
-        })?;
+        // Private: a transcript holds the user's conversation.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| ProxyError::Transcript {
+                path: dir.display().to_string(),
+                source,
+            })?;
         Ok(Transcript {
             dir: dir.to_path_buf(),
             files: HashMap::new(),
@@ -304,9 +311,11 @@ impl Transcript {
                     self.files.remove(&old);
                 }
             }
+            use std::os::unix::fs::OpenOptionsExt;
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
                 .open(self.dir.join(format!("{safe}.jsonl")))?;
             self.files.insert(safe.clone(), file);
         }

@@ -37,6 +37,7 @@ fn messages_pass_unchanged_and_are_transcribed_per_thread() {
         r#"{"id":9,"result":{"thread":{"id":"thr-abc"}}}"#,
         r#"{"method":"turn/started","params":{"threadId":"thr-abc","turn":{"id":"t1"}}}"#,
         r#"{"id":10,"method":"account/login/start","params":{"type":"apiKey","apiKey":"sk-secret-value"}}"#,
+        r#"{"method":"thread/started","params":{"threadId":"../escape"}}"#,
     ]
     .join("\n")
         + "\n";
@@ -98,6 +99,19 @@ fn messages_pass_unchanged_and_are_transcribed_per_thread() {
     assert!(thread
         .iter()
         .any(|entry| entry["message"]["result"]["thread"]["id"] == "thr-abc"));
+    // A thread id cannot name a path outside the folder.
+    assert!(transcript.join("___escape.jsonl").is_file());
+    assert!(!dir.path().join("escape.jsonl").exists());
+    // Private: the conversation is in there.
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(&transcript), 0o700);
+    assert_eq!(mode(&transcript.join("thr-abc.jsonl")), 0o600);
     let all = std::fs::read_to_string(transcript.join("connection.jsonl")).expect("read");
     assert!(!all.contains("sk-secret-value"), "the API key is redacted");
     assert!(all.contains("<redacted>"));
