@@ -988,10 +988,8 @@ async fn subscribe_run(
             sent += missed;
         }
         for event in batch {
-            sink.send(serde_json::value::RawValue::from_string(
-                event.get().to_string(),
-            )?)
-            .await?;
+            // The log holds validated JSON: copy it, do not parse it again per subscriber.
+            sink.send((*event).to_owned()).await?;
             sent += 1;
         }
         if done && sent >= count {
