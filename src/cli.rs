@@ -107,8 +107,11 @@ pub enum Command {
     /// when something is wrong).
     Doctor(DoctorArgs),
     /// A transparent proxy for OpenClaw's Codex slot (`appServer.command`): starts the real
-    /// `codex app-server` with the arguments given after the flags and forwards every message both
-    /// ways unchanged; `--transcript DIR` also writes them, per thread, secrets redacted.
+    /// `codex app-server` with the other arguments and forwards every message both ways
+    /// unchanged; checks thread and turn params against that Codex's schema; `--transcript DIR`
+    /// writes every message, per thread, secrets redacted; `--offline` answers model requests
+    /// with the loopback stub and captures them. OpenClaw's `clawbridge -c k=v app-server ...`
+    /// shape is read too.
     AppServer(AppServerArgs),
     /// Print a shell completion script (e.g. `clawbridge completions bash > /etc/bash_completion.d/clawbridge`).
     Completions {
@@ -125,9 +128,23 @@ pub struct AppServerArgs {
     /// The Codex CLI to start (else CODEX_BIN, else `codex` on PATH).
     #[arg(long)]
     pub codex_bin: Option<PathBuf>,
-    /// Write every message both ways into DIR as JSON lines, one file per thread, secrets redacted.
+    /// Write every message both ways into DIR as JSON lines, one file per thread, secrets
+    /// redacted (and `conformance.jsonl`: the versions and every check).
     #[arg(long)]
     pub transcript: Option<PathBuf>,
+    /// Answer model requests with clawbridge's loopback stub (no account, no network) and write
+    /// each request with its layers.md.
+    #[arg(long)]
+    pub offline: bool,
+    /// Where --offline writes the captured requests (default: DIR/model-requests of --transcript).
+    #[arg(long)]
+    pub capture: Option<PathBuf>,
+    /// The offline stub's answers (`{"responses": [...]}`, as for `run --stub-script`).
+    #[arg(long)]
+    pub stub_script: Option<PathBuf>,
+    /// Do not check params against the running Codex's schema.
+    #[arg(long)]
+    pub no_check: bool,
     /// What OpenClaw passes (`-c key=value ... app-server --listen stdio://`), given to Codex as is.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<std::ffi::OsString>,

@@ -57,6 +57,25 @@ impl From<clawbridge::server::ServeError> for Failure {
 }
 
 fn main() -> ExitCode {
+    // OpenClaw's Codex slot calls `clawbridge -c ... app-server ...`, a shape clap cannot read.
+    let given: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match clawbridge::app::proxy::slot_invocation(&given) {
+        Ok(Some(invocation)) => {
+            init_logging(0);
+            return match slot(invocation) {
+                Ok(code) => code,
+                Err(Failure(error, code)) => {
+                    eprintln!("clawbridge app-server: {error:#}");
+                    ExitCode::from(code)
+                }
+            };
+        }
+        Ok(None) => {}
+        Err(error) => {
+            eprintln!("clawbridge app-server: {error}");
+            return ExitCode::from(2);
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -78,6 +97,34 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// A call in OpenClaw's Codex slot: the proxy, or the real Codex for anything else.
+fn slot(invocation: clawbridge::app::proxy::SlotInvocation) -> Result<ExitCode, Failure> {
+    match invocation {
+        clawbridge::app::proxy::SlotInvocation::Proxy(parsed) => proxy(parsed.into()),
+        clawbridge::app::proxy::SlotInvocation::Passthrough(args) => {
+            let never = clawbridge::app::proxy::passthrough(&args)
+                .map_err(|error| Failure(error.into(), 3))?;
+            match never {}
+        }
+    }
+}
+
+fn proxy(settings: clawbridge::app::proxy::ProxySettings) -> Result<ExitCode, Failure> {
+    block_on(async move {
+        let code = clawbridge::app::proxy::run_proxy(settings)
+            .await
+            .map_err(|error| {
+                let code = match error {
+                    clawbridge::app::proxy::ProxyError::Transcript { .. }
+                    | clawbridge::app::proxy::ProxyError::Offline(_) => 2,
+                    _ => 3,
+                };
+                Failure(error.into(), code)
+            })?;
+        Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    })
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
@@ -153,21 +200,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 check: args.check,
             })?)
         }
-        Command::AppServer(args) => block_on(async move {
-            let code = clawbridge::app::proxy::run_proxy(clawbridge::app::proxy::ProxySettings {
-                codex_bin: args.codex_bin,
-                transcript: args.transcript,
-                args: args.args,
-            })
-            .await
-            .map_err(|error| {
-                let code = match error {
-                    clawbridge::app::proxy::ProxyError::Transcript { .. } => 2,
-                    _ => 3,
-                };
-                Failure(error.into(), code)
-            })?;
-            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        Command::AppServer(args) => proxy(clawbridge::app::proxy::ProxySettings {
+            codex_bin: args.codex_bin,
+            transcript: args.transcript,
+            args: args.args,
+            offline: args.offline,
+            capture: args.capture,
+            stub_script: args.stub_script,
+            check: !args.no_check,
+            schema_cache: None,
         }),
         Command::Completions { shell } => {
             use clap::CommandFactory;

@@ -163,6 +163,16 @@ pub struct Layer {
 /// Label the layers of a request body. `developer_instructions` is the text clawbridge sent as
 /// `thread/start.developerInstructions`, so that layer can be told apart from Codex's own.
 pub fn label_layers(body: &Value, developer_instructions: Option<&str>) -> Vec<Layer> {
+    label_layers_with(body, developer_instructions, &[])
+}
+
+/// [`label_layers`], also naming the `turn/start.additionalContext` entries whose keys are
+/// given (Codex sends each as `<key>value</key>`).
+pub fn label_layers_with(
+    body: &Value,
+    developer_instructions: Option<&str>,
+    context_keys: &[String],
+) -> Vec<Layer> {
     let mut layers = Vec::new();
     let inputs = body["input"].as_array().cloned().unwrap_or_default();
     for (index, item) in inputs.iter().enumerate() {
@@ -188,6 +198,11 @@ pub fn label_layers(body: &Value, developer_instructions: Option<&str>) -> Vec<L
                 "Codex base instructions".to_string()
             } else if Some(text.as_str()) == developer_instructions {
                 "OpenClaw developer instructions (thread/start.developerInstructions)".to_string()
+            } else if let Some(key) = context_keys.iter().find(|key| {
+                text.starts_with(&format!("<{key}>"))
+                    && text.trim_end().ends_with(&format!("</{key}>"))
+            }) {
+                format!("Turn context `{key}` (turn/start.additionalContext)")
             } else if text.starts_with("<skills_instructions>") {
                 "Codex skills list".to_string()
             } else if text.starts_with("<permissions instructions>") {

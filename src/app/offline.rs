@@ -92,6 +92,9 @@ pub struct CapturedRequest {
 
 struct StubState {
     script: Vec<StubStep>,
+    /// Where each request is also sent as it arrives (a long-lived proxy writes captures as it
+    /// goes); bounded, and a full sink drops the copy rather than stall Codex.
+    sink: Option<tokio::sync::mpsc::Sender<CapturedRequest>>,
     requests: Vec<CapturedRequest>,
     /// Requests answered so far (numbers the replies; the kept log is bounded).
     served: usize,
@@ -107,6 +110,14 @@ pub struct ResponsesStub {
 impl ResponsesStub {
     /// Bind `127.0.0.1:0` and serve until dropped.
     pub async fn start(script: StubScript) -> Result<Self> {
+        Self::start_with_sink(script, None).await
+    }
+
+    /// [`ResponsesStub::start`], also sending a copy of each request to `sink` as it arrives.
+    pub async fn start_with_sink(
+        script: StubScript,
+        sink: Option<tokio::sync::mpsc::Sender<CapturedRequest>>,
+    ) -> Result<Self> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(|source| Error::Bind {
@@ -119,11 +130,14 @@ impl ResponsesStub {
         })?;
         let state = Arc::new(Mutex::new(StubState {
             script: script.responses,
+            sink,
             requests: Vec::new(),
             served: 0,
         }));
         let router = Router::new()
-            .route("/v1/responses", post(responses))
+            // Codex tries a WebSocket first (GET with an upgrade); 426 sends it to HTTP at once
+            // (a 404 or 405 would cost it retries first).
+            .route("/v1/responses", post(responses).get(upgrade_required))
             .layer(DefaultBodyLimit::max(256 * 1024 * 1024))
             .with_state(Arc::clone(&state));
         let (shutdown, stopped) = oneshot::channel::<()>();
@@ -182,11 +196,17 @@ async fn responses(
         if state.requests.len() >= MAX_KEPT_REQUESTS {
             state.requests.remove(0);
         }
-        state.requests.push(CapturedRequest {
+        let request = CapturedRequest {
             path: "/v1/responses".to_string(),
             headers,
             body,
-        });
+        };
+        if let Some(sink) = &state.sink {
+            if sink.try_send(request.clone()).is_err() {
+                tracing::warn!("offline stub: a capture was dropped (the writer is behind)");
+            }
+        }
+        state.requests.push(request);
         state.served += 1;
         let number = state.served;
         let step = if state.script.is_empty() {
@@ -208,6 +228,15 @@ async fn responses(
         )
             .into_response(),
     }
+}
+
+/// The answer to Codex's WebSocket attempt: use HTTP.
+async fn upgrade_required() -> Response {
+    (
+        StatusCode::UPGRADE_REQUIRED,
+        "offline stub: no WebSocket here; use HTTP POST",
+    )
+        .into_response()
 }
 
 fn sse_event(out: &mut String, value: &Value) {

@@ -5,6 +5,7 @@ mod cli;
 mod doctor;
 mod e2e;
 mod layers;
+mod openclaw;
 mod peer;
 mod prompt;
 mod proxy;

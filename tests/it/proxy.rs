@@ -42,7 +42,7 @@ fn messages_pass_unchanged_and_are_transcribed_per_thread() {
     .join("\n")
         + "\n";
     let mut child = clawbridge()
-        .args(["app-server", "--codex-bin"])
+        .args(["app-server", "--no-check", "--codex-bin"])
         .arg(&fake)
         .arg("--transcript")
         .arg(&transcript)
@@ -200,4 +200,198 @@ fn the_real_codex_answers_through_the_proxy() {
     assert!(thread
         .iter()
         .any(|entry| entry["direction"] == "out" && entry["message"]["id"] == "start"));
+}
+
+/// A stand-in Codex that reports a version, generates its schema from the vendored 0.169.0 one
+/// (counting generations), and otherwise echoes stdin.
+fn schema_generating_fake(dir: &std::path::Path) -> std::path::PathBuf {
+    let fake = dir.join("fake-codex");
+    let vendored = repo_root().join("fixtures/codex-schema/0.169.0");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n\
+             if [ \"$1\" = --version ]; then echo 'codex-cli 0.169.0'; exit 0; fi\n\
+             if [ \"$2\" = generate-json-schema ]; then\n\
+               echo generated >> \"$(dirname \"$0\")/generations.txt\"\n\
+               cp -r {}/. \"$5\"; exit 0\n\
+             fi\n\
+             printf '%s\\n' \"$@\" > \"$(dirname \"$0\")/args.txt\"\n\
+             exec cat\n",
+            vendored.display()
+        ),
+    )
+    .expect("fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    fake
+}
+
+/// OpenClaw's own command line (`clawbridge -c ... app-server --transcript DIR --listen ...`):
+/// params are checked against the schema generated from the running Codex (cached, generated
+/// once per version); unknown keys and type errors are warned about by field, with the client's
+/// version next to Codex's; everything is still forwarded unchanged.
+#[test]
+fn params_are_checked_against_the_running_codex_schema() {
+    let dir = tempfile::tempdir().expect("dir");
+    let fake = schema_generating_fake(dir.path());
+    let cache = dir.path().join("cache");
+    let transcript = dir.path().join("transcript");
+    let input = [
+        r#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"openclaw","version":"2026.9.6"},"capabilities":{"experimentalApi":true}}}"#,
+        r#"{"id":1,"result":{"userAgent":"openclaw/0.169.0 (Linux; x86_64) (openclaw; 2026.9.6)"}}"#,
+        r#"{"id":2,"method":"thread/start","params":{"cwd":"/w","approvalPolicy":"never","developerInstructionz":"x","config":{"anything":1}}}"#,
+        r#"{"id":3,"method":"turn/start","params":{"threadId":"thr-1","input":[{"type":"text","text":"hi","text_elements":[]}],"approvalPolicy":42}}"#,
+        r#"{"id":4,"method":"thread/resume","params":{"threadId":"thr-1"}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let run = |input: &str| {
+        let mut child = clawbridge()
+            .args([
+                "-c",
+                "cli_auth_credentials_store=\"ephemeral\"",
+                "app-server",
+                "--transcript",
+            ])
+            .arg(&transcript)
+            .args(["--listen", "stdio://", "--codex-bin"])
+            .arg(&fake)
+            .env("XDG_CACHE_HOME", &cache)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        child.wait_with_output().expect("wait")
+    };
+    let output = run(&input);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        input,
+        "forwarded unchanged"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("args.txt")).expect("args"),
+        "-c\ncli_auth_credentials_store=\"ephemeral\"\napp-server\n--listen\nstdio://\n",
+        "Codex gets OpenClaw's arguments, not the proxy's own flags"
+    );
+    for (field, method) in [
+        ("/developerInstructionz", "thread/start"),
+        ("/approvalPolicy", "turn/start"),
+    ] {
+        assert!(
+            stderr.contains(field) && stderr.contains(method),
+            "a warning names {method} {field}:\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("openclaw 2026.9.6") && stderr.contains("Codex 0.169.0"),
+        "{stderr}"
+    );
+    let log = transcript_lines(&transcript, "conformance.jsonl");
+    assert_eq!(log[0]["kind"], "versions");
+    assert_eq!(log[0]["client"], "openclaw 2026.9.6");
+    assert_eq!(log[0]["codexVersion"], "0.169.0");
+    let problems = |method: &str| -> Vec<(String, String)> {
+        let entry = log
+            .iter()
+            .find(|entry| entry["kind"] == "check" && entry["method"] == method)
+            .unwrap_or_else(|| panic!("{method} was checked: {log:#?}"));
+        assert_eq!(entry["client"], "openclaw 2026.9.6");
+        entry["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .map(|problem| {
+                (
+                    problem["field"].as_str().unwrap_or_default().to_string(),
+                    problem["kind"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        problems("thread/start"),
+        vec![(
+            "/developerInstructionz".to_string(),
+            "unknownKey".to_string()
+        )],
+        "config is free-form; only the misspelt key is reported"
+    );
+    assert_eq!(
+        problems("turn/start"),
+        vec![("/approvalPolicy".to_string(), "invalid".to_string())]
+    );
+    assert_eq!(
+        problems("thread/resume"),
+        vec![],
+        "a conforming message has no problems"
+    );
+    assert!(
+        cache
+            .join("clawbridge/codex-schema/0.169.0/v2/TurnStartParams.json")
+            .is_file(),
+        "the generated schema is cached per version"
+    );
+    // A second start reads the cache instead of generating again.
+    let again = run(&input);
+    assert!(again.status.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("generations.txt")).expect("generations"),
+        "generated\n",
+        "generated once"
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("/developerInstructionz"));
+    // --no-check: no checks, no schema generation.
+    let quiet = clawbridge()
+        .args(["app-server", "--no-check", "--codex-bin"])
+        .arg(&fake)
+        .env("XDG_CACHE_HOME", dir.path().join("other-cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let output = {
+        let mut quiet = quiet;
+        quiet
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        quiet.wait_with_output().expect("wait")
+    };
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("/developerInstructionz"));
+    assert!(!dir.path().join("other-cache").exists());
+}
+
+/// `clawbridge -c ... login status` (OpenClaw's probe for a user-scoped Codex home) runs the
+/// real Codex with the same arguments.
+#[test]
+fn other_codex_calls_in_the_slot_reach_codex_unchanged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let fake = schema_generating_fake(dir.path());
+    let output = clawbridge()
+        .args(["-c", "x=1", "login", "status"])
+        .env("CODEX_BIN", &fake)
+        .output()
+        .expect("run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("args.txt")).expect("args"),
+        "-c\nx=1\nlogin\nstatus\n"
+    );
 }

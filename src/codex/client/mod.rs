@@ -5,12 +5,14 @@
 //! copying; [`peer`] is the JSON-RPC peer over any `AsyncRead + AsyncWrite` (in-memory in tests);
 //! [`session`] does the handshake and opens threads; [`turn`] drives one turn from any event
 //! source; [`hub`] shares one app-server between many threads; [`handler`] answers server
-//! requests (dynamic tools, approvals).
+//! requests (dynamic tools, approvals); [`schema`] checks params against the running Codex's own
+//! generated JSON Schema (cached per version).
 
 pub mod framing;
 pub mod handler;
 pub mod hub;
 pub mod peer;
 pub mod process;
+pub mod schema;
 pub mod session;
 pub mod turn;

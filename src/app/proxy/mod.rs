@@ -1,0 +1,341 @@
+//! `clawbridge app-server`: a transparent stdio proxy for OpenClaw's Codex slot
+//! (`plugins.entries.codex.config.appServer.command`).
+//!
+//! It starts the real `codex app-server` with the arguments OpenClaw passes
+//! (`[-c key=value]... app-server --listen stdio://`, read by [`args`]) and forwards every line
+//! both ways, byte for byte, whatever the method: the proxy never rewrites what it forwards, so
+//! ids keep their JSON type and a method it does not know passes like any other. It sends
+//! nothing of its own on the connection, so no id of its own can collide with either side's.
+//!
+//! On top of forwarding, each a copy that never holds a line up:
+//! - `--transcript DIR`: every message, per thread, secrets redacted ([`transcript`]);
+//! - conformance (on unless `--no-check`): `thread/start`, `thread/resume` and `turn/start`
+//!   params are checked against the schema generated from the Codex binary that runs (cached per
+//!   version); warnings name the field, and the client's `clientInfo` is recorded next to the
+//!   Codex version ([`observe`]; in `DIR/conformance.jsonl` with a transcript);
+//! - `--offline`: clawbridge's loopback Responses stub answers the model requests (Codex is
+//!   given `-c openai_base_url=...`, which wins over OpenClaw's `modelProvider: "openai"`), and
+//!   each request is written with its `layers.md` per thread and turn (`--capture DIR`, else
+//!   `DIR/model-requests` of the transcript).
+//!
+//! It ends when Codex exits (with Codex's exit code) or when its stdin closes (Codex's stdin is
+//! closed, Codex is given 5 s, then killed); on SIGTERM or SIGINT it kills Codex first.
+//! Bounded: a line longer than [`MAX_TRANSCRIPT_LINE`] is forwarded but not transcribed or
+//! checked, at most [`MAX_OPEN_FILES`] transcript files are open at once, at most
+//! [`MAX_PENDING`] request ids are remembered to file their responses, and at most
+//! [`observe::OBSERVER_QUEUE`] lines wait for the observer.
+
+pub mod args;
+pub mod observe;
+pub mod transcript;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+use crate::app::offline::{ResponsesStub, StubScript};
+use crate::codex::client::process::{find_codex_binary, resolve_native_binary};
+use crate::codex::client::schema::{version_in, SchemaCache};
+pub use args::{codex_args, slot_invocation, ProxyArgs, SlotInvocation};
+use observe::{CaptureWriter, Direction, Known, Observer};
+use transcript::Transcript;
+
+/// Longest line the transcript records (longer lines are forwarded untouched).
+pub const MAX_TRANSCRIPT_LINE: usize = 64 * 1024 * 1024;
+/// Transcript files open at once (the least recently used is closed, and reopened to append).
+pub const MAX_OPEN_FILES: usize = 64;
+/// Request ids remembered so a response lands in its request's thread file.
+pub const MAX_PENDING: usize = 4096;
+/// Model requests waiting to be written as captures.
+const CAPTURE_QUEUE: usize = 64;
+
+/// What `clawbridge app-server` was given.
+#[derive(Clone, Debug, Default)]
+pub struct ProxySettings {
+    pub codex_bin: Option<PathBuf>,
+    pub transcript: Option<PathBuf>,
+    /// What to pass to Codex (OpenClaw's `-c ... app-server --listen stdio://`).
+    pub args: Vec<OsString>,
+    /// Answer model requests with the loopback stub and capture them.
+    pub offline: bool,
+    /// Where offline captures go (default: `<transcript>/model-requests`).
+    pub capture: Option<PathBuf>,
+    /// The stub's script (default: a short text reply per request).
+    pub stub_script: Option<PathBuf>,
+    /// Check params against the running Codex's schema.
+    pub check: bool,
+    /// Where generated schemas are cached (default: the user's cache folder).
+    pub schema_cache: Option<PathBuf>,
+}
+
+impl From<ProxyArgs> for ProxySettings {
+    fn from(parsed: ProxyArgs) -> Self {
+        Self {
+            codex_bin: parsed.codex_bin,
+            transcript: parsed.transcript,
+            args: parsed.codex,
+            offline: parsed.offline,
+            capture: parsed.capture,
+            stub_script: parsed.stub_script,
+            check: !parsed.no_check,
+            schema_cache: None,
+        }
+    }
+}
+
+/// Why the proxy could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("{0}")]
+    NoCodex(String),
+    #[error("cannot start {binary}: {source}")]
+    Spawn {
+        binary: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("transcript folder {path}: {source}")]
+    Transcript {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--offline: {0}")]
+    Offline(#[source] crate::error::Error),
+}
+
+fn codex_binary(explicit: Option<&Path>) -> Result<PathBuf, ProxyError> {
+    let found = find_codex_binary(
+        explicit,
+        std::env::var_os("CODEX_BIN"),
+        std::env::var_os("PATH"),
+    )
+    .map_err(ProxyError::NoCodex)?;
+    Ok(resolve_native_binary(&found.path))
+}
+
+/// A slot call that is not an app-server start (OpenClaw's `login status` probe): the real
+/// Codex, with the same arguments, in this process's place.
+pub fn passthrough(args: &[OsString]) -> Result<std::convert::Infallible, ProxyError> {
+    use std::os::unix::process::CommandExt;
+    let binary = codex_binary(None)?;
+    let source = std::process::Command::new(&binary).args(args).exec();
+    Err(ProxyError::Spawn {
+        binary: binary.display().to_string(),
+        source,
+    })
+}
+
+/// The schema of `binary`, from the cache or generated, on a blocking thread.
+fn load_schema(binary: PathBuf, cache: Option<PathBuf>) -> observe::SchemaSource {
+    tokio::task::spawn_blocking(move || {
+        let cache = match cache {
+            Some(root) => SchemaCache::at(root),
+            None => SchemaCache::user().ok_or("no cache folder (HOME is not set)")?,
+        };
+        let mut command = std::process::Command::new(&binary);
+        command.arg("--version");
+        let output =
+            crate::support::process::run_bounded(command, b"", Duration::from_secs(10), 4096)
+                .map_err(|error| format!("{} --version: {error}", binary.display()))?;
+        let version = version_in(&String::from_utf8_lossy(&output.stdout))
+            .ok_or_else(|| format!("{} --version printed no version", binary.display()))?;
+        cache
+            .schemas_for(&binary, &version)
+            .map_err(|error| error.to_string())
+    })
+}
+
+/// Run the proxy until Codex exits or stdin closes; returns the exit code to leave with.
+pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
+    let binary = codex_binary(settings.codex_bin.as_deref())?;
+    let transcript = match &settings.transcript {
+        Some(dir) => Some(Transcript::open(dir)?),
+        None => None,
+    };
+    let transcript = Arc::new(Mutex::new(transcript));
+    let known = Arc::new(Mutex::new(Known::default()));
+    let mut codex = codex_args(&settings.args);
+
+    // Offline: the stub, its URL for Codex, and the capture writer.
+    let mut _stub = None;
+    let mut capture_task = None;
+    if settings.offline {
+        let script = match &settings.stub_script {
+            Some(path) => StubScript::load(path).map_err(ProxyError::Offline)?,
+            None => StubScript::default(),
+        };
+        let capture_dir = settings.capture.clone().or_else(|| {
+            settings
+                .transcript
+                .as_ref()
+                .map(|dir| dir.join("model-requests"))
+        });
+        let (sink, requests) = match capture_dir {
+            Some(_) => {
+                let (sink, requests) = tokio::sync::mpsc::channel(CAPTURE_QUEUE);
+                (Some(sink), Some(requests))
+            }
+            None => {
+                tracing::info!("--offline without --capture or --transcript: model requests are answered, not written");
+                (None, None)
+            }
+        };
+        let stub = ResponsesStub::start_with_sink(script, sink)
+            .await
+            .map_err(ProxyError::Offline)?;
+        codex = args::with_override(&codex, &format!("openai_base_url=\"{}\"", stub.base_url()));
+        if let (Some(dir), Some(requests)) = (capture_dir, requests) {
+            let writer = CaptureWriter::new(dir, Arc::clone(&known));
+            capture_task = Some(tokio::spawn(writer.run(requests)));
+        }
+        _stub = Some(stub);
+    }
+
+    let (lines, observed) = tokio::sync::mpsc::channel(observe::OBSERVER_QUEUE);
+    let schema = settings
+        .check
+        .then(|| load_schema(binary.clone(), settings.schema_cache.clone()));
+    let log = settings
+        .transcript
+        .as_ref()
+        .map(|dir| dir.join("conformance.jsonl"));
+    let observer = tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed));
+
+    let mut child = tokio::process::Command::new(&binary)
+        .args(&codex)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| ProxyError::Spawn {
+            binary: binary.display().to_string(),
+            source,
+        })?;
+    let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(ProxyError::Spawn {
+            binary: binary.display().to_string(),
+            source: std::io::Error::other("no pipes to the child"),
+        });
+    };
+    let inbound = tokio::spawn(pump(
+        tokio::io::stdin(),
+        child_in,
+        Direction::In,
+        Arc::clone(&transcript),
+        lines.clone(),
+    ));
+    let outbound = tokio::spawn(pump(
+        child_out,
+        tokio::io::stdout(),
+        Direction::Out,
+        Arc::clone(&transcript),
+        lines,
+    ));
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|source| ProxyError::Spawn {
+        binary: "a SIGTERM handler".into(),
+        source,
+    })?;
+    let code = tokio::select! {
+        status = child.wait() => {
+            // Whatever Codex printed last still reaches the client.
+            let _ = tokio::time::timeout(Duration::from_secs(5), outbound).await;
+            status.ok().and_then(|status| status.code()).unwrap_or(1)
+        }
+        _ = inbound => {
+            // stdin closed: the pump dropped Codex's stdin; give it a moment to exit on its own.
+            match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+                Ok(Ok(status)) => {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), outbound).await;
+                    status.code().unwrap_or(0)
+                }
+                _ => {
+                    let _ = child.kill().await;
+                    0
+                }
+            }
+        }
+        _ = terminate.recv() => {
+            let _ = child.kill().await;
+            143
+        }
+        _ = tokio::signal::ctrl_c() => {
+            let _ = child.kill().await;
+            130
+        }
+    };
+    // Let the observer and the capture writer finish what they hold (bounded).
+    let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
+    drop(_stub);
+    if let Some(task) = capture_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
+    Ok(code)
+}
+
+/// Copy `from` to `to` line by line, unchanged, recording each complete line and handing the
+/// interesting ones to the observer.
+async fn pump(
+    from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    direction: Direction,
+    transcript: Arc<Mutex<Option<Transcript>>>,
+    observer: tokio::sync::mpsc::Sender<(Direction, Vec<u8>)>,
+) {
+    let mut reader = BufReader::with_capacity(256 * 1024, from);
+    let mut line: Vec<u8> = Vec::new();
+    let mut oversized = false;
+    let mut dropped = false;
+    loop {
+        let (consumed, ended_line) = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(buffer) => {
+                let (chunk, ended) = match memchr::memchr(b'\n', buffer) {
+                    Some(at) => (&buffer[..=at], true),
+                    None => (buffer, false),
+                };
+                if to.write_all(chunk).await.is_err() {
+                    return;
+                }
+                if !oversized {
+                    if line.len() + chunk.len() > MAX_TRANSCRIPT_LINE {
+                        oversized = true;
+                        line = Vec::new();
+                    } else {
+                        line.extend_from_slice(chunk);
+                    }
+                }
+                (chunk.len(), ended)
+            }
+        };
+        reader.consume(consumed);
+        if ended_line {
+            if to.flush().await.is_err() {
+                return;
+            }
+            if !oversized {
+                if let Ok(mut guard) = transcript.lock() {
+                    if let Some(transcript) = guard.as_mut() {
+                        transcript.record(direction, &line);
+                    }
+                }
+                if observe::is_interesting(direction, &line)
+                    && observer.try_send((direction, line.clone())).is_err()
+                    && !dropped
+                {
+                    tracing::warn!("conformance: the checker is behind; a message went unchecked");
+                    dropped = true;
+                }
+            }
+            line.clear();
+            oversized = false;
+        }
+    }
+    let _ = to.flush().await;
+    // Dropping `to` closes Codex's stdin (inbound) or our stdout (outbound).
+}

@@ -1,0 +1,519 @@
+//! What the proxy learns from the lines it forwards, off the forwarding path.
+//!
+//! The pumps hand copies of the few lines that matter (`initialize` and its answer, and every
+//! `thread/start`, `thread/resume` and `turn/start`) to one [`Observer`] task through a bounded
+//! channel; a full channel drops the copy (with one warning), never a forwarded line. The
+//! observer records the client (OpenClaw's `clientInfo`) next to the Codex version, checks the
+//! three param sets against the running Codex's own schema ([`crate::codex::client::schema`]),
+//! and remembers the developer instructions and working folders that the offline captures need
+//! to label and redact model requests ([`Known`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::app::capture::{label_layers_with, redacted_request, render_layers, Redactions};
+use crate::app::offline::CapturedRequest;
+use crate::codex::client::schema::{ParamsSchemas, Problem};
+
+/// Lines queued for the observer at most.
+pub const OBSERVER_QUEUE: usize = 256;
+/// Developer instructions and folders remembered (one set per thread start).
+const MAX_KNOWN: usize = 32;
+/// Threads whose captured requests are numbered (the oldest is forgotten first).
+const MAX_CAPTURED_THREADS: usize = 256;
+
+/// Which way a line went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// From the client (OpenClaw) to Codex.
+    In,
+    /// From Codex to the client.
+    Out,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+        }
+    }
+}
+
+/// Whether a forwarded line is worth a copy to the observer (a cheap byte search; the observer
+/// parses and decides).
+pub fn is_interesting(direction: Direction, line: &[u8]) -> bool {
+    let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
+    match direction {
+        Direction::In => {
+            has(b"\"initialize\"")
+                || has(b"thread/start\"")
+                || has(b"thread/resume\"")
+                || has(b"turn/start\"")
+        }
+        Direction::Out => has(b"\"userAgent\""),
+    }
+}
+
+/// What the captures need from the conversation: the developer instructions sent (to tell
+/// OpenClaw's layer from Codex's own) and the folders named (to redact them).
+#[derive(Debug, Default)]
+pub struct Known {
+    developer_instructions: VecDeque<String>,
+    folders: VecDeque<PathBuf>,
+    /// `turn/start.additionalContext` keys seen.
+    context_keys: Vec<String>,
+    pub client: Option<String>,
+    pub codex_version: Option<String>,
+}
+
+impl Known {
+    fn remember_turn(&mut self, params: &Value) {
+        for key in params["additionalContext"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(key, _)| key)
+        {
+            if !self.context_keys.contains(key) && self.context_keys.len() < MAX_KNOWN {
+                self.context_keys.push(key.clone());
+            }
+        }
+    }
+
+    fn remember(&mut self, params: &Value) {
+        if let Some(text) = params["developerInstructions"].as_str() {
+            if !self
+                .developer_instructions
+                .iter()
+                .any(|known| known == text)
+            {
+                if self.developer_instructions.len() >= MAX_KNOWN {
+                    self.developer_instructions.pop_front();
+                }
+                self.developer_instructions.push_back(text.to_string());
+            }
+        }
+        if let Some(cwd) = params["cwd"].as_str() {
+            let cwd = PathBuf::from(cwd);
+            if !self.folders.contains(&cwd) {
+                if self.folders.len() >= MAX_KNOWN {
+                    self.folders.pop_front();
+                }
+                self.folders.push_back(cwd);
+            }
+        }
+    }
+}
+
+/// Where the schema comes from, once it is there.
+pub type SchemaSource = tokio::task::JoinHandle<Result<(ParamsSchemas, bool), String>>;
+
+/// The observer's state.
+pub struct Observer {
+    schema: Option<SchemaSource>,
+    schemas: Option<ParamsSchemas>,
+    log: Option<PathBuf>,
+    known: Arc<Mutex<Known>>,
+    initialize_id: Option<Value>,
+    versions_recorded: bool,
+    user_agent: Option<String>,
+    failed: bool,
+}
+
+impl Observer {
+    /// `schema` is `None` when checks are off; `log` is the `conformance.jsonl` to append to.
+    pub fn new(
+        schema: Option<SchemaSource>,
+        log: Option<PathBuf>,
+        known: Arc<Mutex<Known>>,
+    ) -> Self {
+        Self {
+            schema,
+            schemas: None,
+            log,
+            known,
+            initialize_id: None,
+            versions_recorded: false,
+            user_agent: None,
+            failed: false,
+        }
+    }
+
+    /// Take lines until the pumps are done.
+    pub async fn run(mut self, mut lines: tokio::sync::mpsc::Receiver<(Direction, Vec<u8>)>) {
+        while let Some((direction, line)) = lines.recv().await {
+            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                continue;
+            };
+            self.observe(direction, &message).await;
+        }
+    }
+
+    async fn observe(&mut self, direction: Direction, message: &Value) {
+        let method = message["method"].as_str().unwrap_or_default();
+        match (direction, method) {
+            (Direction::In, "initialize") => {
+                let info = &message["params"]["clientInfo"];
+                let client = format!(
+                    "{} {}",
+                    info["name"].as_str().unwrap_or("?"),
+                    info["version"].as_str().unwrap_or("?")
+                );
+                self.initialize_id = message.get("id").cloned();
+                if let Ok(mut known) = self.known.lock() {
+                    known.client = Some(client);
+                }
+            }
+            (Direction::Out, "") if message.get("id") == self.initialize_id.as_ref() => {
+                self.user_agent = message["result"]["userAgent"].as_str().map(str::to_string);
+                self.record_versions().await;
+            }
+            (Direction::In, method) if ParamsSchemas::checks(method) => {
+                let params = &message["params"];
+                if let Ok(mut known) = self.known.lock() {
+                    if method == "turn/start" {
+                        known.remember_turn(params);
+                    } else {
+                        known.remember(params);
+                    }
+                }
+                self.record_versions().await;
+                self.check(method, message.get("id"), params);
+            }
+            _ => {}
+        }
+    }
+
+    /// Wait for the schema (once) and note the versions in the log.
+    async fn ensure_schema(&mut self) {
+        let Some(source) = self.schema.take() else {
+            return;
+        };
+        match source.await {
+            Ok(Ok((schemas, generated))) => {
+                tracing::debug!(
+                    "conformance: Codex {} schema {}",
+                    schemas.version,
+                    if generated {
+                        "generated"
+                    } else {
+                        "from the cache"
+                    }
+                );
+                if let Ok(mut known) = self.known.lock() {
+                    known.codex_version = Some(schemas.version.clone());
+                }
+                self.schemas = Some(schemas);
+            }
+            Ok(Err(message)) => {
+                tracing::warn!("conformance checks are off: {message}");
+            }
+            Err(error) => tracing::warn!("conformance checks are off: {error}"),
+        }
+    }
+
+    async fn record_versions(&mut self) {
+        self.ensure_schema().await;
+        if self.versions_recorded {
+            return;
+        }
+        let (client, codex) = self.versions();
+        if client.is_none() && self.user_agent.is_none() {
+            return; // nothing known yet
+        }
+        self.versions_recorded = true;
+        let entry = json!({
+            "kind": "versions",
+            "client": client,
+            "codexVersion": codex,
+            "userAgent": self.user_agent,
+            "schemaChecks": self.schemas.is_some(),
+        });
+        tracing::info!(
+            "client {} with Codex {}",
+            client.as_deref().unwrap_or("?"),
+            codex.as_deref().unwrap_or("?")
+        );
+        self.append(&entry);
+    }
+
+    fn versions(&self) -> (Option<String>, Option<String>) {
+        self.known
+            .lock()
+            .map(|known| (known.client.clone(), known.codex_version.clone()))
+            .unwrap_or_default()
+    }
+
+    fn check(&mut self, method: &str, id: Option<&Value>, params: &Value) {
+        let Some(schemas) = &self.schemas else {
+            return;
+        };
+        let problems: Vec<Problem> = schemas.check(method, params);
+        let (client, codex) = self.versions();
+        for problem in &problems {
+            tracing::warn!(
+                "conformance: {method} {} ({:?}): {} [client {}, Codex {}]",
+                problem.field,
+                problem.kind,
+                problem.message,
+                client.as_deref().unwrap_or("?"),
+                codex.as_deref().unwrap_or("?")
+            );
+        }
+        let thread = params["threadId"].as_str();
+        let entry = json!({
+            "kind": "check",
+            "method": method,
+            "id": id,
+            "threadId": thread,
+            "client": client,
+            "codexVersion": codex,
+            "problems": problems,
+        });
+        self.append(&entry);
+    }
+
+    fn append(&mut self, entry: &Value) {
+        let Some(path) = &self.log else {
+            return;
+        };
+        use std::os::unix::fs::OpenOptionsExt;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .and_then(|mut file| writeln!(file, "{entry}"));
+        if let Err(error) = written {
+            if !self.failed {
+                tracing::warn!("{}: {error}", path.display());
+                self.failed = true;
+            }
+        }
+    }
+}
+
+/// Writes each model request the offline stub gets into `<dir>/<thread>/turn-NN/`, as `capture`
+/// does: `model-request.json` (then `.2`, `.3` for the requests after tool results) and
+/// `layers.md`, redacted.
+pub struct CaptureWriter {
+    dir: PathBuf,
+    known: Arc<Mutex<Known>>,
+    /// Thread -> (turn folders already there from an earlier process, turn ids in order with
+    /// their request counts).
+    threads: HashMap<String, (usize, Vec<(String, usize)>)>,
+    order: VecDeque<String>,
+    failed: bool,
+}
+
+impl CaptureWriter {
+    pub fn new(dir: PathBuf, known: Arc<Mutex<Known>>) -> Self {
+        Self {
+            dir,
+            known,
+            threads: HashMap::new(),
+            order: VecDeque::new(),
+            failed: false,
+        }
+    }
+
+    pub async fn run(mut self, mut requests: tokio::sync::mpsc::Receiver<CapturedRequest>) {
+        while let Some(request) = requests.recv().await {
+            if let Err(error) = self.write(&request) {
+                if !self.failed {
+                    tracing::warn!("capture {}: {error}", self.dir.display());
+                    self.failed = true;
+                }
+            }
+        }
+    }
+
+    /// Thread and turn of a request, from Codex's turn-metadata header.
+    fn ids(request: &CapturedRequest) -> (String, String) {
+        let metadata: Value = request
+            .headers
+            .get("x-codex-turn-metadata")
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null);
+        let text = |key: &str| metadata[key].as_str().map(str::to_string);
+        let thread = text("thread_id")
+            .or_else(|| {
+                request.body["prompt_cache_key"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| "unknown-thread".to_string());
+        (thread, text("turn_id").unwrap_or_default())
+    }
+
+    fn write(&mut self, request: &CapturedRequest) -> std::io::Result<()> {
+        let (thread, turn) = Self::ids(request);
+        let thread_dir = self.dir.join(super::transcript::safe_name(&thread));
+        if !self.threads.contains_key(&thread) {
+            if self.threads.len() >= MAX_CAPTURED_THREADS {
+                if let Some(old) = self.order.pop_front() {
+                    self.threads.remove(&old);
+                }
+            }
+            self.order.push_back(thread.clone());
+            // OpenClaw starts a new app-server per run: a resumed thread's turns go after the
+            // ones an earlier process wrote, never over them.
+            let earlier = std::fs::read_dir(&thread_dir)
+                .map(|entries| {
+                    entries
+                        .filter_map(|entry| entry.ok())
+                        .filter(|entry| entry.file_name().to_string_lossy().starts_with("turn-"))
+                        .count()
+                })
+                .unwrap_or(0);
+            self.threads.insert(thread.clone(), (earlier, Vec::new()));
+        }
+        let Some((earlier, turns)) = self.threads.get_mut(&thread) else {
+            return Ok(());
+        };
+        let earlier = *earlier;
+        let index = match turns.iter().position(|(known, _)| *known == turn) {
+            Some(index) => index,
+            None => {
+                turns.push((turn.clone(), 0));
+                turns.len() - 1
+            }
+        };
+        turns[index].1 += 1;
+        let number = turns[index].1;
+        let turn_number = earlier + index + 1;
+        let folder = thread_dir.join(format!("turn-{turn_number:02}"));
+        create_private_dirs(&self.dir, &folder)?;
+        let (redactions, developer, client, codex) = self.redactions(&thread, &turn);
+        let context_keys = self
+            .known
+            .lock()
+            .map(|known| known.context_keys.clone())
+            .unwrap_or_default();
+        let document = redacted_request(request, &redactions);
+        let suffix = if number == 1 {
+            String::new()
+        } else {
+            format!(".{number}")
+        };
+        let text = format!("{}\n", crate::support::json::to_pretty(&document));
+        write_private(
+            &folder.join(format!("model-request{suffix}.json")),
+            text.as_bytes(),
+        )?;
+        let texts: Vec<&str> = document["body"]["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item["content"].as_array())
+            .flatten()
+            .filter_map(|content| content["text"].as_str())
+            .collect();
+        let sent = developer
+            .iter()
+            .map(|text| redactions.redact(&Value::String(text.clone())))
+            .find(|text| text.as_str().is_some_and(|text| texts.contains(&text)));
+        let layers = label_layers_with(
+            &document["body"],
+            sent.as_ref().and_then(Value::as_str),
+            &context_keys,
+        );
+        let title = format!(
+            "Model-bound request {number} of turn {turn_number} ({} through clawbridge app-server, Codex {})",
+            client.as_deref().unwrap_or("a client"),
+            codex.as_deref().unwrap_or("?")
+        );
+        write_private(
+            &folder.join(format!("layers{suffix}.md")),
+            render_layers(&layers, &title).as_bytes(),
+        )?;
+        Ok(())
+    }
+
+    fn redactions(
+        &self,
+        thread: &str,
+        turn: &str,
+    ) -> (Redactions, Vec<String>, Option<String>, Option<String>) {
+        let mut redactions = Redactions::default();
+        let (developer, folders, client, codex) = self
+            .known
+            .lock()
+            .map(|known| {
+                (
+                    known
+                        .developer_instructions
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                    known.folders.iter().cloned().collect::<Vec<_>>(),
+                    known.client.clone(),
+                    known.codex_version.clone(),
+                )
+            })
+            .unwrap_or_default();
+        for folder in &folders {
+            redactions.add_path(folder, "<workspace>");
+        }
+        if let Some(codex_home) = std::env::var_os("CODEX_HOME") {
+            redactions.add_path(Path::new(&codex_home), "<codex-home>");
+        }
+        if let Some(home) = dirs::home_dir() {
+            redactions.add_path(&home, "<home>");
+        }
+        redactions.add_path(&std::env::temp_dir(), "<tmp>");
+        redactions.add(thread.to_string(), "<thread-id>");
+        if !turn.is_empty() {
+            redactions.add(turn.to_string(), "<turn-id>");
+        }
+        (redactions, developer, client, codex)
+    }
+}
+
+/// Create `folder` (under `root`) and its parents as 0700.
+fn create_private_dirs(root: &Path, folder: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let _ = root;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(folder)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    crate::support::fs::write_private(path, bytes).map_err(std::io::Error::other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_lines_that_matter_are_copied() {
+        assert!(is_interesting(
+            Direction::In,
+            br#"{"id":1,"method":"thread/start","params":{}}"#
+        ));
+        assert!(is_interesting(
+            Direction::In,
+            br#"{"id":1,"method": "initialize","params":{}}"#
+        ));
+        assert!(!is_interesting(
+            Direction::In,
+            br#"{"id":1,"method":"model/list","params":{}}"#
+        ));
+        assert!(is_interesting(
+            Direction::Out,
+            br#"{"id":1,"result":{"userAgent":"codex/0.169.0"}}"#
+        ));
+        assert!(!is_interesting(
+            Direction::Out,
+            br#"{"method":"turn/started","params":{}}"#
+        ));
+    }
+}

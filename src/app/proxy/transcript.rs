@@ -1,0 +1,260 @@
+//! The `--transcript DIR` files: every forwarded message as a JSON line
+//! (`{"direction": "in"|"out", "message": ...}`), one file per Codex thread.
+//!
+//! A message names its thread in `params.threadId`, `params.thread.id` or `result.thread.id`; a
+//! response is filed with its request (request ids are remembered, bounded); the rest goes to
+//! `connection.jsonl`. Secrets are redacted before anything is written ([`redact`]); the folder
+//! is created 0700 and the files 0600, and file names are thread ids reduced to
+//! `[A-Za-z0-9_-]`, so no thread id can name a path outside DIR.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::observe::Direction;
+use super::{ProxyError, MAX_OPEN_FILES, MAX_PENDING};
+
+/// A thread id as a file name: `[A-Za-z0-9_-]`, at most 128 characters.
+pub fn safe_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(128)
+        .collect()
+}
+
+/// The per-thread JSON-lines transcript.
+#[derive(Debug)]
+pub struct Transcript {
+    dir: PathBuf,
+    files: HashMap<String, std::fs::File>,
+    /// Open files, least recently used first.
+    order: VecDeque<String>,
+    /// Request id (its JSON text) -> the thread file its response belongs in.
+    pending: HashMap<String, String>,
+    pending_order: VecDeque<String>,
+    /// Thread-opening requests (`thread/start`, `thread/fork`) wait for their response, which
+    /// names the thread, so both land in the thread's file: request id -> the written line.
+    held: Vec<(String, String)>,
+    failed: bool,
+}
+
+/// Thread-opening requests held for their response at most (then written to the connection).
+const MAX_HELD: usize = 16;
+
+impl Drop for Transcript {
+    fn drop(&mut self) {
+        for (_, entry) in std::mem::take(&mut self.held) {
+            self.write("connection", &entry);
+        }
+    }
+}
+
+impl Transcript {
+    pub fn open(dir: &Path) -> Result<Transcript, ProxyError> {
+        // Private: a transcript holds the user's conversation.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| ProxyError::Transcript {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        Ok(Transcript {
+            dir: dir.to_path_buf(),
+            files: HashMap::new(),
+            order: VecDeque::new(),
+            pending: HashMap::new(),
+            pending_order: VecDeque::new(),
+            held: Vec::new(),
+            failed: false,
+        })
+    }
+
+    pub fn record(&mut self, direction: Direction, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            return;
+        }
+        let mut message: Value =
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+        let id = message.get("id").map(Value::to_string);
+        let is_request = message.get("method").is_some();
+        let thread = thread_of(&message).or_else(|| {
+            // A response lands where its request did.
+            (!is_request)
+                .then(|| id.as_ref().and_then(|id| self.pending.remove(id)))
+                .flatten()
+        });
+        let file = thread.clone().unwrap_or_else(|| "connection".to_string());
+        let opens_thread = is_request
+            && thread.is_none()
+            && matches!(
+                message.get("method").and_then(Value::as_str),
+                Some("thread/start" | "thread/fork")
+            );
+        if let (true, Some(id)) = (is_request, id.clone()) {
+            if self.pending.len() >= MAX_PENDING {
+                if let Some(old) = self.pending_order.pop_front() {
+                    self.pending.remove(&old);
+                }
+            }
+            self.pending.insert(id.clone(), file.clone());
+            self.pending_order.push_back(id);
+        }
+        redact(&mut message);
+        let entry = serde_json::json!({
+            "direction": direction.as_str(),
+            "message": message,
+        })
+        .to_string();
+        if let (true, Some(id)) = (opens_thread, id.as_ref()) {
+            if self.held.len() >= MAX_HELD {
+                let (_, oldest) = self.held.remove(0);
+                self.write("connection", &oldest);
+            }
+            self.held.push((id.clone(), entry));
+            return;
+        }
+        if !is_request {
+            if let Some(at) = id
+                .as_ref()
+                .and_then(|id| self.held.iter().position(|(held, _)| held == id))
+            {
+                let (_, request) = self.held.remove(at);
+                self.write(&file, &request);
+            }
+        }
+        self.write(&file, &entry);
+    }
+
+    fn write(&mut self, file: &str, entry: &str) {
+        let written = self
+            .file(file)
+            .and_then(|handle| writeln!(handle, "{entry}"));
+        if let Err(error) = written {
+            if !self.failed {
+                tracing::warn!(
+                    "transcript {}: {error}; forwarding goes on",
+                    self.dir.display()
+                );
+                self.failed = true;
+            }
+        }
+    }
+
+    fn file(&mut self, name: &str) -> std::io::Result<&mut std::fs::File> {
+        let safe = safe_name(name);
+        if !self.files.contains_key(&safe) {
+            if self.files.len() >= MAX_OPEN_FILES {
+                if let Some(old) = self.order.pop_front() {
+                    self.files.remove(&old);
+                }
+            }
+            use std::os::unix::fs::OpenOptionsExt;
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(self.dir.join(format!("{safe}.jsonl")))?;
+            self.files.insert(safe.clone(), file);
+        }
+        self.order.retain(|open| open != &safe);
+        self.order.push_back(safe.clone());
+        self.files
+            .get_mut(&safe)
+            .ok_or_else(|| std::io::Error::other("transcript file vanished"))
+    }
+}
+
+/// The thread a message names: `params.threadId`, `params.thread.id`, `result.thread.id`.
+fn thread_of(message: &Value) -> Option<String> {
+    let text = |value: &Value| value.as_str().map(str::to_string);
+    text(&message["params"]["threadId"])
+        .or_else(|| text(&message["params"]["thread"]["id"]))
+        .or_else(|| text(&message["result"]["thread"]["id"]))
+        .or_else(|| text(&message["params"]["conversationId"]))
+}
+
+/// Keys whose values are secrets (compared lowercased, `_` and `-` removed).
+const SECRET_KEYS: [&str; 10] = [
+    "token",
+    "accesstoken",
+    "refreshtoken",
+    "idtoken",
+    "apikey",
+    "openaiapikey",
+    "authorization",
+    "password",
+    "secret",
+    "clientsecret",
+];
+
+/// Replace secret values with `<redacted>`: values under secret-looking keys (and any key ending
+/// in `token`, `apikey` or `secret`), bearer credentials and `sk-` API keys anywhere.
+pub fn redact(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                let folded: String = key
+                    .chars()
+                    .filter(|c| *c != '_' && *c != '-')
+                    .flat_map(char::to_lowercase)
+                    .collect();
+                let secret = SECRET_KEYS.contains(&folded.as_str())
+                    || folded.ends_with("token")
+                    || folded.ends_with("apikey")
+                    || folded.ends_with("secret");
+                if secret && !item.is_null() && !item.is_object() && !item.is_array() {
+                    *item = Value::from("<redacted>");
+                } else {
+                    redact(item);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        Value::String(text)
+            if text.starts_with("sk-")
+                || text.starts_with("Bearer ")
+                || text.starts_with("bearer ") =>
+        {
+            *text = "<redacted>".to_string();
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_redacted_and_the_rest_is_kept() {
+        let mut message = json!({"method": "account/login/start", "params": {
+            "type": "apiKey", "apiKey": "sk-live-123", "nested": {"access_token": "abc", "refreshToken": "r"},
+            "headers": ["Bearer xyz", "plain"], "text": "keep me", "tokenUsage": {"total": 3}}});
+        redact(&mut message);
+        assert_eq!(message["params"]["apiKey"], "<redacted>");
+        assert_eq!(message["params"]["nested"]["access_token"], "<redacted>");
+        assert_eq!(message["params"]["nested"]["refreshToken"], "<redacted>");
+        assert_eq!(message["params"]["headers"], json!(["<redacted>", "plain"]));
+        assert_eq!(message["params"]["text"], "keep me");
+        assert_eq!(
+            message["params"]["tokenUsage"],
+            json!({"total": 3}),
+            "usage is not a secret"
+        );
+        assert_eq!(message["params"]["type"], "apiKey");
+    }
+}

@@ -1,0 +1,267 @@
+//! Real OpenClaw in the loop: OpenClaw 2026.9.6 with its Codex plugin -> `clawbridge app-server
+//! --offline` in the Codex slot -> the real Codex -> clawbridge's loopback model stub.
+//!
+//! `scripts/test-openclaw` installs OpenClaw, Node 24 and the plugin (cached in .tools/) and runs
+//! these; each turn goes through `scripts/openclaw-run` (a throwaway HOME with the minimal
+//! openclaw.json). They are #[ignore]d for a bare `cargo test` (a 1.2 GB install, about 40 s per
+//! turn); `scripts/test` runs them through `scripts/test-openclaw`.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Every value under `key` anywhere in `value`.
+fn find_all<'a>(value: &'a Value, key: &str, out: &mut Vec<&'a Value>) {
+    match value {
+        Value::Object(map) => {
+            for (name, item) in map {
+                if name == key {
+                    out.push(item);
+                }
+                find_all(item, key, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| find_all(item, key, out)),
+        _ => {}
+    }
+}
+
+fn strings(value: &Value, key: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    find_all(value, key, &mut found);
+    found
+        .into_iter()
+        .filter_map(|value| value.as_str().map(str::to_string))
+        .collect()
+}
+
+/// One `openclaw agent --local --json` turn through the proxy; OpenClaw's JSON result.
+fn openclaw_turn(out: &Path, extra: &[&str], message: &str) -> Value {
+    let output = Command::new(repo_root().join("scripts/openclaw-run"))
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .arg("--")
+        .arg(message)
+        .env("CLAWBRIDGE_BIN", env!("CARGO_BIN_EXE_clawbridge"))
+        .output()
+        .expect("scripts/openclaw-run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "openclaw-run failed ({}):\n{stderr}",
+        output.status
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // OpenClaw may print log lines before its JSON document.
+    let start = stdout.find("\n{").map_or(0, |at| at + 1);
+    serde_json::from_str(&stdout[start..])
+        .unwrap_or_else(|error| panic!("OpenClaw's --json output: {error}\n{stdout}\n{stderr}"))
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+/// The thread files of a transcript folder (everything but `connection` and `conformance`).
+fn thread_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("transcript folder")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| {
+            path.extension().is_some_and(|ext| ext == "jsonl")
+                && !matches!(
+                    path.file_stem().and_then(|stem| stem.to_str()),
+                    Some("connection" | "conformance")
+                )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn methods(entries: &[Value], direction: &str) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|entry| entry["direction"] == direction)
+        .filter_map(|entry| entry["message"]["method"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
+fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("transcript");
+
+    // 1. A plain turn: OpenClaw's Codex harness answers with the stub's text.
+    let session = ["--session-key", "agent:main:clawbridge-e2e"];
+    let plain = openclaw_turn(
+        &out,
+        &["--fresh", session[0], session[1]],
+        "hello from the conformance test",
+    );
+    assert_eq!(
+        strings(&plain, "agentHarnessId"),
+        vec!["codex".to_string()],
+        "OpenClaw ran the Codex harness, not its own runner: {plain:#}"
+    );
+    assert!(
+        strings(&plain, "finalAssistantVisibleText")
+            .contains(&"clawbridge offline stub reply 1.".to_string()),
+        "{plain:#}"
+    );
+    let threads = thread_files(&out);
+    assert_eq!(threads.len(), 1, "one thread: {threads:?}");
+    let entries = jsonl(&threads[0]);
+    let sent = methods(&entries, "in");
+    assert!(
+        sent.starts_with(&["thread/start".to_string(), "turn/start".to_string()]),
+        "the thread file opens with OpenClaw's thread/start, then turn/start: {sent:?}"
+    );
+    let start = &entries[0]["message"]["params"];
+    assert!(
+        start["developerInstructions"]
+            .as_str()
+            .is_some_and(|text| !text.is_empty()),
+        "OpenClaw's developer instructions are in the transcript"
+    );
+    assert!(
+        methods(&entries, "out").contains(&"turn/completed".to_string()),
+        "{:?}",
+        methods(&entries, "out")
+    );
+
+    // The versions and the conformance checks.
+    let conformance = jsonl(&out.join("conformance.jsonl"));
+    let versions = &conformance[0];
+    assert_eq!(versions["kind"], "versions", "{conformance:#?}");
+    assert_eq!(versions["client"], "openclaw 2026.9.6");
+    let codex_version = versions["codexVersion"].as_str().expect("a Codex version");
+    assert!(
+        versions["userAgent"]
+            .as_str()
+            .is_some_and(|agent| agent.contains(codex_version)),
+        "{versions}"
+    );
+    assert_eq!(versions["schemaChecks"], true);
+    let checked: Vec<&str> = conformance
+        .iter()
+        .filter(|entry| entry["kind"] == "check")
+        .filter_map(|entry| entry["method"].as_str())
+        .collect();
+    assert!(
+        checked.contains(&"thread/start") && checked.contains(&"turn/start"),
+        "{checked:?}"
+    );
+
+    // The captured model request: what Codex really sent the model for OpenClaw's turn.
+    let thread_name = threads[0]
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    let turn = out
+        .join("model-requests")
+        .join(&thread_name)
+        .join("turn-01");
+    let request: Value = serde_json::from_str(
+        &std::fs::read_to_string(turn.join("model-request.json")).expect("model-request.json"),
+    )
+    .expect("json");
+    let body = request["body"].to_string();
+    assert!(
+        body.contains("hello from the conformance test"),
+        "the user's message"
+    );
+    assert!(
+        !body.contains(&dir.path().display().to_string()),
+        "machine paths are redacted"
+    );
+    let layers = std::fs::read_to_string(turn.join("layers.md")).expect("layers.md");
+    assert!(
+        layers.contains("OpenClaw developer instructions (thread/start.developerInstructions)"),
+        "OpenClaw's layer is told apart from Codex's own:\n{}",
+        &layers[..layers.len().min(3000)]
+    );
+    assert!(layers.contains("openclaw 2026.9.6 through clawbridge app-server"));
+
+    // 2. The same session's second turn, a tool call: OpenClaw resumes the thread (a new
+    // app-server process), the model calls OpenClaw's `agents_list`, Codex asks OpenClaw
+    // (`item/tool/call`), OpenClaw answers through the proxy, the model gets the output.
+    let script = dir.path().join("tool-call.json");
+    std::fs::write(
+        &script,
+        r#"{"responses": [{"toolCall": {"name": "agents_list", "arguments": {}}}, {"text": "Agents listed."}]}"#,
+    )
+    .expect("script");
+    let script_arg = script.display().to_string();
+    let tool = openclaw_turn(
+        &out,
+        &["--stub-script", &script_arg, session[0], session[1]],
+        "which agents are there?",
+    );
+    assert_eq!(strings(&tool, "agentHarnessId"), vec!["codex".to_string()]);
+    assert!(
+        strings(&tool, "finalAssistantVisibleText").contains(&"Agents listed.".to_string()),
+        "{tool:#}"
+    );
+    assert_eq!(
+        thread_files(&out),
+        threads,
+        "the second turn continues the same thread"
+    );
+    let all = jsonl(&threads[0]);
+    let sent = methods(&all, "in");
+    assert!(
+        sent.contains(&"thread/resume".to_string()),
+        "the second turn resumes the thread: {sent:?}"
+    );
+    let call = all
+        .iter()
+        .find(|entry| entry["direction"] == "out" && entry["message"]["method"] == "item/tool/call")
+        .expect("Codex asked OpenClaw to run the tool");
+    assert_eq!(call["message"]["params"]["tool"], "agents_list", "{call}");
+    let call_id = &call["message"]["id"];
+    let answer = all
+        .iter()
+        .find(|entry| {
+            entry["direction"] == "in"
+                && entry["message"]["id"] == *call_id
+                && entry["message"].get("result").is_some()
+        })
+        .expect("OpenClaw answered the tool call through the proxy");
+    assert!(
+        answer["message"]["result"]["contentItems"].is_array(),
+        "{answer}"
+    );
+    let checked: Vec<String> = jsonl(&out.join("conformance.jsonl"))
+        .iter()
+        .filter(|entry| entry["kind"] == "check")
+        .filter_map(|entry| entry["method"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        checked.contains(&"thread/resume".to_string()),
+        "{checked:?}"
+    );
+    // The second process numbered its turn after the first one's, and captured both requests.
+    let second = out
+        .join("model-requests")
+        .join(&thread_name)
+        .join("turn-02");
+    assert!(turn.join("model-request.json").is_file(), "turn 1 is kept");
+    let after_tool = std::fs::read_to_string(second.join("model-request.2.json"))
+        .expect("the request after the tool output was captured");
+    assert!(
+        after_tool.contains("function_call_output"),
+        "the model got the tool's output"
+    );
+    assert!(second.join("layers.2.md").is_file());
+}
