@@ -95,12 +95,31 @@ impl Redactions {
             }
             Value::Object(map) => Value::Object(
                 map.iter()
-                    .map(|(key, item)| (self.apply(key), self.redact(item)))
+                    .map(|(key, item)| {
+                        let redacted = if is_clock_reading(key, item) {
+                            Value::String("<timestamp>".to_string())
+                        } else {
+                            self.redact(item)
+                        };
+                        (self.apply(key), redacted)
+                    })
                     .collect::<Map<String, Value>>(),
             ),
             other => other.clone(),
         }
     }
+}
+
+/// A wall-clock reading as a number: `create_time`, `*_time`, `*_at`, `*_ms` keys holding Unix
+/// seconds or milliseconds (Codex stamps history items with them).
+fn is_clock_reading(key: &str, value: &Value) -> bool {
+    let timed = key == "create_time"
+        || key.ends_with("_time")
+        || key.ends_with("_at")
+        || key.ends_with("At")
+        || key.ends_with("_ms")
+        || key.ends_with("Ms");
+    timed && value.as_f64().is_some_and(|number| number >= 1e9)
 }
 
 /// Replace `value` where it stands as a path: not inside a tag name (`</root>` is not the home
@@ -163,15 +182,17 @@ pub struct Layer {
 /// Label the layers of a request body. `developer_instructions` is the text clawbridge sent as
 /// `thread/start.developerInstructions`, so that layer can be told apart from Codex's own.
 pub fn label_layers(body: &Value, developer_instructions: Option<&str>) -> Vec<Layer> {
-    label_layers_with(body, developer_instructions, &[])
+    label_layers_with(body, developer_instructions, &[], &[])
 }
 
 /// [`label_layers`], also naming the `turn/start.additionalContext` entries whose keys are
-/// given (Codex sends each as `<key>value</key>`).
+/// given (Codex sends each as `<key>value</key>`) and the texts a client injected into the
+/// thread's history (`thread/inject_items`).
 pub fn label_layers_with(
     body: &Value,
     developer_instructions: Option<&str>,
     context_keys: &[String],
+    injected: &[String],
 ) -> Vec<Layer> {
     let mut layers = Vec::new();
     let inputs = body["input"].as_array().cloned().unwrap_or_default();
@@ -198,6 +219,8 @@ pub fn label_layers_with(
                 "Codex base instructions".to_string()
             } else if Some(text.as_str()) == developer_instructions {
                 "OpenClaw developer instructions (thread/start.developerInstructions)".to_string()
+            } else if injected.contains(&text) {
+                "Injected into the history (thread/inject_items)".to_string()
             } else if let Some(key) = context_keys.iter().find(|key| {
                 text.starts_with(&format!("<{key}>"))
                     && text.trim_end().ends_with(&format!("</{key}>"))
@@ -306,6 +329,12 @@ mod tests {
             "cwd <workspace>/x, id <uuid>, on <date> at 127.0.0.1:<port>, ms <number>"
         );
         assert_eq!(out["tz"], "<timezone><redacted></timezone>");
+        let stamped = redactions.redact(&json!({"meta": {"create_time": 1796144600.358, "count": 1796144600u64, "turn_started_at_ms": 1796040982696u64, "size_ms": 12}}));
+        assert_eq!(
+            stamped,
+            json!({"meta": {"create_time": "<timestamp>", "count": 1796144600u64, "turn_started_at_ms": "<timestamp>", "size_ms": 12}}),
+            "clock readings go, other numbers stay"
+        );
         let mut home = Redactions::default();
         home.add("/root", "<home>");
         assert_eq!(
@@ -334,5 +363,29 @@ mod tests {
         assert_eq!(labels[5], "Codex environment context");
         assert!(labels[6].starts_with("User input"));
         assert_eq!(labels[7], "Tools (message)");
+        let body = json!({"input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex"}]},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<openclaw_clock>noon</openclaw_clock>"}]},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "POLICY"}]},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<other>x</other>"}]}
+        ]});
+        let labels: Vec<String> = label_layers_with(
+            &body,
+            None,
+            &["openclaw_clock".to_string()],
+            &["POLICY".to_string()],
+        )
+        .into_iter()
+        .map(|l| l.label)
+        .collect();
+        assert_eq!(
+            labels[1],
+            "Turn context `openclaw_clock` (turn/start.additionalContext)"
+        );
+        assert_eq!(labels[2], "Injected into the history (thread/inject_items)");
+        assert_eq!(
+            labels[3], "developer message",
+            "an unknown tag is not guessed"
+        );
     }
 }

@@ -98,6 +98,32 @@ struct StubState {
     requests: Vec<CapturedRequest>,
     /// Requests answered so far (numbers the replies; the kept log is bounded).
     served: usize,
+    /// The port it listens on: a request must name it in `Host`.
+    port: u16,
+}
+
+/// Browser-proofing of the loopback stub: Codex never sends `Origin`, and it names the stub by
+/// its loopback address. A web page (any `Origin`) or a DNS-rebound name (any other `Host`) is
+/// refused, so no page in the user's browser can feed or read the captures.
+fn refused(headers: &HeaderMap, port: u16) -> Option<Response> {
+    if headers.contains_key("origin") {
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                "offline stub: browser requests are refused",
+            )
+                .into_response(),
+        );
+    }
+    let host = headers
+        .get("host")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let allowed = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
+    if !allowed.iter().any(|name| name == host) {
+        return Some((StatusCode::FORBIDDEN, "offline stub: unexpected Host").into_response());
+    }
+    None
 }
 
 /// The running stub; dropping it stops the server.
@@ -133,6 +159,7 @@ impl ResponsesStub {
             sink,
             requests: Vec::new(),
             served: 0,
+            port: addr.port(),
         }));
         let router = Router::new()
             // Codex tries a WebSocket first (GET with an upgrade); 426 sends it to HTTP at once
@@ -178,6 +205,13 @@ async fn responses(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let port = state
+        .lock()
+        .map(|state| state.port)
+        .unwrap_or_else(|poisoned| poisoned.into_inner().port);
+    if let Some(refusal) = refused(&headers, port) {
+        return refusal;
+    }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let headers: BTreeMap<String, String> = headers
         .iter()
@@ -231,7 +265,17 @@ async fn responses(
 }
 
 /// The answer to Codex's WebSocket attempt: use HTTP.
-async fn upgrade_required() -> Response {
+async fn upgrade_required(
+    State(state): State<Arc<Mutex<StubState>>>,
+    headers: HeaderMap,
+) -> Response {
+    let port = state
+        .lock()
+        .map(|state| state.port)
+        .unwrap_or_else(|poisoned| poisoned.into_inner().port);
+    if let Some(refusal) = refused(&headers, port) {
+        return refusal;
+    }
     (
         StatusCode::UPGRADE_REQUIRED,
         "offline stub: no WebSocket here; use HTTP POST",
@@ -450,6 +494,55 @@ mod tests {
             error.contains("script.json") && error.contains("txt"),
             "{error}"
         );
+    }
+
+    /// Send one raw HTTP request to the stub; the status code and the stub's kept requests.
+    async fn raw(stub: &ResponsesStub, request: String) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(stub.addr)
+            .await
+            .expect("connect");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut answer = vec![0; 64];
+        let read = stream.read(&mut answer).await.expect("read");
+        let text = String::from_utf8_lossy(&answer[..read]).into_owned();
+        text.split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn websocket_attempts_get_426_and_browsers_are_refused() {
+        let stub = ResponsesStub::start(StubScript::default())
+            .await
+            .expect("stub");
+        let port = stub.addr.port();
+        let upgrade = format!("GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+        assert_eq!(
+            raw(&stub, upgrade).await,
+            426,
+            "Codex falls back to HTTP at once"
+        );
+        let post = |extra: &str, host: &str| {
+            format!("POST /v1/responses HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}")
+        };
+        let own = format!("127.0.0.1:{port}");
+        assert_eq!(
+            raw(&stub, post("Origin: https://evil.example\r\n", &own)).await,
+            403
+        );
+        assert_eq!(
+            raw(&stub, post("", &format!("evil.example:{port}"))).await,
+            403,
+            "DNS rebinding"
+        );
+        assert!(
+            stub.requests().is_empty(),
+            "refused requests are not recorded"
+        );
+        assert_eq!(raw(&stub, post("", &own)).await, 200);
+        assert_eq!(stub.requests().len(), 1);
     }
 
     #[test]

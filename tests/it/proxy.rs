@@ -140,6 +140,7 @@ fn the_real_codex_answers_through_the_proxy() {
             "stdio://",
         ])
         .env("CODEX_HOME", &home)
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .current_dir(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -200,6 +201,30 @@ fn the_real_codex_answers_through_the_proxy() {
     assert!(thread
         .iter()
         .any(|entry| entry["direction"] == "out" && entry["message"]["id"] == "start"));
+    assert!(
+        thread
+            .iter()
+            .any(|entry| entry["direction"] == "in" && entry["message"]["method"] == "thread/start"),
+        "thread/start is filed with the thread its answer names"
+    );
+    // The schema was generated from this binary, and the thread/start conforms to it.
+    let log = transcript_lines(&transcript, "conformance.jsonl");
+    let version = log[0]["codexVersion"]
+        .as_str()
+        .expect("version")
+        .to_string();
+    assert_eq!(log[0]["client"], "openclaw 2026.9.6");
+    assert!(dir
+        .path()
+        .join(format!(
+            "cache/clawbridge/codex-schema/{version}/v2/ThreadStartParams.json"
+        ))
+        .is_file());
+    let check = log
+        .iter()
+        .find(|entry| entry["method"] == "thread/start")
+        .expect("thread/start checked");
+    assert_eq!(check["problems"], json!([]), "{check}");
 }
 
 /// A stand-in Codex that reports a version, generates its schema from the vendored 0.169.0 one

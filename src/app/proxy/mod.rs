@@ -103,7 +103,7 @@ pub enum ProxyError {
         #[source]
         source: std::io::Error,
     },
-    #[error("--offline: {0}")]
+    #[error("--offline")]
     Offline(#[source] crate::error::Error),
 }
 

@@ -54,6 +54,7 @@ pub fn is_interesting(direction: Direction, line: &[u8]) -> bool {
                 || has(b"thread/start\"")
                 || has(b"thread/resume\"")
                 || has(b"turn/start\"")
+                || has(b"thread/inject_items\"")
         }
         Direction::Out => has(b"\"userAgent\""),
     }
@@ -67,6 +68,8 @@ pub struct Known {
     folders: VecDeque<PathBuf>,
     /// `turn/start.additionalContext` keys seen.
     context_keys: Vec<String>,
+    /// Texts injected with `thread/inject_items`.
+    injected: VecDeque<String>,
     pub client: Option<String>,
     pub codex_version: Option<String>,
 }
@@ -81,6 +84,24 @@ impl Known {
         {
             if !self.context_keys.contains(key) && self.context_keys.len() < MAX_KNOWN {
                 self.context_keys.push(key.clone());
+            }
+        }
+    }
+
+    fn remember_injected(&mut self, params: &Value) {
+        let texts = params["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item["content"].as_array())
+            .flatten()
+            .filter_map(|content| content["text"].as_str());
+        for text in texts {
+            if !self.injected.iter().any(|known| known == text) {
+                if self.injected.len() >= MAX_KNOWN {
+                    self.injected.pop_front();
+                }
+                self.injected.push_back(text.to_string());
             }
         }
     }
@@ -172,6 +193,11 @@ impl Observer {
             (Direction::Out, "") if message.get("id") == self.initialize_id.as_ref() => {
                 self.user_agent = message["result"]["userAgent"].as_str().map(str::to_string);
                 self.record_versions().await;
+            }
+            (Direction::In, "thread/inject_items") => {
+                if let Ok(mut known) = self.known.lock() {
+                    known.remember_injected(&message["params"]);
+                }
             }
             (Direction::In, method) if ParamsSchemas::checks(method) => {
                 let params = &message["params"];
@@ -389,11 +415,23 @@ impl CaptureWriter {
         let turn_number = earlier + index + 1;
         let folder = thread_dir.join(format!("turn-{turn_number:02}"));
         create_private_dirs(&self.dir, &folder)?;
-        let (redactions, developer, client, codex) = self.redactions(&thread, &turn);
-        let context_keys = self
+        let (redactions, developer, client, codex) = self.redactions(request, &thread, &turn);
+        let (context_keys, injected) = self
             .known
             .lock()
-            .map(|known| known.context_keys.clone())
+            .map(|known| {
+                let injected: Vec<String> = known
+                    .injected
+                    .iter()
+                    .filter_map(|text| {
+                        redactions
+                            .redact(&Value::String(text.clone()))
+                            .as_str()
+                            .map(str::to_string)
+                    })
+                    .collect();
+                (known.context_keys.clone(), injected)
+            })
             .unwrap_or_default();
         let document = redacted_request(request, &redactions);
         let suffix = if number == 1 {
@@ -422,6 +460,7 @@ impl CaptureWriter {
             &document["body"],
             sent.as_ref().and_then(Value::as_str),
             &context_keys,
+            &injected,
         );
         let title = format!(
             "Model-bound request {number} of turn {turn_number} ({} through clawbridge app-server, Codex {})",
@@ -437,10 +476,21 @@ impl CaptureWriter {
 
     fn redactions(
         &self,
+        request: &CapturedRequest,
         thread: &str,
         turn: &str,
     ) -> (Redactions, Vec<String>, Option<String>, Option<String>) {
         let mut redactions = Redactions::default();
+        // Codex names the agent by the account's home folder (from the password database, not
+        // $HOME, which OpenClaw sets to its own folder).
+        let metadata: Value = request
+            .headers
+            .get("x-codex-turn-metadata")
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null);
+        if let Some(agent) = metadata["agent_name"].as_str() {
+            redactions.add_path(Path::new(agent), "<agent-home>");
+        }
         let (developer, folders, client, codex) = self
             .known
             .lock()
@@ -459,6 +509,10 @@ impl CaptureWriter {
             .unwrap_or_default();
         for folder in &folders {
             redactions.add_path(folder, "<workspace>");
+            // Codex reports the git checkout around the workspace in its turn metadata.
+            if let Some(git_root) = folder.ancestors().find(|dir| dir.join(".git").exists()) {
+                redactions.add_path(git_root, "<git-root>");
+            }
         }
         if let Some(codex_home) = std::env::var_os("CODEX_HOME") {
             redactions.add_path(Path::new(&codex_home), "<codex-home>");
@@ -506,6 +560,10 @@ mod tests {
         assert!(!is_interesting(
             Direction::In,
             br#"{"id":1,"method":"model/list","params":{}}"#
+        ));
+        assert!(is_interesting(
+            Direction::In,
+            br#"{"id":1,"method":"thread/inject_items","params":{}}"#
         ));
         assert!(is_interesting(
             Direction::Out,

@@ -350,14 +350,23 @@ impl SchemaCache {
             )));
         }
         let generated = temp.keep();
-        // Another process may have cached the same version meanwhile; either copy is good.
         if std::fs::rename(&generated, dir).is_err() {
-            let _ = std::fs::remove_dir_all(&generated);
-            if !dir.join("v2").is_dir() {
-                return Err(failed(format!(
-                    "cannot move the schema into {}",
-                    dir.display()
-                )));
+            // Another process may have cached the same version meanwhile (keep its copy when it
+            // loads), or what is there is broken (replace it).
+            let version = dir
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned());
+            if ParamsSchemas::load(dir, version.as_deref().unwrap_or_default()).is_ok() {
+                let _ = std::fs::remove_dir_all(&generated);
+            } else {
+                let _ = std::fs::remove_dir_all(dir);
+                std::fs::rename(&generated, dir).map_err(|error| {
+                    let _ = std::fs::remove_dir_all(&generated);
+                    failed(format!(
+                        "cannot move the schema into {}: {error}",
+                        dir.display()
+                    ))
+                })?;
             }
         }
         Ok(())
@@ -439,6 +448,27 @@ mod tests {
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].field, "/");
         assert!(problems[0].message.contains("threadId"), "{problems:?}");
+    }
+
+    /// A broken cached schema is generated again, not trusted.
+    #[test]
+    fn a_broken_cache_entry_is_replaced() {
+        let dir = tempfile::tempdir().expect("dir");
+        let cache = SchemaCache::at(dir.path().join("cache"));
+        let broken = cache.dir("0.169.0").join("v2");
+        std::fs::create_dir_all(&broken).expect("dir");
+        std::fs::write(broken.join("TurnStartParams.json"), "{not json").expect("write");
+        let fake = dir.path().join("fake-codex");
+        let vendored = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/codex-schema/0.169.0");
+        std::fs::write(&fake, format!("#!/bin/sh\ncp -r {vendored}/. \"$5\"\n")).expect("fake");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let (schemas, generated) = cache.schemas_for(&fake, "0.169.0").expect("schemas");
+        assert!(generated, "regenerated");
+        assert_eq!(schemas.version, "0.169.0");
+        assert!(ParamsSchemas::load(&cache.dir("0.169.0"), "0.169.0").is_ok());
+        let (_, again) = cache.schemas_for(&fake, "0.169.0").expect("schemas");
+        assert!(!again, "then read from the cache");
     }
 
     #[test]
