@@ -5,7 +5,7 @@ mod cli;
 mod doctor;
 mod e2e;
 mod layers;
-mod openclaw;
+mod real_openclaw;
 mod peer;
 mod prompt;
 mod proxy;
