@@ -17,8 +17,8 @@ use crate::support::text::len16;
 
 /// Volatile values: ids, commit hashes, dates, times, ports, long numbers. Compiled once.
 fn volatile_patterns() -> &'static [(Regex, &'static str)] {
-    static PATTERNS: std::sync::LazyLock<Vec<(Regex, &'static str)>> =
-        std::sync::LazyLock::new(|| {
+    static PATTERNS: std::sync::LazyLock<Vec<(Regex, &'static str)>> = std::sync::LazyLock::new(
+        || {
             [
                 (r"\b[0-9a-f]{40}\b", "<sha>"),
                 (
@@ -30,6 +30,16 @@ fn volatile_patterns() -> &'static [(Regex, &'static str)] {
                     "<timestamp>",
                 ),
                 (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
+                // Times of day (OpenClaw stamps system events: `[2026-12-01 17:32:40 UTC]`).
+                (r"\b\d{2}:\d{2}:\d{2}(\.\d+)?\b", "<time>"),
+                // OpenClaw's human clock lines: `Tuesday, December 1st, 2026 - 5:37 PM (UTC)`,
+                // `Reference UTC: 2026-12-01 17:37 UTC`.
+                (
+                    r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}(st|nd|rd|th)?, \d{4}\b",
+                    "<date>",
+                ),
+                (r"\b\d{1,2}:\d{2} ?(AM|PM)\b", "<time>"),
+                (r"<date>([ T])\d{2}:\d{2}\b", "<date>${1}<time>"),
                 (
                     r"<timezone>[^<]*</timezone>",
                     "<timezone><redacted></timezone>",
@@ -42,7 +52,8 @@ fn volatile_patterns() -> &'static [(Regex, &'static str)] {
                 Regex::new(pattern).ok().map(|regex| (regex, replacement))
             })
             .collect()
-        });
+        },
+    );
     &PATTERNS
 }
 
@@ -322,6 +333,7 @@ mod tests {
         let mut redactions = Redactions::default();
         redactions.add("/tmp/ws", "<workspace>");
         let value = json!({"a": "cwd /tmp/ws/x, id 01a22c62-8087-7fb1-8c6b-4fdef0530bf9, on 2026-11-30 at 127.0.0.1:42415, ms 1796040982696",
+                           "event": "System: [2026-12-01 17:32:40 UTC] check",
                            "tz": "<timezone>Etc/UTC</timezone>"});
         let out = redactions.redact(&value);
         assert_eq!(
@@ -329,6 +341,14 @@ mod tests {
             "cwd <workspace>/x, id <uuid>, on <date> at 127.0.0.1:<port>, ms <number>"
         );
         assert_eq!(out["tz"], "<timezone><redacted></timezone>");
+        assert_eq!(out["event"], "System: [<date> <time> UTC] check");
+        let clock = redactions.redact(&json!("Current time: Tuesday, December 1st, 2026 - 5:37 PM (UTC)\nReference UTC: 2026-12-01 17:37 UTC\nratio 16:9"));
+        assert_eq!(
+            clock,
+            json!(
+                "Current time: <date> - <time> (UTC)\nReference UTC: <date> <time> UTC\nratio 16:9"
+            )
+        );
         let stamped = redactions.redact(&json!({"meta": {"create_time": 1796144600.358, "count": 1796144600u64, "turn_started_at_ms": 1796040982696u64, "size_ms": 12}}));
         assert_eq!(
             stamped,

@@ -3,7 +3,7 @@
 //!
 //! `scripts/test-openclaw` installs OpenClaw, Node 24 and the plugin (cached in .tools/) and runs
 //! these; each turn goes through `scripts/openclaw-run` (a throwaway HOME with the minimal
-//! openclaw.json). They are #[ignore]d for a bare `cargo test` (a 1.2 GB install, about 40 s per
+//! openclaw.json). They are #[ignore]d for a bare `cargo test` (a 1.2 GB install, about 50 s per
 //! turn); `scripts/test` runs them through `scripts/test-openclaw`.
 
 use std::path::Path;
@@ -264,4 +264,62 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         "the model got the tool's output"
     );
     assert!(second.join("layers.2.md").is_file());
+
+    // 3. A heartbeat through OpenClaw's Gateway (loopback, random port and token): a system event
+    // wakes the main session, OpenClaw runs the heartbeat turn on Codex through the proxy.
+    let heartbeat = openclaw_turn(&out, &["--heartbeat"], "Check the release checklist.");
+    let thread = heartbeat["heartbeatThread"]
+        .as_str()
+        .expect("the heartbeat's thread")
+        .to_string();
+    let request = std::fs::read_to_string(
+        out.join("model-requests")
+            .join(&thread)
+            .join("turn-01")
+            .join("model-request.json"),
+    )
+    .expect("the heartbeat's model request was captured");
+    let request: Value = serde_json::from_str(&request).expect("json");
+    let user_input = request["body"]["input"]
+        .as_array()
+        .expect("input")
+        .iter()
+        .filter(|item| item["role"] == "user")
+        .filter_map(|item| item["content"][0]["text"].as_str())
+        .next_back()
+        .expect("a user input");
+    assert!(
+        user_input.starts_with("System: [<date> <time> UTC] Check the release checklist."),
+        "the event is a System: line, clock redacted: {user_input}"
+    );
+    let entries = jsonl(&out.join(format!("{thread}.jsonl")));
+    assert!(methods(&entries, "in").contains(&"thread/start".to_string()));
+    assert!(methods(&entries, "out").contains(&"turn/completed".to_string()));
+    // The Gateway went down with its whole process group: nothing runs with the run's HOME.
+    let run_home = repo_root().join(".tools/openclaw-2026.9.6/run-home");
+    let needle = format!("HOME={}", run_home.display());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .filter(|entry| {
+                std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                    environ
+                        .split(|byte| *byte == 0)
+                        .any(|pair| pair == needle.as_bytes())
+                })
+            })
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processes of the run are still alive: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
