@@ -105,7 +105,11 @@ struct StubState {
 /// Browser-proofing of the loopback stub: Codex never sends `Origin`, and it names the stub by
 /// its loopback address. A web page (any `Origin`) or a DNS-rebound name (any other `Host`) is
 /// refused, so no page in the user's browser can feed or read the captures.
-fn refused(headers: &HeaderMap, port: u16) -> Option<Response> {
+fn refused(state: &Mutex<StubState>, headers: &HeaderMap) -> Option<Response> {
+    let port = state
+        .lock()
+        .map(|state| state.port)
+        .unwrap_or_else(|poisoned| poisoned.into_inner().port);
     if headers.contains_key("origin") {
         return Some(
             (
@@ -205,11 +209,7 @@ async fn responses(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let port = state
-        .lock()
-        .map(|state| state.port)
-        .unwrap_or_else(|poisoned| poisoned.into_inner().port);
-    if let Some(refusal) = refused(&headers, port) {
+    if let Some(refusal) = refused(&state, &headers) {
         return refusal;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -269,11 +269,7 @@ async fn upgrade_required(
     State(state): State<Arc<Mutex<StubState>>>,
     headers: HeaderMap,
 ) -> Response {
-    let port = state
-        .lock()
-        .map(|state| state.port)
-        .unwrap_or_else(|poisoned| poisoned.into_inner().port);
-    if let Some(refusal) = refused(&headers, port) {
+    if let Some(refusal) = refused(&state, &headers) {
         return refusal;
     }
     (

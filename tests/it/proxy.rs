@@ -227,6 +227,23 @@ fn the_real_codex_answers_through_the_proxy() {
     assert_eq!(check["problems"], json!([]), "{check}");
 }
 
+/// Run `command` with `input` on its stdin (then closed) and collect what it printed.
+fn fed(mut command: std::process::Command, input: &str) -> std::process::Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}
+
 /// A stand-in Codex that reports a version, generates its schema from the vendored 0.169.0 one
 /// (counting generations), and otherwise echoes stdin.
 fn schema_generating_fake(dir: &std::path::Path) -> std::path::PathBuf {
@@ -271,7 +288,8 @@ fn params_are_checked_against_the_running_codex_schema() {
     .join("\n")
         + "\n";
     let run = |input: &str| {
-        let mut child = clawbridge()
+        let mut command = clawbridge();
+        command
             .args([
                 "-c",
                 "cli_auth_credentials_store=\"ephemeral\"",
@@ -281,19 +299,8 @@ fn params_are_checked_against_the_running_codex_schema() {
             .arg(&transcript)
             .args(["--listen", "stdio://", "--codex-bin"])
             .arg(&fake)
-            .env("XDG_CACHE_HOME", &cache)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write");
-        child.wait_with_output().expect("wait")
+            .env("XDG_CACHE_HOME", &cache);
+        fed(command, input)
     };
     let output = run(&input);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -376,25 +383,12 @@ fn params_are_checked_against_the_running_codex_schema() {
     );
     assert!(String::from_utf8_lossy(&again.stderr).contains("/developerInstructionz"));
     // --no-check: no checks, no schema generation.
-    let quiet = clawbridge()
+    let mut quiet = clawbridge();
+    quiet
         .args(["app-server", "--no-check", "--codex-bin"])
         .arg(&fake)
-        .env("XDG_CACHE_HOME", dir.path().join("other-cache"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let output = {
-        let mut quiet = quiet;
-        quiet
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write");
-        quiet.wait_with_output().expect("wait")
-    };
+        .env("XDG_CACHE_HOME", dir.path().join("other-cache"));
+    let output = fed(quiet, &input);
     assert!(!String::from_utf8_lossy(&output.stderr).contains("/developerInstructionz"));
     assert!(!dir.path().join("other-cache").exists());
 }

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use clawbridge::codex::client::schema::{ParamsSchemas, ProblemKind};
+use serde_json::{json, Value};
 
 use crate::util::*;
 
@@ -42,36 +43,36 @@ fn schema_dirs() -> Vec<(String, std::path::PathBuf)> {
     dirs
 }
 
-fn load_schema_from(dir: &Path, name: &str) -> Value {
-    let path = dir.join("v2").join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("schema json")
+/// The method whose params a schema file describes.
+fn method_of_schema(schema_name: &str) -> &'static str {
+    match schema_name {
+        "ThreadStartParams.json" => "thread/start",
+        "ThreadResumeParams.json" => "thread/resume",
+        "TurnStartParams.json" => "turn/start",
+        other => panic!("no method for {other}"),
+    }
 }
 
-fn load_schema(name: &str) -> Value {
-    load_schema_from(
-        &repo_root()
-            .join("fixtures/codex-schema")
-            .join(clawbridge::codex::protocol::PINNED_CODEX_VERSION),
-        name,
-    )
-}
-
-/// Valid against every Codex version's schema, and no key a version does not know.
+/// Valid against every Codex version's schema, and no key a version does not know: the check
+/// `clawbridge app-server` runs on OpenClaw's params (`codex::client::schema`).
 fn validate(schema_name: &str, instance: &Value) {
     for (version, dir) in schema_dirs() {
-        let schema = load_schema_from(&dir, schema_name);
-        let validator = jsonschema::validator_for(&schema).expect("compile schema");
-        let errors: Vec<String> = validator
-            .iter_errors(instance)
-            .map(|error| format!("{} at {}", error, error.instance_path))
+        let schemas = ParamsSchemas::load(&dir, &version).expect("compile the schemas");
+        let problems = schemas.check(method_of_schema(schema_name), instance);
+        let invalid: Vec<String> = problems
+            .iter()
+            .filter(|problem| problem.kind == ProblemKind::Invalid)
+            .map(|problem| format!("{} at {}", problem.message, problem.field))
             .collect();
         assert!(
-            errors.is_empty(),
-            "Codex {version} {schema_name}: {errors:#?}"
+            invalid.is_empty(),
+            "Codex {version} {schema_name}: {invalid:#?}"
         );
-        let mut unknown = Vec::new();
-        known_keys(&schema, &schema, instance, String::new(), &mut unknown);
+        let unknown: Vec<&str> = problems
+            .iter()
+            .filter(|problem| problem.kind == ProblemKind::UnknownKey)
+            .map(|problem| problem.field.as_str())
+            .collect();
         assert!(
             unknown.is_empty(),
             "Codex {version} {schema_name}: keys the schema does not know: {unknown:?}"
@@ -79,107 +80,19 @@ fn validate(schema_name: &str, instance: &Value) {
     }
 }
 
-fn resolve<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
-    match node.get("$ref").and_then(Value::as_str) {
-        Some(reference) => {
-            let name = reference.trim_start_matches("#/definitions/");
-            resolve(root, &root["definitions"][name])
-        }
-        None => node,
-    }
-}
-
-/// Object branches of a node (itself, or its oneOf/anyOf/allOf members).
-fn branches<'a>(root: &'a Value, node: &'a Value) -> Vec<&'a Value> {
-    let node = resolve(root, node);
-    let mut out = Vec::new();
-    for key in ["oneOf", "anyOf", "allOf"] {
-        if let Some(members) = node.get(key).and_then(Value::as_array) {
-            for member in members {
-                out.extend(branches(root, member));
-            }
-        }
-    }
-    if node.get("properties").is_some() {
-        out.push(node);
-    }
-    out
-}
-
-fn known_keys(
-    root: &Value,
-    node: &Value,
-    instance: &Value,
-    path: String,
-    unknown: &mut Vec<String>,
-) {
-    match instance {
-        Value::Object(map) => {
-            let candidates: Vec<&Value> = branches(root, node)
-                .into_iter()
-                .filter(|branch| branch_matches_type(branch, map))
-                .collect();
-            if candidates.is_empty() {
-                return; // free-form object (e.g. inputSchema, config values)
-            }
-            for (key, value) in map {
-                let property = candidates
-                    .iter()
-                    .find_map(|branch| branch["properties"].get(key));
-                match property {
-                    Some(property) => {
-                        known_keys(root, property, value, format!("{path}.{key}"), unknown)
-                    }
-                    None => unknown.push(format!("{path}.{key}")),
-                }
-            }
-        }
-        Value::Array(items) => {
-            let node = resolve(root, node);
-            for branch in std::iter::once(node).chain(branches(root, node)) {
-                if let Some(item_schema) = branch.get("items") {
-                    for (index, item) in items.iter().enumerate() {
-                        known_keys(root, item_schema, item, format!("{path}[{index}]"), unknown);
-                    }
-                    return;
-                }
-            }
-            for member in ["anyOf", "oneOf"] {
-                for alternative in node
-                    .get(member)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let alternative = resolve(root, alternative);
-                    if let Some(item_schema) = alternative.get("items") {
-                        for (index, item) in items.iter().enumerate() {
-                            known_keys(
-                                root,
-                                item_schema,
-                                item,
-                                format!("{path}[{index}]"),
-                                unknown,
-                            );
-                        }
-                        return;
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// A branch whose `type` property is an enum matches only instances carrying one of its values.
-fn branch_matches_type(branch: &Value, instance: &Map<String, Value>) -> bool {
-    match (
-        branch["properties"]["type"]["enum"].as_array(),
-        instance.get("type"),
-    ) {
-        (Some(allowed), Some(actual)) => allowed.contains(actual),
-        _ => true,
-    }
+/// The unknown keys the pinned Codex's schema finds in `instance`.
+fn unknown_keys(schema_name: &str, instance: &Value) -> Vec<String> {
+    let dir = repo_root()
+        .join("fixtures/codex-schema")
+        .join(clawbridge::codex::protocol::PINNED_CODEX_VERSION);
+    let schemas = ParamsSchemas::load(&dir, clawbridge::codex::protocol::PINNED_CODEX_VERSION)
+        .expect("compile the schemas");
+    schemas
+        .check(method_of_schema(schema_name), instance)
+        .into_iter()
+        .filter(|problem| problem.kind == ProblemKind::UnknownKey)
+        .map(|problem| problem.field)
+        .collect()
 }
 
 fn check_run(path: &Path) {
@@ -238,16 +151,17 @@ fn resume_and_other_sandboxes_are_schema_valid() {
 
 #[test]
 fn the_key_check_catches_a_misspelt_key() {
-    let schema = load_schema("TurnStartParams.json");
-    let mut unknown = Vec::new();
     let instance = json!({"threadId": "t", "input": [], "colaborationMode": {}});
-    known_keys(&schema, &schema, &instance, String::new(), &mut unknown);
-    assert_eq!(unknown, vec![".colaborationMode"]);
-    let mut unknown = Vec::new();
+    assert_eq!(
+        unknown_keys("TurnStartParams.json", &instance),
+        vec!["/colaborationMode"]
+    );
     let instance =
         json!({"threadId": "t", "input": [{"type": "text", "text": "x", "text_elemnts": []}]});
-    known_keys(&schema, &schema, &instance, String::new(), &mut unknown);
-    assert_eq!(unknown, vec![".input[0].text_elemnts"]);
+    assert_eq!(
+        unknown_keys("TurnStartParams.json", &instance),
+        vec!["/input/0/text_elemnts"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
