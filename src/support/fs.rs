@@ -15,6 +15,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, artifact_mode())
 }
 
+/// Create `dir` and its missing parents as 0700 (folders holding a user's conversations).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Write process state (bindings, ledgers, configs with secrets) atomically, mode 0600.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, 0o600)

@@ -161,7 +161,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     let mut codex = codex_args(&settings.args);
 
     // Offline: the stub, its URL for Codex, and the capture writer.
-    let mut _stub = None;
+    let mut stub_guard = None;
     let mut capture_task = None;
     if settings.offline {
         let script = match &settings.stub_script {
@@ -192,7 +192,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
             let writer = CaptureWriter::new(dir, Arc::clone(&known));
             capture_task = Some(tokio::spawn(writer.run(requests)));
         }
-        _stub = Some(stub);
+        stub_guard = Some(stub);
     }
 
     let (lines, observed) = tokio::sync::mpsc::channel(observe::OBSERVER_QUEUE);
@@ -271,7 +271,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     };
     // Let the observer and the capture writer finish what they hold (bounded).
     let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
-    drop(_stub);
+    drop(stub_guard);
     if let Some(task) = capture_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }

@@ -62,7 +62,7 @@ pub fn is_interesting(direction: Direction, line: &[u8]) -> bool {
 
 /// What the captures need from the conversation: the developer instructions sent (to tell
 /// OpenClaw's layer from Codex's own) and the folders named (to redact them).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Known {
     developer_instructions: VecDeque<String>,
     folders: VecDeque<PathBuf>,
@@ -360,12 +360,7 @@ impl CaptureWriter {
     }
 
     /// Thread and turn of a request, from Codex's turn-metadata header.
-    fn ids(request: &CapturedRequest) -> (String, String) {
-        let metadata: Value = request
-            .headers
-            .get("x-codex-turn-metadata")
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or(Value::Null);
+    fn ids(request: &CapturedRequest, metadata: &Value) -> (String, String) {
         let text = |key: &str| metadata[key].as_str().map(str::to_string);
         let thread = text("thread_id")
             .or_else(|| {
@@ -377,8 +372,13 @@ impl CaptureWriter {
         (thread, text("turn_id").unwrap_or_default())
     }
 
-    fn write(&mut self, request: &CapturedRequest) -> std::io::Result<()> {
-        let (thread, turn) = Self::ids(request);
+    fn write(&mut self, request: &CapturedRequest) -> crate::error::Result<()> {
+        let metadata: Value = request
+            .headers
+            .get("x-codex-turn-metadata")
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null);
+        let (thread, turn) = Self::ids(request, &metadata);
         let thread_dir = self.dir.join(super::transcript::safe_name(&thread));
         if !self.threads.contains_key(&thread) {
             if self.threads.len() >= MAX_CAPTURED_THREADS {
@@ -414,25 +414,26 @@ impl CaptureWriter {
         let number = turns[index].1;
         let turn_number = earlier + index + 1;
         let folder = thread_dir.join(format!("turn-{turn_number:02}"));
-        create_private_dirs(&self.dir, &folder)?;
-        let (redactions, developer, client, codex) = self.redactions(request, &thread, &turn);
-        let (context_keys, injected) = self
+        crate::support::fs::create_private_dir(&folder).map_err(|source| {
+            crate::error::Error::Write {
+                path: folder.clone(),
+                source,
+            }
+        })?;
+        // One look at what the conversation told us, for this whole request.
+        let known = self
             .known
             .lock()
-            .map(|known| {
-                let injected: Vec<String> = known
-                    .injected
-                    .iter()
-                    .filter_map(|text| {
-                        redactions
-                            .redact(&Value::String(text.clone()))
-                            .as_str()
-                            .map(str::to_string)
-                    })
-                    .collect();
-                (known.context_keys.clone(), injected)
-            })
+            .map(|known| known.clone())
             .unwrap_or_default();
+        let redactions = Self::redactions(&known, &metadata, &thread, &turn);
+        let redacted = |text: &String| {
+            redactions
+                .redact(&Value::String(text.clone()))
+                .as_str()
+                .map(str::to_string)
+        };
+        let injected: Vec<String> = known.injected.iter().filter_map(redacted).collect();
         let document = redacted_request(request, &redactions);
         let suffix = if number == 1 {
             String::new()
@@ -440,7 +441,7 @@ impl CaptureWriter {
             format!(".{number}")
         };
         let text = format!("{}\n", crate::support::json::to_pretty(&document));
-        write_private(
+        crate::support::fs::write_private(
             &folder.join(format!("model-request{suffix}.json")),
             text.as_bytes(),
         )?;
@@ -452,62 +453,38 @@ impl CaptureWriter {
             .flatten()
             .filter_map(|content| content["text"].as_str())
             .collect();
-        let sent = developer
+        let sent = known
+            .developer_instructions
             .iter()
-            .map(|text| redactions.redact(&Value::String(text.clone())))
-            .find(|text| text.as_str().is_some_and(|text| texts.contains(&text)));
+            .filter_map(redacted)
+            .find(|text| texts.contains(&text.as_str()));
         let layers = label_layers_with(
             &document["body"],
-            sent.as_ref().and_then(Value::as_str),
-            &context_keys,
+            sent.as_deref(),
+            &known.context_keys,
             &injected,
         );
         let title = format!(
             "Model-bound request {number} of turn {turn_number} ({} through clawbridge app-server, Codex {})",
-            client.as_deref().unwrap_or("a client"),
-            codex.as_deref().unwrap_or("?")
+            known.client.as_deref().unwrap_or("a client"),
+            known.codex_version.as_deref().unwrap_or("?")
         );
-        write_private(
+        crate::support::fs::write_private(
             &folder.join(format!("layers{suffix}.md")),
             render_layers(&layers, &title).as_bytes(),
         )?;
         Ok(())
     }
 
-    fn redactions(
-        &self,
-        request: &CapturedRequest,
-        thread: &str,
-        turn: &str,
-    ) -> (Redactions, Vec<String>, Option<String>, Option<String>) {
+    /// What a capture replaces with placeholders.
+    fn redactions(known: &Known, metadata: &Value, thread: &str, turn: &str) -> Redactions {
         let mut redactions = Redactions::default();
         // Codex names the agent by the account's home folder (from the password database, not
         // $HOME, which OpenClaw sets to its own folder).
-        let metadata: Value = request
-            .headers
-            .get("x-codex-turn-metadata")
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or(Value::Null);
         if let Some(agent) = metadata["agent_name"].as_str() {
             redactions.add_path(Path::new(agent), "<agent-home>");
         }
-        let (developer, folders, client, codex) = self
-            .known
-            .lock()
-            .map(|known| {
-                (
-                    known
-                        .developer_instructions
-                        .iter()
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                    known.folders.iter().cloned().collect::<Vec<_>>(),
-                    known.client.clone(),
-                    known.codex_version.clone(),
-                )
-            })
-            .unwrap_or_default();
-        for folder in &folders {
+        for folder in &known.folders {
             redactions.add_path(folder, "<workspace>");
             // Codex reports the git checkout around the workspace in its turn metadata.
             if let Some(git_root) = folder.ancestors().find(|dir| dir.join(".git").exists()) {
@@ -525,22 +502,8 @@ impl CaptureWriter {
         if !turn.is_empty() {
             redactions.add(turn.to_string(), "<turn-id>");
         }
-        (redactions, developer, client, codex)
+        redactions
     }
-}
-
-/// Create `folder` (under `root`) and its parents as 0700.
-fn create_private_dirs(root: &Path, folder: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let _ = root;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(folder)
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::support::fs::write_private(path, bytes).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]
@@ -573,5 +536,68 @@ mod tests {
             Direction::Out,
             br#"{"method":"turn/started","params":{}}"#
         ));
+    }
+
+    fn request(thread: &str, turn: &str, text: &str) -> CapturedRequest {
+        let metadata = serde_json::json!({"thread_id": thread, "turn_id": turn});
+        CapturedRequest {
+            path: "/v1/responses".to_string(),
+            headers: [("x-codex-turn-metadata".to_string(), metadata.to_string())]
+                .into_iter()
+                .collect(),
+            body: serde_json::json!({"input": [
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex"}]},
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "SOUL of thr-9"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+            ]}),
+        }
+    }
+
+    /// Requests are filed per thread and turn, follow-ups of a turn numbered, OpenClaw's layer
+    /// told apart (after redaction), and a later process continues after the turns on disk.
+    #[test]
+    fn captures_are_filed_per_thread_and_turn() {
+        let dir = tempfile::tempdir().expect("dir");
+        let known = Arc::new(Mutex::new(Known::default()));
+        if let Ok(mut known) = known.lock() {
+            known.remember(&serde_json::json!({"developerInstructions": "SOUL of thr-9"}));
+        }
+        let mut writer = CaptureWriter::new(dir.path().to_path_buf(), Arc::clone(&known));
+        for request in [
+            request("thr-9", "t1", "hello"),
+            request("thr-9", "t1", "after the tool"),
+            request("thr-9", "t2", "next"),
+        ] {
+            writer.write(&request).expect("write");
+        }
+        let thread = dir.path().join("thr-9");
+        for file in [
+            "turn-01/model-request.json",
+            "turn-01/model-request.2.json",
+            "turn-01/layers.md",
+            "turn-01/layers.2.md",
+            "turn-02/model-request.json",
+        ] {
+            assert!(thread.join(file).is_file(), "{file}");
+        }
+        let first =
+            std::fs::read_to_string(thread.join("turn-01/model-request.json")).expect("read");
+        assert!(
+            !first.contains("thr-9") && first.contains("<thread-id>"),
+            "{first}"
+        );
+        let layers = std::fs::read_to_string(thread.join("turn-01/layers.md")).expect("read");
+        assert!(
+            layers.contains("OpenClaw developer instructions"),
+            "{layers}"
+        );
+        let mut later = CaptureWriter::new(dir.path().to_path_buf(), known);
+        later
+            .write(&request("thr-9", "t3", "resumed"))
+            .expect("write");
+        assert!(thread.join("turn-03/model-request.json").is_file());
+        let untouched =
+            std::fs::read_to_string(thread.join("turn-01/model-request.json")).expect("read");
+        assert_eq!(untouched, first, "an earlier turn is never overwritten");
     }
 }

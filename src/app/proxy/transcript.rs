@@ -60,15 +60,10 @@ impl Drop for Transcript {
 impl Transcript {
     pub fn open(dir: &Path) -> Result<Transcript, ProxyError> {
         // Private: a transcript holds the user's conversation.
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|source| ProxyError::Transcript {
-                path: dir.display().to_string(),
-                source,
-            })?;
+        crate::support::fs::create_private_dir(dir).map_err(|source| ProxyError::Transcript {
+            path: dir.display().to_string(),
+            source,
+        })?;
         Ok(Transcript {
             dir: dir.to_path_buf(),
             files: HashMap::new(),
