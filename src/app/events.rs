@@ -52,6 +52,13 @@ pub enum RunEvent {
         method: String,
         params: Value,
     },
+    /// An approval clawbridge declined itself, without asking the client: accepting it could run
+    /// something outside the operator's sandbox ceiling (service only).
+    ApprovalDeclined {
+        method: String,
+        params: Value,
+        reason: String,
+    },
     /// A late subscriber missed this many events: the run's log keeps a bounded number of bytes.
     EventsDropped { count: usize },
     /// The last event of every run.

@@ -48,8 +48,10 @@ use crate::codex::client::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
 };
 use crate::codex::protocol::inbound::RequestKind;
-use crate::codex::protocol::params::{dynamic_tools, thread_config, ThreadParams};
-use crate::config::{Run, RunDocument, SandboxMode};
+use crate::codex::protocol::params::{
+    dynamic_tools, thread_config, AskForApproval, CodexParams, ThreadParams,
+};
+use crate::config::{ApprovalPolicy, Run, RunDocument, SandboxMode};
 use crate::skills::SkillCache;
 use crate::support::fs::Roots;
 use crate::translate::{translate, TranslateOptions};
@@ -562,6 +564,20 @@ impl Bridge {
         }
     }
 
+    /// True when the ceiling leaves commands inside a sandbox: then no approval may take one out.
+    fn approvals_bound(&self) -> bool {
+        self.config.max_sandbox < SandboxMode::DangerFullAccess
+    }
+
+    /// The ceiling binds approvals too: below `danger-full-access` a run that asks for approvals
+    /// (`untrusted`, `on-request`) gets Codex's granular policy that rejects every prompt to leave
+    /// the sandbox, so an approving client cannot lift it (docs/threat-model.md).
+    fn bind_approvals(&self, run: &Run, params: &mut CodexParams) {
+        if self.approvals_bound() && run.approval_policy != ApprovalPolicy::Never {
+            params.set_approval_policy(AskForApproval::SANDBOX_BOUND);
+        }
+    }
+
     /// Claim `thread_id` for one run of `session_key`: allowed when the thread is bound to that
     /// session, or bound to none and not running. Released with [`Bridge::release_thread`].
     fn claim_thread(
@@ -705,6 +721,21 @@ impl ServerRequestHandler for BridgeHandler {
                     };
                     Ok(result)
                 }
+                RequestKind::Approval(kind) if self.bridge.approvals_bound() => {
+                    // Under the ceiling Codex is told to raise no prompt that leaves the sandbox
+                    // (`bind_approvals`); one that comes anyway is declined here, unasked.
+                    let reason = format!(
+                        "declined by clawbridge serve: an approved command or patch may run outside the sandbox, and this server's ceiling is {} (the operator raises it with --max-sandbox danger-full-access)",
+                        self.bridge.config.max_sandbox.as_str()
+                    );
+                    tracing::warn!("run {}: {} {reason}", self.run.run_id, request.method);
+                    self.run.push(RunEvent::ApprovalDeclined {
+                        method: request.method.clone(),
+                        params: request.params.clone(),
+                        reason,
+                    });
+                    Ok(kind.answer(false))
+                }
                 RequestKind::Approval(kind) => {
                     let approval_id = random_id("approval");
                     let (answer, receiver) = oneshot::channel();
@@ -828,6 +859,7 @@ async fn run_start(
         .await
         .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
     let mut params = translation.codex_params(&run);
+    bridge.bind_approvals(&run, &mut params);
     // A bound thread this app-server still has loaded (same fingerprint, so the same developer
     // instructions, tools and config) needs no `thread/resume`: the turn goes straight on.
     let loaded = run
@@ -848,6 +880,7 @@ async fn run_start(
             run.thread_id = None;
             claim = None;
             params = translation.codex_params(&run);
+            bridge.bind_approvals(&run, &mut params);
             hub.open_thread(&params.thread)
                 .await
                 .map_err(|error| fail(&state, codes::THREAD_FAILED, error.to_string()))?
@@ -1018,8 +1051,9 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
         bridge
             .blocking(move |bridge| {
                 let run = bridge.load_run(&value)?;
-                let params =
+                let mut params =
                     commands::params(&run, &bridge.translate_options()).map_err(library_error)?;
+                bridge.bind_approvals(&run, &mut params);
                 serde_json::to_value(params)
                     .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
             })

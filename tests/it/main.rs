@@ -13,6 +13,7 @@ mod routing;
 mod schema;
 mod serve;
 mod serve_daemon;
+mod serve_hardening;
 mod serve_security;
 mod skills;
 mod snapshots;

@@ -257,7 +257,7 @@ fn turn_params(thread_id: &str) -> TurnStartParams {
             text_elements: vec![],
         }],
         cwd: "/ws".into(),
-        approval_policy: ApprovalPolicy::Never,
+        approval_policy: ApprovalPolicy::Never.into(),
         approvals_reviewer: "user",
         sandbox_policy: SandboxPolicy::DangerFullAccess,
         model: "gpt-5.5".into(),

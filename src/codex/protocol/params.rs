@@ -40,6 +40,47 @@ pub const OPENCLAW_NAMESPACE: &str = "openclaw";
 pub const OPENCLAW_NAMESPACE_DESCRIPTION: &str =
     "OpenClaw tools for messaging, cron, sessions, media, gateway and nodes. Load one with tool_search before calling it.";
 
+/// Codex's `AskForApproval`: one of its named policies, or the granular form that says which
+/// kinds of approval prompt Codex may raise (the rest it rejects by itself, without asking).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum AskForApproval {
+    Policy(ApprovalPolicy),
+    Granular { granular: GranularApproval },
+}
+
+impl AskForApproval {
+    /// A policy under which no approval can run anything outside the sandbox: Codex rejects
+    /// every prompt to leave it (escalation requests, retries without the sandbox, exec-policy
+    /// rules that run a command unsandboxed, extra permissions, skill approvals) and keeps only
+    /// MCP elicitations, which grant no file or process access.
+    pub const SANDBOX_BOUND: AskForApproval = AskForApproval::Granular {
+        granular: GranularApproval {
+            sandbox_approval: false,
+            rules: false,
+            mcp_elicitations: true,
+            request_permissions: false,
+            skill_approval: false,
+        },
+    };
+}
+
+impl From<ApprovalPolicy> for AskForApproval {
+    fn from(policy: ApprovalPolicy) -> Self {
+        AskForApproval::Policy(policy)
+    }
+}
+
+/// `AskForApproval.granular` (Codex 0.169.0): which prompts are allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct GranularApproval {
+    pub sandbox_approval: bool,
+    pub rules: bool,
+    pub mcp_elicitations: bool,
+    pub request_permissions: bool,
+    pub skill_approval: bool,
+}
+
 /// `thread/start` params.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -48,7 +89,7 @@ pub struct ThreadStartParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_provider: Option<String>,
     pub cwd: String,
-    pub approval_policy: ApprovalPolicy,
+    pub approval_policy: AskForApproval,
     pub approvals_reviewer: &'static str,
     pub sandbox: SandboxMode,
     pub personality: &'static str,
@@ -69,7 +110,7 @@ pub struct ThreadResumeParams {
     pub model: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_provider: Option<String>,
-    pub approval_policy: ApprovalPolicy,
+    pub approval_policy: AskForApproval,
     pub approvals_reviewer: &'static str,
     pub sandbox: SandboxMode,
     pub personality: &'static str,
@@ -169,7 +210,7 @@ pub struct TurnStartParams {
     pub thread_id: String,
     pub input: Vec<UserInput>,
     pub cwd: String,
-    pub approval_policy: ApprovalPolicy,
+    pub approval_policy: AskForApproval,
     pub approvals_reviewer: &'static str,
     pub sandbox_policy: SandboxPolicy,
     pub model: String,
@@ -370,6 +411,17 @@ fn sandbox_policy(run: &Run, cwd: &str) -> SandboxPolicy {
     }
 }
 
+impl CodexParams {
+    /// Send `policy` as the approval policy of the thread and of the turn.
+    pub fn set_approval_policy(&mut self, policy: AskForApproval) {
+        match &mut self.thread {
+            ThreadParams::ThreadStart(start) => start.approval_policy = policy,
+            ThreadParams::ThreadResume(resume) => resume.approval_policy = policy,
+        }
+        self.turn_start.approval_policy = policy;
+    }
+}
+
 /// Assemble the params of `run` from its routed workspace and skills prompt.
 pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) -> CodexParams {
     let (model, model_provider) = model_and_provider(&run.model, run.openai_auth);
@@ -385,7 +437,7 @@ pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) 
             thread_id: thread_id.clone(),
             model: model.clone(),
             model_provider: model_provider.clone(),
-            approval_policy: run.approval_policy,
+            approval_policy: run.approval_policy.into(),
             approvals_reviewer: "user",
             sandbox: run.sandbox,
             personality: "none",
@@ -398,7 +450,7 @@ pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) 
             model: model.clone(),
             model_provider,
             cwd: cwd.clone(),
-            approval_policy: run.approval_policy,
+            approval_policy: run.approval_policy.into(),
             approvals_reviewer: "user",
             sandbox: run.sandbox,
             personality: "none",
@@ -424,7 +476,7 @@ pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) 
         }))
         .collect(),
         cwd: cwd.clone(),
-        approval_policy: run.approval_policy,
+        approval_policy: run.approval_policy.into(),
         approvals_reviewer: "user",
         sandbox_policy: sandbox_policy(run, &cwd),
         model: model.clone(),

@@ -8,6 +8,16 @@
  */
 export type ApprovalPolicy = ("untrusted" | "on-request" | "never")
 /**
+ * Codex's `AskForApproval`: one of its named policies, or the granular form that says which
+ * kinds of approval prompt Codex may raise (the rest it rejects by itself, without asking).
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "AskForApproval".
+ */
+export type AskForApproval = (ApprovalPolicy | {
+granular: GranularApproval
+})
+/**
  * The conversation kind of the channel.
  * 
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
@@ -204,6 +214,11 @@ event: "approvalRequest"
 method: string
 params: unknown
 } | {
+event: "approvalDeclined"
+method: string
+params: unknown
+reason: string
+} | {
 count: number
 event: "eventsDropped"
 } | {
@@ -248,6 +263,7 @@ export type Trigger = ("user" | "heartbeat" | "cron")
 export interface BridgeApiTypes {
 Acknowledged?: Acknowledged
 ApprovalPolicy?: ApprovalPolicy
+AskForApproval?: AskForApproval
 Channel?: Channel
 ChatType?: ChatType
 CodexParams?: CodexParams
@@ -260,6 +276,7 @@ ContextReport?: ContextReport
 Decision?: Decision
 DynamicToolSpec?: DynamicToolSpec
 ElevatedExec?: ElevatedExec
+GranularApproval?: GranularApproval
 Harness?: Harness
 HistoryEntry?: HistoryEntry
 NotificationParams?: NotificationParams
@@ -307,6 +324,19 @@ WorkspaceAccess?: WorkspaceAccess
  */
 export interface Acknowledged {
 ok: boolean
+}
+/**
+ * `AskForApproval.granular` (Codex 0.169.0): which prompts are allowed.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "GranularApproval".
+ */
+export interface GranularApproval {
+mcp_elicitations: boolean
+request_permissions: boolean
+rules: boolean
+sandbox_approval: boolean
+skill_approval: boolean
 }
 /**
  * The channel context of the run; every field optional. Everything here except `name` and
@@ -381,7 +411,7 @@ username?: (string | null)
  * via the `definition` "TurnStartParams".
  */
 export interface TurnStartParams {
-approvalPolicy: ApprovalPolicy
+approvalPolicy: AskForApproval
 approvalsReviewer: string
 collaborationMode: CollaborationMode
 cwd: string
@@ -424,7 +454,7 @@ reasoning_effort?: (string | null)
  * via the `definition` "ThreadStartParams".
  */
 export interface ThreadStartParams {
-approvalPolicy: ApprovalPolicy
+approvalPolicy: AskForApproval
 approvalsReviewer: string
 config: {
 [k: string]: unknown
@@ -447,7 +477,7 @@ serviceTier?: (string | null)
  * via the `definition` "ThreadResumeParams".
  */
 export interface ThreadResumeParams {
-approvalPolicy: ApprovalPolicy
+approvalPolicy: AskForApproval
 approvalsReviewer: string
 config: {
 [k: string]: unknown
