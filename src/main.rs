@@ -438,5 +438,9 @@ fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
         .build()
         .context("starting the async runtime")
         .map_err(|error| Failure(error, 1))?;
-    runtime.block_on(future)
+    let result = runtime.block_on(future);
+    // A blocking task still running (a translation past its deadline) must not hold the exit:
+    // dropping the runtime would wait for it without bound.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
 }

@@ -509,9 +509,12 @@ impl Bridge {
                 .await
                 .map_err(|_| rpc_error(codes::INTERNAL, "the service is shutting down"))?;
             let bridge = Arc::clone(self);
+            // The deadline also reaches the work itself, so a long walk stops and frees its
+            // slot instead of running on after the client got 4080.
+            let deadline = std::time::Instant::now() + limit;
             tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                work(&bridge)
+                crate::support::deadline::within(deadline, || work(&bridge))
             })
             .await
             .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))?

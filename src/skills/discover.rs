@@ -161,6 +161,7 @@ pub fn discover_skills_cached(
     let mut found = DiscoveredSkills::default();
     let mut by_name: BTreeMap<String, SkillEntry> = BTreeMap::new();
     let roots = skill_roots(run, host);
+    let mut walk = Walk::default();
     for (root, tier) in roots {
         // A confined run (the service) walks only folders below the operator's roots.
         if let Some(allowed) = &run.roots {
@@ -175,13 +176,19 @@ pub fn discover_skills_cached(
             }
         }
         let mut files = Vec::new();
+        walk.next_root();
         find_skill_files(
             &root,
             0,
             run.roots.as_ref(),
+            &mut walk,
             &mut files,
             &mut found.warnings,
         );
+        if let Some(warning) = walk.take_stop_warning(&root) {
+            tracing::warn!("{warning}");
+            found.warnings.push(warning);
+        }
         files.sort_by(|a, b| a.0.cmp(&b.0));
         let parse = |(file, metadata): &(PathBuf, std::fs::Metadata)| match cache {
             Some(cache) => cache.parse(file, metadata, run, tier),
@@ -248,17 +255,94 @@ fn parse_in_parallel<T: Sync, R: Send>(items: &[T], parse: impl Fn(&T) -> R + Sy
     })
 }
 
+/// Most directory entries one discovery looks at, over all its roots (a real skills tree has a
+/// few hundred). Past it the walk stops with a warning: a tree of links (`skills/lN -> .`) would
+/// otherwise cost k^depth folders.
+pub(super) const MAX_WALK_ENTRIES: usize = 20_000;
+
+/// One discovery's walk state: the real folders already walked under the current root (a
+/// symlinked folder that leads back into the tree is walked once), the entries looked at so
+/// far, and why it stopped early, if it did.
+#[derive(Default)]
+pub(super) struct Walk {
+    visited: std::collections::HashSet<FolderId>,
+    entries: usize,
+    stopped: Option<&'static str>,
+}
+
+/// A folder's identity on disk: device and inode, so every path that reaches it is one folder.
+#[cfg(unix)]
+type FolderId = (u64, u64);
+#[cfg(not(unix))]
+type FolderId = PathBuf;
+
+#[cfg(unix)]
+fn folder_id(_dir: &Path, metadata: &std::fs::Metadata) -> Option<FolderId> {
+    use std::os::unix::fs::MetadataExt;
+    Some((metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+fn folder_id(dir: &Path, _metadata: &std::fs::Metadata) -> Option<FolderId> {
+    dir.canonicalize().ok()
+}
+
+impl Walk {
+    /// Start the next root: its folders are new to it (a folder two tiers share counts in each),
+    /// the entry budget is shared.
+    pub(super) fn next_root(&mut self) {
+        self.visited.clear();
+    }
+
+    /// Why the walk stopped early, once, as a warning naming the root.
+    pub(super) fn take_stop_warning(&mut self, root: &Path) -> Option<String> {
+        self.stopped.take().map(|why| {
+            format!(
+                "{}: skills walk stopped early: {why}; some skills were not looked for",
+                root.display()
+            )
+        })
+    }
+
+    /// Count one entry; false once the walk must stop (budget spent or deadline passed).
+    fn admit(&mut self) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        self.entries += 1;
+        if self.entries > MAX_WALK_ENTRIES {
+            self.stopped = Some("more than 20000 entries (MAX_WALK_ENTRIES)");
+        } else if crate::support::deadline::expired() {
+            self.stopped = Some("the request deadline passed (--request-timeout)");
+        }
+        self.stopped.is_none()
+    }
+}
+
 /// Collect `SKILL.md` files (with their metadata, so the cache needs no second `stat`). Under
 /// `roots`, a symlinked folder or SKILL.md that resolves outside them is skipped with a warning.
+/// Each real folder is walked once, and the whole walk is bounded ([`Walk`]).
 pub(super) fn find_skill_files(
     dir: &Path,
     depth: usize,
     roots: Option<&crate::support::fs::Roots>,
+    walk: &mut Walk,
     out: &mut Vec<(PathBuf, std::fs::Metadata)>,
     warnings: &mut Vec<String>,
 ) {
-    if depth > MAX_SKILL_DEPTH {
+    if depth > MAX_SKILL_DEPTH || !walk.admit() {
         return;
+    }
+    match std::fs::metadata(dir)
+        .ok()
+        .and_then(|metadata| folder_id(dir, &metadata))
+    {
+        Some(id) => {
+            if !walk.visited.insert(id) {
+                return;
+            }
+        }
+        None => return,
     }
     let outside = |path: &Path, warnings: &mut Vec<String>| {
         let leaves = roots.is_some_and(|roots| !roots.admits(path));
@@ -294,6 +378,9 @@ pub(super) fn find_skill_files(
         return;
     };
     for entry in entries.filter_map(|entry| entry.ok()) {
+        if !walk.admit() {
+            return;
+        }
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with('.') || name == "node_modules" {
@@ -308,7 +395,7 @@ pub(super) fn find_skill_files(
             _ => false,
         };
         if is_dir {
-            find_skill_files(&entry.path(), depth + 1, roots, out, warnings);
+            find_skill_files(&entry.path(), depth + 1, roots, walk, out, warnings);
         }
     }
 }
@@ -486,4 +573,29 @@ pub fn parse_skill(
         disable_model_invocation,
         plugin,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_passed_deadline_stops_the_walk_with_a_warning() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir_all(dir.path().join("a/b")).expect("dirs");
+        std::fs::write(dir.path().join("a/b/SKILL.md"), "---\nname: b\n---\n").expect("skill");
+        let mut walk = Walk::default();
+        let (mut out, mut warnings) = (Vec::new(), Vec::new());
+        let past = std::time::Instant::now();
+        crate::support::deadline::within(past, || {
+            find_skill_files(dir.path(), 0, None, &mut walk, &mut out, &mut warnings)
+        });
+        assert!(out.is_empty(), "nothing walked after the deadline");
+        let warning = walk.take_stop_warning(dir.path()).expect("a warning");
+        assert!(warning.contains("deadline"), "{warning}");
+        // Without a deadline the same walk finds the skill.
+        let mut walk = Walk::default();
+        find_skill_files(dir.path(), 0, None, &mut walk, &mut out, &mut warnings);
+        assert_eq!(out.len(), 1);
+    }
 }

@@ -2,8 +2,10 @@
 //!
 //! Layout: [`text`] (JavaScript string semantics: UTF-16 lengths, trims, surrogate-safe cuts),
 //! [`fs`] (confined, capped reads of regular files; atomic writes), [`json`] (deterministic
-//! artifact JSON: sorted keys, two-space indent).
+//! artifact JSON: sorted keys, two-space indent), [`deadline`] (the deadline of one request's
+//! blocking work, which long walks check).
 
+pub mod deadline;
 pub mod fs;
 pub mod json;
 pub mod process;

@@ -165,3 +165,155 @@ async fn under_a_full_access_ceiling_the_client_decides_escalations() {
     assert_eq!(asked, 1, "the escalation was the client's to decide");
     assert!(!escaped.exists(), "a declined escalation did not run");
 }
+
+/// A workspace whose `skills/` holds one real skill and `links` links back to itself
+/// (`skills/lN -> .`): without a visited set a walk six folders deep visits links^6 folders.
+fn fan_out_workspace(base: &std::path::Path, links: usize) -> PathBuf {
+    let workspace = base.join("fan");
+    std::fs::create_dir_all(workspace.join("skills/real")).expect("skills");
+    std::fs::write(
+        workspace.join("skills/real/SKILL.md"),
+        "---\nname: real\ndescription: The one real skill.\n---\nBody.\n",
+    )
+    .expect("skill");
+    for index in 0..links {
+        std::os::unix::fs::symlink(".", workspace.join(format!("skills/l{index}"))).expect("link");
+    }
+    workspace
+}
+
+/// Wait up to `limit` for a child, killing it if it is still running.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Protection: the skills walk visits each real folder once. 14 links back to `.` are 14^6
+/// (7.5 million) folders to a walk without a visited set; with one, the CLI translates at once
+/// and finds the real skill once.
+#[test]
+fn a_symlink_fan_out_is_walked_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let workspace = fan_out_workspace(dir.path(), 14);
+    let run = dir.path().join("run.json");
+    std::fs::write(
+        &run,
+        json!({"workspace": workspace, "message": "hi"}).to_string(),
+    )
+    .expect("run");
+    let mut child = crate::util::clawbridge()
+        .args(["params"])
+        .arg(&run)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let status = wait_or_kill(&mut child, std::time::Duration::from_secs(60));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read");
+    assert!(
+        !stderr.contains("stopped early"),
+        "each folder once is far below the walk's entry cap: {stderr}"
+    );
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "params over a fan-out tree did not finish within a minute: {status:?}"
+    );
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut stdout)
+        .expect("read");
+    assert_eq!(
+        stdout.matches("The one real skill.").count(),
+        1,
+        "the real skill is listed once"
+    );
+}
+
+/// Protection: the walk's entry cap. A skills folder of more entries than a walk may look at
+/// (20,000) is cut off with a warning naming it, instead of being walked to the end.
+#[test]
+fn a_skills_tree_past_the_entry_cap_is_cut_off_with_a_warning() {
+    let dir = tempfile::tempdir().expect("dir");
+    let workspace = dir.path().join("wide");
+    let skills = workspace.join("skills");
+    std::fs::create_dir_all(&skills).expect("skills");
+    for index in 0..20_100 {
+        std::fs::write(skills.join(format!("f{index}")), "").expect("file");
+    }
+    let run = dir.path().join("run.json");
+    std::fs::write(
+        &run,
+        json!({"workspace": workspace, "message": "hi"}).to_string(),
+    )
+    .expect("run");
+    let output = crate::util::clawbridge()
+        .args(["context"])
+        .arg(&run)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .output()
+        .expect("context");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("skills walk stopped early") && stderr.contains("20000 entries"),
+        "{stderr}"
+    );
+}
+
+/// Protection: fan-out trees cannot take the service down. Nine concurrent `bridge.params` on
+/// such a tree leave the blocking pool free for another workspace's request, and SIGTERM still
+/// ends serve at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fan_out_requests_leave_the_service_responsive_and_stoppable() {
+    let fixture = Fixture::new();
+    let fan = fan_out_workspace(&fixture.root, 14);
+    let mut serve = fixture.serve(&["--request-timeout", "20"]);
+    let client = Arc::new(serve.client().await);
+    let mut calls = Vec::new();
+    for _ in 0..9 {
+        let client = Arc::clone(&client);
+        let document = json!({"workspace": fan, "message": "hi"});
+        calls.push(tokio::spawn(async move {
+            client
+                .request::<Value, _>("bridge.params", rpc_params![document])
+                .await
+        }));
+    }
+    for call in calls {
+        let answer = call
+            .await
+            .expect("task")
+            .expect("params over the fan-out tree");
+        let text = answer.to_string();
+        assert_eq!(text.matches("The one real skill.").count(), 1);
+    }
+    let other: Value = client
+        .request("bridge.params", rpc_params![fixture.document()])
+        .await
+        .expect("another workspace is served");
+    assert!(other["threadStart"].is_object(), "{other}");
+    let pid = serve.child.id() as i32;
+    // SAFETY-free: a plain signal to our own child.
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let status = wait_or_kill(&mut serve.child, std::time::Duration::from_secs(15));
+    assert!(status.is_some(), "serve ended on SIGTERM");
+}
