@@ -439,8 +439,9 @@ fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
         .context("starting the async runtime")
         .map_err(|error| Failure(error, 1))?;
     let result = runtime.block_on(future);
-    // A blocking task still running (a translation past its deadline) must not hold the exit:
-    // dropping the runtime would wait for it without bound.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    // A blocking task still running (a translation past its deadline, the proxy's read of a
+    // stdin the client keeps open) must not hold the exit: dropping the runtime would wait for
+    // it without bound.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(250));
     result
 }

@@ -414,3 +414,59 @@ fn other_codex_calls_in_the_slot_reach_codex_unchanged() {
         "-c\nx=1\nlogin\nstatus\n"
     );
 }
+
+/// A proxy whose client keeps stdin open (as OpenClaw does), over the fake Codex `script`:
+/// (exit status, seconds until stdout closed).
+fn proxy_with_open_stdin(
+    script: &str,
+    signal_after: Option<Duration>,
+) -> (std::process::ExitStatus, Duration) {
+    let dir = tempfile::tempdir().expect("dir");
+    let fake = dir.path().join("fake-codex");
+    std::fs::write(&fake, format!("#!/bin/sh\n{script}\n")).expect("fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut child = clawbridge()
+        .args(["app-server", "--no-check", "--codex-bin"])
+        .arg(&fake)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let _stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let started = Instant::now();
+    if let Some(after) = signal_after {
+        std::thread::sleep(after);
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+    }
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut sink);
+        let _ = sender.send(started.elapsed());
+    });
+    let closed = receiver.recv_timeout(Duration::from_secs(20));
+    let status = child.wait().expect("wait");
+    let closed = closed.unwrap_or_else(|_| panic!("stdout stayed open while stdin was open"));
+    (status, closed)
+}
+
+/// Protection: Codex's death is the proxy's. When Codex exits (or is killed) while the client
+/// keeps stdin open, the proxy exits at once with Codex's code (128 + signal for a kill) and its
+/// stdout closes; on SIGTERM it exits 143 the same way.
+#[test]
+fn the_proxy_ends_with_codex_even_while_stdin_stays_open() {
+    let (status, closed) = proxy_with_open_stdin("exit 7", None);
+    assert_eq!(status.code(), Some(7));
+    assert!(closed < Duration::from_secs(10), "{closed:?}");
+    let (status, closed) = proxy_with_open_stdin("kill -9 $$", None);
+    assert_eq!(status.code(), Some(128 + 9));
+    assert!(closed < Duration::from_secs(10), "{closed:?}");
+    let (status, closed) =
+        proxy_with_open_stdin("exec sleep 600", Some(Duration::from_millis(500)));
+    assert_eq!(status.code(), Some(143));
+    assert!(closed < Duration::from_secs(10), "{closed:?}");
+}

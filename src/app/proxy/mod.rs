@@ -18,7 +18,8 @@
 //!   each request is written with its `layers.md` per thread and turn (`--capture DIR`, else
 //!   `DIR/model-requests` of the transcript).
 //!
-//! It ends when Codex exits (with Codex's exit code) or when its stdin closes (Codex's stdin is
+//! It ends when Codex exits (with Codex's exit code, or 128 + the signal that killed it; at once,
+//! even while the client keeps stdin open, so stdout closes with it) or when its stdin closes (Codex's stdin is
 //! closed, Codex is given 5 s, then killed); on SIGTERM or SIGINT it kills Codex first.
 //! Bounded: a line longer than [`MAX_TRANSCRIPT_LINE`] is forwarded but not transcribed or
 //! checked, at most [`MAX_OPEN_FILES`] transcript files are open at once, at most
@@ -241,18 +242,20 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         binary: "a SIGTERM handler".into(),
         source,
     })?;
+    let mut inbound = inbound;
     let code = tokio::select! {
         status = child.wait() => {
-            // Whatever Codex printed last still reaches the client.
+            // Whatever Codex printed last still reaches the client; then the proxy ends at once,
+            // whether or not the client still holds stdin open: a dead Codex must look dead.
             let _ = tokio::time::timeout(Duration::from_secs(5), outbound).await;
-            status.ok().and_then(|status| status.code()).unwrap_or(1)
+            status.map_or(1, |status| exit_code(&status))
         }
-        _ = inbound => {
+        _ = &mut inbound => {
             // stdin closed: the pump dropped Codex's stdin; give it a moment to exit on its own.
             match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
                 Ok(Ok(status)) => {
                     let _ = tokio::time::timeout(Duration::from_secs(5), outbound).await;
-                    status.code().unwrap_or(0)
+                    exit_code(&status)
                 }
                 _ => {
                     let _ = child.kill().await;
@@ -269,6 +272,9 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
             130
         }
     };
+    // The stdin pump may still wait on a client that keeps the pipe open; it holds a sender of
+    // the observer's queue, so stop it, or the observer would wait for it.
+    inbound.abort();
     // Let the observer and the capture writer finish what they hold (bounded).
     let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
     drop(stub_guard);
@@ -276,6 +282,16 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     Ok(code)
+}
+
+/// The code to leave with for Codex's exit: its own, or 128 + the signal that ended it (as a
+/// shell reports it).
+fn exit_code(status: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(1)
 }
 
 /// Copy `from` to `to` line by line, unchanged, recording each complete line and handing the
