@@ -47,8 +47,14 @@ pub enum StubStep {
 }
 
 /// Model requests the stub keeps for inspection (a capture needs one or two; each carries the
-/// whole thread history, so a long-lived serve must not keep many).
+/// whole thread history, so a long-lived serve must not keep many). They are kept as the bytes
+/// that came, parsed only when asked for: a parsed body takes ten to fifteen times its size.
 const MAX_KEPT_REQUESTS: usize = 8;
+/// Bytes of request bodies kept at most, over all kept requests (the oldest go first).
+const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
+/// Largest request body the stub takes (413 past it). Codex's requests carry the thread's
+/// history and are a few hundred kilobytes at most; images inline would be more, never this.
+pub const MAX_REQUEST_BODY: usize = 16 * 1024 * 1024;
 
 /// Answers per model request, in order; after the last one the stub replies with a short text.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -90,16 +96,26 @@ pub struct CapturedRequest {
     pub body: Value,
 }
 
+/// A request as kept: its body unparsed.
+struct KeptRequest {
+    headers: BTreeMap<String, String>,
+    body: Bytes,
+}
+
 struct StubState {
     script: Vec<StubStep>,
     /// Where each request is also sent as it arrives (a long-lived proxy writes captures as it
     /// goes); bounded, and a full sink drops the copy rather than stall Codex.
     sink: Option<tokio::sync::mpsc::Sender<CapturedRequest>>,
-    requests: Vec<CapturedRequest>,
+    requests: std::collections::VecDeque<KeptRequest>,
+    kept_bytes: usize,
     /// Requests answered so far (numbers the replies; the kept log is bounded).
     served: usize,
     /// The port it listens on: a request must name it in `Host`.
     port: u16,
+    /// The random first path segment of the base URL: only the Codex that was given the URL
+    /// (in a 0600 config or on its command line) can post, not any local process.
+    secret: String,
 }
 
 /// Browser-proofing of the loopback stub: Codex never sends `Origin`, and it names the stub by
@@ -130,6 +146,18 @@ fn refused(state: &Mutex<StubState>, headers: &HeaderMap) -> Option<Response> {
     None
 }
 
+/// The secret path segment, compared in constant time (a wrong one answers 404, like a path
+/// that does not exist).
+fn wrong_secret(state: &Mutex<StubState>, given: &str) -> Option<Response> {
+    use subtle::ConstantTimeEq;
+    let expected = state
+        .lock()
+        .map(|state| state.secret.clone())
+        .unwrap_or_else(|poisoned| poisoned.into_inner().secret.clone());
+    let same: bool = expected.as_bytes().ct_eq(given.as_bytes()).into();
+    (!same).then(|| (StatusCode::NOT_FOUND, "offline stub: no such path").into_response())
+}
+
 /// The running stub; dropping it stops the server.
 pub struct ResponsesStub {
     pub addr: SocketAddr,
@@ -158,18 +186,27 @@ impl ResponsesStub {
             what: "the offline stub",
             source,
         })?;
+        let secret = random_secret().map_err(|source| Error::Bind {
+            what: "the offline stub (no random source)",
+            source,
+        })?;
         let state = Arc::new(Mutex::new(StubState {
             script: script.responses,
             sink,
-            requests: Vec::new(),
+            requests: std::collections::VecDeque::new(),
+            kept_bytes: 0,
             served: 0,
             port: addr.port(),
+            secret,
         }));
         let router = Router::new()
             // Codex tries a WebSocket first (GET with an upgrade); 426 sends it to HTTP at once
             // (a 404 or 405 would cost it retries first).
-            .route("/v1/responses", post(responses).get(upgrade_required))
-            .layer(DefaultBodyLimit::max(256 * 1024 * 1024))
+            .route(
+                "/{secret}/v1/responses",
+                post(responses).get(upgrade_required),
+            )
+            .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
             .with_state(Arc::clone(&state));
         let (shutdown, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -190,29 +227,63 @@ impl ResponsesStub {
         })
     }
 
-    /// The base URL Codex is pointed at.
+    /// The base URL Codex is pointed at (with the secret path segment).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        let secret = self
+            .state
+            .lock()
+            .map(|state| state.secret.clone())
+            .unwrap_or_default();
+        format!("http://{}/{secret}/v1", self.addr)
     }
 
-    /// Every request received so far.
+    /// The requests kept (the latest, within [`MAX_KEPT_REQUESTS`] and [`MAX_KEPT_BYTES`]),
+    /// parsed now.
     pub fn requests(&self) -> Vec<CapturedRequest> {
-        self.state
+        let kept: Vec<(BTreeMap<String, String>, Bytes)> = self
+            .state
             .lock()
-            .map(|state| state.requests.clone())
-            .unwrap_or_default()
+            .map(|state| {
+                state
+                    .requests
+                    .iter()
+                    .map(|request| (request.headers.clone(), request.body.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        kept.into_iter()
+            .map(|(headers, body)| CapturedRequest::new(headers, &body))
+            .collect()
+    }
+}
+
+/// 128 random bits as hex, from the OS.
+fn random_secret() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+impl CapturedRequest {
+    fn new(headers: BTreeMap<String, String>, body: &[u8]) -> Self {
+        CapturedRequest {
+            // The secret segment is left out: captures are shared, the secret is not.
+            path: "/v1/responses".to_string(),
+            headers,
+            body: serde_json::from_slice(body).unwrap_or(Value::Null),
+        }
     }
 }
 
 async fn responses(
     State(state): State<Arc<Mutex<StubState>>>,
+    axum::extract::Path(secret): axum::extract::Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(refusal) = refused(&state, &headers) {
+    if let Some(refusal) = refused(&state, &headers).or_else(|| wrong_secret(&state, &secret)) {
         return refusal;
     }
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let headers: BTreeMap<String, String> = headers
         .iter()
         .map(|(name, value)| {
@@ -226,21 +297,27 @@ async fn responses(
         let mut state = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // A long-lived serve sends many turns through one stub: keep the latest requests only.
-        if state.requests.len() >= MAX_KEPT_REQUESTS {
-            state.requests.remove(0);
-        }
-        let request = CapturedRequest {
-            path: "/v1/responses".to_string(),
-            headers,
-            body,
-        };
         if let Some(sink) = &state.sink {
-            if sink.try_send(request.clone()).is_err() {
+            // Parsed for the capture writer only, and only while it keeps up.
+            if sink.capacity() > 0
+                && sink
+                    .try_send(CapturedRequest::new(headers.clone(), &body))
+                    .is_err()
+            {
                 tracing::warn!("offline stub: a capture was dropped (the writer is behind)");
             }
         }
-        state.requests.push(request);
+        // A long-lived serve sends many turns through one stub: keep the latest requests only,
+        // bounded in number and bytes.
+        state.kept_bytes += body.len();
+        state.requests.push_back(KeptRequest { headers, body });
+        while state.requests.len() > MAX_KEPT_REQUESTS
+            || (state.kept_bytes > MAX_KEPT_BYTES && state.requests.len() > 1)
+        {
+            if let Some(old) = state.requests.pop_front() {
+                state.kept_bytes -= old.body.len();
+            }
+        }
         state.served += 1;
         let number = state.served;
         let step = if state.script.is_empty() {
@@ -267,9 +344,10 @@ async fn responses(
 /// The answer to Codex's WebSocket attempt: use HTTP.
 async fn upgrade_required(
     State(state): State<Arc<Mutex<StubState>>>,
+    axum::extract::Path(secret): axum::extract::Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refusal) = refused(&state, &headers) {
+    if let Some(refusal) = refused(&state, &headers).or_else(|| wrong_secret(&state, &secret)) {
         return refusal;
     }
     (
@@ -508,20 +586,29 @@ mod tests {
             .unwrap_or(0)
     }
 
+    /// The path of the stub's endpoint, secret included.
+    fn endpoint(stub: &ResponsesStub) -> String {
+        let base = stub.base_url();
+        let path = &base[base.find("/v1").map_or(0, |_| "http://".len())..];
+        let path = &path[path.find('/').unwrap_or(0)..];
+        format!("{path}/responses")
+    }
+
     #[tokio::test]
     async fn websocket_attempts_get_426_and_browsers_are_refused() {
         let stub = ResponsesStub::start(StubScript::default())
             .await
             .expect("stub");
         let port = stub.addr.port();
-        let upgrade = format!("GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+        let path = endpoint(&stub);
+        let upgrade = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
         assert_eq!(
             raw(&stub, upgrade).await,
             426,
             "Codex falls back to HTTP at once"
         );
         let post = |extra: &str, host: &str| {
-            format!("POST /v1/responses HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}")
+            format!("POST {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}")
         };
         let own = format!("127.0.0.1:{port}");
         assert_eq!(
@@ -539,6 +626,72 @@ mod tests {
         );
         assert_eq!(raw(&stub, post("", &own)).await, 200);
         assert_eq!(stub.requests().len(), 1);
+    }
+
+    /// Protection: another local process cannot post. Without the secret path segment (or with
+    /// a wrong one) the stub answers 404 and records nothing.
+    #[tokio::test]
+    async fn a_request_without_the_secret_is_refused() {
+        let stub = ResponsesStub::start(StubScript::default())
+            .await
+            .expect("stub");
+        let port = stub.addr.port();
+        let secret = endpoint(&stub);
+        assert!(secret.len() > "/v1/responses".len() + 30, "{secret}");
+        for path in [
+            "/v1/responses".to_string(),
+            "/0123456789abcdef0123456789abcdef/v1/responses".to_string(),
+        ] {
+            let request = format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}");
+            assert_eq!(raw(&stub, request).await, 404, "{path}");
+        }
+        assert!(stub.requests().is_empty());
+        assert!(!stub
+            .requests()
+            .iter()
+            .any(|request| request.path.contains(&secret)));
+    }
+
+    /// Protection: bodies are bounded. One past [`MAX_REQUEST_BODY`] gets 413; the kept ones stay
+    /// within [`MAX_KEPT_BYTES`] however many arrive, and are kept unparsed.
+    #[tokio::test]
+    async fn bodies_are_capped_and_kept_within_a_byte_bound() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let stub = ResponsesStub::start(StubScript::default())
+            .await
+            .expect("stub");
+        let port = stub.addr.port();
+        let path = endpoint(&stub);
+        let path = path.as_str();
+        let addr = stub.addr;
+        let post = |size: usize| async move {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            let body = format!("{{\"input\":\"{}\"}}", "x".repeat(size));
+            let head = format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            stream.write_all(head.as_bytes()).await.expect("head");
+            let _ = stream.write_all(body.as_bytes()).await;
+            let mut answer = vec![0; 64];
+            let read = stream.read(&mut answer).await.unwrap_or(0);
+            String::from_utf8_lossy(&answer[..read])
+                .split_whitespace()
+                .nth(1)
+                .and_then(|code| code.parse::<u16>().ok())
+                .unwrap_or(0)
+        };
+        assert_eq!(post(MAX_REQUEST_BODY + 1).await, 413);
+        for _ in 0..4 {
+            assert_eq!(post(12 * 1024 * 1024).await, 200);
+        }
+        let kept = stub.requests();
+        let bytes: usize = kept
+            .iter()
+            .map(|request| request.body["input"].as_str().map_or(0, str::len))
+            .sum();
+        assert!(
+            !kept.is_empty() && bytes <= MAX_KEPT_BYTES,
+            "{} kept, {bytes} bytes",
+            kept.len()
+        );
     }
 
     #[test]
