@@ -62,6 +62,7 @@ fn finding(check: &'static str, level: Level, detail: String, fix: &str) -> Find
 pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
     let mut findings = vec![codex_binary(settings)];
     findings.push(codex_home(settings));
+    findings.extend(codex_home_exposure(settings));
     let state_dir = settings
         .state_dir
         .clone()
@@ -150,6 +151,34 @@ fn codex_binary(settings: &DoctorSettings) -> Finding {
         ),
         _ => finding("codex", Level::Ok, format!("{shown}: Codex {version} (supported: {range})"), ""),
     }
+}
+
+/// The Codex home a run's app-server uses, and which setting named it.
+fn codex_home_path(settings: &DoctorSettings) -> Option<(PathBuf, &'static str)> {
+    match (
+        &settings.codex_home,
+        std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()),
+    ) {
+        (Some(home), _) => Some((home.clone(), "--codex-home")),
+        (None, Some(home)) => Some((PathBuf::from(home), "CODEX_HOME")),
+        (None, None) => dirs::home_dir().map(|home| (home.join(".codex"), "default")),
+    }
+}
+
+/// A Codex home that sandboxed turns can write is a way out of the sandbox (its config.toml
+/// can gain an MCP server the next thread runs unsandboxed).
+fn codex_home_exposure(settings: &DoctorSettings) -> Option<Finding> {
+    let (home, via) = codex_home_path(settings)?;
+    let why = crate::app::offline::sandbox_writable_reason(&home, &settings.workspace_roots)?;
+    Some(finding(
+        "codex-home-sandbox",
+        Level::Warn,
+        format!(
+            "{} ({via}) is writable by sandboxed turns: {why}",
+            home.display()
+        ),
+        "use a Codex home outside every workspace root and temp folder (--codex-home or CODEX_HOME)",
+    ))
 }
 
 fn codex_home(settings: &DoctorSettings) -> Finding {

@@ -491,6 +491,31 @@ exporter = "none"
     )
 }
 
+/// Why a sandboxed turn could write `home`, if it could: it lies inside a workspace root (the
+/// turn's cwd is under one) or under a temp folder (`workspace-write` leaves `/tmp` and
+/// `$TMPDIR` writable). A turn that can write the Codex home can add an `[mcp_servers]` entry
+/// or a provider to its `config.toml`, which the next thread (any session's) then runs outside
+/// every sandbox.
+pub fn sandbox_writable_reason(home: &Path, roots: &[PathBuf]) -> Option<String> {
+    let real = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let home = real(home);
+    if let Some(root) = roots.iter().find(|root| home.starts_with(real(root))) {
+        return Some(format!(
+            "it lies inside the workspace root {}",
+            root.display()
+        ));
+    }
+    let temp = [std::env::temp_dir(), PathBuf::from("/tmp")];
+    temp.iter()
+        .find(|dir| home.starts_with(real(dir)))
+        .map(|dir| {
+            format!(
+                "it lies under {}, which the workspace-write sandbox leaves writable",
+                dir.display()
+            )
+        })
+}
+
 /// A `CODEX_HOME` holding the offline config.
 #[derive(Debug)]
 pub struct OfflineHome {

@@ -388,6 +388,19 @@ impl Bridge {
             .map_err(|error| rpc_error(codes::INTERNAL, with_causes(&error)))
     }
 
+    /// The `CODEX_HOME` the app-server gets.
+    fn codex_home(&self) -> PathBuf {
+        match (&self.offline, &self.config.codex_home) {
+            (Some((_, home)), _) => home.path.clone(),
+            (None, Some(home)) => home.clone(),
+            (None, None) => std::env::var_os("CODEX_HOME")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
+                .unwrap_or_else(|| PathBuf::from(".codex")),
+        }
+    }
+
     /// The live hub, starting one if there is none or the last one died.
     async fn hub(&self, cwd: &Path) -> Result<Arc<CodexHub>, ErrorObjectOwned> {
         if let Some(hub) = self.current_hub() {
@@ -397,15 +410,7 @@ impl Bridge {
         if let Some(hub) = self.current_hub() {
             return Ok(hub);
         }
-        let codex_home = match (&self.offline, &self.config.codex_home) {
-            (Some((_, home)), _) => home.path.clone(),
-            (None, Some(home)) => home.clone(),
-            (None, None) => std::env::var_os("CODEX_HOME")
-                .filter(|value| !value.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
-                .unwrap_or_else(|| PathBuf::from(".codex")),
-        };
+        let codex_home = self.codex_home();
         let binary = match &self.config.codex_bin {
             CodexBinary::Found(path) => path.clone(),
             CodexBinary::Missing(reason) => {
@@ -1275,7 +1280,22 @@ impl Running {
             }
             None => String::new(),
         };
-        token + &codex
+        let home = self.bridge.codex_home();
+        let exposed = match self.bridge.approvals_bound() {
+            true => crate::app::offline::sandbox_writable_reason(
+                &home,
+                &self.bridge.config.workspace_roots,
+            ),
+            false => None,
+        };
+        let home = match exposed {
+            Some(why) => format!(
+                "clawbridge serve: WARNING: the Codex home {} is writable by sandboxed turns ({why}): a turn can rewrite its config.toml and the next thread runs what it added outside the sandbox; pass a --codex-home outside every root and temp folder\n",
+                home.display()
+            ),
+            None => String::new(),
+        };
+        token + &codex + &home
     }
 
     /// Graceful shutdown: refuse new runs, interrupt the running turns and let their `turnEnd`
@@ -1346,10 +1366,24 @@ impl Running {
 /// Bind, register the methods and start serving.
 pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let config = config.validate()?;
+    let state_lock = state::lock_state_dir(&config.state_dir)?;
     let offline = if config.offline {
         let stub = ResponsesStub::start(config.stub_script.clone()).await?;
+        // The throwaway home lives in the (0700) state dir, not under $TMPDIR, where a
+        // sandboxed turn could rewrite its config; and it survives a restart, so bound threads
+        // can be resumed.
+        let dir = config
+            .codex_home
+            .clone()
+            .unwrap_or_else(|| config.state_dir.join("offline-codex-home"));
+        crate::support::fs::create_private_dir(&dir).map_err(|source| {
+            ServeError::Setup(crate::Error::Write {
+                path: dir.clone(),
+                source,
+            })
+        })?;
         let home = OfflineHome::prepare(
-            config.codex_home.as_deref(),
+            Some(&dir),
             &stub.base_url(),
             "gpt-5.5",
             dirs::home_dir().as_deref(),
@@ -1358,7 +1392,6 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     } else {
         None
     };
-    let state_lock = state::lock_state_dir(&config.state_dir)?;
     let bindings = state::load_bindings(&config.state_dir)?;
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),

@@ -86,7 +86,8 @@ pub fn lock_state_dir(state_dir: &Path) -> Result<StateLock, ServeError> {
             path.display()
         ))
     };
-    std::fs::create_dir_all(state_dir).map_err(io)?;
+    // Private: it holds the token, the bindings and the offline Codex home.
+    crate::support::fs::create_private_dir(state_dir).map_err(io)?;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -55,6 +55,15 @@ fn file_error(path: &Path, message: String) -> ServeError {
 
 fn read_token_file(path: &Path) -> Result<Option<String>, ServeError> {
     use crate::support::fs::ReadRefusal;
+    // A link is refused before anything reads or chmods through it: a planted
+    // `token -> ~/.ssh/id_ed25519` must not be read as a token nor have its target's mode changed.
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(file_error(
+            path,
+            "is a symbolic link; refusing to follow it (remove it, serve writes a new token)"
+                .into(),
+        ));
+    }
     let bytes = match crate::support::fs::read_capped_anywhere(path, None, MAX_TOKEN_FILE_BYTES) {
         Ok(bytes) => bytes,
         Err(ReadRefusal::NotFound) => return Ok(None),

@@ -163,10 +163,12 @@ fn a_silent_connection_is_closed_after_the_idle_timeout() {
     assert!(closed, "the idle connection was closed by the server");
 }
 
-/// A slow request (here a skills walk over 96,000 folders) fails alone with 4080 at its deadline,
-/// and the service keeps answering everyone else meanwhile.
+/// A skills tree of 96,000 folders once outlived the request deadline (4080, with the walk going
+/// on in the background); the walk's entry cap now ends it well within a 1 s deadline, and the
+/// service keeps answering everyone else meanwhile. (The deadline itself stopping a walk:
+/// `skills::discover` unit tests.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_request_fails_alone_at_its_deadline() {
+async fn a_huge_skills_tree_is_cut_at_the_entry_cap_within_the_deadline() {
     let fixture = Fixture::new();
     let skills = fixture.workspace().join("skills");
     for a in 0..60 {
@@ -178,7 +180,7 @@ async fn a_slow_request_fails_alone_at_its_deadline() {
     }
     let serve = fixture.serve(&["--request-timeout", "1"]);
     let client = std::sync::Arc::new(serve.client().await);
-    let slow = {
+    let big = {
         let client = client.clone();
         let document = fixture.document();
         tokio::spawn(async move {
@@ -187,16 +189,17 @@ async fn a_slow_request_fails_alone_at_its_deadline() {
                 .await
         })
     };
-    // Other requests are answered while the slow one runs.
     let status: Value = client
         .request("bridge.status", rpc_params![])
         .await
         .expect("status while a request is busy");
     assert!(status["runs"].is_array());
-    let text = crate::serve_security::error_text(slow.await.expect("join"));
+    let answer = big.await.expect("join");
     assert!(
-        text.contains("4080") && text.contains("--request-timeout"),
-        "{text}"
+        answer
+            .as_ref()
+            .is_ok_and(|params| params["threadStart"].is_object()),
+        "answered within the deadline: {answer:?}"
     );
 }
 

@@ -317,3 +317,87 @@ async fn fan_out_requests_leave_the_service_responsive_and_stoppable() {
     let status = wait_or_kill(&mut serve.child, std::time::Duration::from_secs(15));
     assert!(status.is_some(), "serve ended on SIGTERM");
 }
+
+/// Protection: the offline Codex home lies where a sandboxed turn cannot write it. It is created
+/// in the 0700 state dir (not under $TMPDIR), and serve warns when a home lies under a temp
+/// folder or a workspace root (here the test's state dir is under /tmp, so it warns; one under
+/// /var/tmp does not).
+#[test]
+fn the_offline_codex_home_is_private_and_an_exposed_one_is_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&[]);
+    let home = fixture.state.join("offline-codex-home");
+    assert!(
+        home.join("config.toml").is_file(),
+        "the home is in the state dir"
+    );
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path).expect("meta").permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&fixture.state), 0o700);
+    assert_eq!(mode(&home), 0o700);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !serve.stderr().contains("writable by sandboxed turns")
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        serve.stderr().contains("writable by sandboxed turns") && serve.stderr().contains("/tmp"),
+        "{}",
+        serve.stderr()
+    );
+    drop(serve);
+
+    let private = unsandboxed_dir();
+    let state = private.path().join("state");
+    let serve = crate::serve_security::Serve::start(&fixture.root, &state, &[]);
+    assert!(state.join("offline-codex-home/config.toml").is_file());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !serve.stderr().contains("writable by sandboxed turns"),
+        "{}",
+        serve.stderr()
+    );
+}
+
+/// Protection: a planted `<state-dir>/token` link is refused, and its target keeps its mode.
+#[test]
+fn a_symlinked_token_file_is_refused_and_its_target_untouched() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = Fixture::new();
+    std::fs::create_dir_all(&fixture.state).expect("state");
+    let target = fixture.root.parent().expect("base").join("victim-key");
+    std::fs::write(&target, "0123456789abcdef0123456789abcdef\n").expect("target");
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::os::unix::fs::symlink(&target, fixture.state.join("token")).expect("link");
+    let output = crate::util::clawbridge()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--offline",
+            "--codex-bin",
+            "/bin/true",
+        ])
+        .arg("--workspace-root")
+        .arg(&fixture.root)
+        .arg("--state-dir")
+        .arg(&fixture.state)
+        .env_remove("CLAWBRIDGE_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("serve");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(
+        std::fs::metadata(&target)
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o644
+    );
+}
