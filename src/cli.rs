@@ -256,6 +256,13 @@ pub struct ServeArgs {
     /// Connections open at once; more are refused with 429 "Too many connections".
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+    /// Runs in progress at once; `bridge.runStart` past it fails with 4290.
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(usize))]
+    pub max_runs: usize,
+    /// Largest run document a request may carry, in bytes (far below the transport limit: a
+    /// document is parsed in memory).
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_RUN_BYTES)]
+    pub max_run_bytes: usize,
     /// Seconds a connection may stay without traffic before it is closed.
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_IDLE_TIMEOUT.as_secs())]
     pub idle_timeout: u64,

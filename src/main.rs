@@ -348,6 +348,8 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         max_finished_runs: args.max_finished_runs,
         finished_run_ttl: std::time::Duration::from_secs(args.finished_run_ttl),
         max_connections: args.max_connections.max(1),
+        max_runs: args.max_runs.max(1),
+        max_run_bytes: args.max_run_bytes.max(1024),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
         ..clawbridge::server::ServeConfig::new(
             binary,

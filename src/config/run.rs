@@ -13,6 +13,11 @@ use super::openclaw::OpenClawConfig;
 use crate::error::{Error, Result};
 use crate::support::fs::{normalize, ReadRefusal, Roots};
 
+/// Longest `sessionKey` (OpenClaw's are `agent:<id>:<channel>:<kind>:<peer>`, well under this).
+pub const MAX_SESSION_KEY_BYTES: usize = 512;
+/// Longest `agentId` and `threadId` (Codex thread ids are UUIDs).
+pub const MAX_ID_BYTES: usize = 256;
+
 /// The run document exactly as written.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -622,6 +627,28 @@ impl RunDocument {
             .as_deref()
             .map(|path| normalize(&resolve(path)))
             .unwrap_or_else(|| workspace.clone());
+        // Identifiers are bounded: they are keys of the service's maps and of its state file.
+        for (field, value, limit) in [
+            (
+                "sessionKey",
+                self.session_key.as_deref(),
+                MAX_SESSION_KEY_BYTES,
+            ),
+            ("agentId", self.agent_id.as_deref(), MAX_ID_BYTES),
+            ("threadId", self.thread_id.as_deref(), MAX_ID_BYTES),
+        ] {
+            if let Some(value) = value {
+                if value.len() > limit || value.chars().any(char::is_control) {
+                    return Err(field_error(
+                        field,
+                        format!(
+                            "must be at most {limit} bytes without control characters (got {} bytes)",
+                            value.len()
+                        ),
+                    ));
+                }
+            }
+        }
         let session_kind = match self.session_key.as_deref() {
             Some(key) if key.contains(":subagent:") || key.starts_with("subagent:") => {
                 SessionKind::Subagent

@@ -318,6 +318,7 @@ pub fn openrpc() -> Value {
                 "NotFound": {"code": 4004, "message": "unknown run, call or approval"},
                 "NotACodexRun": {"code": 4009, "message": "not a Codex run"},
                 "Timeout": {"code": 4080, "message": "the request's file I/O or parsing took too long"},
+                "Busy": {"code": 4290, "message": "too many runs in progress (--max-runs); try again when one ends"},
                 "CodexUnavailable": {"code": 4100, "message": "Codex could not be started, none is installed, or serve is shutting down"},
                 "ThreadFailed": {"code": 4200, "message": "Codex refused the thread"},
             },

@@ -68,6 +68,8 @@ pub use state::{Binding, BindingFile};
 pub mod codes {
     /// The run document (or another parameter) is invalid; the message names the field.
     pub const INVALID_PARAMS: i32 = -32602;
+    /// Too many runs in progress (`--max-runs`); try again when one ends.
+    pub const BUSY: i32 = 4290;
     /// A path of the run document lies outside every `--workspace-root`.
     pub const PATH_OUTSIDE_ROOTS: i32 = 4001;
     /// The operator does not allow it: a sandbox above `--max-sandbox`, or a `threadId` that
@@ -160,6 +162,11 @@ pub struct ServeConfig {
     pub max_connections: u32,
     /// `--idle-timeout`: a connection without traffic this long is closed.
     pub idle_timeout: Duration,
+    /// `--max-runs`: runs in progress at once (more get 4290).
+    pub max_runs: usize,
+    /// `--max-run-bytes`: the largest params a run-document method takes (checked before any
+    /// parse; the parse itself runs on the bounded blocking pool).
+    pub max_run_bytes: usize,
 }
 
 /// The Codex CLI a service pairs with, if one was found.
@@ -186,6 +193,15 @@ pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest request body (a run document with inline tool specs).
 pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
+/// Runs in progress at once (each holds a Codex turn and its event log).
+pub const DEFAULT_MAX_RUNS: usize = 64;
+/// Largest run document (OpenClaw's whole tool catalog inline is about 200 kB).
+pub const DEFAULT_MAX_RUN_BYTES: usize = 2 * 1024 * 1024;
+/// How long a subscriber may leave its queue full before it is dropped (it can subscribe again:
+/// the log replays).
+const SUBSCRIBER_STALL: Duration = Duration::from_secs(30);
+/// Messages a connection's outgoing queue holds (jsonrpsee's default is 1024).
+const CONNECTION_QUEUE: u32 = 128;
 
 impl ServeConfig {
     /// The defaults of `clawbridge serve` (loopback `127.0.0.1:7077`, a generated token, the
@@ -219,9 +235,15 @@ impl ServeConfig {
             max_run_log_bytes: DEFAULT_MAX_RUN_LOG_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_runs: DEFAULT_MAX_RUNS,
+            max_run_bytes: DEFAULT_MAX_RUN_BYTES,
         }
     }
 }
+
+/// Session bindings kept at most (`sessions.json` then stays under 8 MB: keys are at most 512
+/// bytes, far below the 64 MiB its loader accepts).
+pub const MAX_BINDINGS: usize = 10_000;
 
 /// Translations running on the blocking pool at once; more wait (within their deadline).
 const BLOCKING_SLOTS: usize = 8;
@@ -382,7 +404,10 @@ impl Bridge {
     fn save_bindings(&self) -> Result<(), ErrorObjectOwned> {
         let text = {
             let bindings = lock(&self.bindings);
-            serde_json::to_string_pretty(&*bindings).unwrap_or_default() + "\n"
+            // A failed serialization writes nothing: the file on disk stays as it was.
+            serde_json::to_string_pretty(&*bindings)
+                .map_err(|error| rpc_error(codes::INTERNAL, format!("sessions.json: {error}")))?
+                + "\n"
         };
         crate::support::fs::write_private(&self.bindings_path(), text.as_bytes())
             .map_err(|error| rpc_error(codes::INTERNAL, with_causes(&error)))
@@ -775,7 +800,7 @@ fn logged_event(event: &TurnEvent<'_>) -> Option<RunEvent> {
 
 async fn run_start(
     bridge: Arc<Bridge>,
-    params: Value,
+    params: String,
 ) -> Result<api::RunStarted, ErrorObjectOwned> {
     if bridge
         .shutting_down
@@ -786,8 +811,17 @@ async fn run_start(
             "clawbridge serve is shutting down",
         ));
     }
+    let running = bridge.running_runs().len();
+    if running >= bridge.config.max_runs {
+        return Err(rpc_error(
+            codes::BUSY,
+            format!(
+                "{running} runs are in progress, the most this server runs at once (--max-runs); try again when one ends"
+            ),
+        ));
+    }
     let mut run = bridge
-        .blocking(move |bridge| bridge.load_run(&params))
+        .blocking(move |bridge| bridge.load_run(&parse_params(&params)?))
         .await?;
     crate::app::commands::require_codex(&run).map_err(library_error)?;
     if let CodexBinary::Missing(reason) = &bridge.config.codex_bin {
@@ -905,13 +939,30 @@ async fn run_start(
     }
     *lock(&state.thread_id) = Some(thread_id.clone());
     if let Some(key) = &run.session_key {
-        lock(&bridge.bindings).sessions.insert(
-            key.clone(),
-            Binding {
-                thread_id: thread_id.clone(),
-                fingerprint,
-            },
-        );
+        {
+            let mut bindings = lock(&bridge.bindings);
+            if !bindings.sessions.contains_key(key) && bindings.sessions.len() >= MAX_BINDINGS {
+                // The state file stays far below the size its loader accepts: a session past
+                // the bound pushes out an idle one (its next run starts a new thread).
+                let busy = lock(&bridge.busy_threads).clone();
+                let idle = bindings
+                    .sessions
+                    .iter()
+                    .find(|(_, binding)| !busy.contains(&binding.thread_id))
+                    .map(|(key, _)| key.clone());
+                if let Some(evicted) = idle {
+                    tracing::warn!("{MAX_BINDINGS} session bindings: forgetting {evicted}");
+                    bindings.sessions.remove(&evicted);
+                }
+            }
+            bindings.sessions.insert(
+                key.clone(),
+                Binding {
+                    thread_id: thread_id.clone(),
+                    fingerprint,
+                },
+            );
+        }
         bridge
             .save_bindings()
             .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
@@ -1025,12 +1076,12 @@ async fn subscribe_run(
         };
         if missed > 0 {
             let marker = RunEvent::EventsDropped { count: missed }.to_value();
-            sink.send(serde_json::value::to_raw_value(&marker)?).await?;
+            send_or_drop(&sink, serde_json::value::to_raw_value(&marker)?, &run_id).await?;
             sent += missed;
         }
         for event in batch {
             // The log holds validated JSON: copy it, do not parse it again per subscriber.
-            sink.send((*event).to_owned()).await?;
+            send_or_drop(&sink, (*event).to_owned(), &run_id).await?;
             sent += 1;
         }
         if done && sent >= count {
@@ -1038,6 +1089,28 @@ async fn subscribe_run(
         }
         if progress.changed().await.is_err() {
             return Ok(());
+        }
+    }
+}
+
+/// Send one event to a subscriber whose queue (bounded per connection) has room within
+/// [`SUBSCRIBER_STALL`]; one that reads nothing for that long is dropped, so it holds no more
+/// than its queue. It can subscribe again: the run's log replays.
+async fn send_or_drop(
+    sink: &jsonrpsee::SubscriptionSink,
+    event: Box<serde_json::value::RawValue>,
+    run_id: &str,
+) -> Result<(), jsonrpsee::core::SubscriptionError> {
+    match sink.send_timeout(event, SUBSCRIBER_STALL).await {
+        Ok(()) => Ok(()),
+        Err(jsonrpsee::server::SendTimeoutError::Timeout(_)) => {
+            tracing::warn!(
+                "a subscriber of {run_id} read nothing for {SUBSCRIBER_STALL:?}; dropped it"
+            );
+            Err("subscriber too slow: dropped (subscribe again to replay the run)".into())
+        }
+        Err(jsonrpsee::server::SendTimeoutError::Closed(_)) => {
+            Err("the subscriber went away".into())
         }
     }
 }
@@ -1052,12 +1125,34 @@ fn object_param(params: &Params<'_>) -> Result<Value, ErrorObjectOwned> {
     }
 }
 
+/// A run-document method's params as text, refused past `--max-run-bytes` before anything
+/// parses them; [`object_param`] then runs on the blocking pool.
+fn bounded_params(bridge: &Bridge, params: &Params<'_>) -> Result<String, ErrorObjectOwned> {
+    let text = params.as_str().unwrap_or("null");
+    let limit = bridge.config.max_run_bytes;
+    if text.len() > limit {
+        return Err(rpc_error(
+            codes::INVALID_PARAMS,
+            format!(
+                "the run document is {} bytes, more than this server takes ({limit}, --max-run-bytes)",
+                text.len()
+            ),
+        ));
+    }
+    Ok(text.to_string())
+}
+
+fn parse_params(text: &str) -> Result<Value, ErrorObjectOwned> {
+    object_param(&Params::new(Some(text)))
+}
+
 fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::RegisterMethodError> {
     let mut module = RpcModule::from_arc(bridge);
     module.register_async_method("bridge.params", |params, bridge, _| async move {
-        let value = object_param(&params)?;
+        let text = bounded_params(&bridge, &params)?;
         bridge
             .blocking(move |bridge| {
+                let value = parse_params(&text)?;
                 let run = bridge.load_run(&value)?;
                 let mut params =
                     commands::params(&run, &bridge.translate_options()).map_err(library_error)?;
@@ -1068,9 +1163,10 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .await
     })?;
     module.register_async_method("bridge.context", |params, bridge, _| async move {
-        let value = object_param(&params)?;
+        let text = bounded_params(&bridge, &params)?;
         bridge
             .blocking(move |bridge| {
+                let value = parse_params(&text)?;
                 let run = bridge.load_run(&value)?;
                 let detail = value
                     .get("detail")
@@ -1084,7 +1180,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             .await
     })?;
     module.register_async_method("bridge.prompt", |params, bridge, _| async move {
-        let value = object_param(&params)?;
+        // Bounded before the parse (which is then at most --max-run-bytes).
+        let value = parse_params(&bounded_params(&bridge, &params)?)?;
         let settings = commands::PromptSettings {
             mode: match value.get("mode") {
                 None | Some(Value::Null) => None,
@@ -1123,8 +1220,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
         })
     })?;
     module.register_async_method("bridge.runStart", |params, bridge, _| async move {
-        let value = object_param(&params)?;
-        run_start(bridge, value).await
+        let text = bounded_params(&bridge, &params)?;
+        run_start(bridge, text).await
     })?;
     module.register_subscription(
         "bridge.subscribeRun",
@@ -1430,6 +1527,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)
         .max_connections(config.max_connections)
+        .set_message_buffer_capacity(CONNECTION_QUEUE)
         .build();
     let services = Server::builder()
         .set_config(server_config)

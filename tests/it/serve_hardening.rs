@@ -401,3 +401,106 @@ fn a_symlinked_token_file_is_refused_and_its_target_untouched() {
         0o644
     );
 }
+
+/// Protection: a run document is bounded before it is parsed (`--max-run-bytes`), and every
+/// identifier is bounded where the document is read (a 10 KiB `sessionKey` would otherwise be a
+/// key of the state file).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_documents_and_identifiers_are_refused_naming_the_bound() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--max-run-bytes", "100000"]);
+    let client = serve.client().await;
+    let mut big = fixture.document();
+    big["message"] = json!("x".repeat(200_000));
+    let text = crate::serve_security::error_text(
+        client
+            .request("bridge.params", rpc_params![big.clone()])
+            .await,
+    );
+    assert!(
+        text.contains("--max-run-bytes") && text.contains("InvalidParams"),
+        "{text}"
+    );
+    let text = crate::serve_security::error_text(
+        client.request("bridge.runStart", rpc_params![big]).await,
+    );
+    assert!(text.contains("--max-run-bytes"), "{text}");
+    for field in ["sessionKey", "agentId", "threadId"] {
+        let mut document = fixture.document();
+        document[field] = json!("k".repeat(10 * 1024));
+        let text = crate::serve_security::error_text(
+            client.request("bridge.params", rpc_params![document]).await,
+        );
+        assert!(
+            text.contains(field) && text.contains("at most"),
+            "{field}: {text}"
+        );
+    }
+    let mut document = fixture.document();
+    document["sessionKey"] = json!("agent:main:telegram:direct:42");
+    let fine: Value = client
+        .request("bridge.params", rpc_params![document])
+        .await
+        .expect("a normal session key");
+    assert!(fine["threadStart"].is_object());
+}
+
+/// Protection: runs in progress are bounded (`--max-runs`). With one run waiting on its tool
+/// call, a second is refused with 4290, and once the first ends a new one starts.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_in_progress_are_bounded() {
+    codex_bin();
+    let fixture = Fixture::new();
+    let script = fixture.state.parent().expect("base").join("script.json");
+    std::fs::write(
+        &script,
+        json!({"responses": [
+            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let serve = fixture.serve(&[
+        "--stub-script",
+        &script.display().to_string(),
+        "--max-runs",
+        "1",
+    ]);
+    let client = serve.client().await;
+    let mut document = fixture.document();
+    document["tools"] = json!([{"name": "message", "description": "Send a message.", "inputSchema": {"type": "object"}}]);
+    document["directTools"] = json!(["message"]);
+    let first: Value = client
+        .request("bridge.runStart", rpc_params![document.clone()])
+        .await
+        .expect("first run");
+    let first_id = first["runId"].as_str().expect("id").to_string();
+    let events =
+        crate::serve::events_until(&client, &first_id, |event| event["event"] == "toolCall").await;
+    let call = events.last().expect("tool call").clone();
+    assert_eq!(call["event"], "toolCall", "{events:?}");
+    let text = crate::serve_security::error_text(
+        client
+            .request("bridge.runStart", rpc_params![fixture.document()])
+            .await,
+    );
+    assert!(
+        text.contains("4290") && text.contains("--max-runs"),
+        "{text}"
+    );
+    let _: Value = client
+        .request(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": call["callId"], "text": "sent", "success": true})],
+        )
+        .await
+        .expect("answer");
+    crate::serve::events_until(&client, &first_id, |event| event["event"] == "turnEnd").await;
+    let again: Value = client
+        .request("bridge.runStart", rpc_params![fixture.document()])
+        .await
+        .expect("a run once the first ended");
+    assert!(again["runId"].is_string());
+}
