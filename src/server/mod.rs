@@ -200,6 +200,11 @@ pub const DEFAULT_MAX_RUN_BYTES: usize = 2 * 1024 * 1024;
 /// How long a subscriber may leave its queue full before it is dropped (it can subscribe again:
 /// the log replays).
 const SUBSCRIBER_STALL: Duration = Duration::from_secs(30);
+/// How long an accepted socket may stay without an authenticated request.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The accept loop's pause after an error (a full file table), doubling up to the max.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// Messages a connection's outgoing queue holds (jsonrpsee's default is 1024).
 const CONNECTION_QUEUE: u32 = 128;
 
@@ -1542,24 +1547,72 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         .into();
     let (stop, handle) = jsonrpsee::server::stop_channel();
     let idle = config.idle_timeout;
-    // Our own accept loop, so every connection is wrapped in the idle timeout.
+    // Our own accept loop: every accepted socket takes a slot (an unauthenticated one too), gets HANDSHAKE_TIMEOUT to make an authenticated request, and is
+    // wrapped in the idle timeout; accept errors (EMFILE) back off instead of spinning.
+    // Sockets past `--max-connections` are still accepted up to as many again (at least 16
+    // more), so jsonrpsee can tell them 429 "Too many connections"; past that they are closed.
+    let max = config.max_connections as usize;
+    let slots = Arc::new(tokio::sync::Semaphore::new(max + max.max(16)));
     tokio::spawn(async move {
+        let mut backoff = ACCEPT_BACKOFF_MIN;
         loop {
             let accepted = tokio::select! {
                 accepted = listener.accept() => accepted,
                 _ = stop.clone().shutdown() => return,
             };
-            let Ok((stream, _)) = accepted else {
+            let stream = match accepted {
+                Ok((stream, _)) => {
+                    backoff = ACCEPT_BACKOFF_MIN;
+                    stream
+                }
+                Err(error) => {
+                    tracing::warn!("accept failed ({error}); retrying in {backoff:?}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.clone().shutdown() => return,
+                    }
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                    continue;
+                }
+            };
+            let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+                tracing::debug!("connection refused: --max-connections sockets are open");
+                drop(stream);
                 continue;
             };
-            let service = services.clone().build(methods.clone(), stop.clone());
+            let authenticated = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = Arc::clone(&authenticated);
+            // A request that got through the guards (2xx, or 101 for a WebSocket upgrade)
+            // authenticates its connection.
+            let service = tower::ServiceBuilder::new()
+                .map_response(move |response: http::Response<_>| {
+                    let status = response.status();
+                    if status.is_success() || status == http::StatusCode::SWITCHING_PROTOCOLS {
+                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    response
+                })
+                .service(services.clone().build(methods.clone(), stop.clone()));
             let stopped = stop.clone().shutdown();
             tokio::spawn(async move {
+                let _slot = permit;
                 let io = idle::IdleTimeout::new(stream, idle);
-                if let Err(error) =
-                    jsonrpsee::server::serve_with_graceful_shutdown(io, service, stopped).await
-                {
-                    tracing::debug!("connection closed: {error}");
+                let serving = jsonrpsee::server::serve_with_graceful_shutdown(io, service, stopped);
+                let handshake = async {
+                    tokio::time::sleep(HANDSHAKE_TIMEOUT).await;
+                    if authenticated.load(std::sync::atomic::Ordering::SeqCst) {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    served = serving => {
+                        if let Err(error) = served {
+                            tracing::debug!("connection closed: {error}");
+                        }
+                    }
+                    _ = handshake => {
+                        tracing::debug!("closed a connection that sent no authenticated request within {HANDSHAKE_TIMEOUT:?}");
+                    }
                 }
             });
         }

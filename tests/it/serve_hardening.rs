@@ -504,3 +504,88 @@ async fn runs_in_progress_are_bounded() {
         .expect("a run once the first ended");
     assert!(again["runId"].is_string());
 }
+
+/// True once the server closed `stream` (read gives EOF or a reset) within `limit`.
+fn closed_within(stream: &mut std::net::TcpStream, limit: std::time::Duration) -> bool {
+    use std::io::Read;
+    stream.set_read_timeout(Some(limit)).expect("timeout");
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(error) => !matches!(
+            error.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+/// Protection: every accepted socket counts, and an unauthenticated one gets a short handshake
+/// deadline. With `--max-connections 4`, 20 silent sockets fill the slots (4 + 16), the next one
+/// is closed at once, the silent ones are closed within about 10 s, and then an authenticated
+/// client is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_sockets_are_counted_and_closed_after_the_handshake_deadline() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--max-connections", "4"]);
+    let mut silent: Vec<std::net::TcpStream> = (0..20)
+        .map(|_| std::net::TcpStream::connect(serve.addr).expect("connect"))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut extra = std::net::TcpStream::connect(serve.addr).expect("connect");
+    assert!(
+        closed_within(&mut extra, std::time::Duration::from_secs(3)),
+        "a socket past every slot is closed at once"
+    );
+    for stream in &mut silent {
+        assert!(
+            closed_within(stream, std::time::Duration::from_secs(20)),
+            "a silent socket is closed after the handshake deadline"
+        );
+    }
+    let client = serve.client().await;
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("served after the silent sockets are gone");
+    assert!(status["runs"].is_array());
+}
+
+/// Protection: at the descriptor limit the accept loop backs off instead of spinning. Serve under
+/// `ulimit -n 64` with 100 sockets pushed at it uses almost no CPU while they are open.
+#[test]
+fn a_full_file_table_does_not_spin_the_accept_loop() {
+    let fixture = Fixture::new();
+    let mut command = std::process::Command::new("prlimit");
+    command
+        .args(["--nofile=64:64", "--"])
+        .arg(env!("CARGO_BIN_EXE_clawbridge"));
+    let serve = crate::serve_security::Serve::spawn(command, &fixture.root, &fixture.state, &[]);
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        if let Ok(stream) = std::net::TcpStream::connect(serve.addr) {
+            held.push(stream);
+        }
+    }
+    let ticks = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        // utime and stime: fields 14 and 15 of stat, 12 and 13 after the command name.
+        fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0)
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = ticks(serve.child.id());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let used = ticks(serve.child.id()) - before;
+    // Spinning takes a whole core: about 200 ticks in 2 s (USER_HZ 100).
+    assert!(
+        used < 40,
+        "serve used {used} CPU ticks in 2 s at its descriptor limit"
+    );
+    drop(held);
+}

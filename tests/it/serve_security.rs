@@ -82,7 +82,7 @@ impl Serve {
         Serve::spawn(command, root, state, &[])
     }
 
-    fn spawn(
+    pub fn spawn(
         mut command: std::process::Command,
         root: &Path,
         state: &Path,
