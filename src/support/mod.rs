@@ -9,4 +9,5 @@ pub mod deadline;
 pub mod fs;
 pub mod json;
 pub mod process;
+pub mod redact;
 pub mod text;

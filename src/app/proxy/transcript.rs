@@ -181,52 +181,9 @@ fn thread_of(message: &Value) -> Option<String> {
         .or_else(|| text(&message["params"]["conversationId"]))
 }
 
-/// Keys whose values are secrets (compared lowercased, `_` and `-` removed).
-const SECRET_KEYS: [&str; 10] = [
-    "token",
-    "accesstoken",
-    "refreshtoken",
-    "idtoken",
-    "apikey",
-    "openaiapikey",
-    "authorization",
-    "password",
-    "secret",
-    "clientsecret",
-];
-
-/// Replace secret values with `<redacted>`: values under secret-looking keys (and any key ending
-/// in `token`, `apikey` or `secret`), bearer credentials and `sk-` API keys anywhere.
+/// Replace secrets with `<redacted>` (by key and by value: [`crate::support::redact`]).
 pub fn redact(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, item) in map.iter_mut() {
-                let folded: String = key
-                    .chars()
-                    .filter(|c| *c != '_' && *c != '-')
-                    .flat_map(char::to_lowercase)
-                    .collect();
-                let secret = SECRET_KEYS.contains(&folded.as_str())
-                    || folded.ends_with("token")
-                    || folded.ends_with("apikey")
-                    || folded.ends_with("secret");
-                if secret && !item.is_null() && !item.is_object() && !item.is_array() {
-                    *item = Value::from("<redacted>");
-                } else {
-                    redact(item);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(redact),
-        Value::String(text)
-            if text.starts_with("sk-")
-                || text.starts_with("Bearer ")
-                || text.starts_with("bearer ") =>
-        {
-            *text = "<redacted>".to_string();
-        }
-        _ => {}
-    }
+    crate::support::redact::redact_value(value);
 }
 
 #[cfg(test)]

@@ -1,0 +1,391 @@
+//! Secret redaction for what clawbridge writes down (transcripts, captures' headers).
+//!
+//! Two nets, because secrets travel in two shapes. By key: a value under a key that names a
+//! secret (`apiKey`, `GITHUB_TOKEN`, `DB_PASSWORD`, `Cookie`, `Authorization`), in any case and
+//! spelling (`_`, `-` and `.` ignored), also in Codex's dotted config form
+//! (`model_providers.corp.http_headers.Authorization`, whose last segment is the key), and every
+//! value of a header map (`http_headers`, `env_http_headers`): headers are where providers put
+//! credentials. By value: wherever text appears (free text, `-c key=value` arguments, shell
+//! commands), bearer and basic credentials, JWTs, `sk-` keys, the password of a URL
+//! (`https://user:pass@host`), cookie headers and `SECRET_KEY=value` assignments are replaced.
+//! What is replaced becomes `<redacted>`; everything else is kept byte for byte.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// What a redacted secret reads as.
+pub const REDACTED: &str = "<redacted>";
+
+/// Keys (folded: lowercase, without `_`, `-`, `.`) whose values are secrets.
+const SECRET_KEYS: [&str; 14] = [
+    "token",
+    "authorization",
+    "proxyauthorization",
+    "password",
+    "passwd",
+    "secret",
+    "cookie",
+    "setcookie",
+    "credentials",
+    "credential",
+    "privatekey",
+    "xapikey",
+    "apikey",
+    "bearer",
+];
+
+/// Endings of folded keys that name secrets (`accessToken`, `OPENAI_API_KEY`, `DB_PASSWORD`).
+const SECRET_SUFFIXES: [&str; 8] = [
+    "token",
+    "apikey",
+    "secret",
+    "password",
+    "passwd",
+    "privatekey",
+    "credentials",
+    "cookie",
+];
+
+/// Keys (folded) whose object values are header maps: every value in them is redacted.
+const HEADER_MAPS: [&str; 3] = ["httpheaders", "envhttpheaders", "headers"];
+
+fn fold(key: &str) -> String {
+    key.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// True when a key names a secret (its last dotted segment, or the whole key).
+pub fn is_secret_key(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    [fold(last), fold(key)].iter().any(|folded| {
+        SECRET_KEYS.contains(&folded.as_str())
+            || SECRET_SUFFIXES
+                .iter()
+                .any(|suffix| folded.ends_with(suffix))
+    })
+}
+
+/// True when a key holds a header map (also dotted: `model_providers.x.http_headers`).
+fn is_header_map(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    HEADER_MAPS.contains(&fold(last).as_str())
+}
+
+/// True when a dotted key lies inside a header map (`...http_headers.X-Team`).
+fn is_inside_header_map(key: &str) -> bool {
+    let mut segments: Vec<&str> = key.split('.').collect();
+    segments.pop();
+    segments
+        .iter()
+        .any(|segment| HEADER_MAPS[..2].contains(&fold(segment).as_str()))
+}
+
+/// Redact every secret in `value`, in place.
+pub fn redact_value(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if is_header_map(key) && item.is_object() {
+                    redact_all_strings(item);
+                } else if (is_secret_key(key) || is_inside_header_map(key)) && is_scalar(item) {
+                    *item = Value::from(REDACTED);
+                } else {
+                    redact_value(item);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::String(text) => {
+            // A value that is a credential as a whole (a header value).
+            let lower = text.get(..7).map(str::to_ascii_lowercase).unwrap_or_default();
+            if lower.starts_with("bearer ") || lower.starts_with("basic ") {
+                *text = REDACTED.to_string();
+            } else if let Cow::Owned(redacted) = redact_text(text) {
+                *text = redacted;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn is_scalar(value: &Value) -> bool {
+    !value.is_null() && !value.is_object() && !value.is_array()
+}
+
+/// Every string under `value` (a header map's values; the keys are header names).
+fn redact_all_strings(value: &mut Value) {
+    match value {
+        Value::Object(map) => map.values_mut().for_each(redact_all_strings),
+        Value::Array(items) => items.iter_mut().for_each(redact_all_strings),
+        Value::String(text) => *text = REDACTED.to_string(),
+        _ => {}
+    }
+}
+
+/// The value patterns, with the group that is kept (the rest of the match is the secret).
+struct Patterns {
+    /// A cheap first check: most text has none of these.
+    any: Regex,
+    rules: Vec<(Regex, &'static str)>,
+}
+
+fn patterns() -> &'static Patterns {
+    static PATTERNS: OnceLock<Patterns> = OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        let rule = |pattern: &str, keep: &'static str| {
+            (
+                Regex::new(pattern).unwrap_or_else(|error| panic!("redaction pattern: {error}")),
+                keep,
+            )
+        };
+        Patterns {
+            any: Regex::new(
+                r"(?i)bearer|basic|eyJ|sk-|://[^/\s:@]*:[^/\s@]*@|cookie|token|secret|passw|api[_-]?key|authorization",
+            )
+            .unwrap_or_else(|error| panic!("redaction pattern: {error}")),
+            rules: vec![
+                // `Authorization: Bearer x`, `Bearer x` in any text.
+                rule(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]{6,}", "$1 <redacted>"),
+                // JSON Web Tokens.
+                rule(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", "<redacted>"),
+                // OpenAI-style keys (`sk-...`, `sk-proj-...`).
+                rule(r"\bsk-[A-Za-z0-9_-]{8,}", "<redacted>"),
+                // The password of a URL.
+                rule(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", "$1:<redacted>@"),
+                // Cookie headers in text: the rest of the line.
+                rule(r"(?i)\b((?:set-)?cookie:)\s*[^\r\n]+", "$1 <redacted>"),
+                // `NAME=value` / `name: value` where the name ends in a secret word.
+                rule(
+                    r#"(?i)\b([A-Za-z0-9_.-]*(?:token|secret|password|passwd|api[_-]?key|authorization|credentials))(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;]+)"#,
+                    "$1$2<redacted>",
+                ),
+            ],
+        }
+    })
+}
+
+/// `text` with every secret pattern replaced (borrowed when there was none).
+pub fn redact_text(text: &str) -> Cow<'_, str> {
+    let patterns = patterns();
+    if !patterns.any.is_match(text) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Cow::Borrowed(text);
+    for (pattern, keep) in &patterns.rules {
+        if let Cow::Owned(replaced) = pattern.replace_all(&out, *keep) {
+            out = Cow::Owned(replaced);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// (where, the secret, how it is written): at least 30 shapes secrets travel in.
+    fn corpus() -> Vec<(&'static str, Value, &'static str)> {
+        vec![
+            ("apiKey", json!({"apiKey": "plainvalue1"}), "plainvalue1"),
+            ("api_key", json!({"api_key": "plainvalue2"}), "plainvalue2"),
+            (
+                "OPENAI_API_KEY",
+                json!({"OPENAI_API_KEY": "plainvalue3"}),
+                "plainvalue3",
+            ),
+            (
+                "access_token",
+                json!({"access_token": "plainvalue4"}),
+                "plainvalue4",
+            ),
+            (
+                "refreshToken",
+                json!({"refreshToken": "plainvalue5"}),
+                "plainvalue5",
+            ),
+            (
+                "id_token",
+                json!({"id_token": "plainvalue6"}),
+                "plainvalue6",
+            ),
+            (
+                "GITHUB_TOKEN env",
+                json!({"env": {"GITHUB_TOKEN": "plainvalue7"}}),
+                "plainvalue7",
+            ),
+            (
+                "DB_PASSWORD env",
+                json!({"env": {"DB_PASSWORD": "plainvalue8"}}),
+                "plainvalue8",
+            ),
+            (
+                "AWS_SECRET env",
+                json!({"env": {"AWS_SECRET": "plainvalue9"}}),
+                "plainvalue9",
+            ),
+            (
+                "client_secret",
+                json!({"client_secret": "plainvalue10"}),
+                "plainvalue10",
+            ),
+            (
+                "password",
+                json!({"password": "plainvalue11"}),
+                "plainvalue11",
+            ),
+            (
+                "Cookie header",
+                json!({"headers": {"Cookie": "sid=plainvalue12"}}),
+                "plainvalue12",
+            ),
+            (
+                "Set-Cookie header",
+                json!({"Set-Cookie": "sid=plainvalue13; Path=/"}),
+                "plainvalue13",
+            ),
+            (
+                "dotted http_headers.Authorization",
+                json!({"config": {"model_providers.corp.http_headers.Authorization": "Bearer plainvalue14"}}),
+                "plainvalue14",
+            ),
+            (
+                "dotted http_headers other header",
+                json!({"config": {"model_providers.corp.http_headers.X-Team-Key": "plainvalue15"}}),
+                "plainvalue15",
+            ),
+            (
+                "nested http_headers map",
+                json!({"model_providers": {"corp": {"http_headers": {"X-Custom": "plainvalue16"}}}}),
+                "plainvalue16",
+            ),
+            (
+                "env_http_headers map",
+                json!({"env_http_headers": {"X-Org": "plainvalue17"}}),
+                "plainvalue17",
+            ),
+            (
+                "-c argument",
+                json!({"args": ["-c", "model_providers.corp.http_headers.Authorization=\"Bearer plainvalue18\""]}),
+                "plainvalue18",
+            ),
+            (
+                "bearer in text",
+                json!({"text": "use Bearer plainvalue19abc now"}),
+                "plainvalue19abc",
+            ),
+            (
+                "basic in text",
+                json!({"text": "Authorization: Basic dXNlcjpwYXNzd29yZA=="}),
+                "dXNlcjpwYXNzd29yZA==",
+            ),
+            (
+                "JWT in text",
+                json!({"text": "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.sig-nature_x ok"}),
+                "eyJzdWIiOiIxMjMifQ",
+            ),
+            (
+                "JWT value",
+                json!({"value": "eyJhbGciOiJub25lIn0.eyJhIjoiYiJ9.c2lnbmF0dXJl"}),
+                "eyJhIjoiYiJ9",
+            ),
+            (
+                "sk- in text",
+                json!({"text": "my key is sk-proj-plainvalue23xyz, keep it"}),
+                "plainvalue23xyz",
+            ),
+            (
+                "sk- value",
+                json!({"value": "sk-plainvalue24abcdef"}),
+                "plainvalue24abcdef",
+            ),
+            (
+                "basic-auth URL",
+                json!({"url": "https://alice:plainvalue25@proxy.example/v1"}),
+                "plainvalue25",
+            ),
+            (
+                "basic-auth URL in text",
+                json!({"text": "git clone https://bot:plainvalue26@git.example/repo.git"}),
+                "plainvalue26",
+            ),
+            (
+                "shell export",
+                json!({"command": "export OPENAI_API_KEY=plainvalue27 && run"}),
+                "plainvalue27",
+            ),
+            (
+                "env assignment quoted",
+                json!({"command": "SLACK_BOT_TOKEN=\"plainvalue28\" ./post"}),
+                "plainvalue28",
+            ),
+            (
+                "yaml line",
+                json!({"text": "client_secret: plainvalue29\nname: x"}),
+                "plainvalue29",
+            ),
+            (
+                "cookie line in text",
+                json!({"text": "Cookie: session=plainvalue30; theme=dark"}),
+                "plainvalue30",
+            ),
+            (
+                "x-api-key header",
+                json!({"X-Api-Key": "plainvalue31"}),
+                "plainvalue31",
+            ),
+            (
+                "private_key",
+                json!({"private_key": "plainvalue32"}),
+                "plainvalue32",
+            ),
+            (
+                "proxy-authorization",
+                json!({"Proxy-Authorization": "plainvalue33"}),
+                "plainvalue33",
+            ),
+            (
+                "credentials",
+                json!({"credentials": "plainvalue34"}),
+                "plainvalue34",
+            ),
+            (
+                "array of bearer",
+                json!({"headers": ["Bearer plainvalue35xyz"]}),
+                "plainvalue35xyz",
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_shape_of_the_corpus_is_redacted() {
+        let corpus = corpus();
+        assert!(corpus.len() >= 30);
+        for (shape, mut value, secret) in corpus {
+            redact_value(&mut value);
+            let text = value.to_string();
+            assert!(!text.contains(secret), "{shape}: {text}");
+            assert!(text.contains("redacted"), "{shape}: {text}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_and_usage_are_kept() {
+        let mut value = json!({
+            "type": "apiKey",
+            "tokenUsage": {"total": 3, "inputTokens": 10},
+            "text": "The token budget is 4000 tokens; see https://example.com/docs and be kind.",
+            "command": "cargo test --all",
+            "cwd": "/home/me/secret-project-notes",
+            "model": "gpt-5.5",
+        });
+        let before = value.clone();
+        redact_value(&mut value);
+        assert_eq!(value, before);
+    }
+}
