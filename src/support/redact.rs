@@ -102,7 +102,10 @@ pub fn redact_value(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(redact_value),
         Value::String(text) => {
             // A value that is a credential as a whole (a header value).
-            let lower = text.get(..7).map(str::to_ascii_lowercase).unwrap_or_default();
+            let lower = text
+                .get(..7)
+                .map(str::to_ascii_lowercase)
+                .unwrap_or_default();
             if lower.starts_with("bearer ") || lower.starts_with("basic ") {
                 *text = REDACTED.to_string();
             } else if let Cow::Owned(redacted) = redact_text(text) {

@@ -16,9 +16,25 @@ use serde_json::Value;
 use super::observe::Direction;
 use super::{ProxyError, MAX_OPEN_FILES, MAX_PENDING};
 
-/// A thread id as a file name: `[A-Za-z0-9_-]`, at most 128 characters.
+/// The files of the transcript folder that are not a thread's.
+const RESERVED_NAMES: [&str; 3] = ["connection", "conformance", "model-requests"];
+
+/// A thread id as a file name, injectively: a plain id (`[A-Za-z0-9_-]`, at most 100
+/// characters) is its own name; any other (a `/`, a dot, a long or empty id, a reserved name, or
+/// one that already ends like a hashed name) becomes its characters reduced to `[A-Za-z0-9_-]`
+/// (at most 64) plus `-` and 16 hex digits of its SHA-256. Plain names never end in `-` and 16
+/// hex digits, so no two thread ids share a file, and none is `connection` or `conformance`.
 pub fn safe_name(name: &str) -> String {
-    name.chars()
+    let plain = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain && !RESERVED_NAMES.contains(&name) && !looks_hashed(name) {
+        return name.to_string();
+    }
+    let reduced: String = name
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                 c
@@ -26,8 +42,23 @@ pub fn safe_name(name: &str) -> String {
                 '_'
             }
         })
-        .take(128)
-        .collect()
+        .take(64)
+        .collect();
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(name.as_bytes());
+    let hash: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("{reduced}-{hash}")
+}
+
+/// Ends in `-` and 16 lowercase hex digits, as [`safe_name`]'s hashed names do.
+fn looks_hashed(name: &str) -> bool {
+    name.len() >= 17
+        && name.as_bytes()[name.len() - 17] == b'-'
+        && name[name.len() - 16..]
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
 /// The per-thread JSON-lines transcript.
@@ -59,11 +90,38 @@ impl Drop for Transcript {
 
 impl Transcript {
     pub fn open(dir: &Path) -> Result<Transcript, ProxyError> {
-        // Private: a transcript holds the user's conversation.
-        crate::support::fs::create_private_dir(dir).map_err(|source| ProxyError::Transcript {
+        let refused = |source: std::io::Error| ProxyError::Transcript {
             path: dir.display().to_string(),
             source,
-        })?;
+        };
+        // Private: a transcript holds the user's conversation.
+        crate::support::fs::create_private_dir(dir).map_err(refused)?;
+        // A folder that was there already must be a real folder of ours, and private.
+        let metadata = std::fs::symlink_metadata(dir).map_err(refused)?;
+        if metadata.file_type().is_symlink() || !metadata.is_dir() {
+            return Err(refused(std::io::Error::other(
+                "is a symbolic link or not a folder; refusing to write a transcript through it",
+            )));
+        }
+        {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let me = rustix::process::geteuid().as_raw();
+            if metadata.uid() != me {
+                return Err(refused(std::io::Error::other(format!(
+                    "belongs to another user (uid {}); use a folder of your own",
+                    metadata.uid()
+                ))));
+            }
+            if metadata.mode() & 0o077 != 0 {
+                tracing::warn!(
+                    "transcript folder {} was readable by others (mode {:o}); made it 0700",
+                    dir.display(),
+                    metadata.mode() & 0o777
+                );
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(refused)?;
+            }
+        }
         Ok(Transcript {
             dir: dir.to_path_buf(),
             files: HashMap::new(),
@@ -91,7 +149,9 @@ impl Transcript {
                 .then(|| id.as_ref().and_then(|id| self.pending.remove(id)))
                 .flatten()
         });
-        let file = thread.clone().unwrap_or_else(|| "connection".to_string());
+        let file = thread
+            .as_deref()
+            .map_or_else(|| "connection".to_string(), safe_name);
         let opens_thread = is_request
             && thread.is_none()
             && matches!(
@@ -148,8 +208,10 @@ impl Transcript {
         }
     }
 
+    /// The open file `<name>.jsonl` (`name` is `connection` or a [`safe_name`]), opened
+    /// without following a link: a planted symlink is refused, never written through.
     fn file(&mut self, name: &str) -> std::io::Result<&mut std::fs::File> {
-        let safe = safe_name(name);
+        let safe = name.to_string();
         if !self.files.contains_key(&safe) {
             if self.files.len() >= MAX_OPEN_FILES {
                 if let Some(old) = self.order.pop_front() {
@@ -161,6 +223,7 @@ impl Transcript {
                 .create(true)
                 .append(true)
                 .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(self.dir.join(format!("{safe}.jsonl")))?;
             self.files.insert(safe.clone(), file);
         }
@@ -208,5 +271,76 @@ mod tests {
             "usage is not a secret"
         );
         assert_eq!(message["params"]["type"], "apiKey");
+    }
+
+    /// Protection: file names are injective. Ids that reduce to the same characters, reserved
+    /// names, empty and long ids, and an id shaped like another's hashed name all get files of
+    /// their own.
+    #[test]
+    fn thread_file_names_are_injective() {
+        let ids = [
+            "a/b",
+            "a.b",
+            "a_b",
+            "a:b",
+            "",
+            "connection",
+            "conformance",
+            "model-requests",
+            &"x".repeat(300),
+            &"x".repeat(301),
+            "01a233a5-8000-7532-a8a8-360dd820e4b9",
+        ];
+        let mut names: Vec<String> = ids.iter().map(|id| safe_name(id)).collect();
+        let hashed_of_a_slash_b = safe_name("a/b");
+        names.push(safe_name(&hashed_of_a_slash_b));
+        let unique: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert!(!names
+            .iter()
+            .any(|name| name == "connection" || name == "conformance"));
+        assert_eq!(safe_name("thr-abc"), "thr-abc", "plain ids keep their name");
+        assert!(names
+            .iter()
+            .all(|name| name.len() <= 100 && !name.contains('/')));
+    }
+
+    /// Protection: the folder and its files are ours and private. A folder left 0777 is made
+    /// 0700; a planted link in place of a thread's file is refused, not written through; a link
+    /// as the folder itself is refused.
+    #[test]
+    fn a_foreign_folder_mode_and_planted_links_are_not_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let folder = dir.path().join("t");
+        std::fs::create_dir(&folder).expect("folder");
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "untouched\n").expect("victim");
+        std::os::unix::fs::symlink(&victim, folder.join("thr-1.jsonl")).expect("link");
+        let mut transcript = Transcript::open(&folder).expect("open");
+        assert_eq!(
+            std::fs::metadata(&folder)
+                .expect("meta")
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
+        transcript.record(
+            Direction::Out,
+            br#"{"method":"turn/started","params":{"threadId":"thr-1","turn":{"id":"t"}}}"#,
+        );
+        drop(transcript);
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("read"),
+            "untouched\n"
+        );
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&folder, &linked).expect("dir link");
+        assert!(
+            Transcript::open(&linked).is_err(),
+            "a linked folder is refused"
+        );
     }
 }
