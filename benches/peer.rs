@@ -178,7 +178,7 @@ async fn production_path(deltas: &'static [u8]) -> usize {
             text_elements: vec![],
         }],
         cwd: "/ws".into(),
-        approval_policy: clawbridge::config::ApprovalPolicy::Never,
+        approval_policy: clawbridge::config::ApprovalPolicy::Never.into(),
         approvals_reviewer: "user",
         sandbox_policy: SandboxPolicy::DangerFullAccess,
         model: "gpt-5.5".into(),

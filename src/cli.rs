@@ -103,6 +103,9 @@ pub enum Command {
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
     #[command(subcommand, alias = "prompt-snapshots")]
     Snapshots(SnapshotsCommand),
+    /// Named client tokens of `clawbridge serve`.
+    #[command(subcommand)]
+    Client(ClientCommand),
     /// Check what this machine has and lacks for clawbridge, with a fix for each problem (exit 1
     /// when something is wrong).
     Doctor(DoctorArgs),
@@ -269,6 +272,32 @@ pub struct ServeArgs {
     /// Seconds one request's file reading and parsing may take before it fails (alone).
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     pub request_timeout: u64,
+    /// Named client tokens (default `<state-dir>/clients.json`; `clawbridge client add` writes
+    /// it): each client sees and acts on only its own sessions and runs.
+    #[arg(long)]
+    pub clients: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClientCommand {
+    /// Add a named client of `clawbridge serve`: prints its new token once (only its SHA-256 is
+    /// kept, in `<state-dir>/clients.json`).
+    Add {
+        /// The client's name (1 to 64 of A-Z, a-z, 0-9, '.', '_', '-').
+        name: String,
+        /// The client may see and act on every client's runs.
+        #[arg(long)]
+        operator: bool,
+        /// The serve state dir (default: the platform state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// List the named clients (names and roles, never tokens).
+    List {
+        /// The serve state dir (default: the platform state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]

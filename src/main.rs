@@ -273,6 +273,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Snapshots(SnapshotsCommand::Check { root }) => {
             print_output(fixtures::snapshots_check(&root)?)
         }
+        Command::Client(command) => client(command),
     }
 }
 
@@ -350,6 +351,7 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         max_connections: args.max_connections.max(1),
         max_runs: args.max_runs.max(1),
         max_run_bytes: args.max_run_bytes.max(1024),
+        clients_file: args.clients,
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
         ..clawbridge::server::ServeConfig::new(
             binary,
@@ -382,6 +384,46 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         running.shutdown(std::time::Duration::from_secs(9)).await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+fn client(command: cli::ClientCommand) -> Result<ExitCode, Failure> {
+    use clawbridge::app::clients::{clients_path, ClientsFile};
+    match command {
+        cli::ClientCommand::Add {
+            name,
+            operator,
+            state_dir,
+        } => {
+            let path = clients_path(&commands::state_dir(state_dir)?);
+            let token = ClientsFile::add(&path, &name, operator)?;
+            eprintln!(
+                "clawbridge client: added {name}{} to {}; its token (shown once):",
+                if operator { " (operator)" } else { "" },
+                path.display()
+            );
+            print_stdout(&format!("{token}\n"))
+        }
+        cli::ClientCommand::List { state_dir } => {
+            let path = clients_path(&commands::state_dir(state_dir)?);
+            let file = ClientsFile::load(&path)?;
+            let lines: String = file
+                .clients
+                .iter()
+                .map(|client| {
+                    format!(
+                        "{}\t{}\n",
+                        client.name,
+                        if client.operator {
+                            "operator"
+                        } else {
+                            "client"
+                        }
+                    )
+                })
+                .collect();
+            print_stdout(&lines)
+        }
+    }
 }
 
 fn init_logging(verbose: u8) {

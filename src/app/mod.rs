@@ -14,6 +14,7 @@
 //! May use every layer below it (docs/architecture.md); only `server` and the binary use it.
 
 pub mod capture;
+pub mod clients;
 pub mod commands;
 pub mod context;
 pub mod doctor;

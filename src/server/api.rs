@@ -95,6 +95,8 @@ pub struct RunSummary {
     pub thread_id: Option<String>,
     /// `running` or `ended`.
     pub state: String,
+    /// The client that started it (`operator` for the service's own token).
+    pub client: String,
 }
 
 /// `bridge.status`'s answer.

@@ -63,6 +63,35 @@ type BoxFuture<T, E> = Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 
 /// One check on a request's headers: `Some(response)` refuses the request with that response.
 pub trait RequestCheck: Clone + Send + Sync + 'static {
     fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse>;
+
+    /// Who an admitted request comes from, if this check knows (set as a request extension the
+    /// methods read).
+    fn identify(&self, _headers: &http::HeaderMap) -> Option<Caller> {
+        None
+    }
+}
+
+/// Who a request comes from: the client a token names. An operator sees and acts on every
+/// client's runs; any other client only on its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+    pub operator: bool,
+}
+
+impl Caller {
+    /// The service's own token (and every request under `--no-auth`).
+    pub fn operator() -> Caller {
+        Caller {
+            name: "operator".to_string(),
+            operator: true,
+        }
+    }
+
+    /// True when this caller may see and act on what `owner` started.
+    pub fn may_use(&self, owner: &str) -> bool {
+        self.operator || self.name == owner
+    }
 }
 
 /// A tower layer that runs one [`RequestCheck`] before the inner service.
@@ -101,10 +130,15 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: HttpRequest<B>) -> Self::Future {
+    fn call(&mut self, mut request: HttpRequest<B>) -> Self::Future {
         match self.check.refuse(request.headers()) {
             Some(response) => Box::pin(async move { Ok(response) }),
-            None => Box::pin(self.inner.call(request)),
+            None => {
+                if let Some(caller) = self.check.identify(request.headers()) {
+                    request.extensions_mut().insert(caller);
+                }
+                Box::pin(self.inner.call(request))
+            }
         }
     }
 }
@@ -144,44 +178,79 @@ impl RequestCheck for OriginCheck {
     }
 }
 
-/// Requires `Authorization: Bearer <token>`; `None` lets every request through (`--no-auth`).
+/// Requires `Authorization: Bearer <token>` naming one of the known clients; with none known
+/// (`--no-auth`) every request passes as the operator.
 #[derive(Clone)]
 pub struct BearerCheck {
-    digest: Option<Arc<[u8; 32]>>,
+    clients: Option<Arc<Vec<KnownToken>>>,
 }
+
+/// The SHA-256 of a token and the client it names.
+type KnownToken = ([u8; 32], Caller);
 
 impl std::fmt::Debug for BearerCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BearerCheck")
-            .field("enabled", &self.digest.is_some())
+            .field("enabled", &self.clients.is_some())
             .finish()
     }
 }
 
-/// The bearer-token check (`None`: no token required).
-pub fn bearer_auth(token: Option<&str>) -> CheckLayer<BearerCheck> {
-    CheckLayer(BearerCheck {
-        digest: token.map(|token| Arc::new(Sha256::digest(token.as_bytes()).into())),
-    })
+/// The bearer-token check: the operator's `token` (`None`: no token required) and the named
+/// clients (the SHA-256 of each one's token).
+pub fn bearer_auth(
+    token: Option<&str>,
+    clients: &[crate::app::clients::ClientEntry],
+) -> CheckLayer<BearerCheck> {
+    let clients = token.map(|token| {
+        let mut known = vec![(Sha256::digest(token.as_bytes()).into(), Caller::operator())];
+        known.extend(clients.iter().filter_map(|client| {
+            let digest = hex_digest(&client.sha256)?;
+            Some((
+                digest,
+                Caller {
+                    name: client.name.clone(),
+                    operator: client.operator,
+                },
+            ))
+        }));
+        Arc::new(known)
+    });
+    CheckLayer(BearerCheck { clients })
 }
 
-/// Constant-time check of an `Authorization` header: both sides are hashed first, so neither the
-/// content nor the length of the token leaks through timing.
-fn bearer_matches(header: Option<&http::HeaderValue>, digest: &[u8; 32]) -> bool {
-    let Some(given) = header
+fn hex_digest(hex: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (index, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The client whose token the `Authorization` header carries. Every known digest is compared
+/// (in constant time, against the SHA-256 of what was sent), so neither which client matched
+/// nor the token's content or length leaks through timing.
+fn caller_of(header: Option<&http::HeaderValue>, known: &[KnownToken]) -> Option<Caller> {
+    let given = header
         .map(http::HeaderValue::as_bytes)
-        .and_then(|value| value.strip_prefix(b"Bearer "))
-    else {
-        return false;
-    };
+        .and_then(|value| value.strip_prefix(b"Bearer "))?;
     let given: [u8; 32] = Sha256::digest(given).into();
-    bool::from(given.ct_eq(digest))
+    let mut found = None;
+    for (digest, caller) in known {
+        if bool::from(given.ct_eq(digest)) && found.is_none() {
+            found = Some(caller.clone());
+        }
+    }
+    found
 }
 
 impl RequestCheck for BearerCheck {
     fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse> {
-        let digest = self.digest.as_ref()?;
-        if bearer_matches(headers.get(http::header::AUTHORIZATION), digest) {
+        let known = self.clients.as_ref()?;
+        if caller_of(headers.get(http::header::AUTHORIZATION), known).is_some() {
             return None;
         }
         let mut response = refusal(
@@ -194,6 +263,13 @@ impl RequestCheck for BearerCheck {
         );
         Some(response)
     }
+
+    fn identify(&self, headers: &http::HeaderMap) -> Option<Caller> {
+        match &self.clients {
+            None => Some(Caller::operator()),
+            Some(known) => caller_of(headers.get(http::header::AUTHORIZATION), known),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -201,22 +277,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bearer_comparison_needs_the_exact_token() {
+    fn bearer_comparison_needs_the_exact_token_and_names_the_client() {
         let digest: [u8; 32] = Sha256::digest(b"s3cret-token-0123456789").into();
+        let alice: [u8; 32] = Sha256::digest(b"alice-token-0123456789").into();
+        let known = vec![
+            (digest, Caller::operator()),
+            (
+                alice,
+                Caller {
+                    name: "alice".into(),
+                    operator: false,
+                },
+            ),
+        ];
         let header = |value: &str| http::HeaderValue::from_str(value).expect("header");
-        assert!(bearer_matches(
-            Some(&header("Bearer s3cret-token-0123456789")),
-            &digest
-        ));
-        assert!(!bearer_matches(
-            Some(&header("Bearer s3cret-token-012345678")),
-            &digest
-        ));
-        assert!(!bearer_matches(
-            Some(&header("bearer s3cret-token-0123456789")),
-            &digest
-        ));
-        assert!(!bearer_matches(None, &digest));
+        let matches = |value: Option<&str>| {
+            let value = value.map(header);
+            caller_of(value.as_ref(), &known)
+        };
+        assert_eq!(
+            matches(Some("Bearer s3cret-token-0123456789")),
+            Some(Caller::operator())
+        );
+        assert_eq!(
+            matches(Some("Bearer alice-token-0123456789")).map(|caller| caller.name),
+            Some("alice".to_string())
+        );
+        assert_eq!(matches(Some("Bearer s3cret-token-012345678")), None);
+        assert_eq!(matches(Some("bearer s3cret-token-0123456789")), None);
+        assert_eq!(matches(None), None);
     }
 
     #[test]

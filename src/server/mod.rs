@@ -62,6 +62,7 @@ pub mod idle;
 pub mod state;
 pub mod token;
 
+pub use guard::Caller;
 pub use state::{Binding, BindingFile};
 
 /// Stable error codes of the API.
@@ -167,6 +168,8 @@ pub struct ServeConfig {
     /// `--max-run-bytes`: the largest params a run-document method takes (checked before any
     /// parse; the parse itself runs on the bounded blocking pool).
     pub max_run_bytes: usize,
+    /// `--clients FILE`: named client tokens (default `<state-dir>/clients.json`, if present).
+    pub clients_file: Option<PathBuf>,
 }
 
 /// The Codex CLI a service pairs with, if one was found.
@@ -242,6 +245,7 @@ impl ServeConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_runs: DEFAULT_MAX_RUNS,
             max_run_bytes: DEFAULT_MAX_RUN_BYTES,
+            clients_file: None,
         }
     }
 }
@@ -314,6 +318,8 @@ impl ServeConfig {
 /// One run's state and event log.
 struct RunState {
     run_id: String,
+    /// The client that started it: only it (or an operator) sees and acts on it.
+    owner: String,
     session_key: String,
     thread_id: Mutex<Option<String>>,
     turn_id: Mutex<Option<String>>,
@@ -386,7 +392,8 @@ pub struct Bridge {
     session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     runs: Mutex<HashMap<String, Arc<RunState>>>,
     pending_tools: Mutex<HashMap<String, PendingCall>>,
-    pending_approvals: Mutex<HashMap<String, oneshot::Sender<bool>>>,
+    /// Approval id -> (its run, the answer).
+    pending_approvals: Mutex<HashMap<String, (String, oneshot::Sender<bool>)>>,
     /// Threads a run is using right now: one run per thread at a time.
     busy_threads: Mutex<HashSet<String>>,
     roots: Roots,
@@ -602,6 +609,58 @@ impl Bridge {
         }
     }
 
+    /// The run `run_id` if `caller` may see it; another client's run is answered like one that
+    /// does not exist.
+    fn visible_run(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+    ) -> Result<Arc<RunState>, ErrorObjectOwned> {
+        lock(&self.runs)
+            .get(run_id)
+            .filter(|run| caller.may_use(&run.owner))
+            .cloned()
+            .ok_or_else(|| rpc_error(codes::NOT_FOUND, format!("no run {run_id}")))
+    }
+
+    /// True when `caller` may act on the run `run_id` (false for an unknown one).
+    fn may_use_run(&self, caller: &Caller, run_id: &str) -> bool {
+        self.visible_run(caller, run_id).is_ok()
+    }
+
+    /// Refuse a session or thread of another client: a bound session is its owner's; a thread
+    /// that any run still in the registry used is that run's owner's.
+    fn check_ownership(&self, caller: &Caller, run: &Run) -> Result<(), ErrorObjectOwned> {
+        if let Some(key) = &run.session_key {
+            let owner = lock(&self.bindings)
+                .sessions
+                .get(key)
+                .map(|binding| binding.owner_name().to_string());
+            if owner.is_some_and(|owner| !caller.may_use(&owner)) {
+                return Err(rpc_error(
+                    codes::FORBIDDEN,
+                    "field `sessionKey`: the session belongs to another client",
+                ));
+            }
+        }
+        if let Some(thread_id) = &run.thread_id {
+            let foreign = lock(&self.runs).values().any(|other| {
+                !caller.may_use(&other.owner)
+                    && lock(&other.thread_id).as_deref() == Some(thread_id.as_str())
+            });
+            let bound_elsewhere = lock(&self.bindings).sessions.values().any(|binding| {
+                &binding.thread_id == thread_id && !caller.may_use(binding.owner_name())
+            });
+            if foreign || bound_elsewhere {
+                return Err(rpc_error(
+                    codes::FORBIDDEN,
+                    format!("field `threadId`: thread {thread_id} belongs to another client"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// True when the ceiling leaves commands inside a sandbox: then no approval may take one out.
     fn approvals_bound(&self) -> bool {
         self.config.max_sandbox < SandboxMode::DangerFullAccess
@@ -777,7 +836,8 @@ impl ServerRequestHandler for BridgeHandler {
                 RequestKind::Approval(kind) => {
                     let approval_id = random_id("approval");
                     let (answer, receiver) = oneshot::channel();
-                    lock(&self.bridge.pending_approvals).insert(approval_id.clone(), answer);
+                    lock(&self.bridge.pending_approvals)
+                        .insert(approval_id.clone(), (self.run.run_id.clone(), answer));
                     self.run.push(RunEvent::ApprovalRequest {
                         approval_id: approval_id.clone(),
                         method: request.method.clone(),
@@ -805,6 +865,7 @@ fn logged_event(event: &TurnEvent<'_>) -> Option<RunEvent> {
 
 async fn run_start(
     bridge: Arc<Bridge>,
+    caller: Caller,
     params: String,
 ) -> Result<api::RunStarted, ErrorObjectOwned> {
     if bridge
@@ -829,6 +890,7 @@ async fn run_start(
         .blocking(move |bridge| bridge.load_run(&parse_params(&params)?))
         .await?;
     crate::app::commands::require_codex(&run).map_err(library_error)?;
+    bridge.check_ownership(&caller, &run)?;
     if let CodexBinary::Missing(reason) = &bridge.config.codex_bin {
         return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
     }
@@ -840,6 +902,7 @@ async fn run_start(
     let (progress, _) = watch::channel((0usize, false));
     let state = Arc::new(RunState {
         run_id: run_id.clone(),
+        owner: caller.name.clone(),
         session_key: session_key.clone(),
         thread_id: Mutex::new(None),
         turn_id: Mutex::new(None),
@@ -965,6 +1028,7 @@ async fn run_start(
                 Binding {
                     thread_id: thread_id.clone(),
                     fingerprint,
+                    owner: (!caller.operator).then(|| caller.name.clone()),
                 },
             );
         }
@@ -1047,6 +1111,7 @@ async fn run_start(
 
 async fn subscribe_run(
     bridge: Arc<Bridge>,
+    caller: Caller,
     params: Params<'static>,
     pending: PendingSubscriptionSink,
 ) -> Result<(), jsonrpsee::core::SubscriptionError> {
@@ -1060,11 +1125,12 @@ async fn subscribe_run(
             }
         },
     };
-    let Some(state) = lock(&bridge.runs).get(&run_id).cloned() else {
-        pending
-            .reject(rpc_error(codes::NOT_FOUND, format!("no run {run_id}")))
-            .await;
-        return Ok(());
+    let state = match bridge.visible_run(&caller, &run_id) {
+        Ok(state) => state,
+        Err(error) => {
+            pending.reject(error).await;
+            return Ok(());
+        }
     };
     let sink = pending.accept().await?;
     let mut progress = state.progress.subscribe();
@@ -1118,6 +1184,14 @@ async fn send_or_drop(
             Err("the subscriber went away".into())
         }
     }
+}
+
+/// The caller the guard identified (the operator when there are no tokens: `--no-auth`).
+fn caller_of(extensions: &jsonrpsee::Extensions) -> Caller {
+    extensions
+        .get::<Caller>()
+        .cloned()
+        .unwrap_or_else(Caller::operator)
 }
 
 fn object_param(params: &Params<'_>) -> Result<Value, ErrorObjectOwned> {
@@ -1224,30 +1298,42 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             dynamic_suffix: prompt.dynamic_suffix,
         })
     })?;
-    module.register_async_method("bridge.runStart", |params, bridge, _| async move {
+    module.register_async_method("bridge.runStart", |params, bridge, ext| async move {
         let text = bounded_params(&bridge, &params)?;
-        run_start(bridge, text).await
+        run_start(bridge, caller_of(&ext), text).await
     })?;
     module.register_subscription(
         "bridge.subscribeRun",
         "bridge.runEvent",
         "bridge.unsubscribeRun",
-        |params, pending, bridge, _| async move { subscribe_run(bridge, params, pending).await },
+        |params, pending, bridge, ext| async move {
+            subscribe_run(bridge, caller_of(&ext), params, pending).await
+        },
     )?;
-    module.register_async_method("bridge.toolResult", |params, bridge, _| async move {
+    module.register_async_method("bridge.toolResult", |params, bridge, ext| async move {
+        let caller = caller_of(&ext);
         let value = object_param(&params)?;
         let call_id = value["callId"]
             .as_str()
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `callId`: required"))?;
         let answer = crate::codex::client::handler::tool_answer(&value)
             .map_err(|why| rpc_error(codes::INVALID_PARAMS, format!("the tool result {why}")))?;
-        let pending = lock(&bridge.pending_tools).remove(call_id).ok_or_else(|| {
-            rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"))
-        })?;
+        let not_found = || rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"));
+        let run_id = lock(&bridge.pending_tools)
+            .get(call_id)
+            .map(|pending| pending.run_id.clone())
+            .ok_or_else(not_found)?;
+        if !bridge.may_use_run(&caller, &run_id) {
+            return Err(not_found());
+        }
+        let pending = lock(&bridge.pending_tools)
+            .remove(call_id)
+            .ok_or_else(not_found)?;
         let _ = pending.answer.send(answer);
         Ok::<_, ErrorObjectOwned>(api::Acknowledged { ok: true })
     })?;
-    module.register_async_method("bridge.approval", |params, bridge, _| async move {
+    module.register_async_method("bridge.approval", |params, bridge, ext| async move {
+        let caller = caller_of(&ext);
         let value = object_param(&params)?;
         let approval_id = value["approvalId"]
             .as_str()
@@ -1262,36 +1348,44 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
                 ))
             }
         };
-        let pending = lock(&bridge.pending_approvals)
+        let not_found = || {
+            rpc_error(
+                codes::NOT_FOUND,
+                format!("no pending approval {approval_id}"),
+            )
+        };
+        let run_id = lock(&bridge.pending_approvals)
+            .get(approval_id)
+            .map(|(run_id, _)| run_id.clone())
+            .ok_or_else(not_found)?;
+        if !bridge.may_use_run(&caller, &run_id) {
+            return Err(not_found());
+        }
+        let (_, pending) = lock(&bridge.pending_approvals)
             .remove(approval_id)
-            .ok_or_else(|| {
-                rpc_error(
-                    codes::NOT_FOUND,
-                    format!("no pending approval {approval_id}"),
-                )
-            })?;
+            .ok_or_else(not_found)?;
         let _ = pending.send(approve);
         Ok(api::Acknowledged { ok: true })
     })?;
-    module.register_async_method("bridge.runInterrupt", |params, bridge, _| async move {
+    module.register_async_method("bridge.runInterrupt", |params, bridge, ext| async move {
+        let caller = caller_of(&ext);
         let value = object_param(&params)?;
         let run_id = value
             .as_str()
             .or_else(|| value["runId"].as_str())
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `runId`: required"))?
             .to_string();
-        let state = lock(&bridge.runs)
-            .get(&run_id)
-            .cloned()
-            .ok_or_else(|| rpc_error(codes::NOT_FOUND, format!("no run {run_id}")))?;
+        let state = bridge.visible_run(&caller, &run_id)?;
         bridge.interrupt(&state).await?;
         Ok::<_, ErrorObjectOwned>(api::Acknowledged { ok: true })
     })?;
     module.register_method("rpc.discover", |_, _, _| api::openrpc())?;
-    module.register_async_method("bridge.status", |_, bridge, _| async move {
+    module.register_async_method("bridge.status", |_, bridge, ext| async move {
+        let caller = caller_of(&ext);
         let hub = lock(&bridge.hub).clone();
         let runs: Vec<api::RunSummary> = lock(&bridge.runs)
             .values()
+            .filter(|run| caller.may_use(&run.owner))
             .map(|run| {
                 let (_, done) = *run.progress.borrow();
                 api::RunSummary {
@@ -1299,6 +1393,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
                     session_key: run.session_key.clone(),
                     thread_id: lock(&run.thread_id).clone(),
                     state: if done { "ended" } else { "running" }.to_string(),
+                    client: run.owner.clone(),
                 }
             })
             .collect();
@@ -1334,10 +1429,20 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
         };
         Ok::<_, ErrorObjectOwned>(api::Status {
             codex,
-            sessions: lock(&bridge.bindings).sessions.len(),
+            sessions: lock(&bridge.bindings)
+                .sessions
+                .values()
+                .filter(|binding| caller.may_use(binding.owner_name()))
+                .count(),
+            pending_tool_calls: lock(&bridge.pending_tools)
+                .values()
+                .filter(|call| runs.iter().any(|run| run.run_id == call.run_id))
+                .count(),
+            pending_approvals: lock(&bridge.pending_approvals)
+                .values()
+                .filter(|(run_id, _)| runs.iter().any(|run| &run.run_id == run_id))
+                .count(),
             runs,
-            pending_tool_calls: lock(&bridge.pending_tools).len(),
-            pending_approvals: lock(&bridge.pending_approvals).len(),
         })
     })?;
     Ok(module)
@@ -1513,6 +1618,17 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         config: config.clone(),
     });
     let (token, token_file) = resolve_auth(&config)?;
+    let clients_path = config
+        .clients_file
+        .clone()
+        .unwrap_or_else(|| crate::app::clients::clients_path(&config.state_dir));
+    let clients = crate::app::clients::ClientsFile::load(&clients_path)?;
+    if config.no_auth && !clients.clients.is_empty() {
+        return Err(ServeError::Usage(format!(
+            "--no-auth and the client tokens of {} exclude each other",
+            clients_path.display()
+        )));
+    }
     // Bind first: the Host filter needs the port actually bound (`--listen 127.0.0.1:0`).
     let bind_error = |error: std::io::Error| ServeError::Bind {
         addr: config.listen,
@@ -1527,7 +1643,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         .layer(guard::host_filter(&hosts).map_err(ServeError::Usage)?)
         .layer(guard::origin_guard(&config.allow_origins))
         .option_layer(cors)
-        .layer(guard::bearer_auth(token.as_deref()));
+        .layer(guard::bearer_auth(token.as_deref(), &clients.clients));
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)

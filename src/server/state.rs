@@ -15,6 +15,17 @@ use super::ServeError;
 pub struct Binding {
     pub thread_id: String,
     pub fingerprint: String,
+    /// The named client the session belongs to; absent for the operator's (and so for every
+    /// session of a service with one token: the file reads as it always did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+impl Binding {
+    /// Who may use this session: its owner, or the operator for a session without one.
+    pub fn owner_name(&self) -> &str {
+        self.owner.as_deref().unwrap_or("operator")
+    }
 }
 
 /// The file format of `<state-dir>/sessions.json`.

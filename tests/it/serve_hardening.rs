@@ -589,3 +589,143 @@ fn a_full_file_table_does_not_spin_the_accept_loop() {
     );
     drop(held);
 }
+
+/// `clawbridge client add NAME` for a state dir: the new token.
+fn add_client(state: &std::path::Path, name: &str, operator: bool) -> String {
+    let mut command = crate::util::clawbridge();
+    command
+        .args(["client", "add", name, "--state-dir"])
+        .arg(state);
+    if operator {
+        command.arg("--operator");
+    }
+    let output = command.output().expect("client add");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// Protection: clients are isolated from each other. With named tokens, bob sees none of
+/// alice's runs, cannot subscribe to one, answer its tool call, interrupt it, or take her session
+/// or thread; the operator sees everything, with the client named.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_cannot_see_or_touch_another_clients_runs() {
+    use jsonrpsee::core::client::SubscriptionClientT;
+    codex_bin();
+    let fixture = Fixture::new();
+    let alice_token = add_client(&fixture.state, "alice", false);
+    let bob_token = add_client(&fixture.state, "bob", false);
+    let list = crate::util::clawbridge()
+        .args(["client", "list", "--state-dir"])
+        .arg(&fixture.state)
+        .output()
+        .expect("list");
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listed.contains("alice\tclient") && !listed.contains(&alice_token),
+        "{listed}"
+    );
+    let script = fixture.state.parent().expect("base").join("script.json");
+    std::fs::write(
+        &script,
+        json!({"responses": [
+            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "secret plan"}}},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
+    let alice = serve.client_with(&alice_token).await;
+    let bob = serve.client_with(&bob_token).await;
+    let operator = serve.client().await;
+    let mut document = fixture.document();
+    document["sessionKey"] = json!("agent:main:telegram:direct:alice");
+    document["tools"] = json!([{"name": "message", "description": "Send a message.", "inputSchema": {"type": "object"}}]);
+    document["directTools"] = json!(["message"]);
+    let started: Value = alice
+        .request("bridge.runStart", rpc_params![document.clone()])
+        .await
+        .expect("alice's run");
+    let run_id = started["runId"].as_str().expect("id").to_string();
+    let thread_id = started["threadId"].as_str().expect("thread").to_string();
+    let events =
+        crate::serve::events_until(&alice, &run_id, |event| event["event"] == "toolCall").await;
+    let call = events.last().expect("call").clone();
+    assert_eq!(call["event"], "toolCall");
+
+    let status: Value = bob
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert_eq!(status["runs"], json!([]), "{status}");
+    assert_eq!(status["sessions"], 0);
+    assert_eq!(status["pendingToolCalls"], 0);
+    let text = format!(
+        "{:?}",
+        bob.subscribe::<Value, _>(
+            "bridge.subscribeRun",
+            rpc_params![run_id.clone()],
+            "bridge.unsubscribeRun"
+        )
+        .await
+        .err()
+    );
+    assert!(text.contains("4004") || text.contains("no run"), "{text}");
+    let text = crate::serve_security::error_text(
+        bob.request(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": call["callId"], "text": "forged", "success": true})],
+        )
+        .await,
+    );
+    assert!(text.contains("no pending tool call"), "{text}");
+    let text = crate::serve_security::error_text(
+        bob.request("bridge.runInterrupt", rpc_params![json!({"runId": run_id})])
+            .await,
+    );
+    assert!(text.contains("no run"), "{text}");
+    let text = crate::serve_security::error_text(
+        bob.request("bridge.runStart", rpc_params![document.clone()])
+            .await,
+    );
+    assert!(
+        text.contains("sessionKey") && text.contains("another client"),
+        "{text}"
+    );
+    let mut thief = fixture.document();
+    thief["threadId"] = json!(thread_id);
+    let text =
+        crate::serve_security::error_text(bob.request("bridge.runStart", rpc_params![thief]).await);
+    assert!(
+        text.contains("threadId") && text.contains("another client"),
+        "{text}"
+    );
+
+    let all: Value = operator
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("status");
+    assert!(
+        all["runs"]
+            .as_array()
+            .is_some_and(|runs| runs.iter().any(|run| run["client"] == "alice")),
+        "{all}"
+    );
+    let _: Value = alice
+        .request(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": call["callId"], "text": "sent", "success": true})],
+        )
+        .await
+        .expect("alice answers her own call");
+    let events =
+        crate::serve::events_until(&alice, &run_id, |event| event["event"] == "turnEnd").await;
+    assert_eq!(events.last().expect("end")["status"], "completed");
+    let sessions = std::fs::read_to_string(fixture.state.join("sessions.json")).expect("bindings");
+    assert!(sessions.contains("\"owner\": \"alice\""), "{sessions}");
+}

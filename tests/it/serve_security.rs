@@ -151,7 +151,7 @@ impl Serve {
         self.client_with(&self.token()).await
     }
 
-    async fn client_with(&self, token: &str) -> WsClient {
+    pub async fn client_with(&self, token: &str) -> WsClient {
         let headers = [(
             http::header::AUTHORIZATION,
             format!("Bearer {token}").parse().expect("header"),

@@ -67,6 +67,36 @@ export interface ConnectOptions {
   stateDir?: string;
   /** How long one request may take (default 60 s). */
   requestTimeoutMs?: number;
+  /**
+   * Send the token over a plain `ws://` (or `http://`) URL to a host that is not loopback. Off by
+   * default: the token would cross the network in clear. Use `wss://` instead.
+   */
+  allowInsecureRemote?: boolean;
+}
+
+/** True for `localhost`, `127.0.0.0/8` and `::1`. */
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/** Refuse to send a token in clear to another host (unless told). */
+export function checkUrl(url: string, allowInsecureRemote = false): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`not a URL: ${url}`);
+  }
+  const plain = parsed.protocol === "ws:" || parsed.protocol === "http:";
+  if (!["ws:", "wss:", "http:", "https:"].includes(parsed.protocol)) {
+    throw new Error(`${url}: use ws://, wss://, http:// or https://`);
+  }
+  if (plain && !isLoopbackHost(parsed.hostname) && !allowInsecureRemote) {
+    throw new Error(
+      `refusing to send the clawbridge token in clear to ${parsed.host} (${parsed.protocol}//): use wss://, a loopback address, or allowInsecureRemote: true`,
+    );
+  }
 }
 
 /** A run's parameters: the run document, with the by-name extras of params/context/prompt. */
@@ -140,8 +170,10 @@ export class ClawbridgeClient {
 
   /** Connect and authenticate (the token from `options.token`, else the state dir). */
   static async connect(options: ConnectOptions = {}): Promise<ClawbridgeClient> {
+    const url = options.url ?? "ws://127.0.0.1:7077";
+    checkUrl(url, options.allowInsecureRemote);
     const token = options.token ?? (await readToken(options.stateDir));
-    const socket = new WebSocket(options.url ?? "ws://127.0.0.1:7077", {
+    const socket = new WebSocket(url, {
       headers: { Authorization: `Bearer ${token}` },
     });
     await new Promise<void>((resolve, reject) => {

@@ -8,7 +8,22 @@ import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 
-import { BridgeError, ClawbridgeClient, type RunDocument, type RunEvent } from "../src/index.js";
+import { BridgeError, ClawbridgeClient, checkUrl, type RunDocument, type RunEvent } from "../src/index.js";
+
+// Protection: the token never goes in clear to another host unless the caller says so.
+describe("URL check", () => {
+  test("a plain ws:// or http:// URL to another host is refused before anything is sent", async () => {
+    for (const url of ["ws://203.0.113.5:7077", "http://example.com:7077", "ws://[2001:db8::1]:7077"]) {
+      assert.throws(() => checkUrl(url), /refusing to send the clawbridge token/, url);
+      await assert.rejects(ClawbridgeClient.connect({ url, token: "t0123456789abcdef0123" }), /refusing/);
+    }
+    for (const url of ["ws://127.0.0.1:7077", "ws://localhost:1", "ws://[::1]:7077", "wss://example.com", "ws://127.8.9.10:5"]) {
+      assert.doesNotThrow(() => checkUrl(url), url);
+    }
+    assert.doesNotThrow(() => checkUrl("ws://203.0.113.5:7077", true));
+    assert.throws(() => checkUrl("file:///etc/passwd"), /use ws/);
+  });
+});
 
 const binary = process.env.CLAWBRIDGE_BIN ?? path.resolve(process.cwd(), "../../target/debug/clawbridge");
 const codex = process.env.CLAWBRIDGE_CODEX_BIN;

@@ -852,6 +852,10 @@ threadId: string
  * via the `definition` "RunSummary".
  */
 export interface RunSummary {
+/**
+ * The client that started it (`operator` for the service's own token).
+ */
+client: string
 runId: string
 sessionKey: string
 /**
