@@ -57,12 +57,16 @@ pub fn run_bounded(
     max_stdout: usize,
 ) -> Result<BoundedOutput, ChildError> {
     let deadline = Instant::now() + timeout;
+    // Its own process group, so what it starts in the background (`sleep 61 &`) ends with it.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(ChildError::Spawn)?;
+    let group = Group::of(&child);
     if let Some(mut stdin) = child.stdin.take() {
         let input = input.to_vec();
         // A command that ignores stdin may close it early; that is fine.
@@ -84,26 +88,40 @@ pub fn run_bounded(
     }
     let mut stdout = None;
     let mut stderr = None;
+    let mut exited = None;
+    // Until both streams closed: a command that exited while a background child still holds its
+    // pipes has said all it will say, so the rest of its group is ended and the pipes drain.
     while stdout.is_none() || stderr.is_none() {
+        if exited.is_none() {
+            exited = child.try_wait()?;
+            if exited.is_some() {
+                group.kill();
+            }
+        }
         let left = deadline.saturating_duration_since(Instant::now());
-        match events.recv_timeout(left) {
+        if left.is_zero() {
+            group.kill();
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ChildError::Timeout(timeout));
+        }
+        match events.recv_timeout(left.min(Duration::from_millis(20))) {
             Ok(Stream::Stdout(Some(bytes))) => stdout = Some(bytes),
             Ok(Stream::Stdout(None)) => {
+                group.kill();
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(ChildError::TooMuchOutput(max_stdout));
             }
             Ok(Stream::Stderr(tail)) => stderr = Some(tail),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(ChildError::Timeout(timeout));
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
     // Both streams closed; the exit follows (or the command lingers without its pipes).
     loop {
-        if let Some(status) = child.try_wait()? {
+        if let Some(status) = exited.or(child.try_wait()?) {
+            group.kill();
             return Ok(BoundedOutput {
                 status,
                 stdout: stdout.unwrap_or_default(),
@@ -111,11 +129,35 @@ pub fn run_bounded(
             });
         }
         if Instant::now() >= deadline {
+            group.kill();
             let _ = child.kill();
             let _ = child.wait();
             return Err(ChildError::Timeout(timeout));
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The process group a bounded command leads.
+struct Group(#[cfg(target_os = "linux")] Option<rustix::process::Pid>);
+
+impl Group {
+    fn of(child: &std::process::Child) -> Group {
+        #[cfg(target_os = "linux")]
+        return Group(Some(rustix::process::Pid::from_child(child)));
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = child;
+            Group()
+        }
+    }
+
+    /// SIGKILL to the whole group (nothing when it is gone already).
+    fn kill(&self) {
+        #[cfg(target_os = "linux")]
+        if let Some(pid) = self.0 {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
     }
 }
 
@@ -183,5 +225,33 @@ mod tests {
         assert!(output.status.success());
         assert_eq!(output.stdout.len(), 262_144);
         assert!(output.stderr_tail.contains("done"));
+    }
+
+    /// Protection: a command's background children end with it, and its answer is read as soon
+    /// as the command exits (not when a forgotten `sleep 61 &` lets go of the pipe).
+    #[test]
+    fn background_children_end_with_the_command_and_the_answer_is_kept() {
+        let dir = tempfile::tempdir().expect("dir");
+        let pid_file = dir.path().join("pid");
+        let started = Instant::now();
+        let output = run_shell_bounded(
+            &format!("sleep 61 & echo $! > {}; echo answer", pid_file.display()),
+            b"",
+            Duration::from_secs(30),
+            1024,
+        )
+        .expect("output");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "answer\n");
+        let pid = std::fs::read_to_string(&pid_file).expect("pid");
+        let alive = std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+            && !std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+                .unwrap_or_default()
+                .contains(") Z ");
+        assert!(!alive, "the background sleep was ended with its command");
     }
 }

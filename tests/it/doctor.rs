@@ -98,7 +98,9 @@ fn a_ready_machine_passes_and_versions_outside_the_range_are_named() {
     std::fs::write(state.join("token"), "0123456789abcdef0123456789abcdef\n").expect("token");
     std::fs::set_permissions(state.join("token"), std::fs::Permissions::from_mode(0o600))
         .expect("chmod");
-    let home = dir.path().join("codex-home");
+    // A Codex home a sandboxed turn cannot write: not under /tmp, not inside a root.
+    let home_dir = tempfile::tempdir_in("/var/tmp").expect("home dir");
+    let home = home_dir.path().join("codex-home");
     std::fs::create_dir(&home).expect("home");
     std::fs::write(home.join("auth.json"), "{}").expect("auth");
     std::fs::set_permissions(
@@ -130,6 +132,23 @@ fn a_ready_machine_passes_and_versions_outside_the_range_are_named() {
     assert_eq!(code, 0, "{findings:#?}");
     assert!(
         findings.iter().all(|finding| finding["level"] == "ok"),
+        "{findings:#?}"
+    );
+    // The same home inside a workspace root is named: a turn could rewrite its config.
+    let exposed = dir.path().join("exposed-home");
+    std::fs::create_dir(&exposed).expect("exposed");
+    let mut args = common(&fake_codex(&bin, "0.169.0"));
+    let at = args
+        .iter()
+        .position(|arg| arg == "--codex-home")
+        .expect("flag")
+        + 1;
+    args[at] = exposed.display().to_string();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, findings) = doctor(&args, &bin);
+    assert_eq!(
+        level(&findings, "codex-home-sandbox").0,
+        "warn",
         "{findings:#?}"
     );
     let (code, findings) = run("0.180.0");

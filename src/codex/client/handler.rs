@@ -41,18 +41,20 @@ fn tool_failure(text: String) -> Value {
 pub enum ToolAnswerError {
     #[error("is not JSON: {0}")]
     NotJson(#[from] serde_json::Error),
-    #[error("has no boolean `success`")]
+    #[error("has a `success` that is not true or false")]
     NoSuccess,
     #[error("needs `text` (a string) or `contentItems` (an array)")]
     NoContent,
 }
 
-/// Turn `{text | contentItems, success}` into Codex's `{contentItems, success}`.
+/// Turn `{text | contentItems, success?}` into Codex's `{contentItems, success}`.
 pub fn tool_answer(value: &Value) -> Result<Value, ToolAnswerError> {
-    let success = value
-        .get("success")
-        .and_then(Value::as_bool)
-        .ok_or(ToolAnswerError::NoSuccess)?;
+    // `success` defaults to true (as the API documents); anything but a boolean is refused.
+    let success = match value.get("success") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(success)) => *success,
+        Some(_) => return Err(ToolAnswerError::NoSuccess),
+    };
     let content_items = match (value.get("contentItems"), value.get("text")) {
         (Some(Value::Array(items)), _) => Value::Array(items.clone()),
         (None, Some(Value::String(text))) => json!([{"type": "inputText", "text": text}]),
@@ -198,5 +200,18 @@ mod tests {
             handler.handle(&approval).await.expect("answer")["decision"],
             "decline"
         );
+    }
+
+    #[test]
+    fn success_defaults_to_true_and_must_be_a_boolean() {
+        assert_eq!(
+            tool_answer(&json!({"text": "done"})).expect("ok")["success"],
+            true
+        );
+        assert_eq!(
+            tool_answer(&json!({"text": "no", "success": false})).expect("ok")["success"],
+            false
+        );
+        assert!(tool_answer(&json!({"text": "x", "success": "yes"})).is_err());
     }
 }
