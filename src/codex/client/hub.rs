@@ -137,6 +137,21 @@ async fn route_loop(
                         let mut table = lock(&routes);
                         table.routes.remove(&thread_id);
                         table.overflowed.insert(thread_id.clone());
+                        // Its later messages are dropped quietly: this line is the one log.
+                        table.released.insert(thread_id.clone());
+                    }
+                    // The turn is interrupted at once, not left running for nobody.
+                    if let Some(turn_id) = message.scope().and_then(|scope| scope.turn_id.clone()) {
+                        let peer = peer.clone();
+                        let thread = thread_id.clone();
+                        tokio::spawn(async move {
+                            let params = serde_json::json!({"threadId": thread, "turnId": turn_id});
+                            let interrupt =
+                                peer.request::<_, serde_json::Value>("turn/interrupt", &params);
+                            let _ =
+                                tokio::time::timeout(std::time::Duration::from_secs(5), interrupt)
+                                    .await;
+                        });
                     }
                     if let Inbound::Request(request) = message {
                         let _ = peer

@@ -282,10 +282,11 @@ pub async fn drive_turn<S: EventSource>(
         server_requests: 0,
     };
     let mut idle_deadline = Instant::now() + limits.idle;
-    // Messages that arrived before the turn id was known come first.
-    let mut buffered = std::mem::take(early).into_iter();
+    // Messages that arrived before the turn id was known come first, then those that arrived
+    // while a server request was being answered.
+    let mut buffered: std::collections::VecDeque<Inbound> = std::mem::take(early).into();
     loop {
-        let message = match buffered.next() {
+        let message = match buffered.pop_front() {
             Some(message) => message,
             None => {
                 let deadline = idle_deadline.min(hard_deadline);
@@ -312,6 +313,11 @@ pub async fn drive_turn<S: EventSource>(
             observer,
             handler,
             hard_deadline,
+            Waiting {
+                source: &mut *source,
+                held: &mut buffered,
+                limits,
+            },
         )
         .await?
         {
@@ -323,14 +329,27 @@ pub async fn drive_turn<S: EventSource>(
     }
 }
 
+/// Messages a run holds while it answers a server request (the same bound as a hub route).
+pub const HELD_WHILE_ANSWERING: usize = 1024;
+
+/// What a turn keeps reading while it waits on an answer: its source, where the messages go
+/// meanwhile, and its limits.
+struct Waiting<'a, S> {
+    source: &'a mut S,
+    held: &'a mut std::collections::VecDeque<Inbound>,
+    limits: TurnLimits,
+}
+
 /// Handle one inbound message; `Some` when the turn is over.
-async fn observe(
+#[allow(clippy::too_many_arguments)]
+async fn observe<S: EventSource>(
     peer: &Peer,
     message: Inbound,
     outcome: &mut TurnOutcome,
     observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
     handler: &dyn ServerRequestHandler,
     hard_deadline: Instant,
+    waiting: Waiting<'_, S>,
 ) -> Result<Option<TurnOutcome>, TurnFailure> {
     match message {
         Inbound::Notification(notification) => {
@@ -364,14 +383,36 @@ async fn observe(
             outcome.server_requests += 1;
             let id = request.id.clone();
             observer(TurnEvent::ServerRequest { request: &request });
-            // The idle timer is paused while we answer; the hard cap still applies.
-            let answer = tokio::select! {
-                answer = handler.handle(&request) => answer,
-                _ = tokio::time::sleep_until(hard_deadline) => Err(RpcError {
-                    code: INTERNAL_ERROR,
-                    message: "clawbridge: the turn's time ran out while answering".to_string(),
-                    data: None,
-                }),
+            // The idle timer is paused while we answer; the hard cap still applies. The source
+            // is read meanwhile (held for after the answer, bounded): a run that falls too far
+            // behind, or whose source closes, ends now, not when the answer finally comes.
+            let Waiting {
+                source,
+                held,
+                limits,
+            } = waiting;
+            let handling = handler.handle(&request);
+            tokio::pin!(handling);
+            let answer = loop {
+                tokio::select! {
+                    answer = &mut handling => break answer,
+                    _ = tokio::time::sleep_until(hard_deadline) => break Err(RpcError {
+                        code: INTERNAL_ERROR,
+                        message: "clawbridge: the turn's time ran out while answering".to_string(),
+                        data: None,
+                    }),
+                    event = source.recv() => match event {
+                        Some(message) if held.len() < HELD_WHILE_ANSWERING => held.push_back(message),
+                        Some(_) => {
+                            let error = SessionError::Overflow(HELD_WHILE_ANSWERING);
+                            tracing::error!("the turn {} on thread {}: {error}", outcome.turn_id, outcome.thread_id);
+                            // Interrupted, not killed: the other threads of the app-server go on.
+                            let _ = interrupt(peer, source, outcome, limits, &error).await;
+                            return Err(TurnFailure::Timeout { error, kill: false });
+                        }
+                        None => return Err(TurnFailure::Closed),
+                    },
+                }
             };
             observer(TurnEvent::Answered {
                 id: &id,
