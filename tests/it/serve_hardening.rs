@@ -729,3 +729,38 @@ async fn one_client_cannot_see_or_touch_another_clients_runs() {
     let sessions = std::fs::read_to_string(fixture.state.join("sessions.json")).expect("bindings");
     assert!(sessions.contains("\"owner\": \"alice\""), "{sessions}");
 }
+
+/// Protection: `serve --offline` without `--codex-home` keeps its Codex home in the state dir,
+/// so a restart resumes every binding's thread instead of losing it with a temp folder.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offline_restart_without_a_codex_home_resumes_the_sessions_thread() {
+    use crate::serve::{config, connect, follow, run_document};
+    let state = tempfile::tempdir().expect("state");
+    let document = run_document("telegram-direct.json");
+    let running = clawbridge::server::start(config(codex_bin(), state.path(), None, vec![]))
+        .await
+        .expect("serve");
+    let client = connect(&running).await;
+    let first: Value = client
+        .request("bridge.runStart", rpc_params![document.clone()])
+        .await
+        .expect("run 1");
+    let events = follow(&client, first["runId"].as_str().expect("id"), None).await;
+    assert_eq!(events.last().expect("end")["status"], "completed");
+    drop(client);
+    running.stop().await;
+    drop(running);
+    let running = clawbridge::server::start(config(codex_bin(), state.path(), None, vec![]))
+        .await
+        .expect("restart");
+    let client = connect(&running).await;
+    let again: Value = client
+        .request("bridge.runStart", rpc_params![document])
+        .await
+        .expect("run 2");
+    assert_eq!(again["threadId"], first["threadId"], "the binding survived");
+    let events = follow(&client, again["runId"].as_str().expect("id"), None).await;
+    assert_eq!(events[0]["resumed"], true, "{:?}", events[0]);
+    assert_eq!(events.last().expect("end")["status"], "completed");
+}
