@@ -220,12 +220,17 @@ fn the_real_codex_answers_through_the_proxy() {
         .expect("version")
         .to_string();
     assert_eq!(log[0]["client"], "openclaw 2026.9.6");
-    assert!(dir
-        .path()
-        .join(format!(
-            "cache/clawbridge/codex-schema/{version}/v2/ThreadStartParams.json"
-        ))
-        .is_file());
+    let cached = std::fs::read_dir(dir.path().join("cache/clawbridge/codex-schema"))
+        .expect("cache")
+        .filter_map(Result::ok)
+        .any(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{version}-"))
+                && entry.path().join("v2/ThreadStartParams.json").is_file()
+        });
+    assert!(cached, "the schema is cached for this version and binary");
     let check = log
         .iter()
         .find(|entry| entry["method"] == "thread/start")
@@ -373,11 +378,21 @@ fn params_are_checked_against_the_running_codex_schema() {
         vec![],
         "a conforming message has no problems"
     );
+    let entries: Vec<String> = std::fs::read_dir(cache.join("clawbridge/codex-schema"))
+        .expect("cache")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
     assert!(
-        cache
-            .join("clawbridge/codex-schema/0.169.0/v2/TurnStartParams.json")
-            .is_file(),
-        "the generated schema is cached per version"
+        entries.len() == 1
+            && entries[0].starts_with("0.169.0-")
+            && cache
+                .join("clawbridge/codex-schema")
+                .join(&entries[0])
+                .join("v2/TurnStartParams.json")
+                .is_file(),
+        "the generated schema is cached per version and binary: {entries:?}"
     );
     // A second start reads the cache instead of generating again.
     let again = run(&input);

@@ -93,6 +93,9 @@ impl ParamsSchemas {
                 .map_err(|refusal| load(refusal.to_string()))?;
             let schema: Value =
                 serde_json::from_slice(&bytes).map_err(|error| load(error.to_string()))?;
+            if let Some(problem) = implausible(&schema, file) {
+                return Err(load(problem));
+            }
             let validator =
                 jsonschema::validator_for(&schema).map_err(|error| load(error.to_string()))?;
             methods.push((method, schema, validator));
@@ -136,6 +139,102 @@ impl ParamsSchemas {
     }
 }
 
+/// Why a schema file is not one Codex generated for its method: a planted permissive schema
+/// (`{}`) would silence every warning, and a `$ref` cycle through `anyOf`/`oneOf`/`allOf` alone
+/// (one that no instance key or item consumes) would make any validator recurse without end.
+fn implausible(schema: &Value, file: &str) -> Option<String> {
+    let name = file.trim_end_matches(".json");
+    if schema.get("title").and_then(Value::as_str) != Some(name) {
+        return Some(format!(
+            "its title is not {name}: not a schema Codex generated"
+        ));
+    }
+    let declared = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| !properties.is_empty());
+    if schema.get("type").and_then(Value::as_str) != Some("object") || !declared {
+        return Some("not an object schema with properties".into());
+    }
+    if let Some(name) = unproductive_cycle(schema) {
+        return Some(format!(
+            "the definition {name} refers to itself through anyOf/oneOf/allOf alone"
+        ));
+    }
+    None
+}
+
+/// A definition reachable from itself through `$ref`, `anyOf`, `oneOf` and `allOf` only.
+fn unproductive_cycle(root: &Value) -> Option<String> {
+    let definitions = root
+        .get("definitions")
+        .or_else(|| root.get("$defs"))
+        .and_then(Value::as_object)?;
+    // The definitions each one reaches without consuming the instance.
+    fn direct(node: &Value, out: &mut Vec<String>, budget: &mut usize) {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        if let Some(reference) = node.get("$ref").and_then(Value::as_str) {
+            out.push(
+                reference
+                    .trim_start_matches("#/definitions/")
+                    .trim_start_matches("#/$defs/")
+                    .to_string(),
+            );
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            for member in node
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                direct(member, out, budget);
+            }
+        }
+    }
+    let mut budget = 100_000usize;
+    let edges: std::collections::HashMap<&str, Vec<String>> = definitions
+        .iter()
+        .map(|(name, node)| {
+            let mut out = Vec::new();
+            direct(node, &mut out, &mut budget);
+            (name.as_str(), out)
+        })
+        .collect();
+    // Depth-first search with colours (0 new, 1 on the stack, 2 done), iterative.
+    let mut colour: std::collections::HashMap<&str, u8> = std::collections::HashMap::new();
+    for start in edges.keys() {
+        if colour.get(start).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        colour.insert(start, 1);
+        while let Some((node, next)) = stack.pop() {
+            let targets = edges.get(node).map(Vec::as_slice).unwrap_or_default();
+            if let Some(target) = targets.get(next) {
+                stack.push((node, next + 1));
+                let Some((target, _)) = edges.get_key_value(target.as_str()) else {
+                    continue;
+                };
+                match colour.get(target).copied().unwrap_or(0) {
+                    1 => return Some((*target).to_string()),
+                    0 => {
+                        colour.insert(target, 1);
+                        stack.push((target, 0));
+                    }
+                    _ => {}
+                }
+            } else {
+                colour.insert(node, 2);
+            }
+        }
+    }
+    None
+}
+
 fn pointer_or_root(pointer: String) -> String {
     if pointer.is_empty() {
         "/".to_string()
@@ -166,24 +265,40 @@ fn resolve<'a>(root: &'a Value, node: &'a Value, depth: usize) -> &'a Value {
     }
 }
 
+/// Schema nodes one branch collection visits at most (a union of unions of a real schema is a
+/// few dozen; a hostile fan-out would be exponential).
+const MAX_BRANCH_VISITS: usize = 4096;
+
 /// The object-shaped branches of a node: itself and its `oneOf`/`anyOf`/`allOf` members.
 fn branches<'a>(root: &'a Value, node: &'a Value, depth: usize) -> Vec<&'a Value> {
-    let node = resolve(root, node, depth);
     let mut out = Vec::new();
-    if depth >= MAX_DEPTH {
-        return out;
+    let mut visits = MAX_BRANCH_VISITS;
+    collect_branches(root, node, depth, &mut out, &mut visits);
+    out
+}
+
+fn collect_branches<'a>(
+    root: &'a Value,
+    node: &'a Value,
+    depth: usize,
+    out: &mut Vec<&'a Value>,
+    visits: &mut usize,
+) {
+    if depth >= MAX_DEPTH || *visits == 0 {
+        return;
     }
+    *visits -= 1;
+    let node = resolve(root, node, depth);
     for key in ["oneOf", "anyOf", "allOf"] {
         if let Some(members) = node.get(key).and_then(Value::as_array) {
             for member in members {
-                out.extend(branches(root, member, depth + 1));
+                collect_branches(root, member, depth + 1, out, visits);
             }
         }
     }
     if node.get("properties").is_some() {
         out.push(node);
     }
-    out
 }
 
 /// A branch whose `type` property is an enum matches only objects carrying one of its values
@@ -274,7 +389,14 @@ fn unknown_keys(
     }
 }
 
-/// Generated schemas, one folder per Codex version, under a cache root.
+/// Largest Codex binary hashed for the cache key (the native binary is about 100 MB).
+const MAX_BINARY_BYTES: u64 = 1024 * 1024 * 1024;
+
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
+}
+
+/// Generated schemas, one folder per Codex binary (version and hash), under a cache root.
 #[derive(Clone, Debug)]
 pub struct SchemaCache {
     root: PathBuf,
@@ -290,7 +412,31 @@ impl SchemaCache {
         Self { root }
     }
 
-    /// The folder of one version's schema.
+    /// The folder of one Codex binary's schema: its version and the first 16 hex digits of the
+    /// binary's SHA-256, so an entry is used only for the very binary that generated it.
+    pub fn dir_for(&self, binary: &Path, version: &str) -> Result<PathBuf, SchemaError> {
+        use sha2::Digest;
+        let failed = |error: std::io::Error| SchemaError::Generate {
+            binary: binary.display().to_string(),
+            message: format!("cannot hash the binary: {error}"),
+        };
+        // Streamed: the native binary is some 300 MB.
+        let file = std::fs::File::open(binary).map_err(failed)?;
+        let mut hasher = sha2::Sha256::new();
+        std::io::copy(
+            &mut std::io::Read::take(file, MAX_BINARY_BYTES),
+            &mut hasher,
+        )
+        .map_err(failed)?;
+        let digest = hasher.finalize();
+        let hash: String = digest[..8]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        Ok(self.dir(&format!("{version}-{hash}")))
+    }
+
+    /// The folder of one cache key.
     pub fn dir(&self, version: &str) -> PathBuf {
         let safe: String = version
             .chars()
@@ -312,7 +458,26 @@ impl SchemaCache {
         binary: &Path,
         version: &str,
     ) -> Result<(ParamsSchemas, bool), SchemaError> {
-        let dir = self.dir(version);
+        let refused = |message: String| SchemaError::Load {
+            path: self.root.clone(),
+            message,
+        };
+        // A cache root or entry that is a link is not used (nor written through): a planted
+        // `codex-schema -> /somewhere` must not receive files or feed the check.
+        crate::support::fs::create_private_dir(&self.root)
+            .map_err(|error| refused(error.to_string()))?;
+        if is_link(&self.root) {
+            return Err(refused(
+                "is a symbolic link; refusing to use it as the schema cache".into(),
+            ));
+        }
+        let dir = self.dir_for(binary, version)?;
+        if is_link(&dir) || is_link(&dir.join("v2")) {
+            return Err(refused(format!(
+                "{} is a symbolic link; refusing to use it",
+                dir.display()
+            )));
+        }
         if let Ok(schemas) = ParamsSchemas::load(&dir, version) {
             return Ok((schemas, false));
         }
@@ -396,12 +561,13 @@ mod tests {
                        {"type": "object", "properties": {"type": {"enum": ["image"]}, "url": {"type": "string"}}}]}}})
         };
         for (_, file) in CHECKED_METHODS {
-            let schema = object(
+            let mut schema = object(
                 json!({"threadId": {"type": "string"}, "cwd": {"type": ["string", "null"]},
                        "input": {"type": "array", "items": {"$ref": "#/definitions/Input"}},
                        "config": {"type": ["object", "null"], "additionalProperties": true}}),
                 json!(["threadId"]),
             );
+            schema["title"] = json!(file.trim_end_matches(".json"));
             std::fs::write(dir.path().join("v2").join(file), schema.to_string()).expect("write");
         }
         ParamsSchemas::load(dir.path(), "9.9.9").expect("load")
@@ -455,18 +621,19 @@ mod tests {
     fn a_broken_cache_entry_is_replaced() {
         let dir = tempfile::tempdir().expect("dir");
         let cache = SchemaCache::at(dir.path().join("cache"));
-        let broken = cache.dir("0.169.0").join("v2");
-        std::fs::create_dir_all(&broken).expect("dir");
-        std::fs::write(broken.join("TurnStartParams.json"), "{not json").expect("write");
         let fake = dir.path().join("fake-codex");
         let vendored = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/codex-schema/0.169.0");
         std::fs::write(&fake, format!("#!/bin/sh\ncp -r {vendored}/. \"$5\"\n")).expect("fake");
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let entry = cache.dir_for(&fake, "0.169.0").expect("key");
+        let broken = entry.join("v2");
+        std::fs::create_dir_all(&broken).expect("dir");
+        std::fs::write(broken.join("TurnStartParams.json"), "{not json").expect("write");
         let (schemas, generated) = cache.schemas_for(&fake, "0.169.0").expect("schemas");
         assert!(generated, "regenerated");
         assert_eq!(schemas.version, "0.169.0");
-        assert!(ParamsSchemas::load(&cache.dir("0.169.0"), "0.169.0").is_ok());
+        assert!(ParamsSchemas::load(&entry, "0.169.0").is_ok());
         let (_, again) = cache.schemas_for(&fake, "0.169.0").expect("schemas");
         assert!(!again, "then read from the cache");
     }
@@ -478,5 +645,69 @@ mod tests {
             Some("0.169.0")
         );
         assert_eq!(version_in("nothing here"), None);
+    }
+
+    /// Protection: a planted cache entry is not trusted. A permissive `{}` schema (which would
+    /// silence every warning) and one whose definitions recurse through `anyOf` alone (which
+    /// would make the check recurse without end) are refused and generated again; a symlinked
+    /// cache root is not written through.
+    #[test]
+    fn planted_schemas_and_linked_cache_roots_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let vendored = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/codex-schema/0.169.0");
+        let fake = dir.path().join("fake-codex");
+        std::fs::write(&fake, format!("#!/bin/sh\ncp -r {vendored}/. \"$5\"\n")).expect("fake");
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let cache = SchemaCache::at(dir.path().join("cache"));
+        let entry = cache.dir_for(&fake, "0.169.0").expect("key");
+        let recursive = serde_json::json!({"title": "ThreadStartParams", "type": "object",
+            "properties": {"x": {"$ref": "#/definitions/A"}},
+            "definitions": {"A": {"anyOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}]},
+                            "B": {"oneOf": [{"$ref": "#/definitions/A"}]}}});
+        for planted in [serde_json::json!({}), recursive] {
+            std::fs::create_dir_all(entry.join("v2")).expect("dir");
+            for (_, file) in CHECKED_METHODS {
+                std::fs::write(entry.join("v2").join(file), planted.to_string()).expect("plant");
+            }
+            let (schemas, generated) = cache.schemas_for(&fake, "0.169.0").expect("schemas");
+            assert!(generated, "the planted entry was replaced: {planted}");
+            let problems = schemas.check("thread/start", &serde_json::json!({"nonsense": 1}));
+            assert!(!problems.is_empty(), "the real schema finds problems");
+            std::fs::remove_dir_all(&entry).expect("clean");
+        }
+        let target = dir.path().join("elsewhere");
+        std::fs::create_dir(&target).expect("target");
+        let linked = dir.path().join("linked-cache");
+        std::os::unix::fs::symlink(&target, &linked).expect("link");
+        assert!(SchemaCache::at(linked)
+            .schemas_for(&fake, "0.169.0")
+            .is_err());
+        assert_eq!(
+            std::fs::read_dir(&target).expect("read").count(),
+            0,
+            "nothing written through"
+        );
+    }
+
+    #[test]
+    fn a_fan_out_of_unions_is_walked_within_a_budget() {
+        // Each definition is a union of ten references to the next: 10^20 paths in all.
+        let mut definitions = serde_json::Map::new();
+        for level in 0..20 {
+            let next = format!("#/definitions/D{}", level + 1);
+            definitions.insert(
+                format!("D{level}"),
+                serde_json::json!({"anyOf": vec![serde_json::json!({"$ref": next}); 10]}),
+            );
+        }
+        definitions.insert(
+            "D20".into(),
+            serde_json::json!({"type": "object", "properties": {"a": {}}}),
+        );
+        let root = serde_json::json!({"definitions": definitions});
+        let node = serde_json::json!({"$ref": "#/definitions/D0"});
+        let found = branches(&root, &node, 0);
+        assert!(found.len() <= MAX_BRANCH_VISITS, "{}", found.len());
     }
 }
