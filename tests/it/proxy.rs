@@ -491,3 +491,49 @@ fn the_proxy_ends_with_codex_even_while_stdin_stays_open() {
     assert_eq!(status.code(), Some(143));
     assert!(closed < Duration::from_secs(10), "{closed:?}");
 }
+
+/// Protection: the transcript is written off the forwarding path. A 60 MiB line (recorded,
+/// redacted, parsed) does not hold up the small line after it.
+#[test]
+fn a_huge_line_does_not_hold_up_the_next_one() {
+    let dir = tempfile::tempdir().expect("dir");
+    let fake = dir.path().join("fake-codex");
+    std::fs::write(&fake, "#!/bin/sh\nexec cat\n").expect("fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut child = clawbridge()
+        .args(["app-server", "--no-check", "--codex-bin"])
+        .arg(&fake)
+        .arg("--transcript")
+        .arg(dir.path().join("transcript"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let big = format!(
+        "{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"threadId\":\"t\",\"delta\":\"{}\"}}}}\n",
+        "x".repeat(60 * 1024 * 1024)
+    );
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(big.as_bytes()).expect("big");
+        stdin
+            .write_all(b"{\"method\":\"small\",\"params\":{\"threadId\":\"t\"}}\n")
+            .expect("small");
+        stdin
+    });
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("big back");
+    let after_big = Instant::now();
+    line.clear();
+    stdout.read_line(&mut line).expect("small back");
+    let waited = after_big.elapsed();
+    assert!(line.contains("\"small\""), "{line}");
+    assert!(
+        waited < Duration::from_secs(2),
+        "the small line waited {waited:?} behind the transcript of the big one"
+    );
+    drop(writer.join().expect("writer"));
+    let _ = child.wait();
+}

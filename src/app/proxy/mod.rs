@@ -8,7 +8,8 @@
 //! nothing of its own on the connection, so no id of its own can collide with either side's.
 //!
 //! On top of forwarding, each a copy that never holds a line up:
-//! - `--transcript DIR`: every message, per thread, secrets redacted ([`transcript`]);
+//! - `--transcript DIR`: every message, per thread, secrets redacted ([`transcript`]), written on
+//!   a thread of its own behind a queue bounded in bytes;
 //! - conformance (on unless `--no-check`): `thread/start`, `thread/resume` and `turn/start`
 //!   params are checked against the schema generated from the Codex binary that runs (cached per
 //!   version); warnings name the field, and the client's `clientInfo` is recorded next to the
@@ -153,11 +154,27 @@ fn load_schema(binary: PathBuf, cache: Option<PathBuf>) -> observe::SchemaSource
 /// Run the proxy until Codex exits or stdin closes; returns the exit code to leave with.
 pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     let binary = codex_binary(settings.codex_bin.as_deref())?;
-    let transcript = match &settings.transcript {
-        Some(dir) => Some(Transcript::open(dir)?),
-        None => None,
+    // The transcript is written on a thread of its own, fed through a queue bounded in bytes:
+    // a line waits for nothing on disk, and a line the queue has no room for is forwarded but
+    // not recorded (with one warning).
+    let (transcript, transcript_task) = match &settings.transcript {
+        Some(dir) => {
+            let mut transcript = Transcript::open(dir)?;
+            let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<TranscriptLine>();
+            let task = tokio::task::spawn_blocking(move || {
+                while let Some(TranscriptLine(direction, line, _bytes)) = lines.blocking_recv() {
+                    transcript.record(direction, &line);
+                }
+            });
+            let queue = TranscriptQueue {
+                sender,
+                budget: Arc::new(tokio::sync::Semaphore::new(TRANSCRIPT_QUEUE_BYTES)),
+                warned: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            };
+            (Some(queue), Some(task))
+        }
+        None => (None, None),
     };
-    let transcript = Arc::new(Mutex::new(transcript));
     let known = Arc::new(Mutex::new(Known::default()));
     let mut codex = codex_args(&settings.args);
 
@@ -227,14 +244,14 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         tokio::io::stdin(),
         child_in,
         Direction::In,
-        Arc::clone(&transcript),
+        transcript.clone(),
         lines.clone(),
     ));
     let outbound = tokio::spawn(pump(
         child_out,
         tokio::io::stdout(),
         Direction::Out,
-        Arc::clone(&transcript),
+        transcript,
         lines,
     ));
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -275,13 +292,47 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     // The stdin pump may still wait on a client that keeps the pipe open; it holds a sender of
     // the observer's queue, so stop it, or the observer would wait for it.
     inbound.abort();
-    // Let the observer and the capture writer finish what they hold (bounded).
+    // Let the observer, the transcript and the capture writer finish what they hold (bounded).
     let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
+    if let Some(task) = transcript_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     drop(stub_guard);
     if let Some(task) = capture_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     Ok(code)
+}
+
+/// Bytes of lines waiting for the transcript writer at most.
+const TRANSCRIPT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
+
+/// One line for the transcript writer, holding its share of the byte budget.
+struct TranscriptLine(Direction, Vec<u8>, tokio::sync::OwnedSemaphorePermit);
+
+/// The pumps' side of the transcript writer.
+#[derive(Clone)]
+struct TranscriptQueue {
+    sender: tokio::sync::mpsc::UnboundedSender<TranscriptLine>,
+    budget: Arc<tokio::sync::Semaphore>,
+    warned: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TranscriptQueue {
+    /// Queue a line if the byte budget has room; never waits.
+    fn offer(&self, direction: Direction, line: Vec<u8>) {
+        let bytes = u32::try_from(line.len().max(1)).unwrap_or(u32::MAX);
+        match Arc::clone(&self.budget).try_acquire_many_owned(bytes) {
+            Ok(permit) => {
+                let _ = self.sender.send(TranscriptLine(direction, line, permit));
+            }
+            Err(_) => {
+                if !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    tracing::warn!("transcript: the writer is behind; a message was forwarded but not recorded");
+                }
+            }
+        }
+    }
 }
 
 /// The code to leave with for Codex's exit: its own, or 128 + the signal that ended it (as a
@@ -300,7 +351,7 @@ async fn pump(
     from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     direction: Direction,
-    transcript: Arc<Mutex<Option<Transcript>>>,
+    transcript: Option<TranscriptQueue>,
     observer: tokio::sync::mpsc::Sender<(Direction, Vec<u8>)>,
 ) {
     let mut reader = BufReader::with_capacity(256 * 1024, from);
@@ -335,17 +386,15 @@ async fn pump(
                 return;
             }
             if !oversized {
-                if let Ok(mut guard) = transcript.lock() {
-                    if let Some(transcript) = guard.as_mut() {
-                        transcript.record(direction, &line);
-                    }
-                }
                 if observe::is_interesting(direction, &line)
                     && observer.try_send((direction, line.clone())).is_err()
                     && !dropped
                 {
                     tracing::warn!("conformance: the checker is behind; a message went unchecked");
                     dropped = true;
+                }
+                if let Some(queue) = &transcript {
+                    queue.offer(direction, std::mem::take(&mut line));
                 }
             }
             line.clear();
