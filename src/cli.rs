@@ -272,6 +272,13 @@ pub struct ServeArgs {
     /// Seconds one request's file reading and parsing may take before it fails (alone).
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     pub request_timeout: u64,
+    /// Recycle the Codex app-server once it opened this many threads (it drains: its runs end,
+    /// new runs start a fresh one and resume their threads there).
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_RECYCLE_AFTER_THREADS)]
+    pub recycle_after_threads: usize,
+    /// Recycle the Codex app-server once its resident memory passes this many MiB.
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_RECYCLE_RSS_MB)]
+    pub recycle_rss_mb: u64,
     /// Named client tokens (default `<state-dir>/clients.json`; `clawbridge client add` writes
     /// it): each client sees and acts on only its own sessions and runs.
     #[arg(long)]

@@ -352,6 +352,8 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         max_runs: args.max_runs.max(1),
         max_run_bytes: args.max_run_bytes.max(1024),
         clients_file: args.clients,
+        recycle_after_threads: args.recycle_after_threads.max(1),
+        recycle_rss_bytes: args.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
         ..clawbridge::server::ServeConfig::new(
             binary,

@@ -74,6 +74,12 @@ pub struct CodexStatus {
     pub loaded_threads: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_requests: Option<usize>,
+    /// Threads the running app-server opened so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_opened: Option<usize>,
+    /// App-servers recycled so far (`--recycle-after-threads`, `--recycle-rss-mb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recycled: Option<usize>,
 }
 
 /// See [`CodexStatus::state`].

@@ -170,6 +170,11 @@ pub struct ServeConfig {
     pub max_run_bytes: usize,
     /// `--clients FILE`: named client tokens (default `<state-dir>/clients.json`, if present).
     pub clients_file: Option<PathBuf>,
+    /// `--recycle-after-threads`: an app-server that opened this many threads is replaced (it
+    /// drains: runs on it finish, new runs go to a fresh one; bound threads resume there).
+    pub recycle_after_threads: usize,
+    /// `--recycle-rss-mb`: likewise once its resident memory passes this many MiB.
+    pub recycle_rss_bytes: u64,
 }
 
 /// The Codex CLI a service pairs with, if one was found.
@@ -196,6 +201,10 @@ pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest request body (a run document with inline tool specs).
 pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
+/// Threads an app-server opens before it is recycled (Codex keeps about 1.1 MB per thread).
+pub const DEFAULT_RECYCLE_AFTER_THREADS: usize = 500;
+/// Resident memory past which an app-server is recycled.
+pub const DEFAULT_RECYCLE_RSS_MB: u64 = 1024;
 /// Runs in progress at once (each holds a Codex turn and its event log).
 pub const DEFAULT_MAX_RUNS: usize = 64;
 /// Largest run document (OpenClaw's whole tool catalog inline is about 200 kB).
@@ -246,6 +255,8 @@ impl ServeConfig {
             max_runs: DEFAULT_MAX_RUNS,
             max_run_bytes: DEFAULT_MAX_RUN_BYTES,
             clients_file: None,
+            recycle_after_threads: DEFAULT_RECYCLE_AFTER_THREADS,
+            recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
         }
     }
 }
@@ -381,6 +392,10 @@ pub struct Bridge {
     config: ServeConfig,
     /// The current app-server; readers never wait for a spawn.
     hub: Mutex<Option<Arc<CodexHub>>>,
+    /// App-servers being recycled: they take no new runs and stop when their last run ends.
+    draining: Mutex<Vec<Arc<CodexHub>>>,
+    /// App-servers recycled so far.
+    recycled: std::sync::atomic::AtomicUsize,
     /// Serializes spawns (held across the up-to-20 s handshake; nobody else waits on it).
     spawning: tokio::sync::Mutex<()>,
     /// Set by [`Running::shutdown`]: new runs are refused.
@@ -491,6 +506,41 @@ impl Bridge {
             .await
             .map_err(|error| rpc_error(codes::THREAD_FAILED, error.to_string()))?;
         Ok(())
+    }
+
+    /// After a run on `hub` ended: recycle it once it opened too many threads or grew too big
+    /// (it takes no new runs; the next run starts a fresh app-server and resumes its bound
+    /// thread there), and stop recycled app-servers whose last run ended.
+    async fn recycle_if_due(&self, hub: &Arc<CodexHub>) {
+        let threads = hub.threads_opened();
+        let rss = hub.rss_bytes().unwrap_or(0);
+        let due =
+            threads >= self.config.recycle_after_threads || rss >= self.config.recycle_rss_bytes;
+        if due {
+            let mut current = lock(&self.hub);
+            if current.as_ref().is_some_and(|live| Arc::ptr_eq(live, hub)) {
+                *current = None;
+                lock(&self.draining).push(Arc::clone(hub));
+                self.recycled
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tracing::info!(
+                    "recycling codex app-server {:?}: {threads} threads opened, {} MiB resident",
+                    hub.pid,
+                    rss / (1024 * 1024)
+                );
+            }
+        }
+        let idle: Vec<Arc<CodexHub>> = {
+            let mut draining = lock(&self.draining);
+            let (idle, busy) = draining
+                .drain(..)
+                .partition(|old| old.active_threads() == 0 || !old.is_alive());
+            *draining = busy;
+            idle
+        };
+        for old in idle {
+            old.kill().await;
+        }
     }
 
     /// Forget finished runs past the TTL or past the count bound (oldest first), and the session
@@ -1105,6 +1155,7 @@ async fn run_start(
                 tracing::debug!("thread/unsubscribe {unload}: {error}");
             }
         }
+        task_bridge.recycle_if_due(&hub).await;
     });
     Ok(api::RunStarted { run_id, thread_id })
 }
@@ -1406,6 +1457,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
             active_threads: None,
             loaded_threads: None,
             pending_requests: None,
+            threads_opened: None,
+            recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
         };
         let codex = match (&bridge.config.codex_bin, hub.as_ref()) {
             (CodexBinary::Missing(reason), _) => {
@@ -1425,6 +1478,8 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
                 active_threads: Some(hub.active_threads()),
                 loaded_threads: Some(hub.loaded_threads()),
                 pending_requests: Some(hub.pending_requests()),
+                threads_opened: Some(hub.threads_opened()),
+                recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
             },
         };
         Ok::<_, ErrorObjectOwned>(api::Status {
@@ -1603,6 +1658,8 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),
         hub: Mutex::new(None),
+        draining: Mutex::new(Vec::new()),
+        recycled: std::sync::atomic::AtomicUsize::new(0),
         spawning: tokio::sync::Mutex::new(()),
         shutting_down: std::sync::atomic::AtomicBool::new(false),
         blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),

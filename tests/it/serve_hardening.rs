@@ -764,3 +764,65 @@ async fn an_offline_restart_without_a_codex_home_resumes_the_sessions_thread() {
     assert_eq!(events[0]["resumed"], true, "{:?}", events[0]);
     assert_eq!(events.last().expect("end")["status"], "completed");
 }
+
+/// Protection: an app-server does not grow without bound. With `--recycle-after-threads 2`, the
+/// app-server that opened two threads is replaced once its runs end; the next run gets a fresh
+/// one (another pid), and a bound session resumes its thread there.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_server_is_recycled_after_its_thread_budget() {
+    codex_bin();
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--recycle-after-threads", "2"]);
+    let client = serve.client().await;
+    let run = |key: &str| {
+        let mut document = fixture.document();
+        document["sessionKey"] = json!(key);
+        document
+    };
+    let mut threads = Vec::new();
+    let mut pids = Vec::new();
+    for key in ["agent:main:a", "agent:main:b", "agent:main:a"] {
+        let started: Value = client
+            .request("bridge.runStart", rpc_params![run(key)])
+            .await
+            .expect("run");
+        let events =
+            crate::serve::events_until(&client, started["runId"].as_str().expect("id"), |event| {
+                event["event"] == "turnEnd"
+            })
+            .await;
+        assert_eq!(
+            events.last().expect("end")["status"],
+            "completed",
+            "{events:?}"
+        );
+        threads.push(started["threadId"].clone());
+        let status: Value = client
+            .request("bridge.status", rpc_params![])
+            .await
+            .expect("status");
+        pids.push((
+            status["codex"]["pid"].clone(),
+            status["codex"]["recycled"].clone(),
+        ));
+    }
+    assert_eq!(
+        threads[2], threads[0],
+        "session a resumed its thread on the new app-server"
+    );
+    assert_eq!(pids[0].1, 0, "{pids:?}");
+    // Recycled once its second thread's run ended: none runs until the next run starts one.
+    assert_eq!(pids[1], (Value::Null, json!(1)), "{pids:?}");
+    assert!(
+        pids[2].0.is_number() && pids[2].0 != pids[0].0,
+        "a fresh app-server: {pids:?}"
+    );
+    assert_eq!(pids[2].1, 1, "{pids:?}");
+    let old = pids[0].0.as_u64().expect("pid");
+    let gone = !std::path::Path::new(&format!("/proc/{old}")).exists()
+        || std::fs::read_to_string(format!("/proc/{old}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ");
+    assert!(gone, "the recycled app-server {old} was stopped");
+}

@@ -55,6 +55,8 @@ pub struct CodexHub {
     /// Threads left loaded in this app-server after their run, least recently used first (see
     /// [`CodexHub::keep_loaded`]). A new process starts with none.
     loaded: Mutex<std::collections::VecDeque<String>>,
+    /// Threads opened (started or resumed) in this process: Codex keeps memory for each.
+    opened: std::sync::atomic::AtomicUsize,
     pub user_agent: String,
     pub codex_version: Option<String>,
     pub pid: Option<u32>,
@@ -271,6 +273,7 @@ impl CodexHub {
             stderr_tail: Arc::new(Mutex::new(Vec::new())),
             alive,
             loaded: Mutex::new(std::collections::VecDeque::new()),
+            opened: std::sync::atomic::AtomicUsize::new(0),
             user_agent: parts.user_agent,
             codex_version: parts.codex_version,
             pid,
@@ -284,6 +287,25 @@ impl CodexHub {
     /// Threads with a running turn.
     pub fn active_threads(&self) -> usize {
         lock(&self.routes).routes.len()
+    }
+
+    /// Threads opened in this process so far.
+    pub fn threads_opened(&self) -> usize {
+        self.opened.load(Ordering::SeqCst)
+    }
+
+    /// The process's resident memory in bytes (Linux `/proc`), if it can be read.
+    pub fn rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid?)).ok()?;
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
     }
 
     /// Requests we sent that still wait for an answer.
@@ -372,6 +394,7 @@ impl CodexHub {
             Err(PeerError::ConnectionClosed) => return Err(self.exited().await),
             Err(error) => return Err(SessionError::Peer(error)),
         };
+        self.opened.fetch_add(1, Ordering::SeqCst);
         Ok(match pre_claimed {
             Some(handle) if handle.thread_id == response.thread.id => handle,
             _ => self.claim(&response.thread.id),

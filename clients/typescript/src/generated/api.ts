@@ -508,9 +508,17 @@ loadedThreads?: (number | null)
 pendingRequests?: (number | null)
 pid?: (number | null)
 /**
+ * App-servers recycled so far (`--recycle-after-threads`, `--recycle-rss-mb`).
+ */
+recycled?: (number | null)
+/**
  * See [`CodexStatus::state`].
  */
 state: ("missing" | "notStarted" | "running" | "exited")
+/**
+ * Threads the running app-server opened so far.
+ */
+threadsOpened?: (number | null)
 version?: (string | null)
 }
 /**
