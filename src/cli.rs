@@ -272,6 +272,9 @@ pub struct ServeArgs {
     /// Seconds one request's file reading and parsing may take before it fails (alone).
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     pub request_timeout: u64,
+    /// Session bindings kept (a new session past it pushes out an idle one; at most 50000).
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
     /// Recycle the Codex app-server once it opened this many threads (it drains: its runs end,
     /// new runs start a fresh one and resume their threads there).
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_RECYCLE_AFTER_THREADS)]

@@ -353,6 +353,9 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         max_run_bytes: args.max_run_bytes.max(1024),
         clients_file: args.clients,
         recycle_after_threads: args.recycle_after_threads.max(1),
+        max_sessions: args
+            .max_sessions
+            .clamp(1, clawbridge::server::MAX_SESSIONS_LIMIT),
         recycle_rss_bytes: args.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
         ..clawbridge::server::ServeConfig::new(

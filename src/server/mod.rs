@@ -175,6 +175,8 @@ pub struct ServeConfig {
     pub recycle_after_threads: usize,
     /// `--recycle-rss-mb`: likewise once its resident memory passes this many MiB.
     pub recycle_rss_bytes: u64,
+    /// `--max-sessions`: session bindings kept (a new session past it pushes out an idle one).
+    pub max_sessions: usize,
 }
 
 /// The Codex CLI a service pairs with, if one was found.
@@ -257,13 +259,16 @@ impl ServeConfig {
             clients_file: None,
             recycle_after_threads: DEFAULT_RECYCLE_AFTER_THREADS,
             recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 }
 
-/// Session bindings kept at most (`sessions.json` then stays under 8 MB: keys are at most 512
-/// bytes, far below the 64 MiB its loader accepts).
-pub const MAX_BINDINGS: usize = 10_000;
+/// Session bindings kept at most by default (`sessions.json` then stays under 8 MB: keys are at
+/// most 512 bytes, far below the 64 MiB its loader accepts).
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The most `--max-sessions` may be: the state file stays below what its loader accepts.
+pub const MAX_SESSIONS_LIMIT: usize = 50_000;
 
 /// Translations running on the blocking pool at once; more wait (within their deadline).
 const BLOCKING_SLOTS: usize = 8;
@@ -1059,7 +1064,8 @@ async fn run_start(
     if let Some(key) = &run.session_key {
         {
             let mut bindings = lock(&bridge.bindings);
-            if !bindings.sessions.contains_key(key) && bindings.sessions.len() >= MAX_BINDINGS {
+            let bound = bridge.config.max_sessions.clamp(1, MAX_SESSIONS_LIMIT);
+            if !bindings.sessions.contains_key(key) && bindings.sessions.len() >= bound {
                 // The state file stays far below the size its loader accepts: a session past
                 // the bound pushes out an idle one (its next run starts a new thread).
                 let busy = lock(&bridge.busy_threads).clone();
@@ -1069,7 +1075,9 @@ async fn run_start(
                     .find(|(_, binding)| !busy.contains(&binding.thread_id))
                     .map(|(key, _)| key.clone());
                 if let Some(evicted) = idle {
-                    tracing::warn!("{MAX_BINDINGS} session bindings: forgetting {evicted}");
+                    tracing::warn!(
+                        "{bound} session bindings (--max-sessions): forgetting {evicted}"
+                    );
                     bindings.sessions.remove(&evicted);
                 }
             }

@@ -826,3 +826,36 @@ async fn an_app_server_is_recycled_after_its_thread_budget() {
             .contains(") Z ");
     assert!(gone, "the recycled app-server {old} was stopped");
 }
+
+/// Protection: the state file is bounded. With `--max-sessions 2`, a third session pushes out
+/// an idle binding, so `sessions.json` never grows past the bound.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_bindings_are_bounded() {
+    codex_bin();
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--max-sessions", "2"]);
+    let client = serve.client().await;
+    for key in ["agent:main:a", "agent:main:b", "agent:main:c"] {
+        let mut document = fixture.document();
+        document["sessionKey"] = json!(key);
+        let started: Value = client
+            .request("bridge.runStart", rpc_params![document])
+            .await
+            .expect("run");
+        crate::serve::events_until(&client, started["runId"].as_str().expect("id"), |event| {
+            event["event"] == "turnEnd"
+        })
+        .await;
+    }
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.state.join("sessions.json")).expect("bindings"),
+    )
+    .expect("json");
+    let sessions = file["sessions"].as_object().expect("sessions");
+    assert_eq!(sessions.len(), 2, "{file}");
+    assert!(
+        sessions.contains_key("agent:main:c"),
+        "the newest is kept: {file}"
+    );
+}
