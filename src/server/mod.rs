@@ -1375,7 +1375,7 @@ fn module(bridge: Arc<Bridge>) -> Result<RpcModule<Bridge>, jsonrpsee::core::Reg
         let call_id = value["callId"]
             .as_str()
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `callId`: required"))?;
-        let answer = crate::codex::client::handler::tool_answer(&value)
+        let answer = crate::codex::client::handler::tool_answer_defaulting(&value)
             .map_err(|why| rpc_error(codes::INVALID_PARAMS, format!("the tool result {why}")))?;
         let not_found = || rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"));
         let run_id = lock(&bridge.pending_tools)

@@ -24,6 +24,20 @@ fn unsandboxed_dir() -> tempfile::TempDir {
         .expect("outside folder")
 }
 
+/// A stub script whose model asks `times` times to `touch escaped` outside the sandbox
+/// (`sandbox_permissions: "require_escalated"`), then ends the turn.
+fn escalation_script(fixture: &Fixture, escaped: &std::path::Path, times: usize) -> PathBuf {
+    let script = fixture.state.parent().expect("base").join("script.json");
+    let escalate = json!({"toolCall": {"name": "exec_command", "arguments": {
+        "cmd": format!("touch {}", escaped.display()),
+        "sandbox_permissions": "require_escalated",
+        "justification": "May I write outside the workspace?"}}});
+    let mut responses = vec![escalate; times];
+    responses.push(json!({"text": "done"}));
+    std::fs::write(&script, json!({ "responses": responses }).to_string()).expect("script");
+    script
+}
+
 /// Follow a run to its end, accepting every approval it asks for (the most a client can do).
 async fn accept_everything(client: &jsonrpsee::ws_client::WsClient, run_id: &str) -> Vec<Value> {
     let mut subscription = crate::serve::subscribe(client, run_id).await;
@@ -57,16 +71,7 @@ async fn an_approved_escalation_cannot_lift_the_ceiling() {
         let fixture = Fixture::new();
         let outside = unsandboxed_dir();
         let escaped: PathBuf = outside.path().join("escaped.txt");
-        let script = fixture.state.parent().expect("base").join("script.json");
-        let escalate = json!({"toolCall": {"name": "exec_command", "arguments": {
-            "cmd": format!("touch {}", escaped.display()),
-            "sandbox_permissions": "require_escalated",
-            "justification": "May I write outside the workspace?"}}});
-        std::fs::write(
-            &script,
-            json!({"responses": [escalate.clone(), escalate, {"text": "done"}]}).to_string(),
-        )
-        .expect("script");
+        let script = escalation_script(&fixture, &escaped, 2);
         let serve = fixture.serve(&[
             "--stub-script",
             &script.display().to_string(),
@@ -118,16 +123,7 @@ async fn under_a_full_access_ceiling_the_client_decides_escalations() {
     let fixture = Fixture::new();
     let outside = unsandboxed_dir();
     let escaped: PathBuf = outside.path().join("escaped.txt");
-    let script = fixture.state.parent().expect("base").join("script.json");
-    let escalate = json!({"toolCall": {"name": "exec_command", "arguments": {
-        "cmd": format!("touch {}", escaped.display()),
-        "sandbox_permissions": "require_escalated",
-        "justification": "May I write outside the workspace?"}}});
-    std::fs::write(
-        &script,
-        json!({"responses": [escalate, {"text": "done"}]}).to_string(),
-    )
-    .expect("script");
+    let script = escalation_script(&fixture, &escaped, 1);
     let serve = fixture.serve(&[
         "--stub-script",
         &script.display().to_string(),

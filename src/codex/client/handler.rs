@@ -41,26 +41,39 @@ fn tool_failure(text: String) -> Value {
 pub enum ToolAnswerError {
     #[error("is not JSON: {0}")]
     NotJson(#[from] serde_json::Error),
-    #[error("has a `success` that is not true or false")]
+    #[error("has no boolean `success`")]
     NoSuccess,
     #[error("needs `text` (a string) or `contentItems` (an array)")]
     NoContent,
 }
 
-/// Turn `{text | contentItems, success?}` into Codex's `{contentItems, success}`.
+/// Turn `{text | contentItems, success}` into Codex's `{contentItems, success}`.
 pub fn tool_answer(value: &Value) -> Result<Value, ToolAnswerError> {
-    // `success` defaults to true (as the API documents); anything but a boolean is refused.
-    let success = match value.get("success") {
-        None | Some(Value::Null) => true,
-        Some(Value::Bool(success)) => *success,
-        Some(_) => return Err(ToolAnswerError::NoSuccess),
-    };
+    let success = value
+        .get("success")
+        .and_then(Value::as_bool)
+        .ok_or(ToolAnswerError::NoSuccess)?;
     let content_items = match (value.get("contentItems"), value.get("text")) {
         (Some(Value::Array(items)), _) => Value::Array(items.clone()),
         (None, Some(Value::String(text))) => json!([{"type": "inputText", "text": text}]),
         _ => return Err(ToolAnswerError::NoContent),
     };
     Ok(json!({"contentItems": content_items, "success": success}))
+}
+
+/// [`tool_answer`] of a client's `bridge.toolResult`, where `success` may be left out and then
+/// is true (as the API documents); a `success` that is not a boolean is still refused.
+pub fn tool_answer_defaulting(value: &Value) -> Result<Value, ToolAnswerError> {
+    match value.get("success") {
+        None | Some(Value::Null) => {
+            let mut value = value.clone();
+            if let Some(object) = value.as_object_mut() {
+                object.insert("success".into(), Value::Bool(true));
+            }
+            tool_answer(&value)
+        }
+        Some(_) => tool_answer(value),
+    }
 }
 
 /// [`tool_answer`] of a tool handler's stdout.
@@ -203,15 +216,16 @@ mod tests {
     }
 
     #[test]
-    fn success_defaults_to_true_and_must_be_a_boolean() {
+    fn success_defaults_to_true_for_clients_and_must_be_a_boolean() {
         assert_eq!(
-            tool_answer(&json!({"text": "done"})).expect("ok")["success"],
+            tool_answer_defaulting(&json!({"text": "done"})).expect("ok")["success"],
             true
         );
         assert_eq!(
-            tool_answer(&json!({"text": "no", "success": false})).expect("ok")["success"],
+            tool_answer_defaulting(&json!({"text": "no", "success": false})).expect("ok")
+                ["success"],
             false
         );
-        assert!(tool_answer(&json!({"text": "x", "success": "yes"})).is_err());
+        assert!(tool_answer_defaulting(&json!({"text": "x", "success": "yes"})).is_err());
     }
 }
