@@ -272,6 +272,9 @@ pub struct ServeArgs {
     /// Seconds one request's file reading and parsing may take before it fails (alone).
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     pub request_timeout: u64,
+    /// Seconds a subscriber may read nothing while its queue is full before it is dropped.
+    #[arg(long, default_value_t = clawbridge::server::DEFAULT_SUBSCRIBER_STALL.as_secs())]
+    pub subscriber_stall: u64,
     /// Session bindings kept (a new session past it pushes out an idle one; at most 50000).
     #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,

@@ -357,6 +357,7 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
             .max_sessions
             .clamp(1, clawbridge::server::MAX_SESSIONS_LIMIT),
         recycle_rss_bytes: args.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
+        subscriber_stall: std::time::Duration::from_secs(args.subscriber_stall.max(1)),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
         ..clawbridge::server::ServeConfig::new(
             binary,

@@ -177,6 +177,8 @@ pub struct ServeConfig {
     pub recycle_rss_bytes: u64,
     /// `--max-sessions`: session bindings kept (a new session past it pushes out an idle one).
     pub max_sessions: usize,
+    /// How long a subscriber may leave its queue full before it is dropped.
+    pub subscriber_stall: Duration,
 }
 
 /// The Codex CLI a service pairs with, if one was found.
@@ -213,7 +215,7 @@ pub const DEFAULT_MAX_RUNS: usize = 64;
 pub const DEFAULT_MAX_RUN_BYTES: usize = 2 * 1024 * 1024;
 /// How long a subscriber may leave its queue full before it is dropped (it can subscribe again:
 /// the log replays).
-const SUBSCRIBER_STALL: Duration = Duration::from_secs(30);
+pub const DEFAULT_SUBSCRIBER_STALL: Duration = Duration::from_secs(30);
 /// How long an accepted socket may stay without an authenticated request.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The accept loop's pause after an error (a full file table), doubling up to the max.
@@ -260,6 +262,7 @@ impl ServeConfig {
             recycle_after_threads: DEFAULT_RECYCLE_AFTER_THREADS,
             recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            subscriber_stall: DEFAULT_SUBSCRIBER_STALL,
         }
     }
 }
@@ -1206,12 +1209,24 @@ async fn subscribe_run(
         };
         if missed > 0 {
             let marker = RunEvent::EventsDropped { count: missed }.to_value();
-            send_or_drop(&sink, serde_json::value::to_raw_value(&marker)?, &run_id).await?;
+            send_or_drop(
+                &sink,
+                serde_json::value::to_raw_value(&marker)?,
+                &run_id,
+                bridge.config.subscriber_stall,
+            )
+            .await?;
             sent += missed;
         }
         for event in batch {
             // The log holds validated JSON: copy it, do not parse it again per subscriber.
-            send_or_drop(&sink, (*event).to_owned(), &run_id).await?;
+            send_or_drop(
+                &sink,
+                (*event).to_owned(),
+                &run_id,
+                bridge.config.subscriber_stall,
+            )
+            .await?;
             sent += 1;
         }
         if done && sent >= count {
@@ -1224,19 +1239,18 @@ async fn subscribe_run(
 }
 
 /// Send one event to a subscriber whose queue (bounded per connection) has room within
-/// [`SUBSCRIBER_STALL`]; one that reads nothing for that long is dropped, so it holds no more
+/// `stall` (`--subscriber-stall`); one that reads nothing for that long is dropped, so it holds no more
 /// than its queue. It can subscribe again: the run's log replays.
 async fn send_or_drop(
     sink: &jsonrpsee::SubscriptionSink,
     event: Box<serde_json::value::RawValue>,
     run_id: &str,
+    stall: Duration,
 ) -> Result<(), jsonrpsee::core::SubscriptionError> {
-    match sink.send_timeout(event, SUBSCRIBER_STALL).await {
+    match sink.send_timeout(event, stall).await {
         Ok(()) => Ok(()),
         Err(jsonrpsee::server::SendTimeoutError::Timeout(_)) => {
-            tracing::warn!(
-                "a subscriber of {run_id} read nothing for {SUBSCRIBER_STALL:?}; dropped it"
-            );
+            tracing::warn!("a subscriber of {run_id} read nothing for {stall:?}; dropped it");
             Err("subscriber too slow: dropped (subscribe again to replay the run)".into())
         }
         Err(jsonrpsee::server::SendTimeoutError::Closed(_)) => {

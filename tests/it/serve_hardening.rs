@@ -855,3 +855,72 @@ async fn session_bindings_are_bounded() {
         "the newest is kept: {file}"
     );
 }
+
+/// One masked WebSocket text frame (clients must mask), for a raw client that never reads.
+fn ws_text_frame(payload: &[u8]) -> Vec<u8> {
+    let mask = [0x5a, 0x17, 0xc3, 0x88];
+    let mut frame = vec![0x81];
+    match payload.len() {
+        len if len < 126 => frame.push(0x80 | len as u8),
+        len => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(&mask);
+    frame.extend(
+        payload
+            .iter()
+            .enumerate()
+            .map(|(i, byte)| byte ^ mask[i % 4]),
+    );
+    frame
+}
+
+/// Protection: a subscriber that never reads is dropped. A raw WebSocket client subscribes 300
+/// times to a finished run (each replays the whole log) and reads nothing; once its queue and
+/// the socket buffers are full, serve drops it after `--subscriber-stall` (here 2 s) instead of
+/// holding its events and its task forever.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_never_reads_is_dropped() {
+    use std::io::Write;
+    codex_bin();
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&["--subscriber-stall", "2"]);
+    let client = serve.client().await;
+    let started: Value = client
+        .request("bridge.runStart", rpc_params![fixture.document()])
+        .await
+        .expect("run");
+    let run_id = started["runId"].as_str().expect("id").to_string();
+    crate::serve::events_until(&client, &run_id, |event| event["event"] == "turnEnd").await;
+    let mut raw = std::net::TcpStream::connect(serve.addr).expect("connect");
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {}\r\n\r\n",
+        serve.addr,
+        serve.token()
+    );
+    raw.write_all(request.as_bytes()).expect("upgrade");
+    for id in 0..300 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "bridge.subscribeRun", "params": [run_id]});
+        raw.write_all(&ws_text_frame(call.to_string().as_bytes()))
+            .expect("subscribe");
+    }
+    // Never read: wait for serve to give up on this subscriber.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !serve.stderr().contains("read nothing for") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        serve.stderr().contains("read nothing for 2s; dropped it"),
+        "{}",
+        serve.stderr()
+    );
+    drop(raw);
+    let status: Value = client
+        .request("bridge.status", rpc_params![])
+        .await
+        .expect("serve still answers");
+    assert!(status["runs"].is_array());
+}

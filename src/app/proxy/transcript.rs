@@ -143,15 +143,16 @@ impl Transcript {
             serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
         let id = message.get("id").map(Value::to_string);
         let is_request = message.get("method").is_some();
-        let thread = thread_of(&message).or_else(|| {
-            // A response lands where its request did.
-            (!is_request)
+        // The thread's file, or (for a response) the file its request went to, which is a file
+        // name already, or the connection's.
+        let thread = thread_of(&message);
+        let file = match &thread {
+            Some(thread) => safe_name(thread),
+            None => (!is_request)
                 .then(|| id.as_ref().and_then(|id| self.pending.remove(id)))
                 .flatten()
-        });
-        let file = thread
-            .as_deref()
-            .map_or_else(|| "connection".to_string(), safe_name);
+                .unwrap_or_else(|| "connection".to_string()),
+        };
         let opens_thread = is_request
             && thread.is_none()
             && matches!(
@@ -342,5 +343,46 @@ mod tests {
             Transcript::open(&linked).is_err(),
             "a linked folder is refused"
         );
+    }
+
+    /// A response lands in the file of its request, whatever that file is called: the
+    /// connection's, or a thread's hashed name (never hashed a second time).
+    #[test]
+    fn responses_follow_their_request_into_the_same_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let folder = dir.path().join("t");
+        let mut transcript = Transcript::open(&folder).expect("open");
+        transcript.record(
+            Direction::In,
+            br#"{"id":1,"method":"initialize","params":{}}"#,
+        );
+        transcript.record(Direction::Out, br#"{"id":1,"result":{"userAgent":"x"}}"#);
+        transcript.record(
+            Direction::In,
+            br#"{"id":2,"method":"turn/start","params":{"threadId":"odd/id"}}"#,
+        );
+        transcript.record(Direction::Out, br#"{"id":2,"result":{"turn":{"id":"u"}}}"#);
+        drop(transcript);
+        let mut names: Vec<String> = std::fs::read_dir(&folder)
+            .expect("read")
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            vec![
+                "connection.jsonl".to_string(),
+                format!("{}.jsonl", safe_name("odd/id"))
+            ]
+        );
+        let lines = |name: &str| {
+            std::fs::read_to_string(folder.join(name))
+                .expect("read")
+                .lines()
+                .count()
+        };
+        assert_eq!(lines("connection.jsonl"), 2);
+        assert_eq!(lines(&format!("{}.jsonl", safe_name("odd/id"))), 2);
     }
 }
