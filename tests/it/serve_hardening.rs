@@ -24,6 +24,18 @@ fn unsandboxed_dir() -> tempfile::TempDir {
         .expect("outside folder")
 }
 
+/// Answer a `toolCall` event with a successful "sent".
+async fn answer_call(client: &jsonrpsee::ws_client::WsClient, call: &Value) {
+    let ok: Value = client
+        .request(
+            "bridge.toolResult",
+            rpc_params![json!({"callId": call["callId"], "text": "sent", "success": true})],
+        )
+        .await
+        .expect("toolResult");
+    assert_eq!(ok["ok"], true);
+}
+
 /// A stub script whose model asks `times` times to `touch escaped` outside the sandbox
 /// (`sandbox_permissions: "require_escalated"`), then ends the turn.
 fn escalation_script(fixture: &Fixture, escaped: &std::path::Path, times: usize) -> PathBuf {
@@ -486,13 +498,7 @@ async fn runs_in_progress_are_bounded() {
         text.contains("4290") && text.contains("--max-runs"),
         "{text}"
     );
-    let _: Value = client
-        .request(
-            "bridge.toolResult",
-            rpc_params![json!({"callId": call["callId"], "text": "sent", "success": true})],
-        )
-        .await
-        .expect("answer");
+    answer_call(&client, &call).await;
     crate::serve::events_until(&client, &first_id, |event| event["event"] == "turnEnd").await;
     let again: Value = client
         .request("bridge.runStart", rpc_params![fixture.document()])
@@ -712,13 +718,7 @@ async fn one_client_cannot_see_or_touch_another_clients_runs() {
             .is_some_and(|runs| runs.iter().any(|run| run["client"] == "alice")),
         "{all}"
     );
-    let _: Value = alice
-        .request(
-            "bridge.toolResult",
-            rpc_params![json!({"callId": call["callId"], "text": "sent", "success": true})],
-        )
-        .await
-        .expect("alice answers her own call");
+    answer_call(&alice, &call).await;
     let events =
         crate::serve::events_until(&alice, &run_id, |event| event["event"] == "turnEnd").await;
     assert_eq!(events.last().expect("end")["status"], "completed");
