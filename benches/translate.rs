@@ -12,12 +12,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use clawbridge::codex::protocol::params::build_params;
 use clawbridge::config::{Run, RunDocument};
 use clawbridge::routing::route_workspace;
 use clawbridge::skills::{
     eligible_skills, parse_skill, render_skills_prompt, skill_version, CatalogSurface, SkillTier,
 };
+use clawbridge::translate::params::build_params;
 use clawbridge::translate::{translate, TranslateOptions};
 use clawbridge::workspace::{BootstrapFile, FileContent, LoadedWorkspace, BOOTSTRAP_FILE_NAMES};
 use serde_json::json;

@@ -94,11 +94,6 @@ impl Error {
             | Error::Catalog { .. } => ErrorKind::BadInput,
         }
     }
-
-    /// True when the failure is the user's input (exit 2) rather than an internal fault (exit 1).
-    pub fn is_bad_input(&self) -> bool {
-        self.kind() != ErrorKind::Io
-    }
 }
 
 /// Result alias of the library.

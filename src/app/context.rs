@@ -2,11 +2,11 @@
 
 use serde::Serialize;
 
-use crate::codex::protocol::params::tool_placement;
 use crate::config::{Harness, Run};
 use crate::routing::RoutedFile;
 use crate::skills::CatalogFormat;
 use crate::support::text::len16;
+use crate::translate::params::tool_placement;
 use crate::translate::Translation;
 use crate::workspace::OmittedFile;
 

@@ -15,7 +15,7 @@ use crate::codex::client::process::SpawnOptions;
 use crate::codex::client::session::{
     CodexSession, SessionError, TurnEvent, TurnLimits, TurnOutcome,
 };
-use crate::codex::protocol::params::{CodexParams, ThreadParams};
+use crate::codex::protocol::params::CodexParams;
 use crate::config::Run;
 
 /// How to pair.
@@ -151,13 +151,5 @@ pub async fn run_pairing(
             session.kill().await;
             Err(error.into())
         }
-    }
-}
-
-/// The thread id the params will produce (for messages before the thread exists).
-pub fn thread_label(params: &CodexParams) -> &str {
-    match &params.thread {
-        ThreadParams::ThreadStart(_) => "<new thread>",
-        ThreadParams::ThreadResume(resume) => &resume.thread_id,
     }
 }

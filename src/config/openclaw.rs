@@ -61,12 +61,6 @@ impl OpenClawConfig {
             .or_else(|| dotted_get(&self.root, &format!("agents.defaults.{}", key.name())))
     }
 
-    /// The agent entry's own value of a per-agent key (no fallback).
-    pub fn agent_own_value(&self, agent_id: &str, key: AgentKey) -> Option<&Value> {
-        self.agent_entry(agent_id)
-            .and_then(|entry| dotted_get(entry, key.name()))
-    }
-
     /// Every path the config names, with the field it came from (`config.skills.load.extraDirs[0]`),
     /// as written. The service checks each against its roots (docs/threat-model.md).
     pub fn named_paths(&self) -> Vec<(String, String)> {
@@ -195,15 +189,6 @@ impl OpenClawConfig {
                 Some(Value::String(text)) => parse_duration_ms(text).is_some_and(|ms| ms > 0),
                 Some(_) => false,
             }
-    }
-
-    /// The heartbeat interval text in force for `agent_id` (default `30m`).
-    pub fn heartbeat_every(&self, agent_id: &str) -> String {
-        match self.agent_value(agent_id, keys::HEARTBEAT_EVERY) {
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Number(number)) => format!("{number}m"),
-            _ => "30m".to_string(),
-        }
     }
 
     /// The heartbeat gate of docs/routing.md §3.3 for `agent_id` (also gates the system prompt's

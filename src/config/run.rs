@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::openclaw::OpenClawConfig;
+pub use crate::codex::protocol::params::{ApprovalPolicy, SandboxMode};
 use crate::error::{Error, Result};
 use crate::support::fs::{normalize, ReadRefusal, Roots};
 
@@ -377,51 +378,6 @@ impl Thinking {
             Thinking::Medium => "medium",
             Thinking::High => "high",
             Thinking::Xhigh => "xhigh",
-        }
-    }
-}
-
-/// Codex approval policy (the retired `on-failure` is refused).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalPolicy {
-    Untrusted,
-    OnRequest,
-    #[default]
-    Never,
-}
-
-/// Codex sandbox mode, ordered from the least to the most access (the service's ceiling compares
-/// with this order).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Deserialize,
-    Serialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    ReadOnly,
-    WorkspaceWrite,
-    #[default]
-    DangerFullAccess,
-}
-
-impl SandboxMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SandboxMode::ReadOnly => "read-only",
-            SandboxMode::WorkspaceWrite => "workspace-write",
-            SandboxMode::DangerFullAccess => "danger-full-access",
         }
     }
 }

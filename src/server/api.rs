@@ -117,21 +117,6 @@ pub struct Status {
     pub pending_approvals: usize,
 }
 
-/// The methods, in the order the document lists them.
-pub const METHODS: [&str; 11] = [
-    "bridge.params",
-    "bridge.context",
-    "bridge.prompt",
-    "bridge.runStart",
-    "bridge.subscribeRun",
-    "bridge.unsubscribeRun",
-    "bridge.toolResult",
-    "bridge.approval",
-    "bridge.runInterrupt",
-    "bridge.status",
-    "rpc.discover",
-];
-
 struct Param {
     name: &'static str,
     summary: &'static str,

@@ -48,12 +48,14 @@ use crate::codex::client::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
 };
 use crate::codex::protocol::inbound::RequestKind;
-use crate::codex::protocol::params::{
-    dynamic_tools, thread_config, AskForApproval, CodexParams, ThreadParams,
+use crate::codex::protocol::methods::{
+    ThreadUnsubscribe, ThreadUnsubscribeParams, TurnInterrupt, TurnInterruptParams,
 };
+use crate::codex::protocol::params::{AskForApproval, CodexParams, ThreadParams};
 use crate::config::{ApprovalPolicy, Run, RunDocument, SandboxMode};
 use crate::skills::SkillCache;
 use crate::support::fs::Roots;
+use crate::translate::params::{dynamic_tools, thread_config};
 use crate::translate::{translate, TranslateOptions};
 
 pub mod api;
@@ -507,10 +509,7 @@ impl Bridge {
             .current_hub()
             .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
         hub.peer()
-            .request::<_, Value>(
-                "turn/interrupt",
-                &json!({"threadId": thread_id, "turnId": turn_id}),
-            )
+            .call::<TurnInterrupt>(&TurnInterruptParams { thread_id, turn_id })
             .await
             .map_err(|error| rpc_error(codes::THREAD_FAILED, error.to_string()))?;
         Ok(())
@@ -1157,10 +1156,10 @@ async fn run_start(
             Some(thread_id)
         };
         if let Some(unload) = unload {
-            let unsubscribe_params = json!({"threadId": unload});
-            let unsubscribe = hub
-                .peer()
-                .request::<_, Value>("thread/unsubscribe", &unsubscribe_params);
+            let unsubscribe_params = ThreadUnsubscribeParams {
+                thread_id: unload.clone(),
+            };
+            let unsubscribe = hub.peer().call::<ThreadUnsubscribe>(&unsubscribe_params);
             if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), unsubscribe).await
             {
                 tracing::debug!("thread/unsubscribe {unload}: {error}");

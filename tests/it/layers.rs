@@ -8,12 +8,13 @@ use crate::util::repo_root;
 const LAYERS: &[(&str, usize)] = &[
     ("error", 0),
     ("support", 0),
+    // The Codex wire as data: it knows nothing of OpenClaw runs (the policy is in translate).
+    ("codex::protocol", 0),
     ("config", 1),
     ("workspace", 2),
     ("skills", 2),
     ("routing", 3),
     ("render", 4),
-    ("codex::protocol", 5),
     ("translate", 6),
     ("codex::client", 7),
     ("artifacts", 8),

@@ -98,7 +98,7 @@ fn golden_prompts_per_mode_and_surface() {
     let real = run.workspace.clone();
     run = run.with_path_alias(real, PathBuf::from("/srv/openclaw-happy-path/workspace"));
     let translation = translate(&run, &TranslateOptions::hermetic()).expect("translate");
-    let (_, deferred) = clawbridge::codex::protocol::params::dynamic_tools(&run);
+    let (_, deferred) = clawbridge::translate::params::dynamic_tools(&run);
     golden(
         "prompt/codex-developer.telegram-direct.txt",
         &format!(

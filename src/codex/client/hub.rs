@@ -147,9 +147,14 @@ async fn route_loop(
                         let peer = peer.clone();
                         let thread = thread_id.clone();
                         tokio::spawn(async move {
-                            let params = serde_json::json!({"threadId": thread, "turnId": turn_id});
-                            let interrupt =
-                                peer.request::<_, serde_json::Value>("turn/interrupt", &params);
+                            use crate::codex::protocol::methods::{
+                                TurnInterrupt, TurnInterruptParams,
+                            };
+                            let params = TurnInterruptParams {
+                                thread_id: thread,
+                                turn_id,
+                            };
+                            let interrupt = peer.call::<TurnInterrupt>(&params);
                             let _ =
                                 tokio::time::timeout(std::time::Duration::from_secs(5), interrupt)
                                     .await;

@@ -147,6 +147,14 @@ impl Peer {
         })
     }
 
+    /// Call a typed Codex [`Method`](crate::codex::protocol::methods::Method).
+    pub async fn call<M: crate::codex::protocol::methods::Method>(
+        &self,
+        params: &M::Params,
+    ) -> Result<M::Result, PeerError> {
+        self.request(M::NAME, params).await
+    }
+
     /// Send a request; the answer stays raw JSON.
     pub async fn request_raw<P: Serialize>(
         &self,

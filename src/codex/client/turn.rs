@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -438,9 +438,14 @@ async fn interrupt<S: EventSource>(
     error: &SessionError,
 ) -> bool {
     tracing::warn!("{error}; sending turn/interrupt");
-    let params = json!({"threadId": outcome.thread_id, "turnId": outcome.turn_id});
+    let params = crate::codex::protocol::methods::TurnInterruptParams {
+        thread_id: outcome.thread_id.clone(),
+        turn_id: outcome.turn_id.clone(),
+    };
     let ended = async {
-        let _ = peer.request::<_, Value>("turn/interrupt", &params).await;
+        let _ = peer
+            .call::<crate::codex::protocol::methods::TurnInterrupt>(&params)
+            .await;
         while let Some(message) = source.recv().await {
             if let Inbound::Notification(notification) = &message {
                 let ours = notification.scope.turn_id.as_deref() == Some(outcome.turn_id.as_str());

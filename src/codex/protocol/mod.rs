@@ -2,10 +2,12 @@
 //!
 //! Layout: [`params`] owns the typed `thread/start`, `thread/resume` and `turn/start` structs
 //! (strict outbound: every key we send is a field) and assembles them for a run; [`wire`] mirrors
-//! JSON-RPC as Codex speaks it (no `"jsonrpc"` field, ids keep their JSON type); [`inbound`]
+//! JSON-RPC as Codex speaks it (no `"jsonrpc"` field, ids keep their JSON type); [`methods`]
+//! types the other requests clawbridge sends (`turn/interrupt`, `thread/unsubscribe`); [`inbound`]
 //! types the notifications and server requests clawbridge acts on, keeping the rest raw.
 
 pub mod inbound;
+pub mod methods;
 pub mod params;
 pub mod wire;
 

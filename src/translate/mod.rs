@@ -5,7 +5,9 @@
 //! the moment of use and asks [`NoticeMemory`] about `once` truncation notices; the memory itself
 //! lives in the app layer.
 
-use crate::codex::protocol::params::{build_params, CodexParams};
+pub mod params;
+
+use crate::codex::protocol::params::CodexParams;
 use crate::config::{Harness, Run};
 use crate::error::Result;
 use crate::routing::{route_workspace, RoutedWorkspace};
@@ -14,6 +16,7 @@ use crate::skills::{
     HostFacts, IneligibleSkill, SkillCache, SkillEntry, SkillsPrompt,
 };
 use crate::workspace::{load_bootstrap_files, LoadedWorkspace};
+use params::build_params;
 
 /// Remembers which `once` truncation notices a session was shown (kept by the app layer:
 /// `app::state::WarningLedger`). Routing itself is pure and only names the notice.
