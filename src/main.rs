@@ -59,7 +59,7 @@ impl From<clawbridge::server::ServeError> for Failure {
 fn main() -> ExitCode {
     // OpenClaw's Codex slot calls `clawbridge -c ... app-server ...`, a shape clap cannot read.
     let given: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    match clawbridge::app::proxy::slot_invocation(&given) {
+    match clawbridge::proxy::slot_invocation(&given) {
         Ok(Some(invocation)) => {
             init_logging(0);
             return match slot(invocation) {
@@ -100,25 +100,25 @@ fn main() -> ExitCode {
 }
 
 /// A call in OpenClaw's Codex slot: the proxy, or the real Codex for anything else.
-fn slot(invocation: clawbridge::app::proxy::SlotInvocation) -> Result<ExitCode, Failure> {
+fn slot(invocation: clawbridge::proxy::SlotInvocation) -> Result<ExitCode, Failure> {
     match invocation {
-        clawbridge::app::proxy::SlotInvocation::Proxy(parsed) => proxy(parsed.into()),
-        clawbridge::app::proxy::SlotInvocation::Passthrough(args) => {
-            let never = clawbridge::app::proxy::passthrough(&args)
-                .map_err(|error| Failure(error.into(), 3))?;
+        clawbridge::proxy::SlotInvocation::Proxy(parsed) => proxy(parsed.into()),
+        clawbridge::proxy::SlotInvocation::Passthrough(args) => {
+            let never =
+                clawbridge::proxy::passthrough(&args).map_err(|error| Failure(error.into(), 3))?;
             match never {}
         }
     }
 }
 
-fn proxy(settings: clawbridge::app::proxy::ProxySettings) -> Result<ExitCode, Failure> {
+fn proxy(settings: clawbridge::proxy::ProxySettings) -> Result<ExitCode, Failure> {
     block_on(async move {
-        let code = clawbridge::app::proxy::run_proxy(settings)
+        let code = clawbridge::proxy::run_proxy(settings)
             .await
             .map_err(|error| {
                 let code = match error {
-                    clawbridge::app::proxy::ProxyError::Transcript { .. }
-                    | clawbridge::app::proxy::ProxyError::Offline(_) => 2,
+                    clawbridge::proxy::ProxyError::Transcript { .. }
+                    | clawbridge::proxy::ProxyError::Offline(_) => 2,
                     _ => 3,
                 };
                 Failure(error.into(), code)
@@ -200,7 +200,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 check: args.check,
             })?)
         }
-        Command::AppServer(args) => proxy(clawbridge::app::proxy::ProxySettings {
+        Command::AppServer(args) => proxy(clawbridge::proxy::ProxySettings {
             codex_bin: args.codex_bin,
             transcript: args.transcript,
             args: args.args,

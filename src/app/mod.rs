@@ -8,10 +8,10 @@
 //! [`pairing`] drives one turn through a real Codex; [`capture`] redacts and labels what Codex
 //! sent the model; [`offline`] is the loopback model stub and the throwaway `CODEX_HOME`;
 //! [`state`] is what the process remembers between runs (the `once` warning ledger); [`doctor`]
-//! checks the machine; [`proxy`] is `clawbridge app-server`, the pass-through for OpenClaw's
-//! Codex slot.
+//! checks the machine; [`clients`] keeps the service's named client tokens.
 //!
-//! May use every layer below it (docs/architecture.md); only `server` and the binary use it.
+//! May use every layer below it (docs/architecture.md); only `server`, `proxy` and the binary
+//! use it.
 
 pub mod capture;
 pub mod clients;
@@ -22,6 +22,5 @@ pub mod events;
 pub mod fixtures;
 pub mod offline;
 pub mod pairing;
-pub mod proxy;
 pub mod run;
 pub mod state;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("artifacts", 8),
     ("app", 9),
     ("server", 10),
+    ("proxy", 10),
 ];
 
 /// The layer of a module path such as `codex::client::peer` or `skills`.
