@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
@@ -53,10 +52,7 @@ pub fn name_problem(name: &str) -> Option<String> {
 
 /// The SHA-256 of a token as hex.
 pub fn token_sha256(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::support::hex::sha256(token.as_bytes(), 32)
 }
 
 impl ClientsFile {
@@ -123,12 +119,10 @@ impl ClientsFile {
                 path.display()
             )));
         }
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|error| Error::Write {
+        let token = crate::support::hex::random(32).map_err(|source| Error::Write {
             path: path.to_path_buf(),
-            source: std::io::Error::other(format!("no random source: {error}")),
+            source,
         })?;
-        let token: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
         file.clients.push(ClientEntry {
             name: name.to_string(),
             sha256: token_sha256(&token),

@@ -259,9 +259,7 @@ impl ResponsesStub {
 
 /// 128 random bits as hex, from the OS.
 fn random_secret() -> std::io::Result<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    crate::support::hex::random(16)
 }
 
 impl CapturedRequest {

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
@@ -296,10 +295,7 @@ fn with_final_newline(mut text: String) -> String {
 
 /// SHA-256 as 64 lowercase hex digits.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::support::hex::sha256(bytes, 32)
 }
 
 /// The `source` object of a provenance file (keys in this order).

@@ -44,12 +44,10 @@ pub fn safe_name(name: &str) -> String {
         })
         .take(64)
         .collect();
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(name.as_bytes());
-    let hash: String = digest[..8]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("{reduced}-{hash}")
+    format!(
+        "{reduced}-{}",
+        crate::support::hex::sha256(name.as_bytes(), 8)
+    )
 }
 
 /// Ends in `-` and 16 lowercase hex digits, as [`safe_name`]'s hashed names do.

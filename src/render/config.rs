@@ -83,11 +83,7 @@ pub fn display_owner(id: &str, hash: bool, secret: Option<&str>) -> String {
         },
         None => Sha256::digest(id.as_bytes()).to_vec(),
     };
-    digest
-        .iter()
-        .take(6)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::support::hex::encode(&digest[..digest.len().min(6)])
 }
 
 fn string(value: Option<&Value>) -> Option<String> {

@@ -34,7 +34,6 @@ use std::time::Duration;
 use jsonrpsee::server::{PendingSubscriptionSink, RpcModule, Server, ServerHandle};
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tokio::sync::{oneshot, watch};
 
 use crate::app::commands;
@@ -55,6 +54,7 @@ use crate::codex::protocol::params::{AskForApproval, CodexParams, ThreadParams};
 use crate::config::{ApprovalPolicy, Run, RunDocument, SandboxMode};
 use crate::skills::SkillCache;
 use crate::support::fs::Roots;
+use crate::support::sync::lock;
 use crate::translate::params::{dynamic_tools, thread_config};
 use crate::translate::{translate, TranslateOptions};
 
@@ -427,12 +427,6 @@ pub struct Bridge {
     state_lock: Mutex<Option<state::StateLock>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Bridge {
     fn bindings_path(&self) -> PathBuf {
         state::bindings_path(&self.config.state_dir)
@@ -785,9 +779,9 @@ pub fn thread_fingerprint(run: &Run, developer_instructions: &str) -> String {
         "tools": specs,
         "config": thread_config(run),
         "model": run.model,
-        "developerInstructions": hex(&Sha256::digest(developer_instructions.as_bytes())),
+        "developerInstructions": crate::support::hex::sha256(developer_instructions.as_bytes(), 32),
     });
-    hex(&Sha256::digest(fingerprint.to_string().as_bytes()))
+    crate::support::hex::sha256(fingerprint.to_string().as_bytes(), 32)
 }
 
 fn strip_descriptions(value: &mut Value) {
@@ -799,10 +793,6 @@ fn strip_descriptions(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
         _ => {}
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// One run's hold on a thread; dropping it frees the thread for the next run.

@@ -24,10 +24,8 @@ pub fn validate(token: &str, source: &str) -> Result<(), ServeError> {
 
 /// A fresh token from the operating system's random source.
 pub fn generate() -> Result<String, ServeError> {
-    let mut bytes = [0u8; GENERATED_BYTES];
-    getrandom::fill(&mut bytes)
-        .map_err(|error| ServeError::Usage(format!("no random source for a token: {error}")))?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    crate::support::hex::random(GENERATED_BYTES)
+        .map_err(|error| ServeError::Usage(format!("no random source for a token: {error}")))
 }
 
 /// The token of `<state-dir>/token`, created (0600) when there is none. Returns the token and

@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 pub use catalog::{render_skills_prompt, CatalogFormat, CatalogSurface, SkillsPrompt};
 pub use discover::{discover_skills, discover_skills_cached, parse_skill, skill_roots, SkillCache};
@@ -118,9 +117,7 @@ pub struct DiscoveredSkills {
 
 /// `sha256:` + the first 16 hex digits of SHA-256 over the raw bytes.
 pub fn skill_version(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", crate::support::hex::sha256(bytes, 8))
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 
 pub mod deadline;
 pub mod fs;
+pub mod hex;
 pub mod json;
 pub mod process;
 pub mod redact;
+pub mod sync;
 pub mod text;

@@ -24,6 +24,7 @@ use super::turn::{drive_turn, TurnFailure};
 use crate::codex::protocol::inbound::Inbound;
 use crate::codex::protocol::params::{ThreadParams, TurnStartParams};
 use crate::codex::protocol::wire::METHOD_NOT_FOUND;
+use crate::support::sync::lock;
 
 /// Messages kept for a thread nobody claimed yet, and how many such threads.
 const UNCLAIMED_PER_THREAD: usize = 256;
@@ -85,12 +86,6 @@ impl Drop for ThreadHandle {
         }
         table.released.insert(self.thread_id.clone());
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The thread a message belongs to.

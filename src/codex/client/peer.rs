@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
 use crate::codex::protocol::wire::{encode, Incoming, Outgoing, RawJson, RequestId, RpcError};
+use crate::support::sync::lock;
 
 /// Peer limits.
 #[derive(Clone, Debug)]
@@ -262,13 +263,6 @@ impl Peer {
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, PendingRequest>> {
         lock(&self.shared.pending)
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock cannot leave the map inconsistent; keep going.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Receiver<String>) {

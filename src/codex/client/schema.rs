@@ -429,10 +429,7 @@ impl SchemaCache {
         )
         .map_err(failed)?;
         let digest = hasher.finalize();
-        let hash: String = digest[..8]
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let hash = crate::support::hex::encode(&digest[..8]);
         Ok(self.dir(&format!("{version}-{hash}")))
     }
 
