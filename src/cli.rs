@@ -1,11 +1,44 @@
-//! The command line: what the user types, as clap structs (raw flags). `main.rs` turns them into
-//! app-layer calls; every closed set is a clap enum.
+//! The command line: what the user types, as clap structs. Closed sets parse straight into the
+//! library's own types ([`choice`]), and the service's flags become its settings here
+//! ([`ServeArgs::into_config`]); `main.rs` only dispatches and maps exit codes.
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand};
 
 use clawbridge::app::run as pairing;
+use clawbridge::artifacts::catalog::Personality;
+use clawbridge::config::{PromptMode, SandboxMode};
+
+/// A value parser for a closed set: the names clap lists in `--help`, each parsed into its value.
+fn choice<T: Clone + Send + Sync + 'static>(
+    choices: &'static [(&'static str, T)],
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(choices.iter().map(|(name, _)| *name)).try_map(move |name| {
+        choices
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, value)| value.clone())
+            .ok_or_else(|| format!("unknown value {name}"))
+    })
+}
+
+const MODES: &[(&str, PromptMode)] = &[
+    ("full", PromptMode::Full),
+    ("minimal", PromptMode::Minimal),
+    ("none", PromptMode::None),
+];
+const PERSONALITIES: &[(&str, Personality)] = &[
+    ("default", Personality::Default),
+    ("friendly", Personality::Friendly),
+    ("pragmatic", Personality::Pragmatic),
+];
+const SANDBOXES: &[(&str, SandboxMode)] = &[
+    ("read-only", SandboxMode::ReadOnly),
+    ("workspace-write", SandboxMode::WorkspaceWrite),
+    ("danger-full-access", SandboxMode::DangerFullAccess),
+];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,31 +67,69 @@ pub struct RunArgs {
     pub bootstrap_hook: Option<String>,
 }
 
+impl RunArgs {
+    /// The run document and the translation options these flags name.
+    pub fn load(
+        &self,
+    ) -> clawbridge::Result<(
+        clawbridge::config::Run,
+        clawbridge::translate::TranslateOptions,
+    )> {
+        let run = clawbridge::app::commands::load_run_file(&self.run)?;
+        let options = clawbridge::app::commands::translate_options(
+            self.state_dir.as_deref(),
+            self.bootstrap_hook.clone(),
+            None,
+        );
+        Ok((run, options))
+    }
+}
+
+/// `clawbridge prompt`.
+#[derive(clap::Args, Debug)]
+pub struct PromptArgs {
+    #[command(flatten)]
+    pub args: RunArgs,
+    /// Override the prompt mode.
+    #[arg(long, value_parser = choice(MODES))]
+    pub mode: Option<PromptMode>,
+    /// Print {"stablePrefix", "dynamicSuffix"} as JSON instead of the joined text.
+    #[arg(long)]
+    pub split: bool,
+    /// A provider contribution (JSON: interactionStyle, toolCallStyle, executionBias, stablePrefix, dynamicSuffix).
+    #[arg(long)]
+    pub provider: Option<PathBuf>,
+    /// For a provider without cache-boundary support: drop the marker.
+    #[arg(long)]
+    pub no_cache_boundary: bool,
+    /// The legacy `before_prompt_build` hook: gets the rendered prompt as JSON on stdin,
+    /// prints `{}` or one of systemPrompt, prependSystemContext, appendSystemContext.
+    #[arg(long)]
+    pub before_prompt_build: Option<String>,
+}
+
+impl PromptArgs {
+    /// The prompt settings these flags name (the provider file read).
+    pub fn settings(&self) -> clawbridge::Result<clawbridge::app::commands::PromptSettings> {
+        Ok(clawbridge::app::commands::PromptSettings {
+            mode: self.mode,
+            provider: self
+                .provider
+                .as_deref()
+                .map(clawbridge::app::commands::load_provider)
+                .transpose()?,
+            cache_boundary: !self.no_cache_boundary,
+            before_prompt_build: self.before_prompt_build.clone(),
+        })
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print the exact Codex thread/turn params for a run document.
     Params(RunArgs),
     /// Print OpenClaw's own system prompt for a run (what non-Codex harnesses receive).
-    Prompt {
-        #[command(flatten)]
-        args: RunArgs,
-        /// Override the prompt mode.
-        #[arg(long, value_enum)]
-        mode: Option<ModeArg>,
-        /// Print {"stablePrefix", "dynamicSuffix"} as JSON instead of the joined text.
-        #[arg(long)]
-        split: bool,
-        /// A provider contribution (JSON: interactionStyle, toolCallStyle, executionBias, stablePrefix, dynamicSuffix).
-        #[arg(long)]
-        provider: Option<PathBuf>,
-        /// For a provider without cache-boundary support: drop the marker.
-        #[arg(long)]
-        no_cache_boundary: bool,
-        /// The legacy `before_prompt_build` hook: gets the rendered prompt as JSON on stdin,
-        /// prints `{}` or one of systemPrompt, prependSystemContext, appendSystemContext.
-        #[arg(long)]
-        before_prompt_build: Option<String>,
-    },
+    Prompt(PromptArgs),
     /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
     Context {
         #[command(flatten)]
@@ -183,27 +254,6 @@ pub enum SchemaCommand {
     Openrpc,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum ModeArg {
-    Full,
-    Minimal,
-    None,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum PersonalityArg {
-    Default,
-    Friendly,
-    Pragmatic,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum SandboxArg {
-    ReadOnly,
-    WorkspaceWrite,
-    DangerFullAccess,
-}
-
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on (`127.0.0.1:0` picks a free port; the bound address is the first stdout line).
@@ -227,8 +277,8 @@ pub struct ServeArgs {
     #[arg(long = "allow-host")]
     pub allow_hosts: Vec<String>,
     /// The most sandbox access a run may ask for; runs that name none get it.
-    #[arg(long, value_enum, default_value = "workspace-write")]
-    pub max_sandbox: SandboxArg,
+    #[arg(long, value_parser = choice(SANDBOXES), default_value = "workspace-write")]
+    pub max_sandbox: SandboxMode,
     /// Run documents' paths must lie under one of these folders (repeatable).
     #[arg(long = "workspace-root", required = true)]
     pub workspace_roots: Vec<PathBuf>,
@@ -344,8 +394,8 @@ pub struct SyncArgs {
     /// Model slug to render.
     #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_MODEL)]
     pub model: String,
-    #[arg(long, value_enum, default_value = "pragmatic")]
-    pub personality: PersonalityArg,
+    #[arg(long, value_parser = choice(PERSONALITIES), default_value = "pragmatic")]
+    pub personality: Personality,
     /// Where the fixtures live (relative to the current directory).
     #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_OUT_DIR)]
     pub out_dir: PathBuf,
@@ -414,4 +464,103 @@ impl CodexArgs {
             offline,
         }
     }
+}
+
+impl ServeArgs {
+    /// The service's settings from its flags: the Codex CLI found (or why there is none: serve
+    /// still answers params, context and prompt; runs fail with 4100 and the reason), the stub
+    /// script read, every bound at least 1.
+    pub fn into_config(self) -> clawbridge::Result<clawbridge::server::ServeConfig> {
+        use std::time::Duration;
+        let binary = match clawbridge::codex::client::process::find_codex_binary(
+            self.codex_bin.as_deref(),
+            std::env::var_os("CODEX_BIN"),
+            std::env::var_os("PATH"),
+        ) {
+            Ok(found) => clawbridge::server::CodexBinary::Found(found.path),
+            Err(reason) => clawbridge::server::CodexBinary::Missing(reason),
+        };
+        let stub_script = match &self.stub_script {
+            Some(path) => clawbridge::app::offline::StubScript::load(path)?,
+            None => clawbridge::app::offline::StubScript::default(),
+        };
+        let state_dir = clawbridge::app::commands::state_dir(self.state_dir)?;
+        Ok(clawbridge::server::ServeConfig {
+            listen: self.listen,
+            token: self.token,
+            no_auth: self.no_auth,
+            allow_origins: self.allow_origins,
+            allow_hosts: self.allow_hosts,
+            max_sandbox: self.max_sandbox,
+            codex_home: self.codex_home,
+            offline: self.offline,
+            stub_script,
+            answer_timeout: Duration::from_secs(self.answer_timeout),
+            request_timeout: Duration::from_secs(self.request_timeout.max(1)),
+            max_finished_runs: self.max_finished_runs,
+            finished_run_ttl: Duration::from_secs(self.finished_run_ttl),
+            max_connections: self.max_connections.max(1),
+            idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
+            max_runs: self.max_runs.max(1),
+            max_run_bytes: self.max_run_bytes.max(1024),
+            clients_file: self.clients,
+            recycle_after_threads: self.recycle_after_threads.max(1),
+            recycle_rss_bytes: self.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
+            max_sessions: self
+                .max_sessions
+                .clamp(1, clawbridge::server::MAX_SESSIONS_LIMIT),
+            subscriber_stall: Duration::from_secs(self.subscriber_stall.max(1)),
+            ..clawbridge::server::ServeConfig::new(binary, self.workspace_roots, state_dir)
+        })
+    }
+}
+
+impl From<AppServerArgs> for clawbridge::proxy::ProxySettings {
+    fn from(args: AppServerArgs) -> Self {
+        Self {
+            codex_bin: args.codex_bin,
+            transcript: args.transcript,
+            args: args.args,
+            offline: args.offline,
+            capture: args.capture,
+            stub_script: args.stub_script,
+            check: !args.no_check,
+            schema_cache: None,
+        }
+    }
+}
+
+impl From<SyncArgs> for clawbridge::app::fixtures::SyncSettings {
+    fn from(args: SyncArgs) -> Self {
+        Self {
+            catalog: args.catalog,
+            model: args.model,
+            personality: args.personality,
+            out_dir: args.out_dir,
+            catalog_git_head: args.catalog_git_head,
+            source_label: args.source_label,
+            collaboration_default: args.collaboration_default,
+            check: args.check,
+        }
+    }
+}
+
+impl DoctorArgs {
+    pub fn settings(&self) -> clawbridge::app::doctor::DoctorSettings {
+        clawbridge::app::doctor::DoctorSettings {
+            codex_bin: self.codex_bin.clone(),
+            codex_home: self.codex_home.clone(),
+            state_dir: self.state_dir.clone(),
+            listen: self.listen,
+            workspace_roots: self.workspace_roots.clone(),
+        }
+    }
+}
+
+/// The shell completion script for `shell`.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "clawbridge", &mut script);
+    String::from_utf8_lossy(&script).into_owned()
 }

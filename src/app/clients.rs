@@ -103,6 +103,21 @@ impl ClientsFile {
         Ok(file)
     }
 
+    /// `client list`: a line per client, its name and role (never a token).
+    pub fn render_list(&self) -> String {
+        self.clients
+            .iter()
+            .map(|client| {
+                let role = if client.operator {
+                    "operator"
+                } else {
+                    "client"
+                };
+                format!("{}\t{role}\n", client.name)
+            })
+            .collect()
+    }
+
     /// Add a client with a new token; returns the token (shown once, never stored).
     pub fn add(path: &Path, name: &str, operator: bool) -> Result<String> {
         let invalid = |message: String| Error::InvalidArgument {
@@ -141,6 +156,15 @@ impl ClientsFile {
         crate::support::fs::write_private(path, text.as_bytes())?;
         Ok(token)
     }
+}
+
+/// What `client add` says on stderr before it prints the token.
+pub fn added_notice(name: &str, operator: bool, path: &Path) -> String {
+    format!(
+        "clawbridge client: added {name}{} to {}; its token (shown once):",
+        if operator { " (operator)" } else { "" },
+        path.display()
+    )
 }
 
 #[cfg(test)]

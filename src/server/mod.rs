@@ -1610,6 +1610,28 @@ impl Running {
         lock(&self.bridge.state_lock).take();
     }
 
+    /// Serve until SIGTERM or SIGINT (or until the server stops), then shut down within `grace`
+    /// ([`Running::shutdown`]); a second signal exits the process at once (130).
+    pub async fn until_signal(&self, grace: Duration) -> std::io::Result<()> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+            _ = self.handle.clone().stopped() => return Ok(()),
+        }
+        eprintln!("clawbridge serve: shutting down (a second signal exits at once)");
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            std::process::exit(130);
+        });
+        self.shutdown(grace).await;
+        Ok(())
+    }
+
     /// Stop listening, wait for the server to stop, and release the state dir (so another serve,
     /// in this process or another, may take it at once).
     pub async fn stop(&self) {

@@ -1,0 +1,70 @@
+//! The binary's exit codes, mapped from the library's error kinds: 0 success; 1 a failed check,
+//! a failed turn or an internal fault; 2 bad input or usage; 3 Codex could not be started or
+//! the handshake failed.
+
+use std::process::ExitCode;
+
+use clawbridge::app::pairing::PairingError;
+use clawbridge::error::ErrorKind;
+
+/// A failure with the exit code it maps to.
+pub struct Failure(pub anyhow::Error, pub u8);
+
+impl From<clawbridge::Error> for Failure {
+    fn from(error: clawbridge::Error) -> Self {
+        let code = match error.kind() {
+            ErrorKind::Io => 1,
+            _ => 2,
+        };
+        Failure(error.into(), code)
+    }
+}
+
+impl From<PairingError> for Failure {
+    fn from(error: PairingError) -> Self {
+        match error {
+            PairingError::Input(error) => error.into(),
+            PairingError::Session(error) if error.is_startup() => Failure(error.into(), 3),
+            other => Failure(other.into(), 1),
+        }
+    }
+}
+
+impl From<clawbridge::proxy::ProxyError> for Failure {
+    fn from(error: clawbridge::proxy::ProxyError) -> Self {
+        use clawbridge::proxy::ProxyError;
+        let code = match error {
+            ProxyError::Transcript { .. } | ProxyError::Offline(_) => 2,
+            _ => 3,
+        };
+        Failure(error.into(), code)
+    }
+}
+
+impl From<clawbridge::server::ServeError> for Failure {
+    fn from(error: clawbridge::server::ServeError) -> Self {
+        use clawbridge::server::ServeError;
+        match error {
+            ServeError::Setup(error) => error.into(),
+            ServeError::Bind { .. } => Failure(error.into(), 1),
+            other => Failure(other.into(), 2),
+        }
+    }
+}
+
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// 0 when it went well, else 1.
+pub fn exit_code(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
