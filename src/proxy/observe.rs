@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use super::Direction;
 use crate::app::capture::{label_layers_with, redacted_request, render_layers, Redactions};
 use crate::app::offline::CapturedRequest;
 use crate::codex::client::schema::{ParamsSchemas, Problem};
@@ -25,24 +26,6 @@ pub const OBSERVER_QUEUE: usize = 256;
 const MAX_KNOWN: usize = 32;
 /// Threads whose captured requests are numbered (the oldest is forgotten first).
 const MAX_CAPTURED_THREADS: usize = 256;
-
-/// Which way a line went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// From the client (OpenClaw) to Codex.
-    In,
-    /// From Codex to the client.
-    Out,
-}
-
-impl Direction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::In => "in",
-            Direction::Out => "out",
-        }
-    }
-}
 
 /// Whether a forwarded line is worth a copy to the observer (a cheap byte search; the observer
 /// parses and decides).
@@ -379,7 +362,7 @@ impl CaptureWriter {
             .and_then(|text| serde_json::from_str(text).ok())
             .unwrap_or(Value::Null);
         let (thread, turn) = Self::ids(request, &metadata);
-        let thread_dir = self.dir.join(super::transcript::safe_name(&thread));
+        let thread_dir = self.dir.join(super::safe_name(&thread));
         if !self.threads.contains_key(&thread) {
             if self.threads.len() >= MAX_CAPTURED_THREADS {
                 if let Some(old) = self.order.pop_front() {

@@ -13,51 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::observe::Direction;
-use super::{ProxyError, MAX_OPEN_FILES, MAX_PENDING};
-
-/// The files of the transcript folder that are not a thread's.
-const RESERVED_NAMES: [&str; 3] = ["connection", "conformance", "model-requests"];
-
-/// A thread id as a file name, injectively: a plain id (`[A-Za-z0-9_-]`, at most 100
-/// characters) is its own name; any other (a `/`, a dot, a long or empty id, a reserved name, or
-/// one that already ends like a hashed name) becomes its characters reduced to `[A-Za-z0-9_-]`
-/// (at most 64) plus `-` and 16 hex digits of its SHA-256. Plain names never end in `-` and 16
-/// hex digits, so no two thread ids share a file, and none is `connection` or `conformance`.
-pub fn safe_name(name: &str) -> String {
-    let plain = !name.is_empty()
-        && name.len() <= 100
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if plain && !RESERVED_NAMES.contains(&name) && !looks_hashed(name) {
-        return name.to_string();
-    }
-    let reduced: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    format!(
-        "{reduced}-{}",
-        crate::support::hex::sha256(name.as_bytes(), 8)
-    )
-}
-
-/// Ends in `-` and 16 lowercase hex digits, as [`safe_name`]'s hashed names do.
-fn looks_hashed(name: &str) -> bool {
-    name.len() >= 17
-        && name.as_bytes()[name.len() - 17] == b'-'
-        && name[name.len() - 16..]
-            .bytes()
-            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
-}
+use super::{safe_name, Direction, ProxyError, MAX_OPEN_FILES, MAX_PENDING};
 
 /// The per-thread JSON-lines transcript.
 #[derive(Debug)]

@@ -59,15 +59,6 @@ pub const DELIVERY_HINT_MARKERS: [&str; 2] = [
     "final text is not automatically delivered",
 ];
 
-/// Thread-level developer instructions (docs/routing.md §6.1), rendered by the prompt facade.
-pub fn thread_developer_instructions(
-    run: &Run,
-    routed: &RoutedWorkspace,
-    deferred_tools: &[String],
-) -> String {
-    crate::render::adapter::codex_developer_instructions(run, routed, deferred_tools)
-}
-
 fn file_blocks(files: &[FittedFile], heading: &str) -> Vec<String> {
     files
         .iter()

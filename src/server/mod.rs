@@ -992,11 +992,9 @@ async fn run_start(
         ),
         None => None,
     };
-    // The thread's developer instructions alone (the same for a start and a resume), not a whole
-    // second set of params: those are built once the thread id is known.
-    let (_, deferred) = dynamic_tools(&run);
-    let developer_text =
-        crate::render::codex::thread_developer_instructions(&run, &translation.routed, &deferred);
+    // The thread's developer instructions, rendered once (the same for a start and a resume):
+    // the fingerprint needs them before the thread id is known, the params reuse them.
+    let developer_text = translation.developer_instructions(&run);
     let fingerprint = thread_fingerprint(&run, &developer_text);
     let bound = run
         .session_key
@@ -1015,7 +1013,7 @@ async fn run_start(
         .hub(&run.cwd)
         .await
         .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
-    let mut params = translation.codex_params(&run);
+    let mut params = translation.codex_params_with(&run, developer_text.clone());
     bridge.bind_approvals(&run, &mut params);
     // A bound thread this app-server still has loaded (same fingerprint, so the same developer
     // instructions, tools and config) needs no `thread/resume`: the turn goes straight on.
@@ -1036,7 +1034,7 @@ async fn run_start(
             );
             run.thread_id = None;
             claim = None;
-            params = translation.codex_params(&run);
+            params = translation.codex_params_with(&run, developer_text.clone());
             bridge.bind_approvals(&run, &mut params);
             hub.open_thread(&params.thread)
                 .await

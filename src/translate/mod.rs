@@ -177,4 +177,19 @@ impl Translation {
     pub fn codex_params(&self, run: &Run) -> CodexParams {
         build_params(run, &self.routed, &self.skills_prompt)
     }
+
+    /// The thread's developer instructions (rendered once; see [`Translation::codex_params_with`]).
+    pub fn developer_instructions(&self, run: &Run) -> String {
+        params::developer_instructions(run, &self.routed)
+    }
+
+    /// The Codex params of this translation with its developer instructions already rendered.
+    pub fn codex_params_with(&self, run: &Run, developer_instructions: String) -> CodexParams {
+        params::assemble_params(
+            run,
+            &self.routed,
+            &self.skills_prompt,
+            developer_instructions,
+        )
+    }
 }

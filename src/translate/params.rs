@@ -206,14 +206,30 @@ fn sandbox_policy(run: &Run, cwd: &str) -> SandboxPolicy {
     }
 }
 
+/// The thread's developer instructions for `run` (docs/routing.md §6.1): the same for a start
+/// and a resume, so a caller that needs them first (the service's thread fingerprint) renders
+/// them once and passes them to [`assemble_params`].
+pub fn developer_instructions(run: &Run, routed: &RoutedWorkspace) -> String {
+    let (_, deferred_names) = dynamic_tools(run);
+    crate::render::adapter::codex_developer_instructions(run, routed, &deferred_names)
+}
+
 /// Assemble the params of `run` from its routed workspace and skills prompt.
 pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) -> CodexParams {
+    assemble_params(run, routed, skills, developer_instructions(run, routed))
+}
+
+/// [`build_params`] with the thread's developer instructions already rendered.
+pub fn assemble_params(
+    run: &Run,
+    routed: &RoutedWorkspace,
+    skills: &SkillsPrompt,
+    developer_instructions: String,
+) -> CodexParams {
     let (model, model_provider) = model_and_provider(&run.model, run.openai_auth);
     let service_tier = run.service_tier.map(crate::config::ServiceTier::as_str);
     let cwd = run.display_path(&run.cwd);
-    let (tools, deferred_names) = dynamic_tools(run);
-    let developer_instructions =
-        instructions::thread_developer_instructions(run, routed, &deferred_names);
+    let (tools, _) = dynamic_tools(run);
     let config = thread_config(run);
     let effort = effort_for(run.thinking);
     let thread = match &run.thread_id {
