@@ -1,0 +1,376 @@
+//! The shared state of the service ([`Bridge`]): the app-server (started, recycled), session
+//! bindings and queues, the run registry, pending answers, thread claims, the blocking pool and
+//! the policies that bind a run (the sandbox ceiling, approvals, client ownership).
+
+use super::*;
+
+/// Shared state of the service.
+pub struct Bridge {
+    pub(super) config: ServeConfig,
+    /// The current app-server; readers never wait for a spawn.
+    pub(super) hub: Mutex<Option<Arc<CodexHub>>>,
+    /// App-servers being recycled: they take no new runs and stop when their last run ends.
+    pub(super) draining: Mutex<Vec<Arc<CodexHub>>>,
+    /// App-servers recycled so far.
+    pub(super) recycled: std::sync::atomic::AtomicUsize,
+    /// Serializes spawns (held across the up-to-20 s handshake; nobody else waits on it).
+    pub(super) spawning: tokio::sync::Mutex<()>,
+    /// Set by [`Running::shutdown`]: new runs are refused.
+    pub(super) shutting_down: std::sync::atomic::AtomicBool,
+    /// Bounds the translations running on the blocking pool at once.
+    pub(super) blocking_slots: Arc<tokio::sync::Semaphore>,
+    pub(super) offline: Option<(ResponsesStub, OfflineHome)>,
+    pub(super) bindings: Mutex<BindingFile>,
+    pub(super) session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    pub(super) runs: Mutex<HashMap<String, Arc<RunState>>>,
+    pub(super) pending_tools: Mutex<HashMap<String, PendingCall>>,
+    /// Approval id -> (its run, the answer).
+    pub(super) pending_approvals: Mutex<HashMap<String, (String, oneshot::Sender<bool>)>>,
+    /// Threads a run is using right now: one run per thread at a time.
+    pub(super) busy_threads: Mutex<HashSet<String>>,
+    pub(super) roots: Roots,
+    pub(super) skill_cache: Arc<SkillCache>,
+    /// One serve per state dir, for as long as this one runs (released by [`Running::stop`]).
+    pub(super) state_lock: Mutex<Option<state::StateLock>>,
+}
+
+impl Bridge {
+    pub(super) fn bindings_path(&self) -> PathBuf {
+        state::bindings_path(&self.config.state_dir)
+    }
+
+    pub(super) fn save_bindings(&self) -> Result<(), ErrorObjectOwned> {
+        let text = {
+            let bindings = lock(&self.bindings);
+            // A failed serialization writes nothing: the file on disk stays as it was.
+            serde_json::to_string_pretty(&*bindings)
+                .map_err(|error| rpc_error(codes::INTERNAL, format!("sessions.json: {error}")))?
+                + "\n"
+        };
+        crate::support::fs::write_private(&self.bindings_path(), text.as_bytes())
+            .map_err(|error| rpc_error(codes::INTERNAL, with_causes(&error)))
+    }
+
+    /// The `CODEX_HOME` the app-server gets.
+    pub(super) fn codex_home(&self) -> PathBuf {
+        match (&self.offline, &self.config.codex_home) {
+            (Some((_, home)), _) => home.path.clone(),
+            (None, Some(home)) => home.clone(),
+            (None, None) => std::env::var_os("CODEX_HOME")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
+                .unwrap_or_else(|| PathBuf::from(".codex")),
+        }
+    }
+
+    /// The live hub, starting one if there is none or the last one died.
+    pub(super) async fn hub(&self, cwd: &Path) -> Result<Arc<CodexHub>, ErrorObjectOwned> {
+        if let Some(hub) = self.current_hub() {
+            return Ok(hub);
+        }
+        let _spawning = self.spawning.lock().await;
+        if let Some(hub) = self.current_hub() {
+            return Ok(hub);
+        }
+        let codex_home = self.codex_home();
+        let binary = match &self.config.codex_bin {
+            CodexBinary::Found(path) => path.clone(),
+            CodexBinary::Missing(reason) => {
+                return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()))
+            }
+        };
+        let spawn = SpawnOptions {
+            binary,
+            codex_home,
+            cwd: cwd.to_path_buf(),
+            isolate_environment: self.config.offline,
+        };
+        let hub = CodexHub::spawn(&spawn, PeerConfig::default(), Duration::from_secs(20))
+            .await
+            .map_err(|error| rpc_error(codes::CODEX_UNAVAILABLE, error.to_string()))?;
+        tracing::info!(
+            "codex app-server {} started",
+            hub.codex_version.as_deref().unwrap_or("?")
+        );
+        *lock(&self.hub) = Some(Arc::clone(&hub));
+        Ok(hub)
+    }
+
+    /// Send `turn/interrupt` for a run's turn.
+    pub(super) async fn interrupt(&self, state: &RunState) -> Result<(), ErrorObjectOwned> {
+        let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());
+        let (Some(thread_id), Some(turn_id)) = ids else {
+            return Err(rpc_error(
+                codes::NOT_FOUND,
+                format!("run {} has no turn in progress", state.run_id),
+            ));
+        };
+        let hub = self
+            .current_hub()
+            .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
+        hub.peer()
+            .call::<TurnInterrupt>(&TurnInterruptParams { thread_id, turn_id })
+            .await
+            .map_err(|error| rpc_error(codes::THREAD_FAILED, error.to_string()))?;
+        Ok(())
+    }
+
+    /// After a run on `hub` ended: recycle it once it opened too many threads or grew too big
+    /// (it takes no new runs; the next run starts a fresh app-server and resumes its bound
+    /// thread there), and stop recycled app-servers whose last run ended.
+    pub(super) async fn recycle_if_due(&self, hub: &Arc<CodexHub>) {
+        let threads = hub.threads_opened();
+        let rss = hub.rss_bytes().unwrap_or(0);
+        let due =
+            threads >= self.config.recycle_after_threads || rss >= self.config.recycle_rss_bytes;
+        if due {
+            let mut current = lock(&self.hub);
+            if current.as_ref().is_some_and(|live| Arc::ptr_eq(live, hub)) {
+                *current = None;
+                lock(&self.draining).push(Arc::clone(hub));
+                self.recycled
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tracing::info!(
+                    "recycling codex app-server {:?}: {threads} threads opened, {} MiB resident",
+                    hub.pid,
+                    rss / (1024 * 1024)
+                );
+            }
+        }
+        let idle: Vec<Arc<CodexHub>> = {
+            let mut draining = lock(&self.draining);
+            let (idle, busy) = draining
+                .drain(..)
+                .partition(|old| old.active_threads() == 0 || !old.is_alive());
+            *draining = busy;
+            idle
+        };
+        for old in idle {
+            old.kill().await;
+        }
+    }
+
+    /// Forget finished runs past the TTL or past the count bound (oldest first), and the session
+    /// queues nobody waits in.
+    pub(super) fn prune(&self) {
+        let now = std::time::Instant::now();
+        let ttl = self.config.finished_run_ttl;
+        let mut runs = lock(&self.runs);
+        let mut finished: Vec<(std::time::Instant, String)> = runs
+            .values()
+            .filter_map(|run| lock(&run.ended_at).map(|ended| (ended, run.run_id.clone())))
+            .collect();
+        finished.sort();
+        let excess = finished.len().saturating_sub(self.config.max_finished_runs);
+        for (index, (ended, run_id)) in finished.iter().enumerate() {
+            if index < excess || now.duration_since(*ended) >= ttl {
+                runs.remove(run_id);
+            }
+        }
+        drop(runs);
+        lock(&self.session_locks).retain(|_, queue| Arc::strong_count(queue) > 1);
+    }
+
+    /// The runs that have not ended.
+    pub(super) fn running_runs(&self) -> Vec<Arc<RunState>> {
+        lock(&self.runs)
+            .values()
+            .filter(|run| !run.progress.borrow().1)
+            .cloned()
+            .collect()
+    }
+
+    /// The live app-server, if there is one (never waits).
+    pub(super) fn current_hub(&self) -> Option<Arc<CodexHub>> {
+        lock(&self.hub)
+            .as_ref()
+            .filter(|hub| hub.is_alive())
+            .cloned()
+    }
+
+    /// Run file I/O and parsing on the blocking pool (a bounded number at once), under the
+    /// per-request deadline: a stuck file or a slow parse fails this request only, never the
+    /// async workers that serve everyone else.
+    pub(super) async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&Bridge) -> Result<T, ErrorObjectOwned> + Send + 'static,
+    ) -> Result<T, ErrorObjectOwned> {
+        let limit = self.config.request_timeout;
+        let timed_out = || {
+            rpc_error(
+                codes::TIMEOUT,
+                format!("the request did not finish within {limit:?} (--request-timeout)"),
+            )
+        };
+        let job = async {
+            let permit = Arc::clone(&self.blocking_slots)
+                .acquire_owned()
+                .await
+                .map_err(|_| rpc_error(codes::INTERNAL, "the service is shutting down"))?;
+            let bridge = Arc::clone(self);
+            // The deadline also reaches the work itself, so a long walk stops and frees its
+            // slot instead of running on after the client got 4080.
+            let deadline = std::time::Instant::now() + limit;
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                crate::support::deadline::within(deadline, || work(&bridge))
+            })
+            .await
+            .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))?
+        };
+        tokio::time::timeout(limit, job)
+            .await
+            .unwrap_or_else(|_| Err(timed_out()))
+    }
+
+    pub(super) fn translate_options(&self) -> TranslateOptions {
+        commands::translate_options(
+            Some(&self.config.state_dir),
+            None,
+            Some(Arc::clone(&self.skill_cache)),
+        )
+    }
+
+    /// Parse a run document sent by a client: the sandbox capped at the ceiling, every path it
+    /// names checked against the roots (and again wherever a file is opened).
+    pub(super) fn load_run(&self, params: &Value) -> Result<Run, ErrorObjectOwned> {
+        let document = params
+            .get("run")
+            .filter(|_| params.get("workspace").is_none())
+            .unwrap_or(params);
+        let source = Path::new("<request>");
+        let base = self.config.workspace_roots[0].clone();
+        let mut parsed = RunDocument::parse(&document.to_string(), source)
+            .map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
+        parsed.sandbox = Some(self.cap_sandbox(parsed.sandbox)?);
+        parsed
+            .into_run_confined(source, &base, Some(self.roots.clone()))
+            .map_err(library_error)
+    }
+
+    /// The sandbox a run gets under the ceiling: the ceiling when it names none, a refusal when it
+    /// asks for more.
+    pub(super) fn cap_sandbox(
+        &self,
+        asked: Option<SandboxMode>,
+    ) -> Result<SandboxMode, ErrorObjectOwned> {
+        let ceiling = self.config.max_sandbox;
+        match asked {
+            None => Ok(ceiling),
+            Some(mode) if mode <= ceiling => Ok(mode),
+            Some(mode) => Err(rpc_error(
+                codes::FORBIDDEN,
+                format!(
+                    "field `sandbox`: {} is above this server's ceiling {} (the operator raises it with --max-sandbox)",
+                    mode.as_str(),
+                    ceiling.as_str()
+                ),
+            )),
+        }
+    }
+
+    /// The run `run_id` if `caller` may see it; another client's run is answered like one that
+    /// does not exist.
+    pub(super) fn visible_run(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+    ) -> Result<Arc<RunState>, ErrorObjectOwned> {
+        lock(&self.runs)
+            .get(run_id)
+            .filter(|run| caller.may_use(&run.owner))
+            .cloned()
+            .ok_or_else(|| rpc_error(codes::NOT_FOUND, format!("no run {run_id}")))
+    }
+
+    /// True when `caller` may act on the run `run_id` (false for an unknown one).
+    pub(super) fn may_use_run(&self, caller: &Caller, run_id: &str) -> bool {
+        self.visible_run(caller, run_id).is_ok()
+    }
+
+    /// Refuse a session or thread of another client: a bound session is its owner's; a thread
+    /// that any run still in the registry used is that run's owner's.
+    pub(super) fn check_ownership(
+        &self,
+        caller: &Caller,
+        run: &Run,
+    ) -> Result<(), ErrorObjectOwned> {
+        if let Some(key) = &run.session_key {
+            let owner = lock(&self.bindings)
+                .sessions
+                .get(key)
+                .map(|binding| binding.owner_name().to_string());
+            if owner.is_some_and(|owner| !caller.may_use(&owner)) {
+                return Err(rpc_error(
+                    codes::FORBIDDEN,
+                    "field `sessionKey`: the session belongs to another client",
+                ));
+            }
+        }
+        if let Some(thread_id) = &run.thread_id {
+            let foreign = lock(&self.runs).values().any(|other| {
+                !caller.may_use(&other.owner)
+                    && lock(&other.thread_id).as_deref() == Some(thread_id.as_str())
+            });
+            let bound_elsewhere = lock(&self.bindings).sessions.values().any(|binding| {
+                &binding.thread_id == thread_id && !caller.may_use(binding.owner_name())
+            });
+            if foreign || bound_elsewhere {
+                return Err(rpc_error(
+                    codes::FORBIDDEN,
+                    format!("field `threadId`: thread {thread_id} belongs to another client"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// True when the ceiling leaves commands inside a sandbox: then no approval may take one out.
+    pub(super) fn approvals_bound(&self) -> bool {
+        self.config.max_sandbox < SandboxMode::DangerFullAccess
+    }
+
+    /// The ceiling binds approvals too: below `danger-full-access` a run that asks for approvals
+    /// (`untrusted`, `on-request`) gets Codex's granular policy that rejects every prompt to leave
+    /// the sandbox, so an approving client cannot lift it (docs/threat-model.md).
+    pub(super) fn bind_approvals(&self, run: &Run, params: &mut CodexParams) {
+        if self.approvals_bound() && run.approval_policy != ApprovalPolicy::Never {
+            params.set_approval_policy(AskForApproval::SANDBOX_BOUND);
+        }
+    }
+
+    /// Claim `thread_id` for one run of `session_key`: allowed when the thread is bound to that
+    /// session, or bound to none and not running. Released with [`Bridge::release_thread`].
+    pub(super) fn claim_thread(
+        &self,
+        thread_id: &str,
+        session_key: Option<&str>,
+    ) -> Result<(), ErrorObjectOwned> {
+        let owner = lock(&self.bindings)
+            .sessions
+            .iter()
+            .find(|(_, binding)| binding.thread_id == thread_id)
+            .map(|(key, _)| key.clone());
+        let refused = |why: &str| {
+            rpc_error(
+                codes::FORBIDDEN,
+                format!("field `threadId`: thread {thread_id} {why}"),
+            )
+        };
+        if owner
+            .as_deref()
+            .is_some_and(|owner| Some(owner) != session_key)
+        {
+            return Err(refused("belongs to another session"));
+        }
+        if !lock(&self.busy_threads).insert(thread_id.to_string()) {
+            return Err(refused("is in use by another run"));
+        }
+        Ok(())
+    }
+
+    pub(super) fn release_thread(&self, thread_id: &str) {
+        lock(&self.busy_threads).remove(thread_id);
+    }
+}

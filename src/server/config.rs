@@ -1,0 +1,214 @@
+//! `clawbridge serve`'s settings: the validated command line, every bound and its default.
+
+use super::*;
+
+/// Validated `clawbridge serve` settings.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    /// `--token` / `CLAWBRIDGE_TOKEN`; without one (and without `no_auth`) the service uses
+    /// `<state-dir>/token`, generating it on first start.
+    pub token: Option<String>,
+    /// `--no-auth`: no token at all (loopback only, with a warning).
+    pub no_auth: bool,
+    /// `--allow-origin`: browser origins that may call (every other `Origin` gets 403).
+    pub allow_origins: Vec<String>,
+    /// `--allow-host`: `Host` values accepted besides the bound address and loopback names.
+    pub allow_hosts: Vec<String>,
+    /// `--max-sandbox`: the most a run may ask for; runs that name none get it.
+    pub max_sandbox: SandboxMode,
+    /// Canonical workspace roots; run paths must lie under one of them.
+    pub workspace_roots: Vec<PathBuf>,
+    /// The Codex CLI runs use, or why there is none: `serve` starts without one (params, context
+    /// and prompt need no Codex); `bridge.runStart` then fails with 4100 and this reason.
+    pub codex_bin: CodexBinary,
+    pub codex_home: Option<PathBuf>,
+    pub state_dir: PathBuf,
+    pub offline: bool,
+    pub stub_script: StubScript,
+    pub limits: TurnLimits,
+    /// How long a dynamic tool call or approval waits for the client's answer.
+    pub answer_timeout: Duration,
+    pub max_request_bytes: u32,
+    /// `--request-timeout`: the deadline of one request's file I/O and parsing.
+    pub request_timeout: Duration,
+    /// `--max-finished-runs`: finished runs kept replayable (the oldest are forgotten first).
+    pub max_finished_runs: usize,
+    /// `--finished-run-ttl`: how long a finished run stays replayable.
+    pub finished_run_ttl: Duration,
+    /// Bytes of events one run's log keeps (the oldest are dropped past it).
+    pub max_run_log_bytes: usize,
+    /// `--max-connections`: open connections at once (more get 429 "Too many connections").
+    pub max_connections: u32,
+    /// `--idle-timeout`: a connection without traffic this long is closed.
+    pub idle_timeout: Duration,
+    /// `--max-runs`: runs in progress at once (more get 4290).
+    pub max_runs: usize,
+    /// `--max-run-bytes`: the largest params a run-document method takes (checked before any
+    /// parse; the parse itself runs on the bounded blocking pool).
+    pub max_run_bytes: usize,
+    /// `--clients FILE`: named client tokens (default `<state-dir>/clients.json`, if present).
+    pub clients_file: Option<PathBuf>,
+    /// `--recycle-after-threads`: an app-server that opened this many threads is replaced (it
+    /// drains: runs on it finish, new runs go to a fresh one; bound threads resume there).
+    pub recycle_after_threads: usize,
+    /// `--recycle-rss-mb`: likewise once its resident memory passes this many MiB.
+    pub recycle_rss_bytes: u64,
+    /// `--max-sessions`: session bindings kept (a new session past it pushes out an idle one).
+    pub max_sessions: usize,
+    /// How long a subscriber may leave its queue full before it is dropped.
+    pub subscriber_stall: Duration,
+}
+
+/// The Codex CLI a service pairs with, if one was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodexBinary {
+    Found(PathBuf),
+    /// None found: why, and how to install one (the message of `find_codex_binary`).
+    Missing(String),
+}
+
+impl From<PathBuf> for CodexBinary {
+    fn from(path: PathBuf) -> Self {
+        CodexBinary::Found(path)
+    }
+}
+
+/// Defaults of the bounds above (the CLI's flag defaults).
+pub const DEFAULT_MAX_FINISHED_RUNS: usize = 256;
+pub const DEFAULT_FINISHED_RUN_TTL: Duration = Duration::from_secs(600);
+pub const DEFAULT_MAX_RUN_LOG_BYTES: usize = 8 * 1024 * 1024;
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest request body (a run document with inline tool specs).
+pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
+/// Threads an app-server opens before it is recycled (Codex keeps about 1.1 MB per thread).
+pub const DEFAULT_RECYCLE_AFTER_THREADS: usize = 500;
+/// Resident memory past which an app-server is recycled.
+pub const DEFAULT_RECYCLE_RSS_MB: u64 = 1024;
+/// Runs in progress at once (each holds a Codex turn and its event log).
+pub const DEFAULT_MAX_RUNS: usize = 64;
+/// Largest run document (OpenClaw's whole tool catalog inline is about 200 kB).
+pub const DEFAULT_MAX_RUN_BYTES: usize = 2 * 1024 * 1024;
+/// How long a subscriber may leave its queue full before it is dropped (it can subscribe again:
+/// the log replays).
+pub const DEFAULT_SUBSCRIBER_STALL: Duration = Duration::from_secs(30);
+/// How long an accepted socket may stay without an authenticated request.
+pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The accept loop's pause after an error (a full file table), doubling up to the max.
+pub(super) const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+pub(super) const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// Messages a connection's outgoing queue holds (jsonrpsee's default is 1024).
+pub(super) const CONNECTION_QUEUE: u32 = 128;
+
+impl ServeConfig {
+    /// The defaults of `clawbridge serve` (loopback `127.0.0.1:7077`, a generated token, the
+    /// `workspace-write` ceiling, every bound at its default) for one Codex binary, roots and
+    /// state dir; callers change fields with struct update syntax.
+    pub fn new(
+        codex_bin: impl Into<CodexBinary>,
+        workspace_roots: Vec<PathBuf>,
+        state_dir: PathBuf,
+    ) -> Self {
+        let codex_bin = codex_bin.into();
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7077)),
+            token: None,
+            no_auth: false,
+            allow_origins: Vec::new(),
+            allow_hosts: Vec::new(),
+            max_sandbox: SandboxMode::WorkspaceWrite,
+            workspace_roots,
+            codex_bin,
+            codex_home: None,
+            state_dir,
+            offline: false,
+            stub_script: StubScript::default(),
+            limits: TurnLimits::default(),
+            answer_timeout: DEFAULT_ANSWER_TIMEOUT,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_finished_runs: DEFAULT_MAX_FINISHED_RUNS,
+            finished_run_ttl: DEFAULT_FINISHED_RUN_TTL,
+            max_run_log_bytes: DEFAULT_MAX_RUN_LOG_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_runs: DEFAULT_MAX_RUNS,
+            max_run_bytes: DEFAULT_MAX_RUN_BYTES,
+            clients_file: None,
+            recycle_after_threads: DEFAULT_RECYCLE_AFTER_THREADS,
+            recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            subscriber_stall: DEFAULT_SUBSCRIBER_STALL,
+        }
+    }
+}
+
+/// Session bindings kept at most by default (`sessions.json` then stays under 8 MB: keys are at
+/// most 512 bytes, far below the 64 MiB its loader accepts).
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The most `--max-sessions` may be: the state file stays below what its loader accepts.
+pub const MAX_SESSIONS_LIMIT: usize = 50_000;
+
+/// Translations running on the blocking pool at once; more wait (within their deadline).
+pub(super) const BLOCKING_SLOTS: usize = 8;
+
+/// Why the service cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("--no-auth is allowed only on a loopback address, not on {0}")]
+    NoAuthOffLoopback(SocketAddr),
+    /// A flag or the token file holds something unusable; the message names it.
+    #[error("{0}")]
+    Usage(String),
+    #[error("--workspace-root {}: {message}", path.display())]
+    BadRoot { path: PathBuf, message: String },
+    #[error("cannot listen on {addr}: {message}")]
+    Bind { addr: SocketAddr, message: String },
+    #[error(transparent)]
+    Setup(#[from] crate::Error),
+}
+
+impl ServeConfig {
+    /// Check the settings: loopback or a token; roots that exist (canonicalized).
+    pub fn validate(mut self) -> Result<Self, ServeError> {
+        if self.no_auth {
+            if !self.listen.ip().is_loopback() {
+                return Err(ServeError::NoAuthOffLoopback(self.listen));
+            }
+            if self.token.is_some() {
+                return Err(ServeError::Usage(
+                    "--no-auth and --token (or CLAWBRIDGE_TOKEN) exclude each other".into(),
+                ));
+            }
+        }
+        if let Some(token) = &self.token {
+            token::validate(token, "--token (or CLAWBRIDGE_TOKEN)")?;
+        }
+        guard::host_filter(&self.allow_hosts).map_err(ServeError::Usage)?;
+        let mut roots = Vec::new();
+        for root in &self.workspace_roots {
+            let canonical = root.canonicalize().map_err(|error| ServeError::BadRoot {
+                path: root.clone(),
+                message: error.to_string(),
+            })?;
+            if !canonical.is_dir() {
+                return Err(ServeError::BadRoot {
+                    path: root.clone(),
+                    message: "not a directory".into(),
+                });
+            }
+            roots.push(canonical);
+        }
+        if roots.is_empty() {
+            return Err(ServeError::BadRoot {
+                path: PathBuf::from("<none>"),
+                message: "give at least one --workspace-root".into(),
+            });
+        }
+        self.workspace_roots = roots;
+        Ok(self)
+    }
+}

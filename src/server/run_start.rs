@@ -1,0 +1,252 @@
+//! `bridge.runStart`: from a run document to a running turn (translation, thread claim and
+//! binding, thread start or resume, the turn task).
+
+use super::*;
+
+pub(super) async fn run_start(
+    bridge: Arc<Bridge>,
+    caller: Caller,
+    params: String,
+) -> Result<api::RunStarted, ErrorObjectOwned> {
+    if bridge
+        .shutting_down
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return Err(rpc_error(
+            codes::CODEX_UNAVAILABLE,
+            "clawbridge serve is shutting down",
+        ));
+    }
+    let running = bridge.running_runs().len();
+    if running >= bridge.config.max_runs {
+        return Err(rpc_error(
+            codes::BUSY,
+            format!(
+                "{running} runs are in progress, the most this server runs at once (--max-runs); try again when one ends"
+            ),
+        ));
+    }
+    let mut run = bridge
+        .blocking(move |bridge| bridge.load_run(&parse_params(&params)?))
+        .await?;
+    crate::app::commands::require_codex(&run).map_err(library_error)?;
+    bridge.check_ownership(&caller, &run)?;
+    if let CodexBinary::Missing(reason) = &bridge.config.codex_bin {
+        return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
+    }
+    let run_id = random_id("run");
+    let session_key = run
+        .session_key
+        .clone()
+        .unwrap_or_else(|| format!("clawbridge:{run_id}"));
+    let (progress, _) = watch::channel((0usize, false));
+    let state = Arc::new(RunState {
+        run_id: run_id.clone(),
+        owner: caller.name.clone(),
+        session_key: session_key.clone(),
+        thread_id: Mutex::new(None),
+        turn_id: Mutex::new(None),
+        events: Mutex::new(EventLog {
+            cap: bridge.config.max_run_log_bytes,
+            ..EventLog::default()
+        }),
+        ended_at: Mutex::new(None),
+        progress,
+    });
+    bridge.prune();
+    lock(&bridge.runs).insert(run_id.clone(), Arc::clone(&state));
+    // Runs of one session are queued in order.
+    let session_lock = Arc::clone(
+        lock(&bridge.session_locks)
+            .entry(session_key.clone())
+            .or_default(),
+    );
+    let queue_guard = session_lock.lock_owned().await;
+
+    let fail = |state: &RunState, code: i32, message: String| {
+        state.finish(RunEvent::failed(None, message.clone()));
+        rpc_error(code, message)
+    };
+    // Paths are checked again here, after the queue wait, where the files are opened.
+    let translation = {
+        let run = run.clone();
+        bridge
+            .blocking(move |bridge| {
+                translate(&run, &bridge.translate_options()).map_err(library_error)
+            })
+            .await
+            .map_err(|error| fail(&state, error.code(), error.message().to_string()))?
+    };
+    // A thread the document names must be this session's (or nobody's and idle).
+    let mut claim = match &run.thread_id {
+        Some(thread_id) => Some(
+            ThreadClaim::new(&bridge, thread_id, run.session_key.as_deref())
+                .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
+        ),
+        None => None,
+    };
+    // The thread's developer instructions, rendered once (the same for a start and a resume):
+    // the fingerprint needs them before the thread id is known, the params reuse them.
+    let developer_text = translation.developer_instructions(&run);
+    let fingerprint = thread_fingerprint(&run, &developer_text);
+    let bound = run
+        .session_key
+        .as_ref()
+        .and_then(|key| lock(&bridge.bindings).sessions.get(key).cloned());
+    if run.thread_id.is_none() {
+        if let Some(binding) = bound.filter(|binding| binding.fingerprint == fingerprint) {
+            claim = Some(
+                ThreadClaim::new(&bridge, &binding.thread_id, run.session_key.as_deref())
+                    .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
+            );
+            run.thread_id = Some(binding.thread_id);
+        }
+    }
+    let hub = bridge
+        .hub(&run.cwd)
+        .await
+        .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
+    let mut params = translation.codex_params_with(&run, developer_text.clone());
+    bridge.bind_approvals(&run, &mut params);
+    // A bound thread this app-server still has loaded (same fingerprint, so the same developer
+    // instructions, tools and config) needs no `thread/resume`: the turn goes straight on.
+    let loaded = run
+        .thread_id
+        .as_deref()
+        .and_then(|thread_id| hub.take_loaded(thread_id));
+    let opened = match loaded {
+        Some(handle) => Ok(handle),
+        None => hub.open_thread(&params.thread).await,
+    };
+    let handle = match opened {
+        Ok(handle) => handle,
+        Err(SessionError::Peer(error)) if run.thread_id.is_some() => {
+            tracing::warn!(
+                "resume of {:?} failed ({error}); starting a new thread",
+                run.thread_id
+            );
+            run.thread_id = None;
+            claim = None;
+            params = translation.codex_params_with(&run, developer_text.clone());
+            bridge.bind_approvals(&run, &mut params);
+            hub.open_thread(&params.thread)
+                .await
+                .map_err(|error| fail(&state, codes::THREAD_FAILED, error.to_string()))?
+        }
+        Err(error) => return Err(fail(&state, codes::THREAD_FAILED, error.to_string())),
+    };
+    let thread_id = handle.thread_id.clone();
+    if claim.is_none() {
+        // A thread Codex just created: nobody else can hold it yet.
+        claim = Some(
+            ThreadClaim::new(&bridge, &thread_id, run.session_key.as_deref())
+                .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
+        );
+    }
+    *lock(&state.thread_id) = Some(thread_id.clone());
+    if let Some(key) = &run.session_key {
+        {
+            let mut bindings = lock(&bridge.bindings);
+            let bound = bridge.config.max_sessions.clamp(1, MAX_SESSIONS_LIMIT);
+            if !bindings.sessions.contains_key(key) && bindings.sessions.len() >= bound {
+                // The state file stays far below the size its loader accepts: a session past
+                // the bound pushes out an idle one (its next run starts a new thread).
+                let busy = lock(&bridge.busy_threads).clone();
+                let idle = bindings
+                    .sessions
+                    .iter()
+                    .find(|(_, binding)| !busy.contains(&binding.thread_id))
+                    .map(|(key, _)| key.clone());
+                if let Some(evicted) = idle {
+                    tracing::warn!(
+                        "{bound} session bindings (--max-sessions): forgetting {evicted}"
+                    );
+                    bindings.sessions.remove(&evicted);
+                }
+            }
+            bindings.sessions.insert(
+                key.clone(),
+                Binding {
+                    thread_id: thread_id.clone(),
+                    fingerprint,
+                    owner: (!caller.operator).then(|| caller.name.clone()),
+                },
+            );
+        }
+        bridge
+            .save_bindings()
+            .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
+    }
+    state.push(RunEvent::Thread {
+        thread_id: thread_id.clone(),
+        resumed: matches!(params.thread, ThreadParams::ThreadResume(_)),
+    });
+
+    let task_bridge = Arc::clone(&bridge);
+    let task_state = Arc::clone(&state);
+    let limits = bridge.config.limits;
+    tokio::spawn(async move {
+        let _queue = queue_guard;
+        let _claim = claim;
+        let mut handle = handle;
+        let handler = BridgeHandler {
+            bridge: Arc::clone(&task_bridge),
+            run: Arc::clone(&task_state),
+        };
+        let observer_state = Arc::clone(&task_state);
+        let mut observer = move |event: TurnEvent<'_>| {
+            if let TurnEvent::Notification {
+                method: "turn/started",
+                params,
+            } = &event
+            {
+                let started = params.parse::<Value>().unwrap_or_default();
+                if let Some(turn_id) = started["turn"]["id"].as_str() {
+                    *lock(&observer_state.turn_id) = Some(turn_id.to_string());
+                }
+            }
+            if let Some(value) = logged_event(&event) {
+                observer_state.push(value);
+            }
+        };
+        let result = hub
+            .run_turn(
+                &mut handle,
+                &params.turn_start,
+                &handler,
+                &mut observer,
+                limits,
+            )
+            .await;
+        let result_ok = matches!(&result, Ok(outcome) if outcome.status == crate::codex::client::session::TurnStatus::Completed);
+        let end = match result {
+            Ok(outcome) => RunEvent::turn_end(&outcome),
+            Err(error) => RunEvent::failed(Some(handle.thread_id.clone()), error.to_string()),
+        };
+        // Tool calls of this run that nobody answered are dropped with it.
+        lock(&task_bridge.pending_tools).retain(|_, call| call.run_id != task_state.run_id);
+        let completed = result_ok;
+        task_state.finish(end);
+        // Keep a thread whose turn went well loaded for the session's next run (bounded: the
+        // least recently used falls out); let Codex unload any other.
+        let thread_id = handle.thread_id.clone();
+        drop(handle);
+        let unload = if completed {
+            hub.keep_loaded(&thread_id)
+        } else {
+            Some(thread_id)
+        };
+        if let Some(unload) = unload {
+            let unsubscribe_params = ThreadUnsubscribeParams {
+                thread_id: unload.clone(),
+            };
+            let unsubscribe = hub.peer().call::<ThreadUnsubscribe>(&unsubscribe_params);
+            if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), unsubscribe).await
+            {
+                tracing::debug!("thread/unsubscribe {unload}: {error}");
+            }
+        }
+        task_bridge.recycle_if_due(&hub).await;
+    });
+    Ok(api::RunStarted { run_id, thread_id })
+}

@@ -1,0 +1,65 @@
+//! The run registry's entries: each run's state and its event log (serialized once, capped in
+//! bytes, replayed to every subscriber), and the tool calls waiting for a client's answer.
+
+use super::*;
+
+/// One run's state and event log.
+pub(super) struct RunState {
+    pub(super) run_id: String,
+    /// The client that started it: only it (or an operator) sees and acts on it.
+    pub(super) owner: String,
+    pub(super) session_key: String,
+    pub(super) thread_id: Mutex<Option<String>>,
+    pub(super) turn_id: Mutex<Option<String>>,
+    pub(super) events: Mutex<EventLog>,
+    /// (events ever logged, ended).
+    pub(super) progress: watch::Sender<(usize, bool)>,
+    /// When the run ended (finished runs are forgotten after `--finished-run-ttl`).
+    pub(super) ended_at: Mutex<Option<std::time::Instant>>,
+}
+
+/// A run's event log, serialized once, capped in bytes: past the cap the oldest events are
+/// dropped, and a late subscriber is told how many it missed (`eventsDropped`).
+#[derive(Default)]
+pub(super) struct EventLog {
+    pub(super) events: std::collections::VecDeque<Arc<serde_json::value::RawValue>>,
+    /// Absolute index of `events[0]`.
+    pub(super) first: usize,
+    pub(super) bytes: usize,
+    pub(super) cap: usize,
+}
+
+impl EventLog {
+    pub(super) fn push(&mut self, event: &RunEvent) -> usize {
+        let Some(raw) = event.to_raw() else {
+            return self.first + self.events.len();
+        };
+        self.bytes += raw.get().len();
+        self.events.push_back(Arc::from(raw));
+        while self.bytes > self.cap && self.events.len() > 1 {
+            if let Some(old) = self.events.pop_front() {
+                self.bytes -= old.get().len();
+                self.first += 1;
+            }
+        }
+        self.first + self.events.len()
+    }
+}
+
+impl RunState {
+    pub(super) fn push(&self, event: RunEvent) {
+        let count = lock(&self.events).push(&event);
+        self.progress.send_modify(|state| state.0 = count);
+    }
+
+    pub(super) fn finish(&self, event: RunEvent) {
+        self.push(event);
+        *lock(&self.ended_at) = Some(std::time::Instant::now());
+        self.progress.send_modify(|state| state.1 = true);
+    }
+}
+
+pub(super) struct PendingCall {
+    pub(super) run_id: String,
+    pub(super) answer: oneshot::Sender<Value>,
+}
