@@ -182,6 +182,25 @@ async fn an_over_cap_frame_fails_its_request_and_the_reader_resyncs() {
     assert_eq!(second.await.expect("join").expect("ok")["ok"], true);
 }
 
+/// A caller that gives up on a request (its future dropped mid-wait) leaves no pending entry.
+#[tokio::test]
+async fn a_dropped_request_leaves_no_pending_entry() {
+    let (peer, _events, mut server) = transport(PeerConfig::default());
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request::<_, Value>("slow", &json!({})).await }
+    });
+    let _ = server.recv().await;
+    assert_eq!(peer.pending_requests(), 1);
+    call.abort();
+    let _ = call.await;
+    assert_eq!(
+        peer.pending_requests(),
+        0,
+        "the aborted request is forgotten"
+    );
+}
+
 #[tokio::test]
 async fn timeouts_errors_and_closed_connections() {
     let config = PeerConfig {

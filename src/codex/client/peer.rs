@@ -20,6 +20,18 @@ use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
 use crate::codex::protocol::wire::{encode, Incoming, Outgoing, RawJson, RequestId, RpcError};
 use crate::support::sync::lock;
 
+/// Removes a request's pending entry when its future ends, whichever way.
+struct PendingGuard<'a> {
+    peer: &'a Peer,
+    id: RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.peer.lock_pending().remove(&self.id);
+    }
+}
+
 /// Peer limits.
 #[derive(Clone, Debug)]
 pub struct PeerConfig {
@@ -182,21 +194,23 @@ impl Peer {
                 reply,
             },
         );
+        // However this future ends (answered, timed out, or dropped by its caller mid-wait), the
+        // pending entry goes with it: a cancelled caller leaves nothing behind in the map.
+        let _pending = PendingGuard {
+            peer: self,
+            id: id.clone(),
+        };
         if self.shared.outgoing.send(line).await.is_err() {
-            self.lock_pending().remove(&id);
             return Err(PeerError::ConnectionClosed);
         }
         let after = self.shared.config.request_timeout;
         match tokio::time::timeout(after, answer).await {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(PeerError::ConnectionClosed),
-            Err(_) => {
-                self.lock_pending().remove(&id);
-                Err(PeerError::Timeout {
-                    method: method.to_string(),
-                    after,
-                })
-            }
+            Err(_) => Err(PeerError::Timeout {
+                method: method.to_string(),
+                after,
+            }),
         }
     }
 
