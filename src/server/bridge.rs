@@ -17,6 +17,8 @@ pub struct Bridge {
     pub(super) spawning: tokio::sync::Mutex<()>,
     /// Set by [`Running::shutdown`]: new runs are refused.
     pub(super) shutting_down: std::sync::atomic::AtomicBool,
+    /// Subscriptions still sending events (shutdown waits for them to deliver the last ones).
+    pub(super) subscribers: watch::Sender<usize>,
     /// Bounds the translations running on the blocking pool at once.
     pub(super) blocking_slots: Arc<tokio::sync::Semaphore>,
     pub(super) offline: Option<(ResponsesStub, OfflineHome)>,

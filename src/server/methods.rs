@@ -3,6 +3,23 @@
 
 use super::*;
 
+/// Counts a subscription while it sends (shutdown waits for the count to reach zero).
+struct ActiveSubscriber<'a>(&'a watch::Sender<usize>);
+
+impl<'a> ActiveSubscriber<'a> {
+    fn new(count: &'a watch::Sender<usize>) -> Self {
+        count.send_modify(|active| *active += 1);
+        Self(count)
+    }
+}
+
+impl Drop for ActiveSubscriber<'_> {
+    fn drop(&mut self) {
+        self.0
+            .send_modify(|active| *active = active.saturating_sub(1));
+    }
+}
+
 pub(super) async fn subscribe_run(
     bridge: Arc<Bridge>,
     caller: Caller,
@@ -27,6 +44,7 @@ pub(super) async fn subscribe_run(
         }
     };
     let sink = pending.accept().await?;
+    let _active = ActiveSubscriber::new(&bridge.subscribers);
     let mut progress = state.progress.subscribe();
     let mut sent = 0usize;
     loop {

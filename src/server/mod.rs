@@ -165,19 +165,26 @@ impl Running {
                 tracing::debug!("interrupt of {}: {}", run.run_id, error.message());
             }
         }
-        // The turns end with `turnEnd` (interrupted), which subscribers are sent.
+        // The turns end with `turnEnd` (interrupted): wait for each run's end, not a poll.
         let settle = deadline - Duration::from_secs(2).min(grace / 2);
-        while !self.bridge.running_runs().is_empty() && tokio::time::Instant::now() < settle {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let ended = async {
+            for run in &running {
+                let mut progress = run.progress.subscribe();
+                let _ = progress.wait_for(|(_, done)| *done).await;
+            }
+        };
+        let _ = tokio::time::timeout_at(settle, ended).await;
         for run in self.bridge.running_runs() {
             run.finish(RunEvent::failed(
                 lock(&run.thread_id).clone(),
                 "clawbridge serve shut down before the turn ended",
             ));
         }
-        // Let the last events reach their subscribers before the connections close.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Every subscription hands its last event over before the connections close.
+        let flush_by = deadline - Duration::from_secs(1).min(grace / 4);
+        let mut subscribers = self.bridge.subscribers.subscribe();
+        let _ =
+            tokio::time::timeout_at(flush_by, subscribers.wait_for(|active| *active == 0)).await;
         let _ = self.handle.stop();
         let _ = tokio::time::timeout_at(deadline, self.handle.clone().stopped()).await;
         if let Some(hub) = self.bridge.current_hub() {
@@ -271,6 +278,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         recycled: std::sync::atomic::AtomicUsize::new(0),
         spawning: tokio::sync::Mutex::new(()),
         shutting_down: std::sync::atomic::AtomicBool::new(false),
+        subscribers: watch::channel(0).0,
         blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),
         offline,
         bindings: Mutex::new(bindings),
