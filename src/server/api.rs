@@ -53,6 +53,85 @@ pub enum Decision {
     Decline,
 }
 
+/// `bridge.toolResult`'s params.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultParams {
+    pub call_id: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub content_items: Option<Vec<Value>>,
+    /// Default true.
+    #[serde(default)]
+    pub success: Option<bool>,
+}
+
+impl ToolResultParams {
+    /// Codex's `{contentItems, success}` for this result.
+    pub fn answer(&self) -> Result<Value, crate::codex::client::handler::ToolAnswerError> {
+        let mut answer = Map::new();
+        if let Some(text) = &self.text {
+            answer.insert("text".into(), Value::String(text.clone()));
+        }
+        if let Some(items) = &self.content_items {
+            answer.insert("contentItems".into(), Value::Array(items.clone()));
+        }
+        answer.insert("success".into(), Value::Bool(self.success.unwrap_or(true)));
+        crate::codex::client::handler::tool_answer(&Value::Object(answer))
+    }
+}
+
+/// `bridge.approval`'s params.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalParams {
+    pub approval_id: String,
+    pub decision: Decision,
+}
+
+/// A run named by its id: `"run-…"` or `{"runId": "run-…"}` (`bridge.runInterrupt`,
+/// `bridge.subscribeRun`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(try_from = "Value")]
+pub struct RunRef(String);
+
+impl TryFrom<Value> for RunRef {
+    type Error = String;
+
+    fn try_from(value: Value) -> Result<Self, Self::Error> {
+        match value {
+            Value::String(id) => Ok(RunRef(id)),
+            Value::Object(mut map) => match map.remove("runId") {
+                Some(Value::String(id)) => Ok(RunRef(id)),
+                _ => Err("field `runId`: required, a run id string".to_string()),
+            },
+            _ => Err("field `runId`: a run id, or {\"runId\": ...}".to_string()),
+        }
+    }
+}
+
+impl RunRef {
+    pub fn into_id(self) -> String {
+        self.0
+    }
+}
+
+/// The options `bridge.context` and `bridge.prompt` take beside the run document.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewOptions {
+    /// `bridge.context`: per-skill and per-tool sizes.
+    #[serde(default)]
+    pub detail: Option<bool>,
+    /// `bridge.prompt`: override the prompt mode.
+    #[serde(default)]
+    pub mode: Option<PromptMode>,
+    /// `bridge.prompt`: false drops the cache-boundary marker.
+    #[serde(default)]
+    pub cache_boundary: Option<bool>,
+}
+
 /// The Codex process as `bridge.status` reports it.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -26,15 +26,12 @@ pub(super) async fn subscribe_run(
     params: Params<'static>,
     pending: PendingSubscriptionSink,
 ) -> Result<(), jsonrpsee::core::SubscriptionError> {
-    let run_id: String = match params.one::<String>() {
-        Ok(id) => id,
-        Err(_) => match params.parse::<Value>() {
-            Ok(value) => value["runId"].as_str().unwrap_or_default().to_string(),
-            Err(error) => {
-                pending.reject(error).await;
-                return Ok(());
-            }
-        },
+    let run_id = match typed::<api::RunRef>(&params) {
+        Ok(run) => run.into_id(),
+        Err(error) => {
+            pending.reject(error).await;
+            return Ok(());
+        }
     };
     let state = match bridge.visible_run(&caller, &run_id) {
         Ok(state) => state,
@@ -127,6 +124,40 @@ pub(super) fn object_param(params: &Params<'_>) -> Result<Value, ErrorObjectOwne
     }
 }
 
+/// A method's params as its type (by name, or one positional value); a bad one is refused
+/// naming the field.
+pub(super) fn typed<T: serde::de::DeserializeOwned>(
+    params: &Params<'_>,
+) -> Result<T, ErrorObjectOwned> {
+    let value = object_param(params)?;
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." {
+            String::new()
+        } else {
+            format!("field `{path}`: ")
+        };
+        rpc_error(
+            codes::INVALID_PARAMS,
+            format!("{field}{}", error.into_inner()),
+        )
+    })
+}
+
+/// The view options beside a run document (`detail`, `mode`, `cacheBoundary`).
+pub(super) fn options_of(value: &Value) -> Result<api::ViewOptions, ErrorObjectOwned> {
+    match value {
+        Value::Object(_) => serde_path_to_error::deserialize(value.clone()).map_err(|error| {
+            let path = error.path().to_string();
+            rpc_error(
+                codes::INVALID_PARAMS,
+                format!("field `{path}`: {}", error.into_inner()),
+            )
+        }),
+        _ => Ok(api::ViewOptions::default()),
+    }
+}
+
 /// A run-document method's params as text, refused past `--max-run-bytes` before anything
 /// parses them; [`object_param`] then runs on the blocking pool.
 pub(super) fn bounded_params(
@@ -175,10 +206,7 @@ pub(super) fn module(
             .blocking(move |bridge| {
                 let value = parse_params(&text)?;
                 let run = bridge.load_run(&value)?;
-                let detail = value
-                    .get("detail")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
+                let detail = options_of(&value)?.detail.unwrap_or(false);
                 let report = commands::context(&run, &bridge.translate_options(), detail)
                     .map_err(library_error)?;
                 serde_json::to_value(report)
@@ -189,27 +217,11 @@ pub(super) fn module(
     module.register_async_method("bridge.prompt", |params, bridge, _| async move {
         // Bounded before the parse (which is then at most --max-run-bytes).
         let value = parse_params(&bounded_params(&bridge, &params)?)?;
+        let options = options_of(&value)?;
         let settings = commands::PromptSettings {
-            mode: match value.get("mode") {
-                None | Some(Value::Null) => None,
-                Some(mode) => Some(serde_json::from_value(mode.clone()).map_err(|_| {
-                    rpc_error(
-                        codes::INVALID_PARAMS,
-                        format!("field `mode`: unknown mode {mode} (full, minimal or none)"),
-                    )
-                })?),
-            },
+            mode: options.mode,
             provider: None,
-            cache_boundary: match value.get("cacheBoundary") {
-                None | Some(Value::Null) => true,
-                Some(Value::Bool(flag)) => *flag,
-                Some(other) => {
-                    return Err(rpc_error(
-                        codes::INVALID_PARAMS,
-                        format!("field `cacheBoundary`: expected true or false, not {other}"),
-                    ))
-                }
-            },
+            cache_boundary: options.cache_boundary.unwrap_or(true),
             // A command to run is the operator's choice, never a client's.
             before_prompt_build: None,
         };
@@ -240,11 +252,10 @@ pub(super) fn module(
     )?;
     module.register_async_method("bridge.toolResult", |params, bridge, ext| async move {
         let caller = caller_of(&ext);
-        let value = object_param(&params)?;
-        let call_id = value["callId"]
-            .as_str()
-            .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `callId`: required"))?;
-        let answer = crate::codex::client::handler::tool_answer_defaulting(&value)
+        let result = typed::<api::ToolResultParams>(&params)?;
+        let call_id = result.call_id.as_str();
+        let answer = result
+            .answer()
             .map_err(|why| rpc_error(codes::INVALID_PARAMS, format!("the tool result {why}")))?;
         let not_found = || rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"));
         let run_id = lock(&bridge.pending_tools)
@@ -262,20 +273,9 @@ pub(super) fn module(
     })?;
     module.register_async_method("bridge.approval", |params, bridge, ext| async move {
         let caller = caller_of(&ext);
-        let value = object_param(&params)?;
-        let approval_id = value["approvalId"]
-            .as_str()
-            .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `approvalId`: required"))?;
-        let approve = match value["decision"].as_str() {
-            Some("accept") => true,
-            Some("decline") => false,
-            _ => {
-                return Err(rpc_error(
-                    codes::INVALID_PARAMS,
-                    "field `decision`: accept or decline",
-                ))
-            }
-        };
+        let answer = typed::<api::ApprovalParams>(&params)?;
+        let approval_id = answer.approval_id.as_str();
+        let approve = answer.decision == api::Decision::Accept;
         let not_found = || {
             rpc_error(
                 codes::NOT_FOUND,
@@ -297,12 +297,7 @@ pub(super) fn module(
     })?;
     module.register_async_method("bridge.runInterrupt", |params, bridge, ext| async move {
         let caller = caller_of(&ext);
-        let value = object_param(&params)?;
-        let run_id = value
-            .as_str()
-            .or_else(|| value["runId"].as_str())
-            .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "field `runId`: required"))?
-            .to_string();
+        let run_id = typed::<api::RunRef>(&params)?.into_id();
         let state = bridge.visible_run(&caller, &run_id)?;
         bridge.interrupt(&state).await?;
         Ok::<_, ErrorObjectOwned>(api::Acknowledged { ok: true })

@@ -200,9 +200,9 @@ pub(super) async fn run_start(
                 params,
             } = &event
             {
-                let started = params.parse::<Value>().unwrap_or_default();
-                if let Some(turn_id) = started["turn"]["id"].as_str() {
-                    *lock(&observer_state.turn_id) = Some(turn_id.to_string());
+                if let Ok(started) = params.parse::<crate::codex::protocol::inbound::TurnStarted>()
+                {
+                    *lock(&observer_state.turn_id) = Some(started.turn.id);
                 }
             }
             if let Some(value) = logged_event(&event) {

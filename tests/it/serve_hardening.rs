@@ -924,3 +924,48 @@ async fn a_subscriber_that_never_reads_is_dropped() {
         .expect("serve still answers");
     assert!(status["runs"].is_array());
 }
+
+/// The answer methods read typed params: a bad or missing field is refused naming it, before
+/// anything is looked up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answer_methods_refuse_bad_params_naming_the_field() {
+    let fixture = Fixture::new();
+    let serve = fixture.serve(&[]);
+    let client = serve.client().await;
+    let cases = [
+        (
+            "bridge.approval",
+            json!({"approvalId": "approval-x", "decision": "maybe"}),
+            "decision",
+        ),
+        (
+            "bridge.approval",
+            json!({"decision": "accept"}),
+            "approvalId",
+        ),
+        ("bridge.toolResult", json!({"text": "x"}), "callId"),
+        (
+            "bridge.toolResult",
+            json!({"callId": "call-x", "success": "yes"}),
+            "success",
+        ),
+        ("bridge.runInterrupt", json!({"run": 3}), "runId"),
+    ];
+    for (method, params, field) in cases {
+        let text =
+            crate::serve_security::error_text(client.request(method, rpc_params![params]).await);
+        assert!(
+            text.contains("InvalidParams") && text.contains(field),
+            "{method}: {text}"
+        );
+    }
+    let text = crate::serve_security::error_text(
+        client
+            .request(
+                "bridge.toolResult",
+                rpc_params![json!({"callId": "call-x", "text": "x"})],
+            )
+            .await,
+    );
+    assert!(text.contains("no pending tool call call-x"), "{text}");
+}

@@ -127,6 +127,18 @@ impl ApprovalKind {
     }
 }
 
+/// `turn/started` params, as far as clawbridge reads them (the new turn's id).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct TurnStarted {
+    pub turn: TurnRef,
+}
+
+/// A turn as a notification names it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct TurnRef {
+    pub id: String,
+}
+
 /// `item/tool/call` params (DynamicToolCallParams).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
