@@ -19,6 +19,10 @@ pub struct Bridge {
     pub(super) shutting_down: std::sync::atomic::AtomicBool,
     /// Subscriptions still sending events (shutdown waits for them to deliver the last ones).
     pub(super) subscribers: watch::Sender<usize>,
+    /// Every task the service spawns (run turns, the accept loop, connections, the pruner), so
+    /// shutdown can cancel them and wait for them instead of leaving them to the runtime.
+    pub(super) tasks: tokio_util::task::TaskTracker,
+    pub(super) cancel: tokio_util::sync::CancellationToken,
     /// Bounds the translations running on the blocking pool at once.
     pub(super) blocking_slots: Arc<tokio::sync::Semaphore>,
     pub(super) offline: Option<(ResponsesStub, OfflineHome)>,

@@ -190,7 +190,23 @@ impl Running {
         if let Some(hub) = self.bridge.current_hub() {
             hub.kill().await;
         }
+        self.join_tasks(deadline).await;
         lock(&self.bridge.state_lock).take();
+    }
+
+    /// Cancel what is left of the service's tasks and wait for them (until `deadline`).
+    async fn join_tasks(&self, deadline: tokio::time::Instant) {
+        self.bridge.cancel.cancel();
+        self.bridge.tasks.close();
+        if tokio::time::timeout_at(deadline, self.bridge.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "{} task(s) still running at the end of the shutdown grace",
+                self.bridge.tasks.len()
+            );
+        }
     }
 
     /// Serve until SIGTERM or SIGINT (or until the server stops), then shut down within `grace`
@@ -204,6 +220,7 @@ impl Running {
             _ = self.handle.clone().stopped() => return Ok(()),
         }
         eprintln!("clawbridge serve: shutting down (a second signal exits at once)");
+        // Not tracked on purpose: it must outlive the shutdown it can cut short.
         tokio::spawn(async move {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
@@ -223,6 +240,8 @@ impl Running {
         if let Some(hub) = self.bridge.current_hub() {
             hub.kill().await;
         }
+        self.join_tasks(tokio::time::Instant::now() + Duration::from_secs(5))
+            .await;
         lock(&self.bridge.state_lock).take();
     }
 
@@ -279,6 +298,8 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         spawning: tokio::sync::Mutex::new(()),
         shutting_down: std::sync::atomic::AtomicBool::new(false),
         subscribers: watch::channel(0).0,
+        tasks: tokio_util::task::TaskTracker::new(),
+        cancel: tokio_util::sync::CancellationToken::new(),
         blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),
         offline,
         bindings: Mutex::new(bindings),
@@ -343,7 +364,8 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     // more), so jsonrpsee can tell them 429 "Too many connections"; past that they are closed.
     let max = config.max_connections as usize;
     let slots = Arc::new(tokio::sync::Semaphore::new(max + max.max(16)));
-    tokio::spawn(async move {
+    let tasks = bridge.tasks.clone();
+    bridge.tasks.spawn(async move {
         let mut backoff = ACCEPT_BACKOFF_MIN;
         loop {
             let accepted = tokio::select! {
@@ -384,7 +406,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
                 })
                 .service(services.clone().build(methods.clone(), stop.clone()));
             let stopped = stop.clone().shutdown();
-            tokio::spawn(async move {
+            tasks.spawn(async move {
                 let _slot = permit;
                 let io = idle::IdleTimeout::new(stream, idle);
                 let serving = jsonrpsee::server::serve_with_graceful_shutdown(io, service, stopped);
@@ -409,10 +431,14 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     });
     // Finished runs expire while the service is idle too.
     let weak = Arc::downgrade(&bridge);
-    tokio::spawn(async move {
+    let cancelled = bridge.cancel.clone();
+    bridge.tasks.spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(15));
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = cancelled.cancelled() => return,
+            }
             match weak.upgrade() {
                 Some(bridge) => bridge.prune(),
                 None => return,

@@ -185,7 +185,8 @@ pub(super) async fn run_start(
     let task_bridge = Arc::clone(&bridge);
     let task_state = Arc::clone(&state);
     let limits = bridge.config.limits;
-    tokio::spawn(async move {
+    // Tracked: shutdown interrupts the turn, stops Codex (which ends it), then waits for it.
+    bridge.tasks.spawn(async move {
         let _queue = queue_guard;
         let _claim = claim;
         let mut handle = handle;
