@@ -186,7 +186,8 @@ impl ResponsesStub {
             what: "the offline stub",
             source,
         })?;
-        let secret = random_secret().map_err(|source| Error::Bind {
+        // 128 random bits from the OS.
+        let secret = crate::support::hex::random(16).map_err(|source| Error::Bind {
             what: "the offline stub (no random source)",
             source,
         })?;
@@ -257,11 +258,6 @@ impl ResponsesStub {
     }
 }
 
-/// 128 random bits as hex, from the OS.
-fn random_secret() -> std::io::Result<String> {
-    crate::support::hex::random(16)
-}
-
 impl CapturedRequest {
     fn new(headers: BTreeMap<String, String>, body: &[u8]) -> Self {
         CapturedRequest {
@@ -297,11 +293,11 @@ async fn responses(
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(sink) = &state.sink {
             // Parsed for the capture writer only, and only while it keeps up.
-            if sink.capacity() > 0
+            let sent = sink.capacity() > 0
                 && sink
                     .try_send(CapturedRequest::new(headers.clone(), &body))
-                    .is_err()
-            {
+                    .is_ok();
+            if !sent {
                 tracing::warn!("offline stub: a capture was dropped (the writer is behind)");
             }
         }

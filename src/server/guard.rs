@@ -60,15 +60,10 @@ fn refusal(status: u16, message: &str) -> HttpResponse {
 
 type BoxFuture<T, E> = Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send>>;
 
-/// One check on a request's headers: `Some(response)` refuses the request with that response.
+/// One check on a request's headers: `Err(response)` refuses the request with that response;
+/// an admitted one may say who it comes from (set as a request extension the methods read).
 pub trait RequestCheck: Clone + Send + Sync + 'static {
-    fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse>;
-
-    /// Who an admitted request comes from, if this check knows (set as a request extension the
-    /// methods read).
-    fn identify(&self, _headers: &http::HeaderMap) -> Option<Caller> {
-        None
-    }
+    fn admit(&self, headers: &http::HeaderMap) -> Result<Option<Caller>, Box<HttpResponse>>;
 }
 
 /// Who a request comes from: the client a token names. An operator sees and acts on every
@@ -131,10 +126,10 @@ where
     }
 
     fn call(&mut self, mut request: HttpRequest<B>) -> Self::Future {
-        match self.check.refuse(request.headers()) {
-            Some(response) => Box::pin(async move { Ok(response) }),
-            None => {
-                if let Some(caller) = self.check.identify(request.headers()) {
+        match self.check.admit(request.headers()) {
+            Err(response) => Box::pin(async move { Ok(*response) }),
+            Ok(caller) => {
+                if let Some(caller) = caller {
                     request.extensions_mut().insert(caller);
                 }
                 Box::pin(self.inner.call(request))
@@ -161,20 +156,19 @@ pub fn origin_guard(allowed: &[String]) -> CheckLayer<OriginCheck> {
 }
 
 impl RequestCheck for OriginCheck {
-    fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse> {
-        let origin = headers
-            .get_all(http::header::ORIGIN)
-            .iter()
-            .find(|origin| {
-                let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
-                !self.allowed.contains(&origin)
-            })?;
+    fn admit(&self, headers: &http::HeaderMap) -> Result<Option<Caller>, Box<HttpResponse>> {
+        let Some(origin) = headers.get_all(http::header::ORIGIN).iter().find(|origin| {
+            let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
+            !self.allowed.contains(&origin)
+        }) else {
+            return Ok(None);
+        };
         let message = format!(
             "Origin {} is not allowed (a web page may not drive this server; start serve with --allow-origin to allow one)",
             String::from_utf8_lossy(origin.as_bytes())
         );
         tracing::warn!("refused a request: {message}");
-        Some(refusal(403, &message))
+        Err(Box::new(refusal(403, &message)))
     }
 }
 
@@ -248,10 +242,12 @@ fn caller_of(header: Option<&http::HeaderValue>, known: &[KnownToken]) -> Option
 }
 
 impl RequestCheck for BearerCheck {
-    fn refuse(&self, headers: &http::HeaderMap) -> Option<HttpResponse> {
-        let known = self.clients.as_ref()?;
-        if caller_of(headers.get(http::header::AUTHORIZATION), known).is_some() {
-            return None;
+    fn admit(&self, headers: &http::HeaderMap) -> Result<Option<Caller>, Box<HttpResponse>> {
+        let Some(known) = self.clients.as_ref() else {
+            return Ok(Some(Caller::operator()));
+        };
+        if let Some(caller) = caller_of(headers.get(http::header::AUTHORIZATION), known) {
+            return Ok(Some(caller));
         }
         let mut response = refusal(
             401,
@@ -261,14 +257,7 @@ impl RequestCheck for BearerCheck {
             http::header::WWW_AUTHENTICATE,
             http::HeaderValue::from_static("Bearer"),
         );
-        Some(response)
-    }
-
-    fn identify(&self, headers: &http::HeaderMap) -> Option<Caller> {
-        match &self.clients {
-            None => Some(Caller::operator()),
-            Some(known) => caller_of(headers.get(http::header::AUTHORIZATION), known),
-        }
+        Err(Box::new(response))
     }
 }
 

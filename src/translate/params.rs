@@ -216,7 +216,10 @@ pub fn developer_instructions(run: &Run, routed: &RoutedWorkspace) -> String {
 
 /// Assemble the params of `run` from its routed workspace and skills prompt.
 pub fn build_params(run: &Run, routed: &RoutedWorkspace, skills: &SkillsPrompt) -> CodexParams {
-    assemble_params(run, routed, skills, developer_instructions(run, routed))
+    let (tools, deferred_names) = dynamic_tools(run);
+    let developer_instructions =
+        crate::render::adapter::codex_developer_instructions(run, routed, &deferred_names);
+    assemble(run, routed, skills, tools, developer_instructions)
 }
 
 /// [`build_params`] with the thread's developer instructions already rendered.
@@ -226,10 +229,25 @@ pub fn assemble_params(
     skills: &SkillsPrompt,
     developer_instructions: String,
 ) -> CodexParams {
+    assemble(
+        run,
+        routed,
+        skills,
+        dynamic_tools(run).0,
+        developer_instructions,
+    )
+}
+
+fn assemble(
+    run: &Run,
+    routed: &RoutedWorkspace,
+    skills: &SkillsPrompt,
+    tools: Vec<DynamicToolSpec>,
+    developer_instructions: String,
+) -> CodexParams {
     let (model, model_provider) = model_and_provider(&run.model, run.openai_auth);
     let service_tier = run.service_tier.map(crate::config::ServiceTier::as_str);
     let cwd = run.display_path(&run.cwd);
-    let (tools, _) = dynamic_tools(run);
     let config = thread_config(run);
     let effort = effort_for(run.thinking);
     let thread = match &run.thread_id {

@@ -389,9 +389,6 @@ fn unknown_keys(
     }
 }
 
-/// Largest Codex binary hashed for the cache key (the native binary is about 100 MB).
-const MAX_BINARY_BYTES: u64 = 1024 * 1024 * 1024;
-
 fn is_link(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
 }
@@ -412,24 +409,31 @@ impl SchemaCache {
         Self { root }
     }
 
-    /// The folder of one Codex binary's schema: its version and the first 16 hex digits of the
-    /// binary's SHA-256, so an entry is used only for the very binary that generated it.
+    /// The folder of one Codex binary's schema: its version and 16 hex digits of the SHA-256 of
+    /// the binary's identity (real path, size, modification time, device and inode), so an
+    /// entry is used only for the very file that generated it, and a reinstalled or updated
+    /// binary gets a new one. The identity, not the content: reading the ~300 MB binary on every
+    /// proxy start would cost a second each, and a planted entry is refused by what it holds
+    /// (`implausible`), not by its name.
     pub fn dir_for(&self, binary: &Path, version: &str) -> Result<PathBuf, SchemaError> {
-        use sha2::Digest;
         let failed = |error: std::io::Error| SchemaError::Generate {
             binary: binary.display().to_string(),
-            message: format!("cannot hash the binary: {error}"),
+            message: format!("cannot read the binary's metadata: {error}"),
         };
-        // Streamed: the native binary is some 300 MB.
-        let file = std::fs::File::open(binary).map_err(failed)?;
-        let mut hasher = sha2::Sha256::new();
-        std::io::copy(
-            &mut std::io::Read::take(file, MAX_BINARY_BYTES),
-            &mut hasher,
-        )
-        .map_err(failed)?;
-        let digest = hasher.finalize();
-        let hash = crate::support::hex::encode(&digest[..8]);
+        let real = binary.canonicalize().map_err(failed)?;
+        let metadata = std::fs::metadata(&real).map_err(failed)?;
+        let modified = metadata
+            .modified()
+            .ok()
+            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |since| since.as_nanos());
+        let mut identity = format!("{}\n{}\n{modified}", real.display(), metadata.len());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            identity.push_str(&format!("\n{}:{}", metadata.dev(), metadata.ino()));
+        }
+        let hash = crate::support::hex::sha256(identity.as_bytes(), 8);
         Ok(self.dir(&format!("{version}-{hash}")))
     }
 
