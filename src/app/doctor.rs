@@ -182,23 +182,13 @@ fn codex_home_exposure(settings: &DoctorSettings) -> Option<Finding> {
 }
 
 fn codex_home(settings: &DoctorSettings) -> Finding {
-    let (home, via) = match (
-        &settings.codex_home,
-        std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()),
-    ) {
-        (Some(home), _) => (home.clone(), "--codex-home"),
-        (None, Some(home)) => (PathBuf::from(home), "CODEX_HOME"),
-        (None, None) => match dirs::home_dir() {
-            Some(home) => (home.join(".codex"), "default"),
-            None => {
-                return finding(
-                    "codex-home",
-                    Level::Warn,
-                    "no home directory to look in".into(),
-                    "set CODEX_HOME",
-                )
-            }
-        },
+    let Some((home, via)) = codex_home_path(settings) else {
+        return finding(
+            "codex-home",
+            Level::Warn,
+            "no home directory to look in".into(),
+            "set CODEX_HOME",
+        );
     };
     let shown = format!("{} ({via})", home.display());
     if !home.is_dir() {
