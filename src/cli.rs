@@ -186,7 +186,7 @@ pub enum Command {
     /// writes every message, per thread, secrets redacted; `--offline` answers model requests
     /// with the loopback stub and captures them. OpenClaw's `clawbridge -c k=v app-server ...`
     /// shape is read too.
-    AppServer(AppServerArgs),
+    AppServer(clawbridge::proxy::AppServerArgs),
     /// Print a shell completion script (e.g. `clawbridge completions bash > /etc/bash_completion.d/clawbridge`).
     Completions {
         #[arg(value_enum)]
@@ -195,33 +195,6 @@ pub enum Command {
     /// Print a machine-readable description (generated from the code; committed under docs/).
     #[command(subcommand)]
     Schema(SchemaCommand),
-}
-
-#[derive(clap::Args, Debug)]
-pub struct AppServerArgs {
-    /// The Codex CLI to start (else CODEX_BIN, else `codex` on PATH).
-    #[arg(long)]
-    pub codex_bin: Option<PathBuf>,
-    /// Write every message both ways into DIR as JSON lines, one file per thread, secrets
-    /// redacted (and `conformance.jsonl`: the versions and every check).
-    #[arg(long)]
-    pub transcript: Option<PathBuf>,
-    /// Answer model requests with clawbridge's loopback stub (no account, no network) and write
-    /// each request with its layers.md.
-    #[arg(long)]
-    pub offline: bool,
-    /// Where --offline writes the captured requests (default: DIR/model-requests of --transcript).
-    #[arg(long)]
-    pub capture: Option<PathBuf>,
-    /// The offline stub's answers (`{"responses": [...]}`, as for `run --stub-script`).
-    #[arg(long)]
-    pub stub_script: Option<PathBuf>,
-    /// Do not check params against the running Codex's schema.
-    #[arg(long)]
-    pub no_check: bool,
-    /// What OpenClaw passes (`-c key=value ... app-server --listen stdio://`), given to Codex as is.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<std::ffi::OsString>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -512,21 +485,6 @@ impl ServeArgs {
             subscriber_stall: Duration::from_secs(self.subscriber_stall.max(1)),
             ..clawbridge::server::ServeConfig::new(binary, self.workspace_roots, state_dir)
         })
-    }
-}
-
-impl From<AppServerArgs> for clawbridge::proxy::ProxySettings {
-    fn from(args: AppServerArgs) -> Self {
-        Self {
-            codex_bin: args.codex_bin,
-            transcript: args.transcript,
-            args: args.args,
-            offline: args.offline,
-            capture: args.capture,
-            stub_script: args.stub_script,
-            check: !args.no_check,
-            schema_cache: None,
-        }
     }
 }
 

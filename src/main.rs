@@ -20,26 +20,26 @@ use clawbridge::app::{commands, fixtures, run as pairing};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    // OpenClaw's Codex slot calls `clawbridge -c ... app-server ...`, a shape clap cannot read.
+    // OpenClaw's Codex slot calls `clawbridge -c ... app-server ...`, a shape clap cannot read:
+    // normalised first, then parsed once by clap.
     let given: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    match clawbridge::proxy::slot_invocation(&given) {
-        Ok(Some(invocation)) => {
+    let args = match clawbridge::proxy::normalise(&given) {
+        clawbridge::proxy::Normalised::Clap(args) => args,
+        clawbridge::proxy::Normalised::Passthrough(args) => {
             init_logging(0);
-            return match slot(invocation) {
-                Ok(code) => code,
-                Err(Failure(error, code)) => {
-                    eprintln!("clawbridge app-server: {error:#}");
-                    ExitCode::from(code)
+            return match clawbridge::proxy::passthrough(&args) {
+                Ok(never) => match never {},
+                Err(error) => {
+                    eprintln!("clawbridge app-server: {:#}", anyhow::Error::from(error));
+                    ExitCode::from(3)
                 }
             };
         }
-        Ok(None) => {}
-        Err(error) => {
-            eprintln!("clawbridge app-server: {error}");
-            return ExitCode::from(2);
-        }
-    }
-    let cli = match Cli::try_parse() {
+    };
+    let program = std::env::args_os()
+        .next()
+        .unwrap_or_else(|| "clawbridge".into());
+    let cli = match Cli::try_parse_from(std::iter::once(program).chain(args)) {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
@@ -52,22 +52,16 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.verbose);
+    let name = match cli.command {
+        Command::AppServer(_) => "clawbridge app-server",
+        _ => "clawbridge",
+    };
     match run(cli) {
         Ok(code) => code,
         Err(Failure(error, _)) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(Failure(error, code)) => {
-            eprintln!("clawbridge: {error:#}");
+            eprintln!("{name}: {error:#}");
             ExitCode::from(code)
-        }
-    }
-}
-
-/// A call in OpenClaw's Codex slot: the proxy, or the real Codex for anything else.
-fn slot(invocation: clawbridge::proxy::SlotInvocation) -> Result<ExitCode, Failure> {
-    match invocation {
-        clawbridge::proxy::SlotInvocation::Proxy(parsed) => proxy(parsed.into()),
-        clawbridge::proxy::SlotInvocation::Passthrough(args) => {
-            match clawbridge::proxy::passthrough(&args).map_err(|e| Failure(e.into(), 3))? {}
         }
     }
 }

@@ -10,9 +10,12 @@
 //! ```
 //!
 //! and with a user-scoped Codex home OpenClaw also runs `clawbridge [-c ...] login status`.
-//! [`slot_invocation`] reads both shapes: the proxy's own flags are taken from wherever they
-//! stand after `app-server`; everything else goes to Codex in OpenClaw's order; a call that is
-//! not `app-server` at all is handed to the real Codex unchanged.
+//! clap cannot read that shape (Codex's flags before the subcommand, the proxy's own flags mixed
+//! with Codex's after it), so [`normalise`] rewrites it first, and clap then parses it once into
+//! [`AppServerArgs`]: the proxy's own flags (known from clap's own description of
+//! [`AppServerArgs`], never a copied list) are taken from wherever they stand after
+//! `app-server` and put first; everything else follows `--` for Codex, in OpenClaw's order. A call
+//! that is not `app-server` at all is handed to the real Codex unchanged.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -21,43 +24,42 @@ use std::path::PathBuf;
 const CODEX_VALUE_OPTIONS: [&str; 6] =
     ["-c", "--config", "-p", "--profile", "--enable", "--disable"];
 
-/// The proxy's own flags: (name, takes a value).
-const OWN_FLAGS: [(&str, bool); 6] = [
-    ("--codex-bin", true),
-    ("--transcript", true),
-    ("--offline", false),
-    ("--capture", true),
-    ("--stub-script", true),
-    ("--no-check", false),
-];
-
-/// What a command line in the Codex slot asks for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SlotInvocation {
-    /// Run the proxy: the proxy's flags, and what Codex gets (with `app-server` in it).
-    Proxy(ProxyArgs),
-    /// Not an app-server start (e.g. `login status`): run the real Codex with these arguments.
-    Passthrough(Vec<OsString>),
-}
-
-/// The proxy's flags, read from the slot's command line.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProxyArgs {
+/// `clawbridge app-server`: the proxy's flags, then what Codex gets.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AppServerArgs {
+    /// The Codex CLI to start (else CODEX_BIN, else `codex` on PATH).
+    #[arg(long)]
     pub codex_bin: Option<PathBuf>,
+    /// Write every message both ways into DIR as JSON lines, one file per thread, secrets
+    /// redacted (and `conformance.jsonl`: the versions and every check).
+    #[arg(long)]
     pub transcript: Option<PathBuf>,
+    /// Answer model requests with clawbridge's loopback stub (no account, no network) and write
+    /// each request with its layers.md.
+    #[arg(long)]
     pub offline: bool,
+    /// Where --offline writes the captured requests (default: DIR/model-requests of --transcript).
+    #[arg(long)]
     pub capture: Option<PathBuf>,
+    /// The offline stub's answers (`{"responses": [...]}`, as for `run --stub-script`).
+    #[arg(long)]
     pub stub_script: Option<PathBuf>,
+    /// Do not check params against the running Codex's schema.
+    #[arg(long)]
     pub no_check: bool,
-    /// Codex's arguments, in order.
-    pub codex: Vec<OsString>,
+    /// What OpenClaw passes (`-c key=value ... app-server --listen stdio://`), given to Codex as is.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<OsString>,
 }
 
-/// Why a slot command line cannot be read.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{flag} needs a value")]
-pub struct MissingValue {
-    pub flag: String,
+/// What a command line given to clawbridge is, once OpenClaw's slot shape is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Normalised {
+    /// For clap: the command line as given, or the slot's rewritten as `app-server <own flags>
+    /// -- <Codex's arguments>`.
+    Clap(Vec<OsString>),
+    /// Not an app-server start (e.g. `-c ... login status`): run the real Codex with these.
+    Passthrough(Vec<OsString>),
 }
 
 fn is_codex_option(arg: &OsStr) -> bool {
@@ -97,76 +99,85 @@ fn subcommand_index(args: &[OsString]) -> Option<usize> {
     None
 }
 
-/// Read a command line (without the program name) given to clawbridge in the Codex slot.
-/// `None` when it is not one: it starts with neither a Codex global option nor `app-server`,
-/// or it asks `app-server` for help (then clap answers).
-pub fn slot_invocation(args: &[OsString]) -> Result<Option<SlotInvocation>, MissingValue> {
+/// The proxy's own long flags and whether each takes a value, from clap's description of
+/// [`AppServerArgs`].
+fn own_flags() -> Vec<(String, bool)> {
+    use clap::Args as _;
+    AppServerArgs::augment_args(clap::Command::new("app-server"))
+        .get_arguments()
+        .filter_map(|arg| {
+            let long = arg.get_long()?;
+            Some((format!("--{long}"), arg.get_action().takes_values()))
+        })
+        .collect()
+}
+
+/// Read a command line (without the program name) for clap. A command line in OpenClaw's Codex
+/// slot shape (it starts with a Codex global option or `app-server`) becomes `app-server <the
+/// proxy's flags> -- <Codex's arguments>`; one that asks `app-server` for help, and every other
+/// command, is left as it is.
+pub fn normalise(args: &[OsString]) -> Normalised {
+    let unchanged = || Normalised::Clap(args.to_vec());
     let Some(first) = args.first() else {
-        return Ok(None);
+        return unchanged();
     };
     let codex_form = is_codex_option(first);
     if !codex_form && first != "app-server" {
-        return Ok(None);
+        return unchanged();
     }
     let Some(subcommand) = subcommand_index(args) else {
-        return Ok(codex_form.then(|| SlotInvocation::Passthrough(args.to_vec())));
+        return if codex_form {
+            Normalised::Passthrough(args.to_vec())
+        } else {
+            unchanged()
+        };
     };
     let rest = &args[subcommand + 1..];
     if rest.iter().any(|arg| arg == "--help" || arg == "-h") {
-        return Ok(None);
+        return unchanged();
     }
+    let own = own_flags();
     // `clawbridge -c k=v app-server ...`: Codex gets the prefix and `app-server`; with
     // `clawbridge app-server ...` the rest may be a whole Codex command line of its own.
-    let mut parsed = ProxyArgs {
-        codex: if codex_form {
-            args[..=subcommand].to_vec()
-        } else {
-            Vec::new()
-        },
-        ..ProxyArgs::default()
+    let mut codex: Vec<OsString> = if codex_form {
+        args[..=subcommand].to_vec()
+    } else {
+        Vec::new()
     };
+    let mut mine: Vec<OsString> = vec!["app-server".into()];
     let mut at = 0;
     while at < rest.len() {
         let arg = &rest[at];
         let text = arg.to_str().unwrap_or_default();
         if text == "--" {
-            parsed.codex.extend_from_slice(&rest[at..]);
+            codex.extend_from_slice(&rest[at..]);
             break;
         }
         let (name, attached) = match text.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value)),
-            _ => (text, None),
+            Some((name, _)) if name.starts_with("--") => (name, true),
+            _ => (text, false),
         };
-        let Some((flag, takes_value)) = OWN_FLAGS.iter().find(|(flag, _)| *flag == name) else {
-            parsed.codex.push(arg.clone());
-            at += 1;
-            continue;
-        };
-        let value = if !takes_value {
-            None
-        } else if let Some(value) = attached {
-            Some(OsString::from(value))
-        } else {
-            at += 1;
-            Some(rest.get(at).cloned().ok_or_else(|| MissingValue {
-                flag: (*flag).to_string(),
-            })?)
-        };
-        let path = value.map(PathBuf::from);
-        match *flag {
-            "--codex-bin" => parsed.codex_bin = path,
-            "--transcript" => parsed.transcript = path,
-            "--capture" => parsed.capture = path,
-            "--stub-script" => parsed.stub_script = path,
-            "--offline" => parsed.offline = true,
-            _ => parsed.no_check = true,
+        match own.iter().find(|(flag, _)| flag == name) {
+            Some((_, takes_value)) => {
+                mine.push(arg.clone());
+                if *takes_value && !attached {
+                    if let Some(value) = rest.get(at + 1) {
+                        // `--flag=value` keeps a value that starts with `-` a value for clap.
+                        let mut joined = OsString::from(format!("{name}="));
+                        joined.push(value);
+                        mine.pop();
+                        mine.push(joined);
+                        at += 1;
+                    }
+                }
+            }
+            None => codex.push(arg.clone()),
         }
         at += 1;
     }
-    if !codex_form {
-        parsed.codex = codex_args(&parsed.codex);
-    }
-    Ok(Some(SlotInvocation::Proxy(parsed)))
+    mine.push("--".into());
+    mine.extend(codex);
+    Normalised::Clap(mine)
 }
 
 /// What Codex gets from arguments given after `clawbridge app-server`'s own flags: as they are
@@ -199,14 +210,36 @@ pub fn with_override(args: &[OsString], override_: &str) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
     }
 
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Command {
+        AppServer(AppServerArgs),
+    }
+
+    /// The slot command line as the binary reads it: normalised, then clap.
+    fn parsed(args: &[&str]) -> Result<AppServerArgs, clap::Error> {
+        let Normalised::Clap(args) = normalise(&os(args)) else {
+            panic!("not for clap");
+        };
+        let cli = Cli::try_parse_from(std::iter::once(OsString::from("clawbridge")).chain(args))?;
+        let Command::AppServer(args) = cli.command;
+        Ok(args)
+    }
+
     #[test]
     fn openclaw_shapes_are_read() {
-        let line = os(&[
+        let parsed_line = parsed(&[
             "-c",
             "cli_auth_credentials_store=\"ephemeral\"",
             "app-server",
@@ -215,14 +248,12 @@ mod tests {
             "--listen",
             "stdio://",
             "--offline",
-        ]);
-        let Ok(Some(SlotInvocation::Proxy(parsed))) = slot_invocation(&line) else {
-            panic!("a proxy start");
-        };
-        assert_eq!(parsed.transcript, Some(PathBuf::from("/t")));
-        assert!(parsed.offline && !parsed.no_check);
+        ])
+        .expect("a proxy start");
+        assert_eq!(parsed_line.transcript, Some(PathBuf::from("/t")));
+        assert!(parsed_line.offline && !parsed_line.no_check);
         assert_eq!(
-            parsed.codex,
+            parsed_line.args,
             os(&[
                 "-c",
                 "cli_auth_credentials_store=\"ephemeral\"",
@@ -231,13 +262,10 @@ mod tests {
                 "stdio://"
             ])
         );
-        let plain = os(&["app-server", "--transcript=/t", "--no-check"]);
-        let Ok(Some(SlotInvocation::Proxy(parsed))) = slot_invocation(&plain) else {
-            panic!("a proxy start");
-        };
-        assert_eq!(parsed.codex, os(&["app-server"]));
-        assert!(parsed.no_check);
-        let whole = os(&[
+        let plain = parsed(&["app-server", "--transcript=/t", "--no-check"]).expect("a start");
+        assert_eq!(codex_args(&plain.args), os(&["app-server"]));
+        assert!(plain.no_check);
+        let whole = parsed(&[
             "app-server",
             "--offline",
             "-c",
@@ -245,37 +273,54 @@ mod tests {
             "app-server",
             "--listen",
             "stdio://",
-        ]);
-        let Ok(Some(SlotInvocation::Proxy(parsed))) = slot_invocation(&whole) else {
-            panic!("a proxy start");
-        };
+        ])
+        .expect("a start");
         assert_eq!(
-            parsed.codex,
+            codex_args(&whole.args),
             os(&["-c", "x=1", "app-server", "--listen", "stdio://"])
         );
+        // A value that starts with a dash stays the flag's value.
+        let dashed =
+            parsed(&["app-server", "--capture", "-odd", "--listen", "stdio://"]).expect("a start");
+        assert_eq!(dashed.capture, Some(PathBuf::from("-odd")));
+        assert_eq!(dashed.args, os(&["--listen", "stdio://"]));
         assert_eq!(
-            slot_invocation(&os(&["-c", "x=1", "login", "status"])),
-            Ok(Some(SlotInvocation::Passthrough(os(&[
-                "-c", "x=1", "login", "status"
-            ]))))
+            normalise(&os(&["-c", "x=1", "login", "status"])),
+            Normalised::Passthrough(os(&["-c", "x=1", "login", "status"]))
         );
-        assert_eq!(slot_invocation(&os(&["run", "x.json"])), Ok(None));
-        assert_eq!(slot_invocation(&os(&["app-server", "--help"])), Ok(None));
         assert_eq!(
-            slot_invocation(&os(&["app-server", "--transcript"])),
-            Err(MissingValue {
-                flag: "--transcript".into()
-            })
+            normalise(&os(&["run", "x.json"])),
+            Normalised::Clap(os(&["run", "x.json"]))
         );
+        assert_eq!(
+            normalise(&os(&["app-server", "--help"])),
+            Normalised::Clap(os(&["app-server", "--help"]))
+        );
+        let missing = parsed(&["app-server", "--transcript"]).expect_err("a missing value");
+        assert!(missing.to_string().contains("--transcript"), "{missing}");
         // A value that reads `app-server` is not the subcommand.
         assert_eq!(
-            slot_invocation(&os(&["-c", "app-server", "login"])),
-            Ok(Some(SlotInvocation::Passthrough(os(&[
-                "-c",
-                "app-server",
-                "login"
-            ]))))
+            normalise(&os(&["-c", "app-server", "login"])),
+            Normalised::Passthrough(os(&["-c", "app-server", "login"]))
         );
+    }
+
+    #[test]
+    fn the_own_flags_are_clap_s() {
+        let flags: Vec<String> = own_flags().into_iter().map(|(flag, _)| flag).collect();
+        assert_eq!(
+            flags,
+            [
+                "--codex-bin",
+                "--transcript",
+                "--offline",
+                "--capture",
+                "--stub-script",
+                "--no-check"
+            ]
+        );
+        let takes: Vec<bool> = own_flags().into_iter().map(|(_, takes)| takes).collect();
+        assert_eq!(takes, [true, true, false, true, true, false]);
     }
 
     #[test]

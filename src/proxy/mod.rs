@@ -38,11 +38,13 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
+pub use crate::app::capture::live::safe_name;
+use crate::app::capture::live::{CaptureWriter, Known};
 use crate::app::offline::{ResponsesStub, StubScript};
 use crate::codex::client::process::{find_codex_binary, resolve_native_binary};
 use crate::codex::client::schema::{version_in, SchemaCache};
-pub use args::{codex_args, slot_invocation, ProxyArgs, SlotInvocation};
-use observe::{CaptureWriter, Known, Observer};
+pub use args::{codex_args, normalise, AppServerArgs, Normalised};
+use observe::Observer;
 use transcript::Transcript;
 
 /// Which way a line went.
@@ -61,49 +63,6 @@ impl Direction {
             Direction::Out => "out",
         }
     }
-}
-
-/// The files of the transcript folder that are not a thread's.
-const RESERVED_NAMES: [&str; 3] = ["connection", "conformance", "model-requests"];
-
-/// A thread id as a file name, injectively: a plain id (`[A-Za-z0-9_-]`, at most 100
-/// characters) is its own name; any other (a `/`, a dot, a long or empty id, a reserved name, or
-/// one that already ends like a hashed name) becomes its characters reduced to `[A-Za-z0-9_-]`
-/// (at most 64) plus `-` and 16 hex digits of its SHA-256. Plain names never end in `-` and 16
-/// hex digits, so no two thread ids share a file, and none is `connection` or `conformance`.
-pub fn safe_name(name: &str) -> String {
-    let plain = !name.is_empty()
-        && name.len() <= 100
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if plain && !RESERVED_NAMES.contains(&name) && !looks_hashed(name) {
-        return name.to_string();
-    }
-    let reduced: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    format!(
-        "{reduced}-{}",
-        crate::support::hex::sha256(name.as_bytes(), 8)
-    )
-}
-
-/// Ends in `-` and 16 lowercase hex digits, as [`safe_name`]'s hashed names do.
-fn looks_hashed(name: &str) -> bool {
-    name.len() >= 17
-        && name.as_bytes()[name.len() - 17] == b'-'
-        && name[name.len() - 16..]
-            .bytes()
-            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
 /// Longest line the transcript records (longer lines are forwarded untouched).
@@ -134,16 +93,16 @@ pub struct ProxySettings {
     pub schema_cache: Option<PathBuf>,
 }
 
-impl From<ProxyArgs> for ProxySettings {
-    fn from(parsed: ProxyArgs) -> Self {
+impl From<AppServerArgs> for ProxySettings {
+    fn from(args: AppServerArgs) -> Self {
         Self {
-            codex_bin: parsed.codex_bin,
-            transcript: parsed.transcript,
-            args: parsed.codex,
-            offline: parsed.offline,
-            capture: parsed.capture,
-            stub_script: parsed.stub_script,
-            check: !parsed.no_check,
+            codex_bin: args.codex_bin,
+            transcript: args.transcript,
+            args: args.args,
+            offline: args.offline,
+            capture: args.capture,
+            stub_script: args.stub_script,
+            check: !args.no_check,
             schema_cache: None,
         }
     }

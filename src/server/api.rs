@@ -1,15 +1,20 @@
-//! The bridge API described: an [OpenRPC](https://spec.open-rpc.org) 1.3 document of every
-//! method, built from the Rust types the methods parse and answer with (schemars), so the
-//! description cannot drift from the code. `rpc.discover` serves it, `clawbridge schema openrpc`
-//! prints it, `docs/openrpc.json` is the committed copy (drift-checked by `scripts/test`), and the
-//! TypeScript client's types are generated from it.
+//! The bridge API, declared once: every `bridge.*` method is a type implementing
+//! [`BridgeMethod`] (its name, its params type, its result type, its description), and
+//! `methods.rs` holds the one table that registers each with its handler and lists it in the
+//! [OpenRPC](https://spec.open-rpc.org) 1.3 document built here from the same types (schemars),
+//! so neither the handlers nor the description can drift from the other. `rpc.discover` serves
+//! the document, `clawbridge schema openrpc` prints it, `docs/openrpc.json` is the committed copy
+//! (drift-checked by `scripts/test`), and the TypeScript client's types, the method table
+//! included, are generated from it.
 //!
-//! Params are by name (an object) or, for the one-object methods, that object as the only
-//! positional param: both are what the handlers accept. `bridge.subscribeRun` is a jsonrpsee
-//! subscription: its `bridge.runEvent` notifications are described under `x-notification`.
+//! Params are by name (an object) or by position (an array in the order the document lists
+//! them; for the one-object methods, that object as the only positional param): both are what
+//! the handlers accept. `bridge.subscribeRun` is a jsonrpsee subscription: its `bridge.runEvent`
+//! notifications are described under `x-notification`.
 
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, SchemaGenerator};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -17,6 +22,193 @@ use crate::app::context::ContextReport;
 use crate::app::events::RunEvent;
 use crate::codex::protocol::params::CodexParams;
 use crate::config::{PromptMode, RunDocument};
+
+/// One method of the bridge API: what it is called, what it takes, what it answers.
+pub trait BridgeMethod {
+    const NAME: &'static str;
+    const SUMMARY: &'static str;
+    const DESCRIPTION: &'static str;
+    /// The params, by name; each field is one OpenRPC param (its doc comment the summary).
+    type Params: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The answer.
+    type Result: Serialize + JsonSchema + Clone + Send + 'static;
+    /// The OpenRPC name of the result.
+    const RESULT: &'static str;
+
+    /// Whatever the method's description carries beside the usual fields.
+    fn extend(_description: &mut Map<String, Value>, _generator: &mut SchemaGenerator) {}
+}
+
+/// Declares a method type and its [`BridgeMethod`] impl.
+macro_rules! bridge_method {
+    ($(#[$doc:meta])* $ty:ident = $name:literal, ($params:ty) -> $result_name:literal: $result:ty,
+     $summary:literal, $description:literal $(, extend: $extend:path)?) => {
+        $(#[$doc])*
+        pub enum $ty {}
+
+        impl BridgeMethod for $ty {
+            const NAME: &'static str = $name;
+            const SUMMARY: &'static str = $summary;
+            const DESCRIPTION: &'static str = $description;
+            type Params = $params;
+            type Result = $result;
+            const RESULT: &'static str = $result_name;
+            $(
+                fn extend(description: &mut Map<String, Value>, generator: &mut SchemaGenerator) {
+                    $extend(description, generator)
+                }
+            )?
+        }
+    };
+}
+
+bridge_method!(
+    /// `bridge.params`.
+    ParamsMethod = "bridge.params", (RunRequest) -> "params": CodexParams,
+    "The exact Codex thread/turn params for a run (what `clawbridge params` prints).",
+    "A preview: a `once` truncation notice is shown as the next turn would show it and nothing is recorded. Also accepts the run document itself as the only param."
+);
+bridge_method!(
+    /// `bridge.context`.
+    ContextMethod = "bridge.context", (RunRequest) -> "report": ContextReport,
+    "The `/context list` report of a run.",
+    "Per bootstrap file its raw and injected size, truncation and surface; skills and tool sizes."
+);
+bridge_method!(
+    /// `bridge.prompt`.
+    PromptMethod = "bridge.prompt", (PromptRequest) -> "prompt": PromptAnswer,
+    "OpenClaw's own system prompt for the run (non-Codex harnesses).",
+    "The stable prefix, the dynamic suffix and the joined text."
+);
+bridge_method!(
+    /// `bridge.runStart`.
+    RunStartMethod = "bridge.runStart", (RunStartRequest) -> "started": RunStarted,
+    "Start a run: the session's thread (bound, resumed or new) and one turn.",
+    "Answers once the thread is open; subscribe with the runId to see the turn. Fails with 4100 when no Codex CLI is installed."
+);
+bridge_method!(
+    /// `bridge.subscribeRun` (a subscription; see [`BridgeMethod::extend`] for its events).
+    SubscribeRunMethod = "bridge.subscribeRun", (RunRef) -> "subscription": SubscriptionId,
+    "Subscribe to a run's events, replayed from its start.",
+    "A subscription (jsonrpsee): the result is the subscription id; the events arrive as `bridge.runEvent` notifications whose params are `{subscription, result}` with one event as `result`, the last one `turnEnd`.",
+    extend: describe_run_events
+);
+bridge_method!(
+    /// `bridge.unsubscribeRun` (answered by jsonrpsee for the subscription).
+    UnsubscribeRunMethod = "bridge.unsubscribeRun", (UnsubscribeRequest) -> "unsubscribed": bool,
+    "End a subscription.",
+    ""
+);
+bridge_method!(
+    /// `bridge.toolResult`.
+    ToolResultMethod = "bridge.toolResult", (ToolResultParams) -> "ack": Acknowledged,
+    "Answer a `toolCall` event.",
+    "Unanswered calls fail softly after the server's --answer-timeout."
+);
+bridge_method!(
+    /// `bridge.approval`.
+    ApprovalMethod = "bridge.approval", (ApprovalParams) -> "ack": Acknowledged,
+    "Answer an `approvalRequest` event.",
+    "Unanswered approvals are declined."
+);
+bridge_method!(
+    /// `bridge.runInterrupt`.
+    RunInterruptMethod = "bridge.runInterrupt", (RunRef) -> "ack": Acknowledged,
+    "Interrupt a run's turn (`turn/interrupt`).",
+    ""
+);
+bridge_method!(
+    /// `bridge.status`.
+    StatusMethod = "bridge.status", (NoParams) -> "status": Status,
+    "The service's state: Codex, sessions, runs, pending answers.",
+    ""
+);
+bridge_method!(
+    /// `rpc.discover`.
+    DiscoverMethod = "rpc.discover", (NoParams) -> "openrpc": OpenRpcDocument,
+    "This document.",
+    ""
+);
+
+/// The notification a subscription's events arrive in.
+pub const RUN_EVENT_NOTIFICATION: &str = "bridge.runEvent";
+
+/// How `bridge.subscribeRun` is described beyond params and result: its notifications.
+pub fn describe_run_events(description: &mut Map<String, Value>, generator: &mut SchemaGenerator) {
+    description.insert(
+        "x-notification".into(),
+        json!({
+            "method": RUN_EVENT_NOTIFICATION,
+            "result": generator.subschema_for::<RunEvent>().to_value(),
+        }),
+    );
+}
+
+/// A run-document method's params (`bridge.params`, `bridge.context`): the document under `run`,
+/// or the document itself as the only param.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRequest {
+    /// The run document (docs/run-document.schema.json).
+    #[schemars(with = "RunDocument")]
+    pub run: Value,
+    /// `bridge.context`: add per-skill and per-tool sizes.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub detail: Option<bool>,
+}
+
+/// `bridge.prompt`'s params: a [`RunRequest`] and how to render.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptRequest {
+    /// The run document (docs/run-document.schema.json).
+    #[schemars(with = "RunDocument")]
+    pub run: Value,
+    /// `bridge.context`: add per-skill and per-tool sizes.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub detail: Option<bool>,
+    /// Override the prompt mode.
+    #[serde(default)]
+    #[schemars(with = "PromptMode")]
+    pub mode: Option<PromptMode>,
+    /// false: drop the cache-boundary marker (providers without boundary support).
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub cache_boundary: Option<bool>,
+}
+
+/// `bridge.runStart`'s params.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStartRequest {
+    /// The run document.
+    #[schemars(with = "RunDocument")]
+    pub run: Value,
+}
+
+/// A request that carries a run document: under `run`, or (when the params are the document
+/// itself, with its `workspace`) as the whole params.
+pub trait CarriesRun: DeserializeOwned + Default {
+    fn with_document(run: Value) -> Self;
+    fn document(&self) -> &Value;
+}
+
+macro_rules! carries_run {
+    ($($ty:ty),*) => {$(
+        impl CarriesRun for $ty {
+            #[allow(clippy::needless_update)] // the same for a request that is only `run`
+            fn with_document(run: Value) -> Self {
+                Self { run, ..Self::default() }
+            }
+            fn document(&self) -> &Value {
+                &self.run
+            }
+        }
+    )*};
+}
+carries_run!(RunRequest, PromptRequest, RunStartRequest);
 
 /// `bridge.prompt`'s answer.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -54,16 +246,22 @@ pub enum Decision {
 }
 
 /// `bridge.toolResult`'s params.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultParams {
+    /// The event's callId.
     pub call_id: String,
+    /// The result as text (or contentItems).
     #[serde(default)]
+    #[schemars(with = "String")]
     pub text: Option<String>,
+    /// Codex content items (`inputText`, `inputImage`).
     #[serde(default)]
+    #[schemars(with = "Vec<Value>")]
     pub content_items: Option<Vec<Value>>,
-    /// Default true.
+    /// Whether the tool succeeded (default true).
     #[serde(default)]
+    #[schemars(with = "bool")]
     pub success: Option<bool>,
 }
 
@@ -83,10 +281,12 @@ impl ToolResultParams {
 }
 
 /// `bridge.approval`'s params.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalParams {
+    /// The event's approvalId.
     pub approval_id: String,
+    /// accept or decline.
     pub decision: Decision,
 }
 
@@ -111,25 +311,101 @@ impl TryFrom<Value> for RunRef {
     }
 }
 
+impl JsonSchema for RunRef {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RunRef".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "properties": {"runId": {"type": "string", "description": "From bridge.runStart."}},
+            "required": ["runId"],
+        })
+    }
+}
+
 impl RunRef {
     pub fn into_id(self) -> String {
         self.0
     }
 }
 
-/// The options `bridge.context` and `bridge.prompt` take beside the run document.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ViewOptions {
-    /// `bridge.context`: per-skill and per-tool sizes.
-    #[serde(default)]
-    pub detail: Option<bool>,
-    /// `bridge.prompt`: override the prompt mode.
-    #[serde(default)]
-    pub mode: Option<PromptMode>,
-    /// `bridge.prompt`: false drops the cache-boundary marker.
-    #[serde(default)]
-    pub cache_boundary: Option<bool>,
+/// `bridge.unsubscribeRun`'s params (jsonrpsee reads them).
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct UnsubscribeRequest {
+    /// The subscription id.
+    pub subscription: String,
+}
+
+/// The params of a method that takes none (anything given is ignored).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoParams;
+
+impl<'de> Deserialize<'de> for NoParams {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(NoParams)
+    }
+}
+
+impl JsonSchema for NoParams {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoParams".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "properties": {}})
+    }
+}
+
+/// A subscription's id (jsonrpsee's: a string or a number).
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum SubscriptionId {
+    Text(String),
+    Number(u64),
+}
+
+impl JsonSchema for SubscriptionId {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SubscriptionId".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": ["string", "integer"]})
+    }
+}
+
+/// The OpenRPC document itself (`rpc.discover`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct OpenRpcDocument(pub Value);
+
+impl JsonSchema for OpenRpcDocument {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OpenRpcDocument".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "description": "An OpenRPC 1.3 document."})
+    }
 }
 
 /// The Codex process as `bridge.status` reports it.
@@ -196,183 +472,88 @@ pub struct Status {
     pub pending_approvals: usize,
 }
 
-struct Param {
-    name: &'static str,
-    summary: &'static str,
-    required: bool,
-    schema: Value,
-}
-
-fn param<T: JsonSchema>(
-    generator: &mut SchemaGenerator,
-    name: &'static str,
-    required: bool,
-    summary: &'static str,
-) -> Param {
-    Param {
-        name,
-        summary,
-        required,
-        schema: generator.subschema_for::<T>().to_value(),
-    }
-}
-
-fn method(
-    name: &str,
-    summary: &str,
-    description: &str,
-    params: Vec<Param>,
-    result: (&str, Value),
-) -> Value {
-    let params: Vec<Value> = params
+/// One method's OpenRPC description, from its types: each field of its params type is a param,
+/// in the order the handler reads a positional form, its doc comment the summary.
+pub fn describe<M: BridgeMethod>(generator: &mut SchemaGenerator) -> Value {
+    let schema = M::Params::json_schema(generator).to_value();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let declared = crate::support::json::struct_fields::<M::Params>();
+    let mut names: Vec<&str> = declared
+        .iter()
+        .copied()
+        .filter(|name| properties.contains_key(*name))
+        .collect();
+    names.extend(
+        properties
+            .keys()
+            .map(String::as_str)
+            .filter(|name| !declared.contains(name)),
+    );
+    let params: Vec<Value> = names
         .into_iter()
-        .map(|param| {
-            json!({"name": param.name, "summary": param.summary, "required": param.required, "schema": param.schema})
+        .filter_map(|name| {
+            let mut schema = properties.get(name)?.clone();
+            let object = schema.as_object_mut()?;
+            let summary = object
+                .remove("description")
+                .unwrap_or_else(|| Value::String(String::new()));
+            // An optional param's absence is its default; schemars' `null` would contradict the
+            // param's type.
+            if object.get("default") == Some(&Value::Null) {
+                object.remove("default");
+            }
+            Some(json!({
+                "name": name,
+                "summary": summary,
+                "required": required.contains(&name),
+                "schema": schema,
+            }))
         })
         .collect();
-    json!({
-        "name": name,
-        "summary": summary,
-        "description": description,
-        "paramStructure": "either",
-        "params": params,
-        "result": {"name": result.0, "schema": result.1},
-        "errors": [{"$ref": "#/components/errors/InvalidParams"}],
-    })
+    let mut description = Map::new();
+    description.insert("name".into(), M::NAME.into());
+    description.insert("summary".into(), M::SUMMARY.into());
+    description.insert("description".into(), M::DESCRIPTION.into());
+    description.insert("paramStructure".into(), "either".into());
+    description.insert("params".into(), Value::Array(params));
+    description.insert(
+        "result".into(),
+        json!({"name": M::RESULT, "schema": generator.subschema_for::<M::Result>().to_value()}),
+    );
+    description.insert(
+        "errors".into(),
+        json!([{"$ref": "#/components/errors/InvalidParams"}]),
+    );
+    M::extend(&mut description, generator);
+    Value::Object(description)
 }
 
-/// The OpenRPC document of the bridge API (keys sorted when serialized).
+/// The OpenRPC document of the bridge API (keys sorted when serialized): the methods of the one
+/// table (`methods.rs`), the error codes of the one list (`errors.rs`).
 pub fn openrpc() -> Value {
     let mut generator = SchemaSettings::draft2020_12()
         .with(|settings| settings.definitions_path = "/components/schemas".into())
         .into_generator();
-    let g = &mut generator;
-    let run_params = |g: &mut SchemaGenerator, with_mode: bool| {
-        let mut params = vec![
-            param::<RunDocument>(
-                g,
-                "run",
-                true,
-                "The run document (docs/run-document.schema.json).",
-            ),
-            param::<bool>(
-                g,
-                "detail",
-                false,
-                "`bridge.context`: add per-skill and per-tool sizes.",
-            ),
-        ];
-        if with_mode {
-            params.push(param::<PromptMode>(
-                g,
-                "mode",
-                false,
-                "Override the prompt mode.",
-            ));
-            params.push(param::<bool>(
-                g,
-                "cacheBoundary",
-                false,
-                "false: drop the cache-boundary marker (providers without boundary support).",
-            ));
-        }
-        params
-    };
-    let methods = vec![
-        method(
-            "bridge.params",
-            "The exact Codex thread/turn params for a run (what `clawbridge params` prints).",
-            "A preview: a `once` truncation notice is shown as the next turn would show it and nothing is recorded. Also accepts the run document itself as the only param.",
-            run_params(g, false),
-            ("params", g.subschema_for::<CodexParams>().to_value()),
-        ),
-        method(
-            "bridge.context",
-            "The `/context list` report of a run.",
-            "Per bootstrap file its raw and injected size, truncation and surface; skills and tool sizes.",
-            run_params(g, false),
-            ("report", g.subschema_for::<ContextReport>().to_value()),
-        ),
-        method(
-            "bridge.prompt",
-            "OpenClaw's own system prompt for the run (non-Codex harnesses).",
-            "The stable prefix, the dynamic suffix and the joined text.",
-            run_params(g, true),
-            ("prompt", g.subschema_for::<PromptAnswer>().to_value()),
-        ),
-        method(
-            "bridge.runStart",
-            "Start a run: the session's thread (bound, resumed or new) and one turn.",
-            "Answers once the thread is open; subscribe with the runId to see the turn. Fails with 4100 when no Codex CLI is installed.",
-            vec![param::<RunDocument>(g, "run", true, "The run document.")],
-            ("started", g.subschema_for::<RunStarted>().to_value()),
-        ),
-        {
-            let mut subscribe = method(
-                "bridge.subscribeRun",
-                "Subscribe to a run's events, replayed from its start.",
-                "A subscription (jsonrpsee): the result is the subscription id; the events arrive as `bridge.runEvent` notifications whose params are `{subscription, result}` with one event as `result`, the last one `turnEnd`.",
-                vec![param::<String>(g, "runId", true, "From bridge.runStart.")],
-                ("subscription", json!({"type": ["string", "integer"]})),
-            );
-            subscribe["x-notification"] = json!({
-                "method": "bridge.runEvent",
-                "result": g.subschema_for::<RunEvent>().to_value(),
-            });
-            subscribe
-        },
-        method(
-            "bridge.unsubscribeRun",
-            "End a subscription.",
-            "",
-            vec![param::<String>(g, "subscription", true, "The subscription id.")],
-            ("unsubscribed", json!({"type": "boolean"})),
-        ),
-        method(
-            "bridge.toolResult",
-            "Answer a `toolCall` event.",
-            "Unanswered calls fail softly after the server's --answer-timeout.",
-            vec![
-                param::<String>(g, "callId", true, "The event's callId."),
-                param::<String>(g, "text", false, "The result as text (or contentItems)."),
-                param::<Vec<Value>>(g, "contentItems", false, "Codex content items (`inputText`, `inputImage`)."),
-                param::<bool>(g, "success", false, "Whether the tool succeeded (default true)."),
-            ],
-            ("ack", g.subschema_for::<Acknowledged>().to_value()),
-        ),
-        method(
-            "bridge.approval",
-            "Answer an `approvalRequest` event.",
-            "Unanswered approvals are declined.",
-            vec![
-                param::<String>(g, "approvalId", true, "The event's approvalId."),
-                param::<Decision>(g, "decision", true, "accept or decline."),
-            ],
-            ("ack", g.subschema_for::<Acknowledged>().to_value()),
-        ),
-        method(
-            "bridge.runInterrupt",
-            "Interrupt a run's turn (`turn/interrupt`).",
-            "",
-            vec![param::<String>(g, "runId", true, "From bridge.runStart.")],
-            ("ack", g.subschema_for::<Acknowledged>().to_value()),
-        ),
-        method(
-            "bridge.status",
-            "The service's state: Codex, sessions, runs, pending answers.",
-            "",
-            vec![],
-            ("status", g.subschema_for::<Status>().to_value()),
-        ),
-        method(
-            "rpc.discover",
-            "This document.",
-            "",
-            vec![],
-            ("openrpc", json!({"type": "object", "description": "An OpenRPC 1.3 document."})),
-        ),
-    ];
+    let methods = super::methods::descriptions(&mut generator);
     let schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    let errors: Map<String, Value> = super::errors::codes::DESCRIBED
+        .iter()
+        .map(|(name, code, message)| {
+            (
+                (*name).to_string(),
+                json!({"code": code, "message": message}),
+            )
+        })
+        .collect();
     json!({
         "openrpc": "1.3.2",
         "info": {
@@ -383,17 +564,7 @@ pub fn openrpc() -> Value {
         "methods": methods,
         "components": {
             "schemas": schemas,
-            "errors": {
-                "InvalidParams": {"code": -32602, "message": "invalid params (the message names the field)"},
-                "OutsideRoots": {"code": 4001, "message": "a path outside the workspace roots"},
-                "Forbidden": {"code": 4003, "message": "not allowed by the operator (sandbox above the ceiling, another session's thread)"},
-                "NotFound": {"code": 4004, "message": "unknown run, call or approval"},
-                "NotACodexRun": {"code": 4009, "message": "not a Codex run"},
-                "Timeout": {"code": 4080, "message": "the request's file I/O or parsing took too long"},
-                "Busy": {"code": 4290, "message": "too many runs in progress (--max-runs); try again when one ends"},
-                "CodexUnavailable": {"code": 4100, "message": "Codex could not be started, none is installed, or serve is shutting down"},
-                "ThreadFailed": {"code": 4200, "message": "Codex refused the thread"},
-            },
+            "errors": errors,
         },
     })
 }

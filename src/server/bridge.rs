@@ -240,11 +240,7 @@ impl Bridge {
 
     /// Parse a run document sent by a client: the sandbox capped at the ceiling, every path it
     /// names checked against the roots (and again wherever a file is opened).
-    pub(super) fn load_run(&self, params: &Value) -> Result<Run, ErrorObjectOwned> {
-        let document = params
-            .get("run")
-            .filter(|_| params.get("workspace").is_none())
-            .unwrap_or(params);
+    pub(super) fn load_run(&self, document: &Value) -> Result<Run, ErrorObjectOwned> {
         let source = Path::new("<request>");
         let base = self.config.workspace_roots[0].clone();
         let mut parsed = RunDocument::parse(&document.to_string(), source)

@@ -26,6 +26,43 @@ pub mod codes {
     pub const TIMEOUT: i32 = 4080;
     /// An internal failure (state file, serialization).
     pub const INTERNAL: i32 = -32603;
+
+    /// The codes the OpenRPC document lists: (name, code, what it means).
+    pub const DESCRIBED: [(&str, i32, &str); 9] = [
+        (
+            "InvalidParams",
+            INVALID_PARAMS,
+            "invalid params (the message names the field)",
+        ),
+        (
+            "OutsideRoots",
+            PATH_OUTSIDE_ROOTS,
+            "a path outside the workspace roots",
+        ),
+        (
+            "Forbidden",
+            FORBIDDEN,
+            "not allowed by the operator (sandbox above the ceiling, another session's thread)",
+        ),
+        ("NotFound", NOT_FOUND, "unknown run, call or approval"),
+        ("NotACodexRun", NOT_A_CODEX_RUN, "not a Codex run"),
+        (
+            "Timeout",
+            TIMEOUT,
+            "the request's file I/O or parsing took too long",
+        ),
+        (
+            "Busy",
+            BUSY,
+            "too many runs in progress (--max-runs); try again when one ends",
+        ),
+        (
+            "CodexUnavailable",
+            CODEX_UNAVAILABLE,
+            "Codex could not be started, none is installed, or serve is shutting down",
+        ),
+        ("ThreadFailed", THREAD_FAILED, "Codex refused the thread"),
+    ];
 }
 
 pub(super) fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {

@@ -2,6 +2,7 @@
 //! the params helpers every handler uses.
 
 use super::*;
+use api::CarriesRun as _;
 
 /// Counts a subscription while it sends (shutdown waits for the count to reach zero).
 struct ActiveSubscriber<'a>(&'a watch::Sender<usize>);
@@ -23,16 +24,10 @@ impl Drop for ActiveSubscriber<'_> {
 pub(super) async fn subscribe_run(
     bridge: Arc<Bridge>,
     caller: Caller,
-    params: Params<'static>,
+    run: api::RunRef,
     pending: PendingSubscriptionSink,
 ) -> Result<(), jsonrpsee::core::SubscriptionError> {
-    let run_id = match typed::<api::RunRef>(&params) {
-        Ok(run) => run.into_id(),
-        Err(error) => {
-            pending.reject(error).await;
-            return Ok(());
-        }
-    };
+    let run_id = run.into_id();
     let state = match bridge.visible_run(&caller, &run_id) {
         Ok(state) => state,
         Err(error) => {
@@ -129,7 +124,22 @@ pub(super) fn object_param(params: &Params<'_>) -> Result<Value, ErrorObjectOwne
 pub(super) fn typed<T: serde::de::DeserializeOwned>(
     params: &Params<'_>,
 ) -> Result<T, ErrorObjectOwned> {
-    let value = object_param(params)?;
+    from_value(object_param(params)?)
+}
+
+/// A run-document method's request from its (bounded) text: `{"run": document, ...options}`,
+/// or the document itself (it has a `workspace`) as the whole params. Runs on the blocking pool.
+pub(super) fn run_request<R: api::CarriesRun>(text: &str) -> Result<R, ErrorObjectOwned> {
+    let value = object_param(&Params::new(Some(text)))?;
+    if value.get("run").is_some() && value.get("workspace").is_none() {
+        from_value(value)
+    } else {
+        Ok(R::with_document(value))
+    }
+}
+
+/// `value` as `T`; a bad one is refused naming the field.
+fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorObjectOwned> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         let field = if path == "." {
@@ -142,20 +152,6 @@ pub(super) fn typed<T: serde::de::DeserializeOwned>(
             format!("{field}{}", error.into_inner()),
         )
     })
-}
-
-/// The view options beside a run document (`detail`, `mode`, `cacheBoundary`).
-pub(super) fn options_of(value: &Value) -> Result<api::ViewOptions, ErrorObjectOwned> {
-    match value {
-        Value::Object(_) => serde_path_to_error::deserialize(value.clone()).map_err(|error| {
-            let path = error.path().to_string();
-            rpc_error(
-                codes::INVALID_PARAMS,
-                format!("field `{path}`: {}", error.into_inner()),
-            )
-        }),
-        _ => Ok(api::ViewOptions::default()),
-    }
 }
 
 /// A run-document method's params as text, refused past `--max-run-bytes` before anything
@@ -178,199 +174,331 @@ pub(super) fn bounded_params(
     Ok(text.to_string())
 }
 
-pub(super) fn parse_params(text: &str) -> Result<Value, ErrorObjectOwned> {
-    object_param(&Params::new(Some(text)))
+/// The bridge API's one table: each method type (`api`) with how its params arrive and its
+/// handler. It registers every handler (`module`) and describes every method (`descriptions`,
+/// the OpenRPC document), so a method cannot be served without being described or the reverse.
+///
+/// How params arrive: `typed` parses them into the method's params type (errors name the field);
+/// `bounded` hands the raw text over once it is within `--max-run-bytes`, for the handler to
+/// parse on the blocking pool; `subscription` is a jsonrpsee subscription whose end is the
+/// `unsubscription` entry.
+macro_rules! bridge_api {
+    ($($register:ident $method:ty $(=> $handler:expr)?;)*) => {
+        pub(super) fn module(
+            bridge: Arc<Bridge>,
+        ) -> Result<RpcModule<Bridge>, jsonrpsee::core::RegisterMethodError> {
+            let mut module = RpcModule::from_arc(bridge);
+            $( bridge_api!(@register module, $register, $method $(, $handler)?); )*
+            Ok(module)
+        }
+
+        /// Every method of the table, described, in its order.
+        pub(super) fn descriptions(generator: &mut schemars::SchemaGenerator) -> Vec<Value> {
+            vec![$( api::describe::<$method>(generator) ),*]
+        }
+    };
+    (@register $module:ident, typed, $method:ty, $handler:expr) => {
+        register::typed::<$method, _, _>(&mut $module, $handler)?;
+    };
+    (@register $module:ident, bounded, $method:ty, $handler:expr) => {
+        register::bounded::<$method, _, _>(&mut $module, $handler)?;
+    };
+    (@register $module:ident, subscription, $method:ty, $handler:expr) => {
+        register::subscription::<$method, api::UnsubscribeRunMethod, _, _>(&mut $module, $handler)?;
+    };
+    (@register $module:ident, unsubscription, $method:ty) => {};
 }
 
-pub(super) fn module(
-    bridge: Arc<Bridge>,
-) -> Result<RpcModule<Bridge>, jsonrpsee::core::RegisterMethodError> {
-    let mut module = RpcModule::from_arc(bridge);
-    module.register_async_method("bridge.params", |params, bridge, _| async move {
-        let text = bounded_params(&bridge, &params)?;
-        bridge
-            .blocking(move |bridge| {
-                let value = parse_params(&text)?;
-                let run = bridge.load_run(&value)?;
-                let mut params =
-                    commands::params(&run, &bridge.translate_options()).map_err(library_error)?;
-                bridge.bind_approvals(&run, &mut params);
-                serde_json::to_value(params)
-                    .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
-            })
-            .await
-    })?;
-    module.register_async_method("bridge.context", |params, bridge, _| async move {
-        let text = bounded_params(&bridge, &params)?;
-        bridge
-            .blocking(move |bridge| {
-                let value = parse_params(&text)?;
-                let run = bridge.load_run(&value)?;
-                let detail = options_of(&value)?.detail.unwrap_or(false);
-                let report = commands::context(&run, &bridge.translate_options(), detail)
-                    .map_err(library_error)?;
-                serde_json::to_value(report)
-                    .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
-            })
-            .await
-    })?;
-    module.register_async_method("bridge.prompt", |params, bridge, _| async move {
-        // Bounded before the parse (which is then at most --max-run-bytes).
-        let value = parse_params(&bounded_params(&bridge, &params)?)?;
-        let options = options_of(&value)?;
-        let settings = commands::PromptSettings {
-            mode: options.mode,
-            provider: None,
-            cache_boundary: options.cache_boundary.unwrap_or(true),
-            // A command to run is the operator's choice, never a client's.
-            before_prompt_build: None,
-        };
-        let prompt = bridge
-            .blocking(move |bridge| {
-                let run = bridge.load_run(&value)?;
-                commands::prompt(&run, &bridge.translate_options(), &settings)
-                    .map_err(library_error)
-            })
-            .await?;
-        Ok::<_, ErrorObjectOwned>(api::PromptAnswer {
-            text: prompt.text(),
-            stable_prefix: prompt.stable_prefix,
-            dynamic_suffix: prompt.dynamic_suffix,
-        })
-    })?;
-    module.register_async_method("bridge.runStart", |params, bridge, ext| async move {
-        let text = bounded_params(&bridge, &params)?;
-        run_start(bridge, caller_of(&ext), text).await
-    })?;
-    module.register_subscription(
-        "bridge.subscribeRun",
-        "bridge.runEvent",
-        "bridge.unsubscribeRun",
-        |params, pending, bridge, ext| async move {
-            subscribe_run(bridge, caller_of(&ext), params, pending).await
-        },
-    )?;
-    module.register_async_method("bridge.toolResult", |params, bridge, ext| async move {
-        let caller = caller_of(&ext);
-        let result = typed::<api::ToolResultParams>(&params)?;
-        let call_id = result.call_id.as_str();
-        let answer = result
-            .answer()
-            .map_err(|why| rpc_error(codes::INVALID_PARAMS, format!("the tool result {why}")))?;
-        let not_found = || rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"));
-        let run_id = lock(&bridge.pending_tools)
-            .get(call_id)
-            .map(|pending| pending.run_id.clone())
-            .ok_or_else(not_found)?;
-        if !bridge.may_use_run(&caller, &run_id) {
-            return Err(not_found());
-        }
-        let pending = lock(&bridge.pending_tools)
-            .remove(call_id)
-            .ok_or_else(not_found)?;
-        let _ = pending.answer.send(answer);
-        Ok::<_, ErrorObjectOwned>(api::Acknowledged { ok: true })
-    })?;
-    module.register_async_method("bridge.approval", |params, bridge, ext| async move {
-        let caller = caller_of(&ext);
-        let answer = typed::<api::ApprovalParams>(&params)?;
-        let approval_id = answer.approval_id.as_str();
-        let approve = answer.decision == api::Decision::Accept;
-        let not_found = || {
-            rpc_error(
-                codes::NOT_FOUND,
-                format!("no pending approval {approval_id}"),
-            )
-        };
-        let run_id = lock(&bridge.pending_approvals)
-            .get(approval_id)
-            .map(|(run_id, _)| run_id.clone())
-            .ok_or_else(not_found)?;
-        if !bridge.may_use_run(&caller, &run_id) {
-            return Err(not_found());
-        }
-        let (_, pending) = lock(&bridge.pending_approvals)
-            .remove(approval_id)
-            .ok_or_else(not_found)?;
-        let _ = pending.send(approve);
-        Ok(api::Acknowledged { ok: true })
-    })?;
-    module.register_async_method("bridge.runInterrupt", |params, bridge, ext| async move {
-        let caller = caller_of(&ext);
-        let run_id = typed::<api::RunRef>(&params)?.into_id();
-        let state = bridge.visible_run(&caller, &run_id)?;
-        bridge.interrupt(&state).await?;
-        Ok::<_, ErrorObjectOwned>(api::Acknowledged { ok: true })
-    })?;
-    module.register_method("rpc.discover", |_, _, _| api::openrpc())?;
-    module.register_async_method("bridge.status", |_, bridge, ext| async move {
-        let caller = caller_of(&ext);
-        let hub = lock(&bridge.hub).clone();
-        let runs: Vec<api::RunSummary> = lock(&bridge.runs)
-            .values()
-            .filter(|run| caller.may_use(&run.owner))
-            .map(|run| {
-                let (_, done) = *run.progress.borrow();
-                api::RunSummary {
-                    run_id: run.run_id.clone(),
-                    session_key: run.session_key.clone(),
-                    thread_id: lock(&run.thread_id).clone(),
-                    state: if done { "ended" } else { "running" }.to_string(),
-                    client: run.owner.clone(),
-                }
-            })
-            .collect();
-        let idle = |state, error| api::CodexStatus {
-            state,
-            error,
-            alive: None,
-            version: None,
-            pid: None,
-            active_threads: None,
-            loaded_threads: None,
-            pending_requests: None,
-            threads_opened: None,
-            recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
-        };
-        let codex = match (&bridge.config.codex_bin, hub.as_ref()) {
-            (CodexBinary::Missing(reason), _) => {
-                idle(api::CodexState::Missing, Some(reason.clone()))
+bridge_api! {
+    bounded api::ParamsMethod => params;
+    bounded api::ContextMethod => context;
+    bounded api::PromptMethod => prompt;
+    bounded api::RunStartMethod => run_start;
+    subscription api::SubscribeRunMethod => subscribe_run;
+    unsubscription api::UnsubscribeRunMethod;
+    typed api::ToolResultMethod => tool_result;
+    typed api::ApprovalMethod => approval;
+    typed api::RunInterruptMethod => run_interrupt;
+    typed api::StatusMethod => status;
+    typed api::DiscoverMethod => discover;
+}
+
+/// How each kind of table entry is registered.
+mod register {
+    use std::future::Future;
+
+    use super::*;
+    use api::BridgeMethod;
+
+    type Registered = Result<(), jsonrpsee::core::RegisterMethodError>;
+
+    pub(super) fn typed<M, F, Fut>(module: &mut RpcModule<Bridge>, handler: F) -> Registered
+    where
+        M: BridgeMethod,
+        F: Fn(Arc<Bridge>, Caller, M::Params) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<M::Result, ErrorObjectOwned>> + Send + 'static,
+    {
+        module.register_async_method(M::NAME, move |params, bridge, extensions| {
+            let handler = handler.clone();
+            async move {
+                let params = super::typed::<M::Params>(&params)?;
+                handler(bridge, caller_of(&extensions), params).await
             }
-            (CodexBinary::Found(_), None) => idle(api::CodexState::NotStarted, None),
-            (CodexBinary::Found(_), Some(hub)) => api::CodexStatus {
-                state: if hub.is_alive() {
-                    api::CodexState::Running
-                } else {
-                    api::CodexState::Exited
-                },
-                error: None,
-                alive: Some(hub.is_alive()),
-                version: Some(hub.codex_version.clone()),
-                pid: Some(hub.pid),
-                active_threads: Some(hub.active_threads()),
-                loaded_threads: Some(hub.loaded_threads()),
-                pending_requests: Some(hub.pending_requests()),
-                threads_opened: Some(hub.threads_opened()),
-                recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
+        })?;
+        Ok(())
+    }
+
+    pub(super) fn bounded<M, F, Fut>(module: &mut RpcModule<Bridge>, handler: F) -> Registered
+    where
+        M: BridgeMethod,
+        F: Fn(Arc<Bridge>, Caller, String) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<M::Result, ErrorObjectOwned>> + Send + 'static,
+    {
+        module.register_async_method(M::NAME, move |params, bridge, extensions| {
+            let handler = handler.clone();
+            async move {
+                let text = bounded_params(&bridge, &params)?;
+                handler(bridge, caller_of(&extensions), text).await
+            }
+        })?;
+        Ok(())
+    }
+
+    pub(super) fn subscription<M, U, F, Fut>(
+        module: &mut RpcModule<Bridge>,
+        handler: F,
+    ) -> Registered
+    where
+        M: BridgeMethod,
+        U: BridgeMethod,
+        F: Fn(Arc<Bridge>, Caller, M::Params, PendingSubscriptionSink) -> Fut
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = Result<(), jsonrpsee::core::SubscriptionError>> + Send + 'static,
+    {
+        module.register_subscription(
+            M::NAME,
+            api::RUN_EVENT_NOTIFICATION,
+            U::NAME,
+            move |params, pending, bridge, extensions| {
+                let handler = handler.clone();
+                async move {
+                    match super::typed::<M::Params>(&params) {
+                        Ok(params) => {
+                            handler(bridge, caller_of(&extensions), params, pending).await
+                        }
+                        Err(error) => {
+                            pending.reject(error).await;
+                            Ok(())
+                        }
+                    }
+                }
             },
-        };
-        Ok::<_, ErrorObjectOwned>(api::Status {
-            codex,
-            sessions: lock(&bridge.bindings)
-                .sessions
-                .values()
-                .filter(|binding| caller.may_use(binding.owner_name()))
-                .count(),
-            pending_tool_calls: lock(&bridge.pending_tools)
-                .values()
-                .filter(|call| runs.iter().any(|run| run.run_id == call.run_id))
-                .count(),
-            pending_approvals: lock(&bridge.pending_approvals)
-                .values()
-                .filter(|(run_id, _)| runs.iter().any(|run| &run.run_id == run_id))
-                .count(),
-            runs,
+        )?;
+        Ok(())
+    }
+}
+
+async fn params(
+    bridge: Arc<Bridge>,
+    _: Caller,
+    text: String,
+) -> Result<CodexParams, ErrorObjectOwned> {
+    bridge
+        .blocking(move |bridge| {
+            let request: api::RunRequest = run_request(&text)?;
+            let run = bridge.load_run(request.document())?;
+            let mut params =
+                commands::params(&run, &bridge.translate_options()).map_err(library_error)?;
+            bridge.bind_approvals(&run, &mut params);
+            Ok(params)
         })
-    })?;
-    Ok(module)
+        .await
+}
+
+async fn context(
+    bridge: Arc<Bridge>,
+    _: Caller,
+    text: String,
+) -> Result<crate::app::context::ContextReport, ErrorObjectOwned> {
+    bridge
+        .blocking(move |bridge| {
+            let request: api::RunRequest = run_request(&text)?;
+            let run = bridge.load_run(request.document())?;
+            commands::context(
+                &run,
+                &bridge.translate_options(),
+                request.detail.unwrap_or(false),
+            )
+            .map_err(library_error)
+        })
+        .await
+}
+
+async fn prompt(
+    bridge: Arc<Bridge>,
+    _: Caller,
+    text: String,
+) -> Result<api::PromptAnswer, ErrorObjectOwned> {
+    let prompt = bridge
+        .blocking(move |bridge| {
+            let request: api::PromptRequest = run_request(&text)?;
+            let settings = commands::PromptSettings {
+                mode: request.mode,
+                provider: None,
+                cache_boundary: request.cache_boundary.unwrap_or(true),
+                // A command to run is the operator's choice, never a client's.
+                before_prompt_build: None,
+            };
+            let run = bridge.load_run(request.document())?;
+            commands::prompt(&run, &bridge.translate_options(), &settings).map_err(library_error)
+        })
+        .await?;
+    Ok(api::PromptAnswer {
+        text: prompt.text(),
+        stable_prefix: prompt.stable_prefix,
+        dynamic_suffix: prompt.dynamic_suffix,
+    })
+}
+
+async fn tool_result(
+    bridge: Arc<Bridge>,
+    caller: Caller,
+    result: api::ToolResultParams,
+) -> Result<api::Acknowledged, ErrorObjectOwned> {
+    let call_id = result.call_id.as_str();
+    let answer = result
+        .answer()
+        .map_err(|why| rpc_error(codes::INVALID_PARAMS, format!("the tool result {why}")))?;
+    let not_found = || rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"));
+    let run_id = lock(&bridge.pending_tools)
+        .get(call_id)
+        .map(|pending| pending.run_id.clone())
+        .ok_or_else(not_found)?;
+    if !bridge.may_use_run(&caller, &run_id) {
+        return Err(not_found());
+    }
+    let pending = lock(&bridge.pending_tools)
+        .remove(call_id)
+        .ok_or_else(not_found)?;
+    let _ = pending.answer.send(answer);
+    Ok(api::Acknowledged { ok: true })
+}
+
+async fn approval(
+    bridge: Arc<Bridge>,
+    caller: Caller,
+    answer: api::ApprovalParams,
+) -> Result<api::Acknowledged, ErrorObjectOwned> {
+    let approval_id = answer.approval_id.as_str();
+    let approve = answer.decision == api::Decision::Accept;
+    let not_found = || {
+        rpc_error(
+            codes::NOT_FOUND,
+            format!("no pending approval {approval_id}"),
+        )
+    };
+    let run_id = lock(&bridge.pending_approvals)
+        .get(approval_id)
+        .map(|(run_id, _)| run_id.clone())
+        .ok_or_else(not_found)?;
+    if !bridge.may_use_run(&caller, &run_id) {
+        return Err(not_found());
+    }
+    let (_, pending) = lock(&bridge.pending_approvals)
+        .remove(approval_id)
+        .ok_or_else(not_found)?;
+    let _ = pending.send(approve);
+    Ok(api::Acknowledged { ok: true })
+}
+
+async fn run_interrupt(
+    bridge: Arc<Bridge>,
+    caller: Caller,
+    run: api::RunRef,
+) -> Result<api::Acknowledged, ErrorObjectOwned> {
+    let state = bridge.visible_run(&caller, &run.into_id())?;
+    bridge.interrupt(&state).await?;
+    Ok(api::Acknowledged { ok: true })
+}
+
+async fn discover(
+    _: Arc<Bridge>,
+    _: Caller,
+    _: api::NoParams,
+) -> Result<api::OpenRpcDocument, ErrorObjectOwned> {
+    Ok(api::OpenRpcDocument(api::openrpc()))
+}
+
+async fn status(
+    bridge: Arc<Bridge>,
+    caller: Caller,
+    _: api::NoParams,
+) -> Result<api::Status, ErrorObjectOwned> {
+    let hub = lock(&bridge.hub).clone();
+    let runs: Vec<api::RunSummary> = lock(&bridge.runs)
+        .values()
+        .filter(|run| caller.may_use(&run.owner))
+        .map(|run| {
+            let (_, done) = *run.progress.borrow();
+            api::RunSummary {
+                run_id: run.run_id.clone(),
+                session_key: run.session_key.clone(),
+                thread_id: lock(&run.thread_id).clone(),
+                state: if done { "ended" } else { "running" }.to_string(),
+                client: run.owner.clone(),
+            }
+        })
+        .collect();
+    let idle = |state, error| api::CodexStatus {
+        state,
+        error,
+        alive: None,
+        version: None,
+        pid: None,
+        active_threads: None,
+        loaded_threads: None,
+        pending_requests: None,
+        threads_opened: None,
+        recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
+    };
+    let codex = match (&bridge.config.codex_bin, hub.as_ref()) {
+        (CodexBinary::Missing(reason), _) => idle(api::CodexState::Missing, Some(reason.clone())),
+        (CodexBinary::Found(_), None) => idle(api::CodexState::NotStarted, None),
+        (CodexBinary::Found(_), Some(hub)) => api::CodexStatus {
+            state: if hub.is_alive() {
+                api::CodexState::Running
+            } else {
+                api::CodexState::Exited
+            },
+            error: None,
+            alive: Some(hub.is_alive()),
+            version: Some(hub.codex_version.clone()),
+            pid: Some(hub.pid),
+            active_threads: Some(hub.active_threads()),
+            loaded_threads: Some(hub.loaded_threads()),
+            pending_requests: Some(hub.pending_requests()),
+            threads_opened: Some(hub.threads_opened()),
+            recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
+        },
+    };
+    Ok(api::Status {
+        codex,
+        sessions: lock(&bridge.bindings)
+            .sessions
+            .values()
+            .filter(|binding| caller.may_use(binding.owner_name()))
+            .count(),
+        pending_tool_calls: lock(&bridge.pending_tools)
+            .values()
+            .filter(|call| runs.iter().any(|run| run.run_id == call.run_id))
+            .count(),
+        pending_approvals: lock(&bridge.pending_approvals)
+            .values()
+            .filter(|(run_id, _)| runs.iter().any(|run| &run.run_id == run_id))
+            .count(),
+        runs,
+    })
 }

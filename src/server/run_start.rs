@@ -2,6 +2,7 @@
 //! binding, thread start or resume, the turn task).
 
 use super::*;
+use api::CarriesRun as _;
 
 pub(super) async fn run_start(
     bridge: Arc<Bridge>,
@@ -27,7 +28,10 @@ pub(super) async fn run_start(
         ));
     }
     let mut run = bridge
-        .blocking(move |bridge| bridge.load_run(&parse_params(&params)?))
+        .blocking(move |bridge| {
+            let request: api::RunStartRequest = run_request(&params)?;
+            bridge.load_run(request.document())
+        })
         .await?;
     crate::app::commands::require_codex(&run).map_err(library_error)?;
     bridge.check_ownership(&caller, &run)?;

@@ -42,9 +42,58 @@ pub const DATA_BLOCK_OPEN: &str = "```json\n";
 /// The closing fence of a [`data_block`] (its content never holds a backtick).
 pub const DATA_BLOCK_CLOSE: &str = "\n```";
 
-/// Any serializable value, through [`to_pretty`].
-pub fn to_pretty_from<T: serde::Serialize>(value: &T) -> String {
-    to_pretty(&serde_json::to_value(value).unwrap_or(Value::Null))
+/// The names of a struct's fields as serde reads them (renames applied), in declaration order:
+/// the order in which a positional (array) form of the struct is read. Empty for a type that is
+/// not read as a struct. Used to list a method's params in the order the handler takes them
+/// (schemars lists properties sorted).
+pub fn struct_fields<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(FieldProbe(&mut fields));
+    fields
+}
+
+/// A deserializer that answers nothing and notes the fields a struct asks for.
+struct FieldProbe<'a>(&'a mut &'static [&'static str]);
+
+#[derive(Debug)]
+struct Probed;
+
+impl std::fmt::Display for Probed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("probed")
+    }
+}
+
+impl std::error::Error for Probed {}
+
+impl serde::de::Error for Probed {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Probed
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for FieldProbe<'_> {
+    type Error = Probed;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Probed> {
+        Err(Probed)
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Probed> {
+        *self.0 = fields;
+        Err(Probed)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
 }
 
 fn scalar(value: &Value) -> String {
@@ -107,6 +156,21 @@ fn write_value(value: &Value, indent: usize, prefix_width: usize, out: &mut Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn struct_fields_are_listed_in_declaration_order_as_serde_names_them() {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        #[allow(dead_code)]
+        struct Sample {
+            zeta: u8,
+            call_id: String,
+            #[serde(default)]
+            alpha: Option<bool>,
+        }
+        assert_eq!(struct_fields::<Sample>(), ["zeta", "callId", "alpha"]);
+        assert!(struct_fields::<String>().is_empty());
+    }
     use serde_json::json;
 
     #[test]

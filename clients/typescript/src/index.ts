@@ -22,6 +22,8 @@ import type {
   RunStarted,
   Status,
   BridgeMethod,
+  BridgeMethods,
+  PromptParams,
 } from "./generated/api.js";
 import type { RunDocument } from "./generated/run-document.js";
 
@@ -100,12 +102,7 @@ export function checkUrl(url: string, allowInsecureRemote = false): void {
 }
 
 /** A run's parameters: the run document, with the by-name extras of params/context/prompt. */
-export interface RunRequest {
-  run: RunDocument;
-  detail?: boolean;
-  mode?: PromptMode;
-  cacheBoundary?: boolean;
-}
+export type RunRequest = PromptParams & { mode?: PromptMode };
 
 /** Events held for a subscription whose id has not been seen yet, and how many such ids. */
 const MAX_EARLY_EVENTS = 100_000;
@@ -205,27 +202,40 @@ export class ClawbridgeClient {
     });
   }
 
+  /**
+   * A documented method, typed by the generated method table (`BridgeMethods`, from
+   * docs/openrpc.json): params by name, the answer as the server describes it.
+   */
+  call<M extends BridgeMethod>(
+    method: M,
+    params: BridgeMethods[M]["params"],
+  ): Promise<BridgeMethods[M]["result"]> {
+    return this.request(method, params);
+  }
+
   params(request: RunRequest | RunDocument): Promise<CodexParams> {
-    return this.request("bridge.params", asRunRequest(request));
+    const { run, detail } = asRunRequest(request);
+    return this.call("bridge.params", { run, detail });
   }
 
   context(request: RunRequest | RunDocument): Promise<ContextReport> {
-    return this.request("bridge.context", asRunRequest(request));
+    const { run, detail } = asRunRequest(request);
+    return this.call("bridge.context", { run, detail });
   }
 
   prompt(request: RunRequest | RunDocument): Promise<PromptAnswer> {
-    return this.request("bridge.prompt", asRunRequest(request));
+    return this.call("bridge.prompt", asRunRequest(request));
   }
 
   /** Start a run; answers once its thread is open. */
   runStart(run: RunDocument): Promise<RunStarted> {
-    return this.request("bridge.runStart", { run });
+    return this.call("bridge.runStart", { run });
   }
 
   /** A run's events from its start, ending after `turnEnd`. */
   async subscribeRun(runId: string): Promise<AsyncIterableIterator<RunEvent>> {
     const queue = new EventQueue<RunEvent>();
-    const subscription = await this.request<string | number>("bridge.subscribeRun", { runId });
+    const subscription = await this.call("bridge.subscribeRun", { runId });
     const key = String(subscription);
     this.subscriptions.set(key, queue);
     const original = queue.push.bind(queue);
@@ -254,25 +264,25 @@ export class ClawbridgeClient {
     callId: string,
     result: { text: string; success?: boolean } | { contentItems: unknown[]; success?: boolean },
   ): Promise<Acknowledged> {
-    return this.request("bridge.toolResult", { callId, ...result });
+    return this.call("bridge.toolResult", { callId, ...result });
   }
 
   /** Answer an `approvalRequest` event. */
   approval(approvalId: string, decision: Decision): Promise<Acknowledged> {
-    return this.request("bridge.approval", { approvalId, decision });
+    return this.call("bridge.approval", { approvalId, decision });
   }
 
   runInterrupt(runId: string): Promise<Acknowledged> {
-    return this.request("bridge.runInterrupt", { runId });
+    return this.call("bridge.runInterrupt", { runId });
   }
 
   status(): Promise<Status> {
-    return this.request("bridge.status", []);
+    return this.call("bridge.status", {});
   }
 
   /** The OpenRPC document the server describes itself with. */
   discover(): Promise<Record<string, unknown>> {
-    return this.request("rpc.discover", []);
+    return this.call("rpc.discover", {});
   }
 
   close(): void {

@@ -259,6 +259,16 @@ export type Thinking = ("off" | "minimal" | "low" | "medium" | "high" | "xhigh")
  * via the `definition` "Trigger".
  */
 export type Trigger = ("user" | "heartbeat" | "cron")
+/**
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "SubscribeRunResult".
+ */
+export type SubscribeRunResult = (string | number)
+/**
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "UnsubscribeRunResult".
+ */
+export type UnsubscribeRunResult = boolean
 
 export interface BridgeApiTypes {
 Acknowledged?: Acknowledged
@@ -315,6 +325,20 @@ TurnStartParams?: TurnStartParams
 TurnStatus?: TurnStatus
 UserInput?: UserInput
 WorkspaceAccess?: WorkspaceAccess
+ParamsParams?: ParamsParams
+ContextParams?: ContextParams
+PromptParams?: PromptParams
+RunStartParams?: RunStartParams
+SubscribeRunParams?: SubscribeRunParams
+SubscribeRunResult?: SubscribeRunResult
+UnsubscribeRunParams?: UnsubscribeRunParams
+UnsubscribeRunResult?: UnsubscribeRunResult
+ToolResultParams?: ToolResultParams
+ApprovalParams?: ApprovalParams
+RunInterruptParams?: RunInterruptParams
+StatusParams?: StatusParams
+DiscoverParams?: DiscoverParams
+DiscoverResult?: DiscoverResult
 }
 /**
  * The answer of the methods that only acknowledge.
@@ -900,6 +924,159 @@ runs: RunSummary[]
  */
 sessions: number
 }
+/**
+ * bridge.params's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "ParamsParams".
+ */
+export interface ParamsParams {
+run: RunDocument
+/**
+ * `bridge.context`: add per-skill and per-tool sizes.
+ */
+detail?: boolean
+}
+/**
+ * bridge.context's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "ContextParams".
+ */
+export interface ContextParams {
+run: RunDocument
+/**
+ * `bridge.context`: add per-skill and per-tool sizes.
+ */
+detail?: boolean
+}
+/**
+ * bridge.prompt's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "PromptParams".
+ */
+export interface PromptParams {
+run: RunDocument
+/**
+ * `bridge.context`: add per-skill and per-tool sizes.
+ */
+detail?: boolean
+mode?: PromptMode
+/**
+ * false: drop the cache-boundary marker (providers without boundary support).
+ */
+cacheBoundary?: boolean
+}
+/**
+ * bridge.runStart's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "RunStartParams".
+ */
+export interface RunStartParams {
+run: RunDocument
+}
+/**
+ * bridge.subscribeRun's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "SubscribeRunParams".
+ */
+export interface SubscribeRunParams {
+/**
+ * From bridge.runStart.
+ */
+runId: string
+}
+/**
+ * bridge.unsubscribeRun's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "UnsubscribeRunParams".
+ */
+export interface UnsubscribeRunParams {
+/**
+ * The subscription id.
+ */
+subscription: string
+}
+/**
+ * bridge.toolResult's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "ToolResultParams".
+ */
+export interface ToolResultParams {
+/**
+ * The event's callId.
+ */
+callId: string
+/**
+ * The result as text (or contentItems).
+ */
+text?: string
+/**
+ * Codex content items (`inputText`, `inputImage`).
+ */
+contentItems?: unknown[]
+/**
+ * Whether the tool succeeded (default true).
+ */
+success?: boolean
+}
+/**
+ * bridge.approval's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "ApprovalParams".
+ */
+export interface ApprovalParams {
+/**
+ * The event's approvalId.
+ */
+approvalId: string
+decision: Decision
+}
+/**
+ * bridge.runInterrupt's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "RunInterruptParams".
+ */
+export interface RunInterruptParams {
+/**
+ * From bridge.runStart.
+ */
+runId: string
+}
+/**
+ * bridge.status's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "StatusParams".
+ */
+export interface StatusParams {
+
+}
+/**
+ * rpc.discover's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "DiscoverParams".
+ */
+export interface DiscoverParams {
+
+}
+/**
+ * An OpenRPC 1.3 document.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "DiscoverResult".
+ */
+export interface DiscoverResult {
+[k: string]: unknown
+}
 
 /** Every method of the bridge API (docs/openrpc.json). */
 export type BridgeMethod =
@@ -914,3 +1091,18 @@ export type BridgeMethod =
   | "bridge.runInterrupt"
   | "bridge.status"
   | "rpc.discover";
+
+/** Each method's params (by name) and result (docs/openrpc.json). */
+export interface BridgeMethods {
+  "bridge.params": { params: ParamsParams; result: CodexParams };
+  "bridge.context": { params: ContextParams; result: ContextReport };
+  "bridge.prompt": { params: PromptParams; result: PromptAnswer };
+  "bridge.runStart": { params: RunStartParams; result: RunStarted };
+  "bridge.subscribeRun": { params: SubscribeRunParams; result: SubscribeRunResult };
+  "bridge.unsubscribeRun": { params: UnsubscribeRunParams; result: UnsubscribeRunResult };
+  "bridge.toolResult": { params: ToolResultParams; result: Acknowledged };
+  "bridge.approval": { params: ApprovalParams; result: Acknowledged };
+  "bridge.runInterrupt": { params: RunInterruptParams; result: Acknowledged };
+  "bridge.status": { params: StatusParams; result: Status };
+  "rpc.discover": { params: DiscoverParams; result: DiscoverResult };
+}

@@ -13,6 +13,8 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::app::offline::CapturedRequest;
+
+pub mod live;
 use crate::support::text::len16;
 
 /// Volatile values: ids, commit hashes, dates, times, ports, long numbers. Compiled once.

@@ -1,0 +1,384 @@
+//! Capturing model requests as they happen, for a process that sees a conversation go by (the
+//! `app-server` proxy): what the conversation told us ([`Known`]: developer instructions,
+//! folders, injected texts, the client and the Codex version) and the writer that files each
+//! model request under `<dir>/<thread>/turn-NN/` with its labelled layers ([`CaptureWriter`]),
+//! redacted with what is known. Also the per-thread file naming the proxy's transcript shares
+//! ([`safe_name`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::{label_layers_with, redacted_request, render_layers, Redactions};
+use crate::app::offline::CapturedRequest;
+
+/// Developer instructions and folders remembered (one set per thread start).
+const MAX_KNOWN: usize = 32;
+/// Threads whose captured requests are numbered (the oldest is forgotten first).
+const MAX_CAPTURED_THREADS: usize = 256;
+
+/// The files of the transcript folder that are not a thread's.
+const RESERVED_NAMES: [&str; 3] = ["connection", "conformance", "model-requests"];
+
+/// A thread id as a file name, injectively: a plain id (`[A-Za-z0-9_-]`, at most 100
+/// characters) is its own name; any other (a `/`, a dot, a long or empty id, a reserved name, or
+/// one that already ends like a hashed name) becomes its characters reduced to `[A-Za-z0-9_-]`
+/// (at most 64) plus `-` and 16 hex digits of its SHA-256. Plain names never end in `-` and 16
+/// hex digits, so no two thread ids share a file, and none is `connection` or `conformance`.
+pub fn safe_name(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain && !RESERVED_NAMES.contains(&name) && !looks_hashed(name) {
+        return name.to_string();
+    }
+    let reduced: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    format!(
+        "{reduced}-{}",
+        crate::support::hex::sha256(name.as_bytes(), 8)
+    )
+}
+
+/// Ends in `-` and 16 lowercase hex digits, as [`safe_name`]'s hashed names do.
+fn looks_hashed(name: &str) -> bool {
+    name.len() >= 17
+        && name.as_bytes()[name.len() - 17] == b'-'
+        && name[name.len() - 16..]
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
+/// What the captures need from the conversation: the developer instructions sent (to tell
+/// OpenClaw's layer from Codex's own) and the folders named (to redact them).
+#[derive(Clone, Debug, Default)]
+pub struct Known {
+    developer_instructions: VecDeque<String>,
+    folders: VecDeque<PathBuf>,
+    /// `turn/start.additionalContext` keys seen.
+    context_keys: Vec<String>,
+    /// Texts injected with `thread/inject_items`.
+    injected: VecDeque<String>,
+    pub client: Option<String>,
+    pub codex_version: Option<String>,
+}
+
+impl Known {
+    pub(crate) fn remember_turn(&mut self, params: &Value) {
+        for key in params["additionalContext"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(key, _)| key)
+        {
+            if !self.context_keys.contains(key) && self.context_keys.len() < MAX_KNOWN {
+                self.context_keys.push(key.clone());
+            }
+        }
+    }
+
+    pub(crate) fn remember_injected(&mut self, params: &Value) {
+        let texts = params["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item["content"].as_array())
+            .flatten()
+            .filter_map(|content| content["text"].as_str());
+        for text in texts {
+            if !self.injected.iter().any(|known| known == text) {
+                if self.injected.len() >= MAX_KNOWN {
+                    self.injected.pop_front();
+                }
+                self.injected.push_back(text.to_string());
+            }
+        }
+    }
+
+    pub(crate) fn remember(&mut self, params: &Value) {
+        if let Some(text) = params["developerInstructions"].as_str() {
+            if !self
+                .developer_instructions
+                .iter()
+                .any(|known| known == text)
+            {
+                if self.developer_instructions.len() >= MAX_KNOWN {
+                    self.developer_instructions.pop_front();
+                }
+                self.developer_instructions.push_back(text.to_string());
+            }
+        }
+        if let Some(cwd) = params["cwd"].as_str() {
+            let cwd = PathBuf::from(cwd);
+            if !self.folders.contains(&cwd) {
+                if self.folders.len() >= MAX_KNOWN {
+                    self.folders.pop_front();
+                }
+                self.folders.push_back(cwd);
+            }
+        }
+    }
+}
+
+/// Writes each model request the offline stub gets into `<dir>/<thread>/turn-NN/`, as `capture`
+/// does: `model-request.json` (then `.2`, `.3` for the requests after tool results) and
+/// `layers.md`, redacted.
+pub struct CaptureWriter {
+    dir: PathBuf,
+    known: Arc<Mutex<Known>>,
+    /// Thread -> (turn folders already there from an earlier process, turn ids in order with
+    /// their request counts).
+    threads: HashMap<String, (usize, Vec<(String, usize)>)>,
+    order: VecDeque<String>,
+    failed: bool,
+}
+
+impl CaptureWriter {
+    pub fn new(dir: PathBuf, known: Arc<Mutex<Known>>) -> Self {
+        Self {
+            dir,
+            known,
+            threads: HashMap::new(),
+            order: VecDeque::new(),
+            failed: false,
+        }
+    }
+
+    pub async fn run(mut self, mut requests: tokio::sync::mpsc::Receiver<CapturedRequest>) {
+        while let Some(request) = requests.recv().await {
+            if let Err(error) = self.write(&request) {
+                if !self.failed {
+                    tracing::warn!("capture {}: {error}", self.dir.display());
+                    self.failed = true;
+                }
+            }
+        }
+    }
+
+    /// Thread and turn of a request, from Codex's turn-metadata header.
+    fn ids(request: &CapturedRequest, metadata: &Value) -> (String, String) {
+        let text = |key: &str| metadata[key].as_str().map(str::to_string);
+        let thread = text("thread_id")
+            .or_else(|| {
+                request.body["prompt_cache_key"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| "unknown-thread".to_string());
+        (thread, text("turn_id").unwrap_or_default())
+    }
+
+    fn write(&mut self, request: &CapturedRequest) -> crate::error::Result<()> {
+        let metadata: Value = request
+            .headers
+            .get("x-codex-turn-metadata")
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null);
+        let (thread, turn) = Self::ids(request, &metadata);
+        let thread_dir = self.dir.join(safe_name(&thread));
+        if !self.threads.contains_key(&thread) {
+            if self.threads.len() >= MAX_CAPTURED_THREADS {
+                if let Some(old) = self.order.pop_front() {
+                    self.threads.remove(&old);
+                }
+            }
+            self.order.push_back(thread.clone());
+            // OpenClaw starts a new app-server per run: a resumed thread's turns go after the
+            // ones an earlier process wrote, never over them.
+            let earlier = std::fs::read_dir(&thread_dir)
+                .map(|entries| {
+                    entries
+                        .filter_map(|entry| entry.ok())
+                        .filter(|entry| entry.file_name().to_string_lossy().starts_with("turn-"))
+                        .count()
+                })
+                .unwrap_or(0);
+            self.threads.insert(thread.clone(), (earlier, Vec::new()));
+        }
+        let Some((earlier, turns)) = self.threads.get_mut(&thread) else {
+            return Ok(());
+        };
+        let earlier = *earlier;
+        let index = match turns.iter().position(|(known, _)| *known == turn) {
+            Some(index) => index,
+            None => {
+                turns.push((turn.clone(), 0));
+                turns.len() - 1
+            }
+        };
+        turns[index].1 += 1;
+        let number = turns[index].1;
+        let turn_number = earlier + index + 1;
+        let folder = thread_dir.join(format!("turn-{turn_number:02}"));
+        crate::support::fs::create_private_dir(&folder).map_err(|source| {
+            crate::error::Error::Write {
+                path: folder.clone(),
+                source,
+            }
+        })?;
+        // One look at what the conversation told us, for this whole request.
+        let known = self
+            .known
+            .lock()
+            .map(|known| known.clone())
+            .unwrap_or_default();
+        let redactions = Self::redactions(&known, &metadata, &thread, &turn);
+        let redacted = |text: &String| {
+            redactions
+                .redact(&Value::String(text.clone()))
+                .as_str()
+                .map(str::to_string)
+        };
+        let injected: Vec<String> = known.injected.iter().filter_map(redacted).collect();
+        let document = redacted_request(request, &redactions);
+        let suffix = if number == 1 {
+            String::new()
+        } else {
+            format!(".{number}")
+        };
+        let text = format!("{}\n", crate::support::json::to_pretty(&document));
+        crate::support::fs::write_private(
+            &folder.join(format!("model-request{suffix}.json")),
+            text.as_bytes(),
+        )?;
+        let texts: Vec<&str> = document["body"]["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item["content"].as_array())
+            .flatten()
+            .filter_map(|content| content["text"].as_str())
+            .collect();
+        let sent = known
+            .developer_instructions
+            .iter()
+            .filter_map(redacted)
+            .find(|text| texts.contains(&text.as_str()));
+        let layers = label_layers_with(
+            &document["body"],
+            sent.as_deref(),
+            &known.context_keys,
+            &injected,
+        );
+        let title = format!(
+            "Model-bound request {number} of turn {turn_number} ({} through clawbridge app-server, Codex {})",
+            known.client.as_deref().unwrap_or("a client"),
+            known.codex_version.as_deref().unwrap_or("?")
+        );
+        crate::support::fs::write_private(
+            &folder.join(format!("layers{suffix}.md")),
+            render_layers(&layers, &title).as_bytes(),
+        )?;
+        Ok(())
+    }
+
+    /// What a capture replaces with placeholders.
+    fn redactions(known: &Known, metadata: &Value, thread: &str, turn: &str) -> Redactions {
+        let mut redactions = Redactions::default();
+        // Codex names the agent by the account's home folder (from the password database, not
+        // $HOME, which OpenClaw sets to its own folder).
+        if let Some(agent) = metadata["agent_name"].as_str() {
+            redactions.add_path(Path::new(agent), "<agent-home>");
+        }
+        for folder in &known.folders {
+            redactions.add_path(folder, "<workspace>");
+            // Codex reports the git checkout around the workspace in its turn metadata.
+            if let Some(git_root) = folder.ancestors().find(|dir| dir.join(".git").exists()) {
+                redactions.add_path(git_root, "<git-root>");
+            }
+        }
+        if let Some(codex_home) = std::env::var_os("CODEX_HOME") {
+            redactions.add_path(Path::new(&codex_home), "<codex-home>");
+        }
+        if let Some(home) = dirs::home_dir() {
+            redactions.add_path(&home, "<home>");
+        }
+        redactions.add_path(&std::env::temp_dir(), "<tmp>");
+        redactions.add(thread.to_string(), "<thread-id>");
+        if !turn.is_empty() {
+            redactions.add(turn.to_string(), "<turn-id>");
+        }
+        redactions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(thread: &str, turn: &str, text: &str) -> CapturedRequest {
+        let metadata = serde_json::json!({"thread_id": thread, "turn_id": turn});
+        CapturedRequest {
+            path: "/v1/responses".to_string(),
+            headers: [("x-codex-turn-metadata".to_string(), metadata.to_string())]
+                .into_iter()
+                .collect(),
+            body: serde_json::json!({"input": [
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex"}]},
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "SOUL of thr-9"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+            ]}),
+        }
+    }
+
+    /// Requests are filed per thread and turn, follow-ups of a turn numbered, OpenClaw's layer
+    /// told apart (after redaction), and a later process continues after the turns on disk.
+    #[test]
+    fn captures_are_filed_per_thread_and_turn() {
+        let dir = tempfile::tempdir().expect("dir");
+        let known = Arc::new(Mutex::new(Known::default()));
+        if let Ok(mut known) = known.lock() {
+            known.remember(&serde_json::json!({"developerInstructions": "SOUL of thr-9"}));
+        }
+        let mut writer = CaptureWriter::new(dir.path().to_path_buf(), Arc::clone(&known));
+        for request in [
+            request("thr-9", "t1", "hello"),
+            request("thr-9", "t1", "after the tool"),
+            request("thr-9", "t2", "next"),
+        ] {
+            writer.write(&request).expect("write");
+        }
+        let thread = dir.path().join("thr-9");
+        for file in [
+            "turn-01/model-request.json",
+            "turn-01/model-request.2.json",
+            "turn-01/layers.md",
+            "turn-01/layers.2.md",
+            "turn-02/model-request.json",
+        ] {
+            assert!(thread.join(file).is_file(), "{file}");
+        }
+        let first =
+            std::fs::read_to_string(thread.join("turn-01/model-request.json")).expect("read");
+        assert!(
+            !first.contains("thr-9") && first.contains("<thread-id>"),
+            "{first}"
+        );
+        let layers = std::fs::read_to_string(thread.join("turn-01/layers.md")).expect("read");
+        assert!(
+            layers.contains("OpenClaw developer instructions"),
+            "{layers}"
+        );
+        let mut later = CaptureWriter::new(dir.path().to_path_buf(), known);
+        later
+            .write(&request("thr-9", "t3", "resumed"))
+            .expect("write");
+        assert!(thread.join("turn-03/model-request.json").is_file());
+        let untouched =
+            std::fs::read_to_string(thread.join("turn-01/model-request.json")).expect("read");
+        assert_eq!(untouched, first, "an earlier turn is never overwritten");
+    }
+}
