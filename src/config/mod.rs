@@ -7,14 +7,16 @@
 //!
 //! Uses only `error` and `support` (docs/architecture.md).
 
+pub mod fields;
 pub mod keys;
 pub mod openclaw;
 pub mod run;
 
 pub use openclaw::{BootstrapLimits, OpenClawConfig, TruncationWarningMode};
 pub use run::{
-    ApprovalPolicy, Channel, ChatType, ElevatedExec, Harness, HistoryEntry, OpenAiAuth, PromptMode,
-    QuotedMessage, ReactionLevel, ReasoningLevel, Run, RunDocument, RuntimeFacts, SandboxDetails,
-    SandboxMode, Sender, ServiceTier, SessionKind, SourceReplyDelivery, Thinking, ToolSpec,
-    Trigger, WorkspaceAccess,
+    AgentId, ApprovalPolicy, CapabilityId, Channel, ChannelName, ChatType, ElevatedExec,
+    ElevatedLevel, Harness, HistoryEntry, OneLine, OpenAiAuth, PromptMode, QuotedMessage,
+    ReactionLevel, ReasoningLevel, Run, RunDocument, RuntimeFacts, SandboxDetails, SandboxMode,
+    Sender, ServiceTier, SessionKey, SessionKind, SourceReplyDelivery, TextBlock, Thinking,
+    ThreadId, ToolItem, ToolSpec, Trigger, WorkspaceAccess,
 };

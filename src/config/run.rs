@@ -9,15 +9,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::fields::{
+    AgentId, CapabilityId, ChannelName, OneLine, SessionKey, TextBlock, ThreadId, MAX_ID_BYTES,
+    MAX_PROMPT_BLOCK_BYTES, MAX_PROMPT_LINE_BYTES, MAX_SESSION_KEY_BYTES,
+};
 use super::openclaw::OpenClawConfig;
 pub use crate::codex::protocol::params::{ApprovalPolicy, SandboxMode};
 use crate::error::{Error, Result};
 use crate::support::fs::{normalize, ReadRefusal, Roots};
-
-/// Longest `sessionKey` (OpenClaw's are `agent:<id>:<channel>:<kind>:<peer>`, well under this).
-pub const MAX_SESSION_KEY_BYTES: usize = 512;
-/// Longest `agentId` and `threadId` (Codex thread ids are UUIDs).
-pub const MAX_ID_BYTES: usize = 256;
 
 /// The run document exactly as written.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -33,9 +32,9 @@ pub struct RunDocument {
     #[serde(default)]
     pub memory_workspace: Option<PathBuf>,
     #[serde(default)]
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     #[serde(default)]
-    pub session_key: Option<String>,
+    pub session_key: Option<SessionKey>,
     #[serde(default)]
     pub harness: Harness,
     #[serde(default)]
@@ -56,12 +55,11 @@ pub struct RunDocument {
     pub thinking: Thinking,
     /// Tool specs; a string item is a path (relative to the document) to a JSON array of specs.
     #[serde(default)]
-    #[schemars(with = "Vec<ToolItem>")]
-    pub tools: Vec<Value>,
+    pub tools: Vec<ToolItem>,
     #[serde(default)]
     pub direct_tools: Vec<String>,
     #[serde(default)]
-    pub thread_id: Option<String>,
+    pub thread_id: Option<ThreadId>,
     #[serde(default)]
     pub approval_policy: ApprovalPolicy,
     /// `None`: the CLI's default (`danger-full-access`), or the ceiling under `clawbridge serve`.
@@ -85,22 +83,22 @@ pub struct RunDocument {
     pub reasoning_level: ReasoningLevel,
     /// The provider's tagged-reasoning contract text (the Reasoning Format section).
     #[serde(default)]
-    pub reasoning_tag_hint: Option<String>,
+    pub reasoning_tag_hint: Option<TextBlock>,
     /// Sandbox details for the Sandbox section (docs/system-prompt.md S18).
     #[serde(default)]
     pub sandbox_info: Option<SandboxDetails>,
     /// Local OpenClaw docs folder shown in Documentation (else `docs.path`, else the public docs).
     #[serde(default)]
-    pub docs_path: Option<String>,
+    pub docs_path: Option<OneLine>,
     /// Local OpenClaw source checkout shown in Documentation (else the GitHub repository).
     #[serde(default)]
-    pub source_path: Option<String>,
+    pub source_path: Option<OneLine>,
     /// Extra lines for the Workspace section.
     #[serde(default)]
-    pub workspace_notes: Vec<String>,
+    pub workspace_notes: Vec<OneLine>,
     /// Plugin prompt guidance registered for the `codex_app_server` surface.
     #[serde(default)]
-    pub plugin_guidance: Vec<String>,
+    pub plugin_guidance: Vec<TextBlock>,
     /// Runtime facts OpenClaw knows and clawbridge cannot observe.
     #[serde(default)]
     pub runtime: RuntimeFacts,
@@ -137,10 +135,10 @@ pub struct SandboxDetails {
     pub enabled: Option<bool>,
     /// The workspace folder inside the container.
     #[serde(default)]
-    pub container_workspace_dir: Option<String>,
+    pub container_workspace_dir: Option<OneLine>,
     /// Where the agent workspace is mounted from on the host.
     #[serde(default)]
-    pub agent_workspace_mount: Option<String>,
+    pub agent_workspace_mount: Option<OneLine>,
     #[serde(default)]
     pub workspace_access: Option<WorkspaceAccess>,
     /// Whether a browser is available inside the sandbox.
@@ -175,9 +173,29 @@ impl WorkspaceAccess {
 pub struct ElevatedExec {
     #[serde(default)]
     pub allowed: bool,
-    /// `on`, `off`, `ask` or `full`.
     #[serde(default)]
-    pub default_level: Option<String>,
+    pub default_level: Option<ElevatedLevel>,
+}
+
+/// The default elevated level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ElevatedLevel {
+    On,
+    Off,
+    Ask,
+    Full,
+}
+
+impl ElevatedLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElevatedLevel::On => "on",
+            ElevatedLevel::Off => "off",
+            ElevatedLevel::Ask => "ask",
+            ElevatedLevel::Full => "full",
+        }
+    }
 }
 
 /// Runtime facts for the Runtime line.
@@ -186,7 +204,7 @@ pub struct ElevatedExec {
 pub struct RuntimeFacts {
     /// OpenClaw's Node version (`v22.19.0`).
     #[serde(default)]
-    pub node: Option<String>,
+    pub node: Option<OneLine>,
 }
 
 /// Codex service tier.
@@ -302,7 +320,7 @@ pub struct QuotedMessage {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Channel {
     #[serde(default)]
-    pub name: Option<String>,
+    pub name: Option<ChannelName>,
     #[serde(default)]
     pub chat_type: Option<ChatType>,
     #[serde(default)]
@@ -322,15 +340,28 @@ pub struct Channel {
     /// shown on the Runtime line, and `nativeApprovals` / `inlineButtons` mean the channel has
     /// its own approval UI.
     #[serde(default)]
-    pub capabilities: Vec<String>,
+    pub capabilities: Vec<CapabilityId>,
     /// Reaction guidance for this channel (the Reactions section).
     #[serde(default)]
     pub reaction_level: Option<ReactionLevel>,
     /// Channel-specific hints for the `message` tool (from the channel plugin).
     #[serde(default)]
-    pub message_tool_hints: Vec<String>,
+    pub message_tool_hints: Vec<OneLine>,
     #[serde(default)]
     pub history: Vec<HistoryEntry>,
+}
+
+impl Channel {
+    /// What the types cannot say: reaction guidance names the channel, so it needs one.
+    fn check(&self) -> std::result::Result<(), (&'static str, String)> {
+        if self.reaction_level.is_some() && self.name.is_none() {
+            return Err((
+                "channel.reactionLevel",
+                "needs `channel.name` (the guidance names the channel)".to_string(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// How visible replies reach the source channel.
@@ -393,14 +424,57 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
+// Read by its JSON kind (a string or an object), so a bad spec is refused naming its own
+// field, never "no variant matched".
 /// One item of `tools` as the schema describes it: a spec, or a path to a JSON array of specs.
-#[derive(schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
-#[allow(dead_code)]
-enum ToolItem {
+pub enum ToolItem {
     /// A path (relative to the run document) to a JSON array of tool specs.
-    Path(String),
+    Path(#[schemars(with = "String")] PathBuf),
     Spec(ToolSpec),
+}
+
+impl<'de> Deserialize<'de> for ToolItem {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolItem;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tool spec object or a path to a JSON array of specs")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, path: &str) -> Result<ToolItem, E> {
+                Ok(ToolItem::Path(PathBuf::from(path)))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<ToolItem, A::Error> {
+                ToolSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ToolItem::Spec)
+            }
+        }
+
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl ToolSpec {
+    /// What the type cannot say: a name, and a schema that is an object. `field` names the
+    /// spec for the error (`tools[0]`).
+    fn check(&self, field: &str) -> std::result::Result<(), (String, String)> {
+        if self.name.trim().is_empty() {
+            return Err((format!("{field}.name"), "must not be empty".to_string()));
+        }
+        if !self.input_schema.is_object() {
+            return Err((
+                format!("{field}.inputSchema"),
+                "must be a JSON Schema object".to_string(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The JSON Schema (draft 2020-12) of the run document, generated from [`RunDocument`] itself so
@@ -426,6 +500,19 @@ pub enum SessionKind {
     Main,
     Subagent,
     Cron,
+}
+
+impl SessionKind {
+    /// The kind a session key names (a run without one is a main session).
+    pub fn of(session_key: Option<&str>) -> Self {
+        match session_key {
+            Some(key) if key.contains(":subagent:") || key.starts_with("subagent:") => {
+                SessionKind::Subagent
+            }
+            Some(key) if key.contains(":cron:") || key.starts_with("cron:") => SessionKind::Cron,
+            _ => SessionKind::Main,
+        }
+    }
 }
 
 /// A validated run: defaults applied, paths absolute.
@@ -459,12 +546,12 @@ pub struct Run {
     pub managed_skills_dir: Option<PathBuf>,
     pub bundled_skills_dir: Option<PathBuf>,
     pub reasoning_level: ReasoningLevel,
-    pub reasoning_tag_hint: Option<String>,
+    pub reasoning_tag_hint: Option<TextBlock>,
     pub sandbox_info: Option<SandboxDetails>,
-    pub docs_path: Option<String>,
-    pub source_path: Option<String>,
-    pub workspace_notes: Vec<String>,
-    pub plugin_guidance: Vec<String>,
+    pub docs_path: Option<OneLine>,
+    pub source_path: Option<OneLine>,
+    pub workspace_notes: Vec<OneLine>,
+    pub plugin_guidance: Vec<TextBlock>,
     pub runtime: RuntimeFacts,
     /// Absolute image paths (checked to be regular files, confined under the service).
     pub images: Vec<PathBuf>,
@@ -483,10 +570,6 @@ pub const MAX_TOOL_CATALOG_BYTES: u64 = 8 * 1024 * 1024;
 /// Largest run document read from disk.
 pub const MAX_RUN_DOCUMENT_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Longest one-line value (paths, notes, hints) printed into a prompt.
-pub const MAX_PROMPT_LINE_BYTES: usize = 4096;
-/// Longest multi-line operator text (plugin guidance, the reasoning-format hint).
-pub const MAX_PROMPT_BLOCK_BYTES: usize = 64 * 1024;
 /// Most images one turn carries, and the largest image file.
 pub const MAX_IMAGES: usize = 16;
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
@@ -507,18 +590,31 @@ impl RunDocument {
                 message: "a run document must be a JSON object".to_string(),
             });
         }
-        let deserializer = &mut serde_json::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        // Syntax first (its errors give the line and column), then the shape, which names the
+        // field: every checked value (`fields`) is refused here, by its type.
+        let value: Value = serde_json::from_str(text).map_err(|error| Error::InvalidDocument {
+            path: source.to_path_buf(),
+            message: error.to_string(),
+        })?;
+        Self::from_value(value, source)
+    }
+
+    /// [`RunDocument::parse`] for a document already read as JSON (the service's params).
+    pub fn from_value(value: Value, source: &Path) -> Result<Self> {
+        serde_path_to_error::deserialize(value).map_err(|error| {
             let path = error.path().to_string();
-            let inner = error.into_inner();
-            let message = if path.is_empty() || path == "." {
-                inner.to_string()
+            let message = error.into_inner().to_string();
+            if path.is_empty() || path == "." {
+                Error::InvalidDocument {
+                    path: source.to_path_buf(),
+                    message,
+                }
             } else {
-                format!("at `{path}`: {inner}")
-            };
-            Error::InvalidDocument {
-                path: source.to_path_buf(),
-                message,
+                Error::InvalidField {
+                    path: source.to_path_buf(),
+                    field: path,
+                    message,
+                }
             }
         })
     }
@@ -526,6 +622,33 @@ impl RunDocument {
     /// Validate and resolve against `base_dir` (the folder of the document).
     pub fn into_run(self, source: &Path, base_dir: &Path) -> Result<Run> {
         self.into_run_confined(source, base_dir, None)
+    }
+
+    /// Every folder the document names, by field, resolved (the config's too).
+    fn named_paths(
+        &self,
+        workspace: &Path,
+        resolve: &dyn Fn(&Path) -> PathBuf,
+    ) -> Vec<(String, PathBuf)> {
+        let mut named = vec![("workspace".to_string(), workspace.to_path_buf())];
+        let optional = [
+            ("cwd", &self.cwd),
+            ("memoryWorkspace", &self.memory_workspace),
+            ("managedSkillsDir", &self.managed_skills_dir),
+            ("bundledSkillsDir", &self.bundled_skills_dir),
+        ];
+        for (field, path) in optional {
+            if let Some(path) = path {
+                named.push((field.to_string(), normalize(&resolve(path))));
+            }
+        }
+        if let Some(config) = &self.config {
+            named.extend(config_paths(
+                &OpenClawConfig::new(config.clone()),
+                workspace,
+            ));
+        }
+        named
     }
 
     /// [`RunDocument::into_run`] for a run confined to `roots` (the service): tool catalog files
@@ -552,25 +675,7 @@ impl RunDocument {
         if let Some(roots) = &roots {
             // Before any existence check, so an outside path answers the same whether or not it
             // exists. Tool catalog files are checked where they are read.
-            let mut named = vec![("workspace".to_string(), workspace.clone())];
-            let optional = [
-                ("cwd", &self.cwd),
-                ("memoryWorkspace", &self.memory_workspace),
-                ("managedSkillsDir", &self.managed_skills_dir),
-                ("bundledSkillsDir", &self.bundled_skills_dir),
-            ];
-            for (field, path) in optional {
-                if let Some(path) = path {
-                    named.push((field.to_string(), normalize(&resolve(path))));
-                }
-            }
-            if let Some(config) = &self.config {
-                named.extend(config_paths(
-                    &OpenClawConfig::new(config.clone()),
-                    &workspace,
-                ));
-            }
-            check_confined(roots, named)?;
+            check_confined(roots, self.named_paths(&workspace, &resolve))?;
         }
         if !workspace.is_dir() {
             return Err(field_error(
@@ -583,35 +688,8 @@ impl RunDocument {
             .as_deref()
             .map(|path| normalize(&resolve(path)))
             .unwrap_or_else(|| workspace.clone());
-        // Identifiers are bounded: they are keys of the service's maps and of its state file.
-        for (field, value, limit) in [
-            (
-                "sessionKey",
-                self.session_key.as_deref(),
-                MAX_SESSION_KEY_BYTES,
-            ),
-            ("agentId", self.agent_id.as_deref(), MAX_ID_BYTES),
-            ("threadId", self.thread_id.as_deref(), MAX_ID_BYTES),
-        ] {
-            if let Some(value) = value {
-                if value.len() > limit || value.chars().any(char::is_control) {
-                    return Err(field_error(
-                        field,
-                        format!(
-                            "must be at most {limit} bytes without control characters (got {} bytes)",
-                            value.len()
-                        ),
-                    ));
-                }
-            }
-        }
-        let session_kind = match self.session_key.as_deref() {
-            Some(key) if key.contains(":subagent:") || key.starts_with("subagent:") => {
-                SessionKind::Subagent
-            }
-            Some(key) if key.contains(":cron:") || key.starts_with("cron:") => SessionKind::Cron,
-            _ => SessionKind::Main,
-        };
+        let session_key = self.session_key.map(String::from);
+        let session_kind = SessionKind::of(session_key.as_deref());
         let prompt_mode = self.prompt_mode.unwrap_or(match session_kind {
             SessionKind::Subagent => PromptMode::Minimal,
             _ => PromptMode::Full,
@@ -625,7 +703,10 @@ impl RunDocument {
             Some(object @ Value::Object(_)) => object,
             Some(_) => return Err(field_error("config", "must be a JSON object".to_string())),
         };
-        let agent_id = self.agent_id.unwrap_or_else(|| "main".to_string());
+        let agent_id = self
+            .agent_id
+            .map(String::from)
+            .unwrap_or_else(|| "main".to_string());
         let config = OpenClawConfig::new(config);
         // The workspace the agent's memory tools index (docs/routing.md §5.3): stated, else the
         // configured agent workspace, else (nothing configured) the run's own workspace.
@@ -640,145 +721,17 @@ impl RunDocument {
             })
             .unwrap_or_else(|| workspace.clone());
         let tools = resolve_tools(&self.tools, source, &resolve, roots.as_ref())?;
-        for (index, tool) in tools.iter().enumerate() {
-            if tool.name.trim().is_empty() {
-                return Err(field_error(
-                    &format!("tools[{index}].name"),
-                    "must not be empty".to_string(),
-                ));
-            }
-            if !tool.input_schema.is_object() {
-                return Err(field_error(
-                    &format!("tools[{index}].inputSchema"),
-                    "must be a JSON Schema object".to_string(),
-                ));
-            }
-        }
-        if let Some(name) = &self.channel.name {
-            // The channel id is printed into prompt structure (the group intro, `channel=` on the
-            // Runtime line), so it must be an identifier, not free text.
-            let valid = !name.is_empty()
-                && name.len() <= 64
-                && name
-                    .chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
-            if !valid {
-                return Err(field_error(
-                    "channel.name",
-                    "must be a channel id: 1 to 64 ASCII letters, digits, `-`, `_` or `.`"
-                        .to_string(),
-                ));
-            }
-        }
-        // Operator-supplied values printed into prompt structure: one line each, no control
-        // characters, bounded (docs/threat-model.md, "Untrusted channel text").
-        let mut one_line: Vec<(String, &str)> = Vec::new();
-        for (field, value) in [
-            ("docsPath", &self.docs_path),
-            ("sourcePath", &self.source_path),
-            ("runtime.node", &self.runtime.node),
-        ] {
-            if let Some(value) = value {
-                one_line.push((field.to_string(), value));
-            }
-        }
-        if let Some(info) = &self.sandbox_info {
-            for (field, value) in [
-                (
-                    "sandboxInfo.containerWorkspaceDir",
-                    &info.container_workspace_dir,
-                ),
-                (
-                    "sandboxInfo.agentWorkspaceMount",
-                    &info.agent_workspace_mount,
-                ),
-            ] {
-                if let Some(value) = value {
-                    one_line.push((field.to_string(), value));
-                }
-            }
-            if let Some(level) = info
-                .elevated
-                .as_ref()
-                .and_then(|e| e.default_level.as_deref())
-            {
-                if !matches!(level, "on" | "off" | "ask" | "full") {
-                    return Err(field_error(
-                        "sandboxInfo.elevated.defaultLevel",
-                        format!("must be `on`, `off`, `ask` or `full`, not {level:?}"),
-                    ));
-                }
-            }
-        }
-        for (index, capability) in self.channel.capabilities.iter().enumerate() {
-            let valid = !capability.is_empty()
-                && capability.len() <= 64
-                && capability
-                    .chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
-            if !valid {
-                return Err(field_error(
-                    &format!("channel.capabilities[{index}]"),
-                    "must be a capability id: 1 to 64 ASCII letters, digits, `-`, `_` or `.`"
-                        .to_string(),
-                ));
-            }
-        }
-        if self.channel.reaction_level.is_some() && self.channel.name.is_none() {
-            return Err(field_error(
-                "channel.reactionLevel",
-                "needs `channel.name` (the guidance names the channel)".to_string(),
-            ));
-        }
-        for (index, value) in self.channel.message_tool_hints.iter().enumerate() {
-            one_line.push((format!("channel.messageToolHints[{index}]"), value));
-        }
-        for (index, value) in self.workspace_notes.iter().enumerate() {
-            one_line.push((format!("workspaceNotes[{index}]"), value));
-        }
-        for (field, value) in one_line {
-            if value.trim().is_empty()
-                || value.len() > MAX_PROMPT_LINE_BYTES
-                || value.chars().any(char::is_control)
-            {
-                return Err(field_error(
-                    &field,
-                    format!("must be one non-empty line of at most {MAX_PROMPT_LINE_BYTES} bytes, without control characters"),
-                ));
-            }
-        }
-        for (field, value) in [("reasoningTagHint", &self.reasoning_tag_hint)] {
-            if value
-                .as_deref()
-                .is_some_and(|text| text.trim().is_empty() || text.len() > MAX_PROMPT_BLOCK_BYTES)
-            {
-                return Err(field_error(
-                    field,
-                    format!("must be non-empty text of at most {MAX_PROMPT_BLOCK_BYTES} bytes"),
-                ));
-            }
-        }
-        for (index, text) in self.plugin_guidance.iter().enumerate() {
-            if text.trim().is_empty() || text.len() > MAX_PROMPT_BLOCK_BYTES {
-                return Err(field_error(
-                    &format!("pluginGuidance[{index}]"),
-                    format!("must be non-empty text of at most {MAX_PROMPT_BLOCK_BYTES} bytes"),
-                ));
-            }
-        }
+        self.channel
+            .check()
+            .map_err(|(field, message)| field_error(field, message))?;
         let images = resolve_images(&self.images, source, &resolve, roots.as_ref())?;
-        if let Some(thread_id) = &self.thread_id {
-            if thread_id.trim().is_empty() {
-                return Err(field_error("threadId", "must not be empty".to_string()));
-            }
-        }
         Ok(Run {
             source: source.to_path_buf(),
             workspace,
             cwd,
             memory_workspace,
             agent_id,
-            session_key: self.session_key,
+            session_key,
             session_kind,
             harness: self.harness,
             prompt_mode,
@@ -791,7 +744,7 @@ impl RunDocument {
             thinking: self.thinking,
             tools,
             direct_tools: self.direct_tools,
-            thread_id: self.thread_id,
+            thread_id: self.thread_id.map(String::from),
             approval_policy: self.approval_policy,
             sandbox: self.sandbox.unwrap_or_default(),
             config,
@@ -1009,9 +962,9 @@ fn resolve_images(
     Ok(images)
 }
 
-/// Expand `tools`: objects are specs, strings are files holding an array of specs.
+/// Expand `tools`: specs as they are, paths into the specs their file holds; each checked.
 fn resolve_tools(
-    items: &[Value],
+    items: &[ToolItem],
     source: &Path,
     resolve: &dyn Fn(&Path) -> PathBuf,
     roots: Option<&Roots>,
@@ -1020,8 +973,8 @@ fn resolve_tools(
     for (index, item) in items.iter().enumerate() {
         let field = format!("tools[{index}]");
         match item {
-            Value::String(file) => {
-                let path = resolve(Path::new(file));
+            ToolItem::Path(file) => {
+                let path = resolve(file);
                 let allowed = |real: &Path| roots.is_none_or(|roots| roots.contains(real));
                 let text = match crate::support::fs::read_capped(
                     &path,
@@ -1054,27 +1007,25 @@ fn resolve_tools(
                             message: format!("at `{}`: {}", error.path(), error.inner()),
                         }
                     })?;
+                for (at, spec) in specs.iter().enumerate() {
+                    spec.check(&format!("[{at}]")).map_err(|(field, message)| {
+                        Error::InvalidField {
+                            path: path.clone(),
+                            field,
+                            message,
+                        }
+                    })?;
+                }
                 tools.extend(specs);
             }
-            Value::Object(_) => {
-                let spec = serde_path_to_error::deserialize(item.clone()).map_err(|error| {
-                    Error::InvalidField {
+            ToolItem::Spec(spec) => {
+                spec.check(&field)
+                    .map_err(|(field, message)| Error::InvalidField {
                         path: source.to_path_buf(),
-                        field: format!("{field}.{}", error.path())
-                            .trim_end_matches('.')
-                            .to_string(),
-                        message: error.inner().to_string(),
-                    }
-                })?;
-                tools.push(spec);
-            }
-            _ => {
-                return Err(Error::InvalidField {
-                    path: source.to_path_buf(),
-                    field,
-                    message: "must be a tool spec object or a path to a JSON array of specs"
-                        .to_string(),
-                })
+                        field,
+                        message,
+                    })?;
+                tools.push(spec.clone());
             }
         }
     }
@@ -1089,4 +1040,61 @@ fn resolve_tools(
         }
     }
     Ok(tools)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<RunDocument> {
+        RunDocument::parse(text, Path::new("run.json"))
+    }
+
+    #[test]
+    fn a_checked_value_is_refused_by_the_parse_naming_its_field() {
+        for (text, field) in [
+            (
+                r#"{"workspace": ".", "channel": {"name": "a b"}}"#,
+                "channel.name",
+            ),
+            (
+                r#"{"workspace": ".", "channel": {"capabilities": ["ok", "not ok"]}}"#,
+                "channel.capabilities[1]",
+            ),
+            (
+                r#"{"workspace": ".", "workspaceNotes": ["a\nb"]}"#,
+                "workspaceNotes[0]",
+            ),
+            (r#"{"workspace": ".", "threadId": " "}"#, "threadId"),
+            (
+                r#"{"workspace": ".", "sandboxInfo": {"elevated": {"defaultLevel": "max"}}}"#,
+                "sandboxInfo.elevated.defaultLevel",
+            ),
+            (
+                r#"{"workspace": ".", "tools": [{"name": "x", "nam": 1}]}"#,
+                "tools[0].nam",
+            ),
+            (r#"{"workspace": ".", "tools": [3]}"#, "tools[0]"),
+        ] {
+            match parsed(text) {
+                Err(Error::InvalidField { field: named, .. }) => {
+                    assert_eq!(named, field, "{text}")
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn tools_are_read_by_their_json_kind() {
+        let document = parsed(
+            r#"{"workspace": ".", "tools": ["more.json", {"name": "x", "description": "d"}]}"#,
+        )
+        .expect("parses");
+        assert_eq!(
+            document.tools[0],
+            ToolItem::Path(PathBuf::from("more.json"))
+        );
+        assert!(matches!(&document.tools[1], ToolItem::Spec(spec) if spec.name == "x"));
+    }
 }

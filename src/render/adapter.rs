@@ -11,8 +11,7 @@ use super::config::{display_owner, resolve_prompt_config};
 use super::hooks::{apply_before_prompt_build, BeforePromptBuild};
 use super::provider::{gpt5_overlay, ProviderContribution};
 use super::sections::{
-    ContextFile, DeliveryMode, PromptInputs, ReactionGuidance, ReasoningLevel, RuntimeInfo,
-    SandboxInfo, SilentReplyMode,
+    ContextFile, PromptInputs, ReactionGuidance, RuntimeInfo, SandboxInfo, SilentReplyMode,
 };
 use super::{render, PromptRequest, SystemPrompt};
 use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery};
@@ -185,7 +184,7 @@ pub fn codex_developer_inputs(
         deferred_tools: deferred_tools.to_vec(),
         skill_workshop: run.has_tool("skill_workshop"),
         visible_reply_rule,
-        plugin_guidance: run.plugin_guidance.clone(),
+        plugin_guidance: texts(&run.plugin_guidance),
         extra_system_prompt: extra_system_prompt(run),
         workspace_files: context_files(&routed.thread_files),
         truncation_notice: routed
@@ -226,13 +225,12 @@ pub fn prompt_inputs(
     let resolved = resolve_prompt_config(&run.config, &run.agent_id);
     let prompt_mode = options.mode.unwrap_or(run.prompt_mode);
     let channel = &run.channel;
-    let delivery_mode = match run.source_reply_delivery {
-        SourceReplyDelivery::MessageToolOnly => DeliveryMode::MessageToolOnly,
-        SourceReplyDelivery::Automatic => DeliveryMode::Normal,
-    };
+    let delivery_mode = run.source_reply_delivery;
     // NO_REPLY guidance only for the old automatic group/channel mode and non-channel callers.
     let silent_reply_mode = match (delivery_mode, channel.chat_type) {
-        (DeliveryMode::MessageToolOnly, _) | (_, Some(ChatType::Direct)) => SilentReplyMode::None,
+        (SourceReplyDelivery::MessageToolOnly, _) | (_, Some(ChatType::Direct)) => {
+            SilentReplyMode::None
+        }
         _ => SilentReplyMode::Generic,
     };
     let mut contributions = Vec::new();
@@ -291,8 +289,8 @@ pub fn prompt_inputs(
     let sandbox = match &run.sandbox_info {
         Some(info) => SandboxInfo {
             enabled: info.enabled.unwrap_or(true),
-            container_workdir: info.container_workspace_dir.clone(),
-            host_mount: info.agent_workspace_mount.clone(),
+            container_workdir: text(&info.container_workspace_dir),
+            host_mount: text(&info.agent_workspace_mount),
             access: info
                 .workspace_access
                 .map(|access| access.as_str().to_string()),
@@ -304,7 +302,8 @@ pub fn prompt_inputs(
             elevated_level: info
                 .elevated
                 .as_ref()
-                .and_then(|elevated| elevated.default_level.clone()),
+                .and_then(|elevated| elevated.default_level)
+                .map(|level| level.as_str().to_string()),
         },
         None => SandboxInfo {
             enabled: sandbox_enabled,
@@ -313,7 +312,7 @@ pub fn prompt_inputs(
     };
     let reaction_guidance = channel.reaction_level.and_then(|level| {
         Some(ReactionGuidance {
-            channel: channel.name.clone()?,
+            channel: channel.name.clone()?.into_string(),
             extensive: level == crate::config::ReactionLevel::Extensive,
         })
     });
@@ -356,19 +355,15 @@ pub fn prompt_inputs(
         bootstrap_truncation_notice: (routed.notice_for(Surface::SystemPrompt)
             || routed.notice_for(Surface::SystemPromptDynamic))
         .then(|| TRUNCATION_NOTICE.to_string()),
-        docs_path: run.docs_path.clone().or_else(|| resolved.docs_path.clone()),
-        source_path: run.source_path.clone(),
-        workspace_notes: run.workspace_notes.clone(),
+        docs_path: text(&run.docs_path).or_else(|| resolved.docs_path.clone()),
+        source_path: text(&run.source_path),
+        workspace_notes: texts(&run.workspace_notes),
         sandbox,
-        reasoning_tag_hint: run.reasoning_tag_hint.clone(),
+        reasoning_tag_hint: text(&run.reasoning_tag_hint),
         reaction_guidance,
-        message_tool_hints: channel.message_tool_hints.clone(),
+        message_tool_hints: texts(&channel.message_tool_hints),
         owner_lines,
-        reasoning_level: match run.reasoning_level {
-            crate::config::ReasoningLevel::Off => ReasoningLevel::Off,
-            crate::config::ReasoningLevel::On => ReasoningLevel::On,
-            crate::config::ReasoningLevel::Stream => ReasoningLevel::Stream,
-        },
+        reasoning_level: run.reasoning_level,
         default_think_level: Some(run.thinking.as_str().to_string()),
         user_timezone: resolved
             .configured_timezone
@@ -381,7 +376,7 @@ pub fn prompt_inputs(
             host: options.host.host.clone(),
             os: options.host.os.clone(),
             arch: options.host.arch.clone(),
-            node: run.runtime.node.clone(),
+            node: text(&run.runtime.node),
             model: Some(run.model.clone()),
             default_model: run
                 .config
@@ -390,8 +385,8 @@ pub fn prompt_inputs(
                 .and_then(Value::as_str)
                 .map(str::to_string),
             shell: options.host.shell.clone(),
-            channel: channel.name.clone(),
-            capabilities: channel.capabilities.clone(),
+            channel: text(&channel.name),
+            capabilities: texts(&channel.capabilities),
             repo_root,
         },
         extra_system_prompt: extra_system_prompt(run),
@@ -423,4 +418,17 @@ pub fn render_for_run(
         Some((plugin, action)) => apply_before_prompt_build(prompt, plugin, action.clone()),
         None => prompt,
     }
+}
+
+/// A checked value as the renderer's text.
+fn text<T: AsRef<str>>(value: &Option<T>) -> Option<String> {
+    value.as_ref().map(|value| value.as_ref().to_string())
+}
+
+/// Checked values as the renderer's texts.
+fn texts<T: AsRef<str>>(values: &[T]) -> Vec<String> {
+    values
+        .iter()
+        .map(|value| value.as_ref().to_string())
+        .collect()
 }

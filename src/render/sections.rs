@@ -66,14 +66,9 @@ pub struct RuntimeInfo {
     pub repo_root: Option<String>,
 }
 
-/// How replies reach the source conversation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeliveryMode {
-    #[default]
-    Normal,
-    MessageToolOnly,
-}
+/// How replies reach the source conversation, and reasoning visibility: the run document's own
+/// types (one definition each).
+pub use crate::config::{ReasoningLevel, SourceReplyDelivery};
 
 /// Whether the generic `NO_REPLY` guidance is shown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,16 +86,6 @@ pub enum DelegationMode {
     #[default]
     Suggest,
     Prefer,
-}
-
-/// Reasoning visibility.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReasoningLevel {
-    #[default]
-    Off,
-    On,
-    Stream,
 }
 
 /// Reaction guidance level for a channel.
@@ -135,7 +120,7 @@ pub struct PromptInputs {
     pub extra_system_prompt: Option<String>,
     pub reaction_guidance: Option<ReactionGuidance>,
     pub message_tool_hints: Vec<String>,
-    pub delivery_mode: DeliveryMode,
+    pub delivery_mode: SourceReplyDelivery,
     pub silent_reply_mode: SilentReplyMode,
     pub native_approval_ui: bool,
     pub delegation_mode: DelegationMode,
@@ -172,7 +157,7 @@ impl Default for PromptInputs {
             extra_system_prompt: None,
             reaction_guidance: None,
             message_tool_hints: Vec::new(),
-            delivery_mode: DeliveryMode::Normal,
+            delivery_mode: SourceReplyDelivery::Automatic,
             silent_reply_mode: SilentReplyMode::Generic,
             native_approval_ui: false,
             delegation_mode: DelegationMode::Suggest,
@@ -601,10 +586,10 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
             "You are talking through the OpenClaw Control UI: rich content (images, tables, links) renders inline, so embed it directly instead of describing it.",
         ]));
     }
-    if full && (has_message_tool || inputs.delivery_mode != DeliveryMode::MessageToolOnly) {
+    if full && (has_message_tool || inputs.delivery_mode != SourceReplyDelivery::MessageToolOnly) {
         let how = match inputs.delivery_mode {
-            DeliveryMode::MessageToolOnly => "Use OpenClaw's compact reply directives inside `message` sends to attach files, send voice notes or reply to a specific message.",
-            DeliveryMode::Normal => "Use OpenClaw's compact reply directives in your reply to attach files, send voice notes or reply to a specific message.",
+            SourceReplyDelivery::MessageToolOnly => "Use OpenClaw's compact reply directives inside `message` sends to attach files, send voice notes or reply to a specific message.",
+            SourceReplyDelivery::Automatic => "Use OpenClaw's compact reply directives in your reply to attach files, send voice notes or reply to a specific message.",
         };
         dynamic.push(vec![
             "## Assistant Output Directives".to_string(),
@@ -615,15 +600,15 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
     if full {
         let mut messaging = vec!["## Messaging".to_string()];
         messaging.push(match inputs.delivery_mode {
-            DeliveryMode::Normal => "Your final text is delivered to the source conversation.".to_string(),
-            DeliveryMode::MessageToolOnly => "Visible output must go through `message(action=send)`; your final text stays private.".to_string(),
+            SourceReplyDelivery::Automatic => "Your final text is delivered to the source conversation.".to_string(),
+            SourceReplyDelivery::MessageToolOnly => "Visible output must go through `message(action=send)`; your final text stays private.".to_string(),
         });
         messaging.push("Send to other sessions with `sessions_send`; sub-agents report back through their completion path.".to_string());
         if has_message_tool {
             messaging.push("### message tool".to_string());
             messaging.push("Use `message` for proactive sends, other targets and channels, and inline buttons where the channel supports them.".to_string());
             messaging.extend(inputs.message_tool_hints.iter().cloned());
-            if inputs.delivery_mode == DeliveryMode::MessageToolOnly {
+            if inputs.delivery_mode == SourceReplyDelivery::MessageToolOnly {
                 messaging.push(
                     "Never repeat content you already sent in your final answer.".to_string(),
                 );

@@ -243,7 +243,7 @@ impl Bridge {
     pub(super) fn load_run(&self, document: &Value) -> Result<Run, ErrorObjectOwned> {
         let source = Path::new("<request>");
         let base = self.config.workspace_roots[0].clone();
-        let mut parsed = RunDocument::parse(&document.to_string(), source)
+        let mut parsed = RunDocument::from_value(document.clone(), source)
             .map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
         parsed.sandbox = Some(self.cap_sandbox(parsed.sandbox)?);
         parsed

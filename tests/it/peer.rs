@@ -687,3 +687,27 @@ async fn late_messages_of_an_ended_run_are_not_replayed_into_the_next() {
         "a stale message was replayed: {seen:?}"
     );
 }
+
+/// A closed peer ends its reader and writer even while the transport stays open: the pending
+/// request fails, the events end, and `closed` returns (the tasks are owned and joined).
+#[tokio::test]
+async fn a_closed_peer_ends_its_tasks_while_the_transport_stays_open() {
+    let (peer, mut events, mut server) = transport(PeerConfig::default());
+    let asking = peer.clone();
+    let request =
+        tokio::spawn(async move { asking.request::<_, Value>("thread/start", &json!({})).await });
+    let sent = server.recv().await;
+    assert_eq!(sent["method"], "thread/start");
+    peer.close();
+    tokio::time::timeout(Duration::from_secs(5), peer.closed())
+        .await
+        .expect("the reader and the writer ended");
+    let answer = request.await.expect("joined");
+    assert!(
+        matches!(answer, Err(PeerError::ConnectionClosed)),
+        "{answer:?}"
+    );
+    assert!(events.recv().await.is_none(), "the events ended");
+    // The far end never closed: only `close` ended them (and they let go of the transport).
+    drop(server);
+}

@@ -8,8 +8,8 @@ use clawbridge::render::adapter::{codex_developer_instructions, HostRuntime, Pro
 use clawbridge::render::hooks::{apply_before_prompt_build, BeforePromptBuild};
 use clawbridge::render::provider::ProviderContribution;
 use clawbridge::render::sections::{
-    runtime_line, ContextFile, DelegationMode, DeliveryMode, PromptInputs, RuntimeInfo,
-    SilentReplyMode, IDENTITY_LINE,
+    runtime_line, ContextFile, DelegationMode, PromptInputs, RuntimeInfo, SilentReplyMode,
+    SourceReplyDelivery, IDENTITY_LINE,
 };
 use clawbridge::render::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
 use clawbridge::translate::{translate, TranslateOptions};
@@ -419,7 +419,7 @@ fn silent_replies_only_for_automatic_group_replies() {
         "direct chats never get NO_REPLY"
     );
     let inputs = PromptInputs {
-        delivery_mode: DeliveryMode::MessageToolOnly,
+        delivery_mode: SourceReplyDelivery::MessageToolOnly,
         silent_reply_mode: SilentReplyMode::None,
         tool_names: vec!["message".into()],
         ..Default::default()

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
 
 use super::peer::{Events, Peer, PeerConfig, PeerError};
 use super::process::{CodexProcess, SpawnOptions};
@@ -61,6 +62,8 @@ pub struct CodexHub {
     pub user_agent: String,
     pub codex_version: Option<String>,
     pub pid: Option<u32>,
+    /// The router and the interrupts it sends: owned here, joined by [`CodexHub::kill`].
+    tasks: TaskTracker,
 }
 
 /// How many finished threads one app-server keeps loaded for their session's next run. Past it,
@@ -98,6 +101,7 @@ async fn route_loop(
     routes: Arc<Mutex<Routes>>,
     peer: Peer,
     alive: Arc<AtomicBool>,
+    tasks: TaskTracker,
 ) {
     while let Some(message) = events.recv().await {
         // Typed once here; the turn driver consumes the typed message.
@@ -141,7 +145,7 @@ async fn route_loop(
                     if let Some(turn_id) = message.scope().and_then(|scope| scope.turn_id.clone()) {
                         let peer = peer.clone();
                         let thread = thread_id.clone();
-                        tokio::spawn(async move {
+                        tasks.spawn(async move {
                             use crate::codex::protocol::methods::{
                                 TurnInterrupt, TurnInterruptParams,
                             };
@@ -260,12 +264,15 @@ impl CodexHub {
                     .push(message);
             }
         }
-        tokio::spawn(route_loop(
+        let tasks = TaskTracker::new();
+        tasks.spawn(route_loop(
             parts.events,
             Arc::clone(&routes),
             parts.peer.clone(),
             Arc::clone(&alive),
+            tasks.clone(),
         ));
+        tasks.close();
         Arc::new(CodexHub {
             peer: parts.peer,
             routes,
@@ -277,6 +284,7 @@ impl CodexHub {
             user_agent: parts.user_agent,
             codex_version: parts.codex_version,
             pid,
+            tasks,
         })
     }
 
@@ -443,11 +451,24 @@ impl CodexHub {
         }
     }
 
-    /// Kill the process (every run on it fails; the next run starts a new one).
+    /// Kill the process (every run on it fails; the next run starts a new one), end the
+    /// connection and wait (bounded) for the router, the interrupts it sent and the peer's
+    /// reader and writer.
     pub async fn kill(&self) {
         if let Some(process) = self.process.lock().await.as_mut() {
             process.kill().await;
         }
         self.alive.store(false, Ordering::SeqCst);
+        self.peer.close();
+        let joined = async {
+            self.tasks.wait().await;
+            self.peer.closed().await;
+        };
+        if tokio::time::timeout(Duration::from_secs(5), joined)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the app-server's tasks did not end within 5 s of its kill");
+        }
     }
 }

@@ -15,6 +15,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
 use crate::codex::protocol::wire::{encode, Incoming, Outgoing, RawJson, RequestId, RpcError};
@@ -83,6 +85,10 @@ struct Shared {
     pending: PendingMap,
     next_id: AtomicI64,
     config: PeerConfig,
+    /// The reader and the writer: owned here, ended by [`Peer::close`], joined by
+    /// [`Peer::closed`]. Each also ends by itself with its side of the connection.
+    tasks: TaskTracker,
+    cancel: CancellationToken,
 }
 
 /// A cheap, cloneable handle: requests, notifications and answers to server requests.
@@ -131,20 +137,38 @@ impl Peer {
             ready: std::collections::VecDeque::new(),
         };
         let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
-        tokio::spawn(write_loop(writer, outgoing_rx));
-        tokio::spawn(read_loop(
+        let tasks = TaskTracker::new();
+        let cancel = CancellationToken::new();
+        tasks.spawn(write_loop(writer, outgoing_rx, cancel.clone()));
+        tasks.spawn(read_loop(
             reader,
             Arc::clone(&pending),
             config.max_frame_bytes,
             events_tx,
+            cancel.clone(),
         ));
+        tasks.close();
         let shared = Arc::new(Shared {
             outgoing,
             pending,
             next_id: AtomicI64::new(1),
             config,
+            tasks,
+            cancel,
         });
         (Peer { shared }, events)
+    }
+
+    /// End the reader and the writer now (the connection is being torn down): pending requests
+    /// fail with [`PeerError::ConnectionClosed`] and the events end.
+    pub fn close(&self) {
+        self.shared.cancel.cancel();
+    }
+
+    /// Wait until the reader and the writer have ended (after [`Peer::close`], or once the
+    /// connection closed by itself).
+    pub async fn closed(&self) {
+        self.shared.tasks.wait().await;
     }
 
     /// Send a request and wait for its answer, parsed as `T`.
@@ -279,8 +303,17 @@ impl Peer {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Receiver<String>) {
-    while let Some(line) = lines.recv().await {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut lines: mpsc::Receiver<String>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let line = tokio::select! {
+            line = lines.recv() => line,
+            () = cancel.cancelled() => None,
+        };
+        let Some(line) = line else { break };
         if let Err(error) = writer.write_all(line.as_bytes()).await {
             tracing::debug!("app-server stdin closed: {error}");
             return;
@@ -302,21 +335,39 @@ async fn read_loop<R: AsyncRead + Unpin>(
     pending: PendingMap,
     max_frame_bytes: usize,
     events: mpsc::Sender<Vec<Incoming>>,
+    cancel: CancellationToken,
 ) {
     let mut frames = FrameReader::new(reader, max_frame_bytes);
     let mut batch: Vec<Incoming> = Vec::new();
+    // A closed receiver means nobody listens any more; keep routing responses. A cancelled
+    // peer stops waiting for a slow consumer.
+    let hand_over = |batch: Vec<Incoming>| {
+        let events = events.clone();
+        let cancel = cancel.clone();
+        async move {
+            tokio::select! {
+                _ = events.send(batch) => true,
+                () = cancel.cancelled() => false,
+            }
+        }
+    };
     loop {
         // Hand over what we have before waiting for more input (or when the batch is full).
-        if !batch.is_empty() && (!frames.has_buffered_line() || batch.len() >= BATCH_MESSAGES) {
-            let full = std::mem::take(&mut batch);
-            // A closed receiver means nobody listens any more; keep routing responses.
-            let _ = events.send(full).await;
+        if !batch.is_empty()
+            && (!frames.has_buffered_line() || batch.len() >= BATCH_MESSAGES)
+            && !hand_over(std::mem::take(&mut batch)).await
+        {
+            break;
         }
-        match frames.next().await {
+        let frame = tokio::select! {
+            frame = frames.next() => frame,
+            () = cancel.cancelled() => break,
+        };
+        match frame {
             Ok(Some(Frame::Message(Incoming::Response { id, result }))) => {
                 // Notifications that came before this response are delivered before it resolves.
-                if !batch.is_empty() {
-                    let _ = events.send(std::mem::take(&mut batch)).await;
+                if !batch.is_empty() && !hand_over(std::mem::take(&mut batch)).await {
+                    break;
                 }
                 match lock(&pending).remove(&id) {
                     Some(pending) => {
@@ -348,8 +399,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
         }
     }
-    if !batch.is_empty() {
-        let _ = events.send(batch).await;
+    if !batch.is_empty() && !cancel.is_cancelled() {
+        let _ = hand_over(batch).await;
     }
     let stats = frames.stats;
     tracing::debug!(

@@ -207,7 +207,15 @@ pub struct SpawnOptions {
 pub struct CodexProcess {
     child: Child,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The stderr drain: it ends at the pipe's end, and is aborted with the process.
+    drain: tokio::task::JoinHandle<()>,
     pub pid: Option<u32>,
+}
+
+impl Drop for CodexProcess {
+    fn drop(&mut self) {
+        self.drain.abort();
+    }
 }
 
 impl CodexProcess {
@@ -250,11 +258,12 @@ impl CodexProcess {
         let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
         let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
         let tail = Arc::clone(&stderr_tail);
-        tokio::spawn(drain_stderr(stderr, tail));
+        let drain = tokio::spawn(drain_stderr(stderr, tail));
         Ok((
             CodexProcess {
                 child,
                 stderr_tail,
+                drain,
                 pid,
             },
             stdout,
@@ -278,9 +287,10 @@ impl CodexProcess {
             .and_then(Result::ok)
     }
 
-    /// Kill and reap.
+    /// Kill and reap; the stderr drain reads what is left and ends (bounded wait).
     pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.drain).await;
     }
 }
 

@@ -136,6 +136,13 @@ export type Harness = ("codex" | "embedded")
  */
 export type Decision = ("accept" | "decline")
 /**
+ * The default elevated level.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "ElevatedLevel".
+ */
+export type ElevatedLevel = ("on" | "off" | "ask" | "full")
+/**
  * How Codex authenticates to OpenAI (docs/codex-wire.md §4.6).
  * 
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
@@ -286,6 +293,7 @@ ContextReport?: ContextReport
 Decision?: Decision
 DynamicToolSpec?: DynamicToolSpec
 ElevatedExec?: ElevatedExec
+ElevatedLevel?: ElevatedLevel
 GranularApproval?: GranularApproval
 Harness?: Harness
 HistoryEntry?: HistoryEntry
@@ -641,10 +649,7 @@ schemaChars: number
  */
 export interface ElevatedExec {
 allowed?: boolean
-/**
- * `on`, `off`, `ask` or `full`.
- */
-defaultLevel?: (string | null)
+defaultLevel?: (ElevatedLevel | null)
 }
 /**
  * A Codex notification's params, exactly as Codex sent them (Codex's own schema: `codex app-server generate-json-schema`).

@@ -30,6 +30,13 @@ export type PromptMode = ("full" | "minimal" | "none")
  */
 export type SandboxMode = ("read-only" | "workspace-write" | "danger-full-access")
 /**
+ * The default elevated level.
+ * 
+ * This interface was referenced by `RunDocument`'s JSON-Schema
+ * via the `definition` "ElevatedLevel".
+ */
+export type ElevatedLevel = ("on" | "off" | "ask" | "full")
+/**
  * The sandbox's access to the agent workspace.
  * 
  * This interface was referenced by `RunDocument`'s JSON-Schema
@@ -313,10 +320,7 @@ workspaceAccess?: (WorkspaceAccess | null)
  */
 export interface ElevatedExec {
 allowed?: boolean
-/**
- * `on`, `off`, `ask` or `full`.
- */
-defaultLevel?: (string | null)
+defaultLevel?: (ElevatedLevel | null)
 }
 /**
  * One OpenClaw tool as offered to the run.
