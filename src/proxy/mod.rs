@@ -243,6 +243,12 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         .map(|dir| dir.join("conformance.jsonl"));
     let observer = tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed));
 
+    // Before Codex starts: a SIGTERM from then on ends Codex with the proxy, never orphans it.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|source| ProxyError::Spawn {
+        binary: "a SIGTERM handler".into(),
+        source,
+    })?;
     let mut child = tokio::process::Command::new(&binary)
         .args(&codex)
         .stdin(std::process::Stdio::piped())
@@ -274,11 +280,6 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         transcript,
         lines,
     ));
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|source| ProxyError::Spawn {
-        binary: "a SIGTERM handler".into(),
-        source,
-    })?;
     let mut inbound = inbound;
     let code = tokio::select! {
         status = child.wait() => {

@@ -261,6 +261,7 @@ fn unchanged_files_keep_their_mtime() {
     let before = std::fs::metadata(&fixture)
         .and_then(|m| m.modified())
         .expect("mtime");
+    // Not a wait for an event: a rewrite after this gap would show in the mtime.
     std::thread::sleep(std::time::Duration::from_millis(20));
     let outcomes = apply_plan(&plan_sync(&req).expect("plan")).expect("apply");
     assert!(outcomes

@@ -277,17 +277,10 @@ async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
     let env = offline(vec![StubStep::Hang], bin).await;
     let (mut session, turn) = env.open("telegram-direct.json").await;
     let pid = session.pid().expect("pid");
-    let stub_requests = {
-        let started = Instant::now();
-        move |stub: &ResponsesStub| {
-            while stub.requests().is_empty() {
-                assert!(
-                    started.elapsed() < Duration::from_secs(20),
-                    "the model request never came"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+    let stub_requests = |stub: &ResponsesStub| {
+        crate::util::wait_until("the model request", Duration::from_secs(20), || {
+            !stub.requests().is_empty()
+        })
     };
     let killer = async {
         tokio::task::block_in_place(|| stub_requests(&env.stub));

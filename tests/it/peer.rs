@@ -641,8 +641,13 @@ async fn late_messages_of_an_ended_run_are_not_replayed_into_the_next() {
     server
         .send(json!({"method": "thread/status/changed", "params": {"threadId": "T", "status": "stale"}}))
         .await;
-    // Give the router a moment to see it before the thread is claimed again.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A barrier: the router answers this request of no thread after it has routed the
+    // notification before it (one ordered loop), so the thread is claimed again only then.
+    server
+        .send(json!({"id": "barrier", "method": "clawbridge/barrier", "params": {}}))
+        .await;
+    let barrier = server.recv().await;
+    assert_eq!(barrier["id"], "barrier", "{barrier}");
     run.thread_id = Some("T".into());
     let (_, params) = crate::util::translate_run(&run);
     let resuming = {

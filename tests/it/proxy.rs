@@ -191,17 +191,11 @@ fn the_real_codex_answers_through_the_proxy() {
         .expect("thread id")
         .to_string();
     drop(stdin);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the proxy did not end after stdin closed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = crate::util::wait_for(
+        "the proxy's end after stdin closed",
+        Duration::from_secs(15),
+        || child.try_wait().expect("wait"),
+    );
     assert!(status.success() || status.code().is_some(), "{status:?}");
     let thread = transcript_lines(&transcript, &format!("{thread_id}.jsonl"));
     assert!(thread
@@ -437,14 +431,18 @@ fn other_codex_calls_in_the_slot_reach_codex_unchanged() {
 }
 
 /// A proxy whose client keeps stdin open (as OpenClaw does), over the fake Codex `script`:
-/// (exit status, seconds until stdout closed).
-fn proxy_with_open_stdin(
-    script: &str,
-    signal_after: Option<Duration>,
-) -> (std::process::ExitStatus, Duration) {
+/// (exit status, seconds until stdout closed). With `signal`, the proxy gets SIGTERM once the
+/// fake Codex runs.
+fn proxy_with_open_stdin(script: &str, signal: bool) -> (std::process::ExitStatus, Duration) {
     let dir = tempfile::tempdir().expect("dir");
     let fake = dir.path().join("fake-codex");
-    std::fs::write(&fake, format!("#!/bin/sh\n{script}\n")).expect("fake");
+    let marker = dir.path().join("started");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\n: > '{}'\n{script}\n", marker.display()),
+    )
+    .expect("fake");
+    let signal_once = signal.then_some(&marker);
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let mut child = clawbridge()
         .args(["app-server", "--no-check", "--codex-bin"])
@@ -457,8 +455,11 @@ fn proxy_with_open_stdin(
     let _stdin = child.stdin.take().expect("stdin");
     let mut stdout = child.stdout.take().expect("stdout");
     let started = Instant::now();
-    if let Some(after) = signal_after {
-        std::thread::sleep(after);
+    if let Some(marker) = signal_once {
+        // The fake Codex is running (so the proxy's SIGTERM handler is in place).
+        crate::util::wait_until("the fake Codex's start", Duration::from_secs(10), || {
+            marker.exists()
+        });
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
             .status();
@@ -480,14 +481,13 @@ fn proxy_with_open_stdin(
 /// stdout closes; on SIGTERM it exits 143 the same way.
 #[test]
 fn the_proxy_ends_with_codex_even_while_stdin_stays_open() {
-    let (status, closed) = proxy_with_open_stdin("exit 7", None);
+    let (status, closed) = proxy_with_open_stdin("exit 7", false);
     assert_eq!(status.code(), Some(7));
     assert!(closed < Duration::from_secs(10), "{closed:?}");
-    let (status, closed) = proxy_with_open_stdin("kill -9 $$", None);
+    let (status, closed) = proxy_with_open_stdin("kill -9 $$", false);
     assert_eq!(status.code(), Some(128 + 9));
     assert!(closed < Duration::from_secs(10), "{closed:?}");
-    let (status, closed) =
-        proxy_with_open_stdin("exec sleep 600", Some(Duration::from_millis(500)));
+    let (status, closed) = proxy_with_open_stdin("exec sleep 600", true);
     assert_eq!(status.code(), Some(143));
     assert!(closed < Duration::from_secs(10), "{closed:?}");
 }

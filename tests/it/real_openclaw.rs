@@ -298,9 +298,8 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     // The Gateway went down with its whole process group: nothing runs with the run's HOME.
     let run_home = repo_root().join(".tools/openclaw-2026.9.6/run-home");
     let needle = format!("HOME={}", run_home.display());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    loop {
-        let left: Vec<String> = std::fs::read_dir("/proc")
+    let left = || -> Vec<String> {
+        std::fs::read_dir("/proc")
             .expect("/proc")
             .filter_map(|entry| entry.ok())
             .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
@@ -312,14 +311,13 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
                 })
             })
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "processes of the run are still alive: {left:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
+            .collect()
+    };
+    if crate::util::poll(std::time::Duration::from_secs(15), || {
+        left().is_empty().then_some(())
+    })
+    .is_none()
+    {
+        panic!("processes of the run are still alive: {:?}", left());
     }
 }

@@ -367,12 +367,10 @@ async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
         .expect("status");
     let pid = status["codex"]["pid"].as_u64().expect("pid");
     // Wait until the model request hangs in the stub, then kill Codex.
-    for _ in 0..200 {
-        if !running.bridge_requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    crate::util::wait_until_async("the model request", Duration::from_secs(5), || {
+        !running.bridge_requests().is_empty()
+    })
+    .await;
     assert!(std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status()

@@ -45,17 +45,11 @@ async fn sigterm_interrupts_running_turns_delivers_their_end_and_exits_zero() {
         end["status"] == "interrupted" || end["status"] == "failed",
         "{end}"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = serve.child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "serve did not exit within 10 s of SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = crate::util::poll_async(Duration::from_secs(10), || {
+        serve.child.try_wait().expect("wait")
+    })
+    .await
+    .expect("serve exits within 10 s of SIGTERM");
     assert_eq!(status.code(), Some(0), "{}", serve.stderr());
     assert!(
         serve.stderr().contains("shutting down"),
@@ -125,20 +119,16 @@ async fn connections_are_capped_and_the_refusal_says_why() {
     assert!(text.contains("Too many connections"), "{text}");
     drop(held);
     // Slots come back when clients leave.
-    let mut accepted = false;
-    for _ in 0..50 {
+    let accepted = crate::util::poll_async(Duration::from_secs(3), || {
         let (status, _) = crate::serve_security::upgrade(
             serve.addr,
             &serve.addr.to_string(),
             std::slice::from_ref(&auth),
         );
-        if status == 101 {
-            accepted = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(accepted, "a freed slot is usable again");
+        (status == 101).then_some(())
+    })
+    .await;
+    assert!(accepted.is_some(), "a freed slot is usable again");
 }
 
 #[test]

@@ -195,18 +195,12 @@ fn wait_or_kill(
     child: &mut std::process::Child,
     limit: std::time::Duration,
 ) -> Option<std::process::ExitStatus> {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return Some(status);
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    let status = crate::util::poll(limit, || child.try_wait().expect("wait"));
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
     }
+    status
 }
 
 /// Protection: the skills walk visits each real folder once. 14 links back to `.` are 14^6
@@ -345,12 +339,12 @@ fn the_offline_codex_home_is_private_and_an_exposed_one_is_named() {
     };
     assert_eq!(mode(&fixture.state), 0o700);
     assert_eq!(mode(&home), 0o700);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !serve.stderr().contains("writable by sandboxed turns")
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::util::poll(std::time::Duration::from_secs(10), || {
+        serve
+            .stderr()
+            .contains("writable by sandboxed turns")
+            .then_some(())
+    });
     assert!(
         serve.stderr().contains("writable by sandboxed turns") && serve.stderr().contains("/tmp"),
         "{}",
@@ -362,7 +356,12 @@ fn the_offline_codex_home_is_private_and_an_exposed_one_is_named() {
     let state = private.path().join("state");
     let serve = crate::serve_security::Serve::start(&fixture.root, &state, &[]);
     assert!(state.join("offline-codex-home/config.toml").is_file());
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The start notice is written at once, the token line with any warning.
+    crate::util::wait_until(
+        "the start notice",
+        std::time::Duration::from_secs(5),
+        || serve.stderr().contains("bearer token in"),
+    );
     assert!(
         !serve.stderr().contains("writable by sandboxed turns"),
         "{}",
@@ -533,7 +532,7 @@ async fn silent_sockets_are_counted_and_closed_after_the_handshake_deadline() {
     let mut silent: Vec<std::net::TcpStream> = (0..20)
         .map(|_| std::net::TcpStream::connect(serve.addr).expect("connect"))
         .collect();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Accepted in the order they connected: the extra socket comes after every slot is taken.
     let mut extra = std::net::TcpStream::connect(serve.addr).expect("connect");
     assert!(
         closed_within(&mut extra, std::time::Duration::from_secs(3)),
@@ -580,6 +579,7 @@ fn a_full_file_table_does_not_spin_the_accept_loop() {
         // utime and stime: fields 14 and 15 of stat, 12 and 13 after the command name.
         fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0)
     };
+    // Not a wait for an event: a settling time, then the measurement window itself.
     std::thread::sleep(std::time::Duration::from_millis(500));
     let before = ticks(serve.child.id());
     std::thread::sleep(std::time::Duration::from_secs(2));
@@ -908,10 +908,9 @@ async fn a_subscriber_that_never_reads_is_dropped() {
             .expect("subscribe");
     }
     // Never read: wait for serve to give up on this subscriber.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !serve.stderr().contains("read nothing for") && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    crate::util::poll(std::time::Duration::from_secs(60), || {
+        serve.stderr().contains("read nothing for").then_some(())
+    });
     assert!(
         serve.stderr().contains("read nothing for 2s; dropped it"),
         "{}",

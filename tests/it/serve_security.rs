@@ -43,13 +43,9 @@ fn serve_fails(args: &[&str]) -> (i32, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn serve");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while child.try_wait().expect("wait").is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("serve {args:?} started instead of refusing");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if crate::util::poll(Duration::from_secs(20), || child.try_wait().expect("wait")).is_none() {
+        let _ = child.kill();
+        panic!("serve {args:?} started instead of refusing");
     }
     let output = child.wait_with_output().expect("output");
     assert!(
@@ -349,11 +345,14 @@ fn a_missing_or_wrong_token_is_refused_and_the_token_file_is_private() {
     let serve = fixture.serve(&[]);
     let host = serve.addr.to_string();
     let token_file = fixture.state.join("token");
+    crate::util::poll(Duration::from_secs(5), || {
+        serve
+            .stderr()
+            .contains(&token_file.display().to_string())
+            .then_some(())
+    });
     assert!(
-        serve.stderr().contains(&token_file.display().to_string()) || {
-            std::thread::sleep(Duration::from_millis(300));
-            serve.stderr().contains(&token_file.display().to_string())
-        },
+        serve.stderr().contains(&token_file.display().to_string()),
         "serve says where the token is: {}",
         serve.stderr()
     );
@@ -425,8 +424,9 @@ fn bad_tokens_and_no_auth_off_loopback_are_usage_errors() {
     // On loopback --no-auth works, with a warning.
     let serve = fixture.serve(&["--no-auth"]);
     assert_eq!(post_status(serve.addr, &serve.addr.to_string(), &[]).0, 200);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(serve.stderr().contains("no-auth"), "{}", serve.stderr());
+    crate::util::wait_until("the --no-auth warning", Duration::from_secs(5), || {
+        serve.stderr().contains("no-auth")
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,12 +588,13 @@ async fn config_extra_dirs_and_symlinked_skills_stay_inside_the_roots() {
     // would be refused too; this is the first of the two checks).
     #[cfg(unix)]
     {
-        for _ in 0..40 {
-            if serve.stderr().contains("environ/SKILL.md: symlink leaves") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        crate::util::poll_async(Duration::from_secs(2), || {
+            serve
+                .stderr()
+                .contains("environ/SKILL.md: symlink leaves")
+                .then_some(())
+        })
+        .await;
         let logged = serve.stderr();
         for name in ["linked-folder", "linked-file/SKILL.md", "environ/SKILL.md"] {
             assert!(
@@ -697,7 +698,16 @@ async fn a_symlink_swapped_while_a_run_waits_in_the_queue_is_caught() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The queued run has passed its first path check once the service lists it.
+    let listed = crate::util::poll_with(Duration::from_secs(10), || {
+        let client = Arc::clone(&client);
+        async move {
+            let status: Value = client.request("bridge.status", rpc_params![]).await.ok()?;
+            (status["runs"].as_array()?.len() >= 2).then_some(())
+        }
+    })
+    .await;
+    assert!(listed.is_some(), "the second run is queued");
     std::fs::remove_file(&link).expect("unlink");
     std::os::unix::fs::symlink(&outside, &link).expect("swap");
     let ok: Value = client
@@ -898,12 +908,12 @@ async fn serve_starts_without_codex_and_says_how_to_get_one() {
     let fixture = Fixture::new();
     let empty = tempfile::tempdir().expect("empty PATH dir");
     let serve = Serve::start_without_codex(&fixture.root, &fixture.state, empty.path());
+    // The notice may arrive a moment after the address.
+    crate::util::poll(Duration::from_secs(5), || {
+        serve.stderr().contains("no Codex CLI").then_some(())
+    });
     assert!(
-        serve.stderr().contains("no Codex CLI") || {
-            // The notice may arrive a moment after the address.
-            std::thread::sleep(Duration::from_millis(300));
-            serve.stderr().contains("no Codex CLI")
-        },
+        serve.stderr().contains("no Codex CLI"),
         "the start notice names the missing Codex: {}",
         serve.stderr()
     );

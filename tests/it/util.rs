@@ -176,3 +176,80 @@ pub fn fixture_root() -> tempfile::TempDir {
     copy_tree(&repo_root().join("fixtures"), &root.path().join("fixtures"));
     root
 }
+
+/// How often the waits below look again.
+const POLL_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The one way tests wait for something another process or task does: look at `probe` until it
+/// gives a value, for at most `limit`. `None` when it never did.
+pub fn poll<T>(limit: std::time::Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
+}
+
+/// [`poll`] that fails the test, naming what never happened.
+pub fn wait_for<T>(what: &str, limit: std::time::Duration, probe: impl FnMut() -> Option<T>) -> T {
+    poll(limit, probe).unwrap_or_else(|| panic!("{what}: not within {limit:?}"))
+}
+
+/// [`wait_for`] a condition.
+pub fn wait_until(what: &str, limit: std::time::Duration, mut condition: impl FnMut() -> bool) {
+    wait_for(what, limit, || condition().then_some(()))
+}
+
+/// [`poll`] from async code, without blocking the runtime's thread.
+pub async fn poll_async<T>(
+    limit: std::time::Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+/// [`wait_until`] from async code.
+pub async fn wait_until_async(
+    what: &str,
+    limit: std::time::Duration,
+    mut condition: impl FnMut() -> bool,
+) {
+    if poll_async(limit, || condition().then_some(()))
+        .await
+        .is_none()
+    {
+        panic!("{what}: not within {limit:?}");
+    }
+}
+
+/// [`poll_async`] with a probe that is itself async (a request to the service under test).
+pub async fn poll_with<T, F, Fut>(limit: std::time::Duration, mut probe: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = probe().await {
+            return Some(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
