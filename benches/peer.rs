@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 mod offline_turn;
 use offline_turn::OfflineTurn;
 
-use clawbridge::codex::client::peer::{Peer, PeerConfig};
-use clawbridge::codex::protocol::wire::Incoming;
+use clawbridge::Incoming;
+use clawbridge::{Peer, PeerConfig};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -95,7 +95,7 @@ async fn baseline_values(bytes: &'static [u8]) -> usize {
 
 async fn framer_only(bytes: &'static [u8]) -> usize {
     let reader = feed(bytes).await;
-    let mut frames = clawbridge::codex::client::framing::FrameReader::new(reader, 64 << 20);
+    let mut frames = clawbridge::FrameReader::new(reader, 64 << 20);
     let mut count = 0;
     while let Some(frame) = frames.next().await.expect("read") {
         std::hint::black_box(&frame);
@@ -142,9 +142,9 @@ const TURN: &str = "01a22c62-80a5-7c13-bc5c-3a6ed662d635";
 /// dispatch, `drive_turn` and the `run --json` line writer into the buffer a consumer reads.
 /// Returns the events written (and checks the output is every delta, line by line).
 async fn production_path(deltas: &'static [u8]) -> usize {
-    use clawbridge::app::events::RunEvent;
-    use clawbridge::codex::client::turn::{drive_turn, TurnLimits};
-    use clawbridge::codex::protocol::params::{
+    use clawbridge::RunEvent;
+    use clawbridge::{drive_turn, TurnLimits};
+    use clawbridge::{
         CollaborationMode, CollaborationSettings, SandboxPolicy, TurnStartParams, UserInput,
     };
     use tokio::io::AsyncBufReadExt;
@@ -178,7 +178,7 @@ async fn production_path(deltas: &'static [u8]) -> usize {
             text_elements: vec![],
         }],
         cwd: "/ws".into(),
-        approval_policy: clawbridge::config::ApprovalPolicy::Never.into(),
+        approval_policy: clawbridge::ApprovalPolicy::Never.into(),
         approvals_reviewer: "user",
         sandbox_policy: SandboxPolicy::DangerFullAccess,
         model: "gpt-5.5".into(),
@@ -194,11 +194,11 @@ async fn production_path(deltas: &'static [u8]) -> usize {
             },
         },
     };
-    let handler = clawbridge::codex::client::handler::DefaultHandler::default();
+    let handler = clawbridge::DefaultHandler::default();
     let mut output: Vec<u8> = Vec::with_capacity(deltas.len() + (deltas.len() >> 3));
     let mut line = Vec::with_capacity(4096);
     let mut written = 0usize;
-    let mut observer = |event: clawbridge::codex::client::turn::TurnEvent<'_>| {
+    let mut observer = |event: clawbridge::TurnEvent<'_>| {
         line.clear();
         RunEvent::write_json_line(&event, &mut line);
         output.extend_from_slice(&line);
@@ -392,9 +392,9 @@ fn codex_bin() -> Option<std::path::PathBuf> {
 }
 
 async fn turn_cost() {
-    use clawbridge::codex::client::handler::DefaultHandler;
-    use clawbridge::codex::client::process::{resolve_native_binary, SpawnOptions};
-    use clawbridge::codex::client::session::{CodexSession, TurnLimits};
+    use clawbridge::DefaultHandler;
+    use clawbridge::{resolve_native_binary, SpawnOptions};
+    use clawbridge::{CodexSession, TurnLimits};
     use tokio::io::{AsyncBufReadExt, BufReader};
 
     let Some(bin) = codex_bin() else {

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 mod offline_turn;
 use offline_turn::OfflineTurn;
 
-use clawbridge::codex::client::session::TurnLimits;
-use clawbridge::server::{start, ServeConfig};
+use clawbridge::TurnLimits;
+use clawbridge::{serve, ServeConfig};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
 use jsonrpsee::rpc_params;
 use jsonrpsee::ws_client::WsClientBuilder;
@@ -123,7 +123,7 @@ fn soak(bin: PathBuf, runs: usize) {
         .expect("runtime");
     let state = tempfile::tempdir().expect("state");
     let samples = runtime.block_on(async {
-        let running = start(serve_config(bin, state.path())).await.expect("serve");
+        let running = serve(serve_config(bin, state.path())).await.expect("serve");
         let url = format!("ws://{}", running.addr);
         let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -191,7 +191,7 @@ fn soak(bin: PathBuf, runs: usize) {
     });
     let mut samples = samples;
     samples.sort();
-    let warm = clawbridge::server::DEFAULT_MAX_FINISHED_RUNS + WORKERS;
+    let warm = clawbridge::DEFAULT_MAX_FINISHED_RUNS + WORKERS;
     let after: Vec<(usize, u64)> = samples
         .iter()
         .copied()
@@ -221,7 +221,7 @@ fn soak(bin: PathBuf, runs: usize) {
 /// (newline-delimited JSON over stdio, responses matched by id, `turn/completed` routed by
 /// thread) and `SESSIONS` tasks of `TURNS` turns each, as the serve load runs them.
 async fn direct_load(bin: &std::path::Path) -> (Vec<Duration>, Duration) {
-    use clawbridge::codex::client::process::resolve_native_binary;
+    use clawbridge::resolve_native_binary;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -355,7 +355,7 @@ fn main() {
     let state = tempfile::tempdir().expect("state");
     let (latencies, wall, codex_rss) = runtime.block_on(async {
         let config = serve_config(bin.clone(), state.path());
-        let running = start(config).await.expect("serve");
+        let running = serve(config).await.expect("serve");
         let url = format!("ws://{}", running.addr);
         let started = Instant::now();
         let mut tasks = Vec::new();

@@ -12,14 +12,14 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use clawbridge::config::{Run, RunDocument};
-use clawbridge::routing::route_workspace;
-use clawbridge::skills::{
+use clawbridge::build_params;
+use clawbridge::route_workspace;
+use clawbridge::{
     eligible_skills, parse_skill, render_skills_prompt, skill_version, CatalogSurface, SkillTier,
 };
-use clawbridge::translate::params::build_params;
-use clawbridge::translate::{translate, TranslateOptions};
-use clawbridge::workspace::{BootstrapFile, FileContent, LoadedWorkspace, BOOTSTRAP_FILE_NAMES};
+use clawbridge::{translate, TranslateOptions};
+use clawbridge::{BootstrapFile, FileContent, LoadedWorkspace, BOOTSTRAP_FILE_NAMES};
+use clawbridge::{Run, RunDocument};
 use serde_json::json;
 
 /// The binary's allocator.
@@ -79,7 +79,7 @@ fn tools() -> Vec<serde_json::Value> {
 }
 
 /// Parse every SKILL.md from memory, as the workspace would show them.
-fn parse_all(skills: &[(String, Vec<u8>)]) -> Vec<clawbridge::skills::SkillEntry> {
+fn parse_all(skills: &[(String, Vec<u8>)]) -> Vec<clawbridge::SkillEntry> {
     skills
         .iter()
         .map(|(folder, bytes)| {
@@ -160,9 +160,7 @@ fn time_one_run(run_path: &Path) {
         .unwrap_or(20);
     let cold_options = TranslateOptions::hermetic();
     let warm_options = TranslateOptions {
-        skill_cache: Some(std::sync::Arc::new(
-            clawbridge::skills::SkillCache::default(),
-        )),
+        skill_cache: Some(std::sync::Arc::new(clawbridge::SkillCache::default())),
         ..TranslateOptions::hermetic()
     };
     let once = |options: &TranslateOptions| {
@@ -266,10 +264,10 @@ fn main() {
             std::hint::black_box(Run::load(&run_path).ok());
         });
         let t_discover = measure(200, || {
-            std::hint::black_box(clawbridge::skills::discover_skills(&run, &options.host));
+            std::hint::black_box(clawbridge::discover_skills(&run, &options.host));
         });
         let t_bootstrap = measure(200, || {
-            std::hint::black_box(clawbridge::workspace::load_bootstrap_files(&run));
+            std::hint::black_box(clawbridge::load_bootstrap_files(&run));
         });
         println!(
             "breakdown: parse {:.1}us render {:.1}us route {:.1}us params {:.1}us; from disk: run document {:.1}us skills walk+read+parse {:.1}us bootstrap files {:.1}us",
@@ -289,9 +287,7 @@ fn main() {
         std::hint::black_box(serde_json::to_string(&params).expect("json"));
     };
     let warm_options = TranslateOptions {
-        skill_cache: Some(std::sync::Arc::new(
-            clawbridge::skills::SkillCache::default(),
-        )),
+        skill_cache: Some(std::sync::Arc::new(clawbridge::SkillCache::default())),
         ..TranslateOptions::hermetic()
     };
     let mut warm_work = || {

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
-use clawbridge::app::run as pairing;
-use clawbridge::artifacts::catalog::Personality;
-use clawbridge::config::{PromptMode, SandboxMode};
+use clawbridge::run as pairing;
+use clawbridge::Personality;
+use clawbridge::{PromptMode, SandboxMode};
 
 /// A value parser for a closed set: the names clap lists in `--help`, each parsed into its value.
 fn choice<T: Clone + Send + Sync + 'static>(
@@ -69,14 +69,9 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The run document and the translation options these flags name.
-    pub fn load(
-        &self,
-    ) -> clawbridge::Result<(
-        clawbridge::config::Run,
-        clawbridge::translate::TranslateOptions,
-    )> {
-        let run = clawbridge::app::commands::load_run_file(&self.run)?;
-        let options = clawbridge::app::commands::translate_options(
+    pub fn load(&self) -> clawbridge::Result<(clawbridge::Run, clawbridge::TranslateOptions)> {
+        let run = clawbridge::load_run_file(&self.run)?;
+        let options = clawbridge::translate_options(
             self.state_dir.as_deref(),
             self.bootstrap_hook.clone(),
             None,
@@ -110,13 +105,13 @@ pub struct PromptArgs {
 
 impl PromptArgs {
     /// The prompt settings these flags name (the provider file read).
-    pub fn settings(&self) -> clawbridge::Result<clawbridge::app::commands::PromptSettings> {
-        Ok(clawbridge::app::commands::PromptSettings {
+    pub fn settings(&self) -> clawbridge::Result<clawbridge::PromptSettings> {
+        Ok(clawbridge::PromptSettings {
             mode: self.mode,
             provider: self
                 .provider
                 .as_deref()
-                .map(clawbridge::app::commands::load_provider)
+                .map(clawbridge::load_provider)
                 .transpose()?,
             cache_boundary: !self.no_cache_boundary,
             before_prompt_build: self.before_prompt_build.clone(),
@@ -186,7 +181,7 @@ pub enum Command {
     /// writes every message, per thread, secrets redacted; `--offline` answers model requests
     /// with the loopback stub and captures them. OpenClaw's `clawbridge -c k=v app-server ...`
     /// shape is read too.
-    AppServer(clawbridge::proxy::AppServerArgs),
+    AppServer(clawbridge::AppServerArgs),
     /// Print a shell completion script (e.g. `clawbridge completions bash > /etc/bash_completion.d/clawbridge`).
     Completions {
         #[arg(value_enum)]
@@ -271,42 +266,42 @@ pub struct ServeArgs {
     #[arg(long)]
     pub stub_script: Option<PathBuf>,
     /// Seconds a tool call or approval waits for the client's answer.
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_ANSWER_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_ANSWER_TIMEOUT.as_secs())]
     pub answer_timeout: u64,
     /// Finished runs kept replayable for late subscribers (the oldest are forgotten first).
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_FINISHED_RUNS)]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_FINISHED_RUNS)]
     pub max_finished_runs: usize,
     /// Seconds a finished run stays replayable.
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_FINISHED_RUN_TTL.as_secs())]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_FINISHED_RUN_TTL.as_secs())]
     pub finished_run_ttl: u64,
     /// Connections open at once; more are refused with 429 "Too many connections".
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_CONNECTIONS)]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
     /// Runs in progress at once; `bridge.runStart` past it fails with 4290.
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(usize))]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(usize))]
     pub max_runs: usize,
     /// Largest run document a request may carry, in bytes (far below the transport limit: a
     /// document is parsed in memory).
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_RUN_BYTES)]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_RUN_BYTES)]
     pub max_run_bytes: usize,
     /// Seconds a connection may stay without traffic before it is closed.
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_IDLE_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_IDLE_TIMEOUT.as_secs())]
     pub idle_timeout: u64,
     /// Seconds one request's file reading and parsing may take before it fails (alone).
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_REQUEST_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     pub request_timeout: u64,
     /// Seconds a subscriber may read nothing while its queue is full before it is dropped.
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_SUBSCRIBER_STALL.as_secs())]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_SUBSCRIBER_STALL.as_secs())]
     pub subscriber_stall: u64,
     /// Session bindings kept (a new session past it pushes out an idle one; at most 50000).
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_MAX_SESSIONS)]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
     /// Recycle the Codex app-server once it opened this many threads (it drains: its runs end,
     /// new runs start a fresh one and resume their threads there).
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_RECYCLE_AFTER_THREADS)]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_RECYCLE_AFTER_THREADS)]
     pub recycle_after_threads: usize,
     /// Recycle the Codex app-server once its resident memory passes this many MiB.
-    #[arg(long, default_value_t = clawbridge::server::DEFAULT_RECYCLE_RSS_MB)]
+    #[arg(long, default_value_t = clawbridge::DEFAULT_RECYCLE_RSS_MB)]
     pub recycle_rss_mb: u64,
     /// Named client tokens (default `<state-dir>/clients.json`; `clawbridge client add` writes
     /// it): each client sees and acts on only its own sessions and runs.
@@ -365,12 +360,12 @@ pub struct SyncArgs {
     #[arg(long)]
     pub catalog: Option<PathBuf>,
     /// Model slug to render.
-    #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_MODEL)]
+    #[arg(long, default_value = clawbridge::DEFAULT_FIXTURE_MODEL)]
     pub model: String,
     #[arg(long, value_parser = choice(PERSONALITIES), default_value = "pragmatic")]
     pub personality: Personality,
     /// Where the fixtures live (relative to the current directory).
-    #[arg(long, default_value = clawbridge::artifacts::catalog::DEFAULT_OUT_DIR)]
+    #[arg(long, default_value = clawbridge::DEFAULT_OUT_DIR)]
     pub out_dir: PathBuf,
     /// Recorded verbatim as catalogGitHead.
     #[arg(long)]
@@ -443,22 +438,22 @@ impl ServeArgs {
     /// The service's settings from its flags: the Codex CLI found (or why there is none: serve
     /// still answers params, context and prompt; runs fail with 4100 and the reason), the stub
     /// script read, every bound at least 1.
-    pub fn into_config(self) -> clawbridge::Result<clawbridge::server::ServeConfig> {
+    pub fn into_config(self) -> clawbridge::Result<clawbridge::ServeConfig> {
         use std::time::Duration;
-        let binary = match clawbridge::codex::client::process::find_codex_binary(
+        let binary = match clawbridge::find_codex_binary(
             self.codex_bin.as_deref(),
             std::env::var_os("CODEX_BIN"),
             std::env::var_os("PATH"),
         ) {
-            Ok(found) => clawbridge::server::CodexBinary::Found(found.path),
-            Err(reason) => clawbridge::server::CodexBinary::Missing(reason),
+            Ok(found) => clawbridge::CodexBinary::Found(found.path),
+            Err(reason) => clawbridge::CodexBinary::Missing(reason),
         };
         let stub_script = match &self.stub_script {
-            Some(path) => clawbridge::app::offline::StubScript::load(path)?,
-            None => clawbridge::app::offline::StubScript::default(),
+            Some(path) => clawbridge::StubScript::load(path)?,
+            None => clawbridge::StubScript::default(),
         };
-        let state_dir = clawbridge::app::commands::state_dir(self.state_dir)?;
-        Ok(clawbridge::server::ServeConfig {
+        let state_dir = clawbridge::state_dir(self.state_dir)?;
+        Ok(clawbridge::ServeConfig {
             listen: self.listen,
             token: self.token,
             no_auth: self.no_auth,
@@ -479,16 +474,14 @@ impl ServeArgs {
             clients_file: self.clients,
             recycle_after_threads: self.recycle_after_threads.max(1),
             recycle_rss_bytes: self.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
-            max_sessions: self
-                .max_sessions
-                .clamp(1, clawbridge::server::MAX_SESSIONS_LIMIT),
+            max_sessions: self.max_sessions.clamp(1, clawbridge::MAX_SESSIONS_LIMIT),
             subscriber_stall: Duration::from_secs(self.subscriber_stall.max(1)),
-            ..clawbridge::server::ServeConfig::new(binary, self.workspace_roots, state_dir)
+            ..clawbridge::ServeConfig::new(binary, self.workspace_roots, state_dir)
         })
     }
 }
 
-impl From<SyncArgs> for clawbridge::app::fixtures::SyncSettings {
+impl From<SyncArgs> for clawbridge::SyncSettings {
     fn from(args: SyncArgs) -> Self {
         Self {
             catalog: args.catalog,
@@ -504,8 +497,8 @@ impl From<SyncArgs> for clawbridge::app::fixtures::SyncSettings {
 }
 
 impl DoctorArgs {
-    pub fn settings(&self) -> clawbridge::app::doctor::DoctorSettings {
-        clawbridge::app::doctor::DoctorSettings {
+    pub fn settings(&self) -> clawbridge::DoctorSettings {
+        clawbridge::DoctorSettings {
             codex_bin: self.codex_bin.clone(),
             codex_home: self.codex_home.clone(),
             state_dir: self.state_dir.clone(),

@@ -4,8 +4,8 @@
 
 use std::process::ExitCode;
 
-use clawbridge::app::pairing::PairingError;
-use clawbridge::error::ErrorKind;
+use clawbridge::ErrorKind;
+use clawbridge::PairingError;
 
 /// A failure with the exit code it maps to.
 pub struct Failure(pub anyhow::Error, pub u8);
@@ -30,9 +30,9 @@ impl From<PairingError> for Failure {
     }
 }
 
-impl From<clawbridge::proxy::ProxyError> for Failure {
-    fn from(error: clawbridge::proxy::ProxyError) -> Self {
-        use clawbridge::proxy::ProxyError;
+impl From<clawbridge::ProxyError> for Failure {
+    fn from(error: clawbridge::ProxyError) -> Self {
+        use clawbridge::ProxyError;
         let code = match error {
             ProxyError::Transcript { .. } | ProxyError::Offline(_) => 2,
             _ => 3,
@@ -41,9 +41,9 @@ impl From<clawbridge::proxy::ProxyError> for Failure {
     }
 }
 
-impl From<clawbridge::server::ServeError> for Failure {
-    fn from(error: clawbridge::server::ServeError) -> Self {
-        use clawbridge::server::ServeError;
+impl From<clawbridge::ServeError> for Failure {
+    fn from(error: clawbridge::ServeError) -> Self {
+        use clawbridge::ServeError;
         match error {
             ServeError::Setup(error) => error.into(),
             ServeError::Bind { .. } => Failure(error.into(), 1),

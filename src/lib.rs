@@ -19,19 +19,98 @@
 //!     events, pairing, capture, the offline stub and the state the process keeps;
 //! 11. [`server`]: the bridge API (`clawbridge serve`), and [`proxy`]: `clawbridge app-server`,
 //!     the pass-through for OpenClaw's Codex slot; the binary (`main.rs`) parses flags.
+//!
+//! The modules are private; the `pub use` list below is the whole public surface.
 
-pub mod app;
-pub mod artifacts;
-pub mod codex;
-pub mod config;
-pub mod error;
-pub mod proxy;
-pub mod render;
-pub mod routing;
-pub mod server;
-pub mod skills;
-pub mod support;
-pub mod translate;
-pub mod workspace;
+mod app;
+mod artifacts;
+mod codex;
+mod config;
+mod error;
+mod proxy;
+mod render;
+mod routing;
+mod server;
+mod skills;
+mod support;
+mod translate;
+mod workspace;
 
-pub use error::{Error, Result};
+// The public surface: what the binary, the integration tests and the benches use, and nothing
+// else. The modules are private, so the compiler reports whatever the crate no longer uses. The
+// app layer's command modules are public whole: they are the binary's faces of each command.
+pub use app::commands::{
+    load_provider, load_run_file, state_dir, translate_options, PromptSettings,
+};
+pub use app::doctor::DoctorSettings;
+pub use app::events::RunEvent;
+pub use app::fixtures::SyncSettings;
+pub use app::offline::{OfflineHome, ResponsesStub, StubScript, StubStep};
+pub use app::pairing::PairingError;
+pub use app::state::WarningLedger;
+pub use app::{clients, commands, doctor, fixtures, run};
+pub use artifacts::catalog::{
+    apply_plan, find_catalog, load_catalog, plan_sync, sha256_hex, CatalogKind, DiscoveryEnv,
+    FileOutcome, Personality, SyncRequest, DEFAULT_MODEL as DEFAULT_FIXTURE_MODEL, DEFAULT_OUT_DIR,
+};
+pub use artifacts::snapshots::{
+    check_snapshots, generate as generate_snapshots, write_snapshots, DriftKind, SNAPSHOT_DIR,
+};
+pub use codex::client::framing::FrameReader;
+pub use codex::client::handler::DefaultHandler;
+pub use codex::client::hub::{CodexHub, MAX_LOADED_THREADS};
+pub use codex::client::peer::{Events, Peer, PeerConfig, PeerError};
+pub use codex::client::process::{find_codex_binary, resolve_native_binary, SpawnOptions};
+pub use codex::client::schema::{ParamsSchemas, ProblemKind};
+pub use codex::client::session::{
+    CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
+    TurnLimits, TurnStatus,
+};
+pub use codex::client::turn::drive_turn;
+pub use codex::protocol::params::{
+    CodexParams, CollaborationMode, CollaborationSettings, SandboxPolicy, ThreadParams,
+    TurnStartParams, UserInput,
+};
+pub use codex::protocol::wire::{Incoming, RequestId, RpcError};
+pub use codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
+pub use config::keys::KNOWN as KNOWN_CONFIG_KEYS;
+pub use config::run::run_document_schema;
+pub use config::{ApprovalPolicy, Harness, PromptMode, Run, RunDocument, SandboxMode};
+pub use error::{Error, ErrorKind, Result};
+pub use proxy::{
+    normalise, passthrough, run_proxy, AppServerArgs, Normalised, ProxyError, ProxySettings,
+};
+pub use render::adapter::{codex_developer_instructions, HostRuntime, PromptOptions};
+pub use render::codex::{
+    heartbeat_note, CRON_NOTE, DEFAULT_COLLABORATION_PRESET, HEARTBEAT_POINTER_HEADING,
+    MEMORY_NOTE_HEADING, REQUEST_LABEL, SKILLS_HEADING, WORKSPACE_BLOCK_HEADING,
+};
+pub use render::hooks::{apply_before_prompt_build, BeforePromptBuild};
+pub use render::provider::ProviderContribution;
+pub use render::sections::{
+    runtime_line, ContextFile, DelegationMode, PromptInputs, RuntimeInfo, SilentReplyMode,
+    SourceReplyDelivery, IDENTITY_LINE,
+};
+pub use render::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
+pub use routing::{route_workspace, Surface};
+pub use server::api::openrpc;
+pub use server::{
+    start as serve, CodexBinary, Running, ServeConfig, ServeError, DEFAULT_ANSWER_TIMEOUT,
+    DEFAULT_FINISHED_RUN_TTL, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_FINISHED_RUNS, DEFAULT_MAX_RUNS, DEFAULT_MAX_RUN_BYTES, DEFAULT_MAX_SESSIONS,
+    DEFAULT_RECYCLE_AFTER_THREADS, DEFAULT_RECYCLE_RSS_MB, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SUBSCRIBER_STALL, MAX_SESSIONS_LIMIT,
+};
+pub use skills::{
+    discover_skills, eligible_skills, parse_skill, render_skills_prompt, skill_version,
+    CatalogFormat, CatalogSurface, HostFacts, SkillCache, SkillEntry, SkillTier,
+};
+pub use support::fs::TEMP_PREFIX;
+pub use support::json::{to_pretty, DATA_BLOCK_CLOSE, DATA_BLOCK_OPEN};
+pub use support::text::len16;
+pub use translate::params::{build_params, dynamic_tools};
+pub use translate::{translate, NoticeMemory, TranslateOptions, Translation};
+pub use workspace::{
+    load_bootstrap_files, BootstrapFile, FileContent, LoadedWorkspace, BOOTSTRAP_FILE_NAMES,
+    TRUNCATION_NOTICE,
+};

@@ -12,7 +12,7 @@ mod exit;
 use cli::*;
 use exit::{exit_code, is_broken_pipe, Failure};
 
-use clawbridge::app::{commands, fixtures, run as pairing};
+use clawbridge::{commands, fixtures, run as pairing};
 
 /// mimalloc: the bridge frees messages on other threads than the one that read them, which
 /// glibc's allocator serializes on an arena lock (see `cargo bench --bench peer`).
@@ -23,11 +23,11 @@ fn main() -> ExitCode {
     // OpenClaw's Codex slot calls `clawbridge -c ... app-server ...`, a shape clap cannot read:
     // normalised first, then parsed once by clap.
     let given: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let args = match clawbridge::proxy::normalise(&given) {
-        clawbridge::proxy::Normalised::Clap(args) => args,
-        clawbridge::proxy::Normalised::Passthrough(args) => {
+    let args = match clawbridge::normalise(&given) {
+        clawbridge::Normalised::Clap(args) => args,
+        clawbridge::Normalised::Passthrough(args) => {
             init_logging(0);
-            return match clawbridge::proxy::passthrough(&args) {
+            return match clawbridge::passthrough(&args) {
                 Ok(never) => match never {},
                 Err(error) => {
                     eprintln!("clawbridge app-server: {:#}", anyhow::Error::from(error));
@@ -66,9 +66,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn proxy(settings: clawbridge::proxy::ProxySettings) -> Result<ExitCode, Failure> {
+fn proxy(settings: clawbridge::ProxySettings) -> Result<ExitCode, Failure> {
     block_on(async move {
-        let code = clawbridge::proxy::run_proxy(settings).await?;
+        let code = clawbridge::run_proxy(settings).await?;
         Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
     })
 }
@@ -101,7 +101,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::AppServer(args) => proxy(args.into()),
         Command::Completions { shell } => print_stdout(&cli::completions(shell)),
         Command::Doctor(args) => {
-            use clawbridge::app::doctor;
+            use clawbridge::doctor;
             let findings = doctor::doctor(&args.settings());
             let failed = findings.iter().any(|f| f.level == doctor::Level::Fail);
             if args.json {
@@ -112,9 +112,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(exit_code(!failed))
         }
         Command::Schema(SchemaCommand::RunDocument) => {
-            print_json(&clawbridge::config::run::run_document_schema())
+            print_json(&clawbridge::run_document_schema())
         }
-        Command::Schema(SchemaCommand::Openrpc) => print_json(&clawbridge::server::api::openrpc()),
+        Command::Schema(SchemaCommand::Openrpc) => print_json(&clawbridge::openrpc()),
         Command::Fixtures(FixturesCommand::Verify { root }) => {
             print_output(fixtures::fixtures_verify(&root))
         }
@@ -157,7 +157,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
 fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
     let config = args.into_config()?;
     block_on(async move {
-        let running = clawbridge::server::start(config).await?;
+        let running = clawbridge::serve(config).await?;
         print_stdout(&format!("{}\n", running.addr))?;
         eprint!("{}", running.start_notice());
         running
@@ -170,7 +170,7 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
 }
 
 fn client(command: cli::ClientCommand) -> Result<ExitCode, Failure> {
-    use clawbridge::app::clients;
+    use clawbridge::clients;
     match command {
         cli::ClientCommand::Add {
             name,

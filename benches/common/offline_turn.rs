@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use clawbridge::app::offline::{OfflineHome, ResponsesStub, StubScript};
-use clawbridge::codex::protocol::params::{CodexParams, ThreadParams};
-use clawbridge::config::Run;
-use clawbridge::translate::{translate, TranslateOptions};
+use clawbridge::Run;
+use clawbridge::{translate, TranslateOptions};
+use clawbridge::{CodexParams, ThreadParams};
+use clawbridge::{OfflineHome, ResponsesStub, StubScript};
 use serde_json::Value;
 
 /// One offline turn's inputs; the stub and the home live as long as this does.

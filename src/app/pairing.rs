@@ -51,7 +51,6 @@ impl PairingOptions {
 /// What a paired run produced.
 #[derive(Debug)]
 pub struct PairingResult {
-    pub params: CodexParams,
     pub thread_id: String,
     pub outcome: TurnOutcome,
     pub codex_version: Option<String>,
@@ -136,7 +135,6 @@ pub async fn run_pairing(
         Ok((thread_id, outcome)) => {
             session.shutdown(Duration::from_secs(5)).await;
             Ok(PairingResult {
-                params,
                 thread_id,
                 outcome,
                 codex_version,

@@ -14,9 +14,7 @@ pub mod run;
 
 pub use openclaw::{BootstrapLimits, OpenClawConfig, TruncationWarningMode};
 pub use run::{
-    AgentId, ApprovalPolicy, CapabilityId, Channel, ChannelName, ChatType, ElevatedExec,
-    ElevatedLevel, Harness, HistoryEntry, OneLine, OpenAiAuth, PromptMode, QuotedMessage,
-    ReactionLevel, ReasoningLevel, Run, RunDocument, RuntimeFacts, SandboxDetails, SandboxMode,
-    Sender, ServiceTier, SessionKey, SessionKind, SourceReplyDelivery, TextBlock, Thinking,
-    ThreadId, ToolItem, ToolSpec, Trigger, WorkspaceAccess,
+    ApprovalPolicy, ChatType, Harness, OpenAiAuth, PromptMode, ReactionLevel, ReasoningLevel, Run,
+    RunDocument, SandboxMode, ServiceTier, SessionKind, SourceReplyDelivery, Thinking, ToolSpec,
+    Trigger,
 };

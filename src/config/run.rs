@@ -10,8 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::fields::{
-    AgentId, CapabilityId, ChannelName, OneLine, SessionKey, TextBlock, ThreadId, MAX_ID_BYTES,
-    MAX_PROMPT_BLOCK_BYTES, MAX_PROMPT_LINE_BYTES, MAX_SESSION_KEY_BYTES,
+    AgentId, CapabilityId, ChannelName, OneLine, SessionKey, TextBlock, ThreadId,
 };
 use super::openclaw::OpenClawConfig;
 pub use crate::codex::protocol::params::{ApprovalPolicy, SandboxMode};

@@ -165,10 +165,6 @@ pub struct PromptRequest {
     /// The run document (docs/run-document.schema.json).
     #[schemars(with = "RunDocument")]
     pub run: Value,
-    /// `bridge.context`: add per-skill and per-tool sizes.
-    #[serde(default)]
-    #[schemars(with = "bool")]
-    pub detail: Option<bool>,
     /// Override the prompt mode.
     #[serde(default)]
     #[schemars(with = "PromptMode")]
@@ -335,8 +331,9 @@ impl RunRef {
     }
 }
 
-/// `bridge.unsubscribeRun`'s params (jsonrpsee reads them).
+/// `bridge.unsubscribeRun`'s params: described here, read by jsonrpsee.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[allow(dead_code)] // jsonrpsee reads the subscription id itself
 pub struct UnsubscribeRequest {
     /// The subscription id.
     pub subscription: String,
@@ -367,12 +364,15 @@ impl JsonSchema for NoParams {
     }
 }
 
-/// A subscription's id (jsonrpsee's: a string or a number).
-#[derive(Clone, Debug, Serialize)]
-#[serde(untagged)]
-pub enum SubscriptionId {
-    Text(String),
-    Number(u64),
+/// A subscription's id (jsonrpsee's: a string or a number). jsonrpsee answers with it; this
+/// type only describes it, so it has no values.
+#[derive(Clone, Debug)]
+pub enum SubscriptionId {}
+
+impl Serialize for SubscriptionId {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        match *self {}
+    }
 }
 
 impl JsonSchema for SubscriptionId {
@@ -567,4 +567,44 @@ pub fn openrpc() -> Value {
             "errors": errors,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_result_s_success_defaults_to_true_and_must_be_a_boolean() {
+        let answer = |params: Value| {
+            serde_json::from_value::<ToolResultParams>(params)
+                .map_err(|error| error.to_string())
+                .and_then(|params| params.answer().map_err(|error| error.to_string()))
+        };
+        assert_eq!(
+            answer(json!({"callId": "c", "text": "done"})).expect("ok")["success"],
+            true
+        );
+        assert_eq!(
+            answer(json!({"callId": "c", "text": "no", "success": false})).expect("ok")["success"],
+            false
+        );
+        assert!(answer(json!({"callId": "c", "text": "x", "success": "yes"})).is_err());
+    }
+
+    #[test]
+    fn params_are_described_in_the_order_a_positional_call_takes_them() {
+        let mut generator = SchemaGenerator::default();
+        let described = describe::<ToolResultMethod>(&mut generator);
+        let names: Vec<&str> = described["params"]
+            .as_array()
+            .expect("params")
+            .iter()
+            .filter_map(|param| param["name"].as_str())
+            .collect();
+        assert_eq!(names, ["callId", "text", "contentItems", "success"]);
+        let positional: ToolResultParams =
+            serde_json::from_value(json!(["c", "done", null, false])).expect("positional");
+        assert_eq!(positional.text.as_deref(), Some("done"));
+        assert_eq!(positional.success, Some(false));
+    }
 }

@@ -85,7 +85,6 @@ pub fn load_bindings(state_dir: &Path) -> Result<BindingFile, ServeError> {
 #[derive(Debug)]
 pub struct StateLock {
     _file: std::fs::File,
-    pub path: PathBuf,
 }
 
 /// Take `<state-dir>/serve.lock` (and write our pid into it), or say which process holds it.
@@ -127,7 +126,7 @@ pub fn lock_state_dir(state_dir: &Path) -> Result<StateLock, ServeError> {
     file.set_len(0).map_err(io)?;
     file.rewind().map_err(io)?;
     writeln!(file, "{}", std::process::id()).map_err(io)?;
-    Ok(StateLock { _file: file, path })
+    Ok(StateLock { _file: file })
 }
 
 #[cfg(test)]

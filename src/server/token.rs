@@ -5,7 +5,6 @@ use std::path::Path;
 
 use super::ServeError;
 
-pub use crate::app::state::MIN_TOKEN_LEN;
 /// Random bytes in a generated token (hex-encoded: 64 URL-safe characters).
 const GENERATED_BYTES: usize = 32;
 /// The token file is tiny; anything longer is not ours.

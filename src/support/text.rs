@@ -97,11 +97,6 @@ pub fn trim_js(text: &str) -> &str {
     text.trim_matches(is_js_whitespace)
 }
 
-/// True when nothing but JavaScript whitespace is left.
-pub fn is_blank_js(text: &str) -> bool {
-    trim_end_js(text).is_empty()
-}
-
 /// The one joining rule for multi-part texts (docs/routing.md §2.5): trim each part's end, drop
 /// empty parts, join the rest with one blank line.
 pub fn join_parts<S: AsRef<str>>(parts: &[S]) -> String {

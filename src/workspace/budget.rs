@@ -140,14 +140,10 @@ pub struct BudgetOutcome {
     pub dropped: Vec<DroppedFile>,
 }
 
-/// `fit_all` of docs/routing.md §4.2 over the files that will actually be pasted, in order.
-/// Files that are not [`FileContent::Present`] render the missing marker.
-pub fn fit_bootstrap_files(files: &[&BootstrapFile], limits: BootstrapLimits) -> Vec<FittedFile> {
-    fit_with_budget(files, limits).fitted
-}
-
-/// [`fit_bootstrap_files`], also naming the files with content that the total budget dropped
-/// whole: they are truncations too (injected 0 of N), reported and noticed like any other.
+/// `fit_all` of docs/routing.md §4.2 over the files that will actually be pasted, in order
+/// (files that are not [`FileContent::Present`] render the missing marker), also naming the
+/// files with content that the total budget dropped whole: they are truncations too (injected 0
+/// of N), reported and noticed like any other.
 pub fn fit_with_budget(files: &[&BootstrapFile], limits: BootstrapLimits) -> BudgetOutcome {
     let mut remaining = limits.total_max_chars.max(1);
     let mut fitted = Vec::new();
@@ -438,7 +434,7 @@ mod tests {
             present("MEMORY.md", &"M".repeat(19_000)),
         ];
         let refs: Vec<&BootstrapFile> = files.iter().collect();
-        let fitted = fit_bootstrap_files(&refs, limits(20_000, 60_000));
+        let fitted = fit_with_budget(&refs, limits(20_000, 60_000)).fitted;
         assert_eq!(fitted.len(), 4);
         assert!(fitted[..3]
             .iter()
@@ -461,7 +457,7 @@ mod tests {
             present("IDENTITY.md", &"i".repeat(50)),
         ];
         let refs: Vec<&BootstrapFile> = files.iter().collect();
-        let fitted = fit_bootstrap_files(&refs, limits(20_000, 100));
+        let fitted = fit_with_budget(&refs, limits(20_000, 100)).fitted;
         assert_eq!(fitted.len(), 2);
         assert_eq!(fitted[0].text, "a".repeat(60));
         assert_eq!(fitted[1].text, "[missing: /ws/SOUL.md]");
@@ -472,7 +468,7 @@ mod tests {
     fn t6_missing_marker_is_clamped() {
         let files = [present("AGENTS.md", &"a".repeat(90)), missing("SOUL.md")];
         let refs: Vec<&BootstrapFile> = files.iter().collect();
-        let fitted = fit_bootstrap_files(&refs, limits(20_000, 100));
+        let fitted = fit_with_budget(&refs, limits(20_000, 100)).fitted;
         assert_eq!(fitted[1].text, "[missing:…");
         assert_eq!(len16(&fitted[1].text), 10);
     }
@@ -499,7 +495,7 @@ mod tests {
             present("IDENTITY.md", "Name: Claw\r\n\r\n"),
         ];
         let refs: Vec<&BootstrapFile> = files.iter().collect();
-        let fitted = fit_bootstrap_files(&refs, limits(20_000, 60_000));
+        let fitted = fit_with_budget(&refs, limits(20_000, 60_000)).fitted;
         assert_eq!(fitted.len(), 1);
         assert_eq!(fitted[0].path, "/ws/IDENTITY.md");
         assert_eq!(fitted[0].text, "Name: Claw");
@@ -517,14 +513,14 @@ mod tests {
         let files = [present("SOUL.md", "hello")];
         let refs: Vec<&BootstrapFile> = files.iter().collect();
         // Below the 64-unit floor nothing but missing markers may start.
-        assert!(fit_bootstrap_files(&refs, limits(20_000, 1)).is_empty());
+        assert!(fit_with_budget(&refs, limits(20_000, 1)).fitted.is_empty());
     }
 
     #[test]
     fn truncation_report_lines_and_signature() {
         let files = [present("SOUL.md", &"S".repeat(300))];
         let refs: Vec<&BootstrapFile> = files.iter().collect();
-        let fitted = fit_bootstrap_files(&refs, limits(200, 60_000));
+        let fitted = fit_with_budget(&refs, limits(200, 60_000)).fitted;
         let report = TruncationReport::new(limits(200, 60_000), &fitted);
         assert!(report.any_truncated());
         assert!(report.signature().contains("/ws/SOUL.md"));

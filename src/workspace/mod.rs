@@ -13,12 +13,9 @@ mod budget;
 mod hook;
 mod load;
 
-pub use budget::{
-    clamp_to_budget, fit_bootstrap_files, fit_file, fit_with_budget, missing_marker, BudgetOutcome,
-    DroppedFile, FittedFile, TruncatedFile, TruncationReport, TRUNCATION_NOTICE,
-};
+pub use budget::{fit_with_budget, FittedFile, TruncationReport, TRUNCATION_NOTICE};
 pub use hook::apply_bootstrap_hook;
-pub use load::{decode_lossy, load_bootstrap_files};
+pub use load::load_bootstrap_files;
 
 use serde::Serialize;
 

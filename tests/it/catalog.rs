@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clawbridge::artifacts::catalog::{
+use clawbridge::{
     apply_plan, find_catalog, load_catalog, plan_sync, CatalogKind, DiscoveryEnv, FileOutcome,
     Personality, SyncRequest,
 };
@@ -41,8 +41,7 @@ fn read(path: &Path) -> String {
 fn w1_real_catalog_pins_gpt_5_5_byte_for_byte() {
     let catalog = reference_catalog();
     let provenance = read(&repo_root().join("fixtures/codex-catalog/0.169.0/PROVENANCE.md"));
-    let digest =
-        clawbridge::artifacts::catalog::sha256_hex(&std::fs::read(&catalog).expect("catalog"));
+    let digest = clawbridge::sha256_hex(&std::fs::read(&catalog).expect("catalog"));
     assert!(
         provenance.contains(&digest),
         "vendored catalog changed without its provenance note"
@@ -56,7 +55,7 @@ fn w1_real_catalog_pins_gpt_5_5_byte_for_byte() {
     assert_eq!(text.encode_utf16().count(), 21_459);
     assert_eq!(text.len(), 21_473);
     assert_eq!(
-        clawbridge::artifacts::catalog::sha256_hex(text.as_bytes()),
+        clawbridge::sha256_hex(text.as_bytes()),
         "2351631dfc5644dc5a45eaaca4139475bd02810ee6cb792d058b551559b3242e"
     );
     let catalog_value: Value = serde_json::from_str(&read(&catalog)).expect("json");

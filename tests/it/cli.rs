@@ -1,6 +1,6 @@
 //! The binary as a user runs it: outputs, exit codes and error messages.
 
-use clawbridge::workspace::TRUNCATION_NOTICE;
+use clawbridge::TRUNCATION_NOTICE;
 use serde_json::{json, Value};
 
 use crate::util::*;
@@ -265,8 +265,8 @@ fn model_slugs_cannot_leave_the_out_dir_and_catalogs_are_capped() {
 
 #[test]
 fn previews_never_use_up_a_once_truncation_notice() {
-    use clawbridge::app::state::WarningLedger;
-    use clawbridge::translate::NoticeMemory;
+    use clawbridge::NoticeMemory;
+    use clawbridge::WarningLedger;
     let ws = TestWorkspace::empty();
     ws.write("SOUL.md", &"s".repeat(25_000));
     let state = tempfile::tempdir().expect("state");
@@ -296,7 +296,7 @@ fn previews_never_use_up_a_once_truncation_notice() {
         "a preview records nothing"
     );
     // A turn actually sent records it; the next preview then shows what the next turn would.
-    let run = clawbridge::config::Run::load(std::path::Path::new(run_file)).expect("run");
+    let run = clawbridge::Run::load(std::path::Path::new(run_file)).expect("run");
     let (translation, _) = translate_run(&run);
     let (session, signature) = translation.routed.once_notice.clone().expect("once notice");
     let ledger = WarningLedger::in_dir(state.path());
@@ -381,7 +381,7 @@ fn every_new_input_is_validated_with_an_error_naming_the_field() {
 
 #[test]
 fn the_readme_lists_exactly_the_config_keys_of_the_table() {
-    use clawbridge::config::keys::KNOWN;
+    use clawbridge::KNOWN_CONFIG_KEYS as KNOWN;
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README");
     let start = readme
         .find("OpenClaw config keys that clawbridge reads")

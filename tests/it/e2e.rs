@@ -7,14 +7,14 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clawbridge::app::offline::{OfflineHome, ResponsesStub, StubScript, StubStep};
-use clawbridge::codex::client::handler::DefaultHandler;
-use clawbridge::codex::client::peer::PeerConfig;
-use clawbridge::codex::client::process::SpawnOptions;
-use clawbridge::codex::client::session::{CodexSession, SessionError, TurnLimits, TurnStatus};
-use clawbridge::codex::protocol::params::ThreadParams;
-use clawbridge::config::Run;
-use clawbridge::translate::{translate, TranslateOptions};
+use clawbridge::DefaultHandler;
+use clawbridge::PeerConfig;
+use clawbridge::Run;
+use clawbridge::SpawnOptions;
+use clawbridge::ThreadParams;
+use clawbridge::{translate, TranslateOptions};
+use clawbridge::{CodexSession, SessionError, TurnLimits, TurnStatus};
+use clawbridge::{OfflineHome, ResponsesStub, StubScript, StubStep};
 use serde_json::{json, Value};
 
 use crate::util::*;
@@ -56,13 +56,7 @@ async fn offline(script: Vec<StubStep>, bin: PathBuf) -> Offline {
 
 impl Offline {
     /// Spawn Codex for a fixture run, start its thread, and return the turn to send.
-    async fn open(
-        &self,
-        run_name: &str,
-    ) -> (
-        CodexSession,
-        clawbridge::codex::protocol::params::TurnStartParams,
-    ) {
+    async fn open(&self, run_name: &str) -> (CodexSession, clawbridge::TurnStartParams) {
         let run = fixture_run(run_name, None);
         let params = translate(&run, &TranslateOptions::hermetic())
             .expect("translate")
@@ -292,7 +286,7 @@ async fn codex_killed_mid_turn_surfaces_within_two_seconds() {
         Instant::now()
     };
     let handler = DefaultHandler::default();
-    let mut observer = |_: clawbridge::codex::client::session::TurnEvent<'_>| {};
+    let mut observer = |_: clawbridge::TurnEvent<'_>| {};
     let (result, killed_at) = tokio::join!(
         session.run_turn(&turn, &handler, &mut observer, limits()),
         killer
@@ -454,8 +448,8 @@ async fn a_namespaced_tool_call_arrives_with_its_namespace() {
     .await;
     let (mut session, turn) = env.open("telegram-direct.json").await;
     let mut calls = Vec::new();
-    let mut observer = |event: clawbridge::codex::client::session::TurnEvent<'_>| {
-        if let clawbridge::codex::client::session::TurnEvent::ServerRequest { request } = event {
+    let mut observer = |event: clawbridge::TurnEvent<'_>| {
+        if let clawbridge::TurnEvent::ServerRequest { request } = event {
             calls.push(request.params.clone());
         }
     };

@@ -2,17 +2,17 @@
 
 use std::time::Duration;
 
-use clawbridge::codex::client::handler::DefaultHandler;
-use clawbridge::codex::client::peer::{Peer, PeerConfig, PeerError};
-use clawbridge::codex::client::session::{
+use clawbridge::ApprovalPolicy;
+use clawbridge::DefaultHandler;
+use clawbridge::{
     CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
     TurnLimits, TurnStatus,
 };
-use clawbridge::codex::protocol::params::{
+use clawbridge::{
     CollaborationMode, CollaborationSettings, SandboxPolicy, TurnStartParams, UserInput,
 };
-use clawbridge::codex::protocol::wire::{Incoming, RequestId, RpcError};
-use clawbridge::config::ApprovalPolicy;
+use clawbridge::{Incoming, RequestId, RpcError};
+use clawbridge::{Peer, PeerConfig, PeerError};
 use serde_json::{json, Value};
 use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
@@ -45,7 +45,7 @@ impl FakeServer {
     }
 }
 
-fn transport(config: PeerConfig) -> (Peer, clawbridge::codex::client::peer::Events, FakeServer) {
+fn transport(config: PeerConfig) -> (Peer, clawbridge::Events, FakeServer) {
     let (client, server) = tokio::io::duplex(1 << 20);
     let (client_read, client_write) = tokio::io::split(client);
     let (server_read, server_write) = tokio::io::split(server);
@@ -529,7 +529,7 @@ impl ServerRequestHandler for AnswersLater {
 /// thread's run completes.
 #[tokio::test]
 async fn a_run_that_falls_behind_fails_alone_and_other_threads_flow() {
-    use clawbridge::codex::client::hub::CodexHub;
+    use clawbridge::CodexHub;
     let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
     let hub = CodexHub::from_session(session.expect("session"));
     let ws = crate::util::TestWorkspace::full();
@@ -622,7 +622,7 @@ async fn a_run_that_falls_behind_fails_alone_and_other_threads_flow() {
 /// next run.
 #[tokio::test]
 async fn late_messages_of_an_ended_run_are_not_replayed_into_the_next() {
-    use clawbridge::codex::client::hub::CodexHub;
+    use clawbridge::CodexHub;
     let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
     let hub = CodexHub::from_session(session.expect("session"));
     let ws = crate::util::TestWorkspace::full();

@@ -3,16 +3,16 @@
 
 use std::path::PathBuf;
 
-use clawbridge::config::{Harness, PromptMode, Run};
-use clawbridge::render::adapter::{codex_developer_instructions, HostRuntime, PromptOptions};
-use clawbridge::render::hooks::{apply_before_prompt_build, BeforePromptBuild};
-use clawbridge::render::provider::ProviderContribution;
-use clawbridge::render::sections::{
+use clawbridge::ProviderContribution;
+use clawbridge::{apply_before_prompt_build, BeforePromptBuild};
+use clawbridge::{codex_developer_instructions, HostRuntime, PromptOptions};
+use clawbridge::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
+use clawbridge::{
     runtime_line, ContextFile, DelegationMode, PromptInputs, RuntimeInfo, SilentReplyMode,
     SourceReplyDelivery, IDENTITY_LINE,
 };
-use clawbridge::render::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
-use clawbridge::translate::{translate, TranslateOptions};
+use clawbridge::{translate, TranslateOptions};
+use clawbridge::{Harness, PromptMode, Run};
 
 use serde_json::json;
 
@@ -98,7 +98,7 @@ fn golden_prompts_per_mode_and_surface() {
     let real = run.workspace.clone();
     run = run.with_path_alias(real, PathBuf::from("/srv/openclaw-happy-path/workspace"));
     let translation = translate(&run, &TranslateOptions::hermetic()).expect("translate");
-    let (_, deferred) = clawbridge::translate::params::dynamic_tools(&run);
+    let (_, deferred) = clawbridge::dynamic_tools(&run);
     golden(
         "prompt/codex-developer.telegram-direct.txt",
         &format!(
@@ -695,13 +695,13 @@ fn every_input_run() -> Run {
 fn golden_every_input_reaches_its_surface() {
     // Every run-document input the renderer and the params support, in one run.
     let mut run = every_input_run();
-    let codex = clawbridge::translate::translate(&run, &TranslateOptions::hermetic())
+    let codex = clawbridge::translate(&run, &TranslateOptions::hermetic())
         .expect("translate")
         .codex_params(&run);
     let params = serde_json::to_value(&codex).expect("json");
     golden(
         "prompt/every-input.params.json",
-        &format!("{}\n", clawbridge::support::json::to_pretty(&params)),
+        &format!("{}\n", clawbridge::to_pretty(&params)),
     );
     run.harness = Harness::Embedded;
     let prompt = prompt_for(&run, None).text();

@@ -1,13 +1,13 @@
 //! Routing for every trigger and mode (docs/routing.md §8.1, RV1-RV11) plus the load-time safety rules.
 
-use clawbridge::render::codex::DEFAULT_COLLABORATION_PRESET;
-use clawbridge::render::codex::{
+use clawbridge::Surface;
+use clawbridge::DEFAULT_COLLABORATION_PRESET;
+use clawbridge::TRUNCATION_NOTICE;
+use clawbridge::{
     heartbeat_note, CRON_NOTE, HEARTBEAT_POINTER_HEADING, MEMORY_NOTE_HEADING, REQUEST_LABEL,
     SKILLS_HEADING, WORKSPACE_BLOCK_HEADING,
 };
-use clawbridge::routing::Surface;
-use clawbridge::translate::{translate, TranslateOptions};
-use clawbridge::workspace::TRUNCATION_NOTICE;
+use clawbridge::{translate, TranslateOptions};
 use serde_json::{json, Value};
 
 use crate::util::*;
@@ -419,7 +419,7 @@ fn rv11_missing_soul() {
     assert_eq!(soul.text, format!("[missing: {}]", ws.shown("SOUL.md")));
     // A missing SOUL.md defines no persona: the prompt does not claim it does.
     let prompt = translation
-        .system_prompt(&run, &clawbridge::render::adapter::PromptOptions::default())
+        .system_prompt(&run, &clawbridge::PromptOptions::default())
         .text();
     assert!(prompt.contains(&format!("## {}", ws.shown("SOUL.md"))));
     assert!(!prompt.contains("persona and tone"), "{prompt}");
@@ -689,7 +689,7 @@ fn a_file_the_total_budget_drops_whole_is_reported_and_noticed() {
     assert_eq!(report.files[0].injected_chars, 0);
     assert_eq!(report.files[0].causes, vec!["total"]);
     let prompt = translation
-        .system_prompt(&run, &clawbridge::render::adapter::PromptOptions::default())
+        .system_prompt(&run, &clawbridge::PromptOptions::default())
         .text();
     assert!(!prompt.contains("Prefers short answers."));
     assert!(prompt.contains(TRUNCATION_NOTICE), "{prompt}");
@@ -728,7 +728,7 @@ fn an_agent_with_heartbeats_off_gets_no_heartbeats_section_and_no_heartbeat_md()
     );
     let (translation, _) = translate_run(&run);
     let prompt = translation
-        .system_prompt(&run, &clawbridge::render::adapter::PromptOptions::default())
+        .system_prompt(&run, &clawbridge::PromptOptions::default())
         .text();
     assert!(!prompt.contains("## Heartbeats"), "{prompt}");
     assert!(!prompt.contains(&placeholder("HEARTBEAT.md")));

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use clawbridge::codex::client::schema::{ParamsSchemas, ProblemKind};
+use clawbridge::{ParamsSchemas, ProblemKind};
 use serde_json::{json, Value};
 
 use crate::util::*;
@@ -34,10 +34,10 @@ fn schema_dirs() -> Vec<(String, std::path::PathBuf)> {
     }
     assert!(
         dirs.iter()
-            .any(|(name, _)| name == clawbridge::codex::protocol::PINNED_CODEX_VERSION)
-            && dirs.iter().any(|(name, _)| {
-                name == clawbridge::codex::protocol::NEWEST_TESTED_CODEX_VERSION
-            }),
+            .any(|(name, _)| name == clawbridge::PINNED_CODEX_VERSION)
+            && dirs
+                .iter()
+                .any(|(name, _)| { name == clawbridge::NEWEST_TESTED_CODEX_VERSION }),
         "the pinned and the newest tested Codex versions are vendored: {dirs:?}"
     );
     dirs
@@ -84,9 +84,9 @@ fn validate(schema_name: &str, instance: &Value) {
 fn unknown_keys(schema_name: &str, instance: &Value) -> Vec<String> {
     let dir = repo_root()
         .join("fixtures/codex-schema")
-        .join(clawbridge::codex::protocol::PINNED_CODEX_VERSION);
-    let schemas = ParamsSchemas::load(&dir, clawbridge::codex::protocol::PINNED_CODEX_VERSION)
-        .expect("compile the schemas");
+        .join(clawbridge::PINNED_CODEX_VERSION);
+    let schemas =
+        ParamsSchemas::load(&dir, clawbridge::PINNED_CODEX_VERSION).expect("compile the schemas");
     schemas
         .check(method_of_schema(schema_name), instance)
         .into_iter()
@@ -96,7 +96,7 @@ fn unknown_keys(schema_name: &str, instance: &Value) -> Vec<String> {
 }
 
 fn check_run(path: &Path) {
-    let run = clawbridge::config::Run::load(path).expect("run");
+    let run = clawbridge::Run::load(path).expect("run");
     let params = params_json(&run);
     if let Some(start) = params.get("threadStart") {
         validate("ThreadStartParams.json", start);

@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clawbridge::app::offline::{StubScript, StubStep};
-use clawbridge::codex::client::session::TurnLimits;
-use clawbridge::config::SandboxMode;
-use clawbridge::server::{start, Running, ServeConfig, ServeError};
+use clawbridge::SandboxMode;
+use clawbridge::TurnLimits;
+use clawbridge::{serve, Running, ServeConfig, ServeError};
+use clawbridge::{StubScript, StubStep};
 use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
 use jsonrpsee::rpc_params;
 use jsonrpsee::ws_client::WsClientBuilder;
@@ -159,7 +159,7 @@ async fn params_run_stream_tool_call_and_status() {
     // The CLI's default sandbox, so the params equal the CLI's.
     let mut settings = config(bin, state.path(), None, script);
     settings.max_sandbox = SandboxMode::DangerFullAccess;
-    let running = start(settings).await.expect("serve");
+    let running = serve(settings).await.expect("serve");
     let client = connect(&running).await;
 
     // Params round trip: the same JSON as `clawbridge params` for the same run.
@@ -225,7 +225,7 @@ async fn a_second_run_resumes_the_thread_even_after_a_restart() {
     let home = tempfile::tempdir().expect("codex home");
     let document = run_document("telegram-direct.json");
 
-    let running = start(config(
+    let running = serve(config(
         bin.clone(),
         state.path(),
         Some(home.path().to_path_buf()),
@@ -254,7 +254,7 @@ async fn a_second_run_resumes_the_thread_even_after_a_restart() {
     running.stop().await;
     drop(running);
 
-    let running = start(config(
+    let running = serve(config(
         bin,
         state.path(),
         Some(home.path().to_path_buf()),
@@ -287,11 +287,11 @@ async fn refusals_paths_tokens_and_binds() {
     open.token = None;
     open.no_auth = true;
     assert!(matches!(
-        start(open).await.err(),
+        serve(open).await.err(),
         Some(ServeError::NoAuthOffLoopback(_))
     ));
 
-    let running = start(config(bin, state.path(), None, vec![]))
+    let running = serve(config(bin, state.path(), None, vec![]))
         .await
         .expect("serve");
     let url = format!("http://{}", running.addr);
@@ -350,7 +350,7 @@ async fn refusals_paths_tokens_and_binds() {
 async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
     let bin = codex_bin();
     let state = tempfile::tempdir().expect("state");
-    let running = start(config(bin, state.path(), None, vec![StubStep::Hang]))
+    let running = serve(config(bin, state.path(), None, vec![StubStep::Hang]))
         .await
         .expect("serve");
     let client = connect(&running).await;
@@ -405,7 +405,7 @@ async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
 async fn sessions_run_in_parallel_and_a_tool_change_starts_a_new_thread() {
     let bin = codex_bin();
     let state = tempfile::tempdir().expect("state");
-    let running = start(config(bin, state.path(), None, vec![]))
+    let running = serve(config(bin, state.path(), None, vec![]))
         .await
         .expect("serve");
     let client = connect(&running).await;

@@ -67,7 +67,7 @@ async fn finished_runs_are_forgotten_and_long_logs_tell_late_subscribers_what_th
     settings.max_finished_runs = 2;
     // Far smaller than one turn's notifications.
     settings.max_run_log_bytes = 4 * 1024;
-    let running = clawbridge::server::start(settings).await.expect("serve");
+    let running = clawbridge::serve(settings).await.expect("serve");
     let client = connect(&running).await;
     let mut ids = Vec::new();
     for _ in 0..3 {
@@ -198,7 +198,7 @@ async fn a_huge_skills_tree_is_cut_at_the_entry_cap_within_the_deadline() {
 async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
     use crate::serve::{config, connect, run_document};
     let state = tempfile::tempdir().expect("state");
-    let running = clawbridge::server::start(config(codex_bin(), state.path(), None, vec![]))
+    let running = clawbridge::serve(config(codex_bin(), state.path(), None, vec![]))
         .await
         .expect("serve");
     // A folder where the bindings file goes: the atomic rename onto it fails.
@@ -246,9 +246,9 @@ async fn run_to_completion(client: &jsonrpsee::ws_client::WsClient) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_threads_stay_loaded_for_their_next_run_within_a_bound() {
     use crate::serve::{config, connect, events_until, run_document};
-    use clawbridge::codex::client::hub::MAX_LOADED_THREADS;
+    use clawbridge::MAX_LOADED_THREADS;
     let state = tempfile::tempdir().expect("state");
-    let running = clawbridge::server::start(config(codex_bin(), state.path(), None, vec![]))
+    let running = clawbridge::serve(config(codex_bin(), state.path(), None, vec![]))
         .await
         .expect("serve");
     let client = connect(&running).await;

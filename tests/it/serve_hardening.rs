@@ -734,7 +734,7 @@ async fn an_offline_restart_without_a_codex_home_resumes_the_sessions_thread() {
     use crate::serve::{config, connect, follow, run_document};
     let state = tempfile::tempdir().expect("state");
     let document = run_document("telegram-direct.json");
-    let running = clawbridge::server::start(config(codex_bin(), state.path(), None, vec![]))
+    let running = clawbridge::serve(config(codex_bin(), state.path(), None, vec![]))
         .await
         .expect("serve");
     let client = connect(&running).await;
@@ -747,7 +747,7 @@ async fn an_offline_restart_without_a_codex_home_resumes_the_sessions_thread() {
     drop(client);
     running.stop().await;
     drop(running);
-    let running = clawbridge::server::start(config(codex_bin(), state.path(), None, vec![]))
+    let running = clawbridge::serve(config(codex_bin(), state.path(), None, vec![]))
         .await
         .expect("restart");
     let client = connect(&running).await;

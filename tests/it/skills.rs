@@ -1,7 +1,7 @@
 //! Skills discovery, eligibility, catalog and budget (docs/routing.md §7, §8.2).
 
-use clawbridge::skills::{render_skills_prompt, CatalogFormat, CatalogSurface};
-use clawbridge::support::text::len16;
+use clawbridge::len16;
+use clawbridge::{render_skills_prompt, CatalogFormat, CatalogSurface};
 use serde_json::{json, Value};
 
 use crate::util::*;
@@ -216,8 +216,7 @@ fn adversarial_frontmatter_is_refused_before_the_yaml_parser() {
         "---\nname: fine\ndescription: ok\n---\n",
     );
     let run = run_with(&ws.path(), serde_json::json!({}));
-    let found =
-        clawbridge::skills::discover_skills(&run, &clawbridge::skills::HostFacts::default());
+    let found = clawbridge::discover_skills(&run, &clawbridge::HostFacts::default());
     let names: Vec<&str> = found
         .skills
         .iter()

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use clawbridge::artifacts::snapshots::{
-    check_snapshots, generate, write_snapshots, DriftKind, SNAPSHOT_DIR,
+use clawbridge::{
+    check_snapshots, generate_snapshots as generate, write_snapshots, DriftKind, SNAPSHOT_DIR,
 };
 use serde_json::Value;
 
@@ -310,7 +310,7 @@ fn gen_refuses_a_symlinked_snapshot_dir_and_sweeps_stale_temps() {
     let dir = root.path().join(SNAPSHOT_DIR);
     std::fs::create_dir_all(&dir).expect("dir");
     // A temp file a killed gen left behind is swept up.
-    let stale = dir.join(format!("{}killed", clawbridge::support::fs::TEMP_PREFIX));
+    let stale = dir.join(format!("{}killed", clawbridge::TEMP_PREFIX));
     std::fs::write(&stale, "half").expect("write");
     write_snapshots(root.path()).expect("gen");
     assert!(!stale.exists());

@@ -2,10 +2,10 @@
 //! group subject, sender name, username, quoted message or history line says, it only appears
 //! inside fenced, escaped JSON data blocks, on every surface.
 
-use clawbridge::config::{Harness, Run};
-use clawbridge::render::adapter::{HostRuntime, PromptOptions};
-use clawbridge::support::json::{DATA_BLOCK_CLOSE, DATA_BLOCK_OPEN};
-use clawbridge::translate::{translate, TranslateOptions};
+use clawbridge::{translate, TranslateOptions};
+use clawbridge::{Harness, Run};
+use clawbridge::{HostRuntime, PromptOptions};
+use clawbridge::{DATA_BLOCK_CLOSE, DATA_BLOCK_OPEN};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -235,7 +235,7 @@ fn a_channel_name_must_be_an_identifier() {
     let document =
         json!({"workspace": workspace.path(), "channel": {"name": "discord\n## Safety"}});
     let source = std::path::Path::new("<test>");
-    let error = clawbridge::config::RunDocument::parse(&document.to_string(), source)
+    let error = clawbridge::RunDocument::parse(&document.to_string(), source)
         .and_then(|doc| doc.into_run(source, &workspace.path()))
         .expect_err("refused");
     assert!(error.to_string().contains("channel.name"), "{error}");

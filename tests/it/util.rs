@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use clawbridge::codex::protocol::params::CodexParams;
-use clawbridge::config::{Run, RunDocument};
-use clawbridge::translate::{translate, TranslateOptions, Translation};
+use clawbridge::CodexParams;
+use clawbridge::{translate, TranslateOptions, Translation};
+use clawbridge::{Run, RunDocument};
 use serde_json::{json, Value};
 
 /// The repository root.

@@ -17,7 +17,6 @@ import type {
   ContextReport,
   Decision,
   PromptAnswer,
-  PromptMode,
   RunEvent,
   RunStarted,
   Status,
@@ -102,7 +101,7 @@ export function checkUrl(url: string, allowInsecureRemote = false): void {
 }
 
 /** A run's parameters: the run document, with the by-name extras of params/context/prompt. */
-export type RunRequest = PromptParams & { mode?: PromptMode };
+export type RunRequest = PromptParams & { detail?: boolean };
 
 /** Events held for a subscription whose id has not been seen yet, and how many such ids. */
 const MAX_EARLY_EVENTS = 100_000;

@@ -61,21 +61,6 @@ pub fn tool_answer(value: &Value) -> Result<Value, ToolAnswerError> {
     Ok(json!({"contentItems": content_items, "success": success}))
 }
 
-/// [`tool_answer`] of a client's `bridge.toolResult`, where `success` may be left out and then
-/// is true (as the API documents); a `success` that is not a boolean is still refused.
-pub fn tool_answer_defaulting(value: &Value) -> Result<Value, ToolAnswerError> {
-    match value.get("success") {
-        None | Some(Value::Null) => {
-            let mut value = value.clone();
-            if let Some(object) = value.as_object_mut() {
-                object.insert("success".into(), Value::Bool(true));
-            }
-            tool_answer(&value)
-        }
-        Some(_) => tool_answer(value),
-    }
-}
-
 /// [`tool_answer`] of a tool handler's stdout.
 pub fn tool_answer_from_output(output: &[u8]) -> Result<Value, ToolAnswerError> {
     tool_answer(&serde_json::from_slice(output)?)
@@ -213,19 +198,5 @@ mod tests {
             handler.handle(&approval).await.expect("answer")["decision"],
             "decline"
         );
-    }
-
-    #[test]
-    fn success_defaults_to_true_for_clients_and_must_be_a_boolean() {
-        assert_eq!(
-            tool_answer_defaulting(&json!({"text": "done"})).expect("ok")["success"],
-            true
-        );
-        assert_eq!(
-            tool_answer_defaulting(&json!({"text": "no", "success": false})).expect("ok")
-                ["success"],
-            false
-        );
-        assert!(tool_answer_defaulting(&json!({"text": "x", "success": "yes"})).is_err());
     }
 }

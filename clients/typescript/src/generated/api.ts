@@ -963,10 +963,6 @@ detail?: boolean
  */
 export interface PromptParams {
 run: RunDocument
-/**
- * `bridge.context`: add per-skill and per-tool sizes.
- */
-detail?: boolean
 mode?: PromptMode
 /**
  * false: drop the cache-boundary marker (providers without boundary support).
