@@ -222,141 +222,209 @@ fn parse(text: &str) -> Value {
 }
 
 /// The few fields of a notification's params clawbridge reads, borrowed from the text; every
-/// other field is skipped without being built.
+/// other field is skipped without being built. Every field is read leniently: a value of another
+/// JSON type than the one read (a `threadId` that is a number, a `turn` that is a string) reads
+/// as absent, so the one pass never fails on a shape and never depends on one.
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct Peek<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_text")]
     thread_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_text")]
     turn_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_object")]
     thread: Option<PeekId<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_object")]
     turn: Option<PeekTurn<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_object")]
     item: Option<PeekItem<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_object")]
     error: Option<PeekError<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PeekId<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_text")]
     id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PeekTurn<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_text")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_text")]
     status: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_object")]
     error: Option<PeekError<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PeekItem<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(borrow, rename = "type", deserialize_with = "lenient_text")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_text")]
     text: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PeekError<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "lenient_text")]
     message: Option<Cow<'a, str>>,
 }
 
-impl Notification {
-    /// Type a notification from its raw params. The fast path borrows the few fields it needs;
-    /// params of an unexpected shape (a `threadId` that is not a string, say) fall back to a full
-    /// parse with the same lenient reading, so the result never depends on the path.
-    pub fn from_raw(method: String, params: RawParams) -> Notification {
-        match serde_json::from_str::<Peek<'_>>(params.get()) {
-            Ok(peek) => {
-                let owned = |text: Option<Cow<'_, str>>| text.map(Cow::into_owned);
-                let turn = peek.turn.unwrap_or_default();
-                let scope = Scope {
-                    thread_id: owned(peek.thread_id)
-                        .or_else(|| owned(peek.thread.and_then(|thread| thread.id))),
-                    turn_id: owned(peek.turn_id).or_else(|| owned(turn.id)),
-                };
-                let kind = match method.as_str() {
-                    "turn/started" => NotificationKind::TurnStarted,
-                    "turn/completed" => NotificationKind::TurnCompleted {
-                        state: turn.status.as_deref().and_then(TurnState::from_wire),
-                        error: owned(turn.error.and_then(|error| error.message)),
-                    },
-                    "item/completed" => match peek.item {
-                        Some(PeekItem {
-                            kind: Some(kind),
-                            text: Some(text),
-                        }) if kind == "agentMessage" => NotificationKind::AgentMessage {
-                            text: text.into_owned(),
-                        },
-                        _ => NotificationKind::Other,
-                    },
-                    "error" => NotificationKind::Error {
-                        message: owned(peek.error.and_then(|error| error.message)),
-                    },
-                    _ => NotificationKind::Other,
-                };
-                Notification {
-                    method,
-                    params,
-                    scope,
-                    kind,
-                }
-            }
-            Err(_) => {
-                let value = parse(params.get());
-                Notification::from_value(method, params, &value)
-            }
+/// Generates the visitor methods that read every JSON kind but the wanted one as absent,
+/// skipping its contents.
+macro_rules! absent_otherwise {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
         }
+
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    };
+}
+
+/// A string field, read leniently (see [`Peek`]).
+fn lenient_text<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Text;
+
+    impl<'de> serde::de::Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(text)))
+        }
+
+        fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(text.to_string())))
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            while map
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok(None)
+        }
+
+        absent_otherwise!();
     }
 
-    /// Type a notification whose params are already parsed.
-    pub fn new(method: String, params: Value) -> Notification {
-        let raw = RawParams::from_value(&params);
-        Notification::from_value(method, raw, &params)
+    deserializer.deserialize_any(Text)
+}
+
+/// An object field, read leniently (see [`Peek`]): its own fields are lenient too, so reading
+/// it never fails.
+fn lenient_object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Object<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+
+        absent_otherwise!();
     }
 
-    fn from_value(method: String, raw: RawParams, params: &Value) -> Notification {
-        let scope = Scope::of(params);
+    deserializer.deserialize_any(Object(std::marker::PhantomData))
+}
+
+impl Notification {
+    /// Type a notification from its raw params: one borrowing pass over the few fields it needs
+    /// ([`Peek`]), whatever their shape.
+    pub fn from_raw(method: String, params: RawParams) -> Notification {
+        let peek = serde_json::from_str::<Peek<'_>>(params.get()).unwrap_or_else(|error| {
+            // Only a duplicated key can get here: every field is lenient.
+            tracing::warn!("codex app-server sent {method} params read as empty ({error})");
+            Peek::default()
+        });
+        let owned = |text: Option<Cow<'_, str>>| text.map(Cow::into_owned);
+        let turn = peek.turn.unwrap_or_default();
+        let scope = Scope {
+            thread_id: owned(peek.thread_id)
+                .or_else(|| owned(peek.thread.and_then(|thread| thread.id))),
+            turn_id: owned(peek.turn_id).or_else(|| owned(turn.id)),
+        };
         let kind = match method.as_str() {
             "turn/started" => NotificationKind::TurnStarted,
             "turn/completed" => NotificationKind::TurnCompleted {
-                state: TurnState::deserialize(&params["turn"]["status"]).ok(),
-                error: params["turn"]["error"]["message"]
-                    .as_str()
-                    .map(str::to_string),
+                state: turn.status.as_deref().and_then(TurnState::from_wire),
+                error: owned(turn.error.and_then(|error| error.message)),
             },
-            "item/completed" if params["item"]["type"] == "agentMessage" => {
-                match params["item"]["text"].as_str() {
-                    Some(text) => NotificationKind::AgentMessage {
-                        text: text.to_string(),
-                    },
-                    None => NotificationKind::Other,
-                }
-            }
+            "item/completed" => match peek.item {
+                Some(PeekItem {
+                    kind: Some(kind),
+                    text: Some(text),
+                }) if kind == "agentMessage" => NotificationKind::AgentMessage {
+                    text: text.into_owned(),
+                },
+                _ => NotificationKind::Other,
+            },
             "error" => NotificationKind::Error {
-                message: params["error"]["message"].as_str().map(str::to_string),
+                message: owned(peek.error.and_then(|error| error.message)),
             },
             _ => NotificationKind::Other,
         };
         Notification {
             method,
-            params: raw,
+            params,
             scope,
             kind,
         }
+    }
+
+    /// Type a notification whose params are already parsed.
+    pub fn new(method: String, params: Value) -> Notification {
+        Notification::from_raw(method, RawParams::from_value(&params))
     }
 }
 
@@ -416,57 +484,121 @@ mod tests {
     }
 
     #[test]
-    fn the_borrowing_pass_reads_what_a_full_parse_reads() {
-        let cases = [
+    fn one_lenient_pass_reads_every_shape() {
+        use NotificationKind as K;
+        let agent = |text: &str| K::AgentMessage {
+            text: text.to_string(),
+        };
+        let cases: [(&str, &str, Option<&str>, Option<&str>, K); 14] = [
             (
                 "turn/started",
                 r#"{"threadId":"t","turn":{"id":"u","items":[]}}"#,
+                Some("t"),
+                Some("u"),
+                K::TurnStarted,
             ),
             (
                 "turn/completed",
                 r#"{"threadId":"t","turn":{"id":"u","status":"failed","error":{"message":"quota \"hit\""}}}"#,
+                Some("t"),
+                Some("u"),
+                K::TurnCompleted {
+                    state: Some(TurnState::Failed),
+                    error: Some("quota \"hit\"".into()),
+                },
             ),
             (
                 "turn/completed",
                 r#"{"threadId":"t","turn":{"id":"u","status":"someNewState","error":null}}"#,
+                Some("t"),
+                Some("u"),
+                K::TurnCompleted {
+                    state: None,
+                    error: None,
+                },
             ),
             (
                 "item/completed",
                 r#"{"threadId":"t","turnId":"u","item":{"type":"agentMessage","id":"m","text":"h\u00e9"}}"#,
+                Some("t"),
+                Some("u"),
+                agent("h\u{e9}"),
             ),
             (
                 "item/completed",
                 r#"{"threadId":"t","turnId":"u","item":{"type":"reasoning","text":"x"}}"#,
+                Some("t"),
+                Some("u"),
+                K::Other,
             ),
             (
                 "item/completed",
                 r#"{"threadId":"t","turnId":"u","item":{"type":"agentMessage","text":["not","text"]}}"#,
+                Some("t"),
+                Some("u"),
+                K::Other,
             ),
             (
                 "item/agentMessage/delta",
                 r#"{"threadId":"t","turnId":"u","itemId":"m","delta":"d"}"#,
+                Some("t"),
+                Some("u"),
+                K::Other,
             ),
             (
                 "error",
                 r#"{"threadId":"t","turnId":"u","error":{"message":"boom"},"willRetry":true}"#,
+                Some("t"),
+                Some("u"),
+                K::Error {
+                    message: Some("boom".into()),
+                },
             ),
-            // Shapes the borrowing pass does not take: the full parse decides.
-            ("thread/started", r#"{"thread":{"id":"t"},"threadId":7}"#),
-            ("thread/started", r#"{"thread":"t"}"#),
+            // Fields of another type read as absent, never as a failure of the whole pass.
             (
-                "item/agentMessage/delta",
-                r#"{"threadId":"t","threadId":"dup"}"#,
+                "thread/started",
+                r#"{"thread":{"id":"t"},"threadId":7}"#,
+                Some("t"),
+                None,
+                K::Other,
             ),
-            ("weird", r#"[1,2]"#),
-            ("weird", r#"{}"#),
+            ("thread/started", r#"{"thread":"t"}"#, None, None, K::Other),
+            (
+                "turn/completed",
+                r#"{"threadId":"t","turn":["u"],"turnId":{"id":"u"}}"#,
+                Some("t"),
+                None,
+                K::TurnCompleted {
+                    state: None,
+                    error: None,
+                },
+            ),
+            (
+                "error",
+                r#"{"threadId":"t","error":"boom"}"#,
+                Some("t"),
+                None,
+                K::Error { message: None },
+            ),
+            ("weird", r#"[1,2]"#, None, None, K::Other),
+            ("weird", r#"{}"#, None, None, K::Other),
         ];
-        for (method, text) in cases {
+        for (method, text, thread, turn, kind) in cases {
             let raw = RawParams::from_value(&serde_json::from_str(text).expect("json"));
-            let value: Value = serde_json::from_str(text).expect("json");
-            let fast = Notification::from_raw(method.into(), raw.clone());
-            let full = Notification::from_value(method.into(), raw, &value);
-            assert_eq!(fast, full, "{method} {text}");
+            let typed = Notification::from_raw(method.into(), raw);
+            assert_eq!(typed.scope.thread_id.as_deref(), thread, "{method} {text}");
+            assert_eq!(typed.scope.turn_id.as_deref(), turn, "{method} {text}");
+            assert_eq!(typed.kind, kind, "{method} {text}");
         }
+        // A duplicated key (never sent by Codex) reads as empty, without a panic.
+        let Ok(Incoming::Notification { method, params }) = crate::codex::protocol::wire::decode(
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","threadId":"dup"}}"#
+                .to_string(),
+        ) else {
+            panic!("a notification")
+        };
+        let typed = Notification::from_raw(method.to_string(), params);
+        assert_eq!(typed.scope, Scope::default());
         // The params are kept byte for byte, whatever their key order.
         let text = r#"{"turnId":"u","threadId":"t"}"#;
         let Ok(Incoming::Notification { method, params }) = crate::codex::protocol::wire::decode(
