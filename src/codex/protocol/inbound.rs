@@ -489,7 +489,9 @@ mod tests {
         let agent = |text: &str| K::AgentMessage {
             text: text.to_string(),
         };
-        let cases: [(&str, &str, Option<&str>, Option<&str>, K); 14] = [
+        // (method, params, thread, turn, kind)
+        type Case<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, K);
+        let cases: [Case<'_>; 14] = [
             (
                 "turn/started",
                 r#"{"threadId":"t","turn":{"id":"u","items":[]}}"#,
