@@ -102,6 +102,7 @@ fn serve_config(bin: PathBuf, state: &std::path::Path) -> ServeConfig {
             idle: Duration::from_secs(60),
             hard: Duration::from_secs(300),
             interrupt_grace: Duration::from_secs(5),
+            ..TurnLimits::default()
         },
         answer_timeout: Duration::from_secs(30),
         ..ServeConfig::new(bin, vec![root().join("fixtures")], state.to_path_buf())

@@ -61,12 +61,13 @@ pub use codex::client::handler::DefaultHandler;
 pub use codex::client::hub::{CodexHub, MAX_LOADED_THREADS};
 pub use codex::client::peer::{Events, Peer, PeerConfig, PeerError};
 pub use codex::client::process::{find_codex_binary, resolve_native_binary, SpawnOptions};
+pub use codex::client::remote::remote_endpoints;
 pub use codex::client::schema::{ParamsSchemas, ProblemKind};
 pub use codex::client::session::{
     CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
     TurnLimits, TurnStatus,
 };
-pub use codex::client::turn::drive_turn;
+pub use codex::client::turn::{drive_turn, MISSING_TURN_COMPLETED};
 pub use codex::protocol::params::{
     CodexParams, CollaborationMode, CollaborationSettings, SandboxPolicy, ThreadParams,
     TurnStartParams, UserInput,

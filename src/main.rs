@@ -131,7 +131,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let report = pairing::capture(&run, &out, &codex.settings(true)).await?;
             print_stdout(&report.render_text())
         }),
-        Command::Serve(args) => serve_command(args),
+        Command::Serve(args) => serve_command(*args),
         Command::Snapshots(SnapshotsCommand::Gen {
             root,
             raw,

@@ -72,6 +72,14 @@ pub enum RunEvent {
         error: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         agent_messages: Option<Vec<String>>,
+        /// Set when the end was inferred, not told: `missing turn/completed` (the turn's last
+        /// agent message came and its `turn/completed` did not within `--completion-grace`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        recovered: Option<String>,
+        /// With status `appServerLost`: whether the turn may have run (its `turn/start` was sent
+        /// before the app-server went away), so a retry could repeat what it did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        may_have_run: Option<bool>,
         /// `run --json` only: the Codex version and how many model requests the stub saw.
         #[serde(flatten)]
         pairing: Option<PairingFacts>,
@@ -153,6 +161,8 @@ impl RunEvent {
             turn_id: Some(outcome.turn_id.clone()),
             error: outcome.error.clone(),
             agent_messages: Some(outcome.agent_messages.clone()),
+            recovered: outcome.recovered.map(str::to_string),
+            may_have_run: None,
             pairing: None,
         }
     }
@@ -165,6 +175,27 @@ impl RunEvent {
             turn_id: None,
             error: Some(error.into()),
             agent_messages: None,
+            recovered: None,
+            may_have_run: None,
+            pairing: None,
+        }
+    }
+
+    /// The `turnEnd` of a run whose app-server went away (crashed, killed, or its connection
+    /// dropped): `mayHaveRun` says whether its `turn/start` had been sent.
+    pub fn app_server_lost(
+        thread_id: Option<String>,
+        may_have_run: bool,
+        error: impl Into<String>,
+    ) -> RunEvent {
+        RunEvent::TurnEnd {
+            status: TurnStatus::AppServerLost,
+            thread_id,
+            turn_id: None,
+            error: Some(error.into()),
+            agent_messages: None,
+            recovered: None,
+            may_have_run: Some(may_have_run),
             pairing: None,
         }
     }
@@ -242,6 +273,8 @@ mod tests {
             turn_id: Some("u".into()),
             error: None,
             agent_messages: Some(vec!["hi".into()]),
+            recovered: None,
+            may_have_run: None,
             pairing: Some(PairingFacts {
                 codex_version: Some("0.169.0".into()),
                 model_requests: 1,

@@ -83,6 +83,8 @@ pub struct RunReport {
     pub turn_id: String,
     pub error: Option<String>,
     pub agent_messages: Vec<String>,
+    /// See [`crate::codex::client::turn::TurnOutcome::recovered`].
+    pub recovered: Option<&'static str>,
     pub codex_version: Option<String>,
     pub model_requests: usize,
     pub offline: bool,
@@ -97,6 +99,8 @@ impl RunReport {
             turn_id: Some(self.turn_id.clone()),
             error: self.error.clone(),
             agent_messages: Some(self.agent_messages.clone()),
+            recovered: self.recovered.map(str::to_string),
+            may_have_run: None,
             pairing: Some(PairingFacts {
                 codex_version: self.codex_version.clone(),
                 model_requests: self.model_requests,
@@ -183,6 +187,7 @@ pub async fn run_turn(
         turn_id: result.outcome.turn_id.clone(),
         error: result.outcome.error.clone(),
         agent_messages: result.outcome.agent_messages.clone(),
+        recovered: result.outcome.recovered,
         codex_version: result.codex_version.clone(),
         model_requests: result.requests.len(),
         offline: settings.offline,

@@ -182,6 +182,11 @@ pub struct RunStartRequest {
     /// The run document.
     #[schemars(with = "RunDocument")]
     pub run: Value,
+    /// Start a new thread even if the session has one (its binding is replaced): how a session
+    /// whose app-server was marked dead goes on elsewhere.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub new_thread: Option<bool>,
 }
 
 /// A request that carries a run document: under `run`, or (when the params are the document
@@ -435,6 +440,9 @@ pub struct CodexStatus {
     /// App-servers recycled so far (`--recycle-after-threads`, `--recycle-rss-mb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recycled: Option<usize>,
+    /// Every app-server of the pool (`--app-servers`, `--app-server`).
+    #[serde(default)]
+    pub members: Vec<crate::codex::client::pool::MemberStatus>,
 }
 
 /// See [`CodexStatus::state`].

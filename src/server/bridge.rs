@@ -7,14 +7,9 @@ use super::*;
 /// Shared state of the service.
 pub struct Bridge {
     pub(super) config: ServeConfig,
-    /// The current app-server; readers never wait for a spawn.
-    pub(super) hub: Mutex<Option<Arc<CodexHub>>>,
-    /// App-servers being recycled: they take no new runs and stop when their last run ends.
-    pub(super) draining: Mutex<Vec<Arc<CodexHub>>>,
-    /// App-servers recycled so far.
-    pub(super) recycled: std::sync::atomic::AtomicUsize,
-    /// Serializes spawns (held across the up-to-20 s handshake; nobody else waits on it).
-    pub(super) spawning: tokio::sync::Mutex<()>,
+    /// The app-servers runs go to (local children and remote listeners): sticky per thread,
+    /// restarted after a crash, recycled past their budget.
+    pub(super) pool: Arc<Pool>,
     /// Set by [`Running::shutdown`]: new runs are refused.
     pub(super) shutting_down: std::sync::atomic::AtomicBool,
     /// Subscriptions still sending events (shutdown waits for them to deliver the last ones).
@@ -57,50 +52,27 @@ impl Bridge {
             .map_err(|error| rpc_error(codes::INTERNAL, with_causes(&error)))
     }
 
-    /// The `CODEX_HOME` the app-server gets.
+    /// The `CODEX_HOME` local app-servers get.
     pub(super) fn codex_home(&self) -> PathBuf {
-        match (&self.offline, &self.config.codex_home) {
-            (Some((_, home)), _) => home.path.clone(),
-            (None, Some(home)) => home.clone(),
-            (None, None) => std::env::var_os("CODEX_HOME")
-                .filter(|value| !value.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
-                .unwrap_or_else(|| PathBuf::from(".codex")),
-        }
+        codex_home_of(&self.config, self.offline.as_ref())
     }
 
-    /// The live hub, starting one if there is none or the last one died.
-    pub(super) async fn hub(&self, cwd: &Path) -> Result<Arc<CodexHub>, ErrorObjectOwned> {
-        if let Some(hub) = self.current_hub() {
-            return Ok(hub);
-        }
-        let _spawning = self.spawning.lock().await;
-        if let Some(hub) = self.current_hub() {
-            return Ok(hub);
-        }
-        let codex_home = self.codex_home();
-        let binary = match &self.config.codex_bin {
-            CodexBinary::Found(path) => path.clone(),
-            CodexBinary::Missing(reason) => {
-                return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()))
+    /// An app-server for a run: the member its thread is bound to (`affinity`), else the
+    /// least busy one.
+    pub(super) async fn lease(
+        &self,
+        affinity: Option<&str>,
+        cwd: &Path,
+    ) -> Result<Lease, ErrorObjectOwned> {
+        if let CodexBinary::Missing(reason) = &self.config.codex_bin {
+            if self.config.remote_app_servers.is_empty() {
+                return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
             }
-        };
-        let spawn = SpawnOptions {
-            binary,
-            codex_home,
-            cwd: cwd.to_path_buf(),
-            isolate_environment: self.config.offline,
-        };
-        let hub = CodexHub::spawn(&spawn, PeerConfig::default(), Duration::from_secs(20))
+        }
+        self.pool
+            .lease(affinity, cwd)
             .await
-            .map_err(|error| rpc_error(codes::CODEX_UNAVAILABLE, error.to_string()))?;
-        tracing::info!(
-            "codex app-server {} started",
-            hub.codex_version.as_deref().unwrap_or("?")
-        );
-        *lock(&self.hub) = Some(Arc::clone(&hub));
-        Ok(hub)
+            .map_err(|error| rpc_error(codes::CODEX_UNAVAILABLE, error.to_string()))
     }
 
     /// Send `turn/interrupt` for a run's turn.
@@ -112,49 +84,15 @@ impl Bridge {
                 format!("run {} has no turn in progress", state.run_id),
             ));
         };
-        let hub = self
-            .current_hub()
+        // The app-server this run was leased, never a later incarnation of its member.
+        let hub = lock(&state.hub)
+            .clone()
             .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
         hub.peer()
             .call::<TurnInterrupt>(&TurnInterruptParams { thread_id, turn_id })
             .await
             .map_err(|error| rpc_error(codes::THREAD_FAILED, error.to_string()))?;
         Ok(())
-    }
-
-    /// After a run on `hub` ended: recycle it once it opened too many threads or grew too big
-    /// (it takes no new runs; the next run starts a fresh app-server and resumes its bound
-    /// thread there), and stop recycled app-servers whose last run ended.
-    pub(super) async fn recycle_if_due(&self, hub: &Arc<CodexHub>) {
-        let threads = hub.threads_opened();
-        let rss = hub.rss_bytes().unwrap_or(0);
-        let due =
-            threads >= self.config.recycle_after_threads || rss >= self.config.recycle_rss_bytes;
-        if due {
-            let mut current = lock(&self.hub);
-            if current.as_ref().is_some_and(|live| Arc::ptr_eq(live, hub)) {
-                *current = None;
-                lock(&self.draining).push(Arc::clone(hub));
-                self.recycled
-                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                tracing::info!(
-                    "recycling codex app-server {:?}: {threads} threads opened, {} MiB resident",
-                    hub.pid,
-                    rss / (1024 * 1024)
-                );
-            }
-        }
-        let idle: Vec<Arc<CodexHub>> = {
-            let mut draining = lock(&self.draining);
-            let (idle, busy) = draining
-                .drain(..)
-                .partition(|old| old.active_threads() == 0 || !old.is_alive());
-            *draining = busy;
-            idle
-        };
-        for old in idle {
-            old.kill().await;
-        }
     }
 
     /// Forget finished runs past the TTL or past the count bound (oldest first), and the session
@@ -185,14 +123,6 @@ impl Bridge {
             .filter(|run| !run.progress.borrow().1)
             .cloned()
             .collect()
-    }
-
-    /// The live app-server, if there is one (never waits).
-    pub(super) fn current_hub(&self) -> Option<Arc<CodexHub>> {
-        lock(&self.hub)
-            .as_ref()
-            .filter(|hub| hub.is_alive())
-            .cloned()
     }
 
     /// Run file I/O and parsing on the blocking pool (a bounded number at once), under the

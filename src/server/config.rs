@@ -58,7 +58,17 @@ pub struct ServeConfig {
     pub max_sessions: usize,
     /// How long a subscriber may leave its queue full before it is dropped.
     pub subscriber_stall: Duration,
+    /// `--app-servers`: local `codex app-server` children in the pool.
+    pub app_servers: usize,
+    /// `--app-server` with `--app-server-token-file`: remote app-servers in the pool.
+    pub remote_app_servers: Vec<crate::codex::client::remote::RemoteEndpoint>,
+    /// Restart backoff and the crash loop that marks a member dead.
+    pub restart_backoff: (Duration, Duration),
+    pub crash_limit: (usize, Duration),
 }
+
+/// Local app-servers a pool has at most (`--app-servers`).
+pub const MAX_APP_SERVERS: usize = 16;
 
 /// The Codex CLI a service pairs with, if one was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +152,16 @@ impl ServeConfig {
             recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
             max_sessions: DEFAULT_MAX_SESSIONS,
             subscriber_stall: DEFAULT_SUBSCRIBER_STALL,
+            app_servers: 1,
+            remote_app_servers: Vec::new(),
+            restart_backoff: (
+                crate::codex::client::pool::PoolConfig::DEFAULT_BACKOFF_FIRST,
+                crate::codex::client::pool::PoolConfig::DEFAULT_BACKOFF_MAX,
+            ),
+            crash_limit: (
+                crate::codex::client::pool::PoolConfig::DEFAULT_CRASH_LIMIT,
+                crate::codex::client::pool::PoolConfig::DEFAULT_CRASH_WINDOW,
+            ),
         }
     }
 }
@@ -209,6 +229,17 @@ impl ServeConfig {
             });
         }
         self.workspace_roots = roots;
+        if self.app_servers > MAX_APP_SERVERS {
+            return Err(ServeError::Usage(format!(
+                "--app-servers {}: at most {MAX_APP_SERVERS}",
+                self.app_servers
+            )));
+        }
+        if self.app_servers == 0 && self.remote_app_servers.is_empty() {
+            return Err(ServeError::Usage(
+                "--app-servers 0 needs at least one --app-server ws://HOST:PORT".into(),
+            ));
+        }
         Ok(self)
     }
 }

@@ -437,7 +437,6 @@ async fn status(
     caller: Caller,
     _: api::NoParams,
 ) -> Result<api::Status, ErrorObjectOwned> {
-    let hub = lock(&bridge.hub).clone();
     let runs: Vec<api::RunSummary> = lock(&bridge.runs)
         .values()
         .filter(|run| caller.may_use(&run.owner))
@@ -452,38 +451,7 @@ async fn status(
             }
         })
         .collect();
-    let idle = |state, error| api::CodexStatus {
-        state,
-        error,
-        alive: None,
-        version: None,
-        pid: None,
-        active_threads: None,
-        loaded_threads: None,
-        pending_requests: None,
-        threads_opened: None,
-        recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
-    };
-    let codex = match (&bridge.config.codex_bin, hub.as_ref()) {
-        (CodexBinary::Missing(reason), _) => idle(api::CodexState::Missing, Some(reason.clone())),
-        (CodexBinary::Found(_), None) => idle(api::CodexState::NotStarted, None),
-        (CodexBinary::Found(_), Some(hub)) => api::CodexStatus {
-            state: if hub.is_alive() {
-                api::CodexState::Running
-            } else {
-                api::CodexState::Exited
-            },
-            error: None,
-            alive: Some(hub.is_alive()),
-            version: Some(hub.codex_version.clone()),
-            pid: Some(hub.pid),
-            active_threads: Some(hub.active_threads()),
-            loaded_threads: Some(hub.loaded_threads()),
-            pending_requests: Some(hub.pending_requests()),
-            threads_opened: Some(hub.threads_opened()),
-            recycled: Some(bridge.recycled.load(std::sync::atomic::Ordering::SeqCst)),
-        },
-    };
+    let codex = codex_status(&bridge);
     Ok(api::Status {
         codex,
         sessions: lock(&bridge.bindings)
@@ -501,4 +469,60 @@ async fn status(
             .count(),
         runs,
     })
+}
+
+/// The pool as `bridge.status` reports it: the summary fields describe the first member with a
+/// live app-server (or the pool as a whole), `members` each member.
+fn codex_status(bridge: &Bridge) -> api::CodexStatus {
+    use crate::codex::client::pool::MemberState;
+    let members = bridge.pool.status();
+    let live = members
+        .iter()
+        .find(|member| member.state == MemberState::Ready);
+    let started = members.iter().any(|member| member.generation > 0);
+    let missing = match &bridge.config.codex_bin {
+        CodexBinary::Missing(reason) if bridge.config.remote_app_servers.is_empty() => {
+            Some(reason.clone())
+        }
+        _ => None,
+    };
+    let state = match (&missing, live, started) {
+        (Some(_), _, _) => api::CodexState::Missing,
+        (None, Some(_), _) => api::CodexState::Running,
+        (None, None, false) => api::CodexState::NotStarted,
+        (None, None, true) => api::CodexState::Exited,
+    };
+    let sum = |field: fn(&crate::codex::client::pool::MemberStatus) -> usize| {
+        Some(members.iter().map(field).sum())
+    };
+    let running = missing.is_none() && started;
+    api::CodexStatus {
+        state,
+        error: missing,
+        alive: running.then_some(live.is_some()),
+        version: running.then(|| live.and_then(|member| member.version.clone())),
+        pid: running.then(|| live.and_then(|member| member.pid)),
+        active_threads: if running {
+            sum(|m| m.active_threads)
+        } else {
+            None
+        },
+        loaded_threads: if running {
+            sum(|m| m.loaded_threads)
+        } else {
+            None
+        },
+        pending_requests: if running {
+            sum(|m| m.pending_requests)
+        } else {
+            None
+        },
+        threads_opened: if running {
+            sum(|m| m.threads_opened)
+        } else {
+            None
+        },
+        recycled: Some(bridge.pool.recycled()),
+        members,
+    }
 }

@@ -46,7 +46,7 @@ use crate::app::offline::{OfflineHome, ResponsesStub, StubScript};
 use crate::codex::client::handler::DefaultHandler;
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::peer::PeerConfig;
-use crate::codex::client::process::SpawnOptions;
+use crate::codex::client::pool::{Lease, Pool, PoolConfig};
 use crate::codex::client::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
 };
@@ -187,9 +187,7 @@ impl Running {
             tokio::time::timeout_at(flush_by, subscribers.wait_for(|active| *active == 0)).await;
         let _ = self.handle.stop();
         let _ = tokio::time::timeout_at(deadline, self.handle.clone().stopped()).await;
-        if let Some(hub) = self.bridge.current_hub() {
-            hub.kill().await;
-        }
+        self.bridge.pool.shutdown().await;
         self.join_tasks(deadline).await;
         lock(&self.bridge.state_lock).take();
     }
@@ -237,9 +235,7 @@ impl Running {
     pub async fn stop(&self) {
         let _ = self.handle.stop();
         self.handle.clone().stopped().await;
-        if let Some(hub) = self.bridge.current_hub() {
-            hub.kill().await;
-        }
+        self.bridge.pool.shutdown().await;
         self.join_tasks(tokio::time::Instant::now() + Duration::from_secs(5))
             .await;
         lock(&self.bridge.state_lock).take();
@@ -292,10 +288,10 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let bindings = state::load_bindings(&config.state_dir)?;
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),
-        hub: Mutex::new(None),
-        draining: Mutex::new(Vec::new()),
-        recycled: std::sync::atomic::AtomicUsize::new(0),
-        spawning: tokio::sync::Mutex::new(()),
+        pool: Pool::new(pool_config(
+            &config,
+            codex_home_of(&config, offline.as_ref()),
+        )),
         shutting_down: std::sync::atomic::AtomicBool::new(false),
         subscribers: watch::channel(0).0,
         tasks: tokio_util::task::TaskTracker::new(),
@@ -495,4 +491,43 @@ fn cors_layer(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>,
             .allow_methods([http::Method::POST])
             .allow_headers([http::header::AUTHORIZATION, http::header::CONTENT_TYPE]),
     ))
+}
+
+/// The pool's settings from the service's.
+fn pool_config(config: &ServeConfig, codex_home: PathBuf) -> PoolConfig {
+    PoolConfig {
+        locals: config.app_servers,
+        remotes: config.remote_app_servers.clone(),
+        binary: match &config.codex_bin {
+            CodexBinary::Found(path) => Ok(path.clone()),
+            CodexBinary::Missing(reason) => Err(reason.clone()),
+        },
+        codex_home,
+        isolate_environment: config.offline,
+        peer: PeerConfig::default(),
+        handshake_timeout: Duration::from_secs(20),
+        backoff_first: config.restart_backoff.0,
+        backoff_max: config.restart_backoff.1,
+        crash_limit: config.crash_limit.0,
+        crash_window: config.crash_limit.1,
+        recycle_after_threads: config.recycle_after_threads,
+        recycle_rss_bytes: config.recycle_rss_bytes,
+    }
+}
+
+/// The `CODEX_HOME` local app-servers get: the offline home, else `--codex-home`, else
+/// `$CODEX_HOME`, else `~/.codex`.
+pub(super) fn codex_home_of(
+    config: &ServeConfig,
+    offline: Option<&(ResponsesStub, OfflineHome)>,
+) -> PathBuf {
+    match (offline, &config.codex_home) {
+        (Some((_, home)), _) => home.path.clone(),
+        (None, Some(home)) => home.clone(),
+        (None, None) => std::env::var_os("CODEX_HOME")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
+            .unwrap_or_else(|| PathBuf::from(".codex")),
+    }
 }

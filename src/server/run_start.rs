@@ -27,16 +27,25 @@ pub(super) async fn run_start(
             ),
         ));
     }
-    let mut run = bridge
+    let (mut run, new_thread) = bridge
         .blocking(move |bridge| {
             let request: api::RunStartRequest = run_request(&params)?;
-            bridge.load_run(request.document())
+            let run = bridge.load_run(request.document())?;
+            Ok((run, request.new_thread.unwrap_or(false)))
         })
         .await?;
     crate::app::commands::require_codex(&run).map_err(library_error)?;
     bridge.check_ownership(&caller, &run)?;
+    if new_thread && run.thread_id.is_some() {
+        return Err(rpc_error(
+            codes::INVALID_PARAMS,
+            "field `newThread`: a run that names its threadId cannot ask for a new thread",
+        ));
+    }
     if let CodexBinary::Missing(reason) = &bridge.config.codex_bin {
-        return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
+        if bridge.config.remote_app_servers.is_empty() {
+            return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
+        }
     }
     let run_id = random_id("run");
     let session_key = run
@@ -55,6 +64,7 @@ pub(super) async fn run_start(
             ..EventLog::default()
         }),
         ended_at: Mutex::new(None),
+        hub: Mutex::new(None),
         progress,
     });
     bridge.prune();
@@ -93,23 +103,38 @@ pub(super) async fn run_start(
     // the fingerprint needs them before the thread id is known, the params reuse them.
     let developer_text = translation.developer_instructions(&run);
     let fingerprint = thread_fingerprint(&run, &developer_text);
+    // `newThread`: the session's binding is set aside (a new thread replaces it), so a session
+    // whose app-server was marked dead can go on, on another member, by asking.
     let bound = run
         .session_key
         .as_ref()
+        .filter(|_| !new_thread)
         .and_then(|key| lock(&bridge.bindings).sessions.get(key).cloned());
-    if run.thread_id.is_none() {
-        if let Some(binding) = bound.filter(|binding| binding.fingerprint == fingerprint) {
+    // The pool member the thread lives on: sticky for as long as the binding holds.
+    let mut affinity = None;
+    match (&run.thread_id, bound) {
+        (None, Some(binding)) if binding.fingerprint == fingerprint => {
             claim = Some(
                 ThreadClaim::new(&bridge, &binding.thread_id, run.session_key.as_deref())
                     .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
             );
             run.thread_id = Some(binding.thread_id);
+            affinity = binding.member;
         }
+        (Some(named), Some(binding)) if *named == binding.thread_id => affinity = binding.member,
+        _ => {}
     }
-    let hub = bridge
-        .hub(&run.cwd)
+    let lease = bridge
+        .lease(affinity.as_deref(), &run.cwd)
         .await
         .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
+    let hub = Arc::clone(&lease.hub);
+    *lock(&state.hub) = Some(Arc::clone(&hub));
+    // The app-server went away while the thread was being opened: the turn never started.
+    let lost_before_turn = |state: &RunState, error: &SessionError| {
+        state.finish(RunEvent::app_server_lost(None, false, error.to_string()));
+        rpc_error(codes::CODEX_UNAVAILABLE, error.to_string())
+    };
     let mut params = translation.codex_params_with(&run, developer_text.clone());
     bridge.bind_approvals(&run, &mut params);
     // A bound thread this app-server still has loaded (same fingerprint, so the same developer
@@ -124,6 +149,9 @@ pub(super) async fn run_start(
     };
     let handle = match opened {
         Ok(handle) => handle,
+        Err(error @ SessionError::CodexExited { .. }) => {
+            return Err(lost_before_turn(&state, &error))
+        }
         Err(SessionError::Peer(error)) if run.thread_id.is_some() => {
             tracing::warn!(
                 "resume of {:?} failed ({error}); starting a new thread",
@@ -133,9 +161,13 @@ pub(super) async fn run_start(
             claim = None;
             params = translation.codex_params_with(&run, developer_text.clone());
             bridge.bind_approvals(&run, &mut params);
-            hub.open_thread(&params.thread)
-                .await
-                .map_err(|error| fail(&state, codes::THREAD_FAILED, error.to_string()))?
+            match hub.open_thread(&params.thread).await {
+                Ok(handle) => handle,
+                Err(error @ SessionError::CodexExited { .. }) => {
+                    return Err(lost_before_turn(&state, &error))
+                }
+                Err(error) => return Err(fail(&state, codes::THREAD_FAILED, error.to_string())),
+            }
         }
         Err(error) => return Err(fail(&state, codes::THREAD_FAILED, error.to_string())),
     };
@@ -174,6 +206,7 @@ pub(super) async fn run_start(
                     thread_id: thread_id.clone(),
                     fingerprint,
                     owner: (!caller.operator).then(|| caller.name.clone()),
+                    member: Some(lease.name.clone()),
                 },
             );
         }
@@ -226,6 +259,13 @@ pub(super) async fn run_start(
         let result_ok = matches!(&result, Ok(outcome) if outcome.status == crate::codex::client::session::TurnStatus::Completed);
         let end = match result {
             Ok(outcome) => RunEvent::turn_end(&outcome),
+            // The binding stays: the session's next run resumes the thread on the member's
+            // next app-server. The turn was sent, so it may have run.
+            Err(error @ SessionError::CodexExited { .. }) => RunEvent::app_server_lost(
+                Some(handle.thread_id.clone()),
+                true,
+                format!("the app-server {} was lost: {error}", lease.name),
+            ),
             Err(error) => RunEvent::failed(Some(handle.thread_id.clone()), error.to_string()),
         };
         // Tool calls of this run that nobody answered are dropped with it.
@@ -241,7 +281,7 @@ pub(super) async fn run_start(
         } else {
             Some(thread_id)
         };
-        if let Some(unload) = unload {
+        if let Some(unload) = unload.filter(|_| hub.is_alive()) {
             let unsubscribe_params = ThreadUnsubscribeParams {
                 thread_id: unload.clone(),
             };
@@ -251,7 +291,7 @@ pub(super) async fn run_start(
                 tracing::debug!("thread/unsubscribe {unload}: {error}");
             }
         }
-        task_bridge.recycle_if_due(&hub).await;
+        task_bridge.pool.after_run(&lease).await;
     });
     Ok(api::RunStarted { run_id, thread_id })
 }

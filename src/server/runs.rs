@@ -16,6 +16,8 @@ pub(super) struct RunState {
     pub(super) progress: watch::Sender<(usize, bool)>,
     /// When the run ended (finished runs are forgotten after `--finished-run-ttl`).
     pub(super) ended_at: Mutex<Option<std::time::Instant>>,
+    /// The app-server incarnation the run was leased (interrupts go there and nowhere else).
+    pub(super) hub: Mutex<Option<Arc<CodexHub>>>,
 }
 
 /// A run's event log, serialized once, capped in bytes: past the cap the oldest events are

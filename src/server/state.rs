@@ -19,6 +19,10 @@ pub struct Binding {
     /// session of a service with one token: the file reads as it always did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The pool member the thread lives on (`local-N` or a remote's address): its runs go
+    /// there (sticky), across restarts of the service too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
 }
 
 impl Binding {

@@ -91,6 +91,7 @@ fn limits() -> TurnLimits {
         idle: Duration::from_secs(30),
         hard: Duration::from_secs(60),
         interrupt_grace: Duration::from_secs(5),
+        ..TurnLimits::default()
     }
 }
 

@@ -444,6 +444,7 @@ async fn an_idle_turn_is_interrupted() {
         idle: Duration::from_secs(200),
         hard: Duration::from_secs(3600),
         interrupt_grace: Duration::from_secs(5),
+        ..TurnLimits::default()
     };
     let started = tokio::time::Instant::now();
     let result = session
@@ -715,4 +716,55 @@ async fn a_closed_peer_ends_its_tasks_while_the_transport_stays_open() {
     assert!(events.recv().await.is_none(), "the events ended");
     // The far end never closed: only `close` ended them (and they let go of the transport).
     drop(server);
+}
+
+/// A turn whose last agent message came but whose `turn/completed` never does ends as
+/// completed after the completion grace, flagged as recovered; token-usage chatter after the
+/// message does not hold it open, but a later item of the turn does (in paused time).
+#[tokio::test(start_paused = true)]
+async fn a_missing_turn_completed_is_recovered_after_the_grace() {
+    use clawbridge::MISSING_TURN_COMPLETED;
+    let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
+    let mut session = session.expect("session");
+    let script = tokio::spawn(async move {
+        let turn = server.recv().await;
+        server
+            .send(json!({"id": turn["id"], "result": {"turn": {"id": "u1"}}}))
+            .await;
+        server.send(json!({"method": "item/completed", "params": {"threadId": "t1", "turnId": "u1", "item": {"type": "agentMessage", "id": "m1", "text": "first"}}})).await;
+        // A later item of the turn: the first message was not the last one.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        server.send(json!({"method": "item/started", "params": {"threadId": "t1", "turnId": "u1", "item": {"type": "commandExecution", "id": "c1"}}})).await;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        server.send(json!({"method": "item/completed", "params": {"threadId": "t1", "turnId": "u1", "item": {"type": "agentMessage", "id": "m2", "text": "last"}}})).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        server.send(json!({"method": "thread/tokenUsage/updated", "params": {"threadId": "t1", "turnId": "u1", "tokenUsage": {}}})).await;
+        // ... and then nothing: no turn/completed.
+        server
+    });
+    let limits = TurnLimits {
+        idle: Duration::from_secs(300),
+        completion_grace: Duration::from_secs(10),
+        ..TurnLimits::default()
+    };
+    let started = tokio::time::Instant::now();
+    let outcome = session
+        .run_turn(
+            &turn_params("t1"),
+            &DefaultHandler::default(),
+            &mut |_| {},
+            limits,
+        )
+        .await
+        .expect("recovered, not failed");
+    let waited = started.elapsed();
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(outcome.recovered, Some(MISSING_TURN_COMPLETED));
+    assert_eq!(outcome.agent_messages, vec!["first", "last"]);
+    // 25 s until the last message, then the 10 s grace (the usage update did not reset it).
+    assert!(
+        waited >= Duration::from_secs(35) && waited < Duration::from_secs(37),
+        "{waited:?}"
+    );
+    let _server = script.await.expect("script");
 }

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::peer::{Events, Peer, PeerConfig, PeerError};
@@ -64,6 +65,8 @@ pub struct CodexHub {
     pub pid: Option<u32>,
     /// The router and the interrupts it sends: owned here, joined by [`CodexHub::kill`].
     tasks: TaskTracker,
+    /// Cancelled when the connection to the app-server is gone (the router ended).
+    gone: CancellationToken,
 }
 
 /// How many finished threads one app-server keeps loaded for their session's next run. Past it,
@@ -102,7 +105,10 @@ async fn route_loop(
     peer: Peer,
     alive: Arc<AtomicBool>,
     tasks: TaskTracker,
+    gone: CancellationToken,
 ) {
+    // However the router ends, the hub is gone after it.
+    let _gone = gone.drop_guard();
     while let Some(message) = events.recv().await {
         // Typed once here; the turn driver consumes the typed message.
         let message = Inbound::from_incoming(message);
@@ -265,12 +271,14 @@ impl CodexHub {
             }
         }
         let tasks = TaskTracker::new();
+        let gone = CancellationToken::new();
         tasks.spawn(route_loop(
             parts.events,
             Arc::clone(&routes),
             parts.peer.clone(),
             Arc::clone(&alive),
             tasks.clone(),
+            gone.clone(),
         ));
         tasks.close();
         Arc::new(CodexHub {
@@ -285,11 +293,18 @@ impl CodexHub {
             codex_version: parts.codex_version,
             pid,
             tasks,
+            gone,
         })
     }
 
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the connection to the app-server is gone (it exited, was killed, or its
+    /// connection dropped).
+    pub async fn gone(&self) {
+        self.gone.cancelled().await;
     }
 
     /// Threads with a running turn.

@@ -100,6 +100,9 @@ pub struct TurnLimits {
     pub hard: Duration,
     /// How long `turn/interrupt` gets to end the turn before the process is killed.
     pub interrupt_grace: Duration,
+    /// After an agent message of the turn, with nothing of the turn's items after it: how long
+    /// `turn/completed` may keep us waiting before the turn is taken as completed (recovered).
+    pub completion_grace: Duration,
 }
 
 impl TurnLimits {
@@ -109,6 +112,8 @@ impl TurnLimits {
     pub const DEFAULT_HARD: Duration = Duration::from_secs(3600);
     /// How long `turn/interrupt` gets before the process is killed.
     pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+    /// How long a final agent message waits for its `turn/completed` (`--completion-grace`).
+    pub const DEFAULT_COMPLETION_GRACE: Duration = Duration::from_secs(30);
 }
 
 impl Default for TurnLimits {
@@ -117,6 +122,7 @@ impl Default for TurnLimits {
             idle: Self::DEFAULT_IDLE,
             hard: Self::DEFAULT_HARD,
             interrupt_grace: Self::DEFAULT_INTERRUPT_GRACE,
+            completion_grace: Self::DEFAULT_COMPLETION_GRACE,
         }
     }
 }
@@ -145,6 +151,9 @@ pub enum TurnStatus {
     Completed,
     Failed,
     Interrupted,
+    /// clawbridge's own: the app-server went away under the turn (serve's pool restarts it;
+    /// the session's next run resumes the thread).
+    AppServerLost,
 }
 
 impl TurnStatus {
@@ -153,6 +162,7 @@ impl TurnStatus {
             TurnStatus::Completed => "completed",
             TurnStatus::Failed => "failed",
             TurnStatus::Interrupted => "interrupted",
+            TurnStatus::AppServerLost => "appServerLost",
         }
     }
 }
@@ -168,7 +178,13 @@ pub struct TurnOutcome {
     pub agent_messages: Vec<String>,
     pub notifications: usize,
     pub server_requests: usize,
+    /// Set when the end was inferred rather than told: `missing turn/completed` (the turn's
+    /// last agent message came, its `turn/completed` did not within the completion grace).
+    pub recovered: Option<&'static str>,
 }
+
+/// [`TurnOutcome::recovered`] of a turn whose `turn/completed` never came.
+pub const MISSING_TURN_COMPLETED: &str = "missing turn/completed";
 
 /// Where a turn's inbound messages come from.
 /// Where a turn's inbound messages come from, typed ([`Inbound`]): a session's own event stream
@@ -280,8 +296,11 @@ pub async fn drive_turn<S: EventSource>(
         agent_messages: Vec::new(),
         notifications: 0,
         server_requests: 0,
+        recovered: None,
     };
     let mut idle_deadline = Instant::now() + limits.idle;
+    // Set by an agent message of this turn, cleared by any later item of it.
+    let mut completion_deadline: Option<Instant> = None;
     // Messages that arrived before the turn id was known come first, then those that arrived
     // while a server request was being answered.
     let mut buffered: std::collections::VecDeque<Inbound> = std::mem::take(early).into();
@@ -290,9 +309,21 @@ pub async fn drive_turn<S: EventSource>(
             Some(message) => message,
             None => {
                 let deadline = idle_deadline.min(hard_deadline);
+                let deadline = completion_deadline.map_or(deadline, |grace| grace.min(deadline));
                 let event = tokio::select! {
                     event = source.recv() => event,
                     _ = tokio::time::sleep_until(deadline) => {
+                        if completion_deadline.is_some_and(|grace| Instant::now() >= grace) {
+                            tracing::warn!(
+                                "turn {} on thread {}: no turn/completed {:?} after its last agent message; taken as completed",
+                                outcome.turn_id,
+                                outcome.thread_id,
+                                limits.completion_grace
+                            );
+                            outcome.status = TurnStatus::Completed;
+                            outcome.recovered = Some(MISSING_TURN_COMPLETED);
+                            return Ok(outcome);
+                        }
                         let error = if Instant::now() >= hard_deadline {
                             SessionError::HardTimeout(limits.hard)
                         } else {
@@ -306,6 +337,11 @@ pub async fn drive_turn<S: EventSource>(
             }
         };
         let of_this_turn = is_of_turn(&message, &thread_id, &outcome.turn_id);
+        let item_of_this_turn = of_this_turn
+            && message
+                .method()
+                .is_some_and(|method| method.starts_with("item/"));
+        let messages_before = outcome.agent_messages.len();
         if let Some(done) = observe(
             peer,
             message,
@@ -325,6 +361,11 @@ pub async fn drive_turn<S: EventSource>(
         }
         if of_this_turn {
             idle_deadline = Instant::now() + limits.idle;
+        }
+        if outcome.agent_messages.len() > messages_before {
+            completion_deadline = Some(Instant::now() + limits.completion_grace);
+        } else if item_of_this_turn {
+            completion_deadline = None;
         }
     }
 }

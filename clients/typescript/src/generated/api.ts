@@ -115,6 +115,13 @@ export type SandboxMode = ("read-only" | "workspace-write" | "danger-full-access
  */
 export type CodexState = ("missing" | "notStarted" | "running" | "exited")
 /**
+ * A member's state, as `bridge.status` reports it.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "MemberState".
+ */
+export type MemberState = (("starting" | "ready") | "idle" | "draining" | "restarting" | "dead")
+/**
  * The surface a file landed on.
  * 
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
@@ -233,7 +240,17 @@ agentMessages?: (string[] | null)
 codexVersion?: (string | null)
 error?: (string | null)
 event: "turnEnd"
+/**
+ * With status `appServerLost`: whether the turn may have run (its `turn/start` was sent
+ * before the app-server went away), so a retry could repeat what it did.
+ */
+mayHaveRun?: (boolean | null)
 modelRequests?: number
+/**
+ * Set when the end was inferred, not told: `missing turn/completed` (the turn's last
+ * agent message came and its `turn/completed` did not within `--completion-grace`).
+ */
+recovered?: (string | null)
 status: TurnStatus
 threadId?: (string | null)
 turnId?: (string | null)
@@ -244,7 +261,7 @@ turnId?: (string | null)
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
  * via the `definition` "TurnStatus".
  */
-export type TurnStatus = ("completed" | "failed" | "interrupted")
+export type TurnStatus = (("completed" | "failed" | "interrupted") | "appServerLost")
 /**
  * How visible replies reach the source channel.
  * 
@@ -297,6 +314,8 @@ ElevatedLevel?: ElevatedLevel
 GranularApproval?: GranularApproval
 Harness?: Harness
 HistoryEntry?: HistoryEntry
+MemberState?: MemberState
+MemberStatus?: MemberStatus
 NotificationParams?: NotificationParams
 OmittedFile?: OmittedFile
 OpenAiAuth?: OpenAiAuth
@@ -537,6 +556,10 @@ activeThreads?: (number | null)
 alive?: (boolean | null)
 error?: (string | null)
 loadedThreads?: (number | null)
+/**
+ * Every app-server of the pool (`--app-servers`, `--app-server`).
+ */
+members?: MemberStatus[]
 pendingRequests?: (number | null)
 pid?: (number | null)
 /**
@@ -551,6 +574,52 @@ state: ("missing" | "notStarted" | "running" | "exited")
  * Threads the running app-server opened so far.
  */
 threadsOpened?: (number | null)
+version?: (string | null)
+}
+/**
+ * One member as `bridge.status` lists it.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "MemberStatus".
+ */
+export interface MemberStatus {
+activeThreads: number
+/**
+ * Why the last start or the last app-server failed.
+ */
+error?: (string | null)
+/**
+ * Starts so far; each is a new incarnation.
+ */
+generation: number
+/**
+ * `local` or `remote`.
+ */
+kind: string
+loadedThreads: number
+/**
+ * `local-N`, or the remote's `ws://` address.
+ */
+name: string
+pendingRequests: number
+/**
+ * The running app-server's process id (local members).
+ */
+pid?: (number | null)
+/**
+ * Crashes within the crash window.
+ */
+recentCrashes: number
+recycled: number
+/**
+ * Starts after the first (after crashes and recycling).
+ */
+restarts: number
+state: MemberState
+/**
+ * Threads the running app-server opened so far.
+ */
+threadsOpened: number
 version?: (string | null)
 }
 /**
@@ -977,6 +1046,11 @@ cacheBoundary?: boolean
  */
 export interface RunStartParams {
 run: RunDocument
+/**
+ * Start a new thread even if the session has one (its binding is replaced): how a session
+ * whose app-server was marked dead goes on elsewhere.
+ */
+newThread?: boolean
 }
 /**
  * bridge.subscribeRun's params, by name.

@@ -1,0 +1,707 @@
+//! A pool of Codex app-servers, local children and remote listeners, that a service runs its
+//! threads on.
+//!
+//! Codex lets one app-server write a thread at a time, so a thread stays on one member (sticky
+//! affinity: the caller records the member's name with the session's binding and asks for it
+//! again); a new thread goes to the member with the fewest active turns (then the fewest loaded
+//! threads, so threads spread). Local members share one `CODEX_HOME`, so a thread of a member
+//! that is no longer configured can resume on another local one; a remote member's threads live
+//! on its host only.
+//!
+//! Faults: each member's current app-server has a watcher. When it goes away (exit, kill, a
+//! dropped connection) the member is restarted (local) or reconnected (remote) after a backoff
+//! that doubles with each crash in the window (`backoff_first` up to `backoff_max`); the runs on
+//! it end on their own (their routes close) and their sessions' next runs resume their threads
+//! on the new app-server. Each start is a new generation: a run keeps the app-server it was
+//! leased ([`Lease::hub`]), so nothing of one incarnation (notifications, server requests,
+//! interrupts) ever reaches a run of another. A member that crashes `crash_limit` times within
+//! `crash_window` is marked dead: its threads move to another member only when a run asks for a
+//! new thread, never silently. Failed starts count as crashes.
+//!
+//! Recycling (a member past its thread or memory budget) is not a crash: the app-server drains
+//! (no new runs; stopped when its last run ends) and the member's next run starts a fresh one.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::hub::CodexHub;
+use super::peer::PeerConfig;
+use super::process::SpawnOptions;
+use super::remote::{self, RemoteEndpoint};
+use super::session::CodexSession;
+use crate::support::sync::lock;
+
+/// How the pool starts its members and when it gives up on one.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// Local `codex app-server` children.
+    pub locals: usize,
+    /// Remote app-servers (Codex's WebSocket listener with a capability token).
+    pub remotes: Vec<RemoteEndpoint>,
+    /// The local Codex CLI, or why there is none (local members then fail to start with it).
+    pub binary: Result<PathBuf, String>,
+    pub codex_home: PathBuf,
+    pub isolate_environment: bool,
+    pub peer: PeerConfig,
+    pub handshake_timeout: Duration,
+    /// The wait before the first restart after a crash; doubled per crash in the window.
+    pub backoff_first: Duration,
+    pub backoff_max: Duration,
+    /// This many crashes within `crash_window` mark a member dead.
+    pub crash_limit: usize,
+    pub crash_window: Duration,
+    /// Recycle an app-server once it opened this many threads or grew past this many bytes.
+    pub recycle_after_threads: usize,
+    pub recycle_rss_bytes: u64,
+}
+
+impl PoolConfig {
+    pub const DEFAULT_BACKOFF_FIRST: Duration = Duration::from_millis(250);
+    pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
+    pub const DEFAULT_CRASH_LIMIT: usize = 5;
+    pub const DEFAULT_CRASH_WINDOW: Duration = Duration::from_secs(60);
+}
+
+/// Where a member runs.
+#[derive(Clone, Debug)]
+enum MemberKind {
+    Local,
+    Remote(RemoteEndpoint),
+}
+
+/// A member's state, as `bridge.status` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum MemberState {
+    /// Not started yet (members start when a run first needs them).
+    Idle,
+    Starting,
+    Ready,
+    /// Recycled: its app-server takes no new runs and stops when its last run ends.
+    Draining,
+    /// Its app-server went away; it restarts after the backoff.
+    Restarting,
+    /// Crashed too often: no new runs (a run may ask for a new thread on another member).
+    Dead,
+}
+
+/// One member as `bridge.status` lists it.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberStatus {
+    /// `local-N`, or the remote's `ws://` address.
+    pub name: String,
+    /// `local` or `remote`.
+    pub kind: String,
+    pub state: MemberState,
+    /// The running app-server's process id (local members).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Starts so far; each is a new incarnation.
+    pub generation: u64,
+    pub active_threads: usize,
+    pub loaded_threads: usize,
+    pub pending_requests: usize,
+    /// Threads the running app-server opened so far.
+    pub threads_opened: usize,
+    /// Starts after the first (after crashes and recycling).
+    pub restarts: usize,
+    pub recycled: usize,
+    /// Crashes within the crash window.
+    pub recent_crashes: usize,
+    /// Why the last start or the last app-server failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Why the pool cannot give a run an app-server.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("app-server {member} could not be started: {reason}")]
+    Unavailable { member: String, reason: String },
+    #[error(
+        "app-server {member} is marked dead after {crashes} crashes within {window:?}; its threads move only to a new thread (bridge.runStart with newThread: true)"
+    )]
+    Dead {
+        member: String,
+        crashes: usize,
+        window: Duration,
+    },
+    #[error("app-server {member} is no longer configured; its threads live there (bridge.runStart with newThread: true starts a new one)")]
+    Gone { member: String },
+    #[error("every app-server of the pool is marked dead")]
+    AllDead,
+    #[error("the pool is shutting down")]
+    ShuttingDown,
+}
+
+/// An app-server a run was given: the member, the incarnation, and the hub itself. The run
+/// keeps the hub for as long as it runs, so it never talks to a later incarnation.
+#[derive(Clone)]
+pub struct Lease {
+    pub member: usize,
+    pub name: String,
+    pub generation: u64,
+    pub hub: Arc<CodexHub>,
+}
+
+struct Slot {
+    hub: Option<Arc<CodexHub>>,
+    /// The remote connection's frame carriers, with their hub.
+    carriers: Option<TaskTracker>,
+    generation: u64,
+    state: MemberState,
+    crashes: VecDeque<Instant>,
+    starts: usize,
+    recycled: usize,
+    not_before: Option<Instant>,
+    error: Option<String>,
+    /// The folder the member's local app-server starts in (the first run's).
+    cwd: Option<PathBuf>,
+}
+
+struct Member {
+    index: usize,
+    name: String,
+    kind: MemberKind,
+    slot: Mutex<Slot>,
+    /// One start at a time per member (held across the handshake; only starters wait on it).
+    starting: tokio::sync::Mutex<()>,
+    /// Recycled app-servers still running their last runs.
+    draining: Mutex<Vec<Arc<CodexHub>>>,
+}
+
+impl Member {
+    fn live_hub(&self) -> Option<(Arc<CodexHub>, u64)> {
+        let slot = lock(&self.slot);
+        slot.hub
+            .as_ref()
+            .filter(|hub| hub.is_alive())
+            .map(|hub| (Arc::clone(hub), slot.generation))
+    }
+
+    fn lease(&self, hub: Arc<CodexHub>, generation: u64) -> Lease {
+        Lease {
+            member: self.index,
+            name: self.name.clone(),
+            generation,
+            hub,
+        }
+    }
+
+    /// Note a crash now; the backoff before the next start, or `None` once the member is dead.
+    fn note_crash(&self, slot: &mut Slot, config: &PoolConfig, error: String) -> Option<Duration> {
+        let now = Instant::now();
+        slot.crashes.push_back(now);
+        while slot
+            .crashes
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > config.crash_window)
+        {
+            slot.crashes.pop_front();
+        }
+        slot.error = Some(error);
+        if slot.crashes.len() >= config.crash_limit.max(1) {
+            slot.state = MemberState::Dead;
+            slot.not_before = None;
+            tracing::error!(
+                "app-server {} crashed {} times within {:?}: marked dead (its sessions need a new thread)",
+                self.name,
+                slot.crashes.len(),
+                config.crash_window
+            );
+            return None;
+        }
+        let doublings = u32::try_from(slot.crashes.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        let backoff = config
+            .backoff_first
+            .saturating_mul(2u32.saturating_pow(doublings.min(16)))
+            .min(config.backoff_max);
+        slot.not_before = Some(now + backoff);
+        slot.state = MemberState::Restarting;
+        Some(backoff)
+    }
+
+    fn status(&self) -> MemberStatus {
+        let slot = lock(&self.slot);
+        let hub = slot.hub.as_ref().filter(|hub| hub.is_alive());
+        let draining = lock(&self.draining);
+        let active = hub.map_or(0, |hub| hub.active_threads())
+            + draining
+                .iter()
+                .map(|old| old.active_threads())
+                .sum::<usize>();
+        MemberStatus {
+            name: self.name.clone(),
+            kind: match self.kind {
+                MemberKind::Local => "local".to_string(),
+                MemberKind::Remote(_) => "remote".to_string(),
+            },
+            state: slot.state,
+            pid: hub.and_then(|hub| hub.pid),
+            version: hub.and_then(|hub| hub.codex_version.clone()),
+            generation: slot.generation,
+            active_threads: active,
+            loaded_threads: hub.map_or(0, |hub| hub.loaded_threads()),
+            pending_requests: hub.map_or(0, |hub| hub.pending_requests()),
+            threads_opened: hub.map_or(0, |hub| hub.threads_opened()),
+            restarts: slot.starts.saturating_sub(1),
+            recycled: slot.recycled,
+            recent_crashes: slot.crashes.len(),
+            error: slot.error.clone(),
+        }
+    }
+}
+
+/// The pool: its members, their watchers, and the policy above.
+pub struct Pool {
+    members: Vec<Arc<Member>>,
+    config: PoolConfig,
+    tasks: TaskTracker,
+    cancel: CancellationToken,
+}
+
+impl Pool {
+    pub fn new(config: PoolConfig) -> Arc<Pool> {
+        let mut members = Vec::new();
+        let kinds = (0..config.locals)
+            .map(|index| (format!("local-{index}"), MemberKind::Local))
+            .chain(
+                config
+                    .remotes
+                    .iter()
+                    .map(|remote| (remote.url.clone(), MemberKind::Remote(remote.clone()))),
+            );
+        for (index, (name, kind)) in kinds.enumerate() {
+            members.push(Arc::new(Member {
+                index,
+                name,
+                kind,
+                slot: Mutex::new(Slot {
+                    hub: None,
+                    carriers: None,
+                    generation: 0,
+                    state: MemberState::Idle,
+                    crashes: VecDeque::new(),
+                    starts: 0,
+                    recycled: 0,
+                    not_before: None,
+                    error: None,
+                    cwd: None,
+                }),
+                starting: tokio::sync::Mutex::new(()),
+                draining: Mutex::new(Vec::new()),
+            }));
+        }
+        Arc::new(Pool {
+            members,
+            config,
+            tasks: TaskTracker::new(),
+            cancel: CancellationToken::new(),
+        })
+    }
+
+    /// Every member, as `bridge.status` lists them.
+    pub fn status(&self) -> Vec<MemberStatus> {
+        self.members.iter().map(|member| member.status()).collect()
+    }
+
+    /// An app-server for a run: the member named by the thread's affinity, else (a new thread,
+    /// or no affinity recorded) the least busy member that is not dead. Starts or restarts the
+    /// member when it has no live app-server (after its backoff).
+    pub async fn lease(
+        self: &Arc<Self>,
+        affinity: Option<&str>,
+        cwd: &Path,
+    ) -> Result<Lease, PoolError> {
+        let member = match affinity {
+            Some(name) => match self.members.iter().find(|member| member.name == name) {
+                Some(member) => Arc::clone(member),
+                // Local members share one Codex home: another local member resumes the thread.
+                None if name.starts_with("local-") => {
+                    let member = self.least_busy(true).ok_or(PoolError::Gone {
+                        member: name.to_string(),
+                    })?;
+                    tracing::warn!(
+                        "app-server {name} is no longer configured; its thread resumes on {}",
+                        member.name
+                    );
+                    member
+                }
+                None => {
+                    return Err(PoolError::Gone {
+                        member: name.to_string(),
+                    })
+                }
+            },
+            None => self.least_busy(false).ok_or(PoolError::AllDead)?,
+        };
+        self.start(&member, cwd).await
+    }
+
+    /// The member with the fewest active turns, then the fewest loaded threads, then the lowest
+    /// index; dead members never.
+    fn least_busy(&self, local_only: bool) -> Option<Arc<Member>> {
+        self.members
+            .iter()
+            .filter(|member| !local_only || matches!(member.kind, MemberKind::Local))
+            .filter(|member| lock(&member.slot).state != MemberState::Dead)
+            .min_by_key(|member| {
+                let hub = member.live_hub().map(|(hub, _)| hub);
+                let draining: usize = lock(&member.draining)
+                    .iter()
+                    .map(|old| old.active_threads())
+                    .sum();
+                (
+                    hub.as_ref().map_or(0, |hub| hub.active_threads()) + draining,
+                    hub.as_ref().map_or(0, |hub| hub.loaded_threads()),
+                    member.index,
+                )
+            })
+            .cloned()
+    }
+
+    async fn start(self: &Arc<Self>, member: &Arc<Member>, cwd: &Path) -> Result<Lease, PoolError> {
+        let dead = |slot: &Slot| PoolError::Dead {
+            member: member.name.clone(),
+            crashes: slot.crashes.len(),
+            window: self.config.crash_window,
+        };
+        {
+            let slot = lock(&member.slot);
+            if slot.state == MemberState::Dead {
+                return Err(dead(&slot));
+            }
+        }
+        if let Some((hub, generation)) = member.live_hub() {
+            return Ok(member.lease(hub, generation));
+        }
+        let _starting = member.starting.lock().await;
+        let wait = {
+            let mut slot = lock(&member.slot);
+            if slot.state == MemberState::Dead {
+                return Err(dead(&slot));
+            }
+            if let Some(hub) = slot.hub.as_ref().filter(|hub| hub.is_alive()) {
+                return Ok(member.lease(Arc::clone(hub), slot.generation));
+            }
+            // Gone before its watcher saw it: count the crash here (the watcher then finds
+            // the slot already cleared and does nothing).
+            if slot.hub.take().is_some() {
+                let generation = slot.generation;
+                if member
+                    .note_crash(
+                        &mut slot,
+                        &self.config,
+                        format!("generation {generation} went away"),
+                    )
+                    .is_none()
+                {
+                    return Err(dead(&slot));
+                }
+            }
+            slot.state = MemberState::Starting;
+            slot.not_before
+                .map(|at| at.saturating_duration_since(Instant::now()))
+        };
+        if let Some(wait) = wait.filter(|wait| !wait.is_zero()) {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.cancel.cancelled() => return Err(PoolError::ShuttingDown),
+            }
+        }
+        if self.cancel.is_cancelled() {
+            return Err(PoolError::ShuttingDown);
+        }
+        let cwd = lock(&member.slot)
+            .cwd
+            .clone()
+            .unwrap_or_else(|| cwd.to_path_buf());
+        match self.connect(member, &cwd).await {
+            Ok((hub, carriers)) => {
+                let generation = {
+                    let mut slot = lock(&member.slot);
+                    slot.generation += 1;
+                    slot.starts += 1;
+                    slot.hub = Some(Arc::clone(&hub));
+                    slot.carriers = carriers;
+                    slot.state = MemberState::Ready;
+                    slot.not_before = None;
+                    slot.cwd = Some(cwd);
+                    slot.generation
+                };
+                tracing::info!(
+                    "app-server {} ready (generation {generation}, Codex {}, pid {:?})",
+                    member.name,
+                    hub.codex_version.as_deref().unwrap_or("?"),
+                    hub.pid
+                );
+                self.watch(Arc::clone(member), generation, Arc::clone(&hub));
+                Ok(member.lease(hub, generation))
+            }
+            Err(reason) => {
+                let mut slot = lock(&member.slot);
+                tracing::warn!("app-server {} could not be started: {reason}", member.name);
+                match member.note_crash(&mut slot, &self.config, reason.clone()) {
+                    Some(_) => Err(PoolError::Unavailable {
+                        member: member.name.clone(),
+                        reason,
+                    }),
+                    None => Err(dead(&slot)),
+                }
+            }
+        }
+    }
+
+    /// Start a local child or connect to a remote listener, and hand over the handshake.
+    async fn connect(
+        &self,
+        member: &Member,
+        cwd: &Path,
+    ) -> Result<(Arc<CodexHub>, Option<TaskTracker>), String> {
+        let config = &self.config;
+        match &member.kind {
+            MemberKind::Local => {
+                let binary = config.binary.clone()?;
+                let options = SpawnOptions {
+                    binary,
+                    codex_home: config.codex_home.clone(),
+                    cwd: cwd.to_path_buf(),
+                    isolate_environment: config.isolate_environment,
+                };
+                let hub = CodexHub::spawn(&options, config.peer.clone(), config.handshake_timeout)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                Ok((hub, None))
+            }
+            MemberKind::Remote(endpoint) => {
+                let connection = remote::connect(endpoint, config.handshake_timeout)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                let carriers = connection.tasks.clone();
+                let handshake = CodexSession::connect(
+                    connection.reader,
+                    connection.writer,
+                    config.peer.clone(),
+                    true,
+                );
+                let session = match tokio::time::timeout(config.handshake_timeout, handshake).await
+                {
+                    Ok(Ok(session)) => session,
+                    Ok(Err(error)) => return Err(format!("{}: {error}", endpoint.url)),
+                    Err(_) => {
+                        return Err(format!(
+                            "{}: no answer to `initialize` within {:?}",
+                            endpoint.url, config.handshake_timeout
+                        ))
+                    }
+                };
+                Ok((CodexHub::from_session(session), Some(carriers)))
+            }
+        }
+    }
+
+    /// Watch one incarnation: when it goes away (and is still the member's current one, so not
+    /// recycled), note the crash and restart the member after the backoff.
+    fn watch(self: &Arc<Self>, member: Arc<Member>, generation: u64, hub: Arc<CodexHub>) {
+        let pool = Arc::clone(self);
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = hub.gone() => {}
+                () = pool.cancel.cancelled() => return,
+            }
+            drop(hub);
+            let backoff = {
+                let mut slot = lock(&member.slot);
+                if slot.generation != generation || slot.hub.is_none() {
+                    return; // recycled, or already handled by a starter
+                }
+                slot.hub = None;
+                slot.carriers = None;
+                tracing::warn!(
+                    "app-server {} (generation {generation}) went away",
+                    member.name
+                );
+                match member.note_crash(
+                    &mut slot,
+                    &pool.config,
+                    format!("generation {generation} went away"),
+                ) {
+                    Some(backoff) => backoff,
+                    None => return,
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = pool.cancel.cancelled() => return,
+            }
+            let cwd = lock(&member.slot).cwd.clone().unwrap_or_default();
+            if let Err(error) = pool.start(&member, &cwd).await {
+                tracing::warn!("restarting app-server {}: {error}", member.name);
+            }
+        });
+    }
+
+    /// After a run on `lease` ended: recycle its app-server once it opened too many threads or
+    /// grew too big (it drains; the member's next run starts a fresh one), and stop drained
+    /// app-servers whose last run ended.
+    pub async fn after_run(&self, lease: &Lease) {
+        let Some(member) = self.members.get(lease.member) else {
+            return;
+        };
+        let hub = &lease.hub;
+        let threads = hub.threads_opened();
+        let rss = hub.rss_bytes().unwrap_or(0);
+        if threads >= self.config.recycle_after_threads || rss >= self.config.recycle_rss_bytes {
+            let mut slot = lock(&member.slot);
+            if slot.generation == lease.generation
+                && slot.hub.as_ref().is_some_and(|live| Arc::ptr_eq(live, hub))
+            {
+                slot.hub = None;
+                slot.recycled += 1;
+                slot.state = MemberState::Draining;
+                lock(&member.draining).push(Arc::clone(hub));
+                tracing::info!(
+                    "recycling app-server {} (generation {}): {threads} threads opened, {} MiB resident",
+                    member.name,
+                    lease.generation,
+                    rss / (1024 * 1024)
+                );
+            }
+        }
+        let idle: Vec<Arc<CodexHub>> = {
+            let mut draining = lock(&member.draining);
+            let (idle, busy) = draining
+                .drain(..)
+                .partition(|old| old.active_threads() == 0 || !old.is_alive());
+            *draining = busy;
+            idle
+        };
+        for old in idle {
+            old.kill().await;
+        }
+        let mut slot = lock(&member.slot);
+        if slot.state == MemberState::Draining
+            && slot.hub.is_none()
+            && lock(&member.draining).is_empty()
+        {
+            slot.state = MemberState::Idle;
+        }
+    }
+
+    /// Recycled app-servers so far, over every member.
+    pub fn recycled(&self) -> usize {
+        self.members
+            .iter()
+            .map(|member| lock(&member.slot).recycled)
+            .sum()
+    }
+
+    /// Stop every app-server (current and draining) and the watchers; wait for them (bounded).
+    pub async fn shutdown(&self) {
+        self.cancel.cancel();
+        for member in &self.members {
+            let (hub, carriers) = {
+                let mut slot = lock(&member.slot);
+                (slot.hub.take(), slot.carriers.take())
+            };
+            let draining: Vec<Arc<CodexHub>> = lock(&member.draining).drain(..).collect();
+            for hub in hub.into_iter().chain(draining) {
+                hub.kill().await;
+            }
+            if let Some(carriers) = carriers {
+                let _ = tokio::time::timeout(Duration::from_secs(2), carriers.wait()).await;
+            }
+        }
+        self.tasks.close();
+        if tokio::time::timeout(Duration::from_secs(5), self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the pool's watchers did not end within 5 s");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(limit: usize) -> PoolConfig {
+        PoolConfig {
+            locals: 2,
+            remotes: Vec::new(),
+            binary: Err("no Codex here".into()),
+            codex_home: PathBuf::from("/nonexistent"),
+            isolate_environment: true,
+            peer: PeerConfig::default(),
+            handshake_timeout: Duration::from_secs(1),
+            backoff_first: Duration::from_millis(100),
+            backoff_max: Duration::from_millis(350),
+            crash_limit: limit,
+            crash_window: Duration::from_secs(60),
+            recycle_after_threads: 10,
+            recycle_rss_bytes: u64::MAX,
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_to_its_cap_and_a_crash_loop_marks_the_member_dead() {
+        let pool = Pool::new(config(5));
+        let member = &pool.members[0];
+        let mut slot = lock(&member.slot);
+        let waits: Vec<Option<Duration>> = (0..5)
+            .map(|_| member.note_crash(&mut slot, &pool.config, "boom".into()))
+            .collect();
+        assert_eq!(
+            waits,
+            [
+                Some(Duration::from_millis(100)),
+                Some(Duration::from_millis(200)),
+                Some(Duration::from_millis(350)),
+                Some(Duration::from_millis(350)),
+                None
+            ]
+        );
+        assert_eq!(slot.state, MemberState::Dead);
+    }
+
+    #[tokio::test]
+    async fn a_member_that_cannot_start_fails_the_run_then_is_marked_dead() {
+        let pool = Pool::new(config(2));
+        let cwd = std::env::temp_dir();
+        let first = pool.lease(None, &cwd).await.err().map(|e| e.to_string());
+        assert!(
+            first
+                .as_deref()
+                .is_some_and(|e| e.contains("local-0") && e.contains("no Codex here")),
+            "{first:?}"
+        );
+        // The second failure of local-0 (after its backoff) marks it dead; new threads then
+        // go to local-1, and a thread bound to local-0 is refused, never moved silently.
+        let second = pool.lease(Some("local-0"), &cwd).await.err();
+        assert!(
+            matches!(second, Some(PoolError::Dead { ref member, .. }) if member == "local-0"),
+            "{second:?}"
+        );
+        let bound = pool.lease(Some("local-0"), &cwd).await.err();
+        assert!(matches!(bound, Some(PoolError::Dead { .. })), "{bound:?}");
+        let fresh = pool.lease(None, &cwd).await.err().map(|e| e.to_string());
+        assert!(
+            fresh.as_deref().is_some_and(|e| e.contains("local-1")),
+            "{fresh:?}"
+        );
+        let states: Vec<MemberState> = pool.status().iter().map(|m| m.state).collect();
+        assert_eq!(states, [MemberState::Dead, MemberState::Restarting]);
+        let gone = pool.lease(Some("ws://elsewhere:1"), &cwd).await.err();
+        assert!(matches!(gone, Some(PoolError::Gone { .. })), "{gone:?}");
+    }
+}
