@@ -768,3 +768,66 @@ async fn a_missing_turn_completed_is_recovered_after_the_grace() {
     );
     let _server = script.await.expect("script");
 }
+
+/// Backpressure: an overloaded app-server's `-32001` is retried (a new request, a new id) with a
+/// growing pause, and the request then succeeds; past the retries the `-32001` is the answer.
+#[tokio::test(start_paused = true)]
+async fn an_overloaded_answer_is_retried_then_succeeds() {
+    let config = PeerConfig {
+        overload_retries: 3,
+        overload_backoff: (Duration::from_millis(100), Duration::from_secs(1)),
+        ..PeerConfig::default()
+    };
+    let (peer, _events, mut server) = transport(config);
+    let asking = peer.clone();
+    let started = tokio::time::Instant::now();
+    let request = tokio::spawn(async move {
+        asking
+            .request::<_, Value>("thread/start", &json!({"cwd": "/w"}))
+            .await
+    });
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let sent = server.recv().await;
+        assert_eq!(sent["method"], "thread/start");
+        assert_eq!(sent["params"], json!({"cwd": "/w"}));
+        ids.push(sent["id"].clone());
+        server
+            .send(json!({"id": sent["id"], "error": {"code": -32001, "message": "Server overloaded; retry later"}}))
+            .await;
+    }
+    let sent = server.recv().await;
+    ids.push(sent["id"].clone());
+    server
+        .send(json!({"id": sent["id"], "result": {"thread": {"id": "t1"}}}))
+        .await;
+    let answer = request
+        .await
+        .expect("joined")
+        .expect("succeeded after retries");
+    assert_eq!(answer["thread"]["id"], "t1");
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "each retry is a new request: {ids:?}");
+    // Two pauses: at least half of 100 ms and of 200 ms (jitter keeps the upper half).
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Past the retries, the overload is the answer.
+    let asking = peer.clone();
+    let request =
+        tokio::spawn(async move { asking.request::<_, Value>("turn/start", &json!({})).await });
+    for _ in 0..4 {
+        let sent = server.recv().await;
+        server
+            .send(json!({"id": sent["id"], "error": {"code": -32001, "message": "Server overloaded"}}))
+            .await;
+    }
+    let answer = request.await.expect("joined");
+    assert!(
+        matches!(&answer, Err(PeerError::Rpc { error, .. }) if error.code == -32001),
+        "{answer:?}"
+    );
+}

@@ -383,7 +383,10 @@ async fn a_codex_crash_fails_the_run_and_the_next_run_respawns() {
     assert_eq!(end["status"], "appServerLost", "{end}");
     assert_eq!(end["mayHaveRun"], true, "{end}");
     assert!(
-        end["error"].as_str().unwrap_or_default().contains("local-0 was lost"),
+        end["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("local-0 was lost"),
         "{end}"
     );
     // The next run gets a fresh app-server (the stub answers normally after its script).

@@ -41,6 +41,10 @@ pub struct PeerConfig {
     pub request_timeout: Duration,
     /// Capacity of the notification / server-request channel.
     pub event_capacity: usize,
+    /// A request Codex answers with `-32001` ("Server overloaded") is sent again this many
+    /// times, after a pause that doubles from `overload_backoff.0` up to `.1`, with jitter.
+    pub overload_retries: u32,
+    pub overload_backoff: (Duration, Duration),
 }
 
 impl Default for PeerConfig {
@@ -49,8 +53,26 @@ impl Default for PeerConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             request_timeout: Duration::from_secs(30),
             event_capacity: 1024,
+            overload_retries: 5,
+            overload_backoff: (Duration::from_millis(200), Duration::from_secs(5)),
         }
     }
+}
+
+/// Codex's JSON-RPC code for "Server overloaded": try again later.
+pub const SERVER_OVERLOADED: i64 = -32001;
+
+/// The pause before retry `attempt` (0-based) of an overloaded request: doubled per attempt,
+/// capped, and scattered over its upper half so that many waiting runs do not retry together.
+pub fn overload_pause(attempt: u32, backoff: (Duration, Duration)) -> Duration {
+    let full = backoff
+        .0
+        .saturating_mul(2u32.saturating_pow(attempt.min(16)))
+        .min(backoff.1);
+    let mut random = [0u8; 2];
+    let _ = getrandom::fill(&mut random);
+    let fraction = f64::from(u16::from_le_bytes(random)) / f64::from(u16::MAX);
+    full.mul_f64(0.5 + fraction / 2.0)
 }
 
 /// Why a request failed.
@@ -192,7 +214,8 @@ impl Peer {
         self.request(M::NAME, params).await
     }
 
-    /// Send a request; the answer stays raw JSON.
+    /// Send a request; the answer stays raw JSON. An overloaded app-server's `-32001` is
+    /// retried (see [`PeerConfig::overload_retries`]) before it is the answer.
     pub async fn request_raw<P: Serialize>(
         &self,
         method: &str,
@@ -202,8 +225,40 @@ impl Peer {
             method: method.to_string(),
             message: error.to_string(),
         };
-        let id = RequestId::Integer(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let params = serde_json::to_value(params).map_err(codec)?;
+        let config = &self.shared.config;
+        let mut attempt = 0;
+        loop {
+            match self.request_once(method, params.clone()).await {
+                Err(PeerError::Rpc { error, .. })
+                    if error.code == SERVER_OVERLOADED && attempt < config.overload_retries =>
+                {
+                    let pause = overload_pause(attempt, config.overload_backoff);
+                    tracing::warn!(
+                        "`{method}`: the app-server is overloaded ({}); retry {} of {} in {pause:?}",
+                        error.message,
+                        attempt + 1,
+                        config.overload_retries
+                    );
+                    attempt += 1;
+                    tokio::time::sleep(pause).await;
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    /// One request and its answer.
+    async fn request_once(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<RawJson, PeerError> {
+        let codec = |error: serde_json::Error| PeerError::Codec {
+            method: method.to_string(),
+            message: error.to_string(),
+        };
+        let id = RequestId::Integer(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let line = encode(&Outgoing::Request {
             id: id.clone(),
             method: method.to_string(),
