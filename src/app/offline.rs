@@ -44,7 +44,13 @@ pub enum StubStep {
     /// Never answer (the request hangs until Codex gives up or is stopped): for timeout and
     /// crash tests. Written as the string `"hang"`.
     Hang,
+    /// Answer with `step` after `ms` milliseconds (a slow model: for steering a running turn,
+    /// or for load with turns in flight). `{"delayed": {"ms": 2000, "step": {"text": "hi"}}}`.
+    Delayed { ms: u64, step: Box<StubStep> },
 }
+
+/// Longest delay a script may ask for (a hang is `"hang"`).
+const MAX_STUB_DELAY_MS: u64 = 10 * 60 * 1000;
 
 /// Model requests the stub keeps for inspection (a capture needs one or two; each carries the
 /// whole thread history, so a long-lived serve must not keep many). They are kept as the bytes
@@ -321,6 +327,11 @@ async fn responses(
         };
         (number, step)
     };
+    let mut step = step;
+    while let StubStep::Delayed { ms, step: then } = step {
+        tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS))).await;
+        step = *then;
+    }
     match step {
         StubStep::Hang => std::future::pending().await,
         StubStep::HttpStatus(code) => {
@@ -444,7 +455,7 @@ pub fn sse_body(number: usize, step: &StubStep) -> String {
                 "error": {"code": "server_error", "message": message}}}),
             );
         }
-        StubStep::HttpStatus(_) | StubStep::Hang => {}
+        StubStep::HttpStatus(_) | StubStep::Hang | StubStep::Delayed { .. } => {}
     }
     out
 }

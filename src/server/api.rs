@@ -118,6 +118,12 @@ bridge_method!(
     ""
 );
 bridge_method!(
+    /// `bridge.runSteer`.
+    RunSteerMethod = "bridge.runSteer", (RunSteerParams) -> "steered": Steered,
+    "Add user input to a run's running turn (`turn/steer`).",
+    "The run's turn goes on with the input; its events keep arriving on the run's subscription. Fails with 4004 when the run has no turn in progress, 4200 when Codex refuses (the turn just ended, say) and 4009 when the app-server's Codex version has no turn/steer."
+);
+bridge_method!(
     /// `bridge.status`.
     StatusMethod = "bridge.status", (NoParams) -> "status": Status,
     "The service's state: Codex, sessions, runs, pending answers.",
@@ -175,6 +181,36 @@ pub struct PromptRequest {
     pub cache_boundary: Option<bool>,
 }
 
+/// What `bridge.runStart` does when the session already has a run in progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueMode {
+    /// Wait for it, then run (the default).
+    #[default]
+    Queue,
+    /// Add this run's message to its running turn (`turn/steer`) instead; the answer names the
+    /// running run, and `steered` is true. With no turn running, the run starts as usual.
+    Steer,
+}
+
+/// `bridge.runSteer`'s params.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSteerParams {
+    /// From bridge.runStart.
+    pub run_id: String,
+    /// The user's text, added to the running turn.
+    pub input: String,
+}
+
+/// `bridge.runSteer`'s answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Steered {
+    /// The turn the input went to.
+    pub turn_id: String,
+}
+
 /// `bridge.runStart`'s params.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -187,6 +223,11 @@ pub struct RunStartRequest {
     #[serde(default)]
     #[schemars(with = "bool")]
     pub new_thread: Option<bool>,
+    /// With a run of the session in progress: `queue` (wait, the default) or `steer` (add this
+    /// run's message to its running turn).
+    #[serde(default)]
+    #[schemars(with = "QueueMode")]
+    pub queue: Option<QueueMode>,
 }
 
 /// A request that carries a run document: under `run`, or (when the params are the document
@@ -230,6 +271,10 @@ pub struct RunStarted {
     /// The handle for `bridge.subscribeRun` and `bridge.runInterrupt`.
     pub run_id: String,
     pub thread_id: String,
+    /// `queue: "steer"` only: true when the message went to the session's running turn, whose
+    /// run `runId` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steered: Option<bool>,
 }
 
 /// The answer of the methods that only acknowledge.

@@ -75,6 +75,72 @@ impl Bridge {
             .map_err(|error| rpc_error(codes::CODEX_UNAVAILABLE, error.to_string()))
     }
 
+    /// Add user input to a run's running turn (`turn/steer`) on the app-server it was leased;
+    /// the turn's id.
+    pub(super) async fn steer(
+        &self,
+        state: &RunState,
+        text: String,
+    ) -> Result<String, ErrorObjectOwned> {
+        use crate::codex::protocol::methods::{TurnSteer, TurnSteerParams, TURN_STEER_SINCE};
+        use crate::codex::protocol::params::UserInput;
+        let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());
+        let (Some(thread_id), Some(turn_id)) = ids else {
+            return Err(rpc_error(
+                codes::NOT_FOUND,
+                format!("run {} has no turn in progress", state.run_id),
+            ));
+        };
+        if state.progress.borrow().1 {
+            return Err(rpc_error(
+                codes::NOT_FOUND,
+                format!("run {} has ended", state.run_id),
+            ));
+        }
+        let hub = lock(&state.hub)
+            .clone()
+            .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
+        let version = hub.codex_version.clone().unwrap_or_else(|| "?".to_string());
+        let too_old = crate::codex::client::session::parse_semver(&version)
+            .is_some_and(|found| found < TURN_STEER_SINCE);
+        let no_steer = || {
+            rpc_error(
+                codes::NOT_A_CODEX_RUN,
+                format!(
+                    "Codex {version} has no turn/steer (it came with {}.{}.{})",
+                    TURN_STEER_SINCE.0, TURN_STEER_SINCE.1, TURN_STEER_SINCE.2
+                ),
+            )
+        };
+        if too_old {
+            return Err(no_steer());
+        }
+        let params = TurnSteerParams {
+            thread_id,
+            expected_turn_id: turn_id,
+            input: vec![UserInput::Text {
+                text,
+                text_elements: Vec::new(),
+            }],
+        };
+        match hub.peer().call::<TurnSteer>(&params).await {
+            Ok(result) => Ok(result.turn_id),
+            Err(crate::codex::client::peer::PeerError::Rpc { error, .. })
+                if error.code == crate::codex::protocol::wire::METHOD_NOT_FOUND =>
+            {
+                Err(no_steer())
+            }
+            Err(error) => Err(rpc_error(codes::THREAD_FAILED, error.to_string())),
+        }
+    }
+
+    /// The session's run whose turn is running now, if any (the one `queue: "steer"` steers).
+    pub(super) fn running_turn_of(&self, session_key: &str) -> Option<Arc<RunState>> {
+        self.running_runs()
+            .into_iter()
+            .find(|run| run.session_key == session_key && lock(&run.turn_id).is_some())
+    }
+
     /// Send `turn/interrupt` for a run's turn.
     pub(super) async fn interrupt(&self, state: &RunState) -> Result<(), ErrorObjectOwned> {
         let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());

@@ -219,6 +219,7 @@ bridge_api! {
     typed api::ToolResultMethod => tool_result;
     typed api::ApprovalMethod => approval;
     typed api::RunInterruptMethod => run_interrupt;
+    typed api::RunSteerMethod => run_steer;
     typed api::StatusMethod => status;
     typed api::DiscoverMethod => discover;
 }
@@ -422,6 +423,16 @@ async fn run_interrupt(
     let state = bridge.visible_run(&caller, &run.into_id())?;
     bridge.interrupt(&state).await?;
     Ok(api::Acknowledged { ok: true })
+}
+
+async fn run_steer(
+    bridge: Arc<Bridge>,
+    caller: Caller,
+    params: api::RunSteerParams,
+) -> Result<api::Steered, ErrorObjectOwned> {
+    let state = bridge.visible_run(&caller, &params.run_id)?;
+    let turn_id = bridge.steer(&state, params.input).await?;
+    Ok(api::Steered { turn_id })
 }
 
 async fn discover(

@@ -27,11 +27,15 @@ pub(super) async fn run_start(
             ),
         ));
     }
-    let (mut run, new_thread) = bridge
+    let (mut run, new_thread, queue) = bridge
         .blocking(move |bridge| {
             let request: api::RunStartRequest = run_request(&params)?;
             let run = bridge.load_run(request.document())?;
-            Ok((run, request.new_thread.unwrap_or(false)))
+            Ok((
+                run,
+                request.new_thread.unwrap_or(false),
+                request.queue.unwrap_or_default(),
+            ))
         })
         .await?;
     crate::app::commands::require_codex(&run).map_err(library_error)?;
@@ -45,6 +49,32 @@ pub(super) async fn run_start(
     if let CodexBinary::Missing(reason) = &bridge.config.codex_bin {
         if bridge.config.remote_app_servers.is_empty() {
             return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
+        }
+    }
+    if queue == api::QueueMode::Steer {
+        let running = run
+            .session_key
+            .as_deref()
+            .and_then(|key| bridge.running_turn_of(key))
+            .filter(|running| caller.may_use(&running.owner));
+        if let Some(running) = running {
+            // The message goes to the running turn as it is: the user's words, as data.
+            match bridge.steer(&running, run.message.clone()).await {
+                Ok(_) => {
+                    return Ok(api::RunStarted {
+                        run_id: running.run_id.clone(),
+                        thread_id: lock(&running.thread_id).clone().unwrap_or_default(),
+                        steered: Some(true),
+                    })
+                }
+                // The turn ended meanwhile: the run starts as usual (queued behind it).
+                Err(error)
+                    if error.code() == codes::NOT_FOUND || error.code() == codes::THREAD_FAILED =>
+                {
+                    tracing::debug!("steer of {} fell back to a run: {error:?}", running.run_id);
+                }
+                Err(error) => return Err(error),
+            }
         }
     }
     let run_id = random_id("run");
@@ -293,5 +323,9 @@ pub(super) async fn run_start(
         }
         task_bridge.pool.after_run(&lease).await;
     });
-    Ok(api::RunStarted { run_id, thread_id })
+    Ok(api::RunStarted {
+        run_id,
+        thread_id,
+        steered: None,
+    })
 }

@@ -6,6 +6,7 @@ mod doctor;
 mod e2e;
 mod layers;
 mod peer;
+mod pool;
 mod prompt;
 mod proxy;
 mod real_openclaw;

@@ -20,6 +20,7 @@ import type {
   RunEvent,
   RunStarted,
   Status,
+  Steered,
   BridgeMethod,
   BridgeMethods,
   PromptParams,
@@ -273,6 +274,19 @@ export class ClawbridgeClient {
 
   runInterrupt(runId: string): Promise<Acknowledged> {
     return this.call("bridge.runInterrupt", { runId });
+  }
+
+  /** Add the user's text to a run's running turn (`turn/steer`); the turn's id. */
+  runSteer(runId: string, input: string): Promise<Steered> {
+    return this.call("bridge.runSteer", { runId, input });
+  }
+
+  /**
+   * Start a run, or, when the session has a turn running, add its message to that turn
+   * (`queue: "steer"`): the answer then names the running run and says `steered: true`.
+   */
+  runStartOrSteer(run: RunDocument): Promise<RunStarted> {
+    return this.call("bridge.runStart", { run, queue: "steer" });
   }
 
   status(): Promise<Status> {

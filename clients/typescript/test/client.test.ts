@@ -153,6 +153,28 @@ describe("clawbridge client", () => {
     }
   });
 
+  test("steers a running turn", async () => {
+    const served = await serve([{ delayed: { ms: 2500, step: { text: "working" } } }]);
+    const client = await ClawbridgeClient.connect({ url: served.url, stateDir: served.stateDir });
+    try {
+      const run: RunDocument = { workspace: served.workspace, message: "start", sessionKey: "agent:main:ts-steer" };
+      const started = await client.runStart(run);
+      let steeredTurn: string | undefined;
+      const events = await collect(await client.subscribeRun(started.runId), async (event) => {
+        if (event.event === "notification" && event.method === "turn/started" && !steeredTurn) {
+          steeredTurn = (await client.runSteer(started.runId, "STEER-FROM-TS")).turnId;
+        }
+      });
+      const end = events.at(-1);
+      assert.ok(end && end.event === "turnEnd");
+      assert.equal(end.status, "completed");
+      assert.equal(end.turnId, steeredTurn);
+    } finally {
+      client.close();
+      await stop(served);
+    }
+  });
+
   test("bridge errors keep their codes, and a wrong token is refused", async () => {
     const served = await serve([]);
     try {

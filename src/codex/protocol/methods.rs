@@ -68,3 +68,31 @@ mod tests {
         assert_eq!(ThreadUnsubscribe::NAME, "thread/unsubscribe");
     }
 }
+
+/// `turn/steer`: add user input to a running turn (Codex 0.169.0 and 0.171.0 measured; the
+/// params are those of both versions' generated schema, `v2/TurnSteerParams.json`).
+pub struct TurnSteer;
+
+/// The first Codex version known to have `turn/steer`.
+pub const TURN_STEER_SINCE: (u64, u64, u64) = (0, 169, 0);
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerParams {
+    pub thread_id: String,
+    /// Codex refuses the steer unless this is the thread's running turn.
+    pub expected_turn_id: String,
+    pub input: Vec<super::params::UserInput>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerResult {
+    pub turn_id: String,
+}
+
+impl Method for TurnSteer {
+    const NAME: &'static str = "turn/steer";
+    type Params = TurnSteerParams;
+    type Result = TurnSteerResult;
+}

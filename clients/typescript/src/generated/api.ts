@@ -164,6 +164,13 @@ export type OpenAiAuth = ("chatgpt" | "apiKey")
  */
 export type PromptMode = ("full" | "minimal" | "none")
 /**
+ * What `bridge.runStart` does when the session already has a run in progress.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "QueueMode".
+ */
+export type QueueMode = ("queue" | "steer")
+/**
  * Reasoning visibility (docs/system-prompt.md D13).
  * 
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
@@ -321,6 +328,7 @@ OmittedFile?: OmittedFile
 OpenAiAuth?: OpenAiAuth
 PromptAnswer?: PromptAnswer
 PromptMode?: PromptMode
+QueueMode?: QueueMode
 QuotedMessage?: QuotedMessage
 ReactionLevel?: ReactionLevel
 ReasoningLevel?: ReasoningLevel
@@ -339,6 +347,7 @@ SkillDetail?: SkillDetail
 SkillsSummary?: SkillsSummary
 SourceReplyDelivery?: SourceReplyDelivery
 Status?: Status
+Steered?: Steered
 Surface?: Surface
 Thinking?: Thinking
 ThreadResumeParams?: ThreadResumeParams
@@ -363,6 +372,7 @@ UnsubscribeRunResult?: UnsubscribeRunResult
 ToolResultParams?: ToolResultParams
 ApprovalParams?: ApprovalParams
 RunInterruptParams?: RunInterruptParams
+RunSteerParams?: RunSteerParams
 StatusParams?: StatusParams
 DiscoverParams?: DiscoverParams
 DiscoverResult?: DiscoverResult
@@ -949,6 +959,11 @@ export interface RunStarted {
  * The handle for `bridge.subscribeRun` and `bridge.runInterrupt`.
  */
 runId: string
+/**
+ * `queue: "steer"` only: true when the message went to the session's running turn, whose
+ * run `runId` names.
+ */
+steered?: (boolean | null)
 threadId: string
 }
 /**
@@ -997,6 +1012,18 @@ runs: RunSummary[]
  * Sessions bound to a Codex thread.
  */
 sessions: number
+}
+/**
+ * `bridge.runSteer`'s answer.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "Steered".
+ */
+export interface Steered {
+/**
+ * The turn the input went to.
+ */
+turnId: string
 }
 /**
  * bridge.params's params, by name.
@@ -1051,6 +1078,7 @@ run: RunDocument
  * whose app-server was marked dead goes on elsewhere.
  */
 newThread?: boolean
+queue?: QueueMode
 }
 /**
  * bridge.subscribeRun's params, by name.
@@ -1126,6 +1154,22 @@ export interface RunInterruptParams {
 runId: string
 }
 /**
+ * bridge.runSteer's params, by name.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "RunSteerParams".
+ */
+export interface RunSteerParams {
+/**
+ * From bridge.runStart.
+ */
+runId: string
+/**
+ * The user's text, added to the running turn.
+ */
+input: string
+}
+/**
  * bridge.status's params, by name.
  * 
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
@@ -1164,6 +1208,7 @@ export type BridgeMethod =
   | "bridge.toolResult"
   | "bridge.approval"
   | "bridge.runInterrupt"
+  | "bridge.runSteer"
   | "bridge.status"
   | "rpc.discover";
 
@@ -1178,6 +1223,7 @@ export interface BridgeMethods {
   "bridge.toolResult": { params: ToolResultParams; result: Acknowledged };
   "bridge.approval": { params: ApprovalParams; result: Acknowledged };
   "bridge.runInterrupt": { params: RunInterruptParams; result: Acknowledged };
+  "bridge.runSteer": { params: RunSteerParams; result: Steered };
   "bridge.status": { params: StatusParams; result: Status };
   "rpc.discover": { params: DiscoverParams; result: DiscoverResult };
 }
