@@ -68,6 +68,7 @@ pub use codex::client::session::{
     TurnLimits, TurnStatus,
 };
 pub use codex::client::turn::{drive_turn, MISSING_TURN_COMPLETED};
+pub use codex::protocol::methods::TurnSteerParams;
 pub use codex::protocol::params::{
     CodexParams, CollaborationMode, CollaborationSettings, SandboxPolicy, ThreadParams,
     TurnStartParams, UserInput,

@@ -32,6 +32,7 @@ pub fn is_interesting(direction: Direction, line: &[u8]) -> bool {
                 || has(b"thread/start\"")
                 || has(b"thread/resume\"")
                 || has(b"turn/start\"")
+                || has(b"turn/steer\"")
                 || has(b"thread/inject_items\"")
         }
         Direction::Out => has(b"\"userAgent\""),

@@ -49,6 +49,7 @@ fn method_of_schema(schema_name: &str) -> &'static str {
         "ThreadStartParams.json" => "thread/start",
         "ThreadResumeParams.json" => "thread/resume",
         "TurnStartParams.json" => "turn/start",
+        "TurnSteerParams.json" => "turn/steer",
         other => panic!("no method for {other}"),
     }
 }
@@ -274,4 +275,22 @@ pub fn method_of<'a>(document: &'a Value, name: &str) -> &'a Value {
         .as_array()
         .and_then(|methods| methods.iter().find(|method| method["name"] == name))
         .unwrap_or_else(|| panic!("{name} is not in the OpenRPC document"))
+}
+
+/// The `turn/steer` params clawbridge sends are valid against every vendored Codex version's
+/// schema, with no key a version does not know.
+#[test]
+fn steer_params_are_schema_valid() {
+    let params = clawbridge::TurnSteerParams {
+        thread_id: "t1".into(),
+        expected_turn_id: "u1".into(),
+        input: vec![clawbridge::UserInput::Text {
+            text: "also check the tests".into(),
+            text_elements: Vec::new(),
+        }],
+    };
+    validate(
+        "TurnSteerParams.json",
+        &serde_json::to_value(&params).expect("json"),
+    );
 }

@@ -22,10 +22,11 @@ use serde_json::{Map, Value};
 use crate::support::process::run_bounded;
 
 /// The methods whose params are checked, with the schema file of each.
-pub const CHECKED_METHODS: [(&str, &str); 3] = [
+pub const CHECKED_METHODS: [(&str, &str); 4] = [
     ("thread/start", "ThreadStartParams.json"),
     ("thread/resume", "ThreadResumeParams.json"),
     ("turn/start", "TurnStartParams.json"),
+    ("turn/steer", "TurnSteerParams.json"),
 ];
 
 /// Largest schema file read (Codex 0.171.0's largest of these is about 60 KB).
