@@ -97,6 +97,31 @@ pub fn trim_js(text: &str) -> &str {
     text.trim_matches(is_js_whitespace)
 }
 
+/// `text` without terminal escape sequences (CSI such as colours, `ESC [ ... letter`, and
+/// two-byte escapes), and without other control characters but tab.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters and intermediates, then one final byte in @..~.
+                for next in chars.by_ref() {
+                    if ('@'..='~').contains(&next) {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+        } else if !ch.is_control() || ch == '\t' {
+            out.push(ch);
+        }
+    }
+    out
+}
+
 /// The one joining rule for multi-part texts (docs/routing.md §2.5): trim each part's end, drop
 /// empty parts, join the rest with one blank line.
 pub fn join_parts<S: AsRef<str>>(parts: &[S]) -> String {
@@ -260,5 +285,20 @@ mod tests {
         let mut punctuated = vec!["b-2", "b_1", "b10", "b2", "a"];
         punctuated.sort_by(|a, b| collate(a, b));
         assert_eq!(punctuated, vec!["a", "b_1", "b-2", "b10", "b2"]);
+    }
+}
+
+#[cfg(test)]
+mod ansi_tests {
+    use super::strip_ansi;
+
+    #[test]
+    fn colour_codes_and_control_characters_are_dropped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[2m2026-12-02T05:25:38Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m codex: no\u{7}bwrap\tok"),
+            "2026-12-02T05:25:38Z ERROR codex: nobwrap\tok"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
+        assert_eq!(strip_ansi("\u{1b}"), "");
     }
 }

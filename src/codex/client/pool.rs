@@ -144,13 +144,31 @@ pub enum PoolError {
 }
 
 /// An app-server a run was given: the member, the incarnation, and the hub itself. The run
-/// keeps the hub for as long as it runs, so it never talks to a later incarnation.
+/// keeps the hub for as long as it runs, so it never talks to a later incarnation. While any
+/// clone of it lives, it counts as one run on its member (placement reads that count).
 #[derive(Clone)]
 pub struct Lease {
     pub member: usize,
     pub name: String,
     pub generation: u64,
     pub hub: Arc<CodexHub>,
+    _counted: Arc<Counted>,
+}
+
+/// One run counted on a member, uncounted when the last clone of its lease goes.
+struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Counted {
+    fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Counted(Arc::clone(count))
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 struct Slot {
@@ -177,6 +195,9 @@ struct Member {
     starting: tokio::sync::Mutex<()>,
     /// Recycled app-servers still running their last runs.
     draining: Mutex<Vec<Arc<CodexHub>>>,
+    /// Runs holding a lease on this member (from the moment it is given, before their thread
+    /// is even open: runs that start together spread over the members).
+    leased: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Member {
@@ -188,13 +209,19 @@ impl Member {
             .map(|hub| (Arc::clone(hub), slot.generation))
     }
 
-    fn lease(&self, hub: Arc<CodexHub>, generation: u64) -> Lease {
+    fn lease(&self, hub: Arc<CodexHub>, generation: u64, counted: Arc<Counted>) -> Lease {
         Lease {
             member: self.index,
             name: self.name.clone(),
             generation,
             hub,
+            _counted: counted,
         }
+    }
+
+    /// Runs on this member now.
+    fn runs(&self) -> usize {
+        self.leased.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Note a crash now; the backoff before the next start, or `None` once the member is dead.
@@ -264,6 +291,8 @@ impl Member {
 /// The pool: its members, their watchers, and the policy above.
 pub struct Pool {
     members: Vec<Arc<Member>>,
+    /// Held while a run's member is chosen and counted (never across an await).
+    choosing: Mutex<()>,
     config: PoolConfig,
     tasks: TaskTracker,
     cancel: CancellationToken,
@@ -299,10 +328,12 @@ impl Pool {
                 }),
                 starting: tokio::sync::Mutex::new(()),
                 draining: Mutex::new(Vec::new()),
+                leased: Arc::default(),
             }));
         }
         Arc::new(Pool {
             members,
+            choosing: Mutex::new(()),
             config,
             tasks: TaskTracker::new(),
             cancel: CancellationToken::new(),
@@ -322,6 +353,8 @@ impl Pool {
         affinity: Option<&str>,
         cwd: &Path,
     ) -> Result<Lease, PoolError> {
+        // Choose and count at once, so runs that start together see each other's choice.
+        let choosing = lock(&self.choosing);
         let member = match affinity {
             Some(name) => match self.members.iter().find(|member| member.name == name) {
                 Some(member) => Arc::clone(member),
@@ -344,11 +377,14 @@ impl Pool {
             },
             None => self.least_busy(false).ok_or(PoolError::AllDead)?,
         };
-        self.start(&member, cwd).await
+        let counted = Arc::new(Counted::new(&member.leased));
+        drop(choosing);
+        self.start(&member, cwd, counted).await
     }
 
-    /// The member with the fewest active turns, then the fewest loaded threads, then the lowest
-    /// index; dead members never.
+    /// The member with the fewest runs (leases given, so runs that start together spread),
+    /// then the fewest loaded threads, then the lowest index; dead members never. Choosing
+    /// counts the run at once (the returned lease-to-be is reserved by the caller's lease).
     fn least_busy(&self, local_only: bool) -> Option<Arc<Member>> {
         self.members
             .iter()
@@ -356,12 +392,8 @@ impl Pool {
             .filter(|member| lock(&member.slot).state != MemberState::Dead)
             .min_by_key(|member| {
                 let hub = member.live_hub().map(|(hub, _)| hub);
-                let draining: usize = lock(&member.draining)
-                    .iter()
-                    .map(|old| old.active_threads())
-                    .sum();
                 (
-                    hub.as_ref().map_or(0, |hub| hub.active_threads()) + draining,
+                    member.runs(),
                     hub.as_ref().map_or(0, |hub| hub.loaded_threads()),
                     member.index,
                 )
@@ -369,7 +401,15 @@ impl Pool {
             .cloned()
     }
 
-    async fn start(self: &Arc<Self>, member: &Arc<Member>, cwd: &Path) -> Result<Lease, PoolError> {
+    /// A live app-server of `member` for a run already counted there (`counted`), starting
+    /// one when there is none. Without a run to count (a watcher's restart), `counted` is a
+    /// count of nobody's.
+    async fn start(
+        self: &Arc<Self>,
+        member: &Arc<Member>,
+        cwd: &Path,
+        counted: Arc<Counted>,
+    ) -> Result<Lease, PoolError> {
         let dead = |slot: &Slot| PoolError::Dead {
             member: member.name.clone(),
             crashes: slot.crashes.len(),
@@ -382,7 +422,7 @@ impl Pool {
             }
         }
         if let Some((hub, generation)) = member.live_hub() {
-            return Ok(member.lease(hub, generation));
+            return Ok(member.lease(hub, generation, counted));
         }
         let _starting = member.starting.lock().await;
         let wait = {
@@ -391,7 +431,7 @@ impl Pool {
                 return Err(dead(&slot));
             }
             if let Some(hub) = slot.hub.as_ref().filter(|hub| hub.is_alive()) {
-                return Ok(member.lease(Arc::clone(hub), slot.generation));
+                return Ok(member.lease(Arc::clone(hub), slot.generation, counted));
             }
             // Gone before its watcher saw it: count the crash here (the watcher then finds
             // the slot already cleared and does nothing).
@@ -445,7 +485,7 @@ impl Pool {
                     hub.pid
                 );
                 self.watch(Arc::clone(member), generation, Arc::clone(&hub));
-                Ok(member.lease(hub, generation))
+                Ok(member.lease(hub, generation, counted))
             }
             Err(reason) => {
                 let mut slot = lock(&member.slot);
@@ -544,7 +584,8 @@ impl Pool {
                 () = pool.cancel.cancelled() => return,
             }
             let cwd = lock(&member.slot).cwd.clone().unwrap_or_default();
-            if let Err(error) = pool.start(&member, &cwd).await {
+            let nobody = Arc::new(Counted::new(&Arc::default()));
+            if let Err(error) = pool.start(&member, &cwd, nobody).await {
                 tracing::warn!("restarting app-server {}: {error}", member.name);
             }
         });
@@ -672,6 +713,21 @@ mod tests {
             ]
         );
         assert_eq!(slot.state, MemberState::Dead);
+    }
+
+    #[test]
+    fn runs_that_start_together_spread_over_the_members() {
+        let pool = Pool::new(config(5));
+        let first = pool.least_busy(false).expect("a member");
+        assert_eq!(first.index, 0);
+        // Counted from the moment it is chosen, before any thread is open.
+        let one = Counted::new(&first.leased);
+        assert_eq!(pool.least_busy(false).expect("a member").index, 1);
+        let two = Counted::new(&pool.members[1].leased);
+        let three = Counted::new(&pool.members[1].leased);
+        assert_eq!(pool.least_busy(false).expect("a member").index, 0);
+        drop((one, two, three));
+        assert_eq!(pool.members[0].runs() + pool.members[1].runs(), 0);
     }
 
     #[tokio::test]

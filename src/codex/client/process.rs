@@ -82,7 +82,8 @@ pub async fn drain_stderr(
     let mut line: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
     let flush = |line: &mut Vec<u8>| {
-        let text = String::from_utf8_lossy(line).into_owned();
+        // Codex colours its log lines; the tail reaches error messages and clients as text.
+        let text = crate::support::text::strip_ansi(&String::from_utf8_lossy(line));
         line.clear();
         tracing::debug!(target: "codex_stderr", "{text}");
         let mut tail = tail
