@@ -442,9 +442,10 @@ async fn direct_pool_load(bin: &std::path::Path, app_servers: usize) -> (Vec<Dur
     (all, started.elapsed())
 }
 
-/// serve / direct ratios of throughput, p50 and p99.
+/// `a / b` ratios of throughput, p50 and p99.
 fn ratios(
     name: &str,
+    (a, b): (&str, &str),
     serve: &[Duration],
     serve_wall: Duration,
     direct: &[Duration],
@@ -455,11 +456,13 @@ fn ratios(
     let mut direct_sorted = direct.to_vec();
     direct_sorted.sort();
     println!(
-        "  {name}: throughput serve / direct {:.3}x, p50 serve / direct {:.3}x, p99 serve / direct {:.3}x",
+        "  {name}: throughput {a} / {b} {:.3}x, p50 {a} / {b} {:.3}x, p99 {a} / {b} {:.3}x",
         (serve_sorted.len() as f64 / serve_wall.as_secs_f64())
             / (direct_sorted.len() as f64 / direct_wall.as_secs_f64()),
-        percentile(&serve_sorted, 0.5).as_secs_f64() / percentile(&direct_sorted, 0.5).as_secs_f64(),
-        percentile(&serve_sorted, 0.99).as_secs_f64() / percentile(&direct_sorted, 0.99).as_secs_f64()
+        percentile(&serve_sorted, 0.5).as_secs_f64()
+            / percentile(&direct_sorted, 0.5).as_secs_f64(),
+        percentile(&serve_sorted, 0.99).as_secs_f64()
+            / percentile(&direct_sorted, 0.99).as_secs_f64()
     );
 }
 
@@ -747,16 +750,25 @@ fn main() {
         "  memory of the pool of two: app-servers peak RSS {} MiB in all",
         pooled_rss.map_or("?".into(), |kib| format!("{:.1}", kib as f64 / 1024.0))
     );
-    ratios("bridge cost, N = 1", &latencies, wall, &direct, direct_wall);
+    ratios(
+        "bridge cost, N = 1",
+        ("serve", "direct"),
+        &latencies,
+        wall,
+        &direct,
+        direct_wall,
+    );
     ratios(
         "bridge cost, N = 2",
+        ("serve", "direct"),
         &pooled,
         pooled_wall,
         &direct2,
         direct2_wall,
     );
     ratios(
-        "N = 2 over N = 1 (serve)",
+        "pool of two over one (serve)",
+        ("N=2", "N=1"),
         &pooled,
         pooled_wall,
         &latencies,
