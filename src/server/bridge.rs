@@ -1,4 +1,4 @@
-//! The shared state of the service ([`Bridge`]): the app-server (started, recycled), session
+//! The shared state of the service ([`Bridge`]): the pool of app-servers, session
 //! bindings and queues, the run registry, pending answers, thread claims, the blocking pool and
 //! the policies that bind a run (the sandbox ceiling, approvals, client ownership).
 
@@ -84,22 +84,13 @@ impl Bridge {
     ) -> Result<String, ErrorObjectOwned> {
         use crate::codex::protocol::methods::{TurnSteer, TurnSteerParams, TURN_STEER_SINCE};
         use crate::codex::protocol::params::UserInput;
-        let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());
-        let (Some(thread_id), Some(turn_id)) = ids else {
-            return Err(rpc_error(
-                codes::NOT_FOUND,
-                format!("run {} has no turn in progress", state.run_id),
-            ));
-        };
         if state.progress.borrow().1 {
             return Err(rpc_error(
                 codes::NOT_FOUND,
                 format!("run {} has ended", state.run_id),
             ));
         }
-        let hub = lock(&state.hub)
-            .clone()
-            .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
+        let (thread_id, turn_id, hub) = running_turn(state)?;
         let version = hub.codex_version.clone().unwrap_or_else(|| "?".to_string());
         let too_old = crate::codex::client::session::parse_semver(&version)
             .is_some_and(|found| found < TURN_STEER_SINCE);
@@ -143,17 +134,7 @@ impl Bridge {
 
     /// Send `turn/interrupt` for a run's turn.
     pub(super) async fn interrupt(&self, state: &RunState) -> Result<(), ErrorObjectOwned> {
-        let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());
-        let (Some(thread_id), Some(turn_id)) = ids else {
-            return Err(rpc_error(
-                codes::NOT_FOUND,
-                format!("run {} has no turn in progress", state.run_id),
-            ));
-        };
-        // The app-server this run was leased, never a later incarnation of its member.
-        let hub = lock(&state.hub)
-            .clone()
-            .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
+        let (thread_id, turn_id, hub) = running_turn(state)?;
         hub.peer()
             .call::<TurnInterrupt>(&TurnInterruptParams { thread_id, turn_id })
             .await
@@ -371,4 +352,20 @@ impl Bridge {
     pub(super) fn release_thread(&self, thread_id: &str) {
         lock(&self.busy_threads).remove(thread_id);
     }
+}
+
+/// A run's thread, its turn, and the app-server it was leased (never a later incarnation of its
+/// member): what an interrupt or a steer goes to; 4004 when no turn of it is running.
+fn running_turn(state: &RunState) -> Result<(String, String, Arc<CodexHub>), ErrorObjectOwned> {
+    let ids = (lock(&state.thread_id).clone(), lock(&state.turn_id).clone());
+    let (Some(thread_id), Some(turn_id)) = ids else {
+        return Err(rpc_error(
+            codes::NOT_FOUND,
+            format!("run {} has no turn in progress", state.run_id),
+        ));
+    };
+    let hub = lock(&state.hub)
+        .clone()
+        .ok_or_else(|| rpc_error(codes::NOT_FOUND, "no codex app-server is running"))?;
+    Ok((thread_id, turn_id, hub))
 }

@@ -2,9 +2,9 @@
 //! (jsonrpsee; HTTP and WebSocket on one port).
 //!
 //! Layout, by job: `config` ([`ServeConfig`], every bound and its default), `errors` (the API's
-//! [`codes`] and the kind-to-code mapping), `bridge` ([`Bridge`], the shared state: one
-//! [`CodexHub`] (one app-server, many threads, respawned after a crash, recycled past its
-//! budget), session bindings (`sessionKey` -> Codex thread, persisted under the state dir so a
+//! [`codes`] and the kind-to-code mapping), `bridge` ([`Bridge`], the shared state: the
+//! [`Pool`] of app-servers (local children and remote listeners; each thread sticky to one,
+//! restarted after a crash, recycled past its budget), session bindings (`sessionKey` -> Codex thread, persisted under the state dir so a
 //! restart resumes threads), per-session queues (runs of one session in order, different sessions
 //! in parallel), pending answers, and the policies that bind a run), `runs` (each run's state and
 //! event log, which subscribers replay from the start), `threads` (the fingerprint and a run's
@@ -25,8 +25,8 @@
 //!
 //! Methods: `bridge.params`, `bridge.context`, `bridge.prompt`, `bridge.runStart`,
 //! `bridge.subscribeRun` (notifications `bridge.runEvent`), `bridge.toolResult`,
-//! `bridge.approval`, `bridge.runInterrupt`, `bridge.status`, `rpc.discover` ([`api`] describes
-//! them all as OpenRPC, from the types the handlers parse and answer with).
+//! `bridge.approval`, `bridge.runInterrupt`, `bridge.runSteer`, `bridge.status`, `rpc.discover`
+//! ([`api`] describes them all as OpenRPC, from the types the handlers parse and answer with).
 
 use std::collections::HashMap;
 use std::collections::HashSet;
