@@ -60,6 +60,7 @@ pub use codex::client::framing::FrameReader;
 pub use codex::client::handler::DefaultHandler;
 pub use codex::client::hub::{CodexHub, MAX_LOADED_THREADS};
 pub use codex::client::peer::{Events, Peer, PeerConfig, PeerError};
+pub use codex::client::pool::PoolConfig;
 pub use codex::client::process::{find_codex_binary, resolve_native_binary, SpawnOptions};
 pub use codex::client::remote::remote_endpoints;
 pub use codex::client::schema::{ParamsSchemas, ProblemKind};
@@ -79,8 +80,10 @@ pub use config::keys::KNOWN as KNOWN_CONFIG_KEYS;
 pub use config::run::run_document_schema;
 pub use config::{ApprovalPolicy, Harness, PromptMode, Run, RunDocument, SandboxMode};
 pub use error::{Error, ErrorKind, Result};
+pub use proxy::endpoint::{Endpoint, EndpointSettings};
 pub use proxy::{
-    normalise, passthrough, run_proxy, AppServerArgs, Normalised, ProxyError, ProxySettings,
+    normalise, passthrough, run_app_server, run_proxy, AppServerArgs, Normalised, ProxyError,
+    ProxySettings,
 };
 pub use render::adapter::{codex_developer_instructions, HostRuntime, PromptOptions};
 pub use render::codex::{

@@ -66,9 +66,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn proxy(settings: clawbridge::ProxySettings) -> Result<ExitCode, Failure> {
+fn app_server(args: clawbridge::AppServerArgs) -> Result<ExitCode, Failure> {
     block_on(async move {
-        let code = clawbridge::run_proxy(settings).await?;
+        let code = clawbridge::run_app_server(args).await?;
         Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
     })
 }
@@ -98,7 +98,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::SyncCodexModel(args) => print_output(fixtures::sync_codex_model(args.into())?),
-        Command::AppServer(args) => proxy(args.into()),
+        Command::AppServer(args) => app_server(args),
         Command::Completions { shell } => print_stdout(&cli::completions(shell)),
         Command::Doctor(args) => {
             use clawbridge::doctor;

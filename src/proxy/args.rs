@@ -47,6 +47,31 @@ pub struct AppServerArgs {
     /// Do not check params against the running Codex's schema.
     #[arg(long)]
     pub no_check: bool,
+    /// `ws://IP:PORT`: serve Codex's app-server protocol over WebSocket to any number of
+    /// clients (OpenClaw's `appServer.transport: "websocket"`), from a pool of app-servers.
+    /// `stdio://` (OpenClaw's default) is passed to Codex as it was given.
+    #[arg(long, value_name = "URL")]
+    pub listen: Option<String>,
+    /// With --listen ws://: the file holding the clients' bearer token (default:
+    /// `<state-dir>/app-server-token`, generated 0600 on first start).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// With --listen ws://: where the generated token lives (default: the platform state dir).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// With --listen ws://: allow a listener off loopback (the token then crosses the network in
+    /// clear).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// With --listen ws://: local app-servers in the pool.
+    #[arg(long, default_value_t = 1)]
+    pub app_servers: usize,
+    /// With --listen ws://: a remote app-server for the pool (repeatable; see `serve`).
+    #[arg(long = "app-server", value_name = "URL")]
+    pub remote_app_servers: Vec<String>,
+    /// The capability token file of each --app-server, in order (one for all when one is given).
+    #[arg(long = "app-server-token-file", value_name = "FILE")]
+    pub app_server_token_files: Vec<PathBuf>,
     /// What OpenClaw passes (`-c key=value ... app-server --listen stdio://`), given to Codex as is.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<OsString>,
@@ -252,8 +277,10 @@ mod tests {
         .expect("a proxy start");
         assert_eq!(parsed_line.transcript, Some(PathBuf::from("/t")));
         assert!(parsed_line.offline && !parsed_line.no_check);
+        assert_eq!(parsed_line.listen.as_deref(), Some("stdio://"));
+        // Codex still gets OpenClaw's `--listen stdio://`, after what preceded it.
         assert_eq!(
-            parsed_line.args,
+            crate::proxy::ProxySettings::from(parsed_line).args,
             os(&[
                 "-c",
                 "cli_auth_credentials_store=\"ephemeral\"",
@@ -276,14 +303,17 @@ mod tests {
         ])
         .expect("a start");
         assert_eq!(
-            codex_args(&whole.args),
+            codex_args(&crate::proxy::ProxySettings::from(whole).args),
             os(&["-c", "x=1", "app-server", "--listen", "stdio://"])
         );
         // A value that starts with a dash stays the flag's value.
         let dashed =
             parsed(&["app-server", "--capture", "-odd", "--listen", "stdio://"]).expect("a start");
         assert_eq!(dashed.capture, Some(PathBuf::from("-odd")));
-        assert_eq!(dashed.args, os(&["--listen", "stdio://"]));
+        assert_eq!(
+            crate::proxy::ProxySettings::from(dashed).args,
+            os(&["--listen", "stdio://"])
+        );
         assert_eq!(
             normalise(&os(&["-c", "x=1", "login", "status"])),
             Normalised::Passthrough(os(&["-c", "x=1", "login", "status"]))
@@ -316,11 +346,21 @@ mod tests {
                 "--offline",
                 "--capture",
                 "--stub-script",
-                "--no-check"
+                "--no-check",
+                "--listen",
+                "--token-file",
+                "--state-dir",
+                "--allow-remote",
+                "--app-servers",
+                "--app-server",
+                "--app-server-token-file"
             ]
         );
         let takes: Vec<bool> = own_flags().into_iter().map(|(_, takes)| takes).collect();
-        assert_eq!(takes, [true, true, false, true, true, false]);
+        assert_eq!(
+            takes,
+            [true, true, false, true, true, false, true, true, true, false, true, true, true]
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@
 //! [`observe::OBSERVER_QUEUE`] lines wait for the observer.
 
 pub mod args;
+pub mod endpoint;
 pub mod observe;
 pub mod transcript;
 
@@ -95,10 +96,16 @@ pub struct ProxySettings {
 
 impl From<AppServerArgs> for ProxySettings {
     fn from(args: AppServerArgs) -> Self {
+        // OpenClaw's `--listen stdio://` is Codex's: it goes back where it was, after the rest.
+        let mut codex = args.args;
+        if let Some(listen) = args.listen {
+            codex.push("--listen".into());
+            codex.push(listen.into());
+        }
         Self {
             codex_bin: args.codex_bin,
             transcript: args.transcript,
-            args: args.args,
+            args: codex,
             offline: args.offline,
             capture: args.capture,
             stub_script: args.stub_script,
@@ -127,6 +134,10 @@ pub enum ProxyError {
     },
     #[error("--offline")]
     Offline(#[source] crate::error::Error),
+    #[error(transparent)]
+    Endpoint(#[from] endpoint::EndpointError),
+    #[error(transparent)]
+    Setup(#[from] crate::error::Error),
 }
 
 fn codex_binary(explicit: Option<&Path>) -> Result<PathBuf, ProxyError> {
@@ -424,4 +435,152 @@ async fn pump(
     }
     let _ = to.flush().await;
     // Dropping `to` closes Codex's stdin (inbound) or our stdout (outbound).
+}
+
+/// `clawbridge app-server`: the WebSocket endpoint for `--listen ws://...`, else the stdio proxy.
+pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
+    match args.listen.as_deref() {
+        Some(url) if url.starts_with("ws://") => run_endpoint(args).await,
+        Some(url) if url.starts_with("unix://") => {
+            Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
+                flag: "--listen".into(),
+                message: format!("{url}: unix:// is not served yet; use ws://IP:PORT"),
+            }))
+        }
+        _ => run_proxy(args.into()).await,
+    }
+}
+
+/// The token clients of the endpoint send: from `--token-file`, else
+/// `<state-dir>/app-server-token` (generated, 0600, on first start). It is never printed; its
+/// file is named on stderr.
+fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError> {
+    let path = match &args.token_file {
+        Some(path) => path.clone(),
+        None => crate::app::commands::state_dir(args.state_dir.clone())?.join("app-server-token"),
+    };
+    if path.exists() {
+        let bytes = crate::support::fs::read_file_capped(&path, 4096)?;
+        let token = String::from_utf8_lossy(&bytes).trim().to_string();
+        if token.len() < 16 || token.chars().any(char::is_control) {
+            return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
+                flag: "--token-file".into(),
+                message: format!("{}: one line of at least 16 characters", path.display()),
+            }));
+        }
+        eprintln!(
+            "clawbridge app-server: using the bearer token in {}",
+            path.display()
+        );
+        return Ok(token);
+    }
+    if let Some(parent) = path.parent() {
+        crate::support::fs::create_private_dir(parent).map_err(|source| {
+            crate::error::Error::Write {
+                path: parent.to_path_buf(),
+                source,
+            }
+        })?;
+    }
+    let token = crate::support::hex::random(32).map_err(|source| crate::error::Error::Write {
+        path: path.clone(),
+        source,
+    })?;
+    crate::support::fs::write_private(&path, format!("{token}\n").as_bytes())?;
+    eprintln!(
+        "clawbridge app-server: generated a bearer token in {}",
+        path.display()
+    );
+    Ok(token)
+}
+
+/// `--listen ws://IP:PORT`: serve until SIGTERM or SIGINT; the bound address is stdout's first
+/// line.
+async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
+    use crate::codex::client::pool::PoolConfig;
+    let url = args.listen.clone().unwrap_or_default();
+    let listen: std::net::SocketAddr = url
+        .trim_start_matches("ws://")
+        .trim_end_matches('/')
+        .parse()
+        .map_err(|_| crate::error::Error::InvalidArgument {
+            flag: "--listen".into(),
+            message: format!("{url}: not ws://IP:PORT"),
+        })?;
+    let token = endpoint_token(&args)?;
+    let remotes = crate::codex::client::remote::remote_endpoints(
+        &args.remote_app_servers,
+        &args.app_server_token_files,
+    )?;
+    let binary = if args.app_servers > 0 {
+        codex_binary(args.codex_bin.as_deref()).map_err(|error| error.to_string())
+    } else {
+        Err("no local app-servers (--app-servers 0)".to_string())
+    };
+    // Offline: the loopback stub and a throwaway home, as `serve --offline` does.
+    let offline = if args.offline {
+        let script = match &args.stub_script {
+            Some(path) => StubScript::load(path).map_err(ProxyError::Offline)?,
+            None => StubScript::default(),
+        };
+        let stub = ResponsesStub::start(script)
+            .await
+            .map_err(ProxyError::Offline)?;
+        let home = crate::app::offline::OfflineHome::prepare(
+            None,
+            &stub.base_url(),
+            "gpt-5.5",
+            dirs::home_dir().as_deref(),
+        )
+        .map_err(ProxyError::Offline)?;
+        Some((stub, home))
+    } else {
+        None
+    };
+    let codex_home = match &offline {
+        Some((_, home)) => home.path.clone(),
+        None => std::env::var_os("CODEX_HOME")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
+            .unwrap_or_else(|| PathBuf::from(".codex")),
+    };
+    let pool = PoolConfig {
+        locals: args.app_servers.min(16),
+        remotes,
+        binary,
+        codex_home,
+        isolate_environment: offline.is_some(),
+        peer: crate::codex::client::peer::PeerConfig::default(),
+        handshake_timeout: Duration::from_secs(20),
+        backoff_first: PoolConfig::DEFAULT_BACKOFF_FIRST,
+        backoff_max: PoolConfig::DEFAULT_BACKOFF_MAX,
+        crash_limit: PoolConfig::DEFAULT_CRASH_LIMIT,
+        crash_window: PoolConfig::DEFAULT_CRASH_WINDOW,
+        recycle_after_threads: 500,
+        recycle_rss_bytes: 1024 * 1024 * 1024,
+    };
+    let settings = endpoint::EndpointSettings {
+        listen,
+        token,
+        pool,
+        max_connections: 64,
+        idle_timeout: Duration::from_secs(120),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+    };
+    let running = endpoint::Endpoint::start(settings, args.allow_remote).await?;
+    println!("{}", running.addr);
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate()).map_err(|source| ProxyError::Spawn {
+        binary: "a SIGTERM handler".into(),
+        source,
+    })?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    eprintln!("clawbridge app-server: shutting down");
+    running.stop().await;
+    drop(offline);
+    Ok(0)
 }

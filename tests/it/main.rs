@@ -4,6 +4,7 @@ mod catalog;
 mod cli;
 mod doctor;
 mod e2e;
+mod endpoint;
 mod layers;
 mod peer;
 mod pool;

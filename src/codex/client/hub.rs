@@ -62,6 +62,8 @@ pub struct CodexHub {
     opened: std::sync::atomic::AtomicUsize,
     pub user_agent: String,
     pub codex_version: Option<String>,
+    /// Codex's whole answer to `initialize`.
+    pub initialize_result: serde_json::Value,
     pub pid: Option<u32>,
     /// The router and the interrupts it sends: owned here, joined by [`CodexHub::kill`].
     tasks: TaskTracker,
@@ -79,6 +81,17 @@ pub struct ThreadHandle {
     receiver: mpsc::Receiver<Inbound>,
     early: Vec<Inbound>,
     routes: Arc<Mutex<Routes>>,
+}
+
+impl ThreadHandle {
+    /// The thread's next message (those that came before the claim first); `None` once the
+    /// app-server is gone.
+    pub async fn recv(&mut self) -> Option<Inbound> {
+        if !self.early.is_empty() {
+            return Some(self.early.remove(0));
+        }
+        self.receiver.recv().await
+    }
 }
 
 impl Drop for ThreadHandle {
@@ -290,6 +303,7 @@ impl CodexHub {
             loaded: Mutex::new(std::collections::VecDeque::new()),
             opened: std::sync::atomic::AtomicUsize::new(0),
             user_agent: parts.user_agent,
+            initialize_result: parts.initialize_result,
             codex_version: parts.codex_version,
             pid,
             tasks,
@@ -339,6 +353,12 @@ impl CodexHub {
     /// The peer (for `turn/interrupt` from the API).
     pub fn peer(&self) -> &Peer {
         &self.peer
+    }
+
+    /// Take a thread's messages (notifications and server requests) from now on, with those
+    /// that came before anyone claimed it: what the WebSocket endpoint relays to its client.
+    pub fn claim_thread(&self, thread_id: &str) -> ThreadHandle {
+        self.claim(thread_id)
     }
 
     fn claim(&self, thread_id: &str) -> ThreadHandle {

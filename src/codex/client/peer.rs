@@ -318,6 +318,11 @@ impl Peer {
         self.send(Outgoing::Response { id, result }).await
     }
 
+    /// Answer a server request with a client's whole error (its `data` kept).
+    pub async fn respond_rpc_error(&self, id: RequestId, error: RpcError) -> Result<(), PeerError> {
+        self.send(Outgoing::Error { id, error }).await
+    }
+
     /// Answer a server request with an error.
     pub async fn respond_error(
         &self,

@@ -36,6 +36,8 @@ pub struct SessionParts {
     pub early_events: Vec<Inbound>,
     pub user_agent: String,
     pub codex_version: Option<String>,
+    /// Codex's whole answer to `initialize` (the WebSocket endpoint gives it to its clients).
+    pub initialize_result: Value,
 }
 
 /// One connection to `codex app-server`.
@@ -47,6 +49,7 @@ pub struct CodexSession {
     early_events: Vec<Inbound>,
     pub user_agent: String,
     pub codex_version: Option<String>,
+    pub initialize_result: Value,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +97,7 @@ impl CodexSession {
             early_events: Vec::new(),
             user_agent: String::new(),
             codex_version: None,
+            initialize_result: Value::Null,
         };
         match tokio::time::timeout(handshake_timeout, session.handshake(experimental_api)).await {
             Ok(Ok(())) => Ok(session),
@@ -135,6 +139,7 @@ impl CodexSession {
             early_events: Vec::new(),
             user_agent: String::new(),
             codex_version: None,
+            initialize_result: Value::Null,
         };
         session.handshake(experimental_api).await?;
         Ok(session)
@@ -147,7 +152,13 @@ impl CodexSession {
         if experimental_api {
             params["capabilities"] = json!({"experimentalApi": true});
         }
-        let result: InitializeResult = self.peer.request("initialize", &params).await?;
+        let raw: Value = self.peer.request("initialize", &params).await?;
+        let result: InitializeResult =
+            serde_json::from_value(raw.clone()).map_err(|error| PeerError::Codec {
+                method: "initialize".into(),
+                message: format!("unexpected answer: {error}"),
+            })?;
+        self.initialize_result = raw;
         self.user_agent = result.user_agent;
         self.codex_version = version_from_user_agent(&self.user_agent);
         let floor = format!(
@@ -182,6 +193,7 @@ impl CodexSession {
             early_events: self.early_events,
             user_agent: self.user_agent,
             codex_version: self.codex_version,
+            initialize_result: self.initialize_result,
         }
     }
 
