@@ -414,6 +414,7 @@ async fn turn_cost() {
             codex_home: home.path.clone(),
             cwd: run.cwd.clone(),
             isolate_environment: true,
+            config_overrides: Vec::new(),
         };
         let mut session =
             CodexSession::spawn(&spawn, PeerConfig::default(), true, Duration::from_secs(20))

@@ -112,6 +112,7 @@ pub async fn run_pairing(
         codex_home: codex_home.clone(),
         cwd: run.cwd.clone(),
         isolate_environment: options.offline,
+        config_overrides: Vec::new(),
     };
     let mut session = CodexSession::spawn(
         &spawn,

@@ -545,12 +545,19 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
             .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
             .unwrap_or_else(|| PathBuf::from(".codex")),
     };
+    // Over WebSocket, OpenClaw's threads name Codex's `openai` provider: offline, it is pointed
+    // at the stub as the stdio proxy does (after the home's own config, so it wins).
+    let config_overrides = offline
+        .iter()
+        .map(|(stub, _)| format!("openai_base_url=\"{}\"", stub.base_url()))
+        .collect();
     let pool = PoolConfig {
         locals: args.app_servers.min(16),
         remotes,
         binary,
         codex_home,
         isolate_environment: offline.is_some(),
+        config_overrides,
         peer: crate::codex::client::peer::PeerConfig::default(),
         handshake_timeout: Duration::from_secs(20),
         backoff_first: PoolConfig::DEFAULT_BACKOFF_FIRST,

@@ -504,6 +504,7 @@ fn pool_config(config: &ServeConfig, codex_home: PathBuf) -> PoolConfig {
         },
         codex_home,
         isolate_environment: config.offline,
+        config_overrides: Vec::new(),
         peer: PeerConfig::default(),
         handshake_timeout: Duration::from_secs(20),
         backoff_first: config.restart_backoff.0,

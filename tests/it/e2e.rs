@@ -73,6 +73,7 @@ impl Offline {
             codex_home: self.home.path.clone(),
             cwd: run.cwd.clone(),
             isolate_environment: true,
+            config_overrides: Vec::new(),
         };
         CodexSession::spawn(&spawn, PeerConfig::default(), true, Duration::from_secs(20))
             .await

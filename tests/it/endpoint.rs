@@ -36,6 +36,7 @@ async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
         binary: Ok(codex_bin()),
         codex_home: home.path.clone(),
         isolate_environment: true,
+        config_overrides: vec![format!("openai_base_url=\"{}\"", stub.base_url())],
         peer: Default::default(),
         handshake_timeout: Duration::from_secs(20),
         backoff_first: PoolConfig::DEFAULT_BACKOFF_FIRST,

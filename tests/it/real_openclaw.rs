@@ -321,3 +321,109 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         panic!("processes of the run are still alive: {:?}", left());
     }
 }
+
+/// `clawbridge app-server --listen ws://...` as a child: the bound address, and the child.
+struct WsEndpoint {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for WsEndpoint {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = crate::util::poll(std::time::Duration::from_secs(10), || {
+            self.child.try_wait().ok().flatten()
+        });
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ws_endpoint(token_file: &Path) -> WsEndpoint {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["app-server", "--listen", "ws://127.0.0.1:0", "--offline"])
+        .args(["--app-servers", "2", "--token-file"])
+        .arg(token_file)
+        .arg("--codex-bin")
+        .arg(crate::e2e::codex_bin())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("clawbridge app-server --listen");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the bound address");
+    WsEndpoint {
+        child,
+        url: format!("ws://{}", line.trim()),
+    }
+}
+
+/// One `openclaw agent --local --json` turn with the Codex plugin on the WebSocket transport;
+/// (success, stdout, stderr).
+fn openclaw_ws_turn(out: &Path, url: &str, token: &str, message: &str) -> (bool, String, String) {
+    let output = Command::new(repo_root().join("scripts/openclaw-run"))
+        .arg("--out")
+        .arg(out)
+        .args(["--fresh", "--websocket", url, "--", message])
+        .env("CLAWBRIDGE_BIN", env!("CARGO_BIN_EXE_clawbridge"))
+        .env("CODEX_APP_SERVER_TOKEN", token)
+        .output()
+        .expect("scripts/openclaw-run");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// OpenClaw's `appServer.transport: "websocket"` (url and `authToken: "${CODEX_APP_SERVER_TOKEN}"`)
+/// against `clawbridge app-server --listen ws://127.0.0.1:0 --offline --app-servers 2`: the
+/// turn runs through the endpoint on the pool, offline; with a wrong token OpenClaw is refused
+/// and says so (401).
+#[test]
+#[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
+fn openclaw_runs_its_turn_through_the_websocket_endpoint() {
+    let dir = tempfile::tempdir().expect("dir");
+    let token_file = dir.path().join("token");
+    let token = "openclaw-ws-token-0123456789abcdef";
+    std::fs::write(&token_file, format!("{token}\n")).expect("token");
+    let endpoint = ws_endpoint(&token_file);
+    let started = std::time::Instant::now();
+    let (ok, stdout, stderr) =
+        openclaw_ws_turn(&dir.path().join("out"), &endpoint.url, token, "Say hello.");
+    let took = started.elapsed();
+    assert!(ok, "OpenClaw over WebSocket failed:\n{stdout}\n{stderr}");
+    let start = stdout.find("\n{").map_or(0, |at| at + 1);
+    let result: Value = serde_json::from_str(&stdout[start..])
+        .unwrap_or_else(|error| panic!("OpenClaw's --json output: {error}\n{stdout}"));
+    let texts = strings(&result, "text");
+    assert!(
+        texts
+            .iter()
+            .any(|text| text.contains("clawbridge offline stub reply")),
+        "the stub's answer came back through the endpoint: {result}"
+    );
+    assert_eq!(
+        strings(&result, "agentHarnessId"),
+        ["codex"],
+        "the Codex harness ran the turn: {result}"
+    );
+    eprintln!("one OpenClaw turn through the WebSocket endpoint: {took:?} (openclaw-run in all)");
+    let (ok, stdout, stderr) = openclaw_ws_turn(
+        &dir.path().join("refused"),
+        &endpoint.url,
+        "not-the-token-0123456789",
+        "Say hello.",
+    );
+    assert!(!ok, "a wrong token must be refused:\n{stdout}");
+    assert!(
+        stdout.contains("401") || stderr.contains("401"),
+        "OpenClaw says why: {stdout}\n{stderr}"
+    );
+}

@@ -48,6 +48,8 @@ pub struct PoolConfig {
     pub binary: Result<PathBuf, String>,
     pub codex_home: PathBuf,
     pub isolate_environment: bool,
+    /// `-c key=value` overrides for local members.
+    pub config_overrides: Vec<String>,
     pub peer: PeerConfig,
     pub handshake_timeout: Duration,
     /// The wait before the first restart after a crash; doubled per crash in the window.
@@ -516,6 +518,7 @@ impl Pool {
                     codex_home: config.codex_home.clone(),
                     cwd: cwd.to_path_buf(),
                     isolate_environment: config.isolate_environment,
+                    config_overrides: config.config_overrides.clone(),
                 };
                 let hub = CodexHub::spawn(&options, config.peer.clone(), config.handshake_timeout)
                     .await
@@ -683,6 +686,7 @@ mod tests {
             binary: Err("no Codex here".into()),
             codex_home: PathBuf::from("/nonexistent"),
             isolate_environment: true,
+            config_overrides: Vec::new(),
             peer: PeerConfig::default(),
             handshake_timeout: Duration::from_secs(1),
             backoff_first: Duration::from_millis(100),

@@ -202,6 +202,9 @@ pub struct SpawnOptions {
     /// Offline runs also point `HOME` at the throwaway home and drop `OPENAI_*` / `CODEX_*`
     /// variables, so nothing of the user's setup leaks in (docs/codex-wire.md §9.1).
     pub isolate_environment: bool,
+    /// `-c key=value` overrides put before `app-server` (the WebSocket endpoint's offline
+    /// members point Codex's `openai` provider at the stub: `openai_base_url="..."`).
+    pub config_overrides: Vec<String>,
 }
 
 /// A running app-server.
@@ -226,6 +229,9 @@ impl CodexProcess {
     ) -> std::io::Result<(CodexProcess, ChildStdout, ChildStdin)> {
         let binary = resolve_native_binary(&options.binary);
         let mut command = Command::new(&binary);
+        for value in &options.config_overrides {
+            command.arg("-c").arg(value);
+        }
         command
             .arg("app-server")
             .current_dir(&options.cwd)
