@@ -69,6 +69,12 @@ pub struct EndpointSettings {
     pub idle_timeout: Duration,
     /// The folder members start in.
     pub cwd: std::path::PathBuf,
+    /// `--transcript DIR`: every message both ways, one folder per connection
+    /// (`DIR/connection-N/`), one file per thread, secrets redacted (as the stdio proxy writes).
+    pub transcript: Option<std::path::PathBuf>,
+    /// Copies of the lines that matter for the schema check and the captures (the proxy's
+    /// observer; a full queue drops the copy, never the message).
+    pub observe: Option<mpsc::Sender<(super::Direction, Vec<u8>)>>,
 }
 
 /// Why the endpoint could not start.
@@ -100,6 +106,10 @@ struct Shared {
     idle_timeout: Duration,
     /// Thread -> the member it lives on.
     homes: Mutex<HashMap<String, String>>,
+    transcript: Option<std::path::PathBuf>,
+    observe: Option<mpsc::Sender<(super::Direction, Vec<u8>)>>,
+    /// Connections so far (each one's transcript folder is named after its number).
+    opened: std::sync::atomic::AtomicUsize,
     connections: TaskTracker,
     cancel: CancellationToken,
 }
@@ -138,6 +148,9 @@ impl Endpoint {
             slots: Arc::new(Semaphore::new(settings.max_connections.max(1))),
             idle_timeout: settings.idle_timeout,
             homes: Mutex::new(HashMap::new()),
+            transcript: settings.transcript,
+            observe: settings.observe,
+            opened: std::sync::atomic::AtomicUsize::new(0),
             connections: TaskTracker::new(),
             cancel: CancellationToken::new(),
         });
@@ -270,12 +283,26 @@ struct Connection {
     next_id: AtomicI64,
     in_flight: Arc<Semaphore>,
     tasks: TaskTracker,
+    transcript: Option<super::TranscriptQueue>,
 }
 
 impl Connection {
     async fn run(shared: Arc<Shared>, mut sender: Sender, mut receiver: Receiver) {
         let (out, mut queue) = mpsc::channel::<String>(CLIENT_QUEUE);
         let cancel = shared.cancel.clone();
+        let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
+        let (transcript, transcript_task) = match &shared.transcript {
+            Some(dir) => {
+                match super::transcript_writer(&dir.join(format!("connection-{number}"))) {
+                    Ok((queue, task)) => (Some(queue), Some(task)),
+                    Err(error) => {
+                        tracing::warn!("transcript of connection {number}: {error}");
+                        (None, None)
+                    }
+                }
+            }
+            None => (None, None),
+        };
         let connection = Arc::new(Connection {
             shared: Arc::clone(&shared),
             out,
@@ -284,6 +311,7 @@ impl Connection {
             next_id: AtomicI64::new(1),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             tasks: TaskTracker::new(),
+            transcript,
         });
         let writer_cancel = cancel.clone();
         let writer = tokio::spawn(async move {
@@ -328,10 +356,34 @@ impl Connection {
         }
         connection.close().await;
         writer.abort();
+        // The transcript's writer ends when the last copy of its queue is gone.
+        drop(connection);
+        if let Some(task) = transcript_task {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+
+    /// A copy of a line for the transcript and the observer (never waits).
+    fn tap(&self, direction: super::Direction, line: &str) {
+        if let Some(transcript) = &self.transcript {
+            transcript.offer(direction, line.as_bytes().to_vec());
+        }
+        if let Some(observe) = &self.shared.observe {
+            if super::observe::is_interesting(direction, line.as_bytes()) {
+                let _ = observe.try_send((direction, line.as_bytes().to_vec()));
+            }
+        }
+    }
+
+    /// A message to the client, tapped.
+    async fn send(&self, text: String) {
+        self.tap(super::Direction::Out, &text);
+        let _ = self.out.send(text).await;
     }
 
     /// One message from the client.
     async fn receive(self: &Arc<Self>, text: String) {
+        self.tap(super::Direction::In, &text);
         match crate::codex::protocol::wire::decode(text) {
             Ok(Incoming::Request { id, method, params }) => {
                 let method = method.to_string();
@@ -552,6 +604,7 @@ impl Connection {
                     }
                     Inbound::Response(_) => continue,
                 };
+                connection.tap(super::Direction::Out, &text);
                 if connection.out.try_send(text).is_err() {
                     tracing::warn!(
                         "a client fell {CLIENT_QUEUE} messages behind; its thread relay stops"
@@ -576,15 +629,13 @@ impl Connection {
 
     async fn answer(&self, id: &RequestId, result: &str) {
         let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
-        let _ = self
-            .out
-            .send(format!(r#"{{"id":{id},"result":{result}}}"#))
+        self.send(format!(r#"{{"id":{id},"result":{result}}}"#))
             .await;
     }
 
     async fn answer_error(&self, id: &RequestId, error: RpcError) {
         let message = serde_json::json!({"id": id, "error": error});
-        let _ = self.out.send(message.to_string()).await;
+        self.send(message.to_string()).await;
     }
 
     /// The connection is gone: its relays stop, its members are told nobody will answer.

@@ -190,18 +190,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     // not recorded (with one warning).
     let (transcript, transcript_task) = match &settings.transcript {
         Some(dir) => {
-            let mut transcript = Transcript::open(dir)?;
-            let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<TranscriptLine>();
-            let task = tokio::task::spawn_blocking(move || {
-                while let Some(TranscriptLine(direction, line, _bytes)) = lines.blocking_recv() {
-                    transcript.record(direction, &line);
-                }
-            });
-            let queue = TranscriptQueue {
-                sender,
-                budget: Arc::new(tokio::sync::Semaphore::new(TRANSCRIPT_QUEUE_BYTES)),
-                warned: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            };
+            let (queue, task) = transcript_writer(dir)?;
             (Some(queue), Some(task))
         }
         None => (None, None),
@@ -341,6 +330,26 @@ const TRANSCRIPT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 
 /// One line for the transcript writer, holding its share of the byte budget.
 struct TranscriptLine(Direction, Vec<u8>, tokio::sync::OwnedSemaphorePermit);
+
+/// A transcript of `dir` written on a thread of its own, and the queue that feeds it (bounded in
+/// bytes: a line waits for nothing on disk).
+fn transcript_writer(
+    dir: &Path,
+) -> Result<(TranscriptQueue, tokio::task::JoinHandle<()>), ProxyError> {
+    let mut transcript = Transcript::open(dir)?;
+    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<TranscriptLine>();
+    let task = tokio::task::spawn_blocking(move || {
+        while let Some(TranscriptLine(direction, line, _bytes)) = lines.blocking_recv() {
+            transcript.record(direction, &line);
+        }
+    });
+    let queue = TranscriptQueue {
+        sender,
+        budget: Arc::new(tokio::sync::Semaphore::new(TRANSCRIPT_QUEUE_BYTES)),
+        warned: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
+    Ok((queue, task))
+}
 
 /// The pumps' side of the transcript writer.
 #[derive(Clone)]
@@ -517,15 +526,41 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
     } else {
         Err("no local app-servers (--app-servers 0)".to_string())
     };
-    // Offline: the loopback stub and a throwaway home, as `serve --offline` does.
+    // What the schema check and the captures learn from the conversation.
+    let known = Arc::new(Mutex::new(Known::default()));
+    if let Some(dir) = &args.transcript {
+        crate::support::fs::create_private_dir(dir).map_err(|source| ProxyError::Transcript {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    // Offline: the loopback stub and a throwaway home, as `serve --offline` does; each model
+    // request captured per thread and turn when there is a folder for it.
+    let mut capture_task = None;
     let offline = if args.offline {
         let script = match &args.stub_script {
             Some(path) => StubScript::load(path).map_err(ProxyError::Offline)?,
             None => StubScript::default(),
         };
-        let stub = ResponsesStub::start(script)
+        let capture_dir = args.capture.clone().or_else(|| {
+            args.transcript
+                .as_ref()
+                .map(|dir| dir.join("model-requests"))
+        });
+        let (sink, requests) = match &capture_dir {
+            Some(_) => {
+                let (sink, requests) = tokio::sync::mpsc::channel(CAPTURE_QUEUE);
+                (Some(sink), Some(requests))
+            }
+            None => (None, None),
+        };
+        let stub = ResponsesStub::start_with_sink(script, sink)
             .await
             .map_err(ProxyError::Offline)?;
+        if let (Some(dir), Some(requests)) = (capture_dir, requests) {
+            let writer = CaptureWriter::new(dir, Arc::clone(&known));
+            capture_task = Some(tokio::spawn(writer.run(requests)));
+        }
         let home = crate::app::offline::OfflineHome::prepare(
             None,
             &stub.base_url(),
@@ -567,6 +602,17 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
         recycle_after_threads: 500,
         recycle_rss_bytes: 1024 * 1024 * 1024,
     };
+    // The schema check of every client's thread and turn params, against the local Codex.
+    let (lines, observed) = tokio::sync::mpsc::channel(observe::OBSERVER_QUEUE);
+    let schema = match (&pool.binary, args.no_check) {
+        (Ok(binary), false) => Some(load_schema(binary.clone(), None)),
+        _ => None,
+    };
+    let log = args
+        .transcript
+        .as_ref()
+        .map(|dir| dir.join("conformance.jsonl"));
+    let observer = tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed));
     let settings = endpoint::EndpointSettings {
         listen,
         token,
@@ -574,6 +620,8 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
         max_connections: 64,
         idle_timeout: Duration::from_secs(120),
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        transcript: args.transcript.clone(),
+        observe: Some(lines),
     };
     let running = endpoint::Endpoint::start(settings, args.allow_remote).await?;
     println!("{}", running.addr);
@@ -588,6 +636,10 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
     }
     eprintln!("clawbridge app-server: shutting down");
     running.stop().await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
     drop(offline);
+    if let Some(task) = capture_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     Ok(0)
 }

@@ -54,6 +54,8 @@ async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
             max_connections: 8,
             idle_timeout: Duration::from_secs(60),
             cwd: crate::util::repo_root().join("fixtures/workspace"),
+            transcript: None,
+            observe: None,
         },
         false,
     )

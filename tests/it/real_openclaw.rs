@@ -341,11 +341,13 @@ impl Drop for WsEndpoint {
     }
 }
 
-fn ws_endpoint(token_file: &Path) -> WsEndpoint {
+fn ws_endpoint(token_file: &Path, transcript: &Path) -> WsEndpoint {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["app-server", "--listen", "ws://127.0.0.1:0", "--offline"])
-        .args(["--app-servers", "2", "--token-file"])
+        .args(["--app-servers", "2", "--transcript"])
+        .arg(transcript)
+        .arg("--token-file")
         .arg(token_file)
         .arg("--codex-bin")
         .arg(crate::e2e::codex_bin())
@@ -393,7 +395,8 @@ fn openclaw_runs_its_turn_through_the_websocket_endpoint() {
     let token_file = dir.path().join("token");
     let token = "openclaw-ws-token-0123456789abcdef";
     std::fs::write(&token_file, format!("{token}\n")).expect("token");
-    let endpoint = ws_endpoint(&token_file);
+    let transcript = dir.path().join("transcript");
+    let endpoint = ws_endpoint(&token_file, &transcript);
     let started = std::time::Instant::now();
     let (ok, stdout, stderr) =
         openclaw_ws_turn(&dir.path().join("out"), &endpoint.url, token, "Say hello.");
@@ -415,6 +418,40 @@ fn openclaw_runs_its_turn_through_the_websocket_endpoint() {
         "the Codex harness ran the turn: {result}"
     );
     eprintln!("one OpenClaw turn through the WebSocket endpoint: {took:?} (openclaw-run in all)");
+    // Every proxy feature on this transport: the per-thread transcript (a folder per
+    // connection), the per-turn capture of what the model received, the conformance log.
+    let connections: Vec<std::path::PathBuf> = std::fs::read_dir(&transcript)
+        .expect("transcript folder")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("connection-"))
+        })
+        .collect();
+    let threads: Vec<std::path::PathBuf> = connections
+        .iter()
+        .flat_map(|dir| thread_files(dir))
+        .collect();
+    let turn_started = threads.iter().any(|file| {
+        let entries = jsonl(file);
+        methods(&entries, "in")
+            .iter()
+            .any(|method| method == "turn/start")
+            && methods(&entries, "out")
+                .iter()
+                .any(|method| method == "turn/completed")
+    });
+    assert!(turn_started, "a thread file with the turn: {threads:?}");
+    let captured = walk(&transcript.join("model-requests"))
+        .into_iter()
+        .any(|file| file.ends_with("model-request.json"));
+    assert!(captured, "the model request was captured");
+    let conformance =
+        std::fs::read_to_string(transcript.join("conformance.jsonl")).expect("conformance.jsonl");
+    assert!(
+        conformance.contains("openclaw"),
+        "the client is named: {conformance}"
+    );
     let (ok, stdout, stderr) = openclaw_ws_turn(
         &dir.path().join("refused"),
         &endpoint.url,
@@ -426,4 +463,21 @@ fn openclaw_runs_its_turn_through_the_websocket_endpoint() {
         stdout.contains("401") || stderr.contains("401"),
         "OpenClaw says why: {stdout}\n{stderr}"
     );
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
 }
