@@ -13,16 +13,6 @@ use serde_json::Value;
 
 use crate::util::*;
 
-/// The tests share OpenClaw's run home (`scripts/openclaw-run`): a test whose turns continue one
-/// session must not have another test start a fresh home between them. Each test holds this for
-/// its whole run.
-fn one_openclaw_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static OPENCLAW: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    OPENCLAW
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Every value under `key` anywhere in `value`.
 fn find_all<'a>(value: &'a Value, key: &str, out: &mut Vec<&'a Value>) {
     match value {
@@ -108,7 +98,6 @@ fn methods(entries: &[Value], direction: &str) -> Vec<String> {
 #[test]
 #[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
 fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
-    let _alone = one_openclaw_at_a_time();
     let dir = tempfile::tempdir().expect("dir");
     let out = dir.path().join("transcript");
 
@@ -383,7 +372,15 @@ fn openclaw_ws_turn(out: &Path, url: &str, token: &str, message: &str) -> (bool,
     let output = Command::new(repo_root().join("scripts/openclaw-run"))
         .arg("--out")
         .arg(out)
-        .args(["--fresh", "--websocket", url, "--", message])
+        .args([
+            "--home",
+            "websocket",
+            "--fresh",
+            "--websocket",
+            url,
+            "--",
+            message,
+        ])
         .env("CLAWBRIDGE_BIN", env!("CARGO_BIN_EXE_clawbridge"))
         .env("CODEX_APP_SERVER_TOKEN", token)
         .output()
@@ -402,7 +399,6 @@ fn openclaw_ws_turn(out: &Path, url: &str, token: &str, message: &str) -> (bool,
 #[test]
 #[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
 fn openclaw_runs_its_turn_through_the_websocket_endpoint() {
-    let _alone = one_openclaw_at_a_time();
     let dir = tempfile::tempdir().expect("dir");
     let token_file = dir.path().join("token");
     let token = "openclaw-ws-token-0123456789abcdef";
