@@ -296,18 +296,8 @@ pub struct ServeArgs {
     /// Session bindings kept (a new session past it pushes out an idle one; at most 50000).
     #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
-    /// Local `codex app-server` children in the pool (each thread stays on one; a new thread
-    /// goes to the least busy). 0 with --app-server: remote members only.
-    #[arg(long, default_value_t = 1)]
-    pub app_servers: usize,
-    /// A remote app-server for the pool: `ws://HOST:PORT` of `codex app-server --listen
-    /// ws://HOST:PORT --ws-auth capability-token --ws-token-file FILE` (repeatable).
-    #[arg(long = "app-server", value_name = "URL")]
-    pub remote_app_servers: Vec<String>,
-    /// The capability token file of each --app-server, in the same order (one file for all
-    /// when only one is given).
-    #[arg(long = "app-server-token-file", value_name = "FILE")]
-    pub app_server_token_files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub pool: clawbridge::PoolArgs,
     /// Seconds a turn's last agent message waits for its `turn/completed` before the turn is
     /// taken as completed (its turnEnd says `recovered`).
     #[arg(long, default_value_t = clawbridge::TurnLimits::DEFAULT_COMPLETION_GRACE.as_secs())]
@@ -492,10 +482,10 @@ impl ServeArgs {
             recycle_rss_bytes: self.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
             max_sessions: self.max_sessions.clamp(1, clawbridge::MAX_SESSIONS_LIMIT),
             subscriber_stall: Duration::from_secs(self.subscriber_stall.max(1)),
-            app_servers: self.app_servers,
+            app_servers: self.pool.app_servers,
             remote_app_servers: clawbridge::remote_endpoints(
-                &self.remote_app_servers,
-                &self.app_server_token_files,
+                &self.pool.remote_app_servers,
+                &self.pool.app_server_token_files,
             )?,
             limits: clawbridge::TurnLimits {
                 completion_grace: Duration::from_secs(self.completion_grace.max(1)),

@@ -82,8 +82,8 @@ pub use config::{ApprovalPolicy, Harness, PromptMode, Run, RunDocument, SandboxM
 pub use error::{Error, ErrorKind, Result};
 pub use proxy::endpoint::{Endpoint, EndpointSettings};
 pub use proxy::{
-    normalise, passthrough, run_app_server, run_proxy, AppServerArgs, Normalised, ProxyError,
-    ProxySettings,
+    normalise, passthrough, run_app_server, run_proxy, AppServerArgs, Normalised, PoolArgs,
+    ProxyError, ProxySettings,
 };
 pub use render::adapter::{codex_developer_instructions, HostRuntime, PromptOptions};
 pub use render::codex::{

@@ -63,18 +63,39 @@ pub struct AppServerArgs {
     /// clear).
     #[arg(long)]
     pub allow_remote: bool,
-    /// With --listen ws://: local app-servers in the pool.
-    #[arg(long, default_value_t = 1)]
-    pub app_servers: usize,
-    /// With --listen ws://: a remote app-server for the pool (repeatable; see `serve`).
-    #[arg(long = "app-server", value_name = "URL")]
-    pub remote_app_servers: Vec<String>,
-    /// The capability token file of each --app-server, in order (one for all when one is given).
-    #[arg(long = "app-server-token-file", value_name = "FILE")]
-    pub app_server_token_files: Vec<PathBuf>,
+    /// With --listen ws://: the pool the endpoint serves from.
+    #[command(flatten)]
+    pub pool: PoolArgs,
     /// What OpenClaw passes (`-c key=value ... app-server --listen stdio://`), given to Codex as is.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<OsString>,
+}
+
+/// The app-server pool's flags, the same for `serve` and `app-server --listen ws://`.
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+pub struct PoolArgs {
+    /// Local `codex app-server` children in the pool (each thread stays on one; a new thread
+    /// goes to the least busy). 0 with --app-server: remote members only.
+    #[arg(long, default_value_t = 1)]
+    pub app_servers: usize,
+    /// A remote app-server for the pool: `ws://HOST:PORT` of `codex app-server --listen
+    /// ws://HOST:PORT --ws-auth capability-token --ws-token-file FILE` (repeatable).
+    #[arg(long = "app-server", value_name = "URL")]
+    pub remote_app_servers: Vec<String>,
+    /// The capability token file of each --app-server, in the same order (one file for all
+    /// when only one is given).
+    #[arg(long = "app-server-token-file", value_name = "FILE")]
+    pub app_server_token_files: Vec<PathBuf>,
+}
+
+impl Default for PoolArgs {
+    fn default() -> Self {
+        PoolArgs {
+            app_servers: 1,
+            remote_app_servers: Vec::new(),
+            app_server_token_files: Vec::new(),
+        }
+    }
 }
 
 /// What a command line given to clawbridge is, once OpenClaw's slot shape is read.

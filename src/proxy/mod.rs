@@ -44,7 +44,7 @@ use crate::app::capture::live::{CaptureWriter, Known};
 use crate::app::offline::{ResponsesStub, StubScript};
 use crate::codex::client::process::{find_codex_binary, resolve_native_binary};
 use crate::codex::client::schema::{version_in, SchemaCache};
-pub use args::{codex_args, normalise, AppServerArgs, Normalised};
+pub use args::{codex_args, normalise, AppServerArgs, Normalised, PoolArgs};
 use observe::Observer;
 use transcript::Transcript;
 
@@ -518,10 +518,10 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
         })?;
     let token = endpoint_token(&args)?;
     let remotes = crate::codex::client::remote::remote_endpoints(
-        &args.remote_app_servers,
-        &args.app_server_token_files,
+        &args.pool.remote_app_servers,
+        &args.pool.app_server_token_files,
     )?;
-    let binary = if args.app_servers > 0 {
+    let binary = if args.pool.app_servers > 0 {
         codex_binary(args.codex_bin.as_deref()).map_err(|error| error.to_string())
     } else {
         Err("no local app-servers (--app-servers 0)".to_string())
@@ -587,7 +587,7 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
         .map(|(stub, _)| format!("openai_base_url=\"{}\"", stub.base_url()))
         .collect();
     let pool = PoolConfig {
-        locals: args.app_servers.min(16),
+        locals: args.pool.app_servers.min(16),
         remotes,
         binary,
         codex_home,
