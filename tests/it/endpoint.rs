@@ -180,3 +180,67 @@ async fn the_endpoint_refuses_what_serve_refuses() {
     endpoint.stop().await;
     drop(offline);
 }
+
+/// Protection: the endpoint takes at most `max_connections` clients; one more is refused with
+/// 429 while they stay, and gets in once one leaves. (No Codex needed: nothing is asked of it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_are_refused_until_one_leaves() {
+    use std::io::{Read, Write};
+    let pool = PoolConfig {
+        locals: 1,
+        remotes: Vec::new(),
+        binary: Err("not needed".into()),
+        codex_home: std::env::temp_dir(),
+        isolate_environment: true,
+        config_overrides: Vec::new(),
+        peer: Default::default(),
+        handshake_timeout: Duration::from_secs(1),
+        backoff_first: PoolConfig::DEFAULT_BACKOFF_FIRST,
+        backoff_max: PoolConfig::DEFAULT_BACKOFF_MAX,
+        crash_limit: PoolConfig::DEFAULT_CRASH_LIMIT,
+        crash_window: PoolConfig::DEFAULT_CRASH_WINDOW,
+        recycle_after_threads: 500,
+        recycle_rss_bytes: u64::MAX,
+    };
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            token: TOKEN.into(),
+            pool,
+            max_connections: 1,
+            idle_timeout: Duration::from_secs(60),
+            cwd: std::env::temp_dir(),
+            transcript: None,
+            observe: None,
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let addr = endpoint.addr;
+    let statuses = tokio::task::spawn_blocking(move || {
+        let host = addr.to_string();
+        let bearer = format!("Authorization: Bearer {TOKEN}");
+        // The first client upgrades and stays.
+        let mut first = std::net::TcpStream::connect(addr).expect("connect");
+        write!(
+            first,
+            "GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{bearer}\r\n\r\n"
+        )
+        .expect("write");
+        let mut head = [0u8; 12];
+        first.read_exact(&mut head).expect("the first answer");
+        let first_status = String::from_utf8_lossy(&head[9..12]).to_string();
+        let while_open = crate::serve_security::upgrade(addr, &host, std::slice::from_ref(&bearer)).0;
+        drop(first);
+        let after = crate::util::wait_for("a freed slot", Duration::from_secs(10), || {
+            let status = crate::serve_security::upgrade(addr, &host, std::slice::from_ref(&bearer)).0;
+            (status == 101).then_some(status)
+        });
+        (first_status, while_open, after)
+    })
+    .await
+    .expect("clients");
+    assert_eq!(statuses, ("101".to_string(), 429, 101));
+    endpoint.stop().await;
+}

@@ -281,3 +281,45 @@ mod tests {
         assert_eq!(parse("http://h:80"), None);
     }
 }
+
+#[cfg(test)]
+mod endpoint_flag_tests {
+    use super::*;
+
+    #[test]
+    fn token_files_are_paired_read_and_checked_naming_the_flag() {
+        let dir = tempfile::tempdir().expect("dir");
+        let good = dir.path().join("good");
+        let empty = dir.path().join("empty");
+        let control = dir.path().join("control");
+        std::fs::write(&good, "token-0123456789\n").expect("good");
+        std::fs::write(&empty, "  \n").expect("empty");
+        std::fs::write(&control, "tok\u{7}en").expect("control");
+        let urls = |n: usize| -> Vec<String> {
+            (0..n)
+                .map(|i| format!("ws://127.0.0.1:{}", 4000 + i))
+                .collect()
+        };
+        let one_for_all =
+            remote_endpoints(&urls(2), std::slice::from_ref(&good)).expect("one for all");
+        assert_eq!(one_for_all.len(), 2);
+        assert_eq!(one_for_all[1].token, "token-0123456789");
+        assert!(
+            !format!("{one_for_all:?}").contains("token-0123456789"),
+            "Debug hides the token"
+        );
+        let error = |urls: &[String], files: &[std::path::PathBuf]| {
+            remote_endpoints(urls, files)
+                .expect_err("refused")
+                .to_string()
+        };
+        assert!(error(&urls(3), &[good.clone(), good.clone()]).contains("2 token files for 3"));
+        assert!(error(&urls(1), std::slice::from_ref(&empty)).contains("no token in it"));
+        assert!(error(&urls(1), std::slice::from_ref(&control)).contains("no token in it"));
+        assert!(error(&[], std::slice::from_ref(&good)).contains("without an --app-server"));
+        assert!(error(&["http://h:1".into()], std::slice::from_ref(&good)).contains("not a ws://"));
+        let twice = vec!["ws://h:1".to_string(), "ws://h:1".to_string()];
+        assert!(error(&twice, std::slice::from_ref(&good)).contains("given twice"));
+        assert!(error(&urls(1), &[dir.path().join("missing")]).contains("missing"));
+    }
+}
