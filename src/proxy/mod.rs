@@ -589,18 +589,9 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
     let pool = PoolConfig {
         locals: args.pool.app_servers.min(16),
         remotes,
-        binary,
-        codex_home,
         isolate_environment: offline.is_some(),
         config_overrides,
-        peer: crate::codex::client::peer::PeerConfig::default(),
-        handshake_timeout: Duration::from_secs(20),
-        backoff_first: PoolConfig::DEFAULT_BACKOFF_FIRST,
-        backoff_max: PoolConfig::DEFAULT_BACKOFF_MAX,
-        crash_limit: PoolConfig::DEFAULT_CRASH_LIMIT,
-        crash_window: PoolConfig::DEFAULT_CRASH_WINDOW,
-        recycle_after_threads: 500,
-        recycle_rss_bytes: 1024 * 1024 * 1024,
+        ..PoolConfig::new(binary, codex_home)
     };
     // The schema check of every client's thread and turn params, against the local Codex.
     let (lines, observed) = tokio::sync::mpsc::channel(observe::OBSERVER_QUEUE);

@@ -45,7 +45,6 @@ use crate::app::events::RunEvent;
 use crate::app::offline::{OfflineHome, ResponsesStub, StubScript};
 use crate::codex::client::handler::DefaultHandler;
 use crate::codex::client::hub::CodexHub;
-use crate::codex::client::peer::PeerConfig;
 use crate::codex::client::pool::{Lease, Pool, PoolConfig};
 use crate::codex::client::session::{
     HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent, TurnLimits,
@@ -495,24 +494,21 @@ fn cors_layer(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>,
 
 /// The pool's settings from the service's.
 fn pool_config(config: &ServeConfig, codex_home: PathBuf) -> PoolConfig {
+    let binary = match &config.codex_bin {
+        CodexBinary::Found(path) => Ok(path.clone()),
+        CodexBinary::Missing(reason) => Err(reason.clone()),
+    };
     PoolConfig {
         locals: config.app_servers,
         remotes: config.remote_app_servers.clone(),
-        binary: match &config.codex_bin {
-            CodexBinary::Found(path) => Ok(path.clone()),
-            CodexBinary::Missing(reason) => Err(reason.clone()),
-        },
-        codex_home,
         isolate_environment: config.offline,
-        config_overrides: Vec::new(),
-        peer: PeerConfig::default(),
-        handshake_timeout: Duration::from_secs(20),
         backoff_first: config.restart_backoff.0,
         backoff_max: config.restart_backoff.1,
         crash_limit: config.crash_limit.0,
         crash_window: config.crash_limit.1,
         recycle_after_threads: config.recycle_after_threads,
         recycle_rss_bytes: config.recycle_rss_bytes,
+        ..PoolConfig::new(binary, codex_home)
     }
 }
 

@@ -32,19 +32,10 @@ async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
     let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
     let pool = PoolConfig {
         locals: 2,
-        remotes: Vec::new(),
-        binary: Ok(codex_bin()),
-        codex_home: home.path.clone(),
         isolate_environment: true,
         config_overrides: vec![format!("openai_base_url=\"{}\"", stub.base_url())],
-        peer: Default::default(),
-        handshake_timeout: Duration::from_secs(20),
-        backoff_first: PoolConfig::DEFAULT_BACKOFF_FIRST,
-        backoff_max: PoolConfig::DEFAULT_BACKOFF_MAX,
-        crash_limit: PoolConfig::DEFAULT_CRASH_LIMIT,
-        crash_window: PoolConfig::DEFAULT_CRASH_WINDOW,
-        recycle_after_threads: 500,
         recycle_rss_bytes: u64::MAX,
+        ..PoolConfig::new(Ok(codex_bin()), home.path.clone())
     };
     let running = Endpoint::start(
         EndpointSettings {
@@ -187,20 +178,9 @@ async fn the_endpoint_refuses_what_serve_refuses() {
 async fn connections_past_the_cap_are_refused_until_one_leaves() {
     use std::io::{Read, Write};
     let pool = PoolConfig {
-        locals: 1,
-        remotes: Vec::new(),
-        binary: Err("not needed".into()),
-        codex_home: std::env::temp_dir(),
         isolate_environment: true,
-        config_overrides: Vec::new(),
-        peer: Default::default(),
         handshake_timeout: Duration::from_secs(1),
-        backoff_first: PoolConfig::DEFAULT_BACKOFF_FIRST,
-        backoff_max: PoolConfig::DEFAULT_BACKOFF_MAX,
-        crash_limit: PoolConfig::DEFAULT_CRASH_LIMIT,
-        crash_window: PoolConfig::DEFAULT_CRASH_WINDOW,
-        recycle_after_threads: 500,
-        recycle_rss_bytes: u64::MAX,
+        ..PoolConfig::new(Err("not needed".into()), std::env::temp_dir())
     };
     let endpoint = Endpoint::start(
         EndpointSettings {

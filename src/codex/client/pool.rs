@@ -68,6 +68,27 @@ impl PoolConfig {
     pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
     pub const DEFAULT_CRASH_LIMIT: usize = 5;
     pub const DEFAULT_CRASH_WINDOW: Duration = Duration::from_secs(60);
+
+    /// One local member of `binary` over `codex_home`, every other setting at its default;
+    /// callers change fields with struct update syntax.
+    pub fn new(binary: Result<PathBuf, String>, codex_home: PathBuf) -> Self {
+        PoolConfig {
+            locals: 1,
+            remotes: Vec::new(),
+            binary,
+            codex_home,
+            isolate_environment: false,
+            config_overrides: Vec::new(),
+            peer: PeerConfig::default(),
+            handshake_timeout: Duration::from_secs(20),
+            backoff_first: Self::DEFAULT_BACKOFF_FIRST,
+            backoff_max: Self::DEFAULT_BACKOFF_MAX,
+            crash_limit: Self::DEFAULT_CRASH_LIMIT,
+            crash_window: Self::DEFAULT_CRASH_WINDOW,
+            recycle_after_threads: 500,
+            recycle_rss_bytes: 1024 * 1024 * 1024,
+        }
+    }
 }
 
 /// Where a member runs.
