@@ -32,10 +32,16 @@ impl From<PairingError> for Failure {
 
 impl From<clawbridge::ProxyError> for Failure {
     fn from(error: clawbridge::ProxyError) -> Self {
-        use clawbridge::ProxyError;
+        use clawbridge::{EndpointError, ProxyError};
         let code = match error {
-            ProxyError::Transcript { .. } | ProxyError::Offline(_) => 2,
-            _ => 3,
+            ProxyError::Setup(error) => return error.into(),
+            ProxyError::Transcript { .. }
+            | ProxyError::Offline(_)
+            | ProxyError::Endpoint(EndpointError::NotLoopback(_) | EndpointError::Socket { .. }) => {
+                2
+            }
+            ProxyError::Endpoint(EndpointError::Bind { .. } | EndpointError::Status(_)) => 1,
+            ProxyError::NoCodex(_) | ProxyError::Spawn { .. } => 3,
         };
         Failure(error.into(), code)
     }

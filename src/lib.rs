@@ -80,7 +80,10 @@ pub use config::keys::KNOWN as KNOWN_CONFIG_KEYS;
 pub use config::run::run_document_schema;
 pub use config::{ApprovalPolicy, Harness, PromptMode, Run, RunDocument, SandboxMode};
 pub use error::{Error, ErrorKind, Result};
-pub use proxy::endpoint::{Endpoint, EndpointSettings};
+pub use proxy::endpoint::{
+    fetch_status, Endpoint, EndpointError, EndpointSettings, EndpointStatus, ListenAddr,
+    MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
+};
 pub use proxy::{
     normalise, passthrough, run_app_server, run_proxy, AppServerArgs, Normalised, PoolArgs,
     ProxyError, ProxySettings,

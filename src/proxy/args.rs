@@ -47,23 +47,25 @@ pub struct AppServerArgs {
     /// Do not check params against the running Codex's schema.
     #[arg(long)]
     pub no_check: bool,
-    /// `ws://IP:PORT`: serve Codex's app-server protocol over WebSocket to any number of
-    /// clients (OpenClaw's `appServer.transport: "websocket"`), from a pool of app-servers.
-    /// `stdio://` (OpenClaw's default) is passed to Codex as it was given.
+    /// `ws://IP:PORT` or `unix://PATH`: serve Codex's app-server protocol over WebSocket to any
+    /// number of clients (OpenClaw's `appServer.transport: "websocket"`), from a pool of
+    /// app-servers. `stdio://` (OpenClaw's default) is passed to Codex as it was given.
+    /// `clawbridge app-server status --listen URL` prints a running endpoint's connections,
+    /// threads and members.
     #[arg(long, value_name = "URL")]
     pub listen: Option<String>,
-    /// With --listen ws://: the file holding the clients' bearer token (default:
+    /// With --listen ws:// or unix://: the file holding the clients' bearer token (default:
     /// `<state-dir>/app-server-token`, generated 0600 on first start).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// With --listen ws://: where the generated token lives (default: the platform state dir).
+    /// With --listen ws:// or unix://: where the generated token lives (default: the platform state dir).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// With --listen ws://: allow a listener off loopback (the token then crosses the network in
+    /// With --listen ws:// or unix://: allow a listener off loopback (the token then crosses the network in
     /// clear).
     #[arg(long)]
     pub allow_remote: bool,
-    /// With --listen ws://: the pool the endpoint serves from.
+    /// With --listen ws:// or unix://: the pool the endpoint serves from.
     #[command(flatten)]
     pub pool: PoolArgs,
     /// What OpenClaw passes (`-c key=value ... app-server --listen stdio://`), given to Codex as is.

@@ -18,17 +18,20 @@
 //! loopback needs `--allow-remote`; connections, message sizes, requests in flight per
 //! connection and threads per connection are bounded; a silent connection is closed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
+use serde::Serialize;
 use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::compat::TokioAsyncReadCompatExt;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +40,7 @@ use tokio_util::task::TaskTracker;
 use crate::codex::client::hub::{CodexHub, ThreadHandle};
 use crate::codex::client::pool::{Lease, MemberStatus, Pool, PoolConfig};
 use crate::codex::protocol::inbound::Inbound;
+use crate::codex::protocol::methods::{TurnInterrupt, TurnInterruptParams};
 use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError};
 use crate::support::sync::lock;
 
@@ -52,65 +56,155 @@ const MAX_WAITING_ANSWERS: usize = 1024;
 const CLIENT_QUEUE: usize = 4096;
 /// Threads whose member the endpoint remembers for a resume (the oldest forgotten first).
 const MAX_REMEMBERED_THREADS: usize = 100_000;
+/// On shutdown: how long running turns get to end after their `turn/interrupt`.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// The status document a status client reads at most.
+const MAX_STATUS_BYTES: usize = 4 * 1024 * 1024;
 /// JSON-RPC: invalid request; internal error.
 const INVALID_REQUEST: i64 = -32600;
 const INTERNAL_ERROR: i64 = -32603;
 
+/// Where the endpoint listens: `ws://IP:PORT` or `unix://PATH` (WebSocket over a Unix socket).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenAddr {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl ListenAddr {
+    /// Read `--listen`'s value.
+    pub fn parse(url: &str) -> Result<ListenAddr, String> {
+        if let Some(path) = url.strip_prefix("unix://") {
+            if path.is_empty() || path.contains('\0') {
+                return Err(format!("{url}: not unix://PATH"));
+            }
+            return Ok(ListenAddr::Unix(PathBuf::from(path)));
+        }
+        url.strip_prefix("ws://")
+            .map(|addr| addr.trim_end_matches('/'))
+            .and_then(|addr| addr.parse().ok())
+            .map(ListenAddr::Tcp)
+            .ok_or_else(|| format!("{url}: not ws://IP:PORT or unix://PATH"))
+    }
+}
+
+impl std::fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenAddr::Tcp(addr) => write!(f, "ws://{addr}"),
+            ListenAddr::Unix(path) => write!(f, "unix://{}", path.display()),
+        }
+    }
+}
+
 /// What the endpoint needs.
 #[derive(Clone, Debug)]
 pub struct EndpointSettings {
-    pub listen: SocketAddr,
+    pub listen: ListenAddr,
     /// The bearer token every client sends (never logged).
     pub token: String,
     pub pool: PoolConfig,
     /// Connections at once.
     pub max_connections: usize,
-    /// A connection that sends nothing for this long is closed (OpenClaw pings every 20 s).
+    /// A connection from which nothing came for this long (no message, no answer to our pings)
+    /// is closed: its client is gone. A live client answers the pings, so an idle one stays.
     pub idle_timeout: Duration,
+    /// How often the endpoint pings each client.
+    pub ping_interval: Duration,
+    /// A connection that has not sent `initialize` by then is closed.
+    pub handshake_timeout: Duration,
     /// The folder members start in.
-    pub cwd: std::path::PathBuf,
+    pub cwd: PathBuf,
     /// `--transcript DIR`: every message both ways, one folder per connection
     /// (`DIR/connection-N/`), one file per thread, secrets redacted (as the stdio proxy writes).
-    pub transcript: Option<std::path::PathBuf>,
+    pub transcript: Option<PathBuf>,
     /// Copies of the lines that matter for the schema check and the captures (the proxy's
     /// observer; a full queue drops the copy, never the message).
     pub observe: Option<mpsc::Sender<(super::Direction, Vec<u8>)>>,
 }
 
-/// Why the endpoint could not start.
+/// Why the endpoint could not start, or its status could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
     #[error("cannot listen on {addr}: {source}")]
     Bind {
-        addr: SocketAddr,
+        addr: String,
         #[source]
         source: std::io::Error,
     },
     #[error("--listen {0}: not a loopback address; pass --allow-remote to listen there (the token then crosses the network in clear over ws://)")]
     NotLoopback(SocketAddr),
+    #[error("--listen unix://{}: {message}", path.display())]
+    Socket { path: PathBuf, message: String },
+    #[error("status: {0}")]
+    Status(String),
+}
+
+/// What `GET /status` answers (and `clawbridge app-server status` prints).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointStatus {
+    pub listen: String,
+    pub connections: Vec<ConnectionStatus>,
+    /// Threads the endpoint knows the member of (for a resume from any connection).
+    pub known_threads: usize,
+    pub members: Vec<MemberStatus>,
+}
+
+/// One client connection in [`EndpointStatus`].
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionStatus {
+    /// The connection's number (its transcript folder is `connection-N`).
+    pub number: usize,
+    /// `clientInfo` of its `initialize` (`name version`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    pub threads: Vec<ThreadStatus>,
+    pub requests_in_flight: usize,
+    pub waiting_answers: usize,
+}
+
+/// One thread a connection follows.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStatus {
+    pub id: String,
+    pub member: String,
+    /// The running turn, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
 }
 
 /// A running endpoint.
 pub struct Endpoint {
-    pub addr: SocketAddr,
+    /// Where it listens (the bound port for `ws://IP:0`).
+    pub listen: ListenAddr,
     shared: Arc<Shared>,
     server: tokio::task::JoinHandle<()>,
 }
 
 struct Shared {
     token: String,
-    addr: SocketAddr,
+    listen: ListenAddr,
     pool: Arc<Pool>,
-    cwd: std::path::PathBuf,
+    cwd: PathBuf,
     slots: Arc<Semaphore>,
     idle_timeout: Duration,
+    ping_interval: Duration,
+    handshake_timeout: Duration,
     /// Thread -> the member it lives on.
     homes: Mutex<HashMap<String, String>>,
-    transcript: Option<std::path::PathBuf>,
+    transcript: Option<PathBuf>,
     observe: Option<mpsc::Sender<(super::Direction, Vec<u8>)>>,
     /// Connections so far (each one's transcript folder is named after its number).
-    opened: std::sync::atomic::AtomicUsize,
+    opened: AtomicUsize,
+    /// The open connections, by number (at most `max_connections`).
+    live: Mutex<BTreeMap<usize, Weak<Connection>>>,
     connections: TaskTracker,
+    /// Cancelled first on shutdown: no new connections.
+    accepting: CancellationToken,
+    /// Cancelled last: every connection closes.
     cancel: CancellationToken,
 }
 
@@ -120,56 +214,85 @@ impl Endpoint {
         settings: EndpointSettings,
         allow_remote: bool,
     ) -> Result<Endpoint, EndpointError> {
-        if !settings.listen.ip().is_loopback() && !allow_remote {
-            return Err(EndpointError::NotLoopback(settings.listen));
-        }
-        let listener = tokio::net::TcpListener::bind(settings.listen)
-            .await
-            .map_err(|source| EndpointError::Bind {
-                addr: settings.listen,
-                source,
-            })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| EndpointError::Bind {
-                addr: settings.listen,
-                source,
-            })?;
-        if !addr.ip().is_loopback() {
-            tracing::warn!(
-                "clawbridge app-server listens on {addr}, off loopback: clients' tokens and conversations cross the network in clear (ws://)"
-            );
-        }
+        let bind_error = |source| EndpointError::Bind {
+            addr: settings.listen.to_string(),
+            source,
+        };
+        let (listener, listen) = match &settings.listen {
+            ListenAddr::Tcp(addr) => {
+                if !addr.ip().is_loopback() && !allow_remote {
+                    return Err(EndpointError::NotLoopback(*addr));
+                }
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(bind_error)?;
+                let bound = listener.local_addr().map_err(bind_error)?;
+                if !bound.ip().is_loopback() {
+                    tracing::warn!(
+                        "clawbridge app-server listens on {bound}, off loopback: clients' tokens and conversations cross the network in clear (ws://)"
+                    );
+                }
+                (Listener::Tcp(listener), ListenAddr::Tcp(bound))
+            }
+            ListenAddr::Unix(path) => {
+                let listener = bind_unix(path)?;
+                (Listener::Unix(listener), ListenAddr::Unix(path.clone()))
+            }
+        };
         let shared = Arc::new(Shared {
             token: settings.token,
-            addr,
+            listen: listen.clone(),
             pool: Pool::new(settings.pool),
             cwd: settings.cwd,
             slots: Arc::new(Semaphore::new(settings.max_connections.max(1))),
             idle_timeout: settings.idle_timeout,
+            ping_interval: settings.ping_interval,
+            handshake_timeout: settings.handshake_timeout,
             homes: Mutex::new(HashMap::new()),
             transcript: settings.transcript,
             observe: settings.observe,
-            opened: std::sync::atomic::AtomicUsize::new(0),
+            opened: AtomicUsize::new(0),
+            live: Mutex::new(BTreeMap::new()),
             connections: TaskTracker::new(),
+            accepting: CancellationToken::new(),
             cancel: CancellationToken::new(),
         });
         let router = axum::Router::new()
+            .route("/status", axum::routing::get(status))
             .fallback(upgrade)
             .with_state(Arc::clone(&shared));
-        let cancel = shared.cancel.clone();
+        let accepting = shared.accepting.clone();
         let server = tokio::spawn(async move {
-            let serving = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { cancel.cancelled().await });
-            if let Err(error) = serving.await {
+            let stopped = async move { accepting.cancelled().await };
+            let served = match listener {
+                Listener::Tcp(listener) => {
+                    axum::serve(listener, router)
+                        .with_graceful_shutdown(stopped)
+                        .await
+                }
+                Listener::Unix(listener) => {
+                    axum::serve(listener, router)
+                        .with_graceful_shutdown(stopped)
+                        .await
+                }
+            };
+            if let Err(error) = served {
                 tracing::error!("the WebSocket endpoint stopped: {error}");
             }
         });
         Ok(Endpoint {
-            addr,
+            listen,
             shared,
             server,
         })
+    }
+
+    /// The bound TCP address (`None` on a Unix socket).
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        match self.listen {
+            ListenAddr::Tcp(addr) => Some(addr),
+            ListenAddr::Unix(_) => None,
+        }
     }
 
     /// The pool's members.
@@ -177,13 +300,106 @@ impl Endpoint {
         self.shared.pool.status()
     }
 
-    /// Stop: no new connections, the open ones closed, the members stopped.
+    /// Connections, their threads, the members.
+    pub fn status(&self) -> EndpointStatus {
+        self.shared.status()
+    }
+
+    /// Stop, draining: no new connections; every running turn is interrupted (its client gets
+    /// Codex's `turn/completed`, status `interrupted`) within a few seconds; every client is
+    /// sent a close frame; the members are stopped.
     pub async fn stop(self) {
+        self.shared.accepting.cancel();
+        let mut interrupts = tokio::task::JoinSet::new();
+        for connection in self.shared.live_connections() {
+            interrupts.spawn(async move { connection.interrupt_turns().await });
+        }
+        let _ = tokio::time::timeout(INTERRUPT_GRACE, interrupts.join_all()).await;
         self.shared.cancel.cancel();
         let _ = self.server.await;
         self.shared.connections.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.shared.connections.wait()).await;
         self.shared.pool.shutdown().await;
+        if let ListenAddr::Unix(path) = &self.listen {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener),
+}
+
+/// Bind a Unix socket at `path`, readable and writable by its owner only. A stale socket left
+/// by a process that died is replaced; one that answers, or any other file, is refused.
+fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, EndpointError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let refused = |message: String| EndpointError::Socket {
+        path: path.to_path_buf(),
+        message,
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(refused("another process listens there".into()));
+            }
+            std::fs::remove_file(path)
+                .map_err(|error| refused(format!("cannot remove the stale socket: {error}")))?;
+        }
+        Ok(_) => return Err(refused("a file that is not a socket is there".into())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(refused(error.to_string())),
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(|source| EndpointError::Bind {
+        addr: format!("unix://{}", path.display()),
+        source,
+    })?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|error| refused(format!("cannot make it private: {error}")))?;
+    Ok(listener)
+}
+
+impl Shared {
+    fn live_connections(&self) -> Vec<Arc<Connection>> {
+        lock(&self.live)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    fn status(&self) -> EndpointStatus {
+        EndpointStatus {
+            listen: self.listen.to_string(),
+            connections: self
+                .live_connections()
+                .iter()
+                .map(|connection| connection.status())
+                .collect(),
+            known_threads: lock(&self.homes).len(),
+            members: self.pool.status(),
+        }
+    }
+
+    /// The checks every HTTP request passes first: no browser, the listener's own name, the
+    /// token. `None` when it may go on.
+    fn admit(&self, headers: &HeaderMap) -> Option<Response> {
+        if headers.contains_key(http::header::ORIGIN) {
+            return Some(refuse(StatusCode::FORBIDDEN, "browsers may not connect"));
+        }
+        // A Unix socket is reached through the file system, never by a browser's name lookup.
+        if let ListenAddr::Tcp(addr) = self.listen {
+            if !host_allowed(headers, addr) {
+                return Some(refuse(StatusCode::FORBIDDEN, "unknown Host"));
+            }
+        }
+        if !token_matches(headers, &self.token) {
+            return Some(refuse(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required",
+            ));
+        }
+        None
     }
 }
 
@@ -224,17 +440,18 @@ fn token_matches(headers: &HeaderMap, token: &str) -> bool {
     given.as_bytes().ct_eq(wanted.as_bytes()).into()
 }
 
-/// Every HTTP request: checked, then upgraded to a client connection.
+/// `GET /status`, behind the same checks as an upgrade.
+async fn status(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if let Some(refusal) = shared.admit(&headers) {
+        return refusal;
+    }
+    axum::Json(shared.status()).into_response()
+}
+
+/// Every other HTTP request: checked, then upgraded to a client connection.
 async fn upgrade(State(shared): State<Arc<Shared>>, request: http::Request<Body>) -> Response {
-    let headers = request.headers();
-    if headers.contains_key(http::header::ORIGIN) {
-        return refuse(StatusCode::FORBIDDEN, "browsers may not connect");
-    }
-    if !host_allowed(headers, shared.addr) {
-        return refuse(StatusCode::FORBIDDEN, "unknown Host");
-    }
-    if !token_matches(headers, &shared.token) {
-        return refuse(StatusCode::UNAUTHORIZED, "a bearer token is required");
+    if let Some(refusal) = shared.admit(request.headers()) {
+        return refusal;
     }
     let Ok(slot) = Arc::clone(&shared.slots).try_acquire_owned() else {
         return refuse(StatusCode::TOO_MANY_REQUESTS, "too many connections");
@@ -265,31 +482,41 @@ async fn upgrade(State(shared): State<Arc<Shared>>, request: http::Request<Body>
     Response::from_parts(parts, Body::empty())
 }
 
-type Sender = soketto::connection::Sender<
-    tokio_util::compat::Compat<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>,
->;
-type Receiver = soketto::connection::Receiver<
-    tokio_util::compat::Compat<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>,
->;
+type Io = tokio_util::compat::Compat<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>;
+type Sender = soketto::connection::Sender<Io>;
+type Receiver = soketto::connection::Receiver<Io>;
+
+/// A thread a connection follows: its member's lease and the task relaying its messages.
+struct Followed {
+    lease: Lease,
+    relay: tokio::task::JoinHandle<()>,
+    /// The running turn (from `turn/start`'s answer until `turn/completed`).
+    turn: Option<String>,
+}
 
 /// One client connection: its threads, its server requests waiting for answers, its queue.
 struct Connection {
+    number: usize,
     shared: Arc<Shared>,
     out: mpsc::Sender<String>,
-    /// Thread -> the member's lease and the task relaying the thread's messages.
-    threads: Mutex<HashMap<String, (Lease, tokio::task::JoinHandle<()>)>>,
+    threads: Mutex<HashMap<String, Followed>>,
     /// Our id of a server request -> the member's hub and Codex's id.
     waiting: Mutex<HashMap<i64, (Arc<CodexHub>, RequestId)>>,
     next_id: AtomicI64,
     in_flight: Arc<Semaphore>,
     tasks: TaskTracker,
     transcript: Option<super::TranscriptQueue>,
+    /// `clientInfo` of `initialize`.
+    client: Mutex<Option<String>>,
+    initialized: AtomicBool,
+    /// Cancelled when this connection ends (by either side, or on shutdown).
+    cancel: CancellationToken,
 }
 
 impl Connection {
     async fn run(shared: Arc<Shared>, mut sender: Sender, mut receiver: Receiver) {
         let (out, mut queue) = mpsc::channel::<String>(CLIENT_QUEUE);
-        let cancel = shared.cancel.clone();
+        let cancel = shared.cancel.child_token();
         let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
         let (transcript, transcript_task) = match &shared.transcript {
             Some(dir) => {
@@ -304,6 +531,7 @@ impl Connection {
             None => (None, None),
         };
         let connection = Arc::new(Connection {
+            number,
             shared: Arc::clone(&shared),
             out,
             threads: Mutex::new(HashMap::new()),
@@ -312,12 +540,34 @@ impl Connection {
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             tasks: TaskTracker::new(),
             transcript,
+            client: Mutex::new(None),
+            initialized: AtomicBool::new(false),
+            cancel: cancel.clone(),
         });
+        lock(&shared.live).insert(number, Arc::downgrade(&connection));
+        // The writer: the queue to the client, and a ping every interval; a close frame at the end.
         let writer_cancel = cancel.clone();
+        let ping_interval = shared.ping_interval;
         let writer = tokio::spawn(async move {
+            let mut ping = tokio::time::interval_at(
+                tokio::time::Instant::now() + ping_interval,
+                ping_interval,
+            );
             loop {
                 let message = tokio::select! {
                     message = queue.recv() => message,
+                    _ = ping.tick() => {
+                        let payload = soketto::data::ByteSlice125::try_from(&b"clawbridge"[..]);
+                        let pinged = match payload {
+                            Ok(payload) => sender.send_ping(payload).await.is_ok()
+                                && sender.flush().await.is_ok(),
+                            Err(_) => false,
+                        };
+                        if !pinged {
+                            break;
+                        }
+                        continue;
+                    }
                     () = writer_cancel.cancelled() => None,
                 };
                 let Some(message) = message else { break };
@@ -327,22 +577,40 @@ impl Connection {
             }
             let _ = sender.close().await;
         });
+        // Nothing but `initialize` may open a connection, and soon.
+        let handshake = {
+            let connection = Arc::downgrade(&connection);
+            let cancel = cancel.clone();
+            let timeout = shared.handshake_timeout;
+            tokio::spawn(async move {
+                tokio::time::sleep(timeout).await;
+                let silent = connection
+                    .upgrade()
+                    .is_some_and(|c| !c.initialized.load(Ordering::SeqCst));
+                if silent {
+                    tracing::info!("a client sent no initialize within {timeout:?}; closed");
+                    cancel.cancel();
+                }
+            })
+        };
         let mut data = Vec::new();
         loop {
             data.clear();
             let received = tokio::select! {
-                received = tokio::time::timeout(shared.idle_timeout, receiver.receive_data(&mut data)) => received,
+                received = tokio::time::timeout(shared.idle_timeout, receiver.receive(&mut data)) => received,
                 () = cancel.cancelled() => break,
             };
             match received {
-                Ok(Ok(_)) => {}
+                Ok(Ok(soketto::Incoming::Data(_))) => {}
+                Ok(Ok(soketto::Incoming::Pong(_))) => continue,
+                Ok(Ok(soketto::Incoming::Closed(_))) => break,
                 Ok(Err(error)) => {
-                    tracing::debug!("a client connection ended: {error}");
+                    tracing::debug!("client connection {number} ended: {error}");
                     break;
                 }
                 Err(_) => {
                     tracing::info!(
-                        "a client connection sent nothing for {:?}; closed",
+                        "client connection {number}: nothing for {:?}, not even a pong; closed",
                         shared.idle_timeout
                     );
                     break;
@@ -354,12 +622,34 @@ impl Connection {
                 break;
             }
         }
+        cancel.cancel();
+        handshake.abort();
         connection.close().await;
-        writer.abort();
+        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+        lock(&shared.live).remove(&number);
         // The transcript's writer ends when the last copy of its queue is gone.
         drop(connection);
         if let Some(task) = transcript_task {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+
+    fn status(&self) -> ConnectionStatus {
+        let mut threads: Vec<ThreadStatus> = lock(&self.threads)
+            .iter()
+            .map(|(id, followed)| ThreadStatus {
+                id: id.clone(),
+                member: followed.lease.name.clone(),
+                turn: followed.turn.clone(),
+            })
+            .collect();
+        threads.sort_by(|a, b| a.id.cmp(&b.id));
+        ConnectionStatus {
+            number: self.number,
+            client: lock(&self.client).clone(),
+            threads,
+            requests_in_flight: MAX_IN_FLIGHT - self.in_flight.available_permits(),
+            waiting_answers: lock(&self.waiting).len(),
         }
     }
 
@@ -381,6 +671,19 @@ impl Connection {
         let _ = self.out.send(text).await;
     }
 
+    /// A message to the client from a relay: never waits; a client that fell
+    /// [`CLIENT_QUEUE`] messages behind is closed (its threads stay on their members).
+    fn push(&self, text: String) {
+        self.tap(super::Direction::Out, &text);
+        if self.out.try_send(text).is_err() {
+            tracing::warn!(
+                "client connection {} fell {CLIENT_QUEUE} messages behind; closed",
+                self.number
+            );
+            self.cancel.cancel();
+        }
+    }
+
     /// One message from the client.
     async fn receive(self: &Arc<Self>, text: String) {
         self.tap(super::Direction::In, &text);
@@ -388,7 +691,7 @@ impl Connection {
             Ok(Incoming::Request { id, method, params }) => {
                 let method = method.to_string();
                 if method == "initialize" {
-                    self.initialize(id).await;
+                    self.initialize(id, &params).await;
                     return;
                 }
                 let Ok(permit) = Arc::clone(&self.in_flight).try_acquire_owned() else {
@@ -447,7 +750,31 @@ impl Connection {
         }
     }
 
-    async fn initialize(&self, id: RequestId) {
+    async fn initialize(&self, id: RequestId, params: &RawParams) {
+        self.initialized.store(true, Ordering::SeqCst);
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Info {
+            name: Option<String>,
+            version: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Peek {
+            client_info: Option<Info>,
+        }
+        if let Some(info) = serde_json::from_str::<Peek>(params.get())
+            .ok()
+            .and_then(|peek| peek.client_info)
+        {
+            let name = [info.name, info.version]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let name: String = name.chars().filter(|c| !c.is_control()).take(200).collect();
+            *lock(&self.client) = Some(name);
+        }
         match self.shared.pool.lease(None, &self.shared.cwd).await {
             Ok(lease) => {
                 let result = lease.hub.initialize_result.clone();
@@ -471,7 +798,7 @@ impl Connection {
     fn hub_of(&self, thread: &str) -> Option<Arc<CodexHub>> {
         lock(&self.threads)
             .get(thread)
-            .map(|(lease, _)| Arc::clone(&lease.hub))
+            .map(|followed| Arc::clone(&followed.lease.hub))
     }
 
     /// A client request, to its member, and the member's answer back.
@@ -484,7 +811,8 @@ impl Connection {
         let followed = thread.as_deref().and_then(|thread| {
             lock(&self.threads)
                 .get(thread)
-                .map(|(lease, _)| lease.clone())
+                .filter(|followed| followed.lease.hub.is_alive())
+                .map(|followed| followed.lease.clone())
         });
         let lease = match followed {
             Some(lease) => lease,
@@ -512,7 +840,7 @@ impl Connection {
         };
         // A resumed thread is claimed before the request, so nothing it says is missed.
         let claimed = match (method.as_str(), &thread) {
-            ("thread/resume", Some(thread)) if !lock(&self.threads).contains_key(thread) => {
+            ("thread/resume", Some(thread)) if self.hub_of(thread).is_none() => {
                 Some(lease.hub.claim_thread(thread))
             }
             _ => None,
@@ -530,17 +858,30 @@ impl Connection {
         };
         match lease.hub.peer().request_raw(&method, &params).await {
             Ok(raw) => {
-                if method == "thread/start" || method == "thread/resume" {
-                    let opened = serde_json::from_str::<Value>(raw.get())
-                        .ok()
-                        .and_then(|answer| answer["thread"]["id"].as_str().map(str::to_string));
-                    if let Some(opened) = opened {
-                        let handle = match claimed {
-                            Some(handle) => handle,
-                            None => lease.hub.claim_thread(&opened),
-                        };
-                        self.follow(opened, lease.clone(), handle);
+                match method.as_str() {
+                    "thread/start" | "thread/resume" => {
+                        let opened = serde_json::from_str::<Value>(raw.get())
+                            .ok()
+                            .and_then(|answer| answer["thread"]["id"].as_str().map(str::to_string));
+                        if let Some(opened) = opened {
+                            let handle = match claimed {
+                                Some(handle) => handle,
+                                None => lease.hub.claim_thread(&opened),
+                            };
+                            self.follow(opened, lease.clone(), handle);
+                        }
                     }
+                    "turn/start" => {
+                        let turn = serde_json::from_str::<Value>(raw.get())
+                            .ok()
+                            .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
+                        if let (Some(thread), Some(turn)) = (&thread, turn) {
+                            if let Some(followed) = lock(&self.threads).get_mut(thread) {
+                                followed.turn = Some(turn);
+                            }
+                        }
+                    }
+                    _ => {}
                 }
                 self.answer(&id, raw.get()).await;
             }
@@ -569,14 +910,23 @@ impl Connection {
         }
         let connection = Arc::clone(self);
         let hub = Arc::clone(&lease.hub);
+        let member = lease.name.clone();
+        let relayed = thread.clone();
         let relay = tokio::spawn(async move {
             while let Some(message) = handle.recv().await {
                 let text = match message {
-                    Inbound::Notification(notification) => format!(
-                        r#"{{"method":{},"params":{}}}"#,
-                        Value::from(notification.method),
-                        notification.params.get()
-                    ),
+                    Inbound::Notification(notification) => {
+                        if notification.method == "turn/completed" {
+                            if let Some(followed) = lock(&connection.threads).get_mut(&relayed) {
+                                followed.turn = None;
+                            }
+                        }
+                        format!(
+                            r#"{{"method":{},"params":{}}}"#,
+                            Value::from(notification.method),
+                            notification.params.get()
+                        )
+                    }
                     Inbound::Request(request) => {
                         let ours = connection.next_id.fetch_add(1, Ordering::Relaxed);
                         let full = {
@@ -604,26 +954,89 @@ impl Connection {
                     }
                     Inbound::Response(_) => continue,
                 };
-                connection.tap(super::Direction::Out, &text);
-                if connection.out.try_send(text).is_err() {
-                    tracing::warn!(
-                        "a client fell {CLIENT_QUEUE} messages behind; its thread relay stops"
-                    );
-                    break;
-                }
+                connection.push(text);
+            }
+            if !hub.is_alive() {
+                connection.member_lost(&relayed, &member);
             }
         });
         let mut threads = lock(&self.threads);
-        if threads.len() >= MAX_THREADS_PER_CONNECTION {
-            // The oldest relay goes (its thread stays on its member for a later resume).
-            if let Some(oldest) = threads.keys().next().cloned() {
-                if let Some((_, old)) = threads.remove(&oldest) {
-                    old.abort();
-                }
+        if threads.len() >= MAX_THREADS_PER_CONNECTION && !threads.contains_key(&thread) {
+            // One relay goes, one without a running turn if there is one (its thread stays on
+            // its member; the client can resume it).
+            let idle = threads
+                .iter()
+                .find(|(_, followed)| followed.turn.is_none())
+                .or_else(|| threads.iter().next())
+                .map(|(id, _)| id.clone());
+            if let Some(gone) = idle.and_then(|id| threads.remove(&id)) {
+                gone.relay.abort();
             }
         }
-        if let Some((_, old)) = threads.insert(thread, (lease, relay)) {
-            old.abort();
+        let followed = Followed {
+            lease,
+            relay,
+            turn: None,
+        };
+        if let Some(old) = threads.insert(thread, followed) {
+            old.relay.abort();
+        }
+    }
+
+    /// The member serving `thread` went away (it crashed or was killed): a running turn ends for
+    /// the client with a failed `turn/completed` naming why, instead of never ending; the thread
+    /// is let go, so the client's next message for it (a `thread/resume`) goes to the member's
+    /// next incarnation, which reads the thread back from Codex's home.
+    fn member_lost(&self, thread: &str, member: &str) {
+        let Some(followed) = lock(&self.threads).remove(thread) else {
+            return;
+        };
+        if let Some(turn) = followed.turn {
+            let ended = serde_json::json!({
+                "method": "turn/completed",
+                "params": {
+                    "threadId": thread,
+                    "turn": {
+                        "id": turn,
+                        "items": [],
+                        "status": "failed",
+                        "error": {
+                            "message": format!("clawbridge: the app-server {member} serving this thread went away during the turn; resume the thread to go on"),
+                        },
+                    },
+                },
+            });
+            self.push(ended.to_string());
+        }
+    }
+
+    /// Shutdown: every running turn of this connection gets `turn/interrupt`; waits (bounded by
+    /// the caller) until Codex has said `turn/completed` for each, so the client hears it.
+    async fn interrupt_turns(&self) {
+        let running: Vec<(String, String, Arc<CodexHub>)> = lock(&self.threads)
+            .iter()
+            .filter_map(|(thread, followed)| {
+                followed
+                    .turn
+                    .clone()
+                    .map(|turn| (thread.clone(), turn, Arc::clone(&followed.lease.hub)))
+            })
+            .collect();
+        let mut interrupts = tokio::task::JoinSet::new();
+        for (thread_id, turn_id, hub) in running {
+            interrupts.spawn(async move {
+                let params = TurnInterruptParams { thread_id, turn_id };
+                if let Err(error) = hub.peer().call::<TurnInterrupt>(&params).await {
+                    tracing::debug!("turn/interrupt on shutdown: {error}");
+                }
+            });
+        }
+        interrupts.join_all().await;
+        while lock(&self.threads)
+            .values()
+            .any(|followed| followed.turn.is_some() && followed.lease.hub.is_alive())
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
@@ -640,12 +1053,12 @@ impl Connection {
 
     /// The connection is gone: its relays stop, its members are told nobody will answer.
     async fn close(&self) {
-        let threads: Vec<(Lease, tokio::task::JoinHandle<()>)> = lock(&self.threads)
+        let threads: Vec<Followed> = lock(&self.threads)
             .drain()
-            .map(|(_, entry)| entry)
+            .map(|(_, followed)| followed)
             .collect();
-        for (_, relay) in &threads {
-            relay.abort();
+        for followed in &threads {
+            followed.relay.abort();
         }
         let waiting: Vec<(Arc<CodexHub>, RequestId)> = lock(&self.waiting)
             .drain()
@@ -664,6 +1077,61 @@ impl Connection {
         self.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.tasks.wait()).await;
     }
+}
+
+/// `clawbridge app-server status`: a running endpoint's [`EndpointStatus`] document, read with
+/// `GET /status` and the token (over TCP or the Unix socket); bounded in time and size.
+pub async fn fetch_status(listen: &ListenAddr, token: &str) -> Result<Value, EndpointError> {
+    let failed = |message: String| EndpointError::Status(format!("{listen}: {message}"));
+    let host = match listen {
+        ListenAddr::Tcp(addr) => addr.to_string(),
+        ListenAddr::Unix(_) => "localhost".to_string(),
+    };
+    let request = format!(
+        "GET /status HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    let exchange = async {
+        match listen {
+            ListenAddr::Tcp(addr) => {
+                let stream = tokio::net::TcpStream::connect(addr).await?;
+                http_exchange(stream, &request).await
+            }
+            ListenAddr::Unix(path) => {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                http_exchange(stream, &request).await
+            }
+        }
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .map_err(|_| failed("no answer within 10 s".into()))?
+        .map_err(|error| failed(error.to_string()))?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| failed("not an HTTP answer".into()))?;
+    let status = head.split_whitespace().nth(1).unwrap_or("");
+    if status != "200" {
+        return Err(failed(format!(
+            "HTTP {status}: {}",
+            body.chars().take(200).collect::<String>()
+        )));
+    }
+    serde_json::from_str(body).map_err(|error| failed(format!("not a status document: {error}")))
+}
+
+async fn http_exchange(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    request: &str,
+) -> std::io::Result<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    (&mut stream)
+        .take(MAX_STATUS_BYTES as u64)
+        .read_to_end(&mut answer)
+        .await?;
+    Ok(answer)
 }
 
 /// The `threadId` a message's params name, if any.

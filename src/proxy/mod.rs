@@ -446,37 +446,86 @@ async fn pump(
     // Dropping `to` closes Codex's stdin (inbound) or our stdout (outbound).
 }
 
-/// `clawbridge app-server`: the WebSocket endpoint for `--listen ws://...`, else the stdio proxy.
+/// `clawbridge app-server`: the WebSocket endpoint for `--listen ws://...` or `unix://...`
+/// (`status` first: read a running endpoint's status), else the stdio proxy.
 pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
-    match args.listen.as_deref() {
-        Some(url) if url.starts_with("ws://") => run_endpoint(args).await,
-        Some(url) if url.starts_with("unix://") => {
-            Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
+    let endpoint = match args.listen.as_deref() {
+        Some(url) if url.starts_with("ws://") || url.starts_with("unix://") => {
+            Some(endpoint::ListenAddr::parse(url).map_err(|message| {
+                crate::error::Error::InvalidArgument {
+                    flag: "--listen".into(),
+                    message,
+                }
+            })?)
+        }
+        Some(url) if url != "stdio://" => {
+            return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
                 flag: "--listen".into(),
-                message: format!("{url}: unix:// is not served yet; use ws://IP:PORT"),
+                message: format!("{url}: not stdio://, ws://IP:PORT or unix://PATH"),
             }))
         }
-        _ => run_proxy(args.into()).await,
+        _ => None,
+    };
+    let status = args.args.first().is_some_and(|word| word == "status");
+    match endpoint {
+        Some(listen) if status => print_status(&args, &listen).await,
+        Some(listen) => run_endpoint(args, listen).await,
+        None if status => Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "--listen".into(),
+            message: "`app-server status` reads a running endpoint: give its --listen ws://IP:PORT or unix://PATH".into(),
+        })),
+        None => run_proxy(args.into()).await,
     }
+}
+
+/// `clawbridge app-server status --listen URL`: the running endpoint's connections, threads and
+/// members, as JSON (the token from the same place the endpoint reads it).
+async fn print_status(
+    args: &AppServerArgs,
+    listen: &endpoint::ListenAddr,
+) -> Result<i32, ProxyError> {
+    let path = token_path(args)?;
+    if !path.exists() {
+        return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "--token-file".into(),
+            message: format!(
+                "{}: no token there (the endpoint writes it on its first start)",
+                path.display()
+            ),
+        }));
+    }
+    let token = read_token(&path)?;
+    let status = endpoint::fetch_status(listen, &token).await?;
+    println!("{}", crate::support::json::to_pretty(&status));
+    Ok(0)
+}
+
+fn token_path(args: &AppServerArgs) -> Result<PathBuf, ProxyError> {
+    Ok(match &args.token_file {
+        Some(path) => path.clone(),
+        None => crate::app::commands::state_dir(args.state_dir.clone())?.join("app-server-token"),
+    })
+}
+
+fn read_token(path: &Path) -> Result<String, ProxyError> {
+    let bytes = crate::support::fs::read_file_capped(path, 4096)?;
+    let token = String::from_utf8_lossy(&bytes).trim().to_string();
+    if token.len() < 16 || token.chars().any(char::is_control) {
+        return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "--token-file".into(),
+            message: format!("{}: one line of at least 16 characters", path.display()),
+        }));
+    }
+    Ok(token)
 }
 
 /// The token clients of the endpoint send: from `--token-file`, else
 /// `<state-dir>/app-server-token` (generated, 0600, on first start). It is never printed; its
 /// file is named on stderr.
 fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError> {
-    let path = match &args.token_file {
-        Some(path) => path.clone(),
-        None => crate::app::commands::state_dir(args.state_dir.clone())?.join("app-server-token"),
-    };
+    let path = token_path(args)?;
     if path.exists() {
-        let bytes = crate::support::fs::read_file_capped(&path, 4096)?;
-        let token = String::from_utf8_lossy(&bytes).trim().to_string();
-        if token.len() < 16 || token.chars().any(char::is_control) {
-            return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
-                flag: "--token-file".into(),
-                message: format!("{}: one line of at least 16 characters", path.display()),
-            }));
-        }
+        let token = read_token(&path)?;
         eprintln!(
             "clawbridge app-server: using the bearer token in {}",
             path.display()
@@ -503,19 +552,13 @@ fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError> {
     Ok(token)
 }
 
-/// `--listen ws://IP:PORT`: serve until SIGTERM or SIGINT; the bound address is stdout's first
-/// line.
-async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
+/// `--listen ws://IP:PORT` or `unix://PATH`: serve until SIGTERM or SIGINT (then drain); the
+/// bound address is stdout's first line (`IP:PORT`, or the socket's path).
+async fn run_endpoint(
+    args: AppServerArgs,
+    listen: endpoint::ListenAddr,
+) -> Result<i32, ProxyError> {
     use crate::codex::client::pool::PoolConfig;
-    let url = args.listen.clone().unwrap_or_default();
-    let listen: std::net::SocketAddr = url
-        .trim_start_matches("ws://")
-        .trim_end_matches('/')
-        .parse()
-        .map_err(|_| crate::error::Error::InvalidArgument {
-            flag: "--listen".into(),
-            message: format!("{url}: not ws://IP:PORT"),
-        })?;
     let token = endpoint_token(&args)?;
     let remotes = crate::codex::client::remote::remote_endpoints(
         &args.pool.remote_app_servers,
@@ -609,13 +652,18 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
         token,
         pool,
         max_connections: 64,
-        idle_timeout: Duration::from_secs(120),
+        idle_timeout: Duration::from_secs(60),
+        ping_interval: Duration::from_secs(20),
+        handshake_timeout: Duration::from_secs(30),
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         transcript: args.transcript.clone(),
         observe: Some(lines),
     };
     let running = endpoint::Endpoint::start(settings, args.allow_remote).await?;
-    println!("{}", running.addr);
+    match &running.listen {
+        endpoint::ListenAddr::Tcp(addr) => println!("{addr}"),
+        endpoint::ListenAddr::Unix(path) => println!("{}", path.display()),
+    }
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate()).map_err(|source| ProxyError::Spawn {
         binary: "a SIGTERM handler".into(),
@@ -625,7 +673,7 @@ async fn run_endpoint(args: AppServerArgs) -> Result<i32, ProxyError> {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}
     }
-    eprintln!("clawbridge app-server: shutting down");
+    eprintln!("clawbridge app-server: shutting down (running turns interrupted, clients closed, app-servers stopped)");
     running.stop().await;
     let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
     drop(offline);

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use clawbridge::{
-    serve, Endpoint, EndpointSettings, OfflineHome, PoolConfig, ResponsesStub, ServeConfig,
-    StubScript, StubStep,
+    fetch_status, serve, Endpoint, EndpointSettings, ListenAddr, OfflineHome, PoolConfig,
+    ResponsesStub, ServeConfig, StubScript, StubStep,
 };
 use jsonrpsee::core::client::ClientT;
 use jsonrpsee::rpc_params;
@@ -23,6 +23,31 @@ const TOKEN: &str = "endpoint-test-token-0123456789";
 struct Offline {
     _stub: ResponsesStub,
     _home: OfflineHome,
+}
+
+/// The settings the tests start from: loopback, the test token, one-minute timeouts.
+fn settings(pool: PoolConfig) -> EndpointSettings {
+    EndpointSettings {
+        listen: ListenAddr::Tcp("127.0.0.1:0".parse().expect("addr")),
+        token: TOKEN.into(),
+        pool,
+        max_connections: 8,
+        idle_timeout: Duration::from_secs(60),
+        ping_interval: Duration::from_secs(20),
+        handshake_timeout: Duration::from_secs(60),
+        cwd: std::env::temp_dir(),
+        transcript: None,
+        observe: None,
+    }
+}
+
+/// A pool that is never asked for an app-server (or fails fast when it is).
+fn no_codex() -> PoolConfig {
+    PoolConfig {
+        isolate_environment: true,
+        handshake_timeout: Duration::from_secs(1),
+        ..PoolConfig::new(Err("not needed".into()), std::env::temp_dir())
+    }
 }
 
 async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
@@ -39,14 +64,8 @@ async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
     };
     let running = Endpoint::start(
         EndpointSettings {
-            listen: "127.0.0.1:0".parse().expect("addr"),
-            token: TOKEN.into(),
-            pool,
-            max_connections: 8,
-            idle_timeout: Duration::from_secs(60),
             cwd: crate::util::repo_root().join("fixtures/workspace"),
-            transcript: None,
-            observe: None,
+            ..settings(pool)
         },
         false,
     )
@@ -84,7 +103,7 @@ async fn runs_cross_the_endpoint_to_its_pool_with_tool_calls_answered_back() {
         app_servers: 0,
         offline: false,
         remote_app_servers: clawbridge::remote_endpoints(
-            &[format!("ws://{}", endpoint.addr)],
+            &[endpoint.listen.to_string()],
             &[token_file],
         )
         .expect("endpoint as a member"),
@@ -142,7 +161,7 @@ async fn runs_cross_the_endpoint_to_its_pool_with_tool_calls_answered_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_endpoint_refuses_what_serve_refuses() {
     let (endpoint, offline) = endpoint(vec![]).await;
-    let addr = endpoint.addr;
+    let addr = endpoint.tcp_addr().expect("tcp");
     let host = addr.to_string();
     let bearer = format!("Authorization: Bearer {TOKEN}");
     let checks = tokio::task::spawn_blocking(move || {
@@ -177,27 +196,16 @@ async fn the_endpoint_refuses_what_serve_refuses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_are_refused_until_one_leaves() {
     use std::io::{Read, Write};
-    let pool = PoolConfig {
-        isolate_environment: true,
-        handshake_timeout: Duration::from_secs(1),
-        ..PoolConfig::new(Err("not needed".into()), std::env::temp_dir())
-    };
     let endpoint = Endpoint::start(
         EndpointSettings {
-            listen: "127.0.0.1:0".parse().expect("addr"),
-            token: TOKEN.into(),
-            pool,
             max_connections: 1,
-            idle_timeout: Duration::from_secs(60),
-            cwd: std::env::temp_dir(),
-            transcript: None,
-            observe: None,
+            ..settings(no_codex())
         },
         false,
     )
     .await
     .expect("endpoint");
-    let addr = endpoint.addr;
+    let addr = endpoint.tcp_addr().expect("tcp");
     let statuses = tokio::task::spawn_blocking(move || {
         let host = addr.to_string();
         let bearer = format!("Authorization: Bearer {TOKEN}");
@@ -223,4 +231,521 @@ async fn connections_past_the_cap_are_refused_until_one_leaves() {
     .expect("clients");
     assert_eq!(statuses, ("101".to_string(), 429, 101));
     endpoint.stop().await;
+}
+
+/// A raw client of the endpoint: Codex's app-server JSON-RPC over a WebSocket, as OpenClaw's
+/// transport speaks it; every message it receives is kept in order.
+struct Client<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> {
+    sender: soketto::connection::Sender<tokio_util::compat::Compat<T>>,
+    receiver: soketto::connection::Receiver<tokio_util::compat::Compat<T>>,
+    next_id: i64,
+    seen: Vec<Value>,
+}
+
+/// Upgrade `io` with the test token (`host` as the `Host` header); the handshake's status.
+async fn ws_client<T>(io: T, host: &str, token: &str) -> Result<Client<T>, u16>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio_util::compat::TokioAsyncReadCompatExt;
+    let mut client = soketto::handshake::Client::new(io.compat(), host, "/");
+    let bearer = format!("Bearer {token}");
+    let headers = [soketto::handshake::client::Header {
+        name: "Authorization",
+        value: bearer.as_bytes(),
+    }];
+    client.set_headers(&headers);
+    match client.handshake().await.expect("handshake") {
+        soketto::handshake::ServerResponse::Accepted { .. } => {}
+        soketto::handshake::ServerResponse::Rejected { status_code } => return Err(status_code),
+        soketto::handshake::ServerResponse::Redirect { status_code, .. } => {
+            return Err(status_code)
+        }
+    }
+    let mut builder = client.into_builder();
+    builder.set_max_message_size(64 * 1024 * 1024);
+    let (sender, receiver) = builder.finish();
+    Ok(Client {
+        sender,
+        receiver,
+        next_id: 1,
+        seen: Vec::new(),
+    })
+}
+
+async fn tcp_client(endpoint: &Endpoint) -> Client<tokio::net::TcpStream> {
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let io = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    ws_client(io, &addr.to_string(), TOKEN)
+        .await
+        .expect("upgraded")
+}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
+    async fn send(&mut self, message: Value) {
+        self.sender
+            .send_text(message.to_string())
+            .await
+            .expect("send");
+        self.sender.flush().await.expect("flush");
+    }
+
+    /// The next message; `None` once the endpoint closed the connection.
+    async fn next(&mut self) -> Option<Value> {
+        let mut data = Vec::new();
+        let received = tokio::time::timeout(
+            Duration::from_secs(60),
+            self.receiver.receive_data(&mut data),
+        )
+        .await
+        .expect("a message within 60 s");
+        received.ok()?;
+        let message: Value = serde_json::from_slice(&data).expect("JSON");
+        self.seen.push(message.clone());
+        Some(message)
+    }
+
+    /// A request; its answer (`result` or `error`), the messages before it kept in `seen`.
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let message = self.next().await.expect("the answer before the close");
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    /// Messages until one for which `done` holds (returned).
+    async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self.seen.iter().find(|message| done(message)) {
+            return found.clone();
+        }
+        loop {
+            match self.next().await {
+                Some(message) if done(&message) => return message,
+                Some(_) => {}
+                None => panic!("closed before {what}: {:#?}", self.seen),
+            }
+        }
+    }
+
+    async fn initialize(&mut self) -> Value {
+        let answer = self
+            .request(
+                "initialize",
+                json!({"clientInfo": {"name": "endpoint-test", "version": "1.0"}}),
+            )
+            .await;
+        self.send(json!({"method": "initialized"})).await;
+        answer
+    }
+}
+
+fn turn_completed(thread: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |message| message["method"] == "turn/completed" && message["params"]["threadId"] == thread
+}
+
+/// The thread a connection follows, as the endpoint's status lists it: (member, running turn).
+fn followed(endpoint: &Endpoint, thread: &str) -> Option<(String, Option<String>)> {
+    endpoint
+        .status()
+        .connections
+        .iter()
+        .flat_map(|connection| connection.threads.iter())
+        .find(|followed| followed.id == thread)
+        .map(|followed| (followed.member.clone(), followed.turn.clone()))
+}
+
+/// A client that reconnects resumes its thread on the member that has it; a member killed
+/// during a turn ends that turn for the client with a failed `turn/completed` (never a hang),
+/// and the thread resumes on the member's next incarnation; on shutdown a running turn is
+/// interrupted and its client hears `turn/completed` (interrupted) before the close.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
+    let script = vec![
+        StubStep::Text("FIRST".into()),
+        StubStep::Text("AFTER-RECONNECT".into()),
+        StubStep::Hang,
+        StubStep::Text("AFTER-THE-CRASH".into()),
+        StubStep::Hang,
+    ];
+    let (endpoint, offline) = endpoint(script).await;
+    let mut first = tcp_client(&endpoint).await;
+    let init = first.initialize().await;
+    assert!(
+        init["result"]["userAgent"].is_string(),
+        "Codex's own initialize answer: {init}"
+    );
+    let started = first.request("thread/start", json!({})).await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_string();
+    let turn = json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]});
+    let answer = first.request("turn/start", turn.clone()).await;
+    assert!(answer["result"]["turn"]["id"].is_string(), "{answer}");
+    let done = first.until("turn/completed", turn_completed(&thread)).await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let (member, _) = followed(&endpoint, &thread).expect("followed");
+
+    // 1. The client goes away and comes back: thread/resume finds the thread's member.
+    drop(first);
+    crate::util::wait_until_async("the first connection gone", Duration::from_secs(10), || {
+        followed(&endpoint, &thread).is_none()
+    })
+    .await;
+    let mut second = tcp_client(&endpoint).await;
+    second.initialize().await;
+    let resumed = second
+        .request("thread/resume", json!({"threadId": thread}))
+        .await;
+    assert_eq!(resumed["result"]["thread"]["id"], thread, "{resumed}");
+    assert_eq!(
+        followed(&endpoint, &thread).map(|(member, _)| member),
+        Some(member.clone()),
+        "resumed on the member that has it"
+    );
+    second.request("turn/start", turn.clone()).await;
+    let done = second
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let text = second.seen.iter().any(|message| {
+        message["method"] == "item/completed" && message.to_string().contains("AFTER-RECONNECT")
+    });
+    assert!(text, "the model's answer reached the new connection");
+
+    // 2. The member dies mid-turn (kill -9): the client's turn ends, failed, naming the member.
+    second.seen.clear();
+    let answer = second.request("turn/start", turn.clone()).await;
+    let running = answer["result"]["turn"]["id"]
+        .as_str()
+        .expect("turn id")
+        .to_string();
+    assert_eq!(
+        followed(&endpoint, &thread),
+        Some((member.clone(), Some(running.clone())))
+    );
+    let pid = endpoint
+        .members()
+        .into_iter()
+        .find(|status| status.name == member)
+        .and_then(|status| status.pid)
+        .expect("the member's pid");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    let lost = second
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    assert_eq!(lost["params"]["turn"]["id"], running.as_str(), "{lost}");
+    assert_eq!(lost["params"]["turn"]["status"], "failed", "{lost}");
+    let why = lost["params"]["turn"]["error"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(why.contains(&member) && why.contains("went away"), "{why}");
+    // The thread resumes on the member's next incarnation (same CODEX_HOME: Codex reads it back).
+    let resumed = second
+        .request("thread/resume", json!({"threadId": thread}))
+        .await;
+    assert_eq!(resumed["result"]["thread"]["id"], thread, "{resumed}");
+    second.seen.clear();
+    second.request("turn/start", turn.clone()).await;
+    let done = second
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let restarted = endpoint
+        .members()
+        .into_iter()
+        .find(|status| status.name == member)
+        .expect("member");
+    assert_eq!(restarted.generation, 2, "{restarted:?}");
+
+    // 3. Shutdown with a turn running: interrupted, the client told, then closed.
+    second.seen.clear();
+    second.request("turn/start", turn.clone()).await;
+    crate::util::wait_until_async("the turn running", Duration::from_secs(10), || {
+        followed(&endpoint, &thread).is_some_and(|(_, turn)| turn.is_some())
+    })
+    .await;
+    let stopping = tokio::spawn(endpoint.stop());
+    let ended = second
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    assert_eq!(ended["params"]["turn"]["status"], "interrupted", "{ended}");
+    while second.next().await.is_some() {}
+    stopping.await.expect("stopped");
+    drop(offline);
+}
+
+/// Protection: `GET /status` answers only with the token, never to a browser, and lists the
+/// connections (with the client's name) and the members.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_is_behind_the_token_and_lists_connections() {
+    let endpoint = Endpoint::start(settings(no_codex()), false)
+        .await
+        .expect("endpoint");
+    let mut client = tcp_client(&endpoint).await;
+    let init = client.initialize().await;
+    assert!(
+        init["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("no app-server")),
+        "{init}"
+    );
+    let status = fetch_status(&endpoint.listen, TOKEN).await.expect("status");
+    assert_eq!(
+        status["connections"][0]["client"], "endpoint-test 1.0",
+        "{status}"
+    );
+    assert_eq!(status["members"][0]["name"], "local-0", "{status}");
+    let wrong = fetch_status(&endpoint.listen, "wrong-token-0123456789").await;
+    let wrong = wrong.expect_err("a wrong token").to_string();
+    assert!(wrong.contains("401"), "{wrong}");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let browser = tokio::task::spawn_blocking(move || {
+        crate::serve_security::raw_http(
+            addr,
+            &format!(
+                "GET /status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nOrigin: http://{addr}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .0
+    })
+    .await
+    .expect("browser");
+    assert_eq!(browser, 403);
+    drop(client);
+    endpoint.stop().await;
+}
+
+/// Protections: a client that stops answering pings is closed after the idle timeout while a
+/// live one that says nothing stays; a client that never sends `initialize` is closed; a
+/// message over the size limit closes its connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_silent_and_oversized_clients_are_closed_live_idle_ones_stay() {
+    use tokio::io::AsyncWriteExt;
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            idle_timeout: Duration::from_millis(1500),
+            ping_interval: Duration::from_millis(300),
+            handshake_timeout: Duration::from_secs(4),
+            ..settings(no_codex())
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let count = |endpoint: &Endpoint| endpoint.status().connections.len();
+    // A live client: initializes, then only answers pings (soketto answers while receiving).
+    let mut live = tcp_client(&endpoint).await;
+    live.initialize().await;
+    let live_task = tokio::spawn(async move {
+        let mut data = Vec::new();
+        let _ = live.receiver.receive_data(&mut data).await;
+        live
+    });
+    // A dead one: upgraded, then nothing read or answered.
+    let mut dead = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    dead.write_all(format!("GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {TOKEN}\r\n\r\n").as_bytes()).await.expect("upgrade");
+    crate::util::wait_until_async("two connections", Duration::from_secs(5), || {
+        count(&endpoint) == 2
+    })
+    .await;
+    crate::util::wait_until_async("the dead client closed", Duration::from_secs(10), || {
+        count(&endpoint) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        count(&endpoint),
+        1,
+        "the live client stays past the idle timeout"
+    );
+    assert!(!live_task.is_finished(), "the live client was not closed");
+    live_task.abort();
+    drop(dead);
+
+    // Silent: upgraded and answering pings, but no initialize.
+    let io = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut silent = ws_client(io, &addr.to_string(), TOKEN).await.expect("up");
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut data = Vec::new();
+        silent.receiver.receive_data(&mut data).await.is_err()
+    })
+    .await
+    .expect("closed within the handshake timeout");
+    assert!(closed);
+
+    // Oversized: one message past the limit.
+    let mut big = tcp_client(&endpoint).await;
+    big.initialize().await;
+    let huge = "x".repeat(clawbridge::ENDPOINT_MAX_MESSAGE_BYTES + 1);
+    let _ = big.sender.send_text(&huge).await;
+    let _ = big.sender.flush().await;
+    assert!(big.next().await.is_none(), "the connection is closed");
+    endpoint.stop().await;
+}
+
+/// Protection: one connection has at most 64 requests in flight; the 65th is answered at once
+/// with Codex's own "overloaded" error (-32001) while the others wait for their member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_past_its_requests_in_flight_is_told_it_is_overloaded() {
+    let dir = tempfile::tempdir().expect("dir");
+    let slow = dir.path().join("slow-codex");
+    std::fs::write(&slow, "#!/bin/sh\nexec sleep 30\n").expect("script");
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let pool = PoolConfig {
+        isolate_environment: true,
+        handshake_timeout: Duration::from_secs(20),
+        ..PoolConfig::new(Ok(slow), dir.path().to_path_buf())
+    };
+    let endpoint = Endpoint::start(settings(pool), false)
+        .await
+        .expect("endpoint");
+    let mut client = tcp_client(&endpoint).await;
+    for id in 1..=64 {
+        client
+            .send(json!({"id": id, "method": "thread/list", "params": {}}))
+            .await;
+    }
+    crate::util::wait_until_async("64 in flight", Duration::from_secs(10), || {
+        endpoint
+            .status()
+            .connections
+            .first()
+            .is_some_and(|connection| connection.requests_in_flight == 64)
+    })
+    .await;
+    client
+        .send(json!({"id": "65th", "method": "thread/list", "params": {}}))
+        .await;
+    let answer = client.next().await.expect("an answer");
+    assert_eq!(answer["id"], "65th", "the id keeps its type: {answer}");
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    drop(client);
+    endpoint.stop().await;
+}
+
+/// `unix://PATH`: the socket is the owner's only (0600), the token is still required, status
+/// is read over it, a stale socket is replaced and a file that is not a socket is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_listens_on_a_private_unix_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("clawbridge.sock");
+    // A stale socket (its listener gone) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&path).expect("stale"));
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            listen: ListenAddr::Unix(path.clone()),
+            ..settings(no_codex())
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let mode = std::fs::metadata(&path)
+        .expect("socket")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let io = tokio::net::UnixStream::connect(&path)
+        .await
+        .expect("connect");
+    let refused = ws_client(io, "localhost", "wrong-token-0123456789").await;
+    assert_eq!(refused.err(), Some(401));
+    let io = tokio::net::UnixStream::connect(&path)
+        .await
+        .expect("connect");
+    let mut client = ws_client(io, "localhost", TOKEN).await.expect("upgraded");
+    client.initialize().await;
+    let status = fetch_status(&ListenAddr::Unix(path.clone()), TOKEN)
+        .await
+        .expect("status");
+    assert_eq!(status["listen"], format!("unix://{}", path.display()));
+    assert_eq!(status["connections"].as_array().map(Vec::len), Some(1));
+    // A second endpoint on a live socket is refused.
+    let taken = Endpoint::start(
+        EndpointSettings {
+            listen: ListenAddr::Unix(path.clone()),
+            ..settings(no_codex())
+        },
+        false,
+    )
+    .await;
+    assert!(taken.is_err());
+    drop(client);
+    endpoint.stop().await;
+    assert!(!path.exists(), "the socket is removed on stop");
+    let file = dir.path().join("not-a-socket");
+    std::fs::write(&file, "x").expect("file");
+    let refused = Endpoint::start(
+        EndpointSettings {
+            listen: ListenAddr::Unix(file.clone()),
+            ..settings(no_codex())
+        },
+        false,
+    )
+    .await;
+    assert!(refused.is_err());
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), "x");
+}
+
+/// The CLI face: `clawbridge app-server --listen ws://127.0.0.1:0` prints its address, `app-server
+/// status --listen URL` reads it with the same token file; a bad `--listen` and an address off
+/// loopback without `--allow-remote` are usage errors (exit 2).
+#[test]
+fn app_server_status_reads_a_running_endpoint_and_bad_listens_exit_2() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("dir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).expect("token");
+    let token_arg = token.display().to_string();
+    let mut child = crate::util::clawbridge()
+        .args([
+            "app-server",
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--app-servers",
+            "0",
+        ])
+        .args(["--token-file", &token_arg])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("app-server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address");
+    let url = format!("ws://{}", line.trim());
+    let (code, stdout, stderr) = crate::util::run_cli(&[
+        "app-server",
+        "status",
+        "--listen",
+        &url,
+        "--token-file",
+        &token_arg,
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(code, 0, "{stderr}");
+    let status: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(status["listen"], url);
+    assert_eq!(status["connections"], json!([]));
+    for listen in ["ws://nonsense", "tcp://127.0.0.1:1", "ws://0.0.0.0:0"] {
+        let (code, _, stderr) =
+            crate::util::run_cli(&["app-server", "--listen", listen, "--token-file", &token_arg]);
+        assert_eq!(code, 2, "{listen}: {stderr}");
+    }
 }

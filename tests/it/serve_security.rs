@@ -164,7 +164,7 @@ impl Serve {
 }
 
 /// One raw HTTP/1.1 request; returns the status code and the response text (head and body).
-fn raw_http(addr: SocketAddr, request: &str) -> (u16, String) {
+pub fn raw_http(addr: SocketAddr, request: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
