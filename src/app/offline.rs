@@ -63,10 +63,50 @@ const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_REQUEST_BODY: usize = 16 * 1024 * 1024;
 
 /// Answers per model request, in order; after the last one the stub replies with a short text.
+/// `byInput` answers requests whose latest user message contains a given text from their own
+/// queue first, so clients that run side by side (two agents) each get their own answers
+/// whatever the order their requests arrive in.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StubScript {
     pub responses: Vec<StubStep>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_input: Vec<StubRule>,
+}
+
+/// Answers for the requests whose latest user message contains `contains`, in order (once
+/// used up, such a request takes the next of `responses`, or the default reply).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StubRule {
+    pub contains: String,
+    pub responses: Vec<StubStep>,
+}
+
+/// The text of the latest user message of a Responses request body (what a rule matches).
+fn latest_user_text(body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Body {
+        #[serde(default)]
+        input: Vec<Value>,
+    }
+    let Ok(body) = serde_json::from_slice::<Body>(body) else {
+        return String::new();
+    };
+    body.input
+        .iter()
+        .rev()
+        .find(|item| item["role"] == "user")
+        .map(|item| match &item["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        })
+        .unwrap_or_default()
 }
 
 impl StubScript {
@@ -88,6 +128,7 @@ impl StubScript {
         if value.is_array() {
             return Ok(StubScript {
                 responses: serde_json::from_value(value).map_err(invalid)?,
+                by_input: Vec::new(),
             });
         }
         serde_json::from_value(value).map_err(invalid)
@@ -110,6 +151,7 @@ struct KeptRequest {
 
 struct StubState {
     script: Vec<StubStep>,
+    rules: Vec<StubRule>,
     /// Where each request is also sent as it arrives (a long-lived proxy writes captures as it
     /// goes); bounded, and a full sink drops the copy rather than stall Codex.
     sink: Option<tokio::sync::mpsc::Sender<CapturedRequest>>,
@@ -199,6 +241,7 @@ impl ResponsesStub {
         })?;
         let state = Arc::new(Mutex::new(StubState {
             script: script.responses,
+            rules: script.by_input,
             sink,
             requests: std::collections::VecDeque::new(),
             kept_bytes: 0,
@@ -307,6 +350,16 @@ async fn responses(
                 tracing::warn!("offline stub: a capture was dropped (the writer is behind)");
             }
         }
+        let ruled = if state.rules.iter().any(|rule| !rule.responses.is_empty()) {
+            let text = latest_user_text(&body);
+            state
+                .rules
+                .iter_mut()
+                .find(|rule| !rule.responses.is_empty() && text.contains(&rule.contains))
+                .map(|rule| rule.responses.remove(0))
+        } else {
+            None
+        };
         // A long-lived serve sends many turns through one stub: keep the latest requests only,
         // bounded in number and bytes.
         state.kept_bytes += body.len();
@@ -320,7 +373,9 @@ async fn responses(
         }
         state.served += 1;
         let number = state.served;
-        let step = if state.script.is_empty() {
+        let step = if let Some(step) = ruled {
+            step
+        } else if state.script.is_empty() {
             StubStep::Text(format!("clawbridge offline stub reply {number}."))
         } else {
             state.script.remove(0)
@@ -584,6 +639,18 @@ impl OfflineHome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rules_answer_by_the_latest_user_message() {
+        let script: StubScript = serde_json::from_str(
+            r#"{"responses": [{"text": "shared"}], "byInput": [{"contains": "beta:", "responses": [{"text": "for beta"}]}]}"#,
+        )
+        .expect("script");
+        assert_eq!(script.by_input[0].contains, "beta:");
+        let body = br#"{"input": [{"role": "user", "content": [{"type": "input_text", "text": "beta: hi"}]}, {"role": "assistant", "content": "x"}, {"type": "function_call_output"}]}"#;
+        assert_eq!(latest_user_text(body), "beta: hi");
+        assert_eq!(latest_user_text(b"not json"), "");
+    }
 
     #[test]
     fn scripts_parse_both_shapes_and_name_bad_steps() {

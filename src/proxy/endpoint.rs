@@ -40,7 +40,9 @@ use tokio_util::task::TaskTracker;
 use crate::codex::client::hub::{CodexHub, ThreadHandle};
 use crate::codex::client::pool::{Lease, MemberStatus, Pool, PoolConfig};
 use crate::codex::protocol::inbound::Inbound;
-use crate::codex::protocol::methods::{TurnInterrupt, TurnInterruptParams};
+use crate::codex::protocol::methods::{
+    ThreadUnsubscribe, ThreadUnsubscribeParams, TurnInterrupt, TurnInterruptParams,
+};
 use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError};
 use crate::support::sync::lock;
 
@@ -803,6 +805,9 @@ impl Connection {
 
     /// A client request, to its member, and the member's answer back.
     async fn forward(self: &Arc<Self>, id: RequestId, method: String, params: RawParams) {
+        if method == "thread/loaded/list" {
+            return self.loaded_list(&id).await;
+        }
         let thread = if method == "thread/start" {
             None
         } else {
@@ -864,6 +869,7 @@ impl Connection {
                             .ok()
                             .and_then(|answer| answer["thread"]["id"].as_str().map(str::to_string));
                         if let Some(opened) = opened {
+                            lease.hub.note_opened();
                             let handle = match claimed {
                                 Some(handle) => handle,
                                 None => lease.hub.claim_thread(&opened),
@@ -897,6 +903,32 @@ impl Connection {
                 self.answer_error(&id, error).await
             }
         }
+    }
+
+    /// `thread/loaded/list` over the whole pool: the threads loaded in every running member
+    /// (one page; a client of one app-server would see its own loaded threads the same way).
+    async fn loaded_list(&self, id: &RequestId) {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            data: Vec<String>,
+        }
+        let mut loaded = Vec::new();
+        let everything = serde_json::json!({});
+        for (name, hub) in self.shared.pool.live_hubs() {
+            let asked = hub
+                .peer()
+                .request::<_, Page>("thread/loaded/list", &everything);
+            match tokio::time::timeout(Duration::from_secs(10), asked).await {
+                Ok(Ok(page)) => loaded.extend(page.data),
+                Ok(Err(error)) => tracing::debug!("thread/loaded/list on {name}: {error}"),
+                Err(_) => tracing::debug!("thread/loaded/list on {name}: no answer in 10 s"),
+            }
+        }
+        loaded.sort();
+        loaded.dedup();
+        let result = serde_json::json!({"data": loaded, "nextCursor": null});
+        self.answer(id, &result.to_string()).await;
     }
 
     /// Relay a thread's messages to this connection from now on.
@@ -1053,13 +1085,38 @@ impl Connection {
 
     /// The connection is gone: its relays stop, its members are told nobody will answer.
     async fn close(&self) {
-        let threads: Vec<Followed> = lock(&self.threads)
-            .drain()
-            .map(|(_, followed)| followed)
-            .collect();
-        for followed in &threads {
+        let threads: Vec<(String, Followed)> = lock(&self.threads).drain().collect();
+        for (_, followed) in &threads {
             followed.relay.abort();
         }
+        // Each member holds every thread it opened in memory until told nobody follows it:
+        // a thread no other connection follows is let go (a later resume loads it again).
+        let followed_elsewhere: std::collections::HashSet<String> = self
+            .shared
+            .live_connections()
+            .iter()
+            .filter(|other| other.number != self.number)
+            .flat_map(|other| lock(&other.threads).keys().cloned().collect::<Vec<_>>())
+            .collect();
+        let mut unsubscribes = tokio::task::JoinSet::new();
+        for (thread, followed) in threads {
+            if followed_elsewhere.contains(&thread) || !followed.lease.hub.is_alive() {
+                continue;
+            }
+            unsubscribes.spawn(async move {
+                let params = ThreadUnsubscribeParams { thread_id: thread };
+                if let Err(error) = followed
+                    .lease
+                    .hub
+                    .peer()
+                    .call::<ThreadUnsubscribe>(&params)
+                    .await
+                {
+                    tracing::debug!("thread/unsubscribe after a client left: {error}");
+                }
+            });
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), unsubscribes.join_all()).await;
         let waiting: Vec<(Arc<CodexHub>, RequestId)> = lock(&self.waiting)
             .drain()
             .map(|(_, entry)| entry)

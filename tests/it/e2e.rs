@@ -47,9 +47,12 @@ struct Offline {
 }
 
 async fn offline(script: Vec<StubStep>, bin: PathBuf) -> Offline {
-    let stub = ResponsesStub::start(StubScript { responses: script })
-        .await
-        .expect("stub");
+    let stub = ResponsesStub::start(StubScript {
+        responses: script,
+        ..Default::default()
+    })
+    .await
+    .expect("stub");
     let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
     Offline { stub, home, bin }
 }

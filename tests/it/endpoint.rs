@@ -51,9 +51,12 @@ fn no_codex() -> PoolConfig {
 }
 
 async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
-    let stub = ResponsesStub::start(StubScript { responses: script })
-        .await
-        .expect("stub");
+    let stub = ResponsesStub::start(StubScript {
+        responses: script,
+        ..Default::default()
+    })
+    .await
+    .expect("stub");
     let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
     let pool = PoolConfig {
         locals: 2,
@@ -393,14 +396,25 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
     let (member, _) = followed(&endpoint, &thread).expect("followed");
 
-    // 1. The client goes away and comes back: thread/resume finds the thread's member.
+    let loaded = first.request("thread/loaded/list", json!({})).await;
+    assert_eq!(loaded["result"]["data"], json!([thread]), "{loaded}");
+
+    // 1. The client goes away: the member is told to let its thread go (memory stays bounded
+    // over days).
+    // It comes back: thread/resume finds the thread's member.
     drop(first);
     crate::util::wait_until_async("the first connection gone", Duration::from_secs(10), || {
-        followed(&endpoint, &thread).is_none()
+        endpoint.status().connections.is_empty()
     })
     .await;
     let mut second = tcp_client(&endpoint).await;
     second.initialize().await;
+    // The endpoint unsubscribed the member from the thread (Codex unloads a thread nobody is
+    // subscribed to after its idle delay): asked again, the member says it is not subscribed.
+    let again = second
+        .request("thread/unsubscribe", json!({"threadId": thread}))
+        .await;
+    assert_eq!(again["result"]["status"], "notSubscribed", "{again}");
     let resumed = second
         .request("thread/resume", json!({"threadId": thread}))
         .await;

@@ -196,6 +196,7 @@ impl RemoteCodex {
         let dir = tempfile::tempdir().expect("dir");
         let stub = ResponsesStub::start(StubScript {
             responses: vec![StubStep::Text("REMOTE-ANSWER".into())],
+            ..Default::default()
         })
         .await
         .expect("stub");

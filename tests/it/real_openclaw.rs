@@ -103,10 +103,18 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
 
     // 1. A plain turn: OpenClaw's Codex harness answers with the stub's text.
     let session = ["--session-key", "agent:main:clawbridge-e2e"];
+    // The Codex app-server of this OpenClaw agent (what OpenClaw manages itself without
+    // clawbridge; here it runs behind the stdio proxy): its peak memory over the turn.
+    let run_home = repo_root().join(".tools/openclaw-2026.9.6/run-home");
+    let managed = PeakSampler::start(move || codex_rss_kib(&run_home));
     let plain = openclaw_turn(
         &out,
         &["--fresh", session[0], session[1]],
         "hello from the conformance test",
+    );
+    eprintln!(
+        "MEASURE: one OpenClaw agent's own Codex app-server (stdio slot), peak RSS over its turn: {:.0} MiB",
+        managed.peak_mib()
     );
     assert_eq!(
         strings(&plain, "agentHarnessId"),
@@ -341,12 +349,14 @@ impl Drop for WsEndpoint {
     }
 }
 
-fn ws_endpoint(token_file: &Path, transcript: &Path) -> WsEndpoint {
+fn ws_endpoint(token_file: &Path, transcript: &Path, script: &Path) -> WsEndpoint {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["app-server", "--listen", "ws://127.0.0.1:0", "--offline"])
         .args(["--app-servers", "2", "--transcript"])
         .arg(transcript)
+        .arg("--stub-script")
+        .arg(script)
         .arg("--token-file")
         .arg(token_file)
         .arg("--codex-bin")
@@ -366,21 +376,22 @@ fn ws_endpoint(token_file: &Path, transcript: &Path) -> WsEndpoint {
     }
 }
 
-/// One `openclaw agent --local --json` turn with the Codex plugin on the WebSocket transport;
-/// (success, stdout, stderr).
-fn openclaw_ws_turn(out: &Path, url: &str, token: &str, message: &str) -> (bool, String, String) {
+/// One `openclaw agent --local --json` turn with the Codex plugin on the WebSocket transport, in
+/// the run home `home`; (success, stdout, stderr).
+fn openclaw_ws_turn(
+    out: &Path,
+    url: &str,
+    token: &str,
+    home: &str,
+    extra: &[&str],
+    message: &str,
+) -> (bool, String, String) {
     let output = Command::new(repo_root().join("scripts/openclaw-run"))
         .arg("--out")
         .arg(out)
-        .args([
-            "--home",
-            "websocket",
-            "--fresh",
-            "--websocket",
-            url,
-            "--",
-            message,
-        ])
+        .args(["--home", home, "--websocket", url])
+        .args(extra)
+        .args(["--", message])
         .env("CLAWBRIDGE_BIN", env!("CARGO_BIN_EXE_clawbridge"))
         .env("CODEX_APP_SERVER_TOKEN", token)
         .output()
@@ -392,78 +403,316 @@ fn openclaw_ws_turn(out: &Path, url: &str, token: &str, message: &str) -> (bool,
     )
 }
 
-/// OpenClaw's `appServer.transport: "websocket"` (url and `authToken: "${CODEX_APP_SERVER_TOKEN}"`)
-/// against `clawbridge app-server --listen ws://127.0.0.1:0 --offline --app-servers 2`: the
-/// turn runs through the endpoint on the pool, offline; with a wrong token OpenClaw is refused
-/// and says so (401).
+/// OpenClaw's `--json` result of a successful run.
+fn openclaw_result(ok: bool, stdout: &str, stderr: &str) -> Value {
+    assert!(ok, "OpenClaw over WebSocket failed:\n{stdout}\n{stderr}");
+    let start = stdout.find("\n{").map_or(0, |at| at + 1);
+    serde_json::from_str(&stdout[start..])
+        .unwrap_or_else(|error| panic!("OpenClaw's --json output: {error}\n{stdout}"))
+}
+
+/// Resident memory (KiB) of a process, 0 when it is gone.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Every process id with its parent's.
+fn processes() -> Vec<(u32, u32)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid ...`; comm may hold spaces, so read after the last ')'.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// `pid` and its descendants.
+fn process_tree(pid: u32) -> Vec<u32> {
+    let all = processes();
+    let mut tree = vec![pid];
+    let mut at = 0;
+    while at < tree.len() {
+        let parent = tree[at];
+        tree.extend(
+            all.iter()
+                .filter(|(_, ppid)| *ppid == parent)
+                .map(|(pid, _)| *pid),
+        );
+        at += 1;
+    }
+    tree
+}
+
+/// Resident memory (KiB) of the native Codex processes started with `HOME=home`.
+fn codex_rss_kib(home: &Path) -> u64 {
+    let needle = format!("HOME={}", home.display());
+    processes()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe"))
+                .is_ok_and(|exe| exe.file_name().is_some_and(|name| name == "codex"))
+                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                    environ
+                        .split(|byte| *byte == 0)
+                        .any(|pair| pair == needle.as_bytes())
+                })
+        })
+        .map(rss_kib)
+        .sum()
+}
+
+/// Samples a memory figure (KiB) every 200 ms until stopped; the peak.
+struct PeakSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<u64>,
+}
+
+impl PeakSampler {
+    fn start(probe: impl Fn() -> u64 + Send + 'static) -> PeakSampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                peak = peak.max(probe());
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            peak
+        });
+        PeakSampler { stop, handle }
+    }
+
+    fn peak_mib(self) -> f64 {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.handle.join().expect("sampler") as f64 / 1024.0
+    }
+}
+
+/// Two OpenClaw agents (alpha and beta, two workspaces, each in its own OpenClaw home so they run
+/// side by side) on OpenClaw's `appServer.transport: "websocket"` (url and `authToken:
+/// "${CODEX_APP_SERVER_TOKEN}"`) against `clawbridge app-server --listen ws://127.0.0.1:0
+/// --offline --app-servers 2`: each runs a plain turn and a tool-call turn (OpenClaw's
+/// `agents_list`, answered back through the endpoint); the threads spread over both members;
+/// transcripts, captures and the conformance log are written; `app-server status` lists the
+/// members; a wrong token is refused and OpenClaw says so (401).
 #[test]
 #[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
-fn openclaw_runs_its_turn_through_the_websocket_endpoint() {
+fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     let dir = tempfile::tempdir().expect("dir");
     let token_file = dir.path().join("token");
     let token = "openclaw-ws-token-0123456789abcdef";
     std::fs::write(&token_file, format!("{token}\n")).expect("token");
     let transcript = dir.path().join("transcript");
-    let endpoint = ws_endpoint(&token_file, &transcript);
+    // Each agent's answers by its own message, whatever order their requests come in.
+    let script = dir.path().join("script.json");
+    let mut rules = Vec::new();
+    for agent in ["alpha", "beta"] {
+        let upper = agent.to_uppercase();
+        rules.push(serde_json::json!({"contains": format!("{agent}: say hello"), "responses": [{"text": format!("{upper}-HELLO")}]}));
+        rules.push(
+            serde_json::json!({"contains": format!("{agent}: which agents"), "responses": [
+                {"toolCall": {"name": "agents_list", "arguments": {}}},
+                {"text": format!("{upper}-AGENTS-LISTED")}
+            ]}),
+        );
+    }
+    std::fs::write(
+        &script,
+        serde_json::json!({"responses": [], "byInput": rules}).to_string(),
+    )
+    .expect("script");
+    let endpoint = ws_endpoint(&token_file, &transcript, &script);
+    let endpoint_pid = endpoint.child.id();
+    let memory =
+        PeakSampler::start(move || process_tree(endpoint_pid).into_iter().map(rss_kib).sum());
+    let own_memory = PeakSampler::start(move || rss_kib(endpoint_pid));
+    // The second agent's workspace: the fixture with its own identity.
+    let beta_workspace = dir.path().join("workspace-beta");
+    copy_tree(&repo_root().join("fixtures/workspace"), &beta_workspace);
+    std::fs::write(
+        beta_workspace.join("IDENTITY.md"),
+        "# Identity\n\nName: Beta\n",
+    )
+    .expect("identity");
+    let agents = [
+        ("alpha", repo_root().join("fixtures/workspace")),
+        ("beta", beta_workspace),
+    ];
     let started = std::time::Instant::now();
-    let (ok, stdout, stderr) =
-        openclaw_ws_turn(&dir.path().join("out"), &endpoint.url, token, "Say hello.");
-    let took = started.elapsed();
-    assert!(ok, "OpenClaw over WebSocket failed:\n{stdout}\n{stderr}");
-    let start = stdout.find("\n{").map_or(0, |at| at + 1);
-    let result: Value = serde_json::from_str(&stdout[start..])
-        .unwrap_or_else(|error| panic!("OpenClaw's --json output: {error}\n{stdout}"));
-    let texts = strings(&result, "text");
-    assert!(
-        texts
-            .iter()
-            .any(|text| text.contains("clawbridge offline stub reply")),
-        "the stub's answer came back through the endpoint: {result}"
-    );
-    assert_eq!(
-        strings(&result, "agentHarnessId"),
-        ["codex"],
-        "the Codex harness ran the turn: {result}"
-    );
-    eprintln!("one OpenClaw turn through the WebSocket endpoint: {took:?} (openclaw-run in all)");
-    // Every proxy feature on this transport: the per-thread transcript (a folder per
-    // connection), the per-turn capture of what the model received, the conformance log.
-    let connections: Vec<std::path::PathBuf> = std::fs::read_dir(&transcript)
-        .expect("transcript folder")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| {
-            path.file_name()
-                .is_some_and(|name| name.to_string_lossy().starts_with("connection-"))
+    let runs: Vec<_> = agents
+        .iter()
+        .map(|(agent, workspace)| {
+            let (agent, workspace) = (agent.to_string(), workspace.display().to_string());
+            let out = dir.path().join(format!("out-{agent}"));
+            let url = endpoint.url.clone();
+            std::thread::spawn(move || {
+                let home = format!("ws-{agent}");
+                let common = ["--agent", agent.as_str(), "--workspace", workspace.as_str()];
+                let mut fresh = vec!["--fresh"];
+                fresh.extend(common);
+                let plain_started = std::time::Instant::now();
+                let (ok, stdout, stderr) = openclaw_ws_turn(
+                    &out,
+                    &url,
+                    token,
+                    &home,
+                    &fresh,
+                    &format!("{agent}: say hello"),
+                );
+                let plain_took = plain_started.elapsed();
+                let plain = openclaw_result(ok, &stdout, &stderr);
+                let (ok, stdout, stderr) = openclaw_ws_turn(
+                    &out,
+                    &url,
+                    token,
+                    &home,
+                    &common,
+                    &format!("{agent}: which agents are there?"),
+                );
+                (
+                    agent,
+                    plain,
+                    openclaw_result(ok, &stdout, &stderr),
+                    plain_took,
+                )
+            })
         })
         .collect();
-    let threads: Vec<std::path::PathBuf> = connections
-        .iter()
-        .flat_map(|dir| thread_files(dir))
-        .collect();
-    let turn_started = threads.iter().any(|file| {
-        let entries = jsonl(file);
-        methods(&entries, "in")
-            .iter()
-            .any(|method| method == "turn/start")
-            && methods(&entries, "out")
-                .iter()
-                .any(|method| method == "turn/completed")
-    });
-    assert!(turn_started, "a thread file with the turn: {threads:?}");
-    let captured = walk(&transcript.join("model-requests"))
+    let results: Vec<(String, Value, Value, std::time::Duration)> = runs
         .into_iter()
-        .any(|file| file.ends_with("model-request.json"));
-    assert!(captured, "the model request was captured");
+        .map(|run| run.join().expect("agent run"))
+        .collect();
+    let took = started.elapsed();
+    for (agent, plain, tool, plain_took) in &results {
+        let upper = agent.to_uppercase();
+        for (result, expected) in [
+            (plain, format!("{upper}-HELLO")),
+            (tool, format!("{upper}-AGENTS-LISTED")),
+        ] {
+            assert!(
+                strings(result, "text")
+                    .iter()
+                    .any(|text| text.contains(&expected)),
+                "{agent}: the stub's answer {expected} came back through the endpoint: {result}"
+            );
+            assert_eq!(
+                strings(result, "agentHarnessId"),
+                ["codex"],
+                "{agent}: {result}"
+            );
+        }
+        eprintln!("MEASURE: one OpenClaw turn ({agent}, plain) through the WebSocket endpoint: {plain_took:.1?} (openclaw-run wall)");
+    }
+    eprintln!("MEASURE: two agents, a plain and a tool-call turn each, side by side: {took:.1?}");
+
+    // Both members served threads: the endpoint's own status, through the CLI.
+    let status = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args([
+            "app-server",
+            "status",
+            "--listen",
+            &endpoint.url,
+            "--token-file",
+        ])
+        .arg(&token_file)
+        .output()
+        .expect("app-server status");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let status: Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    let members = status["members"].as_array().expect("members");
+    assert_eq!(members.len(), 2, "{status:#}");
+    assert!(
+        members
+            .iter()
+            .all(|member| member["threadsOpened"].as_u64().unwrap_or(0) >= 1),
+        "both members opened threads: {status:#}"
+    );
+
+    // Every proxy feature on this transport: per-connection transcripts with each agent's
+    // tool call and OpenClaw's answer, the captures, the conformance log.
+    let files: Vec<std::path::PathBuf> = walk(&transcript)
+        .into_iter()
+        .filter(|path| {
+            path.extension().is_some_and(|ext| ext == "jsonl")
+                && path
+                    .parent()
+                    .and_then(|parent| parent.file_name())
+                    .is_some_and(|name| name.to_string_lossy().starts_with("connection-"))
+        })
+        .collect();
+    let mut tool_round_trips = 0;
+    for file in &files {
+        let entries = jsonl(file);
+        for call in entries.iter().filter(|entry| {
+            entry["direction"] == "out" && entry["message"]["method"] == "item/tool/call"
+        }) {
+            assert_eq!(call["message"]["params"]["tool"], "agents_list", "{call}");
+            let answered = entries.iter().any(|entry| {
+                entry["direction"] == "in"
+                    && entry["message"]["id"] == call["message"]["id"]
+                    && entry["message"]["result"]["contentItems"].is_array()
+            });
+            assert!(
+                answered,
+                "OpenClaw answered the tool call through the endpoint: {call}"
+            );
+            tool_round_trips += 1;
+        }
+    }
+    assert_eq!(tool_round_trips, 2, "one tool call per agent: {files:?}");
+    let captured: Vec<String> = walk(&transcript.join("model-requests"))
+        .into_iter()
+        .filter(|file| file.ends_with("model-request.json"))
+        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .collect();
+    for agent in ["alpha", "beta"] {
+        assert!(
+            captured
+                .iter()
+                .any(|request| request.contains(&format!("{agent}: say hello"))),
+            "{agent}'s model request was captured"
+        );
+    }
     let conformance =
         std::fs::read_to_string(transcript.join("conformance.jsonl")).expect("conformance.jsonl");
     assert!(
         conformance.contains("openclaw"),
         "the client is named: {conformance}"
     );
+    let (peak, own) = (memory.peak_mib(), own_memory.peak_mib());
+    eprintln!("MEASURE: clawbridge app-server with its 2 members, peak RSS over the run: {peak:.0} MiB (clawbridge itself: {own:.0} MiB)");
+
     let (ok, stdout, stderr) = openclaw_ws_turn(
         &dir.path().join("refused"),
         &endpoint.url,
         "not-the-token-0123456789",
+        "ws-refused",
+        &["--fresh"],
         "Say hello.",
     );
     assert!(!ok, "a wrong token must be refused:\n{stdout}");

@@ -29,7 +29,10 @@ pub fn config(
         token: Some(TEST_TOKEN.into()),
         codex_home,
         offline: true,
-        stub_script: StubScript { responses: script },
+        stub_script: StubScript {
+            responses: script,
+            ..Default::default()
+        },
         limits: TurnLimits {
             idle: Duration::from_secs(30),
             hard: Duration::from_secs(60),

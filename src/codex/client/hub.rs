@@ -355,6 +355,12 @@ impl CodexHub {
         &self.peer
     }
 
+    /// Count a thread a client opened here itself (the WebSocket endpoint forwards the client's
+    /// own `thread/start`/`thread/resume`), as [`CodexHub::open_thread`] counts its own.
+    pub fn note_opened(&self) {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// Take a thread's messages (notifications and server requests) from now on, with those
     /// that came before anyone claimed it: what the WebSocket endpoint relays to its client.
     pub fn claim_thread(&self, thread_id: &str) -> ThreadHandle {

@@ -363,6 +363,14 @@ impl Pool {
         })
     }
 
+    /// The members' running app-servers (none is started for it), by member name.
+    pub fn live_hubs(&self) -> Vec<(String, Arc<CodexHub>)> {
+        self.members
+            .iter()
+            .filter_map(|member| member.live_hub().map(|(hub, _)| (member.name.clone(), hub)))
+            .collect()
+    }
+
     /// Every member, as `bridge.status` lists them.
     pub fn status(&self) -> Vec<MemberStatus> {
         self.members.iter().map(|member| member.status()).collect()
@@ -406,7 +414,8 @@ impl Pool {
     }
 
     /// The member with the fewest runs (leases given, so runs that start together spread),
-    /// then the fewest loaded threads, then the lowest index; dead members never. Choosing
+    /// then the fewest loaded threads, then the fewest threads opened (so runs one after
+    /// another spread too), then the lowest index; dead members never. Choosing
     /// counts the run at once (the returned lease-to-be is reserved by the caller's lease).
     fn least_busy(&self, local_only: bool) -> Option<Arc<Member>> {
         self.members
@@ -418,6 +427,7 @@ impl Pool {
                 (
                     member.runs(),
                     hub.as_ref().map_or(0, |hub| hub.loaded_threads()),
+                    hub.as_ref().map_or(0, |hub| hub.threads_opened()),
                     member.index,
                 )
             })
