@@ -164,6 +164,24 @@ pub enum Command {
         #[command(flatten)]
         codex: CodexArgs,
     },
+    /// Where each thread's prompt cache breaks: every captured model request (`capture`,
+    /// `--offline`, `--capture`) compared with the one before it in its thread, element by
+    /// element (instructions, tools, input items), naming the layer of the first difference.
+    CacheReport {
+        /// Capture folders (walked: `<thread>/turn-NN/model-request[.N].json`), or request files
+        /// (one thread, in the order given).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write the report as one self-contained HTML page.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Exit 1 when a request rewrites its thread's prefix (or changes model or cache key).
+        #[arg(long)]
+        fail_on_break: bool,
+    },
     /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) for OpenClaw-side clients.
     Serve(Box<ServeArgs>),
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).

@@ -39,13 +39,16 @@ mod workspace;
 // The public surface: what the binary, the integration tests and the benches use, and nothing
 // else. The modules are private, so the compiler reports whatever the crate no longer uses. The
 // app layer's command modules are public whole: they are the binary's faces of each command.
+pub use app::capture::cache::{fingerprints as cache_fingerprints, CacheReport, Verdict};
+pub use app::capture::live::spawn_recorder;
 pub use app::commands::{
     load_provider, load_run_file, state_dir, translate_options, PromptSettings,
 };
 pub use app::doctor::DoctorSettings;
 pub use app::events::RunEvent;
 pub use app::fixtures::SyncSettings;
-pub use app::offline::{OfflineHome, ResponsesStub, StubScript, StubStep};
+pub use app::forward::{Forwarder, ForwarderSettings, Recorded, Upstream};
+pub use app::offline::{OfflineHome, ResponsesStub, StubRule, StubScript, StubStep};
 pub use app::pairing::PairingError;
 pub use app::state::WarningLedger;
 pub use app::{clients, commands, doctor, fixtures, run};

@@ -131,6 +131,20 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let report = pairing::capture(&run, &out, &codex.settings(true)).await?;
             print_stdout(&report.render_text())
         }),
+        Command::CacheReport {
+            paths,
+            json,
+            html,
+            fail_on_break,
+        } => {
+            let report = commands::cache_report(&paths, html.as_deref())?;
+            if json {
+                print_json(&report)?;
+            } else {
+                print_stdout(&report.render_text())?;
+            }
+            Ok(exit_code(!(fail_on_break && report.breaks > 0)))
+        }
         Command::Serve(args) => serve_command(*args),
         Command::Snapshots(SnapshotsCommand::Gen {
             root,

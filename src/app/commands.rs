@@ -263,3 +263,16 @@ pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
             message: "no platform state directory; pass one".to_string(),
         })
 }
+
+/// `clawbridge cache-report`: the requests under `paths` compared thread by thread; with
+/// `html`, the page written there too (atomically).
+pub fn cache_report(
+    paths: &[PathBuf],
+    html: Option<&Path>,
+) -> Result<crate::app::capture::cache::CacheReport> {
+    let report = crate::app::capture::cache::cache_report(paths)?;
+    if let Some(file) = html {
+        crate::support::fs::write_atomic(file, report.render_html().as_bytes())?;
+    }
+    Ok(report)
+}

@@ -20,6 +20,7 @@ pub mod context;
 pub mod doctor;
 pub mod events;
 pub mod fixtures;
+pub mod forward;
 pub mod offline;
 pub mod pairing;
 pub mod run;

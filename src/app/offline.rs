@@ -47,6 +47,10 @@ pub enum StubStep {
     /// Answer with `step` after `ms` milliseconds (a slow model: for steering a running turn,
     /// or for load with turns in flight). `{"delayed": {"ms": 2000, "step": {"text": "hi"}}}`.
     Delayed { ms: u64, step: Box<StubStep> },
+    /// Stream `step`'s events with `ms` milliseconds between them (a model that streams: for
+    /// checking that what sits between Codex and the model passes events on as they come).
+    /// `{"paced": {"ms": 300, "step": {"text": "hi"}}}`.
+    Paced { ms: u64, step: Box<StubStep> },
 }
 
 /// Longest delay a script may ask for (a hang is `"hang"`).
@@ -287,8 +291,22 @@ impl ResponsesStub {
         format!("http://{}/{secret}/v1", self.addr)
     }
 
-    /// The requests kept (the latest, within [`MAX_KEPT_REQUESTS`] and [`MAX_KEPT_BYTES`]),
-    /// parsed now.
+    /// The bodies of the requests kept (the latest, within [`MAX_KEPT_REQUESTS`] and
+    /// [`MAX_KEPT_BYTES`]), as the bytes that came.
+    pub fn request_bodies(&self) -> Vec<Bytes> {
+        self.state
+            .lock()
+            .map(|state| {
+                state
+                    .requests
+                    .iter()
+                    .map(|request| request.body.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The requests kept, parsed now.
     pub fn requests(&self) -> Vec<CapturedRequest> {
         let kept: Vec<(BTreeMap<String, String>, Bytes)> = self
             .state
@@ -308,6 +326,11 @@ impl ResponsesStub {
 }
 
 impl CapturedRequest {
+    /// A request from its headers and body bytes (a body that is not JSON is kept as null).
+    pub fn from_parts(headers: BTreeMap<String, String>, body: &[u8]) -> Self {
+        Self::new(headers, body)
+    }
+
     fn new(headers: BTreeMap<String, String>, body: &[u8]) -> Self {
         CapturedRequest {
             // The secret segment is left out: captures are shared, the secret is not.
@@ -389,6 +412,26 @@ async fn responses(
     }
     match step {
         StubStep::Hang => std::future::pending().await,
+        StubStep::Paced { ms, step } => {
+            let text = sse_body(number, &step);
+            let events: Vec<String> = text.split_inclusive("\n\n").map(str::to_string).collect();
+            let pause = std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS));
+            let stream = futures_util::stream::unfold(
+                (events.into_iter(), true),
+                move |(mut events, first)| async move {
+                    let event = events.next()?;
+                    if !first {
+                        tokio::time::sleep(pause).await;
+                    }
+                    Some((Ok::<_, std::io::Error>(Bytes::from(event)), (events, false)))
+                },
+            );
+            (
+                [("content-type", "text/event-stream")],
+                axum::body::Body::from_stream(stream),
+            )
+                .into_response()
+        }
         StubStep::HttpStatus(code) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, "offline stub: scripted HTTP error").into_response()
@@ -510,7 +553,10 @@ pub fn sse_body(number: usize, step: &StubStep) -> String {
                 "error": {"code": "server_error", "message": message}}}),
             );
         }
-        StubStep::HttpStatus(_) | StubStep::Hang | StubStep::Delayed { .. } => {}
+        StubStep::HttpStatus(_)
+        | StubStep::Hang
+        | StubStep::Delayed { .. }
+        | StubStep::Paced { .. } => {}
     }
     out
 }

@@ -38,9 +38,19 @@ pub struct AppServerArgs {
     /// each request with its layers.md.
     #[arg(long)]
     pub offline: bool,
-    /// Where --offline writes the captured requests (default: DIR/model-requests of --transcript).
+    /// Write every model request and its response per thread and turn into DIR. With --offline
+    /// the stub answers (default: DIR/model-requests of --transcript); without it, Codex's model
+    /// traffic goes through a loopback forwarder to the real upstream and is recorded on the way
+    /// (redacted; see `clawbridge cache-report`).
     #[arg(long)]
     pub capture: Option<PathBuf>,
+    /// With --capture (not --offline): the upstream base URL model requests go to (default: the
+    /// one Codex is configured with, else Codex's default for the request's credential).
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// With --capture: an extra root certificate (PEM) for the upstream's TLS.
+    #[arg(long, value_name = "FILE")]
+    pub upstream_ca: Option<PathBuf>,
     /// The offline stub's answers (`{"responses": [...]}`, as for `run --stub-script`).
     #[arg(long)]
     pub stub_script: Option<PathBuf>,

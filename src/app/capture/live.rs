@@ -18,6 +18,13 @@ use crate::app::offline::CapturedRequest;
 const MAX_KNOWN: usize = 32;
 /// Threads whose captured requests are numbered (the oldest is forgotten first).
 const MAX_CAPTURED_THREADS: usize = 256;
+/// Requests whose response has not come yet (a response past it is not written).
+const MAX_PENDING_RESPONSES: usize = 1024;
+/// Bytes one writer puts into its capture folder at most; past it nothing more is written and
+/// a marker file says so.
+const MAX_CAPTURE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// The marker left in the capture folder when [`MAX_CAPTURE_BYTES`] bites.
+pub const CAPTURE_LIMIT_MARKER: &str = "CAPTURE-LIMIT-REACHED.txt";
 
 /// The files of the transcript folder that are not a thread's.
 const RESERVED_NAMES: [&str; 3] = ["connection", "conformance", "model-requests"];
@@ -133,33 +140,130 @@ impl Known {
     }
 }
 
+/// A writer of what a recording forwarder records into `dir` (nothing known of the conversation
+/// beyond what the requests say): its queue and its task.
+pub fn spawn_recorder(
+    dir: PathBuf,
+) -> (
+    tokio::sync::mpsc::Sender<crate::app::forward::Recorded>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (sink, recorded) = tokio::sync::mpsc::channel(64);
+    let writer = CaptureWriter::new(dir, Arc::new(Mutex::new(Known::default())));
+    (sink, tokio::spawn(writer.run_recorded(recorded)))
+}
+
 /// Writes each model request the offline stub gets into `<dir>/<thread>/turn-NN/`, as `capture`
 /// does: `model-request.json` (then `.2`, `.3` for the requests after tool results) and
 /// `layers.md`, redacted.
 pub struct CaptureWriter {
     dir: PathBuf,
+    /// Recorded request id -> where its request went and how it was redacted (for its
+    /// response), the oldest forgotten first.
+    written: HashMap<u64, (PathBuf, String, Redactions)>,
+    written_order: VecDeque<u64>,
     known: Arc<Mutex<Known>>,
     /// Thread -> (turn folders already there from an earlier process, turn ids in order with
     /// their request counts).
     threads: HashMap<String, (usize, Vec<(String, usize)>)>,
     order: VecDeque<String>,
     failed: bool,
+    /// Bytes written so far, and the cap (see [`MAX_CAPTURE_BYTES`]).
+    written_bytes: u64,
+    cap: u64,
 }
 
 impl CaptureWriter {
     pub fn new(dir: PathBuf, known: Arc<Mutex<Known>>) -> Self {
         Self {
             dir,
+            written: HashMap::new(),
+            written_order: VecDeque::new(),
             known,
             threads: HashMap::new(),
             order: VecDeque::new(),
             failed: false,
+            written_bytes: 0,
+            cap: MAX_CAPTURE_BYTES,
         }
+    }
+
+    /// A writer that stops at `cap` bytes (for tests of the cap).
+    #[cfg(test)]
+    pub fn with_cap(mut self, cap: u64) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// Write `bytes` to `path` if the folder's cap allows; past it, leave the marker once.
+    fn put(&mut self, path: &Path, bytes: &[u8]) -> crate::error::Result<()> {
+        let size = bytes.len() as u64;
+        if self.written_bytes + size > self.cap {
+            if self.written_bytes <= self.cap {
+                self.written_bytes = self.cap + 1;
+                tracing::warn!(
+                    "capture {}: {} bytes written, the cap; nothing more is recorded",
+                    self.dir.display(),
+                    self.cap
+                );
+                let note = format!(
+                    "clawbridge stopped recording here: the capture folder reached its cap of {} bytes. Later requests and responses were forwarded but not written.\n",
+                    self.cap
+                );
+                crate::support::fs::write_private(
+                    &self.dir.join(CAPTURE_LIMIT_MARKER),
+                    note.as_bytes(),
+                )?;
+            }
+            return Ok(());
+        }
+        self.written_bytes += size;
+        crate::support::fs::write_private(path, bytes)
     }
 
     pub async fn run(mut self, mut requests: tokio::sync::mpsc::Receiver<CapturedRequest>) {
         while let Some(request) = requests.recv().await {
-            if let Err(error) = self.write(&request) {
+            if let Err(error) = self.write(&request).map(|_| ()) {
+                if !self.failed {
+                    tracing::warn!("capture {}: {error}", self.dir.display());
+                    self.failed = true;
+                }
+            }
+        }
+    }
+
+    /// What the recording forwarder saw: each request written as [`CaptureWriter::run`]
+    /// writes it, each response next to its request as `model-response[.N].json`, redacted the
+    /// same way.
+    pub async fn run_recorded(
+        mut self,
+        mut recorded: tokio::sync::mpsc::Receiver<crate::app::forward::Recorded>,
+    ) {
+        use crate::app::forward::Recorded;
+        while let Some(item) = recorded.recv().await {
+            let written = match item {
+                Recorded::Request { id, request } => self.write(&request).map(|place| {
+                    if self.written.len() >= MAX_PENDING_RESPONSES {
+                        if let Some(old) = self.written_order.pop_front() {
+                            self.written.remove(&old);
+                        }
+                    }
+                    self.written.insert(id, place);
+                    self.written_order.push_back(id);
+                }),
+                Recorded::Response { id, response } => match self.written.remove(&id) {
+                    Some((folder, suffix, redactions)) => {
+                        let document = redactions.redact(&response);
+                        let text = format!("{}\n", crate::support::json::to_pretty(&document));
+                        self.put(
+                            &folder.join(format!("model-response{suffix}.json")),
+                            text.as_bytes(),
+                        )
+                    }
+                    None => Ok(()),
+                },
+            };
+            if let Err(error) = written {
                 if !self.failed {
                     tracing::warn!("capture {}: {error}", self.dir.display());
                     self.failed = true;
@@ -181,7 +285,11 @@ impl CaptureWriter {
         (thread, text("turn_id").unwrap_or_default())
     }
 
-    fn write(&mut self, request: &CapturedRequest) -> crate::error::Result<()> {
+    /// Write one request; where it went (its folder, its file suffix) and its redactions.
+    fn write(
+        &mut self,
+        request: &CapturedRequest,
+    ) -> crate::error::Result<(PathBuf, String, Redactions)> {
         let metadata: Value = request
             .headers
             .get("x-codex-turn-metadata")
@@ -209,7 +317,10 @@ impl CaptureWriter {
             self.threads.insert(thread.clone(), (earlier, Vec::new()));
         }
         let Some((earlier, turns)) = self.threads.get_mut(&thread) else {
-            return Ok(());
+            return Err(crate::error::Error::Write {
+                path: thread_dir,
+                source: std::io::Error::other("the thread was forgotten"),
+            });
         };
         let earlier = *earlier;
         let index = match turns.iter().position(|(known, _)| *known == turn) {
@@ -250,7 +361,7 @@ impl CaptureWriter {
             format!(".{number}")
         };
         let text = format!("{}\n", crate::support::json::to_pretty(&document));
-        crate::support::fs::write_private(
+        self.put(
             &folder.join(format!("model-request{suffix}.json")),
             text.as_bytes(),
         )?;
@@ -278,11 +389,11 @@ impl CaptureWriter {
             known.client.as_deref().unwrap_or("a client"),
             known.codex_version.as_deref().unwrap_or("?")
         );
-        crate::support::fs::write_private(
+        self.put(
             &folder.join(format!("layers{suffix}.md")),
             render_layers(&layers, &title).as_bytes(),
         )?;
-        Ok(())
+        Ok((folder, suffix, redactions))
     }
 
     /// What a capture replaces with placeholders.
@@ -336,6 +447,32 @@ mod tests {
 
     /// Requests are filed per thread and turn, follow-ups of a turn numbered, OpenClaw's layer
     /// told apart (after redaction), and a later process continues after the turns on disk.
+    #[test]
+    fn a_capture_folder_stops_at_its_cap_and_says_so() {
+        let dir = tempfile::tempdir().expect("dir");
+        let known = Arc::new(Mutex::new(Known::default()));
+        let mut writer = CaptureWriter::new(dir.path().to_path_buf(), known).with_cap(100);
+        writer
+            .write(&request("thr-1", "turn-1", "hello"))
+            .expect("write");
+        assert!(dir.path().join(CAPTURE_LIMIT_MARKER).is_file());
+        assert!(!dir.path().join("thr-1/turn-01/model-request.json").exists());
+        // Without the cap the same request is written.
+        let open = tempfile::tempdir().expect("dir");
+        let mut writer = CaptureWriter::new(
+            open.path().to_path_buf(),
+            Arc::new(Mutex::new(Known::default())),
+        );
+        writer
+            .write(&request("thr-1", "turn-1", "hello"))
+            .expect("write");
+        assert!(open
+            .path()
+            .join("thr-1/turn-01/model-request.json")
+            .is_file());
+        assert!(!open.path().join(CAPTURE_LIMIT_MARKER).exists());
+    }
+
     #[test]
     fn captures_are_filed_per_thread_and_turn() {
         let dir = tempfile::tempdir().expect("dir");

@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::app::offline::CapturedRequest;
 
+pub mod cache;
 pub mod live;
 use crate::support::text::len16;
 
@@ -47,6 +48,17 @@ fn volatile_patterns() -> &'static [(Regex, &'static str)] {
                     "<timezone><redacted></timezone>",
                 ),
                 (r"(127\.0\.0\.1|localhost):\d+", "$1:<port>"),
+                // Credentials wherever they stand: API keys, bearer JWTs, and account or
+                // session ids written as JSON inside a string (a header holding JSON).
+                (r"\bsk-[A-Za-z0-9_-]{16,}", "<api-key>"),
+                (
+                    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+                    "<token>",
+                ),
+                (
+                    r#""((?i)[a-z_]*(account_id|session_id|api_key|access_token|refresh_token|id_token))"\s*:\s*"[^"]*""#,
+                    r#""$1":"<redacted>""#,
+                ),
                 (r"\b\d{10,}\b", "<number>"),
             ]
             .into_iter()
@@ -111,6 +123,8 @@ impl Redactions {
                     .map(|(key, item)| {
                         let redacted = if is_clock_reading(key, item) {
                             Value::String("<timestamp>".to_string())
+                        } else if is_credential_key(key) && item.is_string() {
+                            Value::String("<redacted>".to_string())
                         } else {
                             self.redact(item)
                         };
@@ -121,6 +135,27 @@ impl Redactions {
             other => other.clone(),
         }
     }
+}
+
+/// A key whose value is a credential or an account's identity, whatever the value looks like.
+fn is_credential_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase().replace(['-', '_'], "");
+    [
+        "authorization",
+        "cookie",
+        "setcookie",
+        "apikey",
+        "accesstoken",
+        "refreshtoken",
+        "idtoken",
+        "accountid",
+        "chatgptaccountid",
+        "sessionid",
+        "password",
+        "secret",
+    ]
+    .iter()
+    .any(|credential| key == *credential || key.ends_with(credential))
 }
 
 /// A wall-clock reading as a number: `create_time`, `*_time`, `*_at`, `*_ms` keys holding Unix
@@ -171,6 +206,9 @@ pub fn redacted_request(request: &CapturedRequest, redactions: &Redactions) -> V
         .collect();
     let mut redacted =
         redactions.redact(&json!({"path": request.path, "headers": headers, "body": request.body}));
+    // Fingerprints of the request as sent, for `cache-report` (redaction would hide a changed
+    // clock or id, the very things that break a prompt cache).
+    redacted["cacheElements"] = cache::fingerprints(&request.body);
     // The OS and architecture in the user agent are machine facts.
     if let Some(agent) = redacted["headers"]["user-agent"].as_str() {
         let cleaned = Regex::new(r"\([^)]*;[^)]*\)")

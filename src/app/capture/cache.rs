@@ -1,0 +1,862 @@
+//! `clawbridge cache-report`: where a thread's prompt cache breaks.
+//!
+//! The model's prompt cache serves the longest prefix a request shares with an earlier one of
+//! the same cache key. Codex's requests are a sequence of elements in a fixed order: the
+//! `instructions`, then each tool's schema, then the input items (developer and user messages,
+//! the history). A thread's next request keeps the cache warm only if it *appends* to the one
+//! before; when an earlier element changes (a rewritten instruction, a reordered tool list, a
+//! clock in the developer instructions), everything after it is paid again. This module reads
+//! captured requests (`model-request[.N].json`, as `capture`, `--offline` and `--capture` write
+//! them), splits each into those elements, compares each request with the one before it in its
+//! thread, and names the first element that differs with its layer label.
+//!
+//! Captures are redacted (clocks, ids and paths become placeholders), which would hide exactly
+//! the volatile values that break caches; so the capture writer also stores each element's
+//! fingerprint, taken from the request as Codex sent it (`cacheElements`: SHA-256, bytes,
+//! tokens), and the comparison uses those when present. Tokens are counted with the `o200k_base`
+//! BPE (the GPT-4o/GPT-5 family's encoding) on each element's text; the server's own chat
+//! formatting adds a few tokens per item, so the figures are close, not exact.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+
+/// Largest request file read (a thread with a long history stays far below it).
+const MAX_REQUEST_FILE: u64 = 64 * 1024 * 1024;
+/// Files a report reads at most, and folders it walks.
+const MAX_FILES: usize = 10_000;
+const MAX_FOLDERS: usize = 100_000;
+/// Lines of the diff shown for a break.
+const DIFF_LINES: usize = 24;
+
+/// The placeholders a capture puts for ids.
+static ID_PLACEHOLDERS: std::sync::LazyLock<Option<regex::Regex>> =
+    std::sync::LazyLock::new(|| regex::Regex::new("<(turn-id|thread-id|uuid)>").ok());
+
+/// `text` with every id placeholder the same.
+fn ids_alike(text: &str) -> std::borrow::Cow<'_, str> {
+    match &*ID_PLACEHOLDERS {
+        Some(pattern) => pattern.replace_all(text, "<id>"),
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
+/// The BPE every count uses (loaded once).
+fn tokenizer() -> Option<&'static tiktoken_rs::CoreBPE> {
+    static BPE: std::sync::LazyLock<Option<tiktoken_rs::CoreBPE>> =
+        std::sync::LazyLock::new(|| tiktoken_rs::o200k_base().ok());
+    BPE.as_ref()
+}
+
+/// Tokens of `text` in `o200k_base` (characters / 4 only if the tokenizer failed to load).
+pub fn count_tokens(text: &str) -> usize {
+    match tokenizer() {
+        Some(bpe) => bpe.encode_ordinary(text).len(),
+        None => text.len().div_ceil(4),
+    }
+}
+
+/// One element of a request, in the order the cache sees them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Element {
+    /// `instructions`, `tools[3]`, `input[5]`.
+    pub position: String,
+    /// `instructions`, `tool` or `input`.
+    pub kind: String,
+    /// The layer it is (`Codex base instructions`, `OpenClaw developer instructions`, `Tool
+    /// message`, `User input`...).
+    pub label: String,
+    pub bytes: usize,
+    pub tokens: usize,
+    /// SHA-256 (16 hex digits) of the element as sent, when the capture recorded it; else of
+    /// the redacted text.
+    pub fingerprint: String,
+    #[serde(skip)]
+    pub text: String,
+}
+
+/// The cache-relevant elements of a request body: what is fingerprinted.
+fn element_texts(body: &Value) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    if let Some(instructions) = body["instructions"].as_str() {
+        out.push((
+            "instructions".to_string(),
+            "instructions".to_string(),
+            instructions.to_string(),
+        ));
+    }
+    for (index, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        out.push((
+            format!("tools[{index}]"),
+            "tool".to_string(),
+            tool.to_string(),
+        ));
+    }
+    for (index, item) in body["input"].as_array().into_iter().flatten().enumerate() {
+        let text = match item["content"].as_array() {
+            Some(parts) if !parts.is_empty() => {
+                let texts: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|part| part["text"].as_str())
+                    .collect();
+                if texts.len() == parts.len() {
+                    format!(
+                        "{}\n{}",
+                        item["role"].as_str().unwrap_or("?"),
+                        texts.join("\n")
+                    )
+                } else {
+                    item.to_string()
+                }
+            }
+            _ => item.to_string(),
+        };
+        out.push((format!("input[{index}]"), "input".to_string(), text));
+    }
+    out
+}
+
+/// What the capture writer stores next to a request (`cacheElements`): each element's
+/// fingerprint, size and tokens, from the body as Codex sent it (before redaction).
+pub fn fingerprints(body: &Value) -> Value {
+    Value::Array(
+        element_texts(body)
+            .into_iter()
+            .map(|(position, _, text)| {
+                json!({
+                    "position": position,
+                    "sha256": crate::support::hex::sha256(text.as_bytes(), 8),
+                    "bytes": text.len(),
+                    "tokens": count_tokens(&text),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The elements of a captured request document, labelled.
+fn elements(document: &Value) -> (Vec<Element>, bool) {
+    let body = &document["body"];
+    let layers = super::label_layers(body, None);
+    let label_of = |position: &str| -> Option<String> {
+        layers
+            .iter()
+            .find(|layer| {
+                layer.position == position || layer.position.starts_with(&format!("{position}."))
+            })
+            .map(|layer| layer.label.clone())
+    };
+    let recorded: BTreeMap<String, (String, usize, usize)> = document["cacheElements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            Some((
+                entry["position"].as_str()?.to_string(),
+                (
+                    entry["sha256"].as_str()?.to_string(),
+                    entry["bytes"].as_u64()? as usize,
+                    entry["tokens"].as_u64()? as usize,
+                ),
+            ))
+        })
+        .collect();
+    let texts = element_texts(body);
+    let raw = !texts.is_empty()
+        && texts
+            .iter()
+            .all(|(position, _, _)| recorded.contains_key(position));
+    let elements = texts
+        .into_iter()
+        .map(|(position, kind, text)| {
+            let label = match kind.as_str() {
+                "instructions" => "Codex base instructions (instructions)".to_string(),
+                "tool" => {
+                    let index: usize = position
+                        .trim_start_matches("tools[")
+                        .trim_end_matches(']')
+                        .parse()
+                        .unwrap_or(0);
+                    let tool = &body["tools"][index];
+                    let name = tool["name"]
+                        .as_str()
+                        .or_else(|| tool["type"].as_str())
+                        .unwrap_or("?");
+                    format!("Tool `{name}` schema")
+                }
+                _ => label_of(&position).unwrap_or_else(|| "Input item".to_string()),
+            };
+            let (fingerprint, bytes, tokens) = match recorded.get(&position).filter(|_| raw) {
+                Some((sha, bytes, tokens)) => (sha.clone(), *bytes, *tokens),
+                // Redacted text: the id placeholders depend on which turn wrote the file (this
+                // turn's id is `<turn-id>`, an earlier turn's the same id is `<uuid>`), so they
+                // are compared alike.
+                None => (
+                    crate::support::hex::sha256(ids_alike(&text).as_bytes(), 8),
+                    text.len(),
+                    count_tokens(&text),
+                ),
+            };
+            Element {
+                position,
+                kind,
+                label,
+                bytes,
+                tokens,
+                fingerprint,
+                text,
+            }
+        })
+        .collect();
+    (elements, raw)
+}
+
+/// How a request relates to the one before it in its thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// The thread's first request.
+    First,
+    /// Keeps every element of the previous request and adds after them: the cache holds.
+    AppendOnly,
+    /// The same elements (a retry).
+    Identical,
+    /// An element of the previous request changed or moved: the cache breaks there.
+    Rewrite,
+    /// Another model: no cache is shared.
+    ModelChanged,
+    /// Another `prompt_cache_key`: the request goes to another cache.
+    CacheKeyChanged,
+}
+
+impl Verdict {
+    pub fn is_break(self) -> bool {
+        matches!(
+            self,
+            Verdict::Rewrite | Verdict::ModelChanged | Verdict::CacheKeyChanged
+        )
+    }
+}
+
+/// Where a rewrite starts.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheBreak {
+    /// Index of the first element that differs.
+    pub element: usize,
+    pub position: String,
+    pub label: String,
+    /// What the previous request had there (`None`: nothing, the element was added before the
+    /// end... never for a rewrite; or removed).
+    pub previous_label: Option<String>,
+    /// A short unified diff of the element (redacted texts), or why there is none.
+    pub diff: String,
+}
+
+/// One request of a thread, compared with the one before it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestReport {
+    pub file: String,
+    pub model: Option<String>,
+    pub verdict: Verdict,
+    pub elements: Vec<Element>,
+    pub total_bytes: usize,
+    pub total_tokens: usize,
+    /// The prefix shared with the previous request (what the cache can serve).
+    pub shared_elements: usize,
+    pub shared_bytes: usize,
+    pub shared_tokens: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_break: Option<CacheBreak>,
+    /// From the recorded response: what the model reported as served from its cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Fingerprints from the request as sent (`true`), or from the redacted text (a changing
+    /// clock or id is then invisible).
+    pub exact: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReport {
+    pub thread: String,
+    pub requests: Vec<RequestReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheReport {
+    pub threads: Vec<ThreadReport>,
+    /// Requests that break their thread's cache.
+    pub breaks: usize,
+}
+
+/// A request file and what was recorded with it.
+struct Loaded {
+    file: String,
+    document: Value,
+    response: Option<Value>,
+}
+
+/// The requests of `paths`, grouped into threads: files given on their own form one thread in
+/// the order given; a folder is walked, `<thread>/turn-NN/model-request[.N].json` grouped by
+/// thread in turn and request order, any other folder holding requests is a thread of its own.
+fn collect(paths: &[PathBuf]) -> Result<Vec<(String, Vec<PathBuf>)>> {
+    let mut threads: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    let mut given = Vec::new();
+    let mut read = 0usize;
+    for path in paths {
+        let meta = std::fs::symlink_metadata(path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        if meta.is_file() {
+            given.push(path.clone());
+            continue;
+        }
+        if !meta.is_dir() {
+            return Err(Error::InvalidArgument {
+                flag: "PATH".into(),
+                message: format!("{}: not a file or a folder", path.display()),
+            });
+        }
+        let mut groups: BTreeMap<String, Vec<(String, usize, PathBuf)>> = BTreeMap::new();
+        let mut folders = vec![path.clone()];
+        let mut walked = 0usize;
+        while let Some(folder) = folders.pop() {
+            walked += 1;
+            if walked > MAX_FOLDERS {
+                break;
+            }
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let entry_path = entry.path();
+                if kind.is_dir() {
+                    folders.push(entry_path);
+                    continue;
+                }
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some(number) = request_number(&name) else {
+                    continue;
+                };
+                if !kind.is_file() {
+                    continue;
+                }
+                read += 1;
+                if read > MAX_FILES {
+                    return Err(Error::InvalidArgument {
+                        flag: "PATH".into(),
+                        message: format!("more than {MAX_FILES} requests under {}", path.display()),
+                    });
+                }
+                let parent = entry_path.parent().unwrap_or(path).to_path_buf();
+                let parent_name = parent
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let (thread_dir, turn) = match parent_name.strip_prefix("turn-") {
+                    Some(_) => (parent.parent().unwrap_or(path).to_path_buf(), parent_name),
+                    None => (parent.clone(), String::new()),
+                };
+                let thread = thread_dir
+                    .strip_prefix(path)
+                    .map(|relative| relative.display().to_string())
+                    .unwrap_or_default();
+                let thread = if thread.is_empty() {
+                    path.display().to_string()
+                } else {
+                    thread
+                };
+                groups
+                    .entry(thread)
+                    .or_default()
+                    .push((turn, number, entry_path));
+            }
+        }
+        for (thread, mut files) in groups {
+            files.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+            threads.push((thread, files.into_iter().map(|(_, _, path)| path).collect()));
+        }
+    }
+    if !given.is_empty() {
+        threads.insert(0, ("the files given, in order".to_string(), given));
+    }
+    Ok(threads)
+}
+
+/// `model-request.json` is 1, `model-request.N.json` is N.
+fn request_number(name: &str) -> Option<usize> {
+    let rest = name.strip_prefix("model-request")?.strip_suffix(".json")?;
+    if rest.is_empty() {
+        return Some(1);
+    }
+    rest.strip_prefix('.')?.parse().ok()
+}
+
+fn load(path: &Path) -> Result<Loaded> {
+    let bytes = crate::support::fs::read_file_capped(path, MAX_REQUEST_FILE)?;
+    let document: Value =
+        serde_json::from_slice(&bytes).map_err(|error| Error::InvalidDocument {
+            path: path.to_path_buf(),
+            message: format!("not a captured request: {error}"),
+        })?;
+    if !document["body"].is_object() {
+        return Err(Error::InvalidDocument {
+            path: path.to_path_buf(),
+            message: "not a captured request (no `body` object)".into(),
+        });
+    }
+    let name = path
+        .file_name()
+        .map(|name| {
+            name.to_string_lossy()
+                .replace("model-request", "model-response")
+        })
+        .unwrap_or_default();
+    let response = path
+        .parent()
+        .map(|parent| parent.join(&name))
+        .filter(|file| file.is_file())
+        .and_then(|file| crate::support::fs::read_file_capped(&file, MAX_REQUEST_FILE).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    Ok(Loaded {
+        file: path.display().to_string(),
+        document,
+        response,
+    })
+}
+
+/// A short unified diff of two element texts.
+fn short_diff(before: &str, after: &str) -> String {
+    if before == after {
+        return "the texts are the same once redacted: the change is in a value the capture masks (a clock, an id, a path)".to_string();
+    }
+    let diff = similar::TextDiff::from_lines(before, after);
+    let text = diff
+        .unified_diff()
+        .context_radius(1)
+        .header("previous", "this request")
+        .to_string();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let more = lines.len().saturating_sub(DIFF_LINES);
+    lines.truncate(DIFF_LINES);
+    let mut out: String = lines
+        .iter()
+        .map(|line| {
+            let line: String = line.chars().take(200).collect();
+            format!("{line}\n")
+        })
+        .collect();
+    if more > 0 {
+        out.push_str(&format!("... ({more} more lines)\n"));
+    }
+    out
+}
+
+/// Bytes (and their tokens) two texts share at their start.
+fn common_prefix(before: &str, after: &str) -> (usize, usize) {
+    let mut bytes = before
+        .bytes()
+        .zip(after.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !after.is_char_boundary(bytes) {
+        bytes -= 1;
+    }
+    (bytes, count_tokens(&after[..bytes]))
+}
+
+fn compare(
+    previous: Option<&RequestReport>,
+    current: &mut RequestReport,
+    previous_key: Option<&str>,
+    key: Option<&str>,
+) {
+    let Some(previous) = previous else {
+        current.verdict = Verdict::First;
+        return;
+    };
+    let shared = previous
+        .elements
+        .iter()
+        .zip(&current.elements)
+        .take_while(|(a, b)| a.fingerprint == b.fingerprint)
+        .count();
+    current.shared_elements = shared;
+    current.shared_bytes = current.elements[..shared].iter().map(|e| e.bytes).sum();
+    current.shared_tokens = current.elements[..shared].iter().map(|e| e.tokens).sum();
+    if previous.model != current.model {
+        current.verdict = Verdict::ModelChanged;
+        current.shared_bytes = 0;
+        current.shared_tokens = 0;
+        current.shared_elements = 0;
+        return;
+    }
+    if previous_key != key {
+        current.verdict = Verdict::CacheKeyChanged;
+        current.shared_bytes = 0;
+        current.shared_tokens = 0;
+        current.shared_elements = 0;
+        return;
+    }
+    if shared == previous.elements.len() {
+        current.verdict = if shared == current.elements.len() {
+            Verdict::Identical
+        } else {
+            Verdict::AppendOnly
+        };
+        return;
+    }
+    current.verdict = Verdict::Rewrite;
+    let before = &previous.elements[shared];
+    let (diff, label, position) = match current.elements.get(shared) {
+        Some(after) => {
+            let (bytes, tokens) = common_prefix(&before.text, &after.text);
+            // With exact fingerprints a same-looking text still differs (a masked value):
+            // the redacted texts cannot place the change within the element.
+            if before.text != after.text {
+                current.shared_bytes += bytes;
+                current.shared_tokens += tokens;
+            }
+            (
+                short_diff(&before.text, &after.text),
+                after.label.clone(),
+                after.position.clone(),
+            )
+        }
+        None => (
+            "removed: this request ends before it".to_string(),
+            before.label.clone(),
+            before.position.clone(),
+        ),
+    };
+    current.cache_break = Some(CacheBreak {
+        element: shared,
+        position,
+        label,
+        previous_label: Some(before.label.clone()),
+        diff,
+    });
+}
+
+/// Read and compare the requests under `paths`.
+pub fn cache_report(paths: &[PathBuf]) -> Result<CacheReport> {
+    let mut threads = Vec::new();
+    let mut breaks = 0;
+    for (thread, files) in collect(paths)? {
+        let mut requests: Vec<RequestReport> = Vec::new();
+        let mut previous_key: Option<String> = None;
+        for file in files {
+            let loaded = load(&file)?;
+            let (elements, exact) = elements(&loaded.document);
+            let usage = loaded.response.as_ref().map(|response| &response["usage"]);
+            let mut report = RequestReport {
+                file: loaded.file,
+                model: loaded.document["body"]["model"]
+                    .as_str()
+                    .map(str::to_string),
+                verdict: Verdict::First,
+                total_bytes: elements.iter().map(|e| e.bytes).sum(),
+                total_tokens: elements.iter().map(|e| e.tokens).sum(),
+                elements,
+                shared_elements: 0,
+                shared_bytes: 0,
+                shared_tokens: 0,
+                cache_break: None,
+                cached_tokens: usage
+                    .and_then(|usage| usage["input_tokens_details"]["cached_tokens"].as_u64()),
+                input_tokens: usage.and_then(|usage| usage["input_tokens"].as_u64()),
+                exact,
+            };
+            let key = loaded.document["body"]["prompt_cache_key"]
+                .as_str()
+                .map(str::to_string);
+            compare(
+                requests.last(),
+                &mut report,
+                previous_key.as_deref(),
+                key.as_deref(),
+            );
+            if report.verdict.is_break() {
+                breaks += 1;
+            }
+            previous_key = key;
+            requests.push(report);
+        }
+        threads.push(ThreadReport { thread, requests });
+    }
+    Ok(CacheReport { threads, breaks })
+}
+
+impl CacheReport {
+    /// The text report: per thread, a line per request, and for each break its layer and diff.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        for thread in &self.threads {
+            out.push_str(&format!("thread {}\n", thread.thread));
+            for (index, request) in thread.requests.iter().enumerate() {
+                let verdict = match request.verdict {
+                    Verdict::First => "first request".to_string(),
+                    Verdict::AppendOnly => "append-only (the cache holds)".to_string(),
+                    Verdict::Identical => "identical to the previous".to_string(),
+                    Verdict::Rewrite => "REWRITE: the cache breaks".to_string(),
+                    Verdict::ModelChanged => "MODEL CHANGED: no shared cache".to_string(),
+                    Verdict::CacheKeyChanged => "CACHE KEY CHANGED: another cache".to_string(),
+                };
+                let percent = |part: usize, whole: usize| {
+                    if whole == 0 {
+                        0.0
+                    } else {
+                        part as f64 * 100.0 / whole as f64
+                    }
+                };
+                out.push_str(&format!(
+                    "  {}. {}  {} elements, {} tokens ({} bytes): {verdict}\n",
+                    index + 1,
+                    request.file,
+                    request.elements.len(),
+                    request.total_tokens,
+                    request.total_bytes
+                ));
+                if request.verdict != Verdict::First {
+                    out.push_str(&format!(
+                        "     shared prefix: {} elements, {} tokens ({:.1} %), {} bytes\n",
+                        request.shared_elements,
+                        request.shared_tokens,
+                        percent(request.shared_tokens, request.total_tokens),
+                        request.shared_bytes
+                    ));
+                }
+                if let Some(cached) = request.cached_tokens {
+                    out.push_str(&format!(
+                        "     the model reported {cached} cached of {} input tokens\n",
+                        request
+                            .input_tokens
+                            .map_or("?".to_string(), |n| n.to_string())
+                    ));
+                }
+                if let Some(found) = &request.cache_break {
+                    out.push_str(&format!(
+                        "     first difference: element {} `{}`: {}\n",
+                        found.element + 1,
+                        found.position,
+                        found.label
+                    ));
+                    if found.previous_label.as_deref() != Some(found.label.as_str()) {
+                        if let Some(previous) = &found.previous_label {
+                            out.push_str(&format!(
+                                "     (the previous request had there: {previous})\n"
+                            ));
+                        }
+                    }
+                    for line in found.diff.lines() {
+                        out.push_str(&format!("       {line}\n"));
+                    }
+                }
+                if !request.exact {
+                    out.push_str(
+                        "     (compared as redacted: a clock or id that changed is not seen)\n",
+                    );
+                }
+            }
+        }
+        out.push_str(&format!(
+            "{} thread(s), {} request(s), {} cache break(s)\n",
+            self.threads.len(),
+            self.threads.iter().map(|t| t.requests.len()).sum::<usize>(),
+            self.breaks
+        ));
+        out
+    }
+
+    /// One self-contained HTML page: each thread's requests as bars of their layers (width by
+    /// tokens), the shared prefix shaded, the first differing element outlined in red.
+    pub fn render_html(&self) -> String {
+        let escape = |text: &str| {
+            text.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;")
+        };
+        let colour = |element: &Element| match (element.kind.as_str(), element.label.as_str()) {
+            ("instructions", _) => "#5b6ee1",
+            ("tool", _) => "#8e7cc3",
+            (_, label) if label.starts_with("Codex base") => "#5b6ee1",
+            (_, label) if label.starts_with("OpenClaw developer") => "#e69138",
+            (_, label)
+                if label.starts_with("Collaboration") || label.starts_with("Codex skills") =>
+            {
+                "#f1c232"
+            }
+            (_, label) if label.starts_with("Codex") || label.starts_with("AGENTS.md") => "#6aa84f",
+            (_, label) if label.starts_with("User input") => "#3d85c6",
+            (_, label) if label.starts_with("Assistant") => "#76a5af",
+            _ => "#999999",
+        };
+        let mut body = String::new();
+        body.push_str(&format!(
+            "<p class=\"summary\">{} thread(s), {} cache break(s). Each bar is one model request; each segment one element in the order the prompt cache reads them (width: tokens). Shaded: the prefix shared with the request before. Red outline: the first element that differs.</p>\n",
+            self.threads.len(),
+            self.breaks
+        ));
+        body.push_str("<div class=\"legend\">");
+        for (name, swatch) in [
+            ("Codex base instructions", "#5b6ee1"),
+            ("tools", "#8e7cc3"),
+            ("OpenClaw developer instructions", "#e69138"),
+            ("skills / collaboration mode", "#f1c232"),
+            (
+                "Codex context (AGENTS.md, environment, permissions)",
+                "#6aa84f",
+            ),
+            ("user input", "#3d85c6"),
+            ("assistant", "#76a5af"),
+            ("history items", "#999999"),
+        ] {
+            body.push_str(&format!(
+                "<span><i style=\"background:{swatch}\"></i>{}</span>",
+                escape(name)
+            ));
+        }
+        body.push_str("</div>\n");
+        for thread in &self.threads {
+            body.push_str(&format!("<h2>thread {}</h2>\n", escape(&thread.thread)));
+            let widest = thread
+                .requests
+                .iter()
+                .map(|request| request.total_tokens)
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            for (index, request) in thread.requests.iter().enumerate() {
+                let verdict = match request.verdict {
+                    Verdict::First => "first",
+                    Verdict::AppendOnly => "append-only",
+                    Verdict::Identical => "identical",
+                    Verdict::Rewrite => "rewrite: cache breaks",
+                    Verdict::ModelChanged => "model changed",
+                    Verdict::CacheKeyChanged => "cache key changed",
+                };
+                let class = if request.verdict.is_break() {
+                    "verdict break"
+                } else {
+                    "verdict"
+                };
+                body.push_str(&format!(
+                    "<div class=\"request\"><div class=\"head\">{}. <code>{}</code> <span class=\"{class}\">{verdict}</span> {} tokens, shared {} ({} elements){}</div>\n<div class=\"bar\">",
+                    index + 1,
+                    escape(&request.file),
+                    request.total_tokens,
+                    request.shared_tokens,
+                    request.shared_elements,
+                    request.cached_tokens.map_or(String::new(), |cached| format!(", model-reported cached {cached}"))
+                ));
+                for (position, element) in request.elements.iter().enumerate() {
+                    let width = (element.tokens.max(1) as f64) * 100.0 / widest as f64;
+                    let shared = position < request.shared_elements;
+                    let broken = request
+                        .cache_break
+                        .as_ref()
+                        .is_some_and(|found| found.element == position);
+                    let mut classes = vec!["seg"];
+                    if shared {
+                        classes.push("shared");
+                    }
+                    if broken {
+                        classes.push("broken");
+                    }
+                    body.push_str(&format!(
+                        "<span class=\"{}\" style=\"width:{width:.3}%;background:{}\" title=\"{} ({}): {} tokens\"></span>",
+                        classes.join(" "),
+                        colour(element),
+                        escape(&element.label),
+                        escape(&element.position),
+                        element.tokens
+                    ));
+                }
+                body.push_str("</div>\n");
+                if let Some(found) = &request.cache_break {
+                    body.push_str(&format!(
+                        "<div class=\"break\">first difference: element {} <code>{}</code>: {}<pre>{}</pre></div>\n",
+                        found.element + 1,
+                        escape(&found.position),
+                        escape(&found.label),
+                        escape(&found.diff)
+                    ));
+                }
+                body.push_str("</div>\n");
+            }
+        }
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clawbridge cache report</title>\n<style>\nbody{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}}\nh1{{font-size:20px}} h2{{font-size:16px;margin-top:28px}}\n.legend span{{margin-right:14px;white-space:nowrap}} .legend i{{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}}\n.request{{margin:10px 0 16px}} .head{{margin-bottom:4px}}\n.bar{{display:flex;height:26px;border:1px solid #ccc;background:#fafafa}}\n.seg{{display:block;height:100%;box-sizing:border-box;border-right:1px solid #fff;opacity:.45}}\n.seg.shared{{opacity:1}}\n.seg.broken{{outline:3px solid #d00;outline-offset:-3px;opacity:1}}\n.verdict{{padding:1px 6px;border-radius:3px;background:#d9ead3}} .verdict.break{{background:#f4cccc;color:#900;font-weight:600}}\n.break pre{{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}}\n</style></head><body>\n<h1>Prompt cache report</h1>\n{body}</body></html>\n"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_o200k_and_files_are_numbered() {
+        // "hello world" is two tokens in o200k_base (not 11 / 4).
+        assert_eq!(count_tokens("hello world"), 2);
+        assert_eq!(request_number("model-request.json"), Some(1));
+        assert_eq!(request_number("model-request.12.json"), Some(12));
+        assert_eq!(request_number("model-response.json"), None);
+        assert_eq!(ids_alike("a <turn-id> b <uuid>"), "a <id> b <id>");
+    }
+
+    #[test]
+    fn a_removed_element_is_a_break_and_an_unchanged_retry_is_identical() {
+        let body = |items: usize| json!({"model": "m", "input": (0..items).map(|i| json!({"role": "user", "content": [{"type": "input_text", "text": format!("m{i}")}]})).collect::<Vec<_>>()});
+        let view = |items: usize| {
+            let (elements, exact) = elements(
+                &json!({"body": body(items), "cacheElements": fingerprints(&body(items))}),
+            );
+            assert!(exact);
+            RequestReport {
+                file: String::new(),
+                model: Some("m".into()),
+                verdict: Verdict::First,
+                total_bytes: 0,
+                total_tokens: 0,
+                elements,
+                shared_elements: 0,
+                shared_bytes: 0,
+                shared_tokens: 0,
+                cache_break: None,
+                cached_tokens: None,
+                input_tokens: None,
+                exact: true,
+            }
+        };
+        let first = view(3);
+        let mut shorter = view(2);
+        compare(Some(&first), &mut shorter, None, None);
+        assert_eq!(shorter.verdict, Verdict::Rewrite);
+        assert_eq!(
+            shorter.cache_break.as_ref().map(|found| found.element),
+            Some(2)
+        );
+        let mut same = view(3);
+        compare(Some(&first), &mut same, None, None);
+        assert_eq!(same.verdict, Verdict::Identical);
+        let mut other_key = view(4);
+        compare(Some(&first), &mut other_key, Some("a"), Some("b"));
+        assert_eq!(other_key.verdict, Verdict::CacheKeyChanged);
+    }
+}

@@ -1,0 +1,491 @@
+//! The recording forwarder: `--capture DIR` on real runs.
+//!
+//! Codex is pointed (`-c openai_base_url=...`, as `--offline` points it at the stub) at a
+//! loopback server that passes every model request on to the upstream Codex would have used and
+//! streams the answer back as it comes, chunk by chunk, never buffered. On the way it keeps a
+//! copy of the request (for `model-request.json` and `layers.md`) and reads the answer's
+//! server-sent events to record the response (`model-response.json`: the output items, the usage
+//! with `cached_tokens`, the status, the time to first byte and to completion). The copies go to
+//! the capture writer over a bounded queue: a full queue drops the copy, never the traffic.
+//!
+//! The upstream: `--upstream URL`, else the base URL Codex was configured with, else Codex's own
+//! default for the request's credential (docs/codex-wire.md §11): a ChatGPT login (Codex sends
+//! `chatgpt-account-id`) goes to `https://chatgpt.com/backend-api/codex`, an API key to
+//! `https://api.openai.com/v1`. TLS with rustls and the system's roots, plus `--upstream-ca`.
+//!
+//! Safe by default, as the stub is: loopback only, a random secret first path segment (only the
+//! Codex given the URL can use it), `Origin` refused, `Host` must be the listener's. Credentials
+//! pass through to the upstream untouched and are never logged or recorded.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use http::{HeaderMap, HeaderName, Method, StatusCode};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::app::offline::{CapturedRequest, MAX_REQUEST_BODY};
+use crate::error::{Error, Result};
+
+/// Codex's default upstreams (codex-rs/core/src/model_provider_info.rs, `to_api_provider`).
+pub const CHATGPT_UPSTREAM: &str = "https://chatgpt.com/backend-api/codex";
+pub const API_KEY_UPSTREAM: &str = "https://api.openai.com/v1";
+/// Bytes of one answer the recorder reads at most (the traffic itself is never capped).
+const MAX_RECORDED_ANSWER: usize = 64 * 1024 * 1024;
+/// Connecting to the upstream and getting its headers.
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the forwarder records, in the order it happens.
+#[derive(Debug)]
+pub enum Recorded {
+    Request { id: u64, request: CapturedRequest },
+    Response { id: u64, response: Value },
+}
+
+/// Where model requests go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Upstream {
+    /// This base URL (ending before `/responses`).
+    Fixed(String),
+    /// Codex's default for the request's credential.
+    ByCredential,
+}
+
+impl Upstream {
+    fn base_for(&self, headers: &HeaderMap) -> String {
+        match self {
+            Upstream::Fixed(url) => url.trim_end_matches('/').to_string(),
+            Upstream::ByCredential if headers.contains_key("chatgpt-account-id") => {
+                CHATGPT_UPSTREAM.to_string()
+            }
+            Upstream::ByCredential => API_KEY_UPSTREAM.to_string(),
+        }
+    }
+}
+
+/// How to start a forwarder.
+#[derive(Clone, Debug)]
+pub struct ForwarderSettings {
+    pub upstream: Upstream,
+    /// An extra root certificate (PEM) for the upstream's TLS.
+    pub extra_ca: Option<std::path::PathBuf>,
+    /// Forward Codex's Responses WebSocket; `false` answers 426 so Codex uses HTTP.
+    pub websocket: bool,
+}
+
+struct State_ {
+    client: reqwest::Client,
+    upstream: Upstream,
+    sink: mpsc::Sender<Recorded>,
+    port: u16,
+    secret: String,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// A running forwarder; dropping it stops it.
+pub struct Forwarder {
+    pub addr: SocketAddr,
+    secret: String,
+    _shutdown: oneshot::Sender<()>,
+}
+
+impl Forwarder {
+    /// Bind `127.0.0.1:0` and forward until dropped; what it records goes to `sink`.
+    pub async fn start(settings: ForwarderSettings, sink: mpsc::Sender<Recorded>) -> Result<Self> {
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .no_proxy()
+            .http1_only();
+        if let Some(path) = &settings.extra_ca {
+            let pem = crate::support::fs::read_file_capped(path, 1024 * 1024)?;
+            let certificate =
+                reqwest::Certificate::from_pem(&pem).map_err(|error| Error::InvalidDocument {
+                    path: path.clone(),
+                    message: format!("not a PEM certificate: {error}"),
+                })?;
+            builder = builder.add_root_certificate(certificate);
+        }
+        let client = builder.build().map_err(|error| Error::InvalidArgument {
+            flag: "--upstream-ca".into(),
+            message: format!("cannot set up TLS: {error}"),
+        })?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|source| Error::Bind {
+                what: "the capture forwarder",
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            what: "the capture forwarder",
+            source,
+        })?;
+        let secret = crate::support::hex::random(16).map_err(|source| Error::Bind {
+            what: "the capture forwarder (no random source)",
+            source,
+        })?;
+        let state = Arc::new(State_ {
+            client,
+            upstream: settings.upstream,
+            sink,
+            port: addr.port(),
+            secret: secret.clone(),
+            next: std::sync::atomic::AtomicU64::new(1),
+        });
+        let websocket = settings.websocket;
+        let router = Router::new()
+            .route(
+                "/{secret}/v1/{*rest}",
+                axum::routing::any(move |state, secret, headers, method, body| {
+                    forward(state, secret, headers, method, body, websocket)
+                }),
+            )
+            .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
+            .with_state(state);
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, router).with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            });
+            if let Err(error) = served.await {
+                tracing::warn!("the capture forwarder stopped: {error}");
+            }
+        });
+        Ok(Forwarder {
+            addr,
+            secret,
+            _shutdown: shutdown,
+        })
+    }
+
+    /// The base URL to give Codex (`openai_base_url`).
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/{}/v1", self.addr.port(), self.secret)
+    }
+}
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1) and those the client sets again.
+fn passes(name: &HeaderName) -> bool {
+    !matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | "accept-encoding"
+    )
+}
+
+fn refused(state: &State_, headers: &HeaderMap, secret: &str) -> Option<Response> {
+    use subtle::ConstantTimeEq;
+    if headers.contains_key("origin") {
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                "capture forwarder: browser requests are refused",
+            )
+                .into_response(),
+        );
+    }
+    let host = headers
+        .get("host")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let port = state.port;
+    if host != format!("127.0.0.1:{port}") && host != format!("localhost:{port}") {
+        return Some((StatusCode::FORBIDDEN, "capture forwarder: unexpected Host").into_response());
+    }
+    let same: bool = state.secret.as_bytes().ct_eq(secret.as_bytes()).into();
+    (!same).then(|| (StatusCode::NOT_FOUND, "capture forwarder: no such path").into_response())
+}
+
+async fn forward(
+    State(state): State<Arc<State_>>,
+    axum::extract::Path((secret, rest)): axum::extract::Path<(String, String)>,
+    headers: HeaderMap,
+    method: Method,
+    body: Bytes,
+    websocket: bool,
+) -> Response {
+    if let Some(refusal) = refused(&state, &headers, &secret) {
+        return refusal;
+    }
+    if headers.contains_key(http::header::UPGRADE) {
+        // Codex tries the Responses WebSocket first; 426 sends it to HTTP at once.
+        let _ = websocket;
+        return (
+            StatusCode::UPGRADE_REQUIRED,
+            "capture forwarder: WebSocket not forwarded; use HTTP",
+        )
+            .into_response();
+    }
+    let url = format!("{}/{rest}", state.upstream.base_for(&headers));
+    let id = state
+        .next
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let is_responses = method == Method::POST && rest == "responses";
+    if is_responses {
+        let kept: std::collections::BTreeMap<String, String> = headers
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_string(),
+                    value.to_str().unwrap_or("<binary>").to_string(),
+                )
+            })
+            .collect();
+        // The copy is parsed only while the writer keeps up.
+        if state.sink.capacity() > 0 {
+            let request = CapturedRequest::from_parts(kept, &body);
+            if state
+                .sink
+                .try_send(Recorded::Request { id, request })
+                .is_err()
+            {
+                tracing::warn!(
+                    "capture forwarder: a request copy was dropped (the writer is behind)"
+                );
+            }
+        }
+    }
+    let mut upstream = state.client.request(method, &url);
+    for (name, value) in headers.iter().filter(|(name, _)| passes(name)) {
+        upstream = upstream.header(name, value);
+    }
+    let started = Instant::now();
+    let sent = tokio::time::timeout(UPSTREAM_TIMEOUT, upstream.body(body).send()).await;
+    let answer = match sent {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(error)) => {
+            let reason = if error.is_connect() {
+                "cannot connect to the upstream"
+            } else {
+                "the upstream request failed"
+            };
+            tracing::warn!("capture forwarder: {reason} ({})", describe(error));
+            return (
+                StatusCode::BAD_GATEWAY,
+                format!("capture forwarder: {reason}"),
+            )
+                .into_response();
+        }
+        Err(_) => {
+            return (
+                StatusCode::GATEWAY_TIMEOUT,
+                "capture forwarder: no answer from the upstream",
+            )
+                .into_response();
+        }
+    };
+    let status = answer.status();
+    let mut response = Response::builder().status(status.as_u16());
+    for (name, value) in answer.headers().iter().filter(|(name, _)| passes(name)) {
+        response = response.header(name.as_str(), value.as_bytes());
+    }
+    let mut stream = answer.bytes_stream();
+    let (chunks, body_stream) = mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(64);
+    let sink = state.sink.clone();
+    tokio::spawn(async move {
+        use futures_util::StreamExt;
+        let mut recorder = AnswerRecorder::new(status.as_u16(), started);
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => {
+                    if is_responses {
+                        recorder.feed(&bytes);
+                    }
+                    if chunks.send(Ok(bytes)).await.is_err() {
+                        recorder.note("the client went away before the answer ended");
+                        break;
+                    }
+                }
+                Err(error) => {
+                    recorder.note("the upstream's answer broke off");
+                    let _ = chunks
+                        .send(Err(std::io::Error::other(describe(error))))
+                        .await;
+                    break;
+                }
+            }
+        }
+        if is_responses {
+            let response = recorder.finish();
+            let _ = sink.try_send(Recorded::Response { id, response });
+        }
+    });
+    let body = Body::from_stream(tokio_stream_from(body_stream));
+    response.body(body).unwrap_or_else(|_| {
+        (
+            StatusCode::BAD_GATEWAY,
+            "capture forwarder: bad upstream headers",
+        )
+            .into_response()
+    })
+}
+
+/// A reqwest error and its causes, without its URL (no URLs in logs).
+fn describe(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// The body stream handed to the client: the chunks as the relay task sends them.
+fn tokio_stream_from(
+    receiver: mpsc::Receiver<std::result::Result<Bytes, std::io::Error>>,
+) -> impl futures_util::Stream<Item = std::result::Result<Bytes, std::io::Error>> {
+    futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    })
+}
+
+/// Reads an answer's server-sent events as they pass, for `model-response.json`.
+struct AnswerRecorder {
+    status: u16,
+    started: Instant,
+    first_byte: Option<Duration>,
+    pending: Vec<u8>,
+    read: usize,
+    /// The last `response` object an event carried (`response.completed` has it whole).
+    response: Option<Value>,
+    /// Output items as they completed (when no completed response comes).
+    items: Vec<Value>,
+    events: usize,
+    /// A body that is not an event stream (an error answer), kept short.
+    other: Vec<u8>,
+    notes: Vec<&'static str>,
+}
+
+impl AnswerRecorder {
+    fn new(status: u16, started: Instant) -> Self {
+        AnswerRecorder {
+            status,
+            started,
+            first_byte: None,
+            pending: Vec::new(),
+            read: 0,
+            response: None,
+            items: Vec::new(),
+            events: 0,
+            other: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn note(&mut self, note: &'static str) {
+        self.notes.push(note);
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.first_byte.is_none() {
+            self.first_byte = Some(self.started.elapsed());
+        }
+        self.read += bytes.len();
+        if self.read > MAX_RECORDED_ANSWER {
+            if !self.notes.contains(&"recording stopped at the size cap") {
+                self.notes.push("recording stopped at the size cap");
+            }
+            return;
+        }
+        self.pending.extend_from_slice(bytes);
+        while let Some(end) = find_event_end(&self.pending) {
+            let event: Vec<u8> = self.pending.drain(..end.0 + end.1).collect();
+            self.event(&event[..end.0]);
+        }
+        if self.events == 0
+            && self.pending.len() > 4096
+            && !self.pending.starts_with(b"event:")
+            && !self.pending.starts_with(b"data:")
+        {
+            // Not an event stream: keep the start of it.
+            if self.other.len() < 4096 {
+                let take = (4096 - self.other.len()).min(self.pending.len());
+                self.other.extend_from_slice(&self.pending[..take]);
+            }
+            self.pending.clear();
+        }
+    }
+
+    fn event(&mut self, event: &[u8]) {
+        let text = String::from_utf8_lossy(event);
+        let data: String = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(|data| data.strip_prefix(' ').unwrap_or(data))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if data.is_empty() {
+            return;
+        }
+        self.events += 1;
+        let Ok(value) = serde_json::from_str::<Value>(&data) else {
+            return;
+        };
+        if value["type"] == "response.output_item.done" {
+            self.items.push(value["item"].clone());
+        }
+        if value["response"].is_object() {
+            self.response = Some(value["response"].clone());
+        }
+    }
+
+    fn finish(mut self) -> Value {
+        if self.events == 0 && !self.pending.is_empty() && self.other.len() < 4096 {
+            let take = (4096 - self.other.len()).min(self.pending.len());
+            self.other.extend_from_slice(&self.pending[..take]);
+        }
+        let total = self.started.elapsed();
+        let response = self.response.take().unwrap_or(Value::Null);
+        let output = match response["output"].as_array() {
+            Some(output) if !output.is_empty() => Value::Array(output.clone()),
+            _ => Value::Array(self.items),
+        };
+        let mut document = json!({
+            "httpStatus": self.status,
+            "status": response["status"].clone(),
+            "output": output,
+            "usage": response["usage"].clone(),
+            "events": self.events,
+            "timings": {
+                "firstByteMs": self.first_byte.map(|d| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0),
+                "totalMs": (total.as_secs_f64() * 1000.0 * 10.0).round() / 10.0,
+            },
+        });
+        if !self.other.is_empty() {
+            document["body"] = Value::String(String::from_utf8_lossy(&self.other).into_owned());
+        }
+        if response["error"].is_object() {
+            document["error"] = response["error"].clone();
+        }
+        if !self.notes.is_empty() {
+            document["notes"] = json!(self.notes);
+        }
+        document
+    }
+}
+
+/// The end of the first event in `buffer`: (its length, the separator's length).
+fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    let lf = memchr::memmem::find(buffer, b"\n\n").map(|at| (at, 2));
+    let crlf = memchr::memmem::find(buffer, b"\r\n\r\n").map(|at| (at, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}

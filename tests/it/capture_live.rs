@@ -1,0 +1,596 @@
+//! Live capture: the recording forwarder between Codex and its upstream (here the loopback stub
+//! plays the upstream), what it writes, and `cache-report` on synthetic and real captures.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use clawbridge::{
+    cache_fingerprints, spawn_recorder, Forwarder, ForwarderSettings, Recorded, ResponsesStub,
+    StubScript, StubStep, Upstream,
+};
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const API_KEY: &str = "sk-live-capture-test-key-0123456789abcdef";
+const ACCOUNT: &str = "acct-4242-secret-account";
+
+/// A POST to the forwarder as Codex makes it; (the moment each chunk of the answer came, the
+/// answer's bytes).
+fn post(base_url: &str, body: &str) -> (Vec<Instant>, Vec<u8>) {
+    let rest = base_url.trim_start_matches("http://");
+    let (host, path) = rest.split_once('/').expect("path");
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let metadata = json!({"thread_id": "thread-live-1", "turn_id": "turn-live-1", "chatgpt_account_id": ACCOUNT}).to_string();
+    write!(
+        stream,
+        "POST /{path}/responses HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {API_KEY}\r\nContent-Type: application/json\r\nx-codex-turn-metadata: {metadata}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut times = Vec::new();
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 65536];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => {
+                times.push(Instant::now());
+                answer.extend_from_slice(&buffer[..read]);
+            }
+        }
+    }
+    (times, answer)
+}
+
+fn request_body() -> String {
+    // Field order and spacing as a client wrote them: they must reach the upstream unchanged.
+    format!(
+        r#"{{"model":"gpt-5.5",  "instructions":"Be brief.","input":[{{"type":"message","role":"user","content":[{{"type":"input_text","text":"hi"}}]}}],"metadata":{{"api_key":"{API_KEY}"}},"stream":true,"prompt_cache_key":"thread-live-1"}}"#
+    )
+}
+
+/// Requests reach the upstream byte for byte with their credential; the answer streams back as
+/// it comes (the first event long before the last); the request and the response are recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_forwarder_passes_requests_unchanged_and_streams_answers_as_they_come() {
+    let stub = ResponsesStub::start(StubScript {
+        responses: vec![StubStep::Paced {
+            ms: 250,
+            step: Box::new(StubStep::Text("STREAMED ANSWER".into())),
+        }],
+        ..Default::default()
+    })
+    .await
+    .expect("stub");
+    let (sink, mut recorded) = tokio::sync::mpsc::channel(16);
+    let forwarder = Forwarder::start(
+        ForwarderSettings {
+            upstream: Upstream::Fixed(stub.base_url()),
+            extra_ca: None,
+            websocket: false,
+        },
+        sink,
+    )
+    .await
+    .expect("forwarder");
+    let base = forwarder.base_url();
+    let started = Instant::now();
+    let (times, answer) = tokio::task::spawn_blocking(move || post(&base, &request_body()))
+        .await
+        .expect("post");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("STREAMED ANSWER"), "{text}");
+    // Streamed, not buffered: ten-odd events 250 ms apart; the first came well before the end.
+    let first = times.first().expect("a chunk").duration_since(started);
+    let last = times.last().expect("a chunk").duration_since(started);
+    assert!(
+        last - first >= Duration::from_millis(1500),
+        "the answer came in one piece after {last:?} (first chunk at {first:?})"
+    );
+    // Byte for byte, and with the client's credential.
+    let bodies = stub.request_bodies();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(bodies[0].as_ref(), request_body().as_bytes());
+    let seen = &stub.requests()[0];
+    assert_eq!(
+        seen.headers.get("authorization").map(String::as_str),
+        Some(format!("Bearer {API_KEY}").as_str())
+    );
+    // Recorded: the request, then its response with the output, usage and timings.
+    let Some(Recorded::Request { id, request }) = recorded.recv().await else {
+        panic!("the request was recorded first");
+    };
+    assert_eq!(request.body["input"][0]["content"][0]["text"], "hi");
+    let Some(Recorded::Response {
+        id: answered,
+        response,
+    }) = recorded.recv().await
+    else {
+        panic!("then its response");
+    };
+    assert_eq!(answered, id);
+    assert_eq!(response["httpStatus"], 200);
+    assert_eq!(
+        response["output"][0]["content"][0]["text"], "STREAMED ANSWER",
+        "{response}"
+    );
+    assert_eq!(
+        response["usage"]["input_tokens_details"]["cached_tokens"],
+        0
+    );
+    assert!(
+        response["timings"]["firstByteMs"].as_f64().is_some(),
+        "{response}"
+    );
+    assert!(
+        response["timings"]["totalMs"].as_f64() > response["timings"]["firstByteMs"].as_f64(),
+        "{response}"
+    );
+}
+
+/// Protections: the forwarder refuses browsers, foreign `Host` names and a wrong secret path;
+/// Codex's WebSocket attempt gets 426 (so it uses HTTP).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_forwarder_refuses_what_the_stub_refuses() {
+    let stub = ResponsesStub::start(StubScript::default())
+        .await
+        .expect("stub");
+    let (sink, _recorded) = tokio::sync::mpsc::channel(16);
+    let forwarder = Forwarder::start(
+        ForwarderSettings {
+            upstream: Upstream::Fixed(stub.base_url()),
+            extra_ca: None,
+            websocket: false,
+        },
+        sink,
+    )
+    .await
+    .expect("forwarder");
+    let addr = forwarder.addr;
+    let base = forwarder.base_url();
+    let path = base
+        .split_once(&addr.to_string())
+        .expect("path")
+        .1
+        .to_string();
+    let statuses = tokio::task::spawn_blocking(move || {
+        let ask = |host: &str, path: &str, extra: &str| {
+            crate::serve_security::raw_http(
+                addr,
+                &format!("GET {path}/models HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"),
+            )
+            .0
+        };
+        let host = addr.to_string();
+        [
+            ask(&host, &path, "Origin: https://evil.example\r\n"),
+            ask("evil.example", &path, ""),
+            ask(&host, "/not-the-secret/v1", ""),
+            ask(&host, &path, "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"),
+        ]
+    })
+    .await
+    .expect("asks");
+    assert_eq!(statuses, [403, 403, 404, 426]);
+}
+
+/// What reaches the disk: the request and its response, filed by thread and turn, 0600 files in
+/// 0700 folders; no API key, bearer token or account id anywhere in them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_requests_and_responses_reach_the_disk_redacted() {
+    use std::os::unix::fs::PermissionsExt;
+    let stub = ResponsesStub::start(StubScript {
+        responses: vec![StubStep::Text("RECORDED".into())],
+        ..Default::default()
+    })
+    .await
+    .expect("stub");
+    let dir = tempfile::tempdir().expect("dir");
+    let capture = dir.path().join("capture");
+    let (sink, writer) = spawn_recorder(capture.clone());
+    let forwarder = Forwarder::start(
+        ForwarderSettings {
+            upstream: Upstream::Fixed(stub.base_url()),
+            extra_ca: None,
+            websocket: false,
+        },
+        sink,
+    )
+    .await
+    .expect("forwarder");
+    let base = forwarder.base_url();
+    tokio::task::spawn_blocking(move || post(&base, &request_body()))
+        .await
+        .expect("post");
+    drop(forwarder);
+    let turn = capture.join("thread-live-1").join("turn-01");
+    wait_until_async("the response file", Duration::from_secs(10), || {
+        turn.join("model-response.json").is_file()
+    })
+    .await;
+    writer.abort();
+    for file in ["model-request.json", "layers.md", "model-response.json"] {
+        let path = turn.join(file);
+        let text = std::fs::read_to_string(&path).expect(file);
+        for secret in [API_KEY, ACCOUNT, "Bearer"] {
+            assert!(!text.contains(secret), "{file} holds {secret}:\n{text}");
+        }
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    let mode = std::fs::metadata(&turn).expect("meta").permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let response: Value = serde_json::from_str(
+        &std::fs::read_to_string(turn.join("model-response.json")).expect("response"),
+    )
+    .expect("json");
+    assert_eq!(response["output"][0]["content"][0]["text"], "RECORDED");
+    let request: Value = serde_json::from_str(
+        &std::fs::read_to_string(turn.join("model-request.json")).expect("request"),
+    )
+    .expect("json");
+    assert_eq!(request["body"]["metadata"]["api_key"], "<redacted>");
+    assert!(request["cacheElements"].is_array(), "{request}");
+}
+
+/// With the real Codex in the stdio slot: `clawbridge app-server --capture DIR --upstream URL`
+/// (no --offline) records a whole turn as it goes to the upstream and back.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_codex_turn_is_recorded_on_its_way_to_the_upstream() {
+    let stub = ResponsesStub::start(StubScript {
+        responses: vec![StubStep::Text("LIVE ANSWER".into())],
+        ..Default::default()
+    })
+    .await
+    .expect("stub");
+    let upstream = stub.base_url();
+    let dir = tempfile::tempdir().expect("dir");
+    let capture = dir.path().join("capture");
+    let capture_arg = capture.clone();
+    let dir_path = dir.path().to_path_buf();
+    let thread =
+        tokio::task::spawn_blocking(move || proxied_turn(&dir_path, &capture_arg, &upstream))
+            .await
+            .expect("turn");
+    let turn = capture.join(&thread).join("turn-01");
+    let request: Value = serde_json::from_str(
+        &std::fs::read_to_string(turn.join("model-request.json"))
+            .expect("the request was recorded"),
+    )
+    .expect("json");
+    assert!(
+        request["body"].to_string().contains("say hello"),
+        "{request}"
+    );
+    let response: Value = serde_json::from_str(
+        &std::fs::read_to_string(turn.join("model-response.json"))
+            .expect("the response was recorded"),
+    )
+    .expect("json");
+    assert_eq!(
+        response["output"][0]["content"][0]["text"], "LIVE ANSWER",
+        "{response}"
+    );
+    assert!(turn.join("layers.md").is_file());
+    assert_eq!(
+        stub.request_bodies().len(),
+        1,
+        "the upstream got the request"
+    );
+}
+
+/// One turn through `clawbridge app-server --capture` (stdio); the thread id.
+fn proxied_turn(dir: &Path, capture: &Path, upstream: &str) -> String {
+    let home = dir.join("codex-home");
+    std::fs::create_dir_all(&home).expect("home");
+    let mut child = clawbridge()
+        .args(["app-server", "--codex-bin"])
+        .arg(crate::e2e::codex_bin())
+        .arg("--capture")
+        .arg(capture)
+        .args(["--upstream", upstream, "--no-check"])
+        .args([
+            "-c",
+            "cli_auth_credentials_store=\"ephemeral\"",
+            "app-server",
+            "--listen",
+            "stdio://",
+        ])
+        .env("CODEX_HOME", &home)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |value: Value| writeln!(stdin, "{value}").expect("write");
+    let mut next = || -> Value {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).expect("read") > 0,
+            "proxy closed"
+        );
+        serde_json::from_str(&line).expect("json")
+    };
+    send(
+        json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "openclaw", "version": "2026.9.6"}, "capabilities": {"experimentalApi": true}}}),
+    );
+    while next()["id"] != 1 {}
+    send(json!({"method": "initialized"}));
+    send(
+        json!({"id": 2, "method": "thread/start", "params": {"cwd": dir, "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai"}}),
+    );
+    let thread = loop {
+        let message = next();
+        if message["id"] == 2 {
+            break message["result"]["thread"]["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{message}"))
+                .to_string();
+        }
+    };
+    send(
+        json!({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": "say hello"}]}}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "no turn/completed");
+        let message = next();
+        if message["method"] == "turn/completed" {
+            assert_eq!(
+                message["params"]["turn"]["status"], "completed",
+                "{message}"
+            );
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = wait_for("the proxy's end", Duration::from_secs(15), || {
+        child.try_wait().expect("wait")
+    });
+    // The writer finishes what it holds as the proxy ends.
+    thread
+}
+
+/// A captured request document as the writer files it (with fingerprints of the raw body).
+fn capture_file(dir: &Path, thread: &str, turn: usize, number: usize, body: &Value) {
+    let folder = dir.join(thread).join(format!("turn-{turn:02}"));
+    std::fs::create_dir_all(&folder).expect("folder");
+    let suffix = if number == 1 {
+        String::new()
+    } else {
+        format!(".{number}")
+    };
+    // The clock is masked in the file, as the writer masks it; the fingerprints are not.
+    let masked = serde_json::to_string(body)
+        .expect("json")
+        .replace("12:00:01", "<time>")
+        .replace("12:00:02", "<time>");
+    let document = json!({
+        "path": "/v1/responses",
+        "headers": {},
+        "body": serde_json::from_str::<Value>(&masked).expect("json"),
+        "cacheElements": cache_fingerprints(body),
+    });
+    std::fs::write(
+        folder.join(format!("model-request{suffix}.json")),
+        document.to_string(),
+    )
+    .expect("write");
+}
+
+fn message(role: &str, text: &str) -> Value {
+    json!({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]})
+}
+
+fn tool(name: &str) -> Value {
+    json!({"type": "function", "name": name, "description": format!("The {name} tool."), "parameters": {"type": "object"}})
+}
+
+fn body(developer: &str, tools: &[&str], extra: &[Value]) -> Value {
+    let mut input = vec![
+        message("developer", "You are Codex, a coding agent."),
+        message("developer", developer),
+        message("user", "What is on my plate today?"),
+    ];
+    input.extend_from_slice(extra);
+    json!({
+        "model": "gpt-5.5",
+        "instructions": "Base instructions.",
+        "tools": tools.iter().map(|name| tool(name)).collect::<Vec<_>>(),
+        "input": input,
+        "prompt_cache_key": "thread",
+    })
+}
+
+fn cache_report(paths: &[PathBuf]) -> (i32, Value, String) {
+    let args: Vec<String> = paths
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    let mut json_args = vec!["cache-report", "--json", "--fail-on-break"];
+    json_args.extend(args.iter().map(String::as_str));
+    let (code, stdout, stderr) = run_cli(&json_args);
+    let report: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"));
+    let mut text_args = vec!["cache-report"];
+    text_args.extend(args.iter().map(String::as_str));
+    let (_, text, _) = run_cli(&text_args);
+    (code, report, text)
+}
+
+/// `cache-report` on synthetic threads gives the exact verdicts: an append-only thread holds; a
+/// rewritten developer instruction, a reordered tool list and a clock in the developer
+/// instructions (masked in the files, seen through the fingerprints) each break at the element
+/// named with its layer.
+#[test]
+fn cache_report_names_the_layer_that_breaks_each_thread() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path();
+    let call =
+        json!({"type": "function_call", "name": "agents_list", "arguments": "{}", "call_id": "c1"});
+    let output = json!({"type": "function_call_output", "call_id": "c1", "output": "main"});
+    // Append-only: a tool call's continuation, then the next turn.
+    let first = body("Be kind.", &["exec", "agents_list"], &[]);
+    capture_file(root, "append", 1, 1, &first);
+    capture_file(
+        root,
+        "append",
+        1,
+        2,
+        &body(
+            "Be kind.",
+            &["exec", "agents_list"],
+            &[call.clone(), output.clone()],
+        ),
+    );
+    capture_file(
+        root,
+        "append",
+        2,
+        1,
+        &body(
+            "Be kind.",
+            &["exec", "agents_list"],
+            &[call.clone(), output.clone(), message("user", "Thanks.")],
+        ),
+    );
+    // A rewritten instruction.
+    capture_file(root, "rewrite", 1, 1, &first);
+    capture_file(
+        root,
+        "rewrite",
+        2,
+        1,
+        &body(
+            "Be kind. Today is a holiday.",
+            &["exec", "agents_list"],
+            &[],
+        ),
+    );
+    // A reordered tool list.
+    capture_file(root, "reorder", 1, 1, &first);
+    capture_file(
+        root,
+        "reorder",
+        2,
+        1,
+        &body("Be kind.", &["agents_list", "exec"], &[]),
+    );
+    // A clock in the developer instructions.
+    capture_file(
+        root,
+        "clock",
+        1,
+        1,
+        &body("Be kind. Now: 12:00:01.", &["exec"], &[]),
+    );
+    capture_file(
+        root,
+        "clock",
+        2,
+        1,
+        &body("Be kind. Now: 12:00:02.", &["exec"], &[]),
+    );
+    let (code, report, text) = cache_report(&[root.to_path_buf()]);
+    assert_eq!(code, 1, "--fail-on-break: {text}");
+    let thread = |name: &str| -> Vec<Value> {
+        report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .find(|thread| thread["thread"] == name)
+            .unwrap_or_else(|| panic!("{name}: {report:#}"))["requests"]
+            .as_array()
+            .expect("requests")
+            .clone()
+    };
+    let verdicts = |name: &str| -> Vec<String> {
+        thread(name)
+            .iter()
+            .map(|request| request["verdict"].as_str().expect("verdict").to_string())
+            .collect()
+    };
+    assert_eq!(verdicts("append"), ["first", "appendOnly", "appendOnly"]);
+    assert_eq!(verdicts("rewrite"), ["first", "rewrite"]);
+    assert_eq!(verdicts("reorder"), ["first", "rewrite"]);
+    assert_eq!(verdicts("clock"), ["first", "rewrite"]);
+    let broke = |name: &str| thread(name)[1]["cacheBreak"].clone();
+    // instructions, 2 tools, Codex's developer message, then the OpenClaw one: element 5.
+    assert_eq!(broke("rewrite")["position"], "input[1]");
+    assert_eq!(broke("rewrite")["element"], 4);
+    assert!(
+        broke("rewrite")["diff"]
+            .as_str()
+            .expect("diff")
+            .contains("+developer")
+            || broke("rewrite")["diff"]
+                .as_str()
+                .expect("diff")
+                .contains("holiday"),
+        "{}",
+        broke("rewrite")
+    );
+    assert_eq!(broke("reorder")["position"], "tools[0]");
+    assert_eq!(broke("reorder")["label"], "Tool `agents_list` schema");
+    assert_eq!(broke("clock")["position"], "input[1]");
+    assert!(
+        broke("clock")["diff"]
+            .as_str()
+            .expect("diff")
+            .contains("masks"),
+        "the files look the same; the fingerprints tell: {}",
+        broke("clock")
+    );
+    // The shared prefix of the rewrite: the instructions, both tools, Codex's developer message
+    // and the start of the changed one, in o200k_base tokens.
+    let rewrite = &thread("rewrite")[1];
+    assert_eq!(rewrite["sharedElements"], 4);
+    assert!(rewrite["sharedTokens"].as_u64() > Some(10), "{rewrite}");
+    assert!(text.contains("REWRITE"), "{text}");
+    assert!(text.contains("append-only"), "{text}");
+    // Without breaks, --fail-on-break passes.
+    let (code, _, _) = cache_report(&[root.join("append")]);
+    assert_eq!(code, 0);
+}
+
+/// The committed real-OpenClaw captures (one session: the first turn, a tool call and its
+/// continuation, the resumed turn), in order: what the report says of OpenClaw's Codex path.
+#[test]
+fn cache_report_on_the_real_openclaw_captures() {
+    let raw = repo_root().join("fixtures/prompt-snapshots/openclaw-raw/2026.9.6");
+    let files = [
+        raw.join("direct-turn/model-request.json"),
+        raw.join("tool-call/model-request.json"),
+        raw.join("tool-call/model-request.2.json"),
+        raw.join("resumed-turn/model-request.json"),
+    ];
+    let (_, report, text) = cache_report(&files);
+    let requests = report["threads"][0]["requests"]
+        .as_array()
+        .expect("requests")
+        .clone();
+    let verdicts: Vec<&str> = requests
+        .iter()
+        .map(|request| request["verdict"].as_str().expect("verdict"))
+        .collect();
+    let root = repo_root().display().to_string();
+    insta::assert_snapshot!("cache_report_openclaw_raw", text.replace(&root, "<repo>"));
+    assert_eq!(verdicts.len(), 4, "{verdicts:?}");
+    assert_eq!(
+        verdicts[2], "appendOnly",
+        "a tool call's continuation appends: {text}"
+    );
+}
