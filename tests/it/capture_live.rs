@@ -564,6 +564,24 @@ fn cache_report_names_the_layer_that_breaks_each_thread() {
     // Without breaks, --fail-on-break passes.
     let (code, _, _) = cache_report(&[root.join("append")]);
     assert_eq!(code, 0);
+    // The HTML view: one self-contained page (nothing fetched), the break outlined.
+    let html = root.join("report.html");
+    let (code, _, stderr) = run_cli(&[
+        "cache-report",
+        &root.display().to_string(),
+        "--html",
+        &html.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let page = std::fs::read_to_string(&html).expect("html");
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("<script"));
+    assert_eq!(
+        page.matches("seg shared broken").count() + page.matches("seg broken").count(),
+        3,
+        "three breaks outlined"
+    );
+    assert!(page.contains("Tool `agents_list` schema"));
 }
 
 /// The committed real-OpenClaw captures (one session: the first turn, a tool call and its

@@ -30,8 +30,9 @@ const MAX_REQUEST_FILE: u64 = 64 * 1024 * 1024;
 /// Files a report reads at most, and folders it walks.
 const MAX_FILES: usize = 10_000;
 const MAX_FOLDERS: usize = 100_000;
-/// Lines of the diff shown for a break.
-const DIFF_LINES: usize = 24;
+/// Characters of context around a change, and of the change itself, shown for a break.
+const CONTEXT_CHARS: usize = 60;
+const MAX_CHANGED_CHARS: usize = 300;
 
 /// The placeholders a capture puts for ids.
 static ID_PLACEHOLDERS: std::sync::LazyLock<Option<regex::Regex>> =
@@ -139,17 +140,37 @@ pub fn fingerprints(body: &Value) -> Value {
     )
 }
 
-/// The elements of a captured request document, labelled.
-fn elements(document: &Value) -> (Vec<Element>, bool) {
+/// The labels the capture writer gave each position (`layers[.N].md`'s table), which know more
+/// than the body alone (which developer message is OpenClaw's, which text was injected).
+pub(crate) fn written_labels(layers_md: &str) -> Vec<(String, String)> {
+    layers_md
+        .lines()
+        .filter(|line| line.starts_with("| ") && line.contains(" | `"))
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            let position = cells.get(2)?.trim_matches('`').to_string();
+            Some((position, cells.get(1)?.to_string()))
+        })
+        .collect()
+}
+
+/// The elements of a captured request document, labelled (with the writer's labels when its
+/// `layers.md` is there).
+fn elements_labelled(document: &Value, written: &[(String, String)]) -> (Vec<Element>, bool) {
     let body = &document["body"];
     let layers = super::label_layers(body, None);
     let label_of = |position: &str| -> Option<String> {
-        layers
+        let within = |at: &str| at == position || at.starts_with(&format!("{position}."));
+        written
             .iter()
-            .find(|layer| {
-                layer.position == position || layer.position.starts_with(&format!("{position}."))
+            .find(|(at, _)| within(at))
+            .map(|(_, label)| label.clone())
+            .or_else(|| {
+                layers
+                    .iter()
+                    .find(|layer| within(&layer.position))
+                    .map(|layer| layer.label.clone())
             })
-            .map(|layer| layer.label.clone())
     };
     let recorded: BTreeMap<String, (String, usize, usize)> = document["cacheElements"]
         .as_array()
@@ -214,6 +235,11 @@ fn elements(document: &Value) -> (Vec<Element>, bool) {
         })
         .collect();
     (elements, raw)
+}
+
+#[cfg(test)]
+fn elements(document: &Value) -> (Vec<Element>, bool) {
+    elements_labelled(document, &[])
 }
 
 /// How a request relates to the one before it in its thread.
@@ -304,6 +330,7 @@ struct Loaded {
     file: String,
     document: Value,
     response: Option<Value>,
+    labels: Vec<(String, String)>,
 }
 
 /// The requests of `paths`, grouped into threads: files given on their own form one thread in
@@ -426,44 +453,91 @@ fn load(path: &Path) -> Result<Loaded> {
                 .replace("model-request", "model-response")
         })
         .unwrap_or_default();
-    let response = path
-        .parent()
-        .map(|parent| parent.join(&name))
-        .filter(|file| file.is_file())
-        .and_then(|file| crate::support::fs::read_file_capped(&file, MAX_REQUEST_FILE).ok())
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let sibling = |name: String| {
+        path.parent()
+            .map(|parent| parent.join(name))
+            .filter(|file| file.is_file())
+            .and_then(|file| crate::support::fs::read_file_capped(&file, MAX_REQUEST_FILE).ok())
+    };
+    let response = sibling(name).and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let layers_name = path
+        .file_name()
+        .map(|name| {
+            name.to_string_lossy()
+                .replace("model-request", "layers")
+                .replace(".json", ".md")
+        })
+        .unwrap_or_default();
+    let labels = sibling(layers_name)
+        .map(|bytes| written_labels(&String::from_utf8_lossy(&bytes)))
+        .unwrap_or_default();
     Ok(Loaded {
         file: path.display().to_string(),
         document,
         response,
+        labels,
     })
 }
 
-/// A short unified diff of two element texts.
+/// Where two element texts differ: the character where they part, and each side's changed
+/// stretch with a little context (long elements are one line of JSON: a line diff would show
+/// nothing useful).
 fn short_diff(before: &str, after: &str) -> String {
     if before == after {
         return "the texts are the same once redacted: the change is in a value the capture masks (a clock, an id, a path)".to_string();
     }
-    let diff = similar::TextDiff::from_lines(before, after);
-    let text = diff
-        .unified_diff()
-        .context_radius(1)
-        .header("previous", "this request")
-        .to_string();
-    let mut lines: Vec<&str> = text.lines().collect();
-    let more = lines.len().saturating_sub(DIFF_LINES);
-    lines.truncate(DIFF_LINES);
-    let mut out: String = lines
+    let before: Vec<char> = before.chars().collect();
+    let after: Vec<char> = after.chars().collect();
+    let prefix = before
         .iter()
-        .map(|line| {
-            let line: String = line.chars().take(200).collect();
-            format!("{line}\n")
-        })
-        .collect();
-    if more > 0 {
-        out.push_str(&format!("... ({more} more lines)\n"));
-    }
-    out
+        .zip(&after)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let room = before.len().min(after.len()) - prefix;
+    let suffix = before
+        .iter()
+        .rev()
+        .zip(after.iter().rev())
+        .take(room)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let show = |chars: &[char]| -> String {
+        chars
+            .iter()
+            .map(|c| match c {
+                '\n' => "⏎".to_string(),
+                '\t' => "⇥".to_string(),
+                c => c.to_string(),
+            })
+            .collect()
+    };
+    let side = |text: &[char]| -> String {
+        let start = prefix.saturating_sub(CONTEXT_CHARS);
+        let changed_end = text.len() - suffix;
+        let shown_end = (changed_end + CONTEXT_CHARS).min(text.len());
+        let changed = &text[prefix..changed_end];
+        let (changed, cut) = if changed.len() > MAX_CHANGED_CHARS {
+            (
+                &changed[..MAX_CHANGED_CHARS],
+                format!("…({} more)", changed.len() - MAX_CHANGED_CHARS),
+            )
+        } else {
+            (changed, String::new())
+        };
+        format!(
+            "{}{}[{}{cut}]{}{}",
+            if start > 0 { "…" } else { "" },
+            show(&text[start..prefix]),
+            show(changed),
+            show(&text[changed_end..shown_end]),
+            if shown_end < text.len() { "…" } else { "" }
+        )
+    };
+    format!(
+        "they part at character {prefix} (the changed stretch in brackets):\n- {}\n+ {}\n",
+        side(&before),
+        side(&after)
+    )
 }
 
 /// Bytes (and their tokens) two texts share at their start.
@@ -561,7 +635,7 @@ pub fn cache_report(paths: &[PathBuf]) -> Result<CacheReport> {
         let mut previous_key: Option<String> = None;
         for file in files {
             let loaded = load(&file)?;
-            let (elements, exact) = elements(&loaded.document);
+            let (elements, exact) = elements_labelled(&loaded.document, &loaded.labels);
             let usage = loaded.response.as_ref().map(|response| &response["usage"]);
             let mut report = RequestReport {
                 file: loaded.file,
@@ -691,20 +765,22 @@ impl CacheReport {
                 .replace('>', "&gt;")
                 .replace('"', "&quot;")
         };
-        let colour = |element: &Element| match (element.kind.as_str(), element.label.as_str()) {
-            ("instructions", _) => "#5b6ee1",
-            ("tool", _) => "#8e7cc3",
-            (_, label) if label.starts_with("Codex base") => "#5b6ee1",
-            (_, label) if label.starts_with("OpenClaw developer") => "#e69138",
-            (_, label)
-                if label.starts_with("Collaboration") || label.starts_with("Codex skills") =>
-            {
-                "#f1c232"
+        let colour = |element: &Element| {
+            let label = element.label.as_str();
+            match element.kind.as_str() {
+                "instructions" => "#5b6ee1",
+                "tool" => "#8e7cc3",
+                _ if label.starts_with("Codex base") => "#5b6ee1",
+                _ if label.starts_with("OpenClaw developer") => "#e69138",
+                _ if label.starts_with("Turn context") || label.starts_with("Collaboration") => {
+                    "#f1c232"
+                }
+                _ if label.starts_with("Injected") => "#c27ba0",
+                _ if label.starts_with("Codex") || label.starts_with("AGENTS.md") => "#6aa84f",
+                _ if label.starts_with("User input") => "#3d85c6",
+                _ if label.starts_with("Assistant") => "#76a5af",
+                _ => "#999999",
             }
-            (_, label) if label.starts_with("Codex") || label.starts_with("AGENTS.md") => "#6aa84f",
-            (_, label) if label.starts_with("User input") => "#3d85c6",
-            (_, label) if label.starts_with("Assistant") => "#76a5af",
-            _ => "#999999",
         };
         let mut body = String::new();
         body.push_str(&format!(
@@ -717,7 +793,8 @@ impl CacheReport {
             ("Codex base instructions", "#5b6ee1"),
             ("tools", "#8e7cc3"),
             ("OpenClaw developer instructions", "#e69138"),
-            ("skills / collaboration mode", "#f1c232"),
+            ("turn context / collaboration mode", "#f1c232"),
+            ("injected into the history", "#c27ba0"),
             (
                 "Codex context (AGENTS.md, environment, permissions)",
                 "#6aa84f",
@@ -801,7 +878,7 @@ impl CacheReport {
             }
         }
         format!(
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clawbridge cache report</title>\n<style>\nbody{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}}\nh1{{font-size:20px}} h2{{font-size:16px;margin-top:28px}}\n.legend span{{margin-right:14px;white-space:nowrap}} .legend i{{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}}\n.request{{margin:10px 0 16px}} .head{{margin-bottom:4px}}\n.bar{{display:flex;height:26px;border:1px solid #ccc;background:#fafafa}}\n.seg{{display:block;height:100%;box-sizing:border-box;border-right:1px solid #fff;opacity:.45}}\n.seg.shared{{opacity:1}}\n.seg.broken{{outline:3px solid #d00;outline-offset:-3px;opacity:1}}\n.verdict{{padding:1px 6px;border-radius:3px;background:#d9ead3}} .verdict.break{{background:#f4cccc;color:#900;font-weight:600}}\n.break pre{{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}}\n</style></head><body>\n<h1>Prompt cache report</h1>\n{body}</body></html>\n"
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clawbridge cache report</title>\n<style>\nbody{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}}\nh1{{font-size:20px}} h2{{font-size:16px;margin-top:28px}}\n.legend span{{margin-right:14px;white-space:nowrap}} .legend i{{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}}\n.request{{margin:10px 0 16px}} .head{{margin-bottom:4px}}\n.bar{{display:flex;height:26px;border:1px solid #ccc;background:#fafafa}}\n.seg{{display:block;height:100%;box-sizing:border-box;border-right:1px solid #fff;opacity:.45}}\n.seg.shared{{opacity:1}}\n.seg.broken{{outline:3px solid #d00;outline-offset:-3px;opacity:1}}\n.verdict{{padding:1px 6px;border-radius:3px;background:#d9ead3}} .verdict.break{{background:#f4cccc;color:#900;font-weight:600}}\n.break pre{{background:#f6f6f6;padding:8px;white-space:pre-wrap;word-break:break-all;font-size:12px}}\n</style></head><body>\n<h1>Prompt cache report</h1>\n{body}</body></html>\n"
         )
     }
 }
