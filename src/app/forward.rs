@@ -74,8 +74,6 @@ pub struct ForwarderSettings {
     pub upstream: Upstream,
     /// An extra root certificate (PEM) for the upstream's TLS.
     pub extra_ca: Option<std::path::PathBuf>,
-    /// Forward Codex's Responses WebSocket; `false` answers 426 so Codex uses HTTP.
-    pub websocket: bool,
 }
 
 struct State_ {
@@ -136,14 +134,8 @@ impl Forwarder {
             secret: secret.clone(),
             next: std::sync::atomic::AtomicU64::new(1),
         });
-        let websocket = settings.websocket;
         let router = Router::new()
-            .route(
-                "/{secret}/v1/{*rest}",
-                axum::routing::any(move |state, secret, headers, method, body| {
-                    forward(state, secret, headers, method, body, websocket)
-                }),
-            )
+            .route("/{secret}/v1/{*rest}", axum::routing::any(forward))
             .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
             .with_state(state);
         let (shutdown, stopped) = oneshot::channel::<()>();
@@ -216,14 +208,14 @@ async fn forward(
     headers: HeaderMap,
     method: Method,
     body: Bytes,
-    websocket: bool,
 ) -> Response {
     if let Some(refusal) = refused(&state, &headers, &secret) {
         return refusal;
     }
     if headers.contains_key(http::header::UPGRADE) {
-        // Codex tries the Responses WebSocket first; 426 sends it to HTTP at once.
-        let _ = websocket;
+        // Codex tries the Responses WebSocket first; 426 sends it to HTTP at once, where every
+        // request carries the whole prompt (over the WebSocket Codex may send only what it
+        // appends to the previous response, which a capture could not show whole).
         return (
             StatusCode::UPGRADE_REQUIRED,
             "capture forwarder: WebSocket not forwarded; use HTTP",

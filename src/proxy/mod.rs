@@ -425,7 +425,6 @@ pub(crate) async fn start_recording(
         ForwarderSettings {
             upstream,
             extra_ca: upstream_ca,
-            websocket: false,
         },
         sink,
     )

@@ -73,7 +73,6 @@ async fn the_forwarder_passes_requests_unchanged_and_streams_answers_as_they_com
         ForwarderSettings {
             upstream: Upstream::Fixed(stub.base_url()),
             extra_ca: None,
-            websocket: false,
         },
         sink,
     )
@@ -147,7 +146,6 @@ async fn the_forwarder_refuses_what_the_stub_refuses() {
         ForwarderSettings {
             upstream: Upstream::Fixed(stub.base_url()),
             extra_ca: None,
-            websocket: false,
         },
         sink,
     )
@@ -199,7 +197,6 @@ async fn recorded_requests_and_responses_reach_the_disk_redacted() {
         ForwarderSettings {
             upstream: Upstream::Fixed(stub.base_url()),
             extra_ca: None,
-            websocket: false,
         },
         sink,
     )
@@ -611,4 +608,125 @@ fn cache_report_on_the_real_openclaw_captures() {
         verdicts[2], "appendOnly",
         "a tool call's continuation appends: {text}"
     );
+}
+
+/// A TLS upstream on loopback with a certificate from a CA made here: (its base URL, the CA's
+/// PEM). It answers every request with a short event stream.
+async fn tls_upstream() -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ca_key = rcgen::KeyPair::generate().expect("ca key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "clawbridge test CA");
+    let ca = ca_params.self_signed(&ca_key).expect("ca");
+    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
+    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("leaf params")
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .expect("leaf");
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![leaf.der().clone()],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+    )
+    .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 8192];
+                loop {
+                    let Ok(read) = tls.read(&mut buffer).await else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buffer[..read]);
+                    let text = String::from_utf8_lossy(&request);
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length: usize = text[..end]
+                            .lines()
+                            .find_map(|line| {
+                                line.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().to_string())
+                            })
+                            .and_then(|value| value.parse().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let item = json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "OVER TLS"}]}});
+                let done = json!({"type": "response.completed", "response": {"id": "r1", "status": "completed", "usage": {"input_tokens": 7, "input_tokens_details": {"cached_tokens": 3}, "output_tokens": 2}}});
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nevent: response.output_item.done\ndata: {item}\n\nevent: response.completed\ndata: {done}\n\n"
+                );
+                let _ = tls.write_all(answer.as_bytes()).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    (format!("https://127.0.0.1:{port}/v1"), ca.pem())
+}
+
+/// TLS to the upstream: with the CA given (`--upstream-ca`) the turn goes through and is
+/// recorded; without it the unknown CA is refused (502, nothing sent in clear).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_upstreams_need_a_trusted_ca() {
+    let (upstream, ca_pem) = tls_upstream().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).expect("ca");
+    for (extra_ca, expected) in [(Some(ca.clone()), 200), (None, 502)] {
+        let (sink, mut recorded) = tokio::sync::mpsc::channel(16);
+        let forwarder = Forwarder::start(
+            ForwarderSettings {
+                upstream: Upstream::Fixed(upstream.clone()),
+                extra_ca,
+            },
+            sink,
+        )
+        .await
+        .expect("forwarder");
+        let base = forwarder.base_url();
+        let (_, answer) = tokio::task::spawn_blocking(move || post(&base, &request_body()))
+            .await
+            .expect("post");
+        let text = String::from_utf8_lossy(&answer);
+        assert!(
+            text.starts_with(&format!("HTTP/1.1 {expected}")),
+            "{expected}: {text}"
+        );
+        if expected == 200 {
+            assert!(text.contains("OVER TLS"), "{text}");
+            let _request = recorded.recv().await;
+            let Some(Recorded::Response { response, .. }) = recorded.recv().await else {
+                panic!("the response was recorded");
+            };
+            assert_eq!(
+                response["usage"]["input_tokens_details"]["cached_tokens"],
+                3
+            );
+            assert_eq!(response["output"][0]["content"][0]["text"], "OVER TLS");
+        }
+    }
 }
