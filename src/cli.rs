@@ -153,6 +153,8 @@ pub enum Command {
         json: bool,
         #[command(flatten)]
         codex: CodexArgs,
+        #[command(flatten)]
+        capture: LiveCaptureArgs,
     },
     /// Run the turn offline and write the exact model-bound request Codex sent (redacted).
     Capture {
@@ -208,6 +210,32 @@ pub enum Command {
     /// Print a machine-readable description (generated from the code; committed under docs/).
     #[command(subcommand)]
     Schema(SchemaCommand),
+}
+
+/// `--capture DIR` on real runs (`run`, `serve`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LiveCaptureArgs {
+    /// Record every model request and its response, redacted, per thread and turn into DIR, on
+    /// their way to the upstream (or, with --offline, to the stub); see `cache-report`.
+    #[arg(long, value_name = "DIR")]
+    pub capture: Option<PathBuf>,
+    /// With --capture: where model requests go (default: Codex's configured base URL, else its
+    /// default for the request's credential).
+    #[arg(long, value_name = "URL", requires = "capture")]
+    pub upstream: Option<String>,
+    /// With --capture: an extra root certificate (PEM) for the upstream's TLS.
+    #[arg(long, value_name = "FILE", requires = "capture")]
+    pub upstream_ca: Option<PathBuf>,
+}
+
+impl LiveCaptureArgs {
+    pub fn settings(self) -> Option<clawbridge::LiveCaptureSettings> {
+        self.capture.map(|dir| clawbridge::LiveCaptureSettings {
+            dir,
+            upstream: self.upstream,
+            upstream_ca: self.upstream_ca,
+        })
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -320,6 +348,8 @@ pub struct ServeArgs {
     /// taken as completed (its turnEnd says `recovered`).
     #[arg(long, default_value_t = clawbridge::TurnLimits::DEFAULT_COMPLETION_GRACE.as_secs())]
     pub completion_grace: u64,
+    #[command(flatten)]
+    pub capture: LiveCaptureArgs,
     /// Recycle the Codex app-server once it opened this many threads (it drains: its runs end,
     /// new runs start a fresh one and resume their threads there).
     #[arg(long, default_value_t = clawbridge::DEFAULT_RECYCLE_AFTER_THREADS)]
@@ -454,6 +484,7 @@ impl CodexArgs {
             limits: pairing::turn_limits(self.idle_timeout, self.turn_timeout),
             state_dir: self.state_dir,
             offline,
+            live_capture: None,
         }
     }
 }
@@ -509,6 +540,7 @@ impl ServeArgs {
                 completion_grace: Duration::from_secs(self.completion_grace.max(1)),
                 ..clawbridge::TurnLimits::default()
             },
+            live_capture: self.capture.settings(),
             ..clawbridge::ServeConfig::new(binary, self.workspace_roots, state_dir)
         })
     }

@@ -47,7 +47,9 @@ pub use app::commands::{
 pub use app::doctor::DoctorSettings;
 pub use app::events::RunEvent;
 pub use app::fixtures::SyncSettings;
-pub use app::forward::{Forwarder, ForwarderSettings, Recorded, Upstream};
+pub use app::forward::{
+    Forwarder, ForwarderSettings, LiveCapture, LiveCaptureSettings, Recorded, Upstream,
+};
 pub use app::offline::{OfflineHome, ResponsesStub, StubRule, StubScript, StubStep};
 pub use app::pairing::PairingError;
 pub use app::state::WarningLedger;

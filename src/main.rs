@@ -123,8 +123,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             offline,
             json,
             codex,
+            capture,
         } => block_on(async move {
-            let completed = pairing::run_to_stdout(&run, json, &codex.settings(offline)).await?;
+            let settings = clawbridge::run::PairingSettings {
+                live_capture: capture.settings(),
+                ..codex.settings(offline)
+            };
+            let completed = pairing::run_to_stdout(&run, json, &settings).await?;
             Ok(exit_code(completed))
         }),
         Command::Capture { run, out, codex } => block_on(async move {

@@ -358,6 +358,8 @@ struct AnswerRecorder {
     response: Option<Value>,
     /// Output items as they completed (when no completed response comes).
     items: Vec<Value>,
+    /// How the answer ended, from its last `response.completed`/`.failed`/`.incomplete` event.
+    ended: Option<&'static str>,
     events: usize,
     /// A body that is not an event stream (an error answer), kept short.
     other: Vec<u8>,
@@ -374,6 +376,7 @@ impl AnswerRecorder {
             read: 0,
             response: None,
             items: Vec::new(),
+            ended: None,
             events: 0,
             other: Vec::new(),
             notes: Vec::new(),
@@ -429,8 +432,12 @@ impl AnswerRecorder {
         let Ok(value) = serde_json::from_str::<Value>(&data) else {
             return;
         };
-        if value["type"] == "response.output_item.done" {
-            self.items.push(value["item"].clone());
+        match value["type"].as_str() {
+            Some("response.output_item.done") => self.items.push(value["item"].clone()),
+            Some("response.completed") => self.ended = Some("completed"),
+            Some("response.failed") => self.ended = Some("failed"),
+            Some("response.incomplete") => self.ended = Some("incomplete"),
+            _ => {}
         }
         if value["response"].is_object() {
             self.response = Some(value["response"].clone());
@@ -450,7 +457,10 @@ impl AnswerRecorder {
         };
         let mut document = json!({
             "httpStatus": self.status,
-            "status": response["status"].clone(),
+            "status": match response["status"].as_str() {
+                Some(status) => Value::from(status),
+                None => self.ended.map_or(Value::Null, Value::from),
+            },
             "output": output,
             "usage": response["usage"].clone(),
             "events": self.events,
@@ -479,5 +489,166 @@ fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
     match (lf, crlf) {
         (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
         (a, b) => a.or(b),
+    }
+}
+
+/// `--capture DIR` on a real run: where to record, and where to forward.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveCaptureSettings {
+    pub dir: std::path::PathBuf,
+    /// `--upstream URL` (else as [`live_upstream`] finds it).
+    pub upstream: Option<String>,
+    /// `--upstream-ca FILE`.
+    pub upstream_ca: Option<std::path::PathBuf>,
+}
+
+/// A running live capture: the forwarder and the writer of what it records.
+pub struct LiveCapture {
+    forwarder: Forwarder,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl LiveCapture {
+    /// Start recording into `settings.dir` (made 0700). `codex_args` and `codex_home` are where
+    /// Codex's own base URL may be configured.
+    pub async fn start(
+        settings: &LiveCaptureSettings,
+        codex_args: &[std::ffi::OsString],
+        codex_home: Option<&std::path::Path>,
+        known: std::sync::Arc<std::sync::Mutex<crate::app::capture::live::Known>>,
+    ) -> Result<LiveCapture> {
+        crate::support::fs::create_private_dir(&settings.dir).map_err(|source| Error::Write {
+            path: settings.dir.clone(),
+            source,
+        })?;
+        let upstream = live_upstream(settings.upstream.as_deref(), codex_args, codex_home);
+        match &upstream {
+            Upstream::Fixed(url) => {
+                tracing::info!("--capture: model requests are recorded on their way to {url}")
+            }
+            Upstream::ByCredential => tracing::info!(
+                "--capture: model requests are recorded on their way to Codex's default upstream"
+            ),
+        }
+        let (sink, recorded) = mpsc::channel(64);
+        let forwarder = Forwarder::start(
+            ForwarderSettings {
+                upstream,
+                extra_ca: settings.upstream_ca.clone(),
+            },
+            sink,
+        )
+        .await?;
+        let writer = crate::app::capture::live::CaptureWriter::new(settings.dir.clone(), known);
+        Ok(LiveCapture {
+            forwarder,
+            writer: tokio::spawn(writer.run_recorded(recorded)),
+        })
+    }
+
+    /// The base URL Codex is given.
+    pub fn base_url(&self) -> String {
+        self.forwarder.base_url()
+    }
+
+    /// The `-c` override that points Codex's `openai` provider at the forwarder.
+    pub fn config_override(&self) -> String {
+        format!("openai_base_url=\"{}\"", self.forwarder.base_url())
+    }
+
+    /// Stop forwarding; let the writer finish what it holds (bounded).
+    pub async fn finish(self) {
+        drop(self.forwarder);
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.writer).await;
+    }
+}
+
+/// The upstream model requests go to when recorded live: `--upstream`, else the base URL Codex
+/// is configured with (a `-c openai_base_url=` among its arguments, `OPENAI_BASE_URL`, or
+/// `openai_base_url` in `<codex home>/config.toml`), else Codex's default for each request's
+/// credential (docs/codex-wire.md §12).
+pub fn live_upstream(
+    explicit: Option<&str>,
+    codex_args: &[std::ffi::OsString],
+    codex_home: Option<&std::path::Path>,
+) -> Upstream {
+    if let Some(url) = explicit {
+        return Upstream::Fixed(url.to_string());
+    }
+    let unquote = |value: &str| {
+        value
+            .trim()
+            .trim_matches('"')
+            .trim_matches('\'')
+            .to_string()
+    };
+    let from_args = codex_args
+        .iter()
+        .filter_map(|arg| arg.to_str())
+        .filter_map(|arg| arg.strip_prefix("openai_base_url="))
+        .next_back()
+        .map(unquote);
+    let from_env = std::env::var("OPENAI_BASE_URL")
+        .ok()
+        .filter(|value| !value.trim().is_empty());
+    let from_config = || {
+        let home = codex_home
+            .map(std::path::Path::to_path_buf)
+            .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))?;
+        let text =
+            crate::support::fs::read_file_capped(&home.join("config.toml"), 1024 * 1024).ok()?;
+        String::from_utf8_lossy(&text)
+            .lines()
+            .take_while(|line| !line.trim_start().starts_with('['))
+            .find_map(|line| {
+                let (key, value) = line.split_once('=')?;
+                (key.trim() == "openai_base_url").then(|| unquote(value))
+            })
+    };
+    match from_args.or(from_env).or_else(from_config) {
+        Some(url) if !url.is_empty() => Upstream::Fixed(url),
+        _ => Upstream::ByCredential,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_upstream_is_the_flag_then_codex_s_own_configuration_then_its_default() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "model = \"gpt-5.5\"\nopenai_base_url = \"https://proxy.example/v1\"\n[model_providers.x]\nopenai_base_url = \"no\"\n",
+        )
+        .expect("config");
+        let args: Vec<std::ffi::OsString> = vec![
+            "-c".into(),
+            "openai_base_url=\"https://args.example/v1\"".into(),
+        ];
+        assert_eq!(
+            live_upstream(Some("https://flag.example/v1"), &args, Some(dir.path())),
+            Upstream::Fixed("https://flag.example/v1".into())
+        );
+        if std::env::var_os("OPENAI_BASE_URL").is_none() {
+            assert_eq!(
+                live_upstream(None, &args, Some(dir.path())),
+                Upstream::Fixed("https://args.example/v1".into())
+            );
+            assert_eq!(
+                live_upstream(None, &[], Some(dir.path())),
+                Upstream::Fixed("https://proxy.example/v1".into())
+            );
+            let empty = tempfile::tempdir().expect("dir");
+            assert_eq!(
+                live_upstream(None, &[], Some(empty.path())),
+                Upstream::ByCredential
+            );
+        }
+        let mut headers = HeaderMap::new();
+        assert_eq!(Upstream::ByCredential.base_for(&headers), API_KEY_UPSTREAM);
+        headers.insert("chatgpt-account-id", "acct".parse().expect("header"));
+        assert_eq!(Upstream::ByCredential.base_for(&headers), CHATGPT_UPSTREAM);
     }
 }

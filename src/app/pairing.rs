@@ -31,6 +31,9 @@ pub struct PairingOptions {
     pub limits: TurnLimits,
     pub peer: PeerConfig,
     pub handshake_timeout: Duration,
+    /// `--capture DIR`: every model request and response recorded on its way (to the real
+    /// upstream, or offline to the stub).
+    pub live_capture: Option<crate::app::forward::LiveCaptureSettings>,
 }
 
 impl PairingOptions {
@@ -44,6 +47,7 @@ impl PairingOptions {
             limits: TurnLimits::default(),
             peer: PeerConfig::default(),
             handshake_timeout: Duration::from_secs(10),
+            live_capture: None,
         }
     }
 }
@@ -90,11 +94,26 @@ pub async fn run_pairing(
     options: &PairingOptions,
     observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
 ) -> Result<PairingResult, PairingError> {
+    use crate::app::forward::{LiveCapture, LiveCaptureSettings};
+    let known = || std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
+    let mut live = None;
     let (stub, home) = if options.offline {
         let stub = ResponsesStub::start(options.stub_script.clone()).await?;
+        // With --capture the recording forwarder sits between Codex and the stub, as it would
+        // between Codex and the real upstream.
+        let mut base_url = stub.base_url();
+        if let Some(settings) = &options.live_capture {
+            let settings = LiveCaptureSettings {
+                upstream: Some(stub.base_url()),
+                ..settings.clone()
+            };
+            let started = LiveCapture::start(&settings, &[], None, known()).await?;
+            base_url = started.base_url();
+            live = Some(started);
+        }
         let home = OfflineHome::prepare(
             options.codex_home.as_deref(),
-            &stub.base_url(),
+            &base_url,
             &run.model,
             dirs::home_dir().as_deref(),
         )?;
@@ -107,20 +126,35 @@ pub async fn run_pairing(
         None => online_codex_home(options.codex_home.as_deref()),
     };
     tracing::info!("CODEX_HOME={}", codex_home.display());
+    let mut config_overrides = Vec::new();
+    if let (false, Some(settings)) = (options.offline, &options.live_capture) {
+        let started = LiveCapture::start(settings, &[], Some(&codex_home), known()).await?;
+        config_overrides.push(started.config_override());
+        live = Some(started);
+    }
     let spawn = SpawnOptions {
         binary: options.codex_bin.clone(),
         codex_home: codex_home.clone(),
         cwd: run.cwd.clone(),
         isolate_environment: options.offline,
-        config_overrides: Vec::new(),
+        config_overrides,
     };
-    let mut session = CodexSession::spawn(
+    let session = CodexSession::spawn(
         &spawn,
         options.peer.clone(),
         params.experimental_api,
         options.handshake_timeout,
     )
-    .await?;
+    .await;
+    let mut session = match session {
+        Ok(session) => session,
+        Err(error) => {
+            if let Some(live) = live {
+                live.finish().await;
+            }
+            return Err(error.into());
+        }
+    };
     let result = async {
         let thread_id = session.open_thread(&params.thread).await?;
         let mut turn = params.turn_start.clone();
@@ -132,9 +166,15 @@ pub async fn run_pairing(
     }
     .await;
     let codex_version = session.codex_version.clone();
+    let finish_live = |live: Option<LiveCapture>| async move {
+        if let Some(live) = live {
+            live.finish().await;
+        }
+    };
     match result {
         Ok((thread_id, outcome)) => {
             session.shutdown(Duration::from_secs(5)).await;
+            finish_live(live).await;
             Ok(PairingResult {
                 thread_id,
                 outcome,
@@ -148,6 +188,7 @@ pub async fn run_pairing(
         }
         Err(error) => {
             session.kill().await;
+            finish_live(live).await;
             Err(error.into())
         }
     }

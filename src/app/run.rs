@@ -35,6 +35,8 @@ pub struct PairingSettings {
     pub limits: TurnLimits,
     pub state_dir: Option<PathBuf>,
     pub offline: bool,
+    /// `--capture DIR` (with `--upstream`, `--upstream-ca`).
+    pub live_capture: Option<crate::app::forward::LiveCaptureSettings>,
 }
 
 /// The validated inputs of one paired run.
@@ -72,6 +74,7 @@ pub fn prepare(
         tool_timeout: Some(settings.limits.idle),
     };
     pairing.limits = settings.limits;
+    pairing.live_capture = settings.live_capture.clone();
     Ok((run, params, pairing))
 }
 

@@ -240,7 +240,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     // Live capture: the recording forwarder between Codex and the real upstream.
     let mut forwarder_guard = None;
     if let (false, Some(dir)) = (settings.offline, &settings.capture) {
-        let (forwarder, task) = start_recording(
+        let live = start_recording(
             dir,
             settings.upstream.as_deref(),
             settings.upstream_ca.clone(),
@@ -248,12 +248,8 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
             Arc::clone(&known),
         )
         .await?;
-        codex = args::with_override(
-            &codex,
-            &format!("openai_base_url=\"{}\"", forwarder.base_url()),
-        );
-        capture_task = Some(task);
-        forwarder_guard = Some(forwarder);
+        codex = args::with_override(&codex, &live.config_override());
+        forwarder_guard = Some(live);
     }
 
     let (lines, observed) = tokio::sync::mpsc::channel(observe::OBSERVER_QUEUE);
@@ -342,60 +338,13 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     drop(stub_guard);
-    drop(forwarder_guard);
+    if let Some(live) = forwarder_guard {
+        live.finish().await;
+    }
     if let Some(task) = capture_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     Ok(code)
-}
-
-/// The upstream model requests go to when recorded live: `--upstream`, else the base URL Codex
-/// is configured with (a `-c openai_base_url=` among its arguments, `OPENAI_BASE_URL`, or
-/// `openai_base_url` in `$CODEX_HOME/config.toml`), else Codex's default for each request's
-/// credential.
-pub fn live_upstream(
-    explicit: Option<&str>,
-    codex_args: &[OsString],
-) -> crate::app::forward::Upstream {
-    use crate::app::forward::Upstream;
-    if let Some(url) = explicit {
-        return Upstream::Fixed(url.to_string());
-    }
-    let unquote = |value: &str| {
-        value
-            .trim()
-            .trim_matches('"')
-            .trim_matches('\'')
-            .to_string()
-    };
-    let from_args = codex_args
-        .iter()
-        .filter_map(|arg| arg.to_str())
-        .filter_map(|arg| arg.strip_prefix("openai_base_url="))
-        .next_back()
-        .map(unquote);
-    let from_env = std::env::var("OPENAI_BASE_URL")
-        .ok()
-        .filter(|value| !value.trim().is_empty());
-    let from_config = || {
-        let home = std::env::var_os("CODEX_HOME")
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))?;
-        let text =
-            crate::support::fs::read_file_capped(&home.join("config.toml"), 1024 * 1024).ok()?;
-        String::from_utf8_lossy(&text)
-            .lines()
-            .take_while(|line| !line.trim_start().starts_with('['))
-            .find_map(|line| {
-                let (key, value) = line.split_once('=')?;
-                (key.trim() == "openai_base_url").then(|| unquote(value))
-            })
-    };
-    match from_args.or(from_env).or_else(from_config) {
-        Some(url) if !url.is_empty() => Upstream::Fixed(url),
-        _ => Upstream::ByCredential,
-    }
 }
 
 /// Start the recording forwarder and the writer of what it records into `dir`.
@@ -405,32 +354,24 @@ pub(crate) async fn start_recording(
     upstream_ca: Option<PathBuf>,
     codex_args: &[OsString],
     known: Arc<Mutex<Known>>,
-) -> Result<(crate::app::forward::Forwarder, tokio::task::JoinHandle<()>), ProxyError> {
-    use crate::app::forward::{Forwarder, ForwarderSettings};
-    crate::support::fs::create_private_dir(dir).map_err(|source| ProxyError::Transcript {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let upstream = live_upstream(upstream, codex_args);
-    match &upstream {
-        crate::app::forward::Upstream::Fixed(url) => {
-            tracing::info!("--capture: model requests are recorded on their way to {url}")
-        }
-        crate::app::forward::Upstream::ByCredential => tracing::info!(
-            "--capture: model requests are recorded on their way to Codex's default upstream"
-        ),
-    }
-    let (sink, recorded) = tokio::sync::mpsc::channel(CAPTURE_QUEUE);
-    let forwarder = Forwarder::start(
-        ForwarderSettings {
-            upstream,
-            extra_ca: upstream_ca,
-        },
-        sink,
+) -> Result<crate::app::forward::LiveCapture, ProxyError> {
+    let settings = crate::app::forward::LiveCaptureSettings {
+        dir: dir.to_path_buf(),
+        upstream: upstream.map(str::to_string),
+        upstream_ca,
+    };
+    let codex_home = std::env::var_os("CODEX_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    Ok(
+        crate::app::forward::LiveCapture::start(
+            &settings,
+            codex_args,
+            codex_home.as_deref(),
+            known,
+        )
+        .await?,
     )
-    .await?;
-    let writer = CaptureWriter::new(dir.to_path_buf(), known);
-    Ok((forwarder, tokio::spawn(writer.run_recorded(recorded))))
 }
 
 /// Bytes of lines waiting for the transcript writer at most.
@@ -734,16 +675,16 @@ async fn run_endpoint(
     // Live capture: the members' model traffic through the recording forwarder.
     let mut forwarder = None;
     if let (None, Some(dir)) = (&offline, &args.capture) {
-        let (started, task) = start_recording(
-            dir,
-            args.upstream.as_deref(),
-            args.upstream_ca.clone(),
-            &[],
-            Arc::clone(&known),
-        )
-        .await?;
-        capture_task = Some(task);
-        forwarder = Some(started);
+        forwarder = Some(
+            start_recording(
+                dir,
+                args.upstream.as_deref(),
+                args.upstream_ca.clone(),
+                &[],
+                Arc::clone(&known),
+            )
+            .await?,
+        );
     }
     // Over WebSocket, OpenClaw's threads name Codex's `openai` provider: offline, it is pointed
     // at the stub as the stdio proxy does (after the home's own config, so it wins); with a live
@@ -802,7 +743,9 @@ async fn run_endpoint(
     running.stop().await;
     let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
     drop(offline);
-    drop(forwarder);
+    if let Some(live) = forwarder {
+        live.finish().await;
+    }
     if let Some(task) = capture_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }

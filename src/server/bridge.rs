@@ -21,6 +21,8 @@ pub struct Bridge {
     /// Bounds the translations running on the blocking pool at once.
     pub(super) blocking_slots: Arc<tokio::sync::Semaphore>,
     pub(super) offline: Option<(ResponsesStub, OfflineHome)>,
+    /// `--capture DIR`: the recording forwarder and its writer (finished on stop).
+    pub(super) live_capture: Mutex<Option<crate::app::forward::LiveCapture>>,
     pub(super) bindings: Mutex<BindingFile>,
     pub(super) session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) runs: Mutex<HashMap<String, Arc<RunState>>>,

@@ -26,6 +26,8 @@ pub struct ServeConfig {
     pub state_dir: PathBuf,
     pub offline: bool,
     pub stub_script: StubScript,
+    /// `--capture DIR`: the members' model traffic recorded on its way (to the stub offline).
+    pub live_capture: Option<crate::app::forward::LiveCaptureSettings>,
     pub limits: TurnLimits,
     /// How long a dynamic tool call or approval waits for the client's answer.
     pub answer_timeout: Duration,
@@ -136,6 +138,7 @@ impl ServeConfig {
             state_dir,
             offline: false,
             stub_script: StubScript::default(),
+            live_capture: None,
             limits: TurnLimits::default(),
             answer_timeout: DEFAULT_ANSWER_TIMEOUT,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,

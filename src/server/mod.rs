@@ -187,6 +187,10 @@ impl Running {
         let _ = self.handle.stop();
         let _ = tokio::time::timeout_at(deadline, self.handle.clone().stopped()).await;
         self.bridge.pool.shutdown().await;
+        let live = crate::support::sync::lock(&self.bridge.live_capture).take();
+        if let Some(live) = live {
+            live.finish().await;
+        }
         self.join_tasks(deadline).await;
         lock(&self.bridge.state_lock).take();
     }
@@ -235,6 +239,10 @@ impl Running {
         let _ = self.handle.stop();
         self.handle.clone().stopped().await;
         self.bridge.pool.shutdown().await;
+        let live = crate::support::sync::lock(&self.bridge.live_capture).take();
+        if let Some(live) = live {
+            live.finish().await;
+        }
         self.join_tasks(tokio::time::Instant::now() + Duration::from_secs(5))
             .await;
         lock(&self.bridge.state_lock).take();
@@ -259,8 +267,22 @@ impl Running {
 pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let config = config.validate()?;
     let state_lock = state::lock_state_dir(&config.state_dir)?;
+    // `--capture DIR`: the recording forwarder in front of the upstream (offline: the stub).
+    let mut live_capture = None;
     let offline = if config.offline {
         let stub = ResponsesStub::start(config.stub_script.clone()).await?;
+        let mut base_url = stub.base_url();
+        if let Some(settings) = &config.live_capture {
+            let settings = crate::app::forward::LiveCaptureSettings {
+                upstream: Some(stub.base_url()),
+                ..settings.clone()
+            };
+            let started =
+                crate::app::forward::LiveCapture::start(&settings, &[], None, Default::default())
+                    .await?;
+            base_url = started.base_url();
+            live_capture = Some(started);
+        }
         // The throwaway home lives in the (0700) state dir, not under $TMPDIR, where a
         // sandboxed turn could rewrite its config; and it survives a restart, so bound threads
         // can be resumed.
@@ -276,7 +298,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         })?;
         let home = OfflineHome::prepare(
             Some(&dir),
-            &stub.base_url(),
+            &base_url,
             "gpt-5.5",
             dirs::home_dir().as_deref(),
         )?;
@@ -284,13 +306,27 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     } else {
         None
     };
+    let codex_home = codex_home_of(&config, offline.as_ref());
+    let mut config_overrides = Vec::new();
+    if let (false, Some(settings)) = (config.offline, &config.live_capture) {
+        let started = crate::app::forward::LiveCapture::start(
+            settings,
+            &[],
+            Some(&codex_home),
+            Default::default(),
+        )
+        .await?;
+        config_overrides.push(started.config_override());
+        live_capture = Some(started);
+    }
     let bindings = state::load_bindings(&config.state_dir)?;
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),
-        pool: Pool::new(pool_config(
-            &config,
-            codex_home_of(&config, offline.as_ref()),
-        )),
+        pool: Pool::new(PoolConfig {
+            config_overrides,
+            ..pool_config(&config, codex_home)
+        }),
+        live_capture: Mutex::new(live_capture),
         shutting_down: std::sync::atomic::AtomicBool::new(false),
         subscribers: watch::channel(0).0,
         tasks: tokio_util::task::TaskTracker::new(),

@@ -730,3 +730,179 @@ async fn tls_upstreams_need_a_trusted_ca() {
         }
     }
 }
+
+/// Every model-request and model-response file under `dir`.
+fn captured(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut requests = Vec::new();
+    let mut responses = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                folders.push(path);
+            } else if name.starts_with("model-request") {
+                requests.push(path);
+            } else if name.starts_with("model-response") {
+                responses.push(path);
+            }
+        }
+    }
+    (requests, responses)
+}
+
+/// `clawbridge run --offline --capture DIR`: the forwarder sits between Codex and the stub as it
+/// would before the real upstream; the turn's request and response are filed.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[test]
+fn run_capture_records_the_turn() {
+    let dir = tempfile::tempdir().expect("dir");
+    let capture = dir.path().join("capture");
+    let bin = crate::e2e::codex_bin();
+    let (code, stdout, stderr) = run_cli(&[
+        "run",
+        &repo_root()
+            .join("fixtures/runs/telegram-direct.json")
+            .display()
+            .to_string(),
+        "--offline",
+        "--codex-bin",
+        &bin.display().to_string(),
+        "--capture",
+        &capture.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let (requests, responses) = captured(&capture);
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    let response: Value =
+        serde_json::from_str(&std::fs::read_to_string(&responses[0]).expect("response"))
+            .expect("json");
+    assert_eq!(response["status"], "completed", "{response}");
+    let (code, report, _) = cache_report(&[capture]);
+    assert_eq!(code, 0);
+    assert_eq!(report["threads"][0]["requests"][0]["verdict"], "first");
+}
+
+/// `clawbridge serve --offline --capture DIR`: every run's model traffic is recorded.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_capture_records_every_run() {
+    use jsonrpsee::core::client::ClientT;
+    let state = tempfile::tempdir().expect("state");
+    let capture = state.path().join("capture");
+    let settings = clawbridge::ServeConfig {
+        live_capture: Some(clawbridge::LiveCaptureSettings {
+            dir: capture.clone(),
+            ..Default::default()
+        }),
+        ..crate::serve::config(crate::e2e::codex_bin(), state.path(), None, vec![])
+    };
+    let running = clawbridge::serve(settings).await.expect("serve");
+    let client = crate::serve::connect(&running).await;
+    let document = crate::serve::run_document("telegram-direct.json");
+    let started: Value = client
+        .request("bridge.runStart", jsonrpsee::rpc_params![document])
+        .await
+        .expect("run");
+    let events = crate::serve::follow(&client, started["runId"].as_str().expect("id"), None).await;
+    assert_eq!(events.last().expect("end")["status"], "completed");
+    running.stop().await;
+    let (requests, responses) = captured(&capture);
+    assert_eq!(
+        (requests.len(), responses.len()),
+        (1, 1),
+        "{requests:?} {responses:?}"
+    );
+}
+
+/// `clawbridge app-server --listen ws://... --capture DIR --upstream URL`: the endpoint's members
+/// send their model traffic through the recording forwarder.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_websocket_endpoint_records_its_members_model_traffic() {
+    let stub = ResponsesStub::start(StubScript {
+        responses: vec![StubStep::Text("THROUGH THE ENDPOINT".into())],
+        ..Default::default()
+    })
+    .await
+    .expect("stub");
+    let dir = tempfile::tempdir().expect("dir");
+    let capture = dir.path().join("capture");
+    let token = "capture-endpoint-token-0123456789";
+    std::fs::write(dir.path().join("token"), token).expect("token");
+    std::fs::create_dir(dir.path().join("codex-home")).expect("home");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args([
+            "app-server",
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--app-servers",
+            "1",
+            "--no-check",
+        ])
+        .arg("--capture")
+        .arg(&capture)
+        .args(["--upstream", &stub.base_url()])
+        .arg("--token-file")
+        .arg(dir.path().join("token"))
+        .arg("--codex-bin")
+        .arg(crate::e2e::codex_bin())
+        .env("CODEX_HOME", dir.path().join("codex-home"))
+        .env_remove("OPENAI_BASE_URL")
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("endpoint");
+    let mut line = String::new();
+    {
+        use tokio::io::AsyncBufReadExt;
+        let stdout = child.stdout.take().expect("stdout");
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .expect("address");
+    }
+    let addr = line.trim().to_string();
+    let io = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let mut client = crate::endpoint::ws_client(io, &addr, token)
+        .await
+        .expect("upgraded");
+    client.initialize().await;
+    let started = client
+        .request("thread/start", json!({"cwd": dir.path(), "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai"}))
+        .await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_string();
+    client
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "hello endpoint"}]}),
+        )
+        .await;
+    let done = client
+        .until("turn/completed", crate::endpoint::turn_completed(&thread))
+        .await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    // SIGTERM: the endpoint drains and its capture writer finishes what it holds.
+    if let Some(pid) = child.id() {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
+    let turn = capture.join(&thread).join("turn-01");
+    let response =
+        std::fs::read_to_string(turn.join("model-response.json")).expect("response recorded");
+    assert!(response.contains("THROUGH THE ENDPOINT"), "{response}");
+    let request =
+        std::fs::read_to_string(turn.join("model-request.json")).expect("request recorded");
+    assert!(request.contains("hello endpoint"));
+}

@@ -238,7 +238,7 @@ async fn connections_past_the_cap_are_refused_until_one_leaves() {
 
 /// A raw client of the endpoint: Codex's app-server JSON-RPC over a WebSocket, as OpenClaw's
 /// transport speaks it; every message it receives is kept in order.
-struct Client<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> {
+pub(crate) struct Client<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> {
     sender: soketto::connection::Sender<tokio_util::compat::Compat<T>>,
     receiver: soketto::connection::Receiver<tokio_util::compat::Compat<T>>,
     next_id: i64,
@@ -246,7 +246,7 @@ struct Client<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> {
 }
 
 /// Upgrade `io` with the test token (`host` as the `Host` header); the handshake's status.
-async fn ws_client<T>(io: T, host: &str, token: &str) -> Result<Client<T>, u16>
+pub(crate) async fn ws_client<T>(io: T, host: &str, token: &str) -> Result<Client<T>, u16>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -309,7 +309,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
     }
 
     /// A request; its answer (`result` or `error`), the messages before it kept in `seen`.
-    async fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(json!({"id": id, "method": method, "params": params}))
@@ -323,7 +323,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
     }
 
     /// Messages until one for which `done` holds (returned).
-    async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         if let Some(found) = self.seen.iter().find(|message| done(message)) {
             return found.clone();
         }
@@ -336,7 +336,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
         }
     }
 
-    async fn initialize(&mut self) -> Value {
+    pub(crate) async fn initialize(&mut self) -> Value {
         let answer = self
             .request(
                 "initialize",
@@ -348,7 +348,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
     }
 }
 
-fn turn_completed(thread: &str) -> impl Fn(&Value) -> bool + '_ {
+pub(crate) fn turn_completed(thread: &str) -> impl Fn(&Value) -> bool + '_ {
     move |message| message["method"] == "turn/completed" && message["params"]["threadId"] == thread
 }
 
