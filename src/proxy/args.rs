@@ -378,6 +378,8 @@ mod tests {
                 "--transcript",
                 "--offline",
                 "--capture",
+                "--upstream",
+                "--upstream-ca",
                 "--stub-script",
                 "--no-check",
                 "--listen",
@@ -392,7 +394,10 @@ mod tests {
         let takes: Vec<bool> = own_flags().into_iter().map(|(_, takes)| takes).collect();
         assert_eq!(
             takes,
-            [true, true, false, true, true, false, true, true, true, false, true, true, true]
+            [
+                true, true, false, true, true, true, true, false, true, true, true, false, true,
+                true, true
+            ]
         );
     }
 
