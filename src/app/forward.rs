@@ -181,22 +181,10 @@ fn passes(name: &HeaderName) -> bool {
 
 fn refused(state: &State_, headers: &HeaderMap, secret: &str) -> Option<Response> {
     use subtle::ConstantTimeEq;
-    if headers.contains_key("origin") {
-        return Some(
-            (
-                StatusCode::FORBIDDEN,
-                "capture forwarder: browser requests are refused",
-            )
-                .into_response(),
-        );
-    }
-    let host = headers
-        .get("host")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    let port = state.port;
-    if host != format!("127.0.0.1:{port}") && host != format!("localhost:{port}") {
-        return Some((StatusCode::FORBIDDEN, "capture forwarder: unexpected Host").into_response());
+    if let Some(refusal) =
+        crate::app::offline::loopback_refusal(headers, state.port, "capture forwarder")
+    {
+        return Some(refusal);
     }
     let same: bool = state.secret.as_bytes().ct_eq(secret.as_bytes()).into();
     (!same).then(|| (StatusCode::NOT_FOUND, "capture forwarder: no such path").into_response())

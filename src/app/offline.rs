@@ -178,11 +178,18 @@ fn refused(state: &Mutex<StubState>, headers: &HeaderMap) -> Option<Response> {
         .lock()
         .map(|state| state.port)
         .unwrap_or_else(|poisoned| poisoned.into_inner().port);
+    loopback_refusal(headers, port, "offline stub")
+}
+
+/// The browser-proofing of a loopback listener on `port` that only Codex calls (the stub, the
+/// recording forwarder): any `Origin` is a web page, any `Host` but the listener's own names a
+/// DNS-rebound one; both 403, naming `who`.
+pub(crate) fn loopback_refusal(headers: &HeaderMap, port: u16, who: &str) -> Option<Response> {
     if headers.contains_key("origin") {
         return Some(
             (
                 StatusCode::FORBIDDEN,
-                "offline stub: browser requests are refused",
+                format!("{who}: browser requests are refused"),
             )
                 .into_response(),
         );
@@ -193,7 +200,7 @@ fn refused(state: &Mutex<StubState>, headers: &HeaderMap) -> Option<Response> {
         .unwrap_or_default();
     let allowed = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
     if !allowed.iter().any(|name| name == host) {
-        return Some((StatusCode::FORBIDDEN, "offline stub: unexpected Host").into_response());
+        return Some((StatusCode::FORBIDDEN, format!("{who}: unexpected Host")).into_response());
     }
     None
 }

@@ -557,6 +557,7 @@ impl Connection {
             );
             loop {
                 let message = tokio::select! {
+                    biased;
                     message = queue.recv() => message,
                     _ = ping.tick() => {
                         let payload = soketto::data::ByteSlice125::try_from(&b"clawbridge"[..]);
@@ -570,7 +571,16 @@ impl Connection {
                         }
                         continue;
                     }
-                    () = writer_cancel.cancelled() => None,
+                    () = writer_cancel.cancelled() => {
+                        // What was queued before the close still goes out (bounded: the queue).
+                        while let Ok(message) = queue.try_recv() {
+                            if sender.send_text(&message).await.is_err() {
+                                break;
+                            }
+                        }
+                        let _ = sender.flush().await;
+                        None
+                    }
                 };
                 let Some(message) = message else { break };
                 if sender.send_text(&message).await.is_err() || sender.flush().await.is_err() {
@@ -948,16 +958,22 @@ impl Connection {
             while let Some(message) = handle.recv().await {
                 let text = match message {
                     Inbound::Notification(notification) => {
-                        if notification.method == "turn/completed" {
-                            if let Some(followed) = lock(&connection.threads).get_mut(&relayed) {
-                                followed.turn = None;
-                            }
-                        }
-                        format!(
+                        let completed = notification.method == "turn/completed";
+                        let text = format!(
                             r#"{{"method":{},"params":{}}}"#,
                             Value::from(notification.method),
                             notification.params.get()
-                        )
+                        );
+                        if completed {
+                            // Queued before the turn counts as ended: a draining stop that sees
+                            // no running turn closes after this message, never before it.
+                            connection.push(text);
+                            if let Some(followed) = lock(&connection.threads).get_mut(&relayed) {
+                                followed.turn = None;
+                            }
+                            continue;
+                        }
+                        text
                     }
                     Inbound::Request(request) => {
                         let ours = connection.next_id.fetch_add(1, Ordering::Relaxed);

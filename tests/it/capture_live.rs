@@ -55,6 +55,19 @@ fn request_body() -> String {
     )
 }
 
+/// A forwarder to `upstream` recording into `sink`.
+async fn forwarder_to(upstream: String, sink: tokio::sync::mpsc::Sender<Recorded>) -> Forwarder {
+    Forwarder::start(
+        ForwarderSettings {
+            upstream: Upstream::Fixed(upstream),
+            extra_ca: None,
+        },
+        sink,
+    )
+    .await
+    .expect("forwarder")
+}
+
 /// Requests reach the upstream byte for byte with their credential; the answer streams back as
 /// it comes (the first event long before the last); the request and the response are recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,15 +82,7 @@ async fn the_forwarder_passes_requests_unchanged_and_streams_answers_as_they_com
     .await
     .expect("stub");
     let (sink, mut recorded) = tokio::sync::mpsc::channel(16);
-    let forwarder = Forwarder::start(
-        ForwarderSettings {
-            upstream: Upstream::Fixed(stub.base_url()),
-            extra_ca: None,
-        },
-        sink,
-    )
-    .await
-    .expect("forwarder");
+    let forwarder = forwarder_to(stub.base_url(), sink).await;
     let base = forwarder.base_url();
     let started = Instant::now();
     let (times, answer) = tokio::task::spawn_blocking(move || post(&base, &request_body()))
@@ -142,15 +147,7 @@ async fn the_forwarder_refuses_what_the_stub_refuses() {
         .await
         .expect("stub");
     let (sink, _recorded) = tokio::sync::mpsc::channel(16);
-    let forwarder = Forwarder::start(
-        ForwarderSettings {
-            upstream: Upstream::Fixed(stub.base_url()),
-            extra_ca: None,
-        },
-        sink,
-    )
-    .await
-    .expect("forwarder");
+    let forwarder = forwarder_to(stub.base_url(), sink).await;
     let addr = forwarder.addr;
     let base = forwarder.base_url();
     let path = base
@@ -193,15 +190,7 @@ async fn recorded_requests_and_responses_reach_the_disk_redacted() {
     let dir = tempfile::tempdir().expect("dir");
     let capture = dir.path().join("capture");
     let (sink, writer) = spawn_recorder(capture.clone());
-    let forwarder = Forwarder::start(
-        ForwarderSettings {
-            upstream: Upstream::Fixed(stub.base_url()),
-            extra_ca: None,
-        },
-        sink,
-    )
-    .await
-    .expect("forwarder");
+    let forwarder = forwarder_to(stub.base_url(), sink).await;
     let base = forwarder.base_url();
     tokio::task::spawn_blocking(move || post(&base, &request_body()))
         .await

@@ -21,7 +21,7 @@ use crate::serve::{config, connect, follow, run_document};
 const TOKEN: &str = "endpoint-test-token-0123456789";
 
 struct Offline {
-    _stub: ResponsesStub,
+    stub: ResponsesStub,
     _home: OfflineHome,
 }
 
@@ -74,13 +74,7 @@ async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
     )
     .await
     .expect("endpoint");
-    (
-        running,
-        Offline {
-            _stub: stub,
-            _home: home,
-        },
-    )
+    (running, Offline { stub, _home: home })
 }
 
 /// Runs through the endpoint: a plain turn and a tool-call turn of two sessions, each thread on
@@ -445,6 +439,12 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
         followed(&endpoint, &thread),
         Some((member.clone(), Some(running.clone())))
     );
+    // The hanging model request is out (else the killed turn's request would be the resumed
+    // turn's, and it would hang instead).
+    crate::util::wait_until_async("the third model request", Duration::from_secs(30), || {
+        offline.stub.request_bodies().len() >= 3
+    })
+    .await;
     let pid = endpoint
         .members()
         .into_iter()
