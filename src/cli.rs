@@ -8,7 +8,6 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
 use clawbridge::run as pairing;
-use clawbridge::Personality;
 use clawbridge::{PromptMode, SandboxMode};
 
 /// A value parser for a closed set: the names clap lists in `--help`, each parsed into its value.
@@ -28,11 +27,6 @@ const MODES: &[(&str, PromptMode)] = &[
     ("full", PromptMode::Full),
     ("minimal", PromptMode::Minimal),
     ("none", PromptMode::None),
-];
-const PERSONALITIES: &[(&str, Personality)] = &[
-    ("default", Personality::Default),
-    ("friendly", Personality::Friendly),
-    ("pragmatic", Personality::Pragmatic),
 ];
 const SANDBOXES: &[(&str, SandboxMode)] = &[
     ("read-only", SandboxMode::ReadOnly),
@@ -416,8 +410,10 @@ pub struct SyncArgs {
     /// Model slug to render.
     #[arg(long, default_value = clawbridge::DEFAULT_FIXTURE_MODEL)]
     pub model: String,
-    #[arg(long, value_parser = choice(PERSONALITIES), default_value = "pragmatic")]
-    pub personality: Personality,
+    /// The personality whose instructions are pinned: default, friendly or pragmatic (an
+    /// unsupported one is an error of the sync, exit 1, as every other sync error).
+    #[arg(long, default_value = "pragmatic")]
+    pub personality: String,
     /// Where the fixtures live (relative to the current directory).
     #[arg(long, default_value = clawbridge::DEFAULT_OUT_DIR)]
     pub out_dir: PathBuf,
@@ -546,18 +542,19 @@ impl ServeArgs {
     }
 }
 
-impl From<SyncArgs> for clawbridge::SyncSettings {
-    fn from(args: SyncArgs) -> Self {
-        Self {
-            catalog: args.catalog,
-            model: args.model,
-            personality: args.personality,
-            out_dir: args.out_dir,
-            catalog_git_head: args.catalog_git_head,
-            source_label: args.source_label,
-            collaboration_default: args.collaboration_default,
-            check: args.check,
-        }
+impl SyncArgs {
+    /// The sync's settings; an unsupported personality is the sync's own error.
+    pub fn settings(self) -> clawbridge::Result<clawbridge::SyncSettings> {
+        Ok(clawbridge::SyncSettings {
+            catalog: self.catalog,
+            model: self.model,
+            personality: self.personality.parse()?,
+            out_dir: self.out_dir,
+            catalog_git_head: self.catalog_git_head,
+            source_label: self.source_label,
+            collaboration_default: self.collaboration_default,
+            check: self.check,
+        })
     }
 }
 

@@ -97,7 +97,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 print_stdout(&report.render_text())
             }
         }
-        Command::SyncCodexModel(args) => print_output(fixtures::sync_codex_model(args.into())?),
+        // Every failure of the sync (an unsupported personality included) exits 1
+        // (docs/snapshots.md §6.4); usage errors stay clap's 2.
+        Command::SyncCodexModel(args) => {
+            let sync = |error: clawbridge::Error| Failure(error.into(), 1);
+            let settings = args.settings().map_err(sync)?;
+            print_output(fixtures::sync_codex_model(settings).map_err(sync)?)
+        }
         Command::AppServer(args) => app_server(args),
         Command::Completions { shell } => print_stdout(&cli::completions(shell)),
         Command::Doctor(args) => {

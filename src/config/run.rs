@@ -502,15 +502,46 @@ pub enum SessionKind {
 }
 
 impl SessionKind {
-    /// The kind a session key names (a run without one is a main session).
+    /// The kind a session key names (a run without one is a main session), as OpenClaw reads
+    /// keys (docs/routing.md §1): trimmed and case-insensitive; `agent:<id>:<rest>` (empty
+    /// segments ignored) is a subagent session when `<rest>` starts with `subagent:` (a bare
+    /// `subagent:...` key too), a cron session when it starts with `cron:`. A `:subagent:`
+    /// further along (`agent:main:telegram:subagent:x`) is not.
     pub fn of(session_key: Option<&str>) -> Self {
-        match session_key {
-            Some(key) if key.contains(":subagent:") || key.starts_with("subagent:") => {
-                SessionKind::Subagent
-            }
-            Some(key) if key.contains(":cron:") || key.starts_with("cron:") => SessionKind::Cron,
-            _ => SessionKind::Main,
+        let Some(key) = session_key.map(|key| key.trim().to_lowercase()) else {
+            return SessionKind::Main;
+        };
+        let parts: Vec<&str> = key.split(':').filter(|part| !part.is_empty()).collect();
+        let rest = (parts.len() >= 3 && parts[0] == "agent").then(|| parts[2..].join(":"));
+        let rest = rest.as_deref().unwrap_or("");
+        if key.starts_with("subagent:") || rest.starts_with("subagent:") {
+            SessionKind::Subagent
+        } else if rest.starts_with("cron:") {
+            SessionKind::Cron
+        } else {
+            SessionKind::Main
         }
+    }
+}
+
+#[cfg(test)]
+mod session_kind_tests {
+    use super::SessionKind;
+
+    #[test]
+    fn session_kinds_are_read_from_the_rest_of_the_key_case_insensitively() {
+        let kind = |key: &str| SessionKind::of(Some(key));
+        assert_eq!(kind("agent:main:subagent:7f3c2a"), SessionKind::Subagent);
+        assert_eq!(kind("Agent:Main:SubAgent:X"), SessionKind::Subagent);
+        assert_eq!(kind("  agent:main:subagent:x  "), SessionKind::Subagent);
+        assert_eq!(kind("subagent:x"), SessionKind::Subagent);
+        assert_eq!(kind("agent::main::subagent:x"), SessionKind::Subagent);
+        assert_eq!(kind("agent:main:telegram:subagent:x"), SessionKind::Main);
+        assert_eq!(kind("agent:main:cron:nightly"), SessionKind::Cron);
+        assert_eq!(kind("AGENT:main:CRON:nightly"), SessionKind::Cron);
+        assert_eq!(kind("agent:main:telegram:cron:x"), SessionKind::Main);
+        assert_eq!(kind("agent:subagent:x"), SessionKind::Main);
+        assert_eq!(SessionKind::of(None), SessionKind::Main);
     }
 }
 

@@ -55,20 +55,24 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
     loaded
 }
 
-/// The filters of docs/routing.md §3.2-§3.3; `Some(reason)` drops the file.
+/// The filters of docs/routing.md §3.2-§3.3; `Some(reason)` drops the file. They compose: a
+/// file stays only if every filter that applies keeps it (OpenClaw filters by session key, then
+/// by context mode), so a lightweight subagent heartbeat keeps nothing and a lightweight
+/// heartbeat with a minimal prompt keeps HEARTBEAT.md. The session filter follows the session
+/// key, as OpenClaw's does: `promptMode: minimal` alone shapes the prompt, not the file list.
 pub(super) fn filter_reason(run: &Run, name: &str) -> Option<&'static str> {
-    let subagent = run.session_kind == SessionKind::Subagent
-        || run.prompt_mode == crate::config::PromptMode::Minimal;
-    if subagent {
-        return (!matches!(name, "AGENTS.md" | "TOOLS.md"))
-            .then_some("subagent sessions load only AGENTS.md and TOOLS.md");
-    }
     if run.lightweight {
-        return match run.trigger {
-            Trigger::Heartbeat => (name != "HEARTBEAT.md")
-                .then_some("lightweight heartbeat runs load only HEARTBEAT.md"),
-            _ => Some("lightweight runs load no bootstrap files"),
-        };
+        let kept = run.trigger == Trigger::Heartbeat && name == "HEARTBEAT.md";
+        if !kept {
+            return Some(if run.trigger == Trigger::Heartbeat {
+                "lightweight heartbeat runs load only HEARTBEAT.md"
+            } else {
+                "lightweight runs load no bootstrap files"
+            });
+        }
+    }
+    if run.session_kind == SessionKind::Subagent && !matches!(name, "AGENTS.md" | "TOOLS.md") {
+        return Some("subagent sessions load only AGENTS.md and TOOLS.md");
     }
     if name == "HEARTBEAT.md"
         && run.trigger != Trigger::Heartbeat

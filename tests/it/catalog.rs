@@ -199,7 +199,7 @@ fn bad_catalogs_are_refused_and_nothing_is_written() {
             ])
             .output()
             .expect("run");
-        assert_eq!(output.status.code(), Some(2), "{name}");
+        assert_eq!(output.status.code(), Some(1), "{name}: sync errors exit 1");
         assert!(!out.exists());
     }
 }

@@ -254,13 +254,21 @@ fn model_slugs_cannot_leave_the_out_dir_and_catalogs_are_capped() {
         "--out-dir",
         &out.display().to_string(),
     ]);
-    assert_eq!(code, 2, "{stderr}");
+    // Sync errors exit 1 (docs/snapshots.md §6.4).
+    assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("--model ../../x"), "{stderr}");
     assert!(!dir.path().join("x.pragmatic.instructions.md").exists());
     assert!(!out.exists(), "nothing written");
     let (code, _, stderr) = run_cli(&["sync-codex-model", "--catalog", "/dev/zero"]);
-    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("/dev/zero"), "{stderr}");
+    // W5: an unsupported personality is the sync's error too, named, exit 1 (not clap's 2).
+    let (code, _, stderr) = run_cli(&["sync-codex-model", "--personality", "cheerful"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cheerful"), "{stderr}");
+    // A flag that does not exist stays a usage error.
+    let (code, _, _) = run_cli(&["sync-codex-model", "--bogus"]);
+    assert_eq!(code, 2);
 }
 
 #[test]

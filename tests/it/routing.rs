@@ -733,3 +733,47 @@ fn an_agent_with_heartbeats_off_gets_no_heartbeats_section_and_no_heartbeat_md()
     assert!(!prompt.contains("## Heartbeats"), "{prompt}");
     assert!(!prompt.contains(&placeholder("HEARTBEAT.md")));
 }
+
+/// The session and context-mode filters compose (docs/routing.md §3.2): a file stays only if
+/// every filter that applies keeps it. Fails with the old rule, where a subagent session or a
+/// minimal prompt replaced the lightweight filter.
+#[test]
+fn session_and_lightweight_filters_compose() {
+    let ws = TestWorkspace::full();
+    let kept = |fields: Value| -> Vec<String> {
+        let run = run_with(&ws.path(), fields);
+        let (translation, _) = translate_run(&run);
+        translation
+            .loaded
+            .files
+            .iter()
+            .map(|file| file.name.clone())
+            .collect()
+    };
+    // A lightweight heartbeat with a minimal prompt (a main session): HEARTBEAT.md only.
+    assert_eq!(
+        kept(json!({"trigger": "heartbeat", "lightweight": true, "promptMode": "minimal"})),
+        ["HEARTBEAT.md"]
+    );
+    // A lightweight heartbeat of a subagent session: nothing (HEARTBEAT.md is not a subagent's).
+    assert_eq!(
+        kept(
+            json!({"trigger": "heartbeat", "lightweight": true, "sessionKey": "agent:main:subagent:1"})
+        ),
+        Vec::<String>::new()
+    );
+    // A lightweight cron run of a subagent: nothing.
+    assert_eq!(
+        kept(
+            json!({"trigger": "cron", "lightweight": true, "sessionKey": "Agent:Main:SubAgent:X"})
+        ),
+        Vec::<String>::new()
+    );
+    // A subagent in full context mode, whatever the casing of its key: AGENTS.md and TOOLS.md.
+    assert_eq!(
+        kept(json!({"sessionKey": "AGENT:main:SUBAGENT:x"})),
+        ["AGENTS.md", "TOOLS.md"]
+    );
+    // `:subagent:` further along the key is not a subagent session.
+    assert!(kept(json!({"sessionKey": "agent:main:telegram:subagent:x"})).len() > 2);
+}
