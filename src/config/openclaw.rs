@@ -213,8 +213,15 @@ impl OpenClawConfig {
     /// The agent's skills allowlist: `agents.list[].skills` when present (even `[]`), else
     /// `agents.defaults.skills`, else unrestricted (`None`).
     pub fn skills_allowlist(&self, agent_id: &str) -> Option<Vec<String>> {
-        // Present on the agent (even `[]`) wins; absent falls back to the defaults.
-        Some(string_list(self.agent_value(agent_id, keys::SKILLS)?))
+        // Present on the agent (even `[]`) wins; absent falls back to the defaults. Entries are
+        // trimmed (`" weather "` names `weather`), as OpenClaw normalizes them.
+        Some(
+            string_list(self.agent_value(agent_id, keys::SKILLS)?)
+                .into_iter()
+                .map(|name| name.trim().to_string())
+                .filter(|name| !name.is_empty())
+                .collect(),
+        )
     }
 
     /// `skills.entries.<key>` object, if configured.
@@ -263,10 +270,13 @@ impl OpenClawConfig {
     /// The path comes from a skill's frontmatter, not from clawbridge, so it is not in the table.
     pub fn is_truthy(&self, dotted: &str) -> bool {
         match dotted_get(&self.root, dotted) {
-            None | Some(Value::Null) => false,
+            // Unset: OpenClaw's own default for the few keys that have one (the browser is on
+            // unless turned off).
+            None | Some(Value::Null) => CONFIG_DEFAULTS_TRUE.contains(&dotted),
             Some(Value::Bool(flag)) => *flag,
             Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n != 0.0),
-            Some(Value::String(text)) => !text.is_empty(),
+            // Trimmed first: `"  "` is not a value.
+            Some(Value::String(text)) => !text.trim().is_empty(),
             Some(_) => true,
         }
     }
@@ -279,6 +289,9 @@ impl OpenClawConfig {
         unknown
     }
 }
+
+/// Config paths that are true when unset (`requires.config` gates read them so).
+const CONFIG_DEFAULTS_TRUE: [&str; 1] = ["browser.enabled"];
 
 fn collect_unknown(value: &Value, path: String, out: &mut Vec<String>) {
     if !path.is_empty() && is_known(&path) {

@@ -466,8 +466,30 @@ pub(super) struct Frontmatter {
     description: Option<String>,
     #[serde(default)]
     metadata: Option<Value>,
+    /// A boolean as OpenClaw reads one: `true`/`false`, or the strings and numbers it accepts
+    /// (see [`openclaw_bool`]); YAML 1.2 reads `no`/`off`/`yes`/`on` as strings.
     #[serde(default, rename = "disable-model-invocation")]
-    disable_model_invocation: Option<bool>,
+    disable_model_invocation: Option<Value>,
+}
+
+/// A frontmatter boolean as OpenClaw reads it: a boolean; a number (0 is false, 1 true); or a
+/// string, trimmed and case-insensitive: `true`, `1`, `yes`, `on` / `false`, `0`, `no`, `off`.
+/// Anything else is no answer (the default applies).
+pub(super) fn openclaw_bool(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(flag) => Some(*flag),
+        Value::Number(number) => match number.as_u64() {
+            Some(1) => Some(true),
+            Some(0) => Some(false),
+            _ => None,
+        },
+        Value::String(text) => match text.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Some(true),
+            "false" | "0" | "no" | "off" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The common frontmatter, `key: plain text` lines only, without a YAML parser. Anything YAML
@@ -536,7 +558,8 @@ pub fn parse_skill(
     };
     let name = match meta.name {
         Some(name) if !trim_js(&name).is_empty() => trim_js(&name).to_string(),
-        _ => folder_name.to_string(),
+        // The folder's name, trimmed as OpenClaw trims it (a folder ` spaced ` is `spaced`).
+        _ => trim_js(folder_name).to_string(),
     };
     // Trimmed like OpenClaw's loader (`description.trim()`); internal newlines stay.
     let description = match meta.description {
@@ -560,7 +583,11 @@ pub fn parse_skill(
         .get("plugin")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let disable_model_invocation = meta.disable_model_invocation.unwrap_or(false);
+    let disable_model_invocation = meta
+        .disable_model_invocation
+        .as_ref()
+        .and_then(openclaw_bool)
+        .unwrap_or(false);
     Ok(SkillEntry {
         name,
         description,

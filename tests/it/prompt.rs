@@ -650,35 +650,36 @@ fn bootstrap_hook_results_are_cleaned_up() {
 }
 
 #[test]
-fn prompt_mode_minimal_filters_files_like_a_minimal_run_document() {
-    // `--mode minimal` is the run's prompt mode: subagent files only, as `promptMode` gives.
-    let (code, flag, stderr) = run_cli(&[
+fn prompt_mode_minimal_shapes_the_prompt_and_the_session_key_the_files() {
+    // As OpenClaw: the file filter follows the session key (a subagent session keeps AGENTS.md
+    // and TOOLS.md); `--mode minimal` (the run's prompt mode) alone leaves the files alone.
+    let headings = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|line| line.starts_with("## /"))
+            .map(|line| line.rsplit('/').next().unwrap_or(line).to_string())
+            .collect()
+    };
+    let (code, full, stderr) = run_cli(&["prompt", "fixtures/runs/telegram-direct.json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, minimal, stderr) = run_cli(&[
         "prompt",
         "fixtures/runs/telegram-direct.json",
         "--mode",
         "minimal",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    let headings: Vec<&str> = flag
-        .lines()
-        .filter(|line| line.starts_with("## /"))
-        .map(|line| line.rsplit('/').next().unwrap_or(line))
-        .collect();
-    assert_eq!(headings, vec!["AGENTS.md", "TOOLS.md"], "{flag}");
+    assert_eq!(headings(&minimal), headings(&full), "{minimal}");
+    assert_ne!(minimal, full, "the minimal prompt is not the full one");
     let ws = TestWorkspace::full();
     let document = ws.path().join("run.json");
     std::fs::write(
         &document,
-        json!({"workspace": ws.path(), "promptMode": "minimal"}).to_string(),
+        json!({"workspace": ws.path(), "promptMode": "minimal", "sessionKey": "agent:main:subagent:1"}).to_string(),
     )
     .expect("write");
-    let (_, stated, _) = run_cli(&["prompt", document.to_str().expect("utf-8")]);
-    let stated_headings: Vec<&str> = stated
-        .lines()
-        .filter(|line| line.starts_with("## /"))
-        .map(|line| line.rsplit('/').next().unwrap_or(line))
-        .collect();
-    assert_eq!(stated_headings, headings);
+    let (code, subagent, stderr) = run_cli(&["prompt", document.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(headings(&subagent), ["AGENTS.md", "TOOLS.md"], "{subagent}");
 }
 
 /// `fixtures/runs/every-input.json` with the fixtures folder shown as a virtual one.

@@ -383,3 +383,79 @@ fn managed_and_bundled_skills_are_found_with_their_precedence_and_gates() {
         .iter()
         .any(|skill| skill.name == "weather" && skill.reason.contains("allowBundled")));
 }
+
+/// `disable-model-invocation` is read as OpenClaw reads booleans: `no`/`off`/`0` (which YAML 1.2
+/// gives as strings) are false and keep the skill; `yes`/`on`/`1` are true and keep it out of
+/// the model's list. Before, a string value made the whole skill invalid.
+#[test]
+fn boolean_strings_in_disable_model_invocation_are_read_as_openclaw_reads_them() {
+    let ws = TestWorkspace::empty();
+    for (name, value) in [
+        ("keep-no", "no"),
+        ("keep-off", "\"off\""),
+        ("keep-zero", "0"),
+        ("keep-false", "False"),
+        ("hide-yes", "yes"),
+        ("hide-on", "\"ON\""),
+        ("hide-one", "1"),
+    ] {
+        ws.write(
+            &format!("skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: A skill.\ndisable-model-invocation: {value}\n---\n"),
+        );
+    }
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    let mut offered: Vec<&str> = translation.skills.iter().map(|s| s.name.as_str()).collect();
+    offered.sort_unstable();
+    assert_eq!(offered, ["keep-false", "keep-no", "keep-off", "keep-zero"]);
+    let hidden: Vec<&str> = translation
+        .ineligible_skills
+        .iter()
+        .filter(|skill| skill.reason.contains("disable-model-invocation"))
+        .map(|skill| skill.name.as_str())
+        .collect();
+    assert_eq!(hidden.len(), 3, "{:?}", translation.ineligible_skills);
+    assert!(
+        translation.warnings.iter().all(|w| !w.contains("SKILL.md")),
+        "no skill was rejected: {:?}",
+        translation.warnings
+    );
+}
+
+/// Values as people write them: allowlist entries and folder names with spaces around them are
+/// trimmed; a `requires.config` value of blanks is not a value; an unset `browser.enabled` is
+/// true (OpenClaw's default).
+#[test]
+fn allowlists_folder_names_and_config_gates_are_trimmed() {
+    let ws = TestWorkspace::empty();
+    ws.write(
+        "skills/ spaced /SKILL.md",
+        "---\ndescription: A spaced folder.\n---\n",
+    );
+    ws.write("skills/weather/SKILL.md", &skill("weather", "Weather."));
+    ws.write(
+        "skills/blank-gate/SKILL.md",
+        "---\nname: blank-gate\ndescription: Needs a value.\nmetadata: {\"openclaw\": {\"requires\": {\"config\": [\"channels.token\"]}}}\n---\n",
+    );
+    ws.write(
+        "skills/browser/SKILL.md",
+        "---\nname: browser\ndescription: Needs the browser.\nmetadata: {\"openclaw\": {\"requires\": {\"config\": [\"browser.enabled\"]}}}\n---\n",
+    );
+    let config = json!({
+        "channels": {"token": "   "},
+        "agents": {"list": [{"id": "main", "skills": [" weather ", "spaced", "blank-gate", "browser"]}]}
+    });
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({"config": config})));
+    let mut offered: Vec<&str> = translation.skills.iter().map(|s| s.name.as_str()).collect();
+    offered.sort_unstable();
+    assert_eq!(
+        offered,
+        ["browser", "spaced", "weather"],
+        "{:?}",
+        translation.ineligible_skills
+    );
+    assert!(translation
+        .ineligible_skills
+        .iter()
+        .any(|skill| skill.name == "blank-gate" && skill.reason.contains("channels.token")));
+}
