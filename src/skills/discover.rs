@@ -202,6 +202,11 @@ pub fn discover_skills_cached(
         for ((file, _), parsed) in files.iter().zip(parsed_all) {
             match parsed {
                 Ok(skill) => {
+                    if let Some(note) = &skill.parse_note {
+                        let warning = format!("{}: {note}", file.display());
+                        tracing::warn!("{warning}");
+                        found.warnings.push(warning);
+                    }
                     by_name.insert(skill.name.clone(), skill);
                 }
                 Err(reason) => {
@@ -406,13 +411,14 @@ pub(super) fn frontmatter(text: &str) -> Option<String> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
     let first = lines.next()?;
-    if first.trim_end_matches(['\n', '\r']) != "---" || !first.ends_with('\n') {
+    // A fence with trailing blanks is still a fence (OpenClaw trims the line).
+    if first.trim_end() != "---" || !first.ends_with('\n') {
         return None;
     }
     let mut front = String::new();
     for line in lines {
         let bare = line.trim_end_matches(['\n', '\r']);
-        if bare == "---" {
+        if bare.trim_end() == "---" {
             return Some(front.trim_end_matches('\n').to_string());
         }
         front.push_str(bare);
@@ -538,6 +544,41 @@ pub(super) fn plain_frontmatter(front: &str) -> Option<Frontmatter> {
     Some(meta)
 }
 
+/// The fallback for frontmatter YAML cannot read: each `key: value` line at the start of a line,
+/// split at its first colon, the value trimmed and unquoted; a later line of the same key wins;
+/// indented lines and comments are skipped.
+pub(super) fn line_frontmatter(front: &str) -> Frontmatter {
+    let mut meta = Frontmatter::default();
+    for line in front.lines() {
+        if line.starts_with([' ', '\t', '#']) {
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        let value = [('"', '"'), ('\'', '\'')]
+            .iter()
+            .find_map(|(open, close)| {
+                value
+                    .strip_prefix(*open)
+                    .and_then(|inner| inner.strip_suffix(*close))
+            })
+            .unwrap_or(value)
+            .to_string();
+        match key.trim() {
+            "name" => meta.name = Some(value),
+            "description" => meta.description = Some(value),
+            "metadata" if !value.is_empty() => meta.metadata = Some(Value::String(value)),
+            "disable-model-invocation" => {
+                meta.disable_model_invocation = Some(Value::String(value))
+            }
+            _ => {}
+        }
+    }
+    meta
+}
+
 /// Parse one `SKILL.md` from its raw bytes; `location` is the path shown to the model.
 pub fn parse_skill(
     bytes: &[u8],
@@ -551,10 +592,20 @@ pub fn parse_skill(
     };
     let front = frontmatter(&text).ok_or("no `---` frontmatter block at the top of the file")?;
     check_frontmatter_bounds(&front)?;
+    let mut parse_note = None;
     let meta: Frontmatter = match plain_frontmatter(&front) {
         Some(meta) => meta,
-        None => serde_yaml_ng::from_str(&front)
-            .map_err(|error| format!("invalid frontmatter: {error}"))?,
+        None => match serde_yaml_ng::from_str(&front) {
+            Ok(meta) => meta,
+            // As OpenClaw: YAML that does not parse (a `description: Use this: for things`
+            // line, a repeated key) is read again line by line, with a warning.
+            Err(error) => {
+                parse_note = Some(format!(
+                    "the frontmatter is not valid YAML ({error}); read line by line"
+                ));
+                line_frontmatter(&front)
+            }
+        },
     };
     let name = match meta.name {
         Some(name) if !trim_js(&name).is_empty() => trim_js(&name).to_string(),
@@ -566,10 +617,14 @@ pub fn parse_skill(
         Some(text) if !trim_js(&text).is_empty() => trim_js(&text).to_string(),
         _ => return Err("missing `description`".to_string()),
     };
-    // `metadata` is a mapping, or (as OpenClaw writes it) a JSON string.
+    // `metadata` is a mapping, or (as OpenClaw writes it) a JSON5 string: plain JSON first,
+    // then JSON5 (unquoted keys, single quotes, trailing commas), as OpenClaw's manifest reader.
     let metadata = match meta.metadata {
-        Some(Value::String(json)) => serde_json::from_str(&json)
-            .map_err(|error| format!("`metadata` is not valid JSON: {error}"))?,
+        Some(Value::String(json)) => match serde_json::from_str(&json) {
+            Ok(value) => value,
+            Err(_) => json5::from_str::<Value>(&json)
+                .map_err(|error| format!("`metadata` is not valid JSON5: {error}"))?,
+        },
         Some(other) => other,
         None => Value::Null,
     };
@@ -599,6 +654,7 @@ pub fn parse_skill(
         openclaw_metadata: openclaw,
         disable_model_invocation,
         plugin,
+        parse_note,
     })
 }
 

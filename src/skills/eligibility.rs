@@ -12,6 +12,25 @@ pub struct IneligibleSkill {
     pub reason: String,
 }
 
+/// A gate's list as OpenClaw normalizes it: an array of strings, or one comma-separated
+/// string; entries trimmed, empty ones dropped.
+fn gate_list(value: &Value) -> Vec<String> {
+    let items: Vec<String> = match value {
+        Value::String(text) => text.split(',').map(str::to_string).collect(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
+    items
+        .into_iter()
+        .map(|item| item.trim().to_string())
+        .filter(|item| !item.is_empty())
+        .collect()
+}
+
 /// Apply docs/routing.md §7.2 in order.
 pub fn eligible_skills(
     skills: &[SkillEntry],
@@ -62,30 +81,31 @@ fn ineligibility(
         }
     }
     let gates = &skill.openclaw_metadata;
-    if let Some(os) = gates.get("os").and_then(Value::as_array) {
-        if !os
-            .iter()
-            .any(|value| value.as_str() == Some(host.platform.as_str()))
-        {
-            return Some(format!("not available on {}", host.platform));
-        }
+    let os = gates.get("os").map(gate_list).unwrap_or_default();
+    if !os.is_empty() && !os.contains(&host.platform) {
+        return Some(format!("not available on {}", host.platform));
     }
     let always = gates.get("always").and_then(Value::as_bool) == Some(true);
     if !always {
         let requires = gates.get("requires").cloned().unwrap_or(Value::Null);
-        let list = |key: &str| {
-            requires
-                .get(key)
-                .map(crate::config::openclaw::string_list)
-                .unwrap_or_default()
+        let list = |key: &str| requires.get(key).map(gate_list).unwrap_or_default();
+        let primary_env = gates
+            .get("primaryEnv")
+            .and_then(Value::as_str)
+            .map(str::trim);
+        let filled = |value: Option<&Value>| {
+            value
+                .and_then(Value::as_str)
+                .is_some_and(|text| !text.trim().is_empty())
         };
         for variable in list("env") {
+            // Configured for the skill: its own `env.VAR` with a value, or its `apiKey` when the
+            // skill names VAR as its primary variable (as OpenClaw checks).
             let configured = entry.is_some_and(|entry| {
-                entry
-                    .get("env")
-                    .and_then(|env| env.get(&variable))
-                    .is_some_and(|v| !v.is_null())
-                    || entry.get("apiKey").is_some_and(|v| !v.is_null())
+                filled(entry.get("env").and_then(|env| env.get(&variable)))
+                    || (primary_env == Some(variable.as_str())
+                        && (filled(entry.get("apiKey"))
+                            || entry.get("apiKey").is_some_and(Value::is_object)))
             });
             if !configured && host.env.get(&variable).is_none_or(String::is_empty) {
                 return Some(format!("requires environment variable {variable}"));

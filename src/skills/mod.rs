@@ -55,6 +55,9 @@ pub struct SkillEntry {
     pub disable_model_invocation: bool,
     /// Owning plugin (`metadata.openclaw.plugin`): eligible only while it is enabled.
     pub plugin: Option<String>,
+    /// Why the file was read with a fallback (its frontmatter is not valid YAML): a warning
+    /// naming the file, the skill kept.
+    pub parse_note: Option<String>,
 }
 
 /// Host facts the eligibility gates look at.
@@ -199,6 +202,7 @@ mod tests {
             openclaw_metadata: Value::Null,
             disable_model_invocation: false,
             plugin: None,
+            parse_note: None,
         }
     }
 

@@ -124,7 +124,8 @@ fn malformed_skill_is_skipped_with_a_warning_naming_the_file() {
         "---\nname: [unclosed\ndescription: x\n---\n",
     );
     let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
-    assert_eq!(translation.skills.len(), 1);
+    // `badyaml` is not valid YAML: read line by line, as OpenClaw does, kept with a warning.
+    assert_eq!(translation.skills.len(), 2, "{:?}", translation.skills);
     for name in ["broken", "nodesc", "badyaml"] {
         assert!(
             translation
@@ -458,4 +459,126 @@ fn allowlists_folder_names_and_config_gates_are_trimmed() {
         .ineligible_skills
         .iter()
         .any(|skill| skill.name == "blank-gate" && skill.reason.contains("channels.token")));
+}
+
+/// Gates as people write them: `os` and `requires.bins` as comma-separated strings are read
+/// (a win32-only skill or one needing a missing binary is not offered); `requires.env` is not
+/// met by an empty `env.VAR`, nor by an `apiKey` when the skill's `primaryEnv` is another
+/// variable, and is met by the `apiKey` when it is that variable.
+#[test]
+fn comma_separated_gates_and_env_requirements_read_as_openclaw_reads_them() {
+    let ws = TestWorkspace::empty();
+    let gated = |name: &str, openclaw: Value| {
+        ws.write(
+            &format!("skills/{name}/SKILL.md"),
+            &format!(
+                "---\nname: {name}\ndescription: Gated.\nmetadata: {}\n---\n",
+                json!({"openclaw": openclaw})
+            ),
+        );
+    };
+    gated("windows", json!({"os": "win32, darwin"}));
+    gated("linux-too", json!({"os": " linux , win32"}));
+    gated(
+        "missing-bin",
+        json!({"requires": {"bins": "sh, no-such-binary-xyz"}}),
+    );
+    gated(
+        "empty-env",
+        json!({"requires": {"env": ["SKILL_TEST_EMPTY"]}}),
+    );
+    gated(
+        "other-primary",
+        json!({"primaryEnv": "OTHER_KEY", "requires": {"env": ["SKILL_TEST_KEY"]}}),
+    );
+    gated(
+        "right-primary",
+        json!({"primaryEnv": "SKILL_TEST_KEY", "requires": {"env": "SKILL_TEST_KEY"}}),
+    );
+    let config = json!({"skills": {"entries": {
+        "empty-env": {"env": {"SKILL_TEST_EMPTY": ""}},
+        "other-primary": {"apiKey": "k-123"},
+        "right-primary": {"apiKey": "k-123"}
+    }}});
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({"config": config})));
+    let mut offered: Vec<&str> = translation.skills.iter().map(|s| s.name.as_str()).collect();
+    offered.sort_unstable();
+    assert_eq!(
+        offered,
+        ["linux-too", "right-primary"],
+        "{:?}",
+        translation.ineligible_skills
+    );
+}
+
+/// Metadata written as JSON5, as OpenClaw's manifest allows, is read (before, the skill was
+/// dropped as invalid JSON).
+#[test]
+fn json5_metadata_is_read() {
+    let ws = TestWorkspace::empty();
+    ws.write(
+        "skills/json5-linux/SKILL.md",
+        "---\nname: json5-linux\ndescription: JSON5 metadata.\nmetadata: '{openclaw: {os: [\"linux\"], requires: {env: [],},}}'\n---\n",
+    );
+    ws.write(
+        "skills/json5-mac/SKILL.md",
+        "---\nname: json5-mac\ndescription: JSON5 metadata.\nmetadata: \"{openclaw: {os: ['darwin']}}\"\n---\n",
+    );
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    let offered: Vec<&str> = translation.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        offered,
+        ["json5-linux"],
+        "{:?}",
+        translation.ineligible_skills
+    );
+    assert!(translation
+        .ineligible_skills
+        .iter()
+        .any(|skill| skill.name == "json5-mac" && skill.reason.contains("linux")));
+}
+
+/// Frontmatter YAML cannot read, as real skills write it, is read line by line (as OpenClaw
+/// does) and the skill listed, with a warning naming the file: a `description` with a colon, a
+/// repeated key, fences with trailing blanks.
+#[test]
+fn frontmatter_yaml_cannot_read_falls_back_to_lines() {
+    let ws = TestWorkspace::empty();
+    ws.write(
+        "skills/colon/SKILL.md",
+        "---\nname: colon\ndescription: Use this: for things\n---\n",
+    );
+    ws.write(
+        "skills/twice/SKILL.md",
+        "---\nname: twice\ndescription: First.\ndescription: Second.\n---\n",
+    );
+    ws.write(
+        "skills/fence/SKILL.md",
+        "---  \nname: fence\ndescription: Trailing blanks on the fences.\n---   \n",
+    );
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    let found: Vec<(&str, &str)> = translation
+        .skills
+        .iter()
+        .map(|s| (s.name.as_str(), s.description.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("colon", "Use this: for things"),
+            ("fence", "Trailing blanks on the fences."),
+            ("twice", "Second.")
+        ]
+    );
+    for name in ["colon", "twice"] {
+        assert!(
+            translation
+                .warnings
+                .iter()
+                .any(|w| w.contains(&format!("skills/{name}/SKILL.md"))
+                    && w.contains("line by line")),
+            "{name}: {:?}",
+            translation.warnings
+        );
+    }
 }
