@@ -125,7 +125,9 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
                 .collect()
         })
         .unwrap_or_default();
-    model_alias_lines.sort();
+    // The same locale collation as the skills catalog (OpenClaw's `localeCompare`), not code
+    // units: `élan` sorts with the e's, `_x` and `Fast` where a reader expects them.
+    model_alias_lines.sort_by(|a, b| crate::support::text::collate(a, b));
     let configured_timezone =
         string(config.get(keys::USER_TIMEZONE)).filter(|zone| is_iana_zone(zone));
     let heartbeat = config.heartbeat_section_enabled(agent_id).then(|| {
@@ -138,10 +140,12 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
         .map(|ids| {
             ids.iter()
                 .filter_map(|id| match id {
-                    Value::String(text) => Some(text.clone()),
+                    // Trimmed before hashing or showing, as OpenClaw normalizes owner ids.
+                    Value::String(text) => Some(text.trim().to_string()),
                     Value::Number(number) => Some(number.to_string()),
                     _ => None,
                 })
+                .filter(|id| !id.is_empty())
                 .collect()
         })
         .unwrap_or_default();
@@ -179,6 +183,30 @@ mod tests {
         );
         assert_eq!(display_owner("+15551234567", false, None), "+15551234567");
         assert_eq!(display_owner("+1\u{200E}555", false, None), "+1555");
+    }
+
+    #[test]
+    fn aliases_sort_by_locale_and_owner_ids_are_trimmed() {
+        let config = OpenClawConfig::new(json!({
+            "agents": {"defaults": {"models": {
+                "m/zeta": {"alias": "zeta"}, "m/elan": {"alias": "élan"},
+                "m/fast": {"alias": "Fast"}, "m/x": {"alias": "_x"}, "m/alpha": {"alias": "alpha"}}}},
+            "commands": {"ownerAllowFrom": [" +15550000000 ", "  "]}
+        }));
+        let resolved = resolve_prompt_config(&config, "main");
+        let aliases: Vec<&str> = resolved
+            .model_alias_lines
+            .iter()
+            .map(|line| {
+                line.trim_start_matches("- ")
+                    .split(':')
+                    .next()
+                    .unwrap_or("")
+            })
+            .collect();
+        // Code-unit order would put `Fast` and `_x` first and `élan` after `zeta`.
+        assert_eq!(aliases, ["_x", "alpha", "élan", "Fast", "zeta"]);
+        assert_eq!(resolved.owner_ids, vec!["+15550000000"]);
     }
 
     #[test]

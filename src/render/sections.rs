@@ -473,7 +473,7 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
             "Aliases are shortcuts for unqualified model requests; an explicit `provider/model` is used as written.",
         ]);
         let mut aliases = inputs.model_alias_lines.clone();
-        aliases.sort();
+        aliases.sort_by(|a, b| crate::support::text::collate(a, b));
         section.extend(aliases);
         stable.push(section);
     }

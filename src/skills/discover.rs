@@ -176,7 +176,7 @@ pub fn discover_skills_cached(
             }
         }
         let mut files = Vec::new();
-        walk.next_root();
+        walk.next_root_at(&root);
         find_skill_files(
             &root,
             0,
@@ -273,6 +273,9 @@ pub(super) struct Walk {
     visited: std::collections::HashSet<FolderId>,
     entries: usize,
     stopped: Option<&'static str>,
+    /// The real path of the skills folder being walked: a symlink that resolves outside it is
+    /// skipped (OpenClaw's "escaped skill path"), confined run or not.
+    root: Option<PathBuf>,
 }
 
 /// A folder's identity on disk: device and inode, so every path that reaches it is one folder.
@@ -297,6 +300,13 @@ impl Walk {
     /// the entry budget is shared.
     pub(super) fn next_root(&mut self) {
         self.visited.clear();
+        self.root = None;
+    }
+
+    /// Walk `root` next, keeping symlinks inside its real path.
+    pub(super) fn next_root_at(&mut self, root: &Path) {
+        self.next_root();
+        self.root = std::fs::canonicalize(root).ok();
     }
 
     /// Why the walk stopped early, once, as a warning naming the root.
@@ -349,23 +359,28 @@ pub(super) fn find_skill_files(
         }
         None => return,
     }
+    let skills_root = walk.root.clone();
     let outside = |path: &Path, warnings: &mut Vec<String>| {
         let leaves = roots.is_some_and(|roots| !roots.admits(path));
-        if leaves {
-            let warning = format!(
-                "{}: symlink leaves every --workspace-root; skipped",
-                path.display()
-            );
+        let escapes = !leaves
+            && skills_root.as_ref().is_some_and(|root| {
+                !std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(root))
+            });
+        if leaves || escapes {
+            let why = if leaves {
+                "symlink leaves every --workspace-root"
+            } else {
+                "symlink leads outside its skills folder (an escaped skill path)"
+            };
+            let warning = format!("{}: {why}; skipped", path.display());
             tracing::warn!("{warning}");
             warnings.push(warning);
         }
-        leaves
+        leaves || escapes
     };
     if depth > 0 {
         let skill_file = dir.join("SKILL.md");
-        // Only a confined run needs to know whether SKILL.md is a link (the read is confined
-        // again where it happens); the CLI saves the extra `stat` per skill.
-        if roots.is_some()
+        if (roots.is_some() || skills_root.is_some())
             && std::fs::symlink_metadata(&skill_file)
                 .is_ok_and(|meta| meta.file_type().is_symlink())
             && outside(&skill_file, warnings)

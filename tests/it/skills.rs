@@ -582,3 +582,53 @@ fn frontmatter_yaml_cannot_read_falls_back_to_lines() {
         );
     }
 }
+
+/// A skill folder (or SKILL.md) that is a symlink leading outside its skills folder is skipped
+/// with a warning, in every run, confined or not (OpenClaw's "escaped skill path"); a symlink
+/// that stays inside the skills folder is followed.
+#[test]
+fn symlinks_that_escape_the_skills_folder_are_skipped_everywhere() {
+    let ws = TestWorkspace::empty();
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::create_dir_all(outside.path().join("escaped")).expect("dir");
+    std::fs::write(
+        outside.path().join("escaped/SKILL.md"),
+        skill("escaped", "From outside."),
+    )
+    .expect("write");
+    ws.write("skills/real/SKILL.md", &skill("real", "Inside."));
+    ws.write(
+        "skills/store/inner/SKILL.md",
+        &skill("inner", "Inside, linked."),
+    );
+    std::fs::create_dir_all(ws.path().join("skills/file-link")).expect("dir");
+    std::os::unix::fs::symlink(
+        outside.path().join("escaped"),
+        ws.path().join("skills/escaped"),
+    )
+    .expect("link");
+    std::os::unix::fs::symlink(
+        outside.path().join("escaped/SKILL.md"),
+        ws.path().join("skills/file-link/SKILL.md"),
+    )
+    .expect("link");
+    std::os::unix::fs::symlink(
+        ws.path().join("skills/store/inner"),
+        ws.path().join("skills/alias"),
+    )
+    .expect("link");
+    let (translation, _) = translate_run(&run_with(&ws.path(), json!({})));
+    let mut offered: Vec<&str> = translation.skills.iter().map(|s| s.name.as_str()).collect();
+    offered.sort_unstable();
+    assert_eq!(offered, ["inner", "real"], "{:?}", translation.warnings);
+    for link in ["skills/escaped", "skills/file-link/SKILL.md"] {
+        assert!(
+            translation
+                .warnings
+                .iter()
+                .any(|w| w.contains(link) && w.contains("escaped skill path")),
+            "{link}: {:?}",
+            translation.warnings
+        );
+    }
+}
