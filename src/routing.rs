@@ -159,6 +159,9 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
     };
     // Decide the surface of each file before fitting: only pasted files consume budget.
     let mut pasted: Vec<(&BootstrapFile, Surface)> = Vec::new();
+    // The budget walk sees the empty files too (they emit nothing, but the walk stops at the
+    // 64-unit floor on them as on any other, docs/routing.md §4.2 steps 3 and 6).
+    let mut walked: Vec<&BootstrapFile> = Vec::new();
     for file in &loaded.files {
         let decision = match run.harness {
             Harness::Embedded => {
@@ -172,6 +175,11 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
             }
             Harness::Codex => codex_surface(run, file, &mut routed),
         };
+        match &decision {
+            Ok(_) => walked.push(file),
+            Err((_, "empty")) => walked.push(file),
+            Err(_) => {}
+        }
         match decision {
             Ok(surface) => pasted.push((file, surface)),
             Err((surface, note)) => routed.files.push(RoutedFile {
@@ -185,8 +193,7 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
             }),
         }
     }
-    let to_fit: Vec<&BootstrapFile> = pasted.iter().map(|(file, _)| *file).collect();
-    let outcome = fit_with_budget(&to_fit, limits);
+    let outcome = fit_with_budget(&walked, limits);
     let fitted = &outcome.fitted;
     for (file, surface) in &pasted {
         let Some(fitted_file) = fitted.iter().find(|fitted| fitted.path == file.path) else {

@@ -777,3 +777,35 @@ fn session_and_lightweight_filters_compose() {
     // `:subagent:` further along the key is not a subagent session.
     assert!(kept(json!({"sessionKey": "agent:main:telegram:subagent:x"})).len() > 2);
 }
+
+/// The budget walk stops at the 64-unit floor on an empty file too (docs/routing.md §4.2): with a
+/// total of 100, AGENTS.md at 60 units and an empty SOUL.md, no later missing marker is emitted.
+/// Before, empty files were left out of the walk and the markers after them still came.
+#[test]
+fn the_budget_floor_stops_the_walk_at_an_empty_file() {
+    let ws = TestWorkspace::empty();
+    ws.write("AGENTS.md", &"a".repeat(60));
+    ws.write("SOUL.md", "");
+    let config = json!({"agents": {"defaults": {"bootstrapTotalMaxChars": 100}}});
+    let run = run_with(&ws.path(), json!({"harness": "embedded", "config": config}));
+    let (translation, _) = translate_run(&run);
+    let injected: Vec<&str> = translation
+        .routed
+        .project_files
+        .iter()
+        .map(|file| file.name.as_str())
+        .collect();
+    assert_eq!(injected, ["AGENTS.md"], "{:?}", translation.routed.files);
+    // With SOUL.md missing instead of empty, its marker still fits (markers come before the
+    // floor check).
+    std::fs::remove_file(ws.path().join("SOUL.md")).expect("remove");
+    let (translation, _) = translate_run(&run_with(
+        &ws.path(),
+        json!({"harness": "embedded", "config": config}),
+    ));
+    assert!(translation
+        .routed
+        .project_files
+        .iter()
+        .any(|file| file.name == "SOUL.md"));
+}
