@@ -33,35 +33,14 @@ pub struct PromptConfig {
     pub docs_path: Option<String>,
 }
 
-/// A plausible IANA zone name (`UTC`, `Etc/...`, or `<Area>/<Location>` with a known area).
+/// A time zone the tz database knows (as `Intl.DateTimeFormat` accepts it in OpenClaw): canonical
+/// names and links alike (`US/Eastern`, `EST5EDT`, `CET`), any case; a name of the right shape
+/// that no database holds (`America/Nowhere_Land`) is not one. The database is compiled in
+/// (chrono-tz), so the answer does not depend on the machine.
 pub fn is_iana_zone(zone: &str) -> bool {
-    const AREAS: [&str; 10] = [
-        "Africa",
-        "America",
-        "Antarctica",
-        "Arctic",
-        "Asia",
-        "Atlantic",
-        "Australia",
-        "Europe",
-        "Indian",
-        "Pacific",
-    ];
-    if matches!(zone, "UTC" | "GMT") {
-        return true;
-    }
-    let mut parts = zone.split('/');
-    let area = parts.next().unwrap_or_default();
-    let rest: Vec<&str> = parts.collect();
-    let valid_part = |part: &str| {
-        !part.is_empty()
-            && part
-                .chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '-' | '+'))
-    };
-    (area == "Etc" || AREAS.contains(&area))
-        && !rest.is_empty()
-        && rest.iter().all(|part| valid_part(part))
+    !zone.is_empty()
+        && (zone.parse::<chrono_tz::Tz>().is_ok()
+            || chrono_tz::Tz::from_str_insensitive(zone).is_ok())
 }
 
 /// How an owner id is shown: raw (control/format characters stripped) or the first 12 hex digits
@@ -217,6 +196,10 @@ mod tests {
                 && is_iana_zone("UTC")
         );
         assert!(!is_iana_zone("Not/AZone") && !is_iana_zone("Asia"));
+        // The tz database, not the shape: links are zones, a well-formed unknown name is not.
+        assert!(is_iana_zone("US/Eastern") && is_iana_zone("EST5EDT") && is_iana_zone("CET"));
+        assert!(is_iana_zone("europe/berlin"));
+        assert!(!is_iana_zone("America/Nowhere_Land") && !is_iana_zone(""));
         let config = OpenClawConfig::new(json!({
             "agents": {"defaults": {"subagents": {"delegationMode": "prefer"}, "userTimezone": "Not/AZone",
                                     "models": {"openai/gpt-5-mini": {"alias": "fast"}, "anthropic/claude-x": {"alias": "claude"}}},
