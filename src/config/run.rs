@@ -391,23 +391,29 @@ impl SourceReplyDelivery {
 #[serde(rename_all = "lowercase")]
 pub enum Thinking {
     Off,
+    /// The model decides (no effort is sent, as for `off`).
+    Adaptive,
     Minimal,
     Low,
     #[default]
     Medium,
     High,
     Xhigh,
+    /// The most a model offers (`xhigh` on current Codex models).
+    Max,
 }
 
 impl Thinking {
     pub fn as_str(self) -> &'static str {
         match self {
             Thinking::Off => "off",
+            Thinking::Adaptive => "adaptive",
             Thinking::Minimal => "minimal",
             Thinking::Low => "low",
             Thinking::Medium => "medium",
             Thinking::High => "high",
             Thinking::Xhigh => "xhigh",
+            Thinking::Max => "max",
         }
     }
 }

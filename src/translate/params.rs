@@ -68,14 +68,31 @@ pub fn split_model(model: &str) -> (String, Option<String>) {
     (rest.to_string(), provider)
 }
 
-/// Codex reasoning effort for an OpenClaw thinking level (docs/codex-wire.md §4.6).
+/// Codex reasoning effort for an OpenClaw thinking level (docs/codex-wire.md §4.6): `off` and
+/// `adaptive` send none; `minimal` is `low` on current Codex models; `max` is the closest effort
+/// they support, `xhigh` (gpt-5.5 in the 0.169.0 catalog offers low, medium, high, xhigh).
 pub fn effort_for(thinking: Thinking) -> Option<&'static str> {
     match thinking {
-        Thinking::Off => None,
+        Thinking::Off | Thinking::Adaptive => None,
         Thinking::Minimal | Thinking::Low => Some("low"),
         Thinking::Medium => Some("medium"),
         Thinking::High => Some("high"),
-        Thinking::Xhigh => Some("xhigh"),
+        Thinking::Xhigh | Thinking::Max => Some("xhigh"),
+    }
+}
+
+#[cfg(test)]
+mod effort_tests {
+    use super::*;
+
+    #[test]
+    fn adaptive_and_max_are_thinking_levels() {
+        assert_eq!(effort_for(Thinking::Adaptive), None);
+        assert_eq!(effort_for(Thinking::Max), Some("xhigh"));
+        let level: Thinking = serde_json::from_str("\"adaptive\"").expect("adaptive");
+        assert_eq!(level, Thinking::Adaptive);
+        let level: Thinking = serde_json::from_str("\"max\"").expect("max");
+        assert_eq!(level.as_str(), "max");
     }
 }
 

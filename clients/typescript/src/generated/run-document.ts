@@ -98,7 +98,7 @@ export type SourceReplyDelivery = ("automatic" | "messageToolOnly")
  * This interface was referenced by `RunDocument`'s JSON-Schema
  * via the `definition` "Thinking".
  */
-export type Thinking = ("off" | "minimal" | "low" | "medium" | "high" | "xhigh")
+export type Thinking = (("off" | "minimal" | "low" | "medium" | "high" | "xhigh") | "adaptive" | "max")
 /**
  * Why the run happens.
  * 
@@ -200,7 +200,7 @@ sourceReplyDelivery?: ("automatic" | "messageToolOnly")
 /**
  * OpenClaw thinking level.
  */
-thinking?: ("off" | "minimal" | "low" | "medium" | "high" | "xhigh")
+thinking?: (("off" | "minimal" | "low" | "medium" | "high" | "xhigh") | "adaptive" | "max")
 threadId?: (string | null)
 /**
  * Tool specs; a string item is a path (relative to the document) to a JSON array of specs.
