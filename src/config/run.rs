@@ -34,6 +34,9 @@ pub struct RunDocument {
     pub agent_id: Option<AgentId>,
     #[serde(default)]
     pub session_key: Option<SessionKey>,
+    /// OpenClaw's session id (its transcript's id), handed to the `agent:bootstrap` hook.
+    #[serde(default)]
+    pub session_id: Option<OneLine>,
     #[serde(default)]
     pub harness: Harness,
     #[serde(default)]
@@ -561,6 +564,7 @@ pub struct Run {
     pub memory_workspace: PathBuf,
     pub agent_id: String,
     pub session_key: Option<String>,
+    pub session_id: Option<String>,
     pub session_kind: SessionKind,
     pub harness: Harness,
     pub prompt_mode: PromptMode,
@@ -768,6 +772,7 @@ impl RunDocument {
             memory_workspace,
             agent_id,
             session_key,
+            session_id: self.session_id.map(String::from),
             session_kind,
             harness: self.harness,
             prompt_mode,

@@ -61,6 +61,8 @@ pub fn apply_bootstrap_hook(
         "workspaceDir": run.display_path(&run.workspace),
         "agentId": run.agent_id,
         "sessionKey": run.session_key,
+        "sessionId": run.session_id,
+        "config": run.config.raw(),
         "files": files,
     });
     let output = crate::support::process::run_shell_bounded(

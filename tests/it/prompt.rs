@@ -776,3 +776,47 @@ fn the_no_boundary_variant_and_the_before_prompt_build_hook() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("more than one"), "{stderr}");
 }
+
+/// The `agent:bootstrap` hook gets the context routing.md §3.5 lists: the workspace, the file
+/// list, the config, the session key and id, the agent id.
+#[test]
+fn the_bootstrap_hook_receives_config_and_session_id() {
+    let dir = tempfile::tempdir().expect("dir");
+    let seen = dir.path().join("seen.json");
+    let ws = TestWorkspace::full();
+    let document = dir.path().join("run.json");
+    std::fs::write(
+        &document,
+        json!({
+            "workspace": ws.path(),
+            "sessionKey": "agent:main:telegram:direct:1",
+            "sessionId": "9f0c2d4e-session",
+            "config": {"agents": {"defaults": {"bootstrapMaxChars": 12000}}}
+        })
+        .to_string(),
+    )
+    .expect("write");
+    let hook = format!(
+        "python3 -c 'import json,sys; d=json.load(sys.stdin); open(\"{}\",\"w\").write(json.dumps(d)); print(json.dumps({{\"files\": d[\"files\"]}}))'",
+        seen.display()
+    );
+    let (code, _, stderr) = run_cli(&[
+        "params",
+        document.to_str().expect("utf-8"),
+        "--bootstrap-hook",
+        &hook,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&seen).expect("the hook ran")).expect("json");
+    assert_eq!(input["event"], "agent:bootstrap");
+    assert_eq!(input["sessionId"], "9f0c2d4e-session");
+    assert_eq!(input["sessionKey"], "agent:main:telegram:direct:1");
+    assert_eq!(
+        input["config"]["agents"]["defaults"]["bootstrapMaxChars"],
+        12000
+    );
+    assert!(input["files"]
+        .as_array()
+        .is_some_and(|files| !files.is_empty()));
+}

@@ -837,6 +837,10 @@ sandboxInfo?: (SandboxDetails | null)
  * Codex `serviceTier` for the thread and turn.
  */
 serviceTier?: (ServiceTier | null)
+/**
+ * OpenClaw's session id (its transcript's id), handed to the `agent:bootstrap` hook.
+ */
+sessionId?: (string | null)
 sessionKey?: (string | null)
 /**
  * Whether OpenClaw considers the workspace set up (BOOTSTRAP.md then stays out); unset, it
