@@ -56,13 +56,52 @@ impl HostRuntime {
             });
         Self {
             host: read("/etc/hostname").or_else(|| std::env::var("HOSTNAME").ok()),
-            os: Some(std::env::consts::OS.to_string()),
-            arch: Some(std::env::consts::ARCH.to_string()),
+            os: Some(node_os()),
+            arch: Some(node_arch().to_string()),
             shell: std::env::var("SHELL")
                 .ok()
                 .and_then(|shell| shell.rsplit('/').next().map(str::to_string)),
             time_zone,
         }
+    }
+}
+
+/// The OS as Node's `os.type()` and `os.release()` give it, which OpenClaw prints on the
+/// Runtime line: `Linux 6.1.0-28-amd64` (the kernel's type and release, from /proc on Linux);
+/// elsewhere the system's name as Node spells it.
+fn node_os() -> String {
+    let kernel = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()
+            .map(|text| {
+                text.trim()
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(100)
+                    .collect::<String>()
+            })
+            .filter(|text| !text.is_empty())
+    };
+    match (kernel("ostype"), kernel("osrelease")) {
+        (Some(system), Some(release)) => format!("{system} {release}"),
+        (Some(system), None) => system,
+        _ => match std::env::consts::OS {
+            "linux" => "Linux".to_string(),
+            "macos" => "Darwin".to_string(),
+            "windows" => "Windows_NT".to_string(),
+            other => other.to_string(),
+        },
+    }
+}
+
+/// The architecture as Node names it (`process.arch`): `x64`, `arm64`, `ia32`...
+fn node_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "x86" => "ia32",
+        "powerpc64" => "ppc64",
+        other => other,
     }
 }
 
@@ -431,4 +470,23 @@ fn texts<T: AsRef<str>>(values: &[T]) -> Vec<String> {
         .iter()
         .map(|value| value.as_ref().to_string())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_os_and_arch_are_node_s() {
+        // Node's `process.arch` names, not Rust's.
+        assert!(!["x86_64", "aarch64", "x86"].contains(&node_arch()));
+        let os = node_os();
+        if cfg!(target_os = "linux") {
+            // `os.type()` and `os.release()`: `Linux 6.1.0-28-amd64`.
+            assert!(
+                os.starts_with("Linux ") && os.len() > "Linux ".len(),
+                "{os}"
+            );
+        }
+    }
 }
