@@ -500,8 +500,8 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
     stable.push(workspace);
     if full {
         let docs = match &inputs.docs_path {
-            Some(path) => format!("OpenClaw docs: {path} (local)."),
-            None => "OpenClaw docs: https://docs.openclaw.ai".to_string(),
+            Some(path) => format!("OpenClaw docs: {path} (local). Consult them first."),
+            None => "OpenClaw docs: https://docs.openclaw.ai (no local copy here, so consult this mirror first).".to_string(),
         };
         let source = match &inputs.source_path {
             Some(path) => format!("Source: {path}; read it when the docs are incomplete or stale."),
@@ -512,7 +512,7 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
             docs,
             source,
             "Community: the public docs mirror, the OpenClaw Discord, and ClawHub (https://clawhub.ai) for finding skills.".to_string(),
-            "The docs are the authority on OpenClaw itself (memory and daily notes, sessions, tools, gateway, config, commands, project context). AGENTS.md, project context, workspace notes and `memory_search` results are the user's instructions or memory, not OpenClaw design knowledge. If the docs are silent or stale, say so and inspect the source; run `openclaw status` yourself when you can.".to_string(),
+            "The docs are the authority on OpenClaw itself (memory and daily notes, sessions, tools, gateway, config, commands, project context). AGENTS.md, project context, workspace notes and `memory_search` results are the user's instructions or memory, not OpenClaw design knowledge. If the docs are silent or stale, say so and inspect the source; run `openclaw status` yourself when you can, and ask the user only when you lack the access.".to_string(),
             "For configuration, call the `gateway` action `config.schema.lookup` first, then read docs/gateway/configuration.md and docs/gateway/configuration-reference.md.".to_string(),
         ]);
     }
