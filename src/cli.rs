@@ -252,6 +252,10 @@ pub struct DoctorArgs {
     /// Workspace roots serve would be given.
     #[arg(long = "workspace-root")]
     pub workspace_roots: Vec<PathBuf>,
+    /// Also report a run's bootstrap files: raw and injected counts, where each lands, what
+    /// was cut.
+    #[arg(long, value_name = "RUN.json")]
+    pub run: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -563,6 +567,7 @@ impl DoctorArgs {
         clawbridge::DoctorSettings {
             codex_bin: self.codex_bin.clone(),
             codex_home: self.codex_home.clone(),
+            run: self.run.clone(),
             state_dir: self.state_dir.clone(),
             listen: self.listen,
             workspace_roots: self.workspace_roots.clone(),

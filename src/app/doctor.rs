@@ -46,6 +46,9 @@ pub struct DoctorSettings {
     pub state_dir: Option<PathBuf>,
     pub listen: Option<std::net::SocketAddr>,
     pub workspace_roots: Vec<PathBuf>,
+    /// `--run RUN.json`: the run's bootstrap files, raw and injected counts and where each lands
+    /// (the "detailed raw/injected counts" the seed keeps in diagnostics).
+    pub run: Option<PathBuf>,
 }
 
 fn finding(check: &'static str, level: Level, detail: String, fix: &str) -> Finding {
@@ -70,7 +73,60 @@ pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
     findings.extend(state(state_dir.as_deref()));
     findings.push(port(settings.listen));
     findings.extend(roots(&settings.workspace_roots));
+    if let Some(run) = &settings.run {
+        findings.push(bootstrap_counts(run, settings.state_dir.as_deref()));
+    }
     findings
+}
+
+/// The bootstrap files of a run: raw and injected characters, where each lands, and what was
+/// cut (a warning with the fix when anything was).
+fn bootstrap_counts(path: &std::path::Path, state_dir: Option<&std::path::Path>) -> Finding {
+    let report = crate::app::commands::load_run_file(path).and_then(|run| {
+        let options = crate::app::commands::translate_options(state_dir, None, None);
+        crate::app::commands::context(&run, &options, false)
+    });
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => {
+            return finding(
+                "bootstrap",
+                Level::Fail,
+                format!("{}: {error}", path.display()),
+                "fix the run document (clawbridge context RUN.json names the field)",
+            )
+        }
+    };
+    let mut lines = vec![format!(
+        "{}: budget {} per file, {} in all",
+        path.display(),
+        report.bootstrap_max_chars,
+        report.bootstrap_total_max_chars
+    )];
+    for file in &report.bootstrap {
+        lines.push(format!(
+            "{}: raw {}, injected {}{} ({})",
+            file.name,
+            file.raw_chars,
+            file.injected_chars,
+            if file.truncated { ", truncated" } else { "" },
+            file.surface.label()
+        ));
+    }
+    for file in &report.filtered {
+        lines.push(format!("{}: filtered ({})", file.name, file.reason));
+    }
+    let truncated = report.bootstrap.iter().any(|file| file.truncated);
+    finding(
+        "bootstrap",
+        if truncated { Level::Warn } else { Level::Ok },
+        lines.join("; "),
+        if truncated {
+            "shorten the cut files, or raise agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars"
+        } else {
+            ""
+        },
+    )
 }
 
 /// `codex-cli 0.169.0` -> `0.169.0`.

@@ -170,3 +170,44 @@ fn a_ready_machine_passes_and_versions_outside_the_range_are_named() {
     assert_eq!(port, "warn");
     assert!(found["detail"].as_str().expect("detail").contains(&addr));
 }
+
+/// `doctor --run RUN.json` reports the run's bootstrap files with raw and injected counts and
+/// where each lands; a file cut by the budget makes it a warning with the fix; a run document
+/// that does not load is a failure naming it.
+#[test]
+fn doctor_run_reports_bootstrap_counts() {
+    let dir = tempfile::tempdir().expect("dir");
+    let ws = TestWorkspace::full();
+    ws.write("SOUL.md", &"s".repeat(30_000));
+    let document = dir.path().join("run.json");
+    std::fs::write(
+        &document,
+        serde_json::json!({"workspace": ws.path()}).to_string(),
+    )
+    .expect("write");
+    let state = dir.path().join("state");
+    let run = document.display().to_string();
+    let state_arg = state.display().to_string();
+    let (_, findings) = doctor(&["--run", &run, "--state-dir", &state_arg], dir.path());
+    let (level_of, finding) = level(&findings, "bootstrap");
+    assert_eq!(level_of, "warn", "{finding}");
+    let detail = finding["detail"].as_str().expect("detail");
+    assert!(
+        detail.contains(
+            "SOUL.md: raw 30000, injected 19999, truncated (thread developer instructions)"
+        ),
+        "{detail}"
+    );
+    assert!(detail.contains("AGENTS.md: raw"), "{detail}");
+    assert!(finding["fix"]
+        .as_str()
+        .is_some_and(|fix| fix.contains("bootstrapMaxChars")));
+    let missing = dir.path().join("missing.json").display().to_string();
+    let (code, findings) = doctor(&["--run", &missing, "--state-dir", &state_arg], dir.path());
+    let (level_of, finding) = level(&findings, "bootstrap");
+    assert_eq!(level_of, "fail");
+    assert!(finding["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("missing.json")));
+    assert_eq!(code, 1);
+}
