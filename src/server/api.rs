@@ -511,6 +511,23 @@ pub struct RunSummary {
     pub state: String,
     /// The client that started it (`operator` for the service's own token).
     pub client: String,
+    /// The run's bootstrap files: raw and injected characters and where each went (the counts
+    /// OpenClaw keeps for diagnostics such as `/status`).
+    #[serde(default)]
+    pub bootstrap: Vec<BootstrapCount>,
+}
+
+/// One bootstrap file of a run, as `bridge.status` counts it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapCount {
+    pub name: String,
+    pub raw_chars: usize,
+    pub injected_chars: usize,
+    pub truncated: bool,
+    /// Where it went (`thread developer instructions`, `turn input`, `native to Codex`,
+    /// `omitted`...).
+    pub surface: String,
 }
 
 /// `bridge.status`'s answer.

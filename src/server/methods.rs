@@ -459,6 +459,7 @@ async fn status(
                 thread_id: lock(&run.thread_id).clone(),
                 state: if done { "ended" } else { "running" }.to_string(),
                 client: run.owner.clone(),
+                bootstrap: lock(&run.bootstrap).clone(),
             }
         })
         .collect();

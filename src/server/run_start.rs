@@ -95,6 +95,7 @@ pub(super) async fn run_start(
         }),
         ended_at: Mutex::new(None),
         hub: Mutex::new(None),
+        bootstrap: Mutex::new(Vec::new()),
         progress,
     });
     bridge.prune();
@@ -121,6 +122,18 @@ pub(super) async fn run_start(
             .await
             .map_err(|error| fail(&state, error.code(), error.message().to_string()))?
     };
+    *lock(&state.bootstrap) = translation
+        .routed
+        .files
+        .iter()
+        .map(|file| super::api::BootstrapCount {
+            name: file.name.clone(),
+            raw_chars: file.raw_chars,
+            injected_chars: file.injected_chars,
+            truncated: file.truncated,
+            surface: file.surface.label().to_string(),
+        })
+        .collect();
     // A thread the document names must be this session's (or nobody's and idle).
     let mut claim = match &run.thread_id {
         Some(thread_id) => Some(

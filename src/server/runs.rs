@@ -18,6 +18,8 @@ pub(super) struct RunState {
     pub(super) ended_at: Mutex<Option<std::time::Instant>>,
     /// The app-server incarnation the run was leased (interrupts go there and nowhere else).
     pub(super) hub: Mutex<Option<Arc<CodexHub>>>,
+    /// Its bootstrap files' counts, once translated (for `bridge.status`).
+    pub(super) bootstrap: Mutex<Vec<super::api::BootstrapCount>>,
 }
 
 /// A run's event log, serialized once, capped in bytes: past the cap the oldest events are

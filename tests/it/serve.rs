@@ -219,6 +219,16 @@ async fn params_run_stream_tool_call_and_status() {
     assert_eq!(status["codex"]["version"], "0.169.0");
     assert_eq!(status["sessions"], 1);
     assert_eq!(status["runs"][0]["state"], "ended");
+    // The run's bootstrap counts, as OpenClaw keeps them for /status.
+    let soul = status["runs"][0]["bootstrap"]
+        .as_array()
+        .and_then(|files| files.iter().find(|file| file["name"] == "SOUL.md"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{status}"));
+    assert_eq!(soul["surface"], "thread developer instructions", "{soul}");
+    assert!(soul["rawChars"].as_u64().is_some_and(|n| n > 0), "{soul}");
+    assert_eq!(soul["injectedChars"], soul["rawChars"]);
+    assert_eq!(soul["truncated"], false);
 }
 
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]

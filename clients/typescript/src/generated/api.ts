@@ -305,6 +305,7 @@ export interface BridgeApiTypes {
 Acknowledged?: Acknowledged
 ApprovalPolicy?: ApprovalPolicy
 AskForApproval?: AskForApproval
+BootstrapCount?: BootstrapCount
 Channel?: Channel
 ChatType?: ChatType
 CodexParams?: CodexParams
@@ -398,6 +399,23 @@ request_permissions: boolean
 rules: boolean
 sandbox_approval: boolean
 skill_approval: boolean
+}
+/**
+ * One bootstrap file of a run, as `bridge.status` counts it.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "BootstrapCount".
+ */
+export interface BootstrapCount {
+injectedChars: number
+name: string
+rawChars: number
+/**
+ * Where it went (`thread developer instructions`, `turn input`, `native to Codex`,
+ * `omitted`...).
+ */
+surface: string
+truncated: boolean
 }
 /**
  * The channel context of the run; every field optional. Everything here except `name` and
@@ -977,6 +995,11 @@ threadId: string
  * via the `definition` "RunSummary".
  */
 export interface RunSummary {
+/**
+ * The run's bootstrap files: raw and injected characters and where each went (the counts
+ * OpenClaw keeps for diagnostics such as `/status`).
+ */
+bootstrap?: BootstrapCount[]
 /**
  * The client that started it (`operator` for the service's own token).
  */
