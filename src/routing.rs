@@ -166,7 +166,7 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
         let decision = match run.harness {
             Harness::Embedded => {
                 if file.text().is_some() && !file.has_content() {
-                    Err((Surface::Omitted, "empty"))
+                    Err((Surface::Omitted, EMPTY))
                 } else if file.name == "HEARTBEAT.md" {
                     Ok(Surface::SystemPromptDynamic)
                 } else {
@@ -177,7 +177,7 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
         };
         match &decision {
             Ok(_) => walked.push(file),
-            Err((_, "empty")) => walked.push(file),
+            Err((_, EMPTY)) => walked.push(file),
             Err(_) => {}
         }
         match decision {
@@ -275,6 +275,9 @@ pub fn route_workspace(run: &Run, loaded: &LoadedWorkspace) -> Result<RoutedWork
     Ok(routed)
 }
 
+/// The note of a present file with nothing but whitespace: not pasted, but walked by the budget.
+const EMPTY: &str = "empty";
+
 /// The Codex column of docs/routing.md §5.2; `Err` carries the reason a file is not pasted.
 fn codex_surface(
     run: &Run,
@@ -288,7 +291,7 @@ fn codex_surface(
         return Err((Surface::Omitted, "missing or unreadable; nothing is sent"));
     }
     if !file.has_content() {
-        return Err((Surface::Omitted, "empty"));
+        return Err((Surface::Omitted, EMPTY));
     }
     match file.name.as_str() {
         "HEARTBEAT.md" => {

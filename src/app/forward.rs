@@ -76,7 +76,7 @@ pub struct ForwarderSettings {
     pub extra_ca: Option<std::path::PathBuf>,
 }
 
-struct State_ {
+struct ForwarderState {
     client: reqwest::Client,
     upstream: Upstream,
     sink: mpsc::Sender<Recorded>,
@@ -112,21 +112,9 @@ impl Forwarder {
             flag: "--upstream-ca".into(),
             message: format!("cannot set up TLS: {error}"),
         })?;
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .map_err(|source| Error::Bind {
-                what: "the capture forwarder",
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind {
-            what: "the capture forwarder",
-            source,
-        })?;
-        let secret = crate::support::hex::random(16).map_err(|source| Error::Bind {
-            what: "the capture forwarder (no random source)",
-            source,
-        })?;
-        let state = Arc::new(State_ {
+        let (listener, addr, secret) =
+            crate::app::offline::bind_loopback("the capture forwarder").await?;
+        let state = Arc::new(ForwarderState {
             client,
             upstream: settings.upstream,
             sink,
@@ -179,7 +167,7 @@ fn passes(name: &HeaderName) -> bool {
     )
 }
 
-fn refused(state: &State_, headers: &HeaderMap, secret: &str) -> Option<Response> {
+fn refused(state: &ForwarderState, headers: &HeaderMap, secret: &str) -> Option<Response> {
     use subtle::ConstantTimeEq;
     if let Some(refusal) =
         crate::app::offline::loopback_refusal(headers, state.port, "capture forwarder")
@@ -191,7 +179,7 @@ fn refused(state: &State_, headers: &HeaderMap, secret: &str) -> Option<Response
 }
 
 async fn forward(
-    State(state): State<Arc<State_>>,
+    State(state): State<Arc<ForwarderState>>,
     axum::extract::Path((secret, rest)): axum::extract::Path<(String, String)>,
     headers: HeaderMap,
     method: Method,
@@ -304,7 +292,7 @@ async fn forward(
             let _ = sink.try_send(Recorded::Response { id, response });
         }
     });
-    let body = Body::from_stream(tokio_stream_from(body_stream));
+    let body = Body::from_stream(relayed_body(body_stream));
     response.body(body).unwrap_or_else(|_| {
         (
             StatusCode::BAD_GATEWAY,
@@ -327,7 +315,7 @@ fn describe(error: reqwest::Error) -> String {
 }
 
 /// The body stream handed to the client: the chunks as the relay task sends them.
-fn tokio_stream_from(
+fn relayed_body(
     receiver: mpsc::Receiver<std::result::Result<Bytes, std::io::Error>>,
 ) -> impl futures_util::Stream<Item = std::result::Result<Bytes, std::io::Error>> {
     futures_util::stream::unfold(receiver, |mut receiver| async move {

@@ -181,6 +181,20 @@ fn refused(state: &Mutex<StubState>, headers: &HeaderMap) -> Option<Response> {
     loopback_refusal(headers, port, "offline stub")
 }
 
+/// A listener on `127.0.0.1:0` for a server only Codex calls (the stub, the recording
+/// forwarder), with its address and a secret first path segment (128 random bits from the OS).
+pub(crate) async fn bind_loopback(
+    what: &'static str,
+) -> Result<(tokio::net::TcpListener, SocketAddr, String)> {
+    let bind = |source| Error::Bind { what, source };
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(bind)?;
+    let addr = listener.local_addr().map_err(bind)?;
+    let secret = crate::support::hex::random(16).map_err(bind)?;
+    Ok((listener, addr, secret))
+}
+
 /// The browser-proofing of a loopback listener on `port` that only Codex calls (the stub, the
 /// recording forwarder): any `Origin` is a web page, any `Host` but the listener's own names a
 /// DNS-rebound one; both 403, naming `who`.
@@ -235,21 +249,7 @@ impl ResponsesStub {
         script: StubScript,
         sink: Option<tokio::sync::mpsc::Sender<CapturedRequest>>,
     ) -> Result<Self> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .map_err(|source| Error::Bind {
-                what: "the offline stub",
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind {
-            what: "the offline stub",
-            source,
-        })?;
-        // 128 random bits from the OS.
-        let secret = crate::support::hex::random(16).map_err(|source| Error::Bind {
-            what: "the offline stub (no random source)",
-            source,
-        })?;
+        let (listener, addr, secret) = bind_loopback("the offline stub").await?;
         let state = Arc::new(Mutex::new(StubState {
             script: script.responses,
             rules: script.by_input,
@@ -366,6 +366,13 @@ async fn responses(
             )
         })
         .collect();
+    // A rule matches the latest user message: parsed (only when a rule waits) before the lock,
+    // so a large body does not hold up the requests of other clients.
+    let has_rules = state
+        .lock()
+        .map(|state| state.rules.iter().any(|rule| !rule.responses.is_empty()))
+        .unwrap_or(false);
+    let user_text = has_rules.then(|| latest_user_text(&body));
     let (number, step) = {
         let mut state = state
             .lock()
@@ -380,16 +387,13 @@ async fn responses(
                 tracing::warn!("offline stub: a capture was dropped (the writer is behind)");
             }
         }
-        let ruled = if state.rules.iter().any(|rule| !rule.responses.is_empty()) {
-            let text = latest_user_text(&body);
+        let ruled = user_text.as_deref().and_then(|text| {
             state
                 .rules
                 .iter_mut()
                 .find(|rule| !rule.responses.is_empty() && text.contains(&rule.contains))
                 .map(|rule| rule.responses.remove(0))
-        } else {
-            None
-        };
+        });
         // A long-lived serve sends many turns through one stub: keep the latest requests only,
         // bounded in number and bytes.
         state.kept_bytes += body.len();

@@ -380,18 +380,19 @@ pub(super) fn find_skill_files(
     };
     if depth > 0 {
         let skill_file = dir.join("SKILL.md");
-        if (roots.is_some() || skills_root.is_some())
-            && std::fs::symlink_metadata(&skill_file)
-                .is_ok_and(|meta| meta.file_type().is_symlink())
-            && outside(&skill_file, warnings)
-        {
-            return;
-        }
-        if let Ok(metadata) = std::fs::metadata(&skill_file) {
-            if metadata.is_file() {
-                out.push((skill_file, metadata));
-                return;
+        // One `stat` for a plain SKILL.md; a link is checked against the roots, then followed.
+        let metadata = match std::fs::symlink_metadata(&skill_file) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if (roots.is_some() || skills_root.is_some()) && outside(&skill_file, warnings) {
+                    return;
+                }
+                std::fs::metadata(&skill_file).ok()
             }
+            found => found.ok(),
+        };
+        if let Some(metadata) = metadata.filter(std::fs::Metadata::is_file) {
+            out.push((skill_file, metadata));
+            return;
         }
     }
     let Ok(entries) = std::fs::read_dir(dir) else {

@@ -158,7 +158,8 @@ pub(crate) fn written_labels(layers_md: &str) -> Vec<(String, String)> {
 /// `layers.md` is there).
 fn elements_labelled(document: &Value, written: &[(String, String)]) -> (Vec<Element>, bool) {
     let body = &document["body"];
-    let layers = super::label_layers(body, None);
+    // The body's own labels, worked out only when the writer's do not name a position.
+    let layers = std::cell::OnceCell::new();
     let label_of = |position: &str| -> Option<String> {
         let within = |at: &str| at == position || at.starts_with(&format!("{position}."));
         written
@@ -167,6 +168,7 @@ fn elements_labelled(document: &Value, written: &[(String, String)]) -> (Vec<Ele
             .map(|(_, label)| label.clone())
             .or_else(|| {
                 layers
+                    .get_or_init(|| super::label_layers(body, None))
                     .iter()
                     .find(|layer| within(&layer.position))
                     .map(|layer| layer.label.clone())

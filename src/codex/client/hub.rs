@@ -443,7 +443,7 @@ impl CodexHub {
             Err(PeerError::ConnectionClosed) => return Err(self.exited().await),
             Err(error) => return Err(SessionError::Peer(error)),
         };
-        self.opened.fetch_add(1, Ordering::SeqCst);
+        self.note_opened();
         Ok(match pre_claimed {
             Some(handle) if handle.thread_id == response.thread.id => handle,
             _ => self.claim(&response.thread.id),
