@@ -12,10 +12,11 @@
 //!
 //! Captures are redacted (clocks, ids and paths become placeholders), which would hide exactly
 //! the volatile values that break caches; so the capture writer also stores each element's
-//! fingerprint, taken from the request as Codex sent it (`cacheElements`: SHA-256, bytes,
-//! tokens), and the comparison uses those when present. Tokens are counted with the `o200k_base`
-//! BPE (the GPT-4o/GPT-5 family's encoding) on each element's text; the server's own chat
-//! formatting adds a few tokens per item, so the figures are close, not exact.
+//! fingerprint, taken from the request as Codex sent it (`cacheElements`: SHA-256 and bytes),
+//! and the comparison uses those when present. Tokens are counted here, when a report is made,
+//! never on the capture path: with the `o200k_base` BPE (the GPT-4o/GPT-5 family's encoding) on
+//! each element's text as the capture holds it; placeholders and the server's own chat
+//! formatting move the count by a few tokens, so the figures are close, not exact.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -123,7 +124,8 @@ fn element_texts(body: &Value) -> Vec<(String, String, String)> {
 }
 
 /// What the capture writer stores next to a request (`cacheElements`): each element's
-/// fingerprint, size and tokens, from the body as Codex sent it (before redaction).
+/// fingerprint and size, from the body as Codex sent it (before redaction). Cheap: a hash per
+/// element, no tokenizer on the capture path.
 pub fn fingerprints(body: &Value) -> Value {
     Value::Array(
         element_texts(body)
@@ -133,7 +135,6 @@ pub fn fingerprints(body: &Value) -> Value {
                     "position": position,
                     "sha256": crate::support::hex::sha256(text.as_bytes(), 8),
                     "bytes": text.len(),
-                    "tokens": count_tokens(&text),
                 })
             })
             .collect(),
@@ -174,7 +175,7 @@ fn elements_labelled(document: &Value, written: &[(String, String)]) -> (Vec<Ele
                     .map(|layer| layer.label.clone())
             })
     };
-    let recorded: BTreeMap<String, (String, usize, usize)> = document["cacheElements"]
+    let recorded: BTreeMap<String, (String, usize)> = document["cacheElements"]
         .as_array()
         .into_iter()
         .flatten()
@@ -184,7 +185,6 @@ fn elements_labelled(document: &Value, written: &[(String, String)]) -> (Vec<Ele
                 (
                     entry["sha256"].as_str()?.to_string(),
                     entry["bytes"].as_u64()? as usize,
-                    entry["tokens"].as_u64()? as usize,
                 ),
             ))
         })
@@ -214,15 +214,15 @@ fn elements_labelled(document: &Value, written: &[(String, String)]) -> (Vec<Ele
                 }
                 _ => label_of(&position).unwrap_or_else(|| "Input item".to_string()),
             };
-            let (fingerprint, bytes, tokens) = match recorded.get(&position).filter(|_| raw) {
-                Some((sha, bytes, tokens)) => (sha.clone(), *bytes, *tokens),
+            let tokens = count_tokens(&text);
+            let (fingerprint, bytes) = match recorded.get(&position).filter(|_| raw) {
+                Some((sha, bytes)) => (sha.clone(), *bytes),
                 // Redacted text: the id placeholders depend on which turn wrote the file (this
                 // turn's id is `<turn-id>`, an earlier turn's the same id is `<uuid>`), so they
                 // are compared alike.
                 None => (
                     crate::support::hex::sha256(ids_alike(&text).as_bytes(), 8),
                     text.len(),
-                    count_tokens(&text),
                 ),
             };
             Element {
