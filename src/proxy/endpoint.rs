@@ -32,7 +32,7 @@ use http::{HeaderMap, StatusCode};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::compat::TokioAsyncReadCompatExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -58,6 +58,8 @@ const MAX_WAITING_ANSWERS: usize = 1024;
 const CLIENT_QUEUE: usize = 4096;
 /// Threads whose member the endpoint remembers for a resume (the oldest forgotten first).
 const MAX_REMEMBERED_THREADS: usize = 100_000;
+/// How long an answer waits for the messages Codex sent before it to reach the client first.
+const ORDER_WAIT: Duration = Duration::from_secs(5);
 /// On shutdown: how long running turns get to end after their `turn/interrupt`.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// The status document a status client reads at most.
@@ -370,6 +372,14 @@ impl Shared {
             .collect()
     }
 
+    /// Whether a connection other than `except` follows `thread`.
+    fn followed_elsewhere(&self, except: usize, thread: &str) -> bool {
+        self.live_connections()
+            .iter()
+            .filter(|other| other.number != except)
+            .any(|other| lock(&other.threads).contains_key(thread))
+    }
+
     fn status(&self) -> EndpointStatus {
         EndpointStatus {
             listen: self.listen.to_string(),
@@ -492,6 +502,8 @@ type Receiver = soketto::connection::Receiver<Io>;
 struct Followed {
     lease: Lease,
     relay: tokio::task::JoinHandle<()>,
+    /// Asks the relay to send what it holds, then acknowledge (see [`Connection::barrier`]).
+    barrier: mpsc::Sender<oneshot::Sender<()>>,
     /// The running turn (from `turn/start`'s answer until `turn/completed`).
     turn: Option<String>,
 }
@@ -823,6 +835,13 @@ impl Connection {
         } else {
             thread_of(&params)
         };
+        if let ("thread/unsubscribe", Some(thread)) = (method.as_str(), &thread) {
+            if let Some(status) = self.unsubscribe(thread) {
+                return self
+                    .answer(&id, &serde_json::json!({ "status": status }).to_string())
+                    .await;
+            }
+        }
         let followed = thread.as_deref().and_then(|thread| {
             lock(&self.threads)
                 .get(thread)
@@ -873,6 +892,8 @@ impl Connection {
         };
         match lease.hub.peer().request_raw(&method, &params).await {
             Ok(raw) => {
+                // The thread the answer is about: the one opened, or the one named.
+                let mut answered = thread.clone();
                 match method.as_str() {
                     "thread/start" | "thread/resume" => {
                         let opened = serde_json::from_str::<Value>(raw.get())
@@ -884,7 +905,8 @@ impl Connection {
                                 Some(handle) => handle,
                                 None => lease.hub.claim_thread(&opened),
                             };
-                            self.follow(opened, lease.clone(), handle);
+                            self.follow(opened.clone(), lease.clone(), handle);
+                            answered = Some(opened);
                         }
                     }
                     "turn/start" => {
@@ -898,6 +920,9 @@ impl Connection {
                         }
                     }
                     _ => {}
+                }
+                if let Some(answered) = answered {
+                    self.barrier(&lease.hub, &answered).await;
                 }
                 self.answer(&id, raw.get()).await;
             }
@@ -954,55 +979,24 @@ impl Connection {
         let hub = Arc::clone(&lease.hub);
         let member = lease.name.clone();
         let relayed = thread.clone();
+        let (barrier, mut barriers) = mpsc::channel::<oneshot::Sender<()>>(16);
         let relay = tokio::spawn(async move {
-            while let Some(message) = handle.recv().await {
-                let text = match message {
-                    Inbound::Notification(notification) => {
-                        let completed = notification.method == "turn/completed";
-                        let text = format!(
-                            r#"{{"method":{},"params":{}}}"#,
-                            Value::from(notification.method),
-                            notification.params.get()
-                        );
-                        if completed {
-                            // Queued before the turn counts as ended: a draining stop that sees
-                            // no running turn closes after this message, never before it.
-                            connection.push(text);
-                            if let Some(followed) = lock(&connection.threads).get_mut(&relayed) {
-                                followed.turn = None;
-                            }
-                            continue;
+            loop {
+                let message = tokio::select! {
+                    biased;
+                    asked = barriers.recv() => {
+                        let Some(ack) = asked else { break };
+                        // What is already here goes out before the answer that waits.
+                        while let Some(message) = handle.try_recv() {
+                            connection.relay(&relayed, &hub, message).await;
                         }
-                        text
+                        let _ = ack.send(());
+                        continue;
                     }
-                    Inbound::Request(request) => {
-                        let ours = connection.next_id.fetch_add(1, Ordering::Relaxed);
-                        let full = {
-                            let mut waiting = lock(&connection.waiting);
-                            let full = waiting.len() >= MAX_WAITING_ANSWERS;
-                            if !full {
-                                waiting.insert(ours, (Arc::clone(&hub), request.id.clone()));
-                            }
-                            full
-                        };
-                        if full {
-                            let _ = hub
-                                .peer()
-                                .respond_error(
-                                    request.id,
-                                    INTERNAL_ERROR,
-                                    "clawbridge: the client has too many unanswered requests"
-                                        .into(),
-                                )
-                                .await;
-                            continue;
-                        }
-                        serde_json::json!({"id": ours, "method": request.method, "params": request.params})
-                            .to_string()
-                    }
-                    Inbound::Response(_) => continue,
+                    message = handle.recv() => message,
                 };
-                connection.push(text);
+                let Some(message) = message else { break };
+                connection.relay(&relayed, &hub, message).await;
             }
             if !hub.is_alive() {
                 connection.member_lost(&relayed, &member);
@@ -1024,11 +1018,100 @@ impl Connection {
         let followed = Followed {
             lease,
             relay,
+            barrier,
             turn: None,
         };
         if let Some(old) = threads.insert(thread, followed) {
             old.relay.abort();
         }
+    }
+
+    /// One message of a followed thread to the client: a notification as it is, a server
+    /// request under this connection's own id.
+    async fn relay(&self, thread: &str, hub: &Arc<CodexHub>, message: Inbound) {
+        let text = match message {
+            Inbound::Notification(notification) => {
+                let completed = notification.method == "turn/completed";
+                let text = format!(
+                    r#"{{"method":{},"params":{}}}"#,
+                    Value::from(notification.method),
+                    notification.params.get()
+                );
+                if completed {
+                    // Queued before the turn counts as ended: a draining stop that sees no
+                    // running turn closes after this message, never before it.
+                    self.push(text);
+                    if let Some(followed) = lock(&self.threads).get_mut(thread) {
+                        followed.turn = None;
+                    }
+                    return;
+                }
+                text
+            }
+            Inbound::Request(request) => {
+                let ours = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let full = {
+                    let mut waiting = lock(&self.waiting);
+                    let full = waiting.len() >= MAX_WAITING_ANSWERS;
+                    if !full {
+                        waiting.insert(ours, (Arc::clone(hub), request.id.clone()));
+                    }
+                    full
+                };
+                if full {
+                    let _ = hub
+                        .peer()
+                        .respond_error(
+                            request.id,
+                            INTERNAL_ERROR,
+                            "clawbridge: the client has too many unanswered requests".into(),
+                        )
+                        .await;
+                    return;
+                }
+                serde_json::json!({"id": ours, "method": request.method, "params": request.params})
+                    .to_string()
+            }
+            Inbound::Response(_) => return,
+        };
+        self.push(text);
+    }
+
+    /// Wait until everything the member said about `thread` before now is in this client's
+    /// queue, so an answer sent next keeps Codex's order (its messages first, as Codex sent
+    /// them). Bounded: a stuck member or relay costs the order, never the answer.
+    async fn barrier(&self, hub: &CodexHub, thread: &str) {
+        hub.fence(ORDER_WAIT).await;
+        let Some(barrier) = lock(&self.threads)
+            .get(thread)
+            .map(|followed| followed.barrier.clone())
+        else {
+            return;
+        };
+        let (ack, acked) = oneshot::channel();
+        if barrier.send(ack).await.is_ok() {
+            let _ = tokio::time::timeout(ORDER_WAIT, acked).await;
+        }
+    }
+
+    /// A client's `thread/unsubscribe`, as Codex treats one connection's: the connection stops
+    /// hearing the thread. The member (one connection for every client) is told only when no
+    /// other connection follows the thread; then `None`, and the request goes to it. Otherwise
+    /// the answer is given here: `unsubscribed`, or `notSubscribed` for a thread this
+    /// connection did not follow.
+    fn unsubscribe(&self, thread: &str) -> Option<&'static str> {
+        let followed = lock(&self.threads).remove(thread);
+        if let Some(followed) = &followed {
+            followed.relay.abort();
+        }
+        if !self.shared.followed_elsewhere(self.number, thread) {
+            return None;
+        }
+        Some(if followed.is_some() {
+            "unsubscribed"
+        } else {
+            "notSubscribed"
+        })
     }
 
     /// The member serving `thread` went away (it crashed or was killed): a running turn ends for
@@ -1107,16 +1190,10 @@ impl Connection {
         }
         // Each member holds every thread it opened in memory until told nobody follows it:
         // a thread no other connection follows is let go (a later resume loads it again).
-        let followed_elsewhere: std::collections::HashSet<String> = self
-            .shared
-            .live_connections()
-            .iter()
-            .filter(|other| other.number != self.number)
-            .flat_map(|other| lock(&other.threads).keys().cloned().collect::<Vec<_>>())
-            .collect();
         let mut unsubscribes = tokio::task::JoinSet::new();
         for (thread, followed) in threads {
-            if followed_elsewhere.contains(&thread) || !followed.lease.hub.is_alive() {
+            if self.shared.followed_elsewhere(self.number, &thread) || !followed.lease.hub.is_alive()
+            {
                 continue;
             }
             unsubscribes.spawn(async move {

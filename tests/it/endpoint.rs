@@ -346,6 +346,32 @@ pub(crate) fn turn_completed(thread: &str) -> impl Fn(&Value) -> bool + '_ {
     move |message| message["method"] == "turn/completed" && message["params"]["threadId"] == thread
 }
 
+/// A resume's answer came after Codex's `thread/status/changed` `notLoaded` for the thread, as
+/// Codex sent them.
+fn assert_unloaded_before_the_answer(seen: &[Value], thread: &str, answer: &Value) {
+    let at = |done: &dyn Fn(&Value) -> bool| seen.iter().position(done);
+    let unloaded = at(&|message| {
+        message["method"] == "thread/status/changed"
+            && message["params"]["threadId"] == thread
+            && message["params"]["status"]["type"] == "notLoaded"
+    });
+    let answered = at(&|message| message == answer);
+    assert!(
+        matches!((unloaded, answered), (Some(u), Some(a)) if u < a),
+        "notLoaded before the resume's answer: {seen:#?}"
+    );
+}
+
+/// The newest model request the stub received.
+fn last_model_request(offline: &Offline) -> Value {
+    offline
+        .stub
+        .request_bodies()
+        .last()
+        .and_then(|body| serde_json::from_slice(body).ok())
+        .unwrap_or_default()
+}
+
 /// The thread a connection follows, as the endpoint's status lists it: (member, running turn).
 fn followed(endpoint: &Endpoint, thread: &str) -> Option<(String, Option<String>)> {
     endpoint
@@ -367,6 +393,7 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
     let script = vec![
         StubStep::Text("FIRST".into()),
         StubStep::Text("AFTER-RECONNECT".into()),
+        StubStep::Text("AFTER-UNSUBSCRIBE".into()),
         StubStep::Hang,
         StubStep::Text("AFTER-THE-CRASH".into()),
         StubStep::Hang,
@@ -409,10 +436,18 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
         .request("thread/unsubscribe", json!({"threadId": thread}))
         .await;
     assert_eq!(again["result"]["status"], "notSubscribed", "{again}");
+    // The member still holds the thread loaded for nobody (Codex's idle delay is 30 minutes);
+    // a resume with new params makes Codex reload it (`thread/status/changed` `notLoaded`,
+    // then the resume's answer). The endpoint keeps that order: OpenClaw's Codex plugin goes on
+    // only once it saw `notLoaded` before the answer, and the new config takes effect.
     let resumed = second
-        .request("thread/resume", json!({"threadId": thread}))
+        .request(
+            "thread/resume",
+            json!({"threadId": thread, "config": {"model_reasoning_effort": "low"}}),
+        )
         .await;
     assert_eq!(resumed["result"]["thread"]["id"], thread, "{resumed}");
+    assert_unloaded_before_the_answer(&second.seen, &thread, &resumed);
     assert_eq!(
         followed(&endpoint, &thread).map(|(member, _)| member),
         Some(member.clone()),
@@ -427,6 +462,40 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
         message["method"] == "item/completed" && message.to_string().contains("AFTER-RECONNECT")
     });
     assert!(text, "the model's answer reached the new connection");
+    assert_eq!(
+        last_model_request(&offline)["reasoning"]["effort"],
+        "low",
+        "the resumed thread runs with the new client's config"
+    );
+
+    // The same connection unsubscribes (as OpenClaw does after each run) and resumes with a new
+    // config: it stops following, and the resume configures the thread anew as well.
+    let unsubscribed = second
+        .request("thread/unsubscribe", json!({"threadId": thread}))
+        .await;
+    assert_eq!(
+        unsubscribed["result"]["status"], "unsubscribed",
+        "{unsubscribed}"
+    );
+    assert_eq!(followed(&endpoint, &thread), None, "no longer followed");
+    second.seen.clear();
+    let resumed = second
+        .request(
+            "thread/resume",
+            json!({"threadId": thread, "config": {"model_reasoning_effort": "high"}}),
+        )
+        .await;
+    assert_unloaded_before_the_answer(&second.seen, &thread, &resumed);
+    second.request("turn/start", turn.clone()).await;
+    let done = second
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    assert_eq!(
+        last_model_request(&offline)["reasoning"]["effort"],
+        "high",
+        "the thread runs with the config of its latest resume"
+    );
 
     // 2. The member dies mid-turn (kill -9): the client's turn ends, failed, naming the member.
     second.seen.clear();
@@ -441,8 +510,8 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
     );
     // The hanging model request is out (else the killed turn's request would be the resumed
     // turn's, and it would hang instead).
-    crate::util::wait_until_async("the third model request", Duration::from_secs(30), || {
-        offline.stub.request_bodies().len() >= 3
+    crate::util::wait_until_async("the hanging model request", Duration::from_secs(30), || {
+        offline.stub.request_bodies().len() >= 4
     })
     .await;
     let pid = endpoint

@@ -685,6 +685,36 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         }
     }
     assert_eq!(tool_round_trips, 2, "one tool call per agent: {files:?}");
+    // Each agent's second run is a new OpenClaw process on a new connection: it resumes a
+    // thread its member still holds loaded, Codex reloads it with the new params, and OpenClaw's
+    // plugin goes on only if it heard `notLoaded` before the resume's answer (Codex's order,
+    // which the endpoint keeps).
+    let mut resumes = 0;
+    for file in &files {
+        let entries = jsonl(file);
+        for (at, resume) in entries.iter().enumerate().filter(|(_, entry)| {
+            entry["direction"] == "in" && entry["message"]["method"] == "thread/resume"
+        }) {
+            let thread = &resume["message"]["params"]["threadId"];
+            let answered = entries[at..]
+                .iter()
+                .position(|entry| {
+                    entry["direction"] == "out"
+                        && entry["message"]["id"] == resume["message"]["id"]
+                        && entry["message"].get("method").is_none()
+                })
+                .expect("the resume was answered");
+            let unloaded = entries[at..at + answered].iter().any(|entry| {
+                entry["direction"] == "out"
+                    && entry["message"]["method"] == "thread/status/changed"
+                    && entry["message"]["params"]["threadId"] == *thread
+                    && entry["message"]["params"]["status"]["type"] == "notLoaded"
+            });
+            assert!(unloaded, "notLoaded before the resume's answer in {file:?}");
+            resumes += 1;
+        }
+    }
+    assert_eq!(resumes, 2, "one resume per agent's second run: {files:?}");
     let captured: Vec<String> = walk(&transcript.join("model-requests"))
         .into_iter()
         .filter(|file| file.ends_with("model-request.json"))

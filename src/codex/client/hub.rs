@@ -69,6 +69,8 @@ pub struct CodexHub {
     tasks: TaskTracker,
     /// Cancelled when the connection to the app-server is gone (the router ended).
     gone: CancellationToken,
+    /// Messages the router has routed so far (see [`CodexHub::fence`]).
+    routed: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 /// How many finished threads one app-server keeps loaded for their session's next run. Past it,
@@ -91,6 +93,14 @@ impl ThreadHandle {
             return Some(self.early.remove(0));
         }
         self.receiver.recv().await
+    }
+
+    /// The thread's next message if one is already here.
+    pub fn try_recv(&mut self) -> Option<Inbound> {
+        if !self.early.is_empty() {
+            return Some(self.early.remove(0));
+        }
+        self.receiver.try_recv().ok()
     }
 }
 
@@ -119,10 +129,16 @@ async fn route_loop(
     alive: Arc<AtomicBool>,
     tasks: TaskTracker,
     gone: CancellationToken,
+    routed: Arc<tokio::sync::watch::Sender<u64>>,
 ) {
     // However the router ends, the hub is gone after it.
     let _gone = gone.drop_guard();
-    while let Some(message) = events.recv().await {
+    loop {
+        // Everything taken so far has been routed (see [`CodexHub::fence`]).
+        routed.send_replace(events.taken());
+        let Some(message) = events.recv().await else {
+            break;
+        };
         // Typed once here; the turn driver consumes the typed message.
         let message = Inbound::from_incoming(message);
         let Some(thread_id) = thread_of(&message) else {
@@ -285,6 +301,7 @@ impl CodexHub {
         }
         let tasks = TaskTracker::new();
         let gone = CancellationToken::new();
+        let routed = Arc::new(tokio::sync::watch::Sender::new(0));
         tasks.spawn(route_loop(
             parts.events,
             Arc::clone(&routes),
@@ -292,6 +309,7 @@ impl CodexHub {
             Arc::clone(&alive),
             tasks.clone(),
             gone.clone(),
+            Arc::clone(&routed),
         ));
         tasks.close();
         Arc::new(CodexHub {
@@ -308,7 +326,20 @@ impl CodexHub {
             pid,
             tasks,
             gone,
+            routed,
         })
+    }
+
+    /// Wait (at most `limit`) until every notification and server request Codex sent before
+    /// now has reached its thread's route. Codex's answer to a request comes after what it said
+    /// first (a resume's `thread/status/changed`, a turn's `turn/started`), but answers resolve
+    /// at once while messages pass through the router: a relay that forwards an answer after
+    /// this fence keeps Codex's order.
+    pub async fn fence(&self, limit: Duration) {
+        let target = self.peer.handed_over();
+        let mut routed = self.routed.subscribe();
+        let reached = routed.wait_for(|taken| *taken >= target);
+        let _ = tokio::time::timeout(limit, reached).await;
     }
 
     pub fn is_alive(&self) -> bool {

@@ -7,7 +7,7 @@
 //! timeout; when the stream ends every pending request fails at once.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -111,6 +111,9 @@ struct Shared {
     /// [`Peer::closed`]. Each also ends by itself with its side of the connection.
     tasks: TaskTracker,
     cancel: CancellationToken,
+    /// Notifications and server requests handed to [`Events`] so far (see
+    /// [`Peer::handed_over`]).
+    handed: Arc<AtomicU64>,
 }
 
 /// A cheap, cloneable handle: requests, notifications and answers to server requests.
@@ -130,18 +133,26 @@ const BATCH_MESSAGES: usize = 256;
 pub struct Events {
     batches: mpsc::Receiver<Vec<Incoming>>,
     ready: std::collections::VecDeque<Incoming>,
+    /// Messages returned by [`Events::recv`] so far.
+    taken: u64,
 }
 
 impl Events {
     /// The next message, or `None` once the connection closed and everything was delivered.
     /// Cancel-safe: a message is only taken when it is returned.
     pub async fn recv(&mut self) -> Option<Incoming> {
-        if let Some(message) = self.ready.pop_front() {
-            return Some(message);
+        if self.ready.is_empty() {
+            let batch = self.batches.recv().await?;
+            self.ready.extend(batch);
         }
-        let batch = self.batches.recv().await?;
-        self.ready.extend(batch);
-        self.ready.pop_front()
+        let message = self.ready.pop_front();
+        self.taken += u64::from(message.is_some());
+        message
+    }
+
+    /// Messages taken so far; compare with [`Peer::handed_over`].
+    pub fn taken(&self) -> u64 {
+        self.taken
     }
 }
 
@@ -157,10 +168,12 @@ impl Peer {
         let events = Events {
             batches,
             ready: std::collections::VecDeque::new(),
+            taken: 0,
         };
         let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
         let tasks = TaskTracker::new();
         let cancel = CancellationToken::new();
+        let handed = Arc::new(AtomicU64::new(0));
         tasks.spawn(write_loop(writer, outgoing_rx, cancel.clone()));
         tasks.spawn(read_loop(
             reader,
@@ -168,6 +181,7 @@ impl Peer {
             config.max_frame_bytes,
             events_tx,
             cancel.clone(),
+            Arc::clone(&handed),
         ));
         tasks.close();
         let shared = Arc::new(Shared {
@@ -177,6 +191,7 @@ impl Peer {
             config,
             tasks,
             cancel,
+            handed,
         });
         (Peer { shared }, events)
     }
@@ -185,6 +200,13 @@ impl Peer {
     /// fail with [`PeerError::ConnectionClosed`] and the events end.
     pub fn close(&self) {
         self.shared.cancel.cancel();
+    }
+
+    /// How many notifications and server requests the reader has handed to [`Events`] so far.
+    /// Everything Codex sent before a response is counted by the time that response resolves,
+    /// so a consumer that has taken this many messages has seen all that preceded it.
+    pub fn handed_over(&self) -> u64 {
+        self.shared.handed.load(Ordering::SeqCst)
     }
 
     /// Wait until the reader and the writer have ended (after [`Peer::close`], or once the
@@ -396,6 +418,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     max_frame_bytes: usize,
     events: mpsc::Sender<Vec<Incoming>>,
     cancel: CancellationToken,
+    handed: Arc<AtomicU64>,
 ) {
     let mut frames = FrameReader::new(reader, max_frame_bytes);
     let mut batch: Vec<Incoming> = Vec::new();
@@ -404,6 +427,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     let hand_over = |batch: Vec<Incoming>| {
         let events = events.clone();
         let cancel = cancel.clone();
+        handed.fetch_add(batch.len() as u64, Ordering::SeqCst);
         async move {
             tokio::select! {
                 _ = events.send(batch) => true,
