@@ -86,6 +86,7 @@ fn main() {
             ForwarderSettings {
                 upstream: Upstream::Fixed(stub.base_url()),
                 extra_ca: None,
+                websocket: true,
             },
             sink,
         )

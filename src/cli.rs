@@ -220,6 +220,10 @@ pub struct LiveCaptureArgs {
     /// With --capture: an extra root certificate (PEM) for the upstream's TLS.
     #[arg(long, value_name = "FILE", requires = "capture")]
     pub upstream_ca: Option<PathBuf>,
+    /// With --capture: do not forward Codex's Responses WebSocket (it is answered 426 and Codex
+    /// sends every request over HTTP).
+    #[arg(long, requires = "capture")]
+    pub no_websocket: bool,
 }
 
 impl LiveCaptureArgs {
@@ -228,6 +232,7 @@ impl LiveCaptureArgs {
             dir,
             upstream: self.upstream,
             upstream_ca: self.upstream_ca,
+            no_websocket: self.no_websocket,
         })
     }
 }

@@ -76,6 +76,11 @@ pub struct StubScript {
     pub responses: Vec<StubStep>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_input: Vec<StubRule>,
+    /// Speak the Responses WebSocket as the real upstream does (`response.create` frames in,
+    /// one event per frame out); without it the stub answers Codex's upgrade 426 and Codex
+    /// uses HTTP.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub websocket: bool,
 }
 
 /// Answers for the requests whose latest user message contains `contains`, in order (once
@@ -132,7 +137,7 @@ impl StubScript {
         if value.is_array() {
             return Ok(StubScript {
                 responses: serde_json::from_value(value).map_err(invalid)?,
-                by_input: Vec::new(),
+                ..Default::default()
             });
         }
         serde_json::from_value(value).map_err(invalid)
@@ -154,6 +159,7 @@ struct KeptRequest {
 }
 
 struct StubState {
+    websocket: bool,
     script: Vec<StubStep>,
     rules: Vec<StubRule>,
     /// Where each request is also sent as it arrives (a long-lived proxy writes captures as it
@@ -251,6 +257,7 @@ impl ResponsesStub {
     ) -> Result<Self> {
         let (listener, addr, secret) = bind_loopback("the offline stub").await?;
         let state = Arc::new(Mutex::new(StubState {
+            websocket: script.websocket,
             script: script.responses,
             rules: script.by_input,
             sink,
@@ -265,7 +272,7 @@ impl ResponsesStub {
             // (a 404 or 405 would cost it retries first).
             .route(
                 "/{secret}/v1/responses",
-                post(responses).get(upgrade_required),
+                post(responses).get(websocket_or_upgrade_required),
             )
             .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
             .with_state(Arc::clone(&state));
@@ -357,6 +364,49 @@ async fn responses(
     if let Some(refusal) = refused(&state, &headers).or_else(|| wrong_secret(&state, &secret)) {
         return refusal;
     }
+    let (number, step) = next_step(&state, &headers, body);
+    let mut step = step;
+    while let StubStep::Delayed { ms, step: then } = step {
+        tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS))).await;
+        step = *then;
+    }
+    match step {
+        StubStep::Hang => std::future::pending().await,
+        StubStep::Paced { ms, step } => {
+            let text = sse_body(number, &step);
+            let events: Vec<String> = text.split_inclusive("\n\n").map(str::to_string).collect();
+            let pause = std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS));
+            let stream = futures_util::stream::unfold(
+                (events.into_iter(), true),
+                move |(mut events, first)| async move {
+                    let event = events.next()?;
+                    if !first {
+                        tokio::time::sleep(pause).await;
+                    }
+                    Some((Ok::<_, std::io::Error>(Bytes::from(event)), (events, false)))
+                },
+            );
+            (
+                [("content-type", "text/event-stream")],
+                axum::body::Body::from_stream(stream),
+            )
+                .into_response()
+        }
+        StubStep::HttpStatus(code) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, "offline stub: scripted HTTP error").into_response()
+        }
+        step => (
+            [("content-type", "text/event-stream")],
+            sse_body(number, &step),
+        )
+            .into_response(),
+    }
+}
+
+/// Record one model request and choose its answer: a rule for its latest user message, else the
+/// script's next step, else the default reply. Returns the request's number with the step.
+fn next_step(state: &Mutex<StubState>, headers: &HeaderMap, body: Bytes) -> (usize, StubStep) {
     let headers: BTreeMap<String, String> = headers
         .iter()
         .map(|(name, value)| {
@@ -373,7 +423,7 @@ async fn responses(
         .map(|state| state.rules.iter().any(|rule| !rule.responses.is_empty()))
         .unwrap_or(false);
     let user_text = has_rules.then(|| latest_user_text(&body));
-    let (number, step) = {
+    {
         let mut state = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -415,60 +465,117 @@ async fn responses(
             state.script.remove(0)
         };
         (number, step)
-    };
-    let mut step = step;
-    while let StubStep::Delayed { ms, step: then } = step {
-        tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS))).await;
-        step = *then;
-    }
-    match step {
-        StubStep::Hang => std::future::pending().await,
-        StubStep::Paced { ms, step } => {
-            let text = sse_body(number, &step);
-            let events: Vec<String> = text.split_inclusive("\n\n").map(str::to_string).collect();
-            let pause = std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS));
-            let stream = futures_util::stream::unfold(
-                (events.into_iter(), true),
-                move |(mut events, first)| async move {
-                    let event = events.next()?;
-                    if !first {
-                        tokio::time::sleep(pause).await;
-                    }
-                    Some((Ok::<_, std::io::Error>(Bytes::from(event)), (events, false)))
-                },
-            );
-            (
-                [("content-type", "text/event-stream")],
-                axum::body::Body::from_stream(stream),
-            )
-                .into_response()
-        }
-        StubStep::HttpStatus(code) => {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (status, "offline stub: scripted HTTP error").into_response()
-        }
-        step => (
-            [("content-type", "text/event-stream")],
-            sse_body(number, &step),
-        )
-            .into_response(),
     }
 }
 
-/// The answer to Codex's WebSocket attempt: use HTTP.
-async fn upgrade_required(
+/// Codex's WebSocket attempt: served when the script says `websocket`, else 426 (use HTTP).
+async fn websocket_or_upgrade_required(
     State(state): State<Arc<Mutex<StubState>>>,
     axum::extract::Path(secret): axum::extract::Path<String>,
-    headers: HeaderMap,
+    request: http::Request<axum::body::Body>,
 ) -> Response {
-    if let Some(refusal) = refused(&state, &headers).or_else(|| wrong_secret(&state, &secret)) {
+    if let Some(refusal) =
+        refused(&state, request.headers()).or_else(|| wrong_secret(&state, &secret))
+    {
         return refusal;
     }
-    (
-        StatusCode::UPGRADE_REQUIRED,
-        "offline stub: no WebSocket here; use HTTP POST",
-    )
-        .into_response()
+    let websocket = state.lock().map(|state| state.websocket).unwrap_or(false);
+    if !websocket || !crate::support::ws::is_upgrade(request.headers()) {
+        return (
+            StatusCode::UPGRADE_REQUIRED,
+            "offline stub: no WebSocket here; use HTTP POST",
+        )
+            .into_response();
+    }
+    let headers = request.headers().clone();
+    let (accepted, pending) = match crate::support::ws::accept(request, MAX_REQUEST_BODY) {
+        Ok(accepted) => accepted,
+        Err(refusal) => return refusal.into_response(),
+    };
+    tokio::spawn(async move {
+        if let Some((sender, receiver)) = pending.connect().await {
+            serve_websocket(state, headers, sender, receiver).await;
+        }
+    });
+    accepted
+}
+
+/// One Responses WebSocket: each `response.create` frame is a model request (recorded as it
+/// came: incremental input and all), answered with its step's events, one per text frame.
+async fn serve_websocket(
+    state: Arc<Mutex<StubState>>,
+    headers: HeaderMap,
+    mut sender: crate::support::ws::WsSender,
+    mut receiver: crate::support::ws::WsReceiver,
+) {
+    let mut data = Vec::new();
+    loop {
+        data.clear();
+        match receiver.receive(&mut data).await {
+            Ok(soketto::Incoming::Data(soketto::Data::Text(_))) => {}
+            Ok(soketto::Incoming::Data(_) | soketto::Incoming::Pong(_)) => continue,
+            Ok(soketto::Incoming::Closed(_)) | Err(_) => break,
+        }
+        let Ok(frame) = serde_json::from_slice::<Value>(&data) else {
+            continue;
+        };
+        if frame["type"] != "response.create" {
+            continue;
+        }
+        if frame["generate"] == false {
+            // A warm-up: answered at once with an empty response, as the real upstream does; no
+            // step is used and nothing is recorded.
+            let id = format!("resp_stub_warmup_{}", uuid::Uuid::new_v4().simple());
+            for event in [
+                json!({"type": "response.created", "response": {"id": id}}),
+                json!({"type": "response.completed", "response": {"id": id, "output": []}}),
+            ] {
+                if sender.send_text(&event.to_string()).await.is_err() {
+                    return;
+                }
+            }
+            if sender.flush().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let (number, mut step) = next_step(&state, &headers, Bytes::copy_from_slice(&data));
+        while let StubStep::Delayed { ms, step: then } = step {
+            tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS))).await;
+            step = *then;
+        }
+        let (pause, step) = match step {
+            StubStep::Paced { ms, step } => (
+                Some(std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS))),
+                *step,
+            ),
+            step => (None, step),
+        };
+        let events: Vec<String> = match step {
+            StubStep::Hang => std::future::pending().await,
+            StubStep::HttpStatus(code) => vec![json!({"type": "error", "status": code,
+                "error": {"type": "server_error", "code": "scripted", "message": "offline stub: scripted error"}})
+            .to_string()],
+            step => sse_body(number, &step)
+                .split("\n\n")
+                .filter_map(|event| {
+                    event
+                        .lines()
+                        .find_map(|line| line.strip_prefix("data: "))
+                        .map(str::to_string)
+                })
+                .collect(),
+        };
+        for (index, event) in events.iter().enumerate() {
+            if let (Some(pause), true) = (pause, index > 0) {
+                tokio::time::sleep(pause).await;
+            }
+            if sender.send_text(event).await.is_err() || sender.flush().await.is_err() {
+                return;
+            }
+        }
+    }
+    let _ = sender.close().await;
 }
 
 fn sse_event(out: &mut String, value: &Value) {

@@ -51,6 +51,10 @@ pub struct AppServerArgs {
     /// With --capture: an extra root certificate (PEM) for the upstream's TLS.
     #[arg(long, value_name = "FILE")]
     pub upstream_ca: Option<PathBuf>,
+    /// With --capture: do not forward Codex's Responses WebSocket (it is answered 426 and Codex
+    /// sends every request over HTTP).
+    #[arg(long)]
+    pub no_websocket: bool,
     /// The offline stub's answers (`{"responses": [...]}`, as for `run --stub-script`).
     #[arg(long)]
     pub stub_script: Option<PathBuf>,
@@ -380,6 +384,7 @@ mod tests {
                 "--capture",
                 "--upstream",
                 "--upstream-ca",
+                "--no-websocket",
                 "--stub-script",
                 "--no-check",
                 "--listen",
@@ -395,8 +400,8 @@ mod tests {
         assert_eq!(
             takes,
             [
-                true, true, false, true, true, true, true, false, true, true, true, false, true,
-                true, true
+                true, true, false, true, true, true, false, true, false, true, true, true, false,
+                true, true, true
             ]
         );
     }

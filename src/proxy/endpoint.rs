@@ -33,7 +33,6 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use tokio_util::compat::TokioAsyncReadCompatExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -468,35 +467,21 @@ async fn upgrade(State(shared): State<Arc<Shared>>, request: http::Request<Body>
     let Ok(slot) = Arc::clone(&shared.slots).try_acquire_owned() else {
         return refuse(StatusCode::TOO_MANY_REQUESTS, "too many connections");
     };
-    let mut handshake = soketto::handshake::http::Server::new();
-    let accepted = match handshake.receive_request(&request) {
-        Ok(response) => response,
-        Err(_) => return refuse(StatusCode::BAD_REQUEST, "a WebSocket upgrade is expected"),
+    let (accepted, pending) = match crate::support::ws::accept(request, MAX_MESSAGE_BYTES) {
+        Ok(accepted) => accepted,
+        Err(refusal) => return refusal.into_response(),
     };
     let connection_shared = Arc::clone(&shared);
     shared.connections.spawn(async move {
         let _slot = slot;
-        let upgraded = match hyper::upgrade::on(request).await {
-            Ok(upgraded) => upgraded,
-            Err(error) => {
-                tracing::debug!("WebSocket upgrade failed: {error}");
-                return;
-            }
-        };
-        let io = hyper_util::rt::TokioIo::new(upgraded).compat();
-        let mut builder = handshake.into_builder(io);
-        builder.set_max_message_size(MAX_MESSAGE_BYTES);
-        builder.set_max_frame_size(MAX_MESSAGE_BYTES);
-        let (sender, receiver) = builder.finish();
-        Connection::run(connection_shared, sender, receiver).await;
+        if let Some((sender, receiver)) = pending.connect().await {
+            Connection::run(connection_shared, sender, receiver).await;
+        }
     });
-    let (parts, ()) = accepted.into_parts();
-    Response::from_parts(parts, Body::empty())
+    accepted
 }
 
-type Io = tokio_util::compat::Compat<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>;
-type Sender = soketto::connection::Sender<Io>;
-type Receiver = soketto::connection::Receiver<Io>;
+use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
 
 /// A thread a connection follows: its member's lease and the task relaying its messages.
 struct Followed {
@@ -1192,7 +1177,8 @@ impl Connection {
         // a thread no other connection follows is let go (a later resume loads it again).
         let mut unsubscribes = tokio::task::JoinSet::new();
         for (thread, followed) in threads {
-            if self.shared.followed_elsewhere(self.number, &thread) || !followed.lease.hub.is_alive()
+            if self.shared.followed_elsewhere(self.number, &thread)
+                || !followed.lease.hub.is_alive()
             {
                 continue;
             }

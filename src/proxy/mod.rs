@@ -95,6 +95,8 @@ pub struct ProxySettings {
     /// `--capture` without `--offline`: where model requests are forwarded.
     pub upstream: Option<String>,
     pub upstream_ca: Option<PathBuf>,
+    /// `--no-websocket`: the forwarder sends Codex to HTTP.
+    pub no_websocket: bool,
 }
 
 impl From<AppServerArgs> for ProxySettings {
@@ -116,6 +118,7 @@ impl From<AppServerArgs> for ProxySettings {
             schema_cache: None,
             upstream: args.upstream,
             upstream_ca: args.upstream_ca,
+            no_websocket: args.no_websocket,
         }
     }
 }
@@ -241,9 +244,12 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     let mut forwarder_guard = None;
     if let (false, Some(dir)) = (settings.offline, &settings.capture) {
         let live = start_recording(
-            dir,
-            settings.upstream.as_deref(),
-            settings.upstream_ca.clone(),
+            crate::app::forward::LiveCaptureSettings {
+                dir: dir.clone(),
+                upstream: settings.upstream.clone(),
+                upstream_ca: settings.upstream_ca.clone(),
+                no_websocket: settings.no_websocket,
+            },
             &codex,
             Arc::clone(&known),
         )
@@ -349,17 +355,10 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
 
 /// Start the recording forwarder and the writer of what it records into `dir`.
 pub(crate) async fn start_recording(
-    dir: &Path,
-    upstream: Option<&str>,
-    upstream_ca: Option<PathBuf>,
+    settings: crate::app::forward::LiveCaptureSettings,
     codex_args: &[OsString],
     known: Arc<Mutex<Known>>,
 ) -> Result<crate::app::forward::LiveCapture, ProxyError> {
-    let settings = crate::app::forward::LiveCaptureSettings {
-        dir: dir.to_path_buf(),
-        upstream: upstream.map(str::to_string),
-        upstream_ca,
-    };
     let codex_home = std::env::var_os("CODEX_HOME")
         .filter(|value| !value.is_empty())
         .map(PathBuf::from);
@@ -677,9 +676,12 @@ async fn run_endpoint(
     if let (None, Some(dir)) = (&offline, &args.capture) {
         forwarder = Some(
             start_recording(
-                dir,
-                args.upstream.as_deref(),
-                args.upstream_ca.clone(),
+                crate::app::forward::LiveCaptureSettings {
+                    dir: dir.clone(),
+                    upstream: args.upstream.clone(),
+                    upstream_ca: args.upstream_ca.clone(),
+                    no_websocket: args.no_websocket,
+                },
                 &[],
                 Arc::clone(&known),
             )

@@ -13,3 +13,4 @@ pub mod process;
 pub mod redact;
 pub mod sync;
 pub mod text;
+pub mod ws;

@@ -506,7 +506,10 @@ fn a_stuck_transcript_writer_holds_up_nothing() {
     std::fs::create_dir(&transcript).expect("transcript dir");
     std::fs::set_permissions(&transcript, std::fs::Permissions::from_mode(0o700)).expect("0700");
     let fifo = transcript.join("t.jsonl");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
     assert!(made.success());
     let mut child = clawbridge()
         .args(["app-server", "--no-check", "--codex-bin"])
@@ -550,7 +553,11 @@ fn a_stuck_transcript_writer_holds_up_nothing() {
     let guard = Duration::from_secs(120);
     assert!(received.recv_timeout(guard).expect("the big line back") > 100);
     assert!(received.recv_timeout(guard).is_ok(), "the small line back");
-    assert_eq!(received.recv_timeout(guard), Ok(0), "the small line is the small one");
+    assert_eq!(
+        received.recv_timeout(guard),
+        Ok(0),
+        "the small line is the small one"
+    );
     // The writer stays stuck on the FIFO: the proxy is killed, not asked to finish.
     let _ = child.kill();
     drop(writer.join().expect("writer"));

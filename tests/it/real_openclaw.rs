@@ -685,10 +685,11 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         }
     }
     assert_eq!(tool_round_trips, 2, "one tool call per agent: {files:?}");
-    // Each agent's second run is a new OpenClaw process on a new connection: it resumes a
-    // thread its member still holds loaded, Codex reloads it with the new params, and OpenClaw's
-    // plugin goes on only if it heard `notLoaded` before the resume's answer (Codex's order,
-    // which the endpoint keeps).
+    // Each agent's second run is a new OpenClaw process on a new connection. OpenClaw's plugin
+    // reads the thread, then resumes it, and goes on only if it saw the thread `notLoaded`:
+    // in the read's answer, or as `thread/status/changed` before the resume's answer (Codex
+    // reloads a thread it still held when the resume brings new params; the endpoint keeps
+    // Codex's order, so the client hears that first).
     let mut resumes = 0;
     for file in &files {
         let entries = jsonl(file);
@@ -704,13 +705,17 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                         && entry["message"].get("method").is_none()
                 })
                 .expect("the resume was answered");
-            let unloaded = entries[at..at + answered].iter().any(|entry| {
+            let not_loaded = |entry: &&Value| {
                 entry["direction"] == "out"
-                    && entry["message"]["method"] == "thread/status/changed"
-                    && entry["message"]["params"]["threadId"] == *thread
-                    && entry["message"]["params"]["status"]["type"] == "notLoaded"
-            });
-            assert!(unloaded, "notLoaded before the resume's answer in {file:?}");
+                    && ((entry["message"]["method"] == "thread/status/changed"
+                        && entry["message"]["params"]["threadId"] == *thread
+                        && entry["message"]["params"]["status"]["type"] == "notLoaded")
+                        || (entry["message"]["result"]["thread"]["id"] == *thread
+                            && entry["message"]["result"]["thread"]["status"]["type"]
+                                == "notLoaded"))
+            };
+            let seen = entries[..at + answered].iter().any(|entry| not_loaded(&entry));
+            assert!(seen, "notLoaded before the resume's answer in {file:?}");
             resumes += 1;
         }
     }

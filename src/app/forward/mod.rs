@@ -32,6 +32,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::app::offline::{CapturedRequest, MAX_REQUEST_BODY};
 use crate::error::{Error, Result};
 
+mod websocket;
+
 /// Codex's default upstreams (codex-rs/core/src/model_provider_info.rs, `to_api_provider`).
 pub const CHATGPT_UPSTREAM: &str = "https://chatgpt.com/backend-api/codex";
 pub const API_KEY_UPSTREAM: &str = "https://api.openai.com/v1";
@@ -74,10 +76,15 @@ pub struct ForwarderSettings {
     pub upstream: Upstream,
     /// An extra root certificate (PEM) for the upstream's TLS.
     pub extra_ca: Option<std::path::PathBuf>,
+    /// Forward Codex's Responses WebSocket (`false`: `--no-websocket`, Codex is sent to HTTP).
+    pub websocket: bool,
 }
 
 struct ForwarderState {
     client: reqwest::Client,
+    /// The TLS configuration both transports use (the system's roots and `--upstream-ca`).
+    tls: Arc<rustls::ClientConfig>,
+    websocket: bool,
     upstream: Upstream,
     sink: mpsc::Sender<Recorded>,
     port: u16,
@@ -95,27 +102,23 @@ pub struct Forwarder {
 impl Forwarder {
     /// Bind `127.0.0.1:0` and forward until dropped; what it records goes to `sink`.
     pub async fn start(settings: ForwarderSettings, sink: mpsc::Sender<Recorded>) -> Result<Self> {
-        let mut builder = reqwest::Client::builder()
+        let tls = Arc::new(tls_config(settings.extra_ca.as_deref())?);
+        let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .no_proxy()
-            .http1_only();
-        if let Some(path) = &settings.extra_ca {
-            let pem = crate::support::fs::read_file_capped(path, 1024 * 1024)?;
-            let certificate =
-                reqwest::Certificate::from_pem(&pem).map_err(|error| Error::InvalidDocument {
-                    path: path.clone(),
-                    message: format!("not a PEM certificate: {error}"),
-                })?;
-            builder = builder.add_root_certificate(certificate);
-        }
-        let client = builder.build().map_err(|error| Error::InvalidArgument {
-            flag: "--upstream-ca".into(),
-            message: format!("cannot set up TLS: {error}"),
-        })?;
+            .http1_only()
+            .use_preconfigured_tls((*tls).clone())
+            .build()
+            .map_err(|error| Error::InvalidArgument {
+                flag: "--upstream-ca".into(),
+                message: format!("cannot set up TLS: {error}"),
+            })?;
         let (listener, addr, secret) =
             crate::app::offline::bind_loopback("the capture forwarder").await?;
         let state = Arc::new(ForwarderState {
             client,
+            tls,
+            websocket: settings.websocket,
             upstream: settings.upstream,
             sink,
             port: addr.port(),
@@ -123,7 +126,10 @@ impl Forwarder {
             next: std::sync::atomic::AtomicU64::new(1),
         });
         let router = Router::new()
-            .route("/{secret}/v1/{*rest}", axum::routing::any(forward))
+            .route(
+                "/{secret}/v1/{*rest}",
+                axum::routing::get(get_or_upgrade).fallback(forward),
+            )
             .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
             .with_state(state);
         let (shutdown, stopped) = oneshot::channel::<()>();
@@ -146,6 +152,70 @@ impl Forwarder {
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/{}/v1", self.addr.port(), self.secret)
     }
+}
+
+/// The TLS configuration for the upstream: the system's roots, and `extra_ca` (PEM) when given.
+fn tls_config(extra_ca: Option<&std::path::Path>) -> Result<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let native = rustls_native_certs::load_native_certs();
+    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
+    if added == 0 {
+        tracing::debug!("capture forwarder: no system root certificates were found");
+    }
+    if let Some(path) = extra_ca {
+        let pem = crate::support::fs::read_file_capped(path, 1024 * 1024)?;
+        let invalid = |message: String| Error::InvalidDocument {
+            path: path.to_path_buf(),
+            message,
+        };
+        let mut found = 0;
+        for certificate in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+            let certificate =
+                certificate.map_err(|error| invalid(format!("not a PEM certificate: {error}")))?;
+            roots
+                .add(certificate)
+                .map_err(|error| invalid(format!("not a usable CA certificate: {error}")))?;
+            found += 1;
+        }
+        if found == 0 {
+            return Err(invalid("no PEM certificate in it".into()));
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| Error::InvalidArgument {
+            flag: "--upstream-ca".into(),
+            message: format!("cannot set up TLS: {error}"),
+        })?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// A GET: Codex's Responses WebSocket when it asks for one, else forwarded as any request.
+async fn get_or_upgrade(
+    State(state): State<Arc<ForwarderState>>,
+    axum::extract::Path((secret, rest)): axum::extract::Path<(String, String)>,
+    request: http::Request<Body>,
+) -> Response {
+    if let Some(refusal) = refused(&state, request.headers(), &secret) {
+        return refusal;
+    }
+    if crate::support::ws::is_upgrade(request.headers()) {
+        return websocket::forward_websocket(state, rest, request).await;
+    }
+    let headers = request.headers().clone();
+    forward(
+        State(state),
+        axum::extract::Path((secret, rest)),
+        headers,
+        Method::GET,
+        Bytes::new(),
+    )
+    .await
 }
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and those the client sets again.
@@ -189,12 +259,10 @@ async fn forward(
         return refusal;
     }
     if headers.contains_key(http::header::UPGRADE) {
-        // Codex tries the Responses WebSocket first; 426 sends it to HTTP at once, where every
-        // request carries the whole prompt (over the WebSocket Codex may send only what it
-        // appends to the previous response, which a capture could not show whole).
+        // An upgrade by any method but GET is no WebSocket (those come through get_or_upgrade).
         return (
             StatusCode::UPGRADE_REQUIRED,
-            "capture forwarder: WebSocket not forwarded; use HTTP",
+            "capture forwarder: a WebSocket upgrade is a GET",
         )
             .into_response();
     }
@@ -337,6 +405,8 @@ struct AnswerRecorder {
     /// How the answer ended, from its last `response.completed`/`.failed`/`.incomplete` event.
     ended: Option<&'static str>,
     events: usize,
+    /// The error of a WebSocket `error` event (HTTP carries errors in the response object).
+    error: Option<Value>,
     /// A body that is not an event stream (an error answer), kept short.
     other: Vec<u8>,
     notes: Vec<&'static str>,
@@ -354,6 +424,7 @@ impl AnswerRecorder {
             items: Vec::new(),
             ended: None,
             events: 0,
+            error: None,
             other: Vec::new(),
             notes: Vec::new(),
         }
@@ -405,14 +476,44 @@ impl AnswerRecorder {
             return;
         }
         self.events += 1;
-        let Ok(value) = serde_json::from_str::<Value>(&data) else {
-            return;
-        };
+        if let Ok(value) = serde_json::from_str::<Value>(&data) {
+            self.event_value(&value);
+        }
+    }
+
+    /// One WebSocket frame: one event, as the data of an SSE event (returned parsed).
+    fn frame(&mut self, frame: &[u8]) -> Option<Value> {
+        if self.first_byte.is_none() {
+            self.first_byte = Some(self.started.elapsed());
+        }
+        self.read += frame.len();
+        self.events += 1;
+        let value = serde_json::from_slice::<Value>(frame).ok()?;
+        if self.read <= MAX_RECORDED_ANSWER {
+            self.event_value(&value);
+        } else if !self.notes.contains(&"recording stopped at the size cap") {
+            self.notes.push("recording stopped at the size cap");
+        }
+        Some(value)
+    }
+
+    /// The output items completed so far.
+    fn items(&self) -> &[Value] {
+        &self.items
+    }
+
+    fn event_value(&mut self, value: &Value) {
         match value["type"].as_str() {
             Some("response.output_item.done") => self.items.push(value["item"].clone()),
             Some("response.completed") => self.ended = Some("completed"),
             Some("response.failed") => self.ended = Some("failed"),
             Some("response.incomplete") => self.ended = Some("incomplete"),
+            Some("error") => {
+                self.ended = Some("failed");
+                if value["error"].is_object() {
+                    self.error = Some(value["error"].clone());
+                }
+            }
             _ => {}
         }
         if value["response"].is_object() {
@@ -450,6 +551,8 @@ impl AnswerRecorder {
         }
         if response["error"].is_object() {
             document["error"] = response["error"].clone();
+        } else if let Some(error) = self.error.take() {
+            document["error"] = error;
         }
         if !self.notes.is_empty() {
             document["notes"] = json!(self.notes);
@@ -476,6 +579,8 @@ pub struct LiveCaptureSettings {
     pub upstream: Option<String>,
     /// `--upstream-ca FILE`.
     pub upstream_ca: Option<std::path::PathBuf>,
+    /// `--no-websocket`: Codex's Responses WebSocket is answered 426 (Codex then uses HTTP).
+    pub no_websocket: bool,
 }
 
 /// A running live capture: the forwarder and the writer of what it records.
@@ -511,6 +616,7 @@ impl LiveCapture {
             ForwarderSettings {
                 upstream,
                 extra_ca: settings.upstream_ca.clone(),
+                websocket: !settings.no_websocket,
             },
             sink,
         )
