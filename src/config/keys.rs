@@ -66,6 +66,8 @@ config_keys! {
         OPENAI_PERSONALITY = "plugins.entries.openai.config.personality",
         WEB_SEARCH = "tools.web.search",
         TTS = "messages.tts",
+        VISIBLE_REPLIES = "messages.visibleReplies",
+        GROUP_VISIBLE_REPLIES = "messages.groupChat.visibleReplies",
         MEMORY_CITATIONS = "memory.citations",
         OWNER_DISPLAY = "commands.ownerDisplay",
         OWNER_DISPLAY_SECRET = "commands.ownerDisplaySecret",

@@ -4,6 +4,7 @@
 //! [`Run`] is the validated form with defaults applied and paths resolved against the document's
 //! folder, which every later stage consumes.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -47,8 +48,10 @@ pub struct RunDocument {
     pub lightweight: bool,
     #[serde(default)]
     pub channel: Channel,
+    /// How visible replies reach the source channel. Stated, it wins; absent, it follows
+    /// OpenClaw's `messages.groupChat.visibleReplies` and `messages.visibleReplies`.
     #[serde(default)]
-    pub source_reply_delivery: SourceReplyDelivery,
+    pub source_reply_delivery: Option<SourceReplyDelivery>,
     #[serde(default)]
     pub message: String,
     #[serde(default)]
@@ -69,6 +72,13 @@ pub struct RunDocument {
     pub sandbox: Option<SandboxMode>,
     #[serde(default)]
     pub config: Option<Value>,
+    /// Codex thread `config` overrides of the caller's own (dotted keys, as OpenClaw's caller
+    /// passes them), merged under web search and over code mode (docs/codex-wire.md §4.4).
+    #[serde(default)]
+    pub codex_config: BTreeMap<String, Value>,
+    /// Codex's code mode (its native tool surface); `false` turns it off, caller keys included.
+    #[serde(default = "default_true")]
+    pub code_mode: bool,
     /// Whether OpenClaw considers the workspace set up (BOOTSTRAP.md then stays out); unset, it
     /// is read from the workspace (docs/routing.md §3.4).
     #[serde(default)]
@@ -387,6 +397,39 @@ impl SourceReplyDelivery {
     }
 }
 
+fn default_true() -> bool {
+    true
+}
+
+/// How a run's visible replies reach its source conversation, as OpenClaw 2026.6.10 decides it
+/// (`resolveSourceReplyDeliveryMode`): a mode the caller states wins; a group or channel run
+/// follows `messages.groupChat.visibleReplies`, else `messages.visibleReplies`; any other run
+/// follows `messages.visibleReplies`. `"message_tool"` means the message tool carries visible
+/// replies (the source conversation owns the contract, so the prompt has no generic Silent
+/// Replies guidance), but only when the run offers that tool; anything else is automatic.
+pub fn resolve_source_reply_delivery(
+    stated: Option<SourceReplyDelivery>,
+    chat_type: Option<ChatType>,
+    config: &OpenClawConfig,
+    message_tool: bool,
+) -> SourceReplyDelivery {
+    use super::keys::{GROUP_VISIBLE_REPLIES, VISIBLE_REPLIES};
+    if let Some(stated) = stated {
+        return stated;
+    }
+    let setting = |key| config.get(key).and_then(Value::as_str);
+    let visible = match chat_type {
+        Some(ChatType::Group | ChatType::Channel) => {
+            setting(GROUP_VISIBLE_REPLIES).or_else(|| setting(VISIBLE_REPLIES))
+        }
+        _ => setting(VISIBLE_REPLIES),
+    };
+    match visible {
+        Some("message_tool") if message_tool => SourceReplyDelivery::MessageToolOnly,
+        _ => SourceReplyDelivery::Automatic,
+    }
+}
+
 /// OpenClaw thinking level.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
@@ -580,6 +623,8 @@ pub struct Run {
     pub thread_id: Option<String>,
     pub approval_policy: ApprovalPolicy,
     pub sandbox: SandboxMode,
+    pub codex_config: BTreeMap<String, Value>,
+    pub code_mode: bool,
     pub config: OpenClawConfig,
     /// `setupComplete` as stated; `None` reads the workspace.
     pub setup_complete: Option<bool>,
@@ -765,6 +810,12 @@ impl RunDocument {
             .check()
             .map_err(|(field, message)| field_error(field, message))?;
         let images = resolve_images(&self.images, source, &resolve, roots.as_ref())?;
+        let source_reply_delivery = resolve_source_reply_delivery(
+            self.source_reply_delivery,
+            self.channel.chat_type,
+            &config,
+            tools.iter().any(|tool| tool.name == "message"),
+        );
         Ok(Run {
             source: source.to_path_buf(),
             workspace,
@@ -779,7 +830,7 @@ impl RunDocument {
             trigger: self.trigger,
             lightweight: self.lightweight,
             channel: self.channel,
-            source_reply_delivery: self.source_reply_delivery,
+            source_reply_delivery,
             message: self.message,
             model,
             thinking: self.thinking,
@@ -788,6 +839,8 @@ impl RunDocument {
             thread_id: self.thread_id.map(String::from),
             approval_policy: self.approval_policy,
             sandbox: self.sandbox.unwrap_or_default(),
+            codex_config: self.codex_config,
+            code_mode: self.code_mode,
             config,
             setup_complete: self.setup_complete,
             managed_skills_dir: self

@@ -273,7 +273,11 @@ pub fn prompt_inputs(
         _ => SilentReplyMode::Generic,
     };
     let mut contributions = Vec::new();
-    contributions.extend(gpt5_overlay(&run.model, resolved.gpt5_interaction_style));
+    contributions.extend(gpt5_overlay(
+        &run.model,
+        resolved.gpt5_interaction_style,
+        run.trigger == crate::config::run::Trigger::Heartbeat,
+    ));
     contributions.extend(options.provider.clone());
     let memory_tools: Vec<&str> = ["memory_search", "memory_get"]
         .into_iter()

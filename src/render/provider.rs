@@ -94,10 +94,20 @@ pub const GPT5_STABLE_PREFIX: &str = "## GPT-5 Working Style\n- Stay in the pers
 /// The overlay's `interaction_style` (switched off with `plugins.entries.openai.config.personality: false`).
 pub const GPT5_INTERACTION_STYLE: &str = "## Interaction Style\nBe direct and warm; match the user's register and language; ask only when a wrong guess would be costly.";
 
-/// The built-in GPT-5 overlay for `model`, if it applies.
-pub fn gpt5_overlay(model: &str, interaction_style: bool) -> Option<ProviderContribution> {
+/// The built-in GPT-5 overlay for `model`, if it applies. On a heartbeat run its interaction
+/// style ends with the heartbeat guidance (OpenClaw 2026.6.10 does the same: the overlay's
+/// heartbeat block follows the interaction style when the trigger is `heartbeat`).
+pub fn gpt5_overlay(
+    model: &str,
+    interaction_style: bool,
+    heartbeat_run: bool,
+) -> Option<ProviderContribution> {
+    let style = || match heartbeat_run {
+        true => format!("{GPT5_INTERACTION_STYLE}\n\n{GPT5_HEARTBEAT_GUIDANCE}"),
+        false => GPT5_INTERACTION_STYLE.to_string(),
+    };
     is_gpt5_family(model).then(|| ProviderContribution {
-        interaction_style: interaction_style.then(|| GPT5_INTERACTION_STYLE.to_string()),
+        interaction_style: interaction_style.then(style),
         stable_prefix: Some(GPT5_STABLE_PREFIX.to_string()),
         ..ProviderContribution::default()
     })

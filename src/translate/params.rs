@@ -96,38 +96,90 @@ mod effort_tests {
     }
 }
 
-/// The thread `config` overrides (docs/codex-wire.md §4.4). Keys live here and nowhere else.
+/// The thread `config` overrides (docs/codex-wire.md §4.4), as OpenClaw 2026.6.10 builds them
+/// (`buildCodexRuntimeThreadConfigForRun`). Keys live here and nowhere else.
 pub fn thread_config(run: &Run) -> BTreeMap<String, Value> {
+    // 1. The caller's keys, then web search over them: Codex's own (hosted) search unless it is
+    // off or OpenClaw manages search.
+    let mut merged = run.codex_config.clone();
+    merged.extend(web_search_config(run));
+    // 2. Code mode on, with the rest on top; or off, over the rest.
     let mut config = BTreeMap::new();
-    let web_search = run.config.get(crate::config::keys::WEB_SEARCH);
-    let search_disabled = run.tools.is_empty()
-        || web_search
-            .and_then(|search| search.get("enabled"))
-            .and_then(Value::as_bool)
-            == Some(false)
-        || web_search
-            .and_then(|search| search.get("provider"))
-            .and_then(Value::as_str)
-            .is_some_and(|provider| !matches!(provider, "openai" | "codex" | "openai-codex"));
-    let mode = if search_disabled {
-        "disabled"
-    } else if web_search
-        .and_then(|search| search.get("openaiCodex"))
-        .and_then(|codex| codex.get("mode"))
-        .and_then(Value::as_str)
-        == Some("live")
-    {
-        "live"
+    if run.code_mode {
+        config.insert("features.code_mode".into(), json!(true));
+        config.insert("features.code_mode_only".into(), json!(false));
+        config.insert("features.apply_patch_streaming_events".into(), json!(true));
+        config.extend(merged);
     } else {
-        "cached"
-    };
-    config.insert("features.standalone_web_search".into(), json!(false));
-    config.insert("web_search".into(), json!(mode));
-    config.insert("features.code_mode".into(), json!(true));
-    config.insert("features.code_mode_only".into(), json!(false));
-    config.insert("features.apply_patch_streaming_events".into(), json!(true));
+        config.extend(merged);
+        config.insert("features.code_mode".into(), json!(false));
+        config.insert("features.code_mode_only".into(), json!(false));
+        config.remove("features.apply_patch_streaming_events");
+    }
+    // 3. Models that cannot use tool search (OpenClaw: `gpt-5.4-nano`).
+    if split_model(&run.model).0.trim().eq_ignore_ascii_case("gpt-5.4-nano") {
+        config.insert("features.multi_agent".into(), json!(false));
+    }
+    // 4. Lightweight bootstrap context: Codex loads no AGENTS.md.
     if run.is_lightweight_cron() {
         config.insert("project_doc_max_bytes".into(), json!(0));
+    }
+    config
+}
+
+/// The web-search part of the thread config. Codex's hosted search is used unless the run has
+/// no tools, `tools.web.search.enabled` is false, `tools.web.search.openaiCodex.enabled` is
+/// false, or a search `provider` is configured (OpenClaw's own search then serves it); hosted
+/// search carries `openaiCodex`'s allowed domains (trimmed, unique), context size and user
+/// location.
+fn web_search_config(run: &Run) -> BTreeMap<String, Value> {
+    let search = run.config.get(crate::config::keys::WEB_SEARCH);
+    let field = |path: &[&str]| {
+        path.iter()
+            .try_fold(search?, |value, key| value.get(*key))
+            .cloned()
+    };
+    let text = |path: &[&str]| {
+        field(path)
+            .and_then(|value| value.as_str().map(|text| text.trim().to_string()))
+            .filter(|text| !text.is_empty())
+    };
+    let managed = text(&["provider"]).is_some();
+    let disabled = run.tools.is_empty()
+        || field(&["enabled"]) == Some(json!(false))
+        || field(&["openaiCodex", "enabled"]) == Some(json!(false))
+        || managed;
+    let mut config = BTreeMap::new();
+    config.insert("features.standalone_web_search".into(), json!(false));
+    if disabled {
+        config.insert("web_search".into(), json!("disabled"));
+        return config;
+    }
+    let live = text(&["openaiCodex", "mode"]).as_deref() == Some("live");
+    config.insert(
+        "web_search".into(),
+        json!(if live { "live" } else { "cached" }),
+    );
+    if let Some(Value::Array(domains)) = field(&["openaiCodex", "allowedDomains"]) {
+        let mut unique: Vec<String> = Vec::new();
+        for domain in domains.iter().filter_map(Value::as_str).map(str::trim) {
+            if !domain.is_empty() && !unique.iter().any(|known| known == domain) {
+                unique.push(domain.to_string());
+            }
+        }
+        if !unique.is_empty() {
+            config.insert("tools.web_search.allowed_domains".into(), json!(unique));
+        }
+    }
+    if let Some(size) = field(&["openaiCodex", "contextSize"]).filter(|size| {
+        !size.is_null() && size != &json!(false) && size != &json!("") && size != &json!(0)
+    }) {
+        config.insert("tools.web_search.context_size".into(), size);
+    }
+    for part in ["country", "region", "city", "timezone"] {
+        if let Some(value) = text(&["openaiCodex", "userLocation", part]) {
+            config.insert(format!("tools.web_search.location.{part}"), json!(value));
+        }
     }
     config
 }

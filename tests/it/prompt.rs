@@ -413,6 +413,29 @@ fn silent_replies_only_for_automatic_group_replies() {
     };
     assert!(group("automatic").contains("## Silent Replies"));
     assert!(!group("messageToolOnly").contains("NO_REPLY"));
+    // Unstated, the mode follows OpenClaw's config: a group whose visible replies go through the
+    // message tool owns the contract (no generic Silent Replies), when the tool is offered;
+    // `messages.visibleReplies` is the fallback; a stated mode wins over both.
+    let configured = |config: serde_json::Value, tools: serde_json::Value, stated: Option<&str>| {
+        let mut fields = serde_json::json!({"harness": "embedded", "tools": tools, "config": config,
+            "channel": {"name": "discord", "chatType": "group"}});
+        if let Some(stated) = stated {
+            fields["sourceReplyDelivery"] = serde_json::json!(stated);
+        }
+        prompt_for(&run_with(&ws.path(), fields), None).text()
+    };
+    let group_tool = serde_json::json!({"messages": {"groupChat": {"visibleReplies": "message_tool"}}});
+    let with_message = serde_json::json!([tool("message")]);
+    assert!(!configured(group_tool.clone(), with_message.clone(), None).contains("## Silent Replies"));
+    assert!(
+        configured(group_tool.clone(), serde_json::json!([]), None).contains("## Silent Replies"),
+        "without the message tool the replies stay automatic"
+    );
+    assert!(configured(group_tool, with_message.clone(), Some("automatic")).contains("## Silent Replies"));
+    let fallback = serde_json::json!({"messages": {"visibleReplies": "message_tool"}});
+    assert!(!configured(fallback, with_message.clone(), None).contains("## Silent Replies"));
+    let group_wins = serde_json::json!({"messages": {"visibleReplies": "message_tool", "groupChat": {"visibleReplies": "automatic"}}});
+    assert!(configured(group_wins, with_message, None).contains("## Silent Replies"));
     let direct_auto = prompt_for(&run_with(&ws.path(), serde_json::json!({"harness": "embedded", "channel": {"name": "telegram", "chatType": "direct"}})), None).text();
     assert!(
         !direct_auto.contains("NO_REPLY"),
@@ -527,6 +550,32 @@ fn gpt5_overlay_follows_the_model_and_config() {
     assert!(
         off.stable_prefix.contains("## GPT-5 Working Style")
             && !off.stable_prefix.contains("## Interaction Style")
+    );
+    // A heartbeat run's interaction style ends with the heartbeat guidance (as OpenClaw 6.10's
+    // overlay does for trigger `heartbeat`); other runs have none of it.
+    assert!(!gpt5.text().contains("### Heartbeats"));
+    let heartbeat = prompt_for(
+        &run_with(
+            &ws.path(),
+            serde_json::json!({"harness": "embedded", "model": "openai/gpt-5.5", "trigger": "heartbeat"}),
+        ),
+        None,
+    );
+    let text = heartbeat.text();
+    let style = text.find("## Interaction Style").expect("the interaction style");
+    let guidance = text.find("### Heartbeats").expect("the heartbeat guidance");
+    assert!(style < guidance, "the guidance follows the style: {text}");
+    let quiet = prompt_for(
+        &run_with(
+            &ws.path(),
+            serde_json::json!({"harness": "embedded", "model": "openai/gpt-5.5", "trigger": "heartbeat",
+                "config": {"plugins": {"entries": {"openai": {"config": {"personality": false}}}}}}),
+        ),
+        None,
+    );
+    assert!(
+        !quiet.text().contains("### Heartbeats"),
+        "no interaction style, no heartbeat block"
     );
 }
 

@@ -809,3 +809,55 @@ fn the_budget_floor_stops_the_walk_at_an_empty_file() {
         .iter()
         .any(|file| file.name == "SOUL.md"));
 }
+
+/// The thread `config` as OpenClaw 2026.6.10 builds it (docs/codex-wire.md §4.4): hosted web
+/// search with `openaiCodex`'s domains (trimmed, unique), context size and location; a search
+/// provider of OpenClaw's own, or `openaiCodex.enabled: false`, turns Codex's off; the caller's
+/// keys go under web search and over code mode; code mode off wins over the caller and drops the
+/// patch events; `gpt-5.4-nano` cannot use tool search.
+#[test]
+fn thread_config_follows_openclaw_s_rules() {
+    let ws = TestWorkspace::full();
+    let config_of = |fields: Value| -> Value {
+        let mut document = json!({"tools": [tool("message")]});
+        if let (Some(target), Value::Object(extra)) = (document.as_object_mut(), fields) {
+            target.extend(extra);
+        }
+        params_json(&run_with(&ws.path(), document))["threadStart"]["config"].clone()
+    };
+    let hosted = config_of(json!({"config": {"tools": {"web": {"search": {"openaiCodex": {
+        "mode": "live", "allowedDomains": [" example.com ", "example.com", "", "docs.rs"],
+        "contextSize": "high", "userLocation": {"country": " DE ", "city": "Berlin", "region": "  "}}}}}}}));
+    assert_eq!(hosted["web_search"], "live");
+    assert_eq!(
+        hosted["tools.web_search.allowed_domains"],
+        json!(["example.com", "docs.rs"])
+    );
+    assert_eq!(hosted["tools.web_search.context_size"], "high");
+    assert_eq!(hosted["tools.web_search.location.country"], "DE");
+    assert_eq!(hosted["tools.web_search.location.city"], "Berlin");
+    assert!(hosted.get("tools.web_search.location.region").is_none());
+    for off in [
+        json!({"tools": {"web": {"search": {"provider": "brave"}}}}),
+        json!({"tools": {"web": {"search": {"provider": "openai"}}}}),
+        json!({"tools": {"web": {"search": {"openaiCodex": {"enabled": false, "allowedDomains": ["a.b"]}}}}}),
+        json!({"tools": {"web": {"search": {"enabled": false}}}}),
+    ] {
+        let config = config_of(json!({ "config": off }));
+        assert_eq!(config["web_search"], "disabled", "{config}");
+        assert!(config.get("tools.web_search.allowed_domains").is_none());
+    }
+    let merged = config_of(json!({"codexConfig": {"features.code_mode_only": true, "web_search": "live", "model_verbosity": "low"}}));
+    assert_eq!(merged["features.code_mode_only"], true, "the caller over code mode");
+    assert_eq!(merged["web_search"], "cached", "web search over the caller");
+    assert_eq!(merged["model_verbosity"], "low");
+    let plain = config_of(json!({}));
+    assert_eq!(plain["features.apply_patch_streaming_events"], true);
+    assert!(plain.get("features.multi_agent").is_none());
+    let no_code_mode = config_of(json!({"codeMode": false, "codexConfig": {"features.code_mode": true, "features.apply_patch_streaming_events": true}}));
+    assert_eq!(no_code_mode["features.code_mode"], false);
+    assert_eq!(no_code_mode["features.code_mode_only"], false);
+    assert!(no_code_mode.get("features.apply_patch_streaming_events").is_none());
+    let nano = config_of(json!({"model": "openai/gpt-5.4-nano"}));
+    assert_eq!(nano["features.multi_agent"], false);
+}

@@ -192,6 +192,13 @@ export type WorkspaceAccess = ("none" | "ro" | "rw")
  */
 export type ServiceTier = ("fast" | "flex")
 /**
+ * How visible replies reach the source channel.
+ * 
+ * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
+ * via the `definition` "SourceReplyDelivery".
+ */
+export type SourceReplyDelivery = ("automatic" | "messageToolOnly")
+/**
  * One item of `tools` as the schema describes it: a spec, or a path to a JSON array of specs.
  * 
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
@@ -269,13 +276,6 @@ turnId?: (string | null)
  * via the `definition` "TurnStatus".
  */
 export type TurnStatus = (("completed" | "failed" | "interrupted") | "appServerLost")
-/**
- * How visible replies reach the source channel.
- * 
- * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
- * via the `definition` "SourceReplyDelivery".
- */
-export type SourceReplyDelivery = ("automatic" | "messageToolOnly")
 /**
  * OpenClaw thinking level.
  * 
@@ -799,6 +799,17 @@ approvalPolicy?: ("untrusted" | "on-request" | "never")
  */
 bundledSkillsDir?: (string | null)
 channel?: Channel1
+/**
+ * Codex's code mode (its native tool surface); `false` turns it off, caller keys included.
+ */
+codeMode?: boolean
+/**
+ * Codex thread `config` overrides of the caller's own (dotted keys, as OpenClaw's caller
+ * passes them), merged under web search and over code mode (docs/codex-wire.md §4.4).
+ */
+codexConfig?: {
+[k: string]: unknown
+}
 config?: {
 [k: string]: unknown
 }
@@ -870,9 +881,10 @@ setupComplete?: (boolean | null)
  */
 sourcePath?: (string | null)
 /**
- * How visible replies reach the source channel.
+ * How visible replies reach the source channel. Stated, it wins; absent, it follows
+ * OpenClaw's `messages.groupChat.visibleReplies` and `messages.visibleReplies`.
  */
-sourceReplyDelivery?: ("automatic" | "messageToolOnly")
+sourceReplyDelivery?: (SourceReplyDelivery | null)
 /**
  * OpenClaw thinking level.
  */
