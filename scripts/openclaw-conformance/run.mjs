@@ -194,6 +194,13 @@ function bootstrapCases() {
   cases.push({ files: { "AGENTS.md": "a", "HEARTBEAT.md": "Check mail." }, config: { agents: { list: [{ id: "main", heartbeat: { includeSystemPromptSection: false } }] } } });
   cases.push({ files: { "AGENTS.md": "a", "memory.md": "lower-case name is never loaded" } });
   cases.push({ files: { "AGENTS.md": "a", "SOUL.md": "s" }, sessionKey: "agent:main:cron:nightly" });
+  // Session keys as they come: any casing, padded, the kind at the start of the rest or deeper
+  // (only the start makes a subagent or cron session).
+  const keys = ["agent:main:subagent:worker", "agent:main:telegram:subagent:x", "subagent:helper", "agent:main:main", "agent:main:discord:group:42", "agent:main:cron:nightly"];
+  for (let round = 0; round < 8; round += 1) {
+    const key = [...pick(keys)].map((c) => (random() < 0.4 ? c.toUpperCase() : c)).join("");
+    cases.push({ files: { "AGENTS.md": "a", "TOOLS.md": "t", "SOUL.md": "s", "MEMORY.md": "m" }, sessionKey: random() < 0.3 ? `  ${key} ` : key });
+  }
   return cases;
 }
 
@@ -220,7 +227,7 @@ async function compareBootstrap(testCase, index) {
     check(group, "marker for an absent BOOTSTRAP.md", false, "absent-bootstrap-is-complete");
   }
   const ourNames = ours.map((file) => path.basename(file.path));
-  const cronSession = sessionKey.includes(":cron:");
+  const cronSession = sessionKey.toLowerCase().includes(":cron:");
   // OpenClaw's AGENTS.md digest spends a different share of the total budget than a plain cut.
   const agentsDigest = theirs.some((file) => path.basename(file.path) === "AGENTS.md" && /kept \d+\+policy/.test(file.content ?? ""));
   check(group, `injected files ${JSON.stringify(ourNames)} vs ${JSON.stringify(theirNames)}`, equal(ourNames, theirNames),
@@ -289,6 +296,7 @@ function skillFile(name, description, options = {}) {
   const lines = ["---"];
   if (name !== undefined) lines.push(`name: ${name}`);
   lines.push(`description: ${JSON.stringify(description)}`);
+  lines.push(...(options.extra ?? []));
   lines.push("---", "", `# ${name ?? "skill"}`, "", "Body.");
   const body = lines.join(options.crlf ? "\r\n" : "\n") + "\n";
   return options.bom ? `\uFEFF${body}` : body;
@@ -318,6 +326,23 @@ function skillCases() {
   const big = skillFile("big", "Big.");
   cases.push({ files: { "skills/big/SKILL.md": big + "x".repeat(256_001 - big.length), "skills/small/SKILL.md": skillFile("small", "Small.") } });
   cases.push({ files: { "skills/nofront/SKILL.md": "# no frontmatter\n", "skills/nodesc/SKILL.md": "---\nname: nodesc\n---\n", "skills/ok/SKILL.md": skillFile(undefined, "Named after its folder.") } });
+  // Gates as people write them: boolean strings in any case for disable-model-invocation, and
+  // metadata as JSON5 with `os` as a list or a comma-separated string (the host is linux).
+  const casing = (word) => [...word].map((c) => (random() < 0.5 ? c.toUpperCase() : c)).join("");
+  for (let round = 0; round < 3; round += 1) {
+    const files = {};
+    for (let index = 0; index < int(6, 14); index += 1) {
+      const name = `gate-${round}-${index}`;
+      const extra = [];
+      if (random() < 0.6) extra.push(`disable-model-invocation: ${casing(pick(["true", "yes", "on", "1", "false", "no", "off", "0"]))}`);
+      if (random() < 0.6) {
+        const os = pick([`["linux"]`, `["win32"]`, `"linux, darwin"`, `"win32,darwin"`, `" Linux "`]);
+        extra.push(pick([`metadata: '{openclaw: {os: ${os}}}'`, `metadata: {"openclaw": {"os": ${os}}}`]));
+      }
+      files[path.join("skills", name, "SKILL.md")] = skillFile(name, `The ${name} skill.`, { extra });
+    }
+    cases.push({ files });
+  }
   return cases;
 }
 
