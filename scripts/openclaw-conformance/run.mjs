@@ -201,6 +201,19 @@ function bootstrapCases() {
     const key = [...pick(keys)].map((c) => (random() < 0.4 ? c.toUpperCase() : c)).join("");
     cases.push({ files: { "AGENTS.md": "a", "TOOLS.md": "t", "SOUL.md": "s", "MEMORY.md": "m" }, sessionKey: random() < 0.3 ? `  ${key} ` : key });
   }
+  // The session filter, the lightweight context and the run kind together, in every combination
+  // (heartbeats configured, so HEARTBEAT.md is a candidate).
+  for (const sessionKey of ["agent:main:main", "agent:main:subagent:w", "agent:main:cron:nightly"]) {
+    for (const lightweight of [false, true]) {
+      for (const trigger of ["user", "heartbeat", "cron"]) {
+        cases.push({
+          files: { "AGENTS.md": "a", "TOOLS.md": "t", "SOUL.md": "s", "HEARTBEAT.md": "Check mail.", "MEMORY.md": "m" },
+          config: { agents: { defaults: { heartbeat: { every: "30m" } } } },
+          sessionKey, lightweight, trigger,
+        });
+      }
+    }
+  }
   return cases;
 }
 
@@ -213,8 +226,13 @@ async function compareBootstrap(testCase, index) {
   const config = { ...(testCase.config ?? {}) };
   config.agents = { ...(config.agents ?? {}), defaults: { ...(config.agents?.defaults ?? {}), ...defaults } };
   const sessionKey = testCase.sessionKey ?? "agent:main:main";
-  const theirs = (await oc.resolveBootstrapContextForRun({ workspaceDir: dir, config, sessionKey, agentId: "main", warn: () => {} })).contextFiles;
-  const prompt = clawbridge("prompt", { workspace: dir, harness: "embedded", sessionKey, config }, ["--split"]);
+  const runKind = { heartbeat: "heartbeat", cron: "cron" }[testCase.trigger] ?? "default";
+  const theirs = (await oc.resolveBootstrapContextForRun({
+    workspaceDir: dir, config, sessionKey, agentId: "main", warn: () => {},
+    contextMode: testCase.lightweight ? "lightweight" : "full", runKind,
+  })).contextFiles;
+  const filters = { ...(testCase.lightweight ? { lightweight: true } : {}), ...(testCase.trigger ? { trigger: testCase.trigger } : {}) };
+  const prompt = clawbridge("prompt", { workspace: dir, harness: "embedded", sessionKey, config, ...filters }, ["--split"]);
   const ours = [...projectFiles(prompt.stablePrefix, "# Project Context"), ...projectFiles(prompt.dynamicSuffix, "# Dynamic Project Context")];
   const order = (file) => NAMES.indexOf(path.basename(file.path));
   ours.sort((a, b) => order(a) - order(b));
@@ -326,6 +344,23 @@ function skillCases() {
   const big = skillFile("big", "Big.");
   cases.push({ files: { "skills/big/SKILL.md": big + "x".repeat(256_001 - big.length), "skills/small/SKILL.md": skillFile("small", "Small.") } });
   cases.push({ files: { "skills/nofront/SKILL.md": "# no frontmatter\n", "skills/nodesc/SKILL.md": "---\nname: nodesc\n---\n", "skills/ok/SKILL.md": skillFile(undefined, "Named after its folder.") } });
+  // requires.config as people leave it: blank strings, empty, false, zero, unset (an unset
+  // browser.enabled counts as true).
+  for (let round = 0; round < 3; round += 1) {
+    const files = {};
+    const values = {};
+    for (let index = 0; index < 8; index += 1) {
+      const name = `needs-${round}-${index}`;
+      const key = pick(["browser.enabled", `custom.flag${index}`]);
+      files[path.join("skills", name, "SKILL.md")] = skillFile(name, `The ${name} skill.`, { extra: [`metadata: '{"openclaw": {"requires": {"config": ["${key}"]}}}'`] });
+      const value = pick([" ", "", "on", true, false, 0, 1, undefined]);
+      if (value !== undefined) {
+        const [head, tail] = key.split(".");
+        values[head] = { ...(values[head] ?? {}), [tail]: value };
+      }
+    }
+    cases.push({ files, config: values });
+  }
   // Gates as people write them: boolean strings in any case for disable-model-invocation, and
   // metadata as JSON5 with `os` as a list or a comma-separated string (the host is linux).
   const casing = (word) => [...word].map((c) => (random() < 0.5 ? c.toUpperCase() : c)).join("");
@@ -356,7 +391,7 @@ function skillEntries(prompt) {
 function compareSkills(testCase, index) {
   const group = `skills#${index}`;
   const dir = workspace(testCase.files);
-  const config = { skills: { limits: { maxSkillsPromptChars: 1_000_000 } } };
+  const config = { ...(testCase.config ?? {}), skills: { limits: { maxSkillsPromptChars: 1_000_000 } } };
   // OpenClaw's own installed plugins ship skills too (browser-automation, ...); they are not
   // part of this workspace, so its plugins are off for the comparison.
   const theirConfig = { ...config, plugins: { enabled: false } };
@@ -427,6 +462,28 @@ function comparePromptStructure(index, mode, chat) {
   }
   const common = (list, other) => names(list).filter((heading) => other.has(heading));
   check(group, "order of the shared sections", equal(common(ours.list, theirSet), common(theirs.list, ourSet)), "seed-section-order");
+}
+
+// Model aliases from the config, in OpenClaw's order: names that tie or differ only in case,
+// accents, punctuation or script, so the locale collation decides.
+function compareModelAliases(index) {
+  const group = `model-aliases#${index}`;
+  const names = ["zeta", "élan", "Elan", "elan", "Fast", "fast", "_x", "x_", "Ωmega", "日本", "b10", "b2", "B2", "a-b", "a_b", "ab"];
+  // Each round holds one group of names that differ only in case or accents, whatever else.
+  const ties = pick([["fast", "Fast"], ["elan", "Elan", "élan"], ["b2", "B2"], ["a-b", "a_b", "ab"]]);
+  const chosen = [...new Set([...ties, ...[...Array(int(2, 7))].map(() => pick(names))])];
+  // Model ids in a random order, so no id order happens to match the alias order.
+  const ids = chosen.map((_, at) => at).sort(() => random() - 0.5);
+  const models = Object.fromEntries(chosen.map((alias, at) => [`m/model-${ids[at]}`, { alias: random() < 0.2 ? ` ${alias} ` : alias }]));
+  const config = { agents: { defaults: { userTimezone: "UTC", models } } };
+  const dir = workspace({ "AGENTS.md": "Agents." });
+  const lines = (text) => text.split("\n").filter((line) => /^- .*: m\/model-\d+$/.test(line));
+  const ours = lines(clawbridge("prompt", { workspace: dir, harness: "embedded", config, model: "anthropic/claude-x", tools: [{ name: "read" }] }));
+  const theirs = lines(oc.buildConfiguredAgentSystemPrompt({
+    config, agentId: "main", workspaceDir: dir, promptMode: "full", toolNames: ["read"], contextFiles: [],
+    userTimezone: "UTC", runtimeInfo: { agentId: "main" },
+  }));
+  check(group, `alias lines ${JSON.stringify(ours)} vs ${JSON.stringify(theirs)}`, equal(ours, theirs));
 }
 
 // Sections where clawbridge follows the seed page rather than this OpenClaw build.
@@ -528,6 +585,7 @@ const toolSets = [["read", "message"], ["message", "cron", "web_search", "skill_
 for (const tools of toolSets) for (const delivery of ["automatic", "messageToolOnly"]) compareCodexDeveloper(++index, tools, ["message"], delivery);
 for (const trigger of ["user", "heartbeat", "cron"]) for (const memory of [false, true]) for (const skills of [false, true]) compareCollaboration(++index, trigger, memory, skills);
 for (const trigger of ["user", "heartbeat"]) compareSurfaces(++index, trigger);
+for (let round = 0; round < 8; round += 1) compareModelAliases(++index);
 
 const deviationCount = Object.values(tally.deviations).reduce((sum, count) => sum + count, 0);
 console.log(`conformance against openclaw@${spec.version} (seed ${seed}, ${((Date.now() - started) / 1000).toFixed(1)} s)`);

@@ -91,22 +91,28 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
             "Voice replies are on ({mode}): keep spoken replies short and natural, without Markdown, links or lists."
         )),
     };
-    let mut model_alias_lines: Vec<String> = config
+    let mut aliases: Vec<(String, String)> = config
         .get(keys::MODELS)
         .and_then(Value::as_object)
         .map(|models| {
             models
                 .iter()
+                .filter(|(model, _)| !model.trim().is_empty())
                 .filter_map(|(model, entry)| {
-                    string(entry.get("alias")).map(|alias| (alias, model.clone()))
+                    string(entry.get("alias")).map(|alias| (alias, model.trim().to_string()))
                 })
-                .map(|(alias, model)| format!("- {alias}: {model}"))
                 .collect()
         })
         .unwrap_or_default();
-    // The same locale collation as the skills catalog (OpenClaw's `localeCompare`), not code
-    // units: `élan` sorts with the e's, `_x` and `Fast` where a reader expects them.
-    model_alias_lines.sort_by(|a, b| crate::support::text::collate(a, b));
+    // Sorted by the alias alone (OpenClaw's `alias.localeCompare`), with the same locale
+    // collation as the skills catalog, not code units: `élan` sorts with the e's, `_x` and
+    // `Fast` where a reader expects them, `fast` before `Fast`. Sorting whole lines would let the
+    // model id decide between aliases that differ only in case or accents.
+    aliases.sort_by(|a, b| crate::support::text::collate(&a.0, &b.0));
+    let model_alias_lines: Vec<String> = aliases
+        .into_iter()
+        .map(|(alias, model)| format!("- {alias}: {model}"))
+        .collect();
     let configured_timezone =
         string(config.get(keys::USER_TIMEZONE)).filter(|zone| is_iana_zone(zone));
     let heartbeat = config.heartbeat_section_enabled(agent_id).then(|| {
@@ -169,7 +175,8 @@ mod tests {
         let config = OpenClawConfig::new(json!({
             "agents": {"defaults": {"models": {
                 "m/zeta": {"alias": "zeta"}, "m/elan": {"alias": "élan"},
-                "m/fast": {"alias": "Fast"}, "m/x": {"alias": "_x"}, "m/alpha": {"alias": "alpha"}}}},
+                "m/fast": {"alias": "Fast"}, "m/x": {"alias": "_x"}, "m/alpha": {"alias": "alpha"},
+                "m/fast2": {"alias": "fast"}, "m/a-elan": {"alias": "Elan"}}}},
             "commands": {"ownerAllowFrom": [" +15550000000 ", "  "]}
         }));
         let resolved = resolve_prompt_config(&config, "main");
@@ -183,8 +190,10 @@ mod tests {
                     .unwrap_or("")
             })
             .collect();
-        // Code-unit order would put `Fast` and `_x` first and `élan` after `zeta`.
-        assert_eq!(aliases, ["_x", "alpha", "élan", "Fast", "zeta"]);
+        // Code-unit order would put `Fast` and `_x` first and `élan` after `zeta`; sorting whole
+        // lines would let the model ids order `Fast`/`fast` and `Elan`/`élan` (OpenClaw 6.10:
+        // lower case first, the accent before the case).
+        assert_eq!(aliases, ["_x", "alpha", "Elan", "élan", "fast", "Fast", "zeta"]);
         assert_eq!(resolved.owner_ids, vec!["+15550000000"]);
     }
 

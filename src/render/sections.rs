@@ -472,9 +472,8 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
             "## Model Aliases",
             "Aliases are shortcuts for unqualified model requests; an explicit `provider/model` is used as written.",
         ]);
-        let mut aliases = inputs.model_alias_lines.clone();
-        aliases.sort_by(|a, b| crate::support::text::collate(a, b));
-        section.extend(aliases);
+        // In the order the config resolver gave them (sorted by alias).
+        section.extend(inputs.model_alias_lines.iter().cloned());
         stable.push(section);
     }
     if full && !inputs.owner_lines.is_empty() {
