@@ -486,6 +486,23 @@ function compareModelAliases(index) {
   check(group, `alias lines ${JSON.stringify(ours)} vs ${JSON.stringify(theirs)}`, equal(ours, theirs));
 }
 
+// The configured time zone as both resolve it: canonical names, links (`US/Eastern`, `EST5EDT`,
+// `CET`), other casings, padding, well-formed names that are no zone, and nonsense (those fall
+// back to the host's zone, UTC in the sandbox).
+function compareTimezone(index) {
+  const group = `time-zone#${index}`;
+  const zone = pick(["Europe/Berlin", "US/Eastern", "EST5EDT", "CET", "Etc/UTC", "UTC", "Asia/Kolkata", "America/Nowhere_Land", "not a zone", "Mars/Olympus", "europe/berlin", "us/eastern"]);
+  const written = random() < 0.3 ? ` ${zone} ` : zone;
+  const config = { agents: { defaults: { userTimezone: written } } };
+  const dir = workspace({ "AGENTS.md": "Agents." });
+  const line = clawbridge("prompt", { workspace: dir, harness: "embedded", config, model: "anthropic/claude-x", tools: [{ name: "read" }] })
+    .split("\n").find((text) => text.startsWith("Time zone: "));
+  const ours = line?.slice("Time zone: ".length);
+  const theirs = oc.resolveUserTimezone(written);
+  const same = ours === theirs || (["UTC", "Etc/UTC"].includes(ours) && ["UTC", "Etc/UTC"].includes(theirs));
+  check(group, `zone ${JSON.stringify(written)}: ${JSON.stringify(ours)} vs ${JSON.stringify(theirs)}`, same);
+}
+
 // Sections where clawbridge follows the seed page rather than this OpenClaw build.
 const SECTION_DEVIATIONS = {
   "## Assistant Output Directives": { placement: "seed-dynamic-suffix" },
@@ -586,6 +603,7 @@ for (const tools of toolSets) for (const delivery of ["automatic", "messageToolO
 for (const trigger of ["user", "heartbeat", "cron"]) for (const memory of [false, true]) for (const skills of [false, true]) compareCollaboration(++index, trigger, memory, skills);
 for (const trigger of ["user", "heartbeat"]) compareSurfaces(++index, trigger);
 for (let round = 0; round < 8; round += 1) compareModelAliases(++index);
+for (let round = 0; round < 12; round += 1) compareTimezone(++index);
 
 const deviationCount = Object.values(tally.deviations).reduce((sum, count) => sum + count, 0);
 console.log(`conformance against openclaw@${spec.version} (seed ${seed}, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
