@@ -278,7 +278,7 @@ impl ResponsesStub {
             .with_state(Arc::clone(&state));
         let (shutdown, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
-            let served = axum::serve(listener, router)
+            let served = axum::serve(crate::support::ws::no_delay(listener), router)
                 .with_graceful_shutdown(async {
                     let _ = stopped.await;
                 })

@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::codex::client::hub::{CodexHub, ThreadHandle};
+use crate::codex::client::peer::PeerError;
 use crate::codex::client::pool::{Lease, MemberStatus, Pool, PoolConfig};
 use crate::codex::protocol::inbound::Inbound;
 use crate::codex::protocol::methods::{
@@ -59,6 +60,8 @@ const CLIENT_QUEUE: usize = 4096;
 const MAX_REMEMBERED_THREADS: usize = 100_000;
 /// How long an answer waits for the messages Codex sent before it to reach the client first.
 const ORDER_WAIT: Duration = Duration::from_secs(5);
+/// On shutdown: the pause before asking again to interrupt a turn Codex has not started yet.
+const INTERRUPT_RETRY: Duration = Duration::from_millis(100);
 /// On shutdown: how long running turns get to end after their `turn/interrupt`.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// The status document a status client reads at most.
@@ -269,7 +272,7 @@ impl Endpoint {
             let stopped = async move { accepting.cancelled().await };
             let served = match listener {
                 Listener::Tcp(listener) => {
-                    axum::serve(listener, router)
+                    axum::serve(crate::support::ws::no_delay(listener), router)
                         .with_graceful_shutdown(stopped)
                         .await
                 }
@@ -911,7 +914,7 @@ impl Connection {
                 }
                 self.answer(&id, raw.get()).await;
             }
-            Err(crate::codex::client::peer::PeerError::Rpc { error, .. }) => {
+            Err(PeerError::Rpc { error, .. }) => {
                 self.answer_error(&id, error).await
             }
             Err(error) => {
@@ -1142,8 +1145,22 @@ impl Connection {
         for (thread_id, turn_id, hub) in running {
             interrupts.spawn(async move {
                 let params = TurnInterruptParams { thread_id, turn_id };
-                if let Err(error) = hub.peer().call::<TurnInterrupt>(&params).await {
-                    tracing::debug!("turn/interrupt on shutdown: {error}");
+                // A turn Codex has answered `turn/start` for may not be active in it yet
+                // ("no active turn to interrupt", measured on 0.169.0 when the stop comes right
+                // after the start): asked again shortly, until it is or the grace ends.
+                loop {
+                    match hub.peer().call::<TurnInterrupt>(&params).await {
+                        Err(PeerError::Rpc { error, .. })
+                            if error.message.contains("no active turn") =>
+                        {
+                            tokio::time::sleep(INTERRUPT_RETRY).await;
+                        }
+                        Err(error) => {
+                            tracing::debug!("turn/interrupt on shutdown: {error}");
+                            break;
+                        }
+                        Ok(_) => break,
+                    }
                 }
             });
         }

@@ -193,7 +193,10 @@ mod tests {
         // Code-unit order would put `Fast` and `_x` first and `élan` after `zeta`; sorting whole
         // lines would let the model ids order `Fast`/`fast` and `Elan`/`élan` (OpenClaw 6.10:
         // lower case first, the accent before the case).
-        assert_eq!(aliases, ["_x", "alpha", "Elan", "élan", "fast", "Fast", "zeta"]);
+        assert_eq!(
+            aliases,
+            ["_x", "alpha", "Elan", "élan", "fast", "Fast", "zeta"]
+        );
         assert_eq!(resolved.owner_ids, vec!["+15550000000"]);
     }
 

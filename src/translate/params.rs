@@ -117,7 +117,11 @@ pub fn thread_config(run: &Run) -> BTreeMap<String, Value> {
         config.remove("features.apply_patch_streaming_events");
     }
     // 3. Models that cannot use tool search (OpenClaw: `gpt-5.4-nano`).
-    if split_model(&run.model).0.trim().eq_ignore_ascii_case("gpt-5.4-nano") {
+    if split_model(&run.model)
+        .0
+        .trim()
+        .eq_ignore_ascii_case("gpt-5.4-nano")
+    {
         config.insert("features.multi_agent".into(), json!(false));
     }
     // 4. Lightweight bootstrap context: Codex loads no AGENTS.md.

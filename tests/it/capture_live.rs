@@ -219,15 +219,9 @@ async fn recorded_requests_and_responses_reach_the_disk_redacted() {
     }
     let mode = std::fs::metadata(&turn).expect("meta").permissions().mode();
     assert_eq!(mode & 0o777, 0o700);
-    let response: Value = serde_json::from_str(
-        &std::fs::read_to_string(turn.join("model-response.json")).expect("response"),
-    )
-    .expect("json");
+    let response: Value = json_file(&turn.join("model-response.json"), "response");
     assert_eq!(response["output"][0]["content"][0]["text"], "RECORDED");
-    let request: Value = serde_json::from_str(
-        &std::fs::read_to_string(turn.join("model-request.json")).expect("request"),
-    )
-    .expect("json");
+    let request: Value = json_file(&turn.join("model-request.json"), "request");
     assert_eq!(request["body"]["metadata"]["api_key"], "<redacted>");
     assert!(request["cacheElements"].is_array(), "{request}");
 }
@@ -254,20 +248,15 @@ async fn a_real_codex_turn_is_recorded_on_its_way_to_the_upstream() {
     .await
     .expect("turn");
     let turn = capture.join(&thread).join("turn-01");
-    let request: Value = serde_json::from_str(
-        &std::fs::read_to_string(turn.join("model-request.json"))
-            .expect("the request was recorded"),
-    )
-    .expect("json");
+    let request: Value = json_file(&turn.join("model-request.json"), "the request was recorded");
     assert!(
         request["body"].to_string().contains("say hello"),
         "{request}"
     );
-    let response: Value = serde_json::from_str(
-        &std::fs::read_to_string(turn.join("model-response.json"))
-            .expect("the response was recorded"),
-    )
-    .expect("json");
+    let response: Value = json_file(
+        &turn.join("model-response.json"),
+        "the response was recorded",
+    );
     assert_eq!(
         response["output"][0]["content"][0]["text"], "LIVE ANSWER",
         "{response}"
@@ -332,10 +321,7 @@ async fn the_responses_websocket_is_forwarded_and_recorded_whole() {
         frames[1]["input"].as_array().map_or(0, Vec::len)
     );
     let turn = capture.join(&thread).join("turn-02");
-    let request: Value = serde_json::from_str(
-        &std::fs::read_to_string(turn.join("model-request.json")).expect("the second request"),
-    )
-    .expect("json");
+    let request: Value = json_file(&turn.join("model-request.json"), "the second request");
     assert!(
         request["path"].as_str().unwrap_or("").contains("websocket"),
         "{request}"
@@ -345,10 +331,7 @@ async fn the_responses_websocket_is_forwarded_and_recorded_whole() {
         assert!(input.contains(part), "the whole prompt ({part}): {input}");
     }
     assert!(request["body"].get("previous_response_id").is_none());
-    let response: Value = serde_json::from_str(
-        &std::fs::read_to_string(turn.join("model-response.json")).expect("the response"),
-    )
-    .expect("json");
+    let response: Value = json_file(&turn.join("model-response.json"), "the response");
     assert_eq!(response["status"], "completed", "{response}");
     assert_eq!(
         response["output"][0]["content"][0]["text"], "SECOND OVER THE SOCKET",
@@ -387,6 +370,12 @@ async fn no_websocket_sends_codex_to_http() {
     assert_eq!(bodies.len(), 1);
     let body: Value = serde_json::from_slice(&bodies[0]).expect("json");
     assert!(body.get("type").is_none(), "an HTTP body: {body}");
+}
+
+/// A JSON file the capture wrote (`what` names it when it is missing).
+fn json_file(path: &Path, what: &str) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{what}: {error}"));
+    serde_json::from_str(&text).expect("json")
 }
 
 /// Turns through `clawbridge app-server --capture` (stdio), one per message; the thread id.

@@ -424,14 +424,20 @@ fn silent_replies_only_for_automatic_group_replies() {
         }
         prompt_for(&run_with(&ws.path(), fields), None).text()
     };
-    let group_tool = serde_json::json!({"messages": {"groupChat": {"visibleReplies": "message_tool"}}});
+    let group_tool =
+        serde_json::json!({"messages": {"groupChat": {"visibleReplies": "message_tool"}}});
     let with_message = serde_json::json!([tool("message")]);
-    assert!(!configured(group_tool.clone(), with_message.clone(), None).contains("## Silent Replies"));
+    assert!(
+        !configured(group_tool.clone(), with_message.clone(), None).contains("## Silent Replies")
+    );
     assert!(
         configured(group_tool.clone(), serde_json::json!([]), None).contains("## Silent Replies"),
         "without the message tool the replies stay automatic"
     );
-    assert!(configured(group_tool, with_message.clone(), Some("automatic")).contains("## Silent Replies"));
+    assert!(
+        configured(group_tool, with_message.clone(), Some("automatic"))
+            .contains("## Silent Replies")
+    );
     let fallback = serde_json::json!({"messages": {"visibleReplies": "message_tool"}});
     assert!(!configured(fallback, with_message.clone(), None).contains("## Silent Replies"));
     let group_wins = serde_json::json!({"messages": {"visibleReplies": "message_tool", "groupChat": {"visibleReplies": "automatic"}}});
@@ -562,7 +568,9 @@ fn gpt5_overlay_follows_the_model_and_config() {
         None,
     );
     let text = heartbeat.text();
-    let style = text.find("## Interaction Style").expect("the interaction style");
+    let style = text
+        .find("## Interaction Style")
+        .expect("the interaction style");
     let guidance = text.find("### Heartbeats").expect("the heartbeat guidance");
     assert!(style < guidance, "the guidance follows the style: {text}");
     let quiet = prompt_for(

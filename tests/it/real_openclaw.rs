@@ -714,7 +714,9 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                             && entry["message"]["result"]["thread"]["status"]["type"]
                                 == "notLoaded"))
             };
-            let seen = entries[..at + answered].iter().any(|entry| not_loaded(&entry));
+            let seen = entries[..at + answered]
+                .iter()
+                .any(|entry| not_loaded(&entry));
             assert!(seen, "notLoaded before the resume's answer in {file:?}");
             resumes += 1;
         }

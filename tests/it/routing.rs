@@ -825,9 +825,11 @@ fn thread_config_follows_openclaw_s_rules() {
         }
         params_json(&run_with(&ws.path(), document))["threadStart"]["config"].clone()
     };
-    let hosted = config_of(json!({"config": {"tools": {"web": {"search": {"openaiCodex": {
+    let hosted = config_of(
+        json!({"config": {"tools": {"web": {"search": {"openaiCodex": {
         "mode": "live", "allowedDomains": [" example.com ", "example.com", "", "docs.rs"],
-        "contextSize": "high", "userLocation": {"country": " DE ", "city": "Berlin", "region": "  "}}}}}}}));
+        "contextSize": "high", "userLocation": {"country": " DE ", "city": "Berlin", "region": "  "}}}}}}}),
+    );
     assert_eq!(hosted["web_search"], "live");
     assert_eq!(
         hosted["tools.web_search.allowed_domains"],
@@ -847,17 +849,26 @@ fn thread_config_follows_openclaw_s_rules() {
         assert_eq!(config["web_search"], "disabled", "{config}");
         assert!(config.get("tools.web_search.allowed_domains").is_none());
     }
-    let merged = config_of(json!({"codexConfig": {"features.code_mode_only": true, "web_search": "live", "model_verbosity": "low"}}));
-    assert_eq!(merged["features.code_mode_only"], true, "the caller over code mode");
+    let merged = config_of(
+        json!({"codexConfig": {"features.code_mode_only": true, "web_search": "live", "model_verbosity": "low"}}),
+    );
+    assert_eq!(
+        merged["features.code_mode_only"], true,
+        "the caller over code mode"
+    );
     assert_eq!(merged["web_search"], "cached", "web search over the caller");
     assert_eq!(merged["model_verbosity"], "low");
     let plain = config_of(json!({}));
     assert_eq!(plain["features.apply_patch_streaming_events"], true);
     assert!(plain.get("features.multi_agent").is_none());
-    let no_code_mode = config_of(json!({"codeMode": false, "codexConfig": {"features.code_mode": true, "features.apply_patch_streaming_events": true}}));
+    let no_code_mode = config_of(
+        json!({"codeMode": false, "codexConfig": {"features.code_mode": true, "features.apply_patch_streaming_events": true}}),
+    );
     assert_eq!(no_code_mode["features.code_mode"], false);
     assert_eq!(no_code_mode["features.code_mode_only"], false);
-    assert!(no_code_mode.get("features.apply_patch_streaming_events").is_none());
+    assert!(no_code_mode
+        .get("features.apply_patch_streaming_events")
+        .is_none());
     let nano = config_of(json!({"model": "openai/gpt-5.4-nano"}));
     assert_eq!(nano["features.multi_agent"], false);
 }

@@ -134,9 +134,10 @@ impl Forwarder {
             .with_state(state);
         let (shutdown, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
-            let served = axum::serve(listener, router).with_graceful_shutdown(async move {
-                let _ = stopped.await;
-            });
+            let served = axum::serve(crate::support::ws::no_delay(listener), router)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                });
             if let Err(error) = served.await {
                 tracing::warn!("the capture forwarder stopped: {error}");
             }
@@ -407,6 +408,8 @@ struct AnswerRecorder {
     events: usize,
     /// The error of a WebSocket `error` event (HTTP carries errors in the response object).
     error: Option<Value>,
+    /// When the last WebSocket frame came (the recorder may read it later).
+    last_frame: Option<Instant>,
     /// A body that is not an event stream (an error answer), kept short.
     other: Vec<u8>,
     notes: Vec<&'static str>,
@@ -425,6 +428,7 @@ impl AnswerRecorder {
             ended: None,
             events: 0,
             error: None,
+            last_frame: None,
             other: Vec::new(),
             notes: Vec::new(),
         }
@@ -481,11 +485,13 @@ impl AnswerRecorder {
         }
     }
 
-    /// One WebSocket frame: one event, as the data of an SSE event (returned parsed).
-    fn frame(&mut self, frame: &[u8]) -> Option<Value> {
+    /// One WebSocket frame (that came `at`): one event, as the data of an SSE event (returned
+    /// parsed).
+    fn frame(&mut self, frame: &[u8], at: Instant) -> Option<Value> {
         if self.first_byte.is_none() {
-            self.first_byte = Some(self.started.elapsed());
+            self.first_byte = Some(at.saturating_duration_since(self.started));
         }
+        self.last_frame = Some(at);
         self.read += frame.len();
         self.events += 1;
         let value = serde_json::from_slice::<Value>(frame).ok()?;
@@ -526,7 +532,10 @@ impl AnswerRecorder {
             let take = (4096 - self.other.len()).min(self.pending.len());
             self.other.extend_from_slice(&self.pending[..take]);
         }
-        let total = self.started.elapsed();
+        let total = match self.last_frame {
+            Some(at) => at.saturating_duration_since(self.started),
+            None => self.started.elapsed(),
+        };
         let response = self.response.take().unwrap_or(Value::Null);
         let output = match response["output"].as_array() {
             Some(output) if !output.is_empty() => Value::Array(output.clone()),

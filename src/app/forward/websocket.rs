@@ -23,7 +23,7 @@ use axum::body::{Body, Bytes};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
-use tokio::sync::{mpsc, Mutex};
+use tokio::sync::mpsc;
 
 use super::{passes, AnswerRecorder, ForwarderState, Recorded, UPSTREAM_TIMEOUT};
 use crate::app::offline::CapturedRequest;
@@ -102,14 +102,10 @@ pub(super) async fn forward_websocket(
         }
     }
     let upstream = crate::support::ws::client_over(upgraded, MAX_FRAME);
-    let recorder = Arc::new(Mutex::new(Conversation::new(
-        &headers,
-        state.sink.clone(),
-        Arc::clone(&state),
-    )));
+    let conversation = Conversation::new(&headers, state.sink.clone(), Arc::clone(&state));
     tokio::spawn(async move {
         if let Some(codex) = pending.connect().await {
-            pump(codex, upstream, recorder).await;
+            pump(codex, upstream, conversation).await;
         }
     });
     accepted
@@ -234,68 +230,51 @@ where
         .map_err(|error| format!("the upgrade request failed: {error}"))
 }
 
-/// Both directions until either side closes; then the other is closed too.
+/// Frames copied for the recorder, waiting at most (past it a copy is dropped, never a frame).
+const RECORDER_QUEUE: usize = 256;
+
+/// A copy of one text frame for the recorder: when it came, from which side, its bytes.
+struct Copy {
+    at: Instant,
+    from_codex: bool,
+    bytes: Vec<u8>,
+}
+
+/// Offer a copy to the recorder; never waits.
+fn offer(copies: &mpsc::Sender<Copy>, from_codex: bool, at: Instant, bytes: &[u8]) {
+    let copy = Copy {
+        at,
+        from_codex,
+        bytes: bytes.to_vec(),
+    };
+    if copies.try_send(copy).is_err() {
+        tracing::warn!("capture forwarder: a frame copy was dropped (the recorder is behind)");
+    }
+}
+
+/// Both directions until either side closes; then the other is closed too. Each text frame is
+/// passed on first and copied to the recorder's own task after, so recording (parsing a whole
+/// prompt) never holds a frame up.
 async fn pump(
     codex: (WsSender, WsReceiver),
     upstream: (WsSender, WsReceiver),
-    recorder: Arc<Mutex<Conversation>>,
+    mut conversation: Conversation,
 ) {
-    let (mut to_codex, mut from_codex) = codex;
-    let (mut to_upstream, mut from_upstream) = upstream;
-    let requests = Arc::clone(&recorder);
-    let mut outbound = tokio::spawn(async move {
-        let mut data = Vec::new();
-        loop {
-            data.clear();
-            match from_codex.receive(&mut data).await {
-                Ok(soketto::Incoming::Data(soketto::Data::Text(_))) => {
-                    requests.lock().await.request(&data);
-                    let text = String::from_utf8_lossy(&data);
-                    if to_upstream.send_text(&text).await.is_err() {
-                        break;
-                    }
-                }
-                Ok(soketto::Incoming::Data(soketto::Data::Binary(_))) => {
-                    if to_upstream.send_binary(&data).await.is_err() {
-                        break;
-                    }
-                }
-                Ok(soketto::Incoming::Pong(_)) => continue,
-                Ok(soketto::Incoming::Closed(_)) | Err(_) => break,
-            }
-            if to_upstream.flush().await.is_err() {
-                break;
+    let (to_codex, from_codex) = codex;
+    let (to_upstream, from_upstream) = upstream;
+    let (copies, mut copied) = mpsc::channel::<Copy>(RECORDER_QUEUE);
+    let recorder = tokio::spawn(async move {
+        while let Some(copy) = copied.recv().await {
+            if copy.from_codex {
+                conversation.request(&copy.bytes, copy.at);
+            } else {
+                conversation.event(&copy.bytes, copy.at);
             }
         }
-        let _ = to_upstream.close().await;
+        conversation.closed();
     });
-    let mut inbound = tokio::spawn(async move {
-        let mut data = Vec::new();
-        loop {
-            data.clear();
-            match from_upstream.receive(&mut data).await {
-                Ok(soketto::Incoming::Data(soketto::Data::Text(_))) => {
-                    let text = String::from_utf8_lossy(&data);
-                    if to_codex.send_text(&text).await.is_err() {
-                        break;
-                    }
-                    recorder.lock().await.event(&data);
-                }
-                Ok(soketto::Incoming::Data(soketto::Data::Binary(_))) => {
-                    if to_codex.send_binary(&data).await.is_err() {
-                        break;
-                    }
-                }
-                Ok(soketto::Incoming::Pong(_)) => continue,
-                Ok(soketto::Incoming::Closed(_)) | Err(_) => break,
-            }
-            if to_codex.flush().await.is_err() {
-                break;
-            }
-        }
-        let _ = to_codex.close().await;
-        recorder.lock().await.closed();
-    });
+    let mut outbound = tokio::spawn(relay(from_codex, to_upstream, copies.clone(), true));
+    let mut inbound = tokio::spawn(relay(from_upstream, to_codex, copies, false));
     tokio::select! {
         _ = &mut outbound => {
             // Codex closed: what the upstream still sends has nobody to go to.
@@ -304,6 +283,42 @@ async fn pump(
         }
         _ = &mut inbound => outbound.abort(),
     }
+    // The copy senders are gone with their tasks: the recorder files what it holds and ends.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), recorder).await;
+}
+
+/// One direction: every data frame from `from` to `to` as it comes, text frames copied for the
+/// recorder after they went out; a close or an error ends it and closes `to`.
+async fn relay(
+    mut from: WsReceiver,
+    mut to: WsSender,
+    copies: mpsc::Sender<Copy>,
+    from_codex: bool,
+) {
+    let mut data = Vec::new();
+    loop {
+        data.clear();
+        let received = from.receive(&mut data).await;
+        let at = Instant::now();
+        let text = match received {
+            Ok(soketto::Incoming::Data(soketto::Data::Text(_))) => true,
+            Ok(soketto::Incoming::Data(soketto::Data::Binary(_))) => false,
+            Ok(soketto::Incoming::Pong(_)) => continue,
+            Ok(soketto::Incoming::Closed(_)) | Err(_) => break,
+        };
+        let sent = if text {
+            to.send_text(&String::from_utf8_lossy(&data)).await
+        } else {
+            to.send_binary(&data).await
+        };
+        if sent.is_err() || to.flush().await.is_err() {
+            break;
+        }
+        if text {
+            offer(&copies, from_codex, at, &data);
+        }
+    }
+    let _ = to.close().await;
 }
 
 /// One WebSocket connection's requests and responses, as the recorder sees them.
@@ -342,8 +357,8 @@ impl Conversation {
         }
     }
 
-    /// A frame from Codex: a `response.create` is filed whole.
-    fn request(&mut self, frame: &[u8]) {
+    /// A frame from Codex (that came `at`): a `response.create` is filed whole.
+    fn request(&mut self, frame: &[u8], at: Instant) {
         let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(frame) else {
             return;
         };
@@ -378,8 +393,7 @@ impl Conversation {
             .state
             .next
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut recorder =
-            AnswerRecorder::new(StatusCode::SWITCHING_PROTOCOLS.as_u16(), Instant::now());
+        let mut recorder = AnswerRecorder::new(StatusCode::SWITCHING_PROTOCOLS.as_u16(), at);
         for note in notes {
             recorder.note(note);
         }
@@ -410,12 +424,12 @@ impl Conversation {
         self.current = Some((id, recorder, filed));
     }
 
-    /// A frame from the upstream: one event of the current response.
-    fn event(&mut self, frame: &[u8]) {
+    /// A frame from the upstream (that came `at`): one event of the current response.
+    fn event(&mut self, frame: &[u8], at: Instant) {
         let Some((_, recorder, _)) = self.current.as_mut() else {
             return;
         };
-        let Some(value) = recorder.frame(frame) else {
+        let Some(value) = recorder.frame(frame, at) else {
             return;
         };
         let kind = value["type"].as_str().unwrap_or("");
