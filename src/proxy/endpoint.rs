@@ -914,9 +914,7 @@ impl Connection {
                 }
                 self.answer(&id, raw.get()).await;
             }
-            Err(PeerError::Rpc { error, .. }) => {
-                self.answer_error(&id, error).await
-            }
+            Err(PeerError::Rpc { error, .. }) => self.answer_error(&id, error).await,
             Err(error) => {
                 let error = RpcError {
                     code: INTERNAL_ERROR,

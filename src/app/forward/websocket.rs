@@ -230,8 +230,10 @@ where
         .map_err(|error| format!("the upgrade request failed: {error}"))
 }
 
-/// Frames copied for the recorder, waiting at most (past it a copy is dropped, never a frame).
+/// Frames copied for the recorder, waiting at most, in number and in bytes (past either a copy
+/// is dropped, never a frame).
 const RECORDER_QUEUE: usize = 256;
+const RECORDER_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 
 /// A copy of one text frame for the recorder: when it came, from which side, its bytes.
 struct Copy {
@@ -240,15 +242,27 @@ struct Copy {
     bytes: Vec<u8>,
 }
 
-/// Offer a copy to the recorder; never waits.
-fn offer(copies: &mpsc::Sender<Copy>, from_codex: bool, at: Instant, bytes: &[u8]) {
-    let copy = Copy {
-        at,
-        from_codex,
-        bytes: bytes.to_vec(),
-    };
-    if copies.try_send(copy).is_err() {
-        tracing::warn!("capture forwarder: a frame copy was dropped (the recorder is behind)");
+/// The copies on their way to the recorder: the channel and the bytes it holds.
+#[derive(Clone)]
+struct Copies {
+    sender: mpsc::Sender<Copy>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Copies {
+    /// Offer a copy to the recorder; never waits.
+    fn offer(&self, from_codex: bool, at: Instant, bytes: &[u8]) {
+        use std::sync::atomic::Ordering;
+        let queued = self.queued.fetch_add(bytes.len(), Ordering::SeqCst);
+        let copy = Copy {
+            at,
+            from_codex,
+            bytes: bytes.to_vec(),
+        };
+        if queued + bytes.len() > RECORDER_QUEUE_BYTES || self.sender.try_send(copy).is_err() {
+            self.queued.fetch_sub(bytes.len(), Ordering::SeqCst);
+            tracing::warn!("capture forwarder: a frame copy was dropped (the recorder is behind)");
+        }
     }
 }
 
@@ -262,9 +276,15 @@ async fn pump(
 ) {
     let (to_codex, from_codex) = codex;
     let (to_upstream, from_upstream) = upstream;
-    let (copies, mut copied) = mpsc::channel::<Copy>(RECORDER_QUEUE);
+    let (sender, mut copied) = mpsc::channel::<Copy>(RECORDER_QUEUE);
+    let copies = Copies {
+        sender,
+        queued: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+    };
+    let queued = Arc::clone(&copies.queued);
     let recorder = tokio::spawn(async move {
         while let Some(copy) = copied.recv().await {
+            queued.fetch_sub(copy.bytes.len(), std::sync::atomic::Ordering::SeqCst);
             if copy.from_codex {
                 conversation.request(&copy.bytes, copy.at);
             } else {
@@ -289,12 +309,7 @@ async fn pump(
 
 /// One direction: every data frame from `from` to `to` as it comes, text frames copied for the
 /// recorder after they went out; a close or an error ends it and closes `to`.
-async fn relay(
-    mut from: WsReceiver,
-    mut to: WsSender,
-    copies: mpsc::Sender<Copy>,
-    from_codex: bool,
-) {
+async fn relay(mut from: WsReceiver, mut to: WsSender, copies: Copies, from_codex: bool) {
     let mut data = Vec::new();
     loop {
         data.clear();
@@ -315,7 +330,7 @@ async fn relay(
             break;
         }
         if text {
-            offer(&copies, from_codex, at, &data);
+            copies.offer(from_codex, at, &data);
         }
     }
     let _ = to.close().await;
