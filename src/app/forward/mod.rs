@@ -284,16 +284,7 @@ async fn forward(
             .collect();
         // The copy is parsed only while the writer keeps up.
         if state.sink.capacity() > 0 {
-            let request = CapturedRequest::from_parts(kept, &body);
-            if state
-                .sink
-                .try_send(Recorded::Request { id, request })
-                .is_err()
-            {
-                tracing::warn!(
-                    "capture forwarder: a request copy was dropped (the writer is behind)"
-                );
-            }
+            file_request(&state.sink, id, CapturedRequest::from_parts(kept, &body));
         }
     }
     let mut upstream = state.client.request(method, &url);
@@ -369,6 +360,14 @@ async fn forward(
         )
             .into_response()
     })
+}
+
+/// Hand a request copy to the capture writer; a writer that is behind loses the copy, never
+/// the request.
+fn file_request(sink: &mpsc::Sender<Recorded>, id: u64, request: CapturedRequest) {
+    if sink.try_send(Recorded::Request { id, request }).is_err() {
+        tracing::warn!("capture forwarder: a request copy was dropped (the writer is behind)");
+    }
 }
 
 /// A reqwest error and its causes, without its URL (no URLs in logs).

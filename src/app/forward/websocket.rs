@@ -254,12 +254,17 @@ impl Copies {
     fn offer(&self, from_codex: bool, at: Instant, bytes: &[u8]) {
         use std::sync::atomic::Ordering;
         let queued = self.queued.fetch_add(bytes.len(), Ordering::SeqCst);
-        let copy = Copy {
-            at,
-            from_codex,
-            bytes: bytes.to_vec(),
-        };
-        if queued + bytes.len() > RECORDER_QUEUE_BYTES || self.sender.try_send(copy).is_err() {
+        // The budget is checked before the copy is made: a dropped copy costs nothing.
+        let sent = queued + bytes.len() <= RECORDER_QUEUE_BYTES
+            && self
+                .sender
+                .try_send(Copy {
+                    at,
+                    from_codex,
+                    bytes: bytes.to_vec(),
+                })
+                .is_ok();
+        if !sent {
             self.queued.fetch_sub(bytes.len(), Ordering::SeqCst);
             tracing::warn!("capture forwarder: a frame copy was dropped (the recorder is behind)");
         }
@@ -426,15 +431,7 @@ impl Conversation {
                 headers,
                 body: Value::Object(body),
             };
-            if self
-                .sink
-                .try_send(Recorded::Request { id, request })
-                .is_err()
-            {
-                tracing::warn!(
-                    "capture forwarder: a request copy was dropped (the writer is behind)"
-                );
-            }
+            super::file_request(&self.sink, id, request);
         }
         self.current = Some((id, recorder, filed));
     }
