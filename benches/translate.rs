@@ -4,10 +4,13 @@
 //! Prints the median per run from in-memory inputs, from disk and from disk with a warm skill
 //! cache (what `serve` keeps), each as a ratio against the floor measured in the same run:
 //! reading the same files from disk plus hashing the SKILL.md bytes (work no translation can
-//! skip). Then start-up: whole-process `clawbridge params` on an empty workspace against a
-//! minimal Rust binary (it only parses its arguments) compiled with `rustc -O` in the same run,
-//! timed alternately. `BENCH_BREAKDOWN=1` adds per-stage medians; `BENCH_PROFILE=1` loops the
-//! from-disk path for a profiler. OpenClaw's own figures come from `scripts/bench-vs-openclaw`.
+//! skip). Then two whole-process figures, each against a binary compiled in the same run and
+//! spawned alternately with it: `clawbridge params` on the at-caps workspace against the
+//! physical floor (a minimal binary that reads the same files and hashes the SKILL.md bytes with
+//! the same `sha2` build), and start-up (`clawbridge params` on an empty workspace) against a
+//! minimal Rust binary that only parses its arguments. `BENCH_BREAKDOWN=1` adds per-stage
+//! medians; `BENCH_PROFILE=1` loops the from-disk path for a profiler. OpenClaw's own figures
+//! come from `scripts/bench-vs-openclaw`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -334,64 +337,153 @@ fn main() {
     ratio("in-memory inputs -> params JSON", in_memory);
     ratio("from disk -> params JSON", from_disk);
     ratio("from disk, warm skill cache (serve)", from_disk_warm);
-    startup(ws);
+    whole_process(ws, &run_path);
 }
 
-/// Whole-process start-up: `clawbridge params` on an empty workspace against a minimal Rust
-/// binary built here, both spawned alternately so machine drift cancels.
-fn startup(scratch: &Path) {
-    let minimal_src = scratch.join("minimal.rs");
-    let minimal = scratch.join("minimal");
-    std::fs::write(
-        &minimal_src,
-        "fn main() { let n = std::env::args().count(); if n > 99 { println!(\"{n}\"); } }\n",
-    )
-    .expect("write minimal");
-    let built =
-        std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-            .args(["-O", "-o"])
-            .arg(&minimal)
-            .arg(&minimal_src)
-            .status();
-    if !built.is_ok_and(|status| status.success()) {
-        println!("start-up: rustc could not build the minimal binary; skipped");
-        return;
+/// The floor of a whole `clawbridge params` on the at-caps workspace: a minimal program that
+/// reads the run document, the bootstrap files and every SKILL.md (listing the skills folder) and
+/// hashes the SKILL.md bytes with SHA-256, as clawbridge must. It links the same `sha2` build the
+/// bench links (the rlib cargo built for this profile), so hashing costs the same on both sides.
+const FLOOR_SOURCE: &str = r#"
+use sha2::Digest;
+fn main() {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(run), Some(ws)) = (args.next(), args.next()) else { std::process::exit(2) };
+    let ws = std::path::PathBuf::from(ws);
+    let mut total = std::fs::read(run).expect("run").len();
+    for name in ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md",
+                 "BOOTSTRAP.md", "MEMORY.md"] {
+        total += std::fs::read(ws.join(name)).map(|bytes| bytes.len()).unwrap_or(0);
     }
+    let mut digest = 0u8;
+    for entry in std::fs::read_dir(ws.join("skills")).expect("skills") {
+        let path = entry.expect("entry").path().join("SKILL.md");
+        let bytes = std::fs::read(path).expect("skill");
+        total += bytes.len();
+        digest ^= sha2::Sha256::digest(&bytes)[0];
+    }
+    if total == usize::MAX { println!("{digest}"); }
+}
+"#;
+
+/// Where cargo put the rlib of `name` for this profile (the bench binary's own folder).
+fn dependency_rlib(name: &str) -> Option<std::path::PathBuf> {
+    let deps = std::env::current_exe().ok()?.parent()?.to_path_buf();
+    let prefix = format!("lib{name}-");
+    std::fs::read_dir(&deps)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|file| file.to_str())
+                .is_some_and(|file| file.starts_with(&prefix) && file.ends_with(".rlib"))
+        })
+        .max_by_key(|path| std::fs::metadata(path).and_then(|m| m.modified()).ok())
+}
+
+/// Compile `source` with `rustc -O` (with `extern` crates from this profile's rlibs).
+fn compile(
+    scratch: &Path,
+    name: &str,
+    source: &str,
+    externs: &[&str],
+) -> Option<std::path::PathBuf> {
+    let source_path = scratch.join(format!("{name}.rs"));
+    let binary = scratch.join(name);
+    std::fs::write(&source_path, source).ok()?;
+    let mut rustc =
+        std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
+    rustc
+        .args(["-O", "--edition", "2021", "-o"])
+        .arg(&binary)
+        .arg(&source_path);
+    for name in externs {
+        let rlib = dependency_rlib(name)?;
+        let deps = rlib.parent()?.to_path_buf();
+        rustc
+            .arg("--extern")
+            .arg(format!("{name}={}", rlib.display()));
+        rustc
+            .arg("-L")
+            .arg(format!("dependency={}", deps.display()));
+    }
+    let built = rustc.status();
+    built.is_ok_and(|status| status.success()).then_some(binary)
+}
+
+/// Spawn each command alternately `rounds` times; the median of each.
+fn alternate_spawns(rounds: usize, commands: &mut [std::process::Command]) -> Vec<Duration> {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); commands.len()];
+    for round in 0..rounds + 5 {
+        for (command, samples) in commands.iter_mut().zip(samples.iter_mut()) {
+            let started = Instant::now();
+            let status = command.status().expect("spawn");
+            let elapsed = started.elapsed();
+            assert!(status.success(), "{command:?} failed");
+            if round >= 5 {
+                samples.push(elapsed);
+            }
+        }
+    }
+    samples.into_iter().map(median).collect()
+}
+
+fn quiet(program: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command
+        .env("CLAWBRIDGE_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    command
+}
+
+/// Whole processes: `clawbridge params` on the at-caps workspace against the physical floor,
+/// and on an empty workspace against a minimal Rust binary, each spawned alternately.
+fn whole_process(ws: &Path, run_path: &Path) {
     let clawbridge = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/clawbridge");
     if !clawbridge.exists() {
         println!(
-            "start-up: {} not built (cargo build --release); skipped",
+            "whole process: {} not built (cargo build --release); skipped",
             clawbridge.display()
         );
         return;
     }
-    let empty = scratch.join("empty-workspace");
+    let scratch = tempfile::tempdir().expect("scratch");
+    let rounds = 200;
+    match compile(scratch.path(), "floor", FLOOR_SOURCE, &["sha2"]) {
+        Some(floor) => {
+            let mut ours = quiet(&clawbridge);
+            ours.arg("params").arg(run_path);
+            let mut base = quiet(&floor);
+            base.arg(run_path).arg(ws);
+            let times = alternate_spawns(rounds, &mut [base, ours]);
+            println!(
+                "whole process: clawbridge params on the at-caps workspace {:>7.1} us = {:.2}x the floor (a minimal binary reading the same files and hashing the SKILL.md bytes: {:.1} us), alternated, median of {rounds}",
+                micros(times[1]),
+                times[1].as_secs_f64() / times[0].as_secs_f64(),
+                micros(times[0])
+            );
+        }
+        None => println!("whole process: rustc could not build the floor binary; skipped"),
+    }
+    let minimal =
+        "fn main() { let n = std::env::args().count(); if n > 99 { println!(\"{n}\"); } }\n";
+    let Some(minimal) = compile(scratch.path(), "minimal", minimal, &[]) else {
+        println!("start-up: rustc could not build the minimal binary; skipped");
+        return;
+    };
+    let empty = scratch.path().join("empty-workspace");
     std::fs::create_dir_all(&empty).expect("empty workspace");
     let run = empty.join("run.json");
     std::fs::write(&run, "{\"workspace\": \".\"}").expect("run");
-    let spawn = |program: &Path| {
-        let started = Instant::now();
-        let status = std::process::Command::new(program)
-            .arg("params")
-            .arg(&run)
-            .env("CLAWBRIDGE_LOG", "error")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .expect("spawn");
-        assert!(status.success(), "{} params failed", program.display());
-        started.elapsed()
-    };
-    let (mut ours, mut base) = (Vec::new(), Vec::new());
-    for _ in 0..200 {
-        base.push(spawn(&minimal));
-        ours.push(spawn(&clawbridge));
-    }
-    let (ours, base) = (median(ours), median(base));
+    let mut ours = quiet(&clawbridge);
+    ours.arg("params").arg(&run);
+    let times = alternate_spawns(rounds, &mut [quiet(&minimal), ours]);
     println!(
-        "start-up: clawbridge params on an empty workspace {:>7.1} us = {:.2}x a minimal Rust binary ({:.1} us), alternated, median of 200",
-        micros(ours),
-        ours.as_secs_f64() / base.as_secs_f64(),
-        micros(base)
+        "start-up: clawbridge params on an empty workspace {:>7.1} us = {:.2}x a minimal Rust binary ({:.1} us), alternated, median of {rounds}",
+        micros(times[1]),
+        times[1].as_secs_f64() / times[0].as_secs_f64(),
+        micros(times[0])
     );
 }

@@ -726,7 +726,7 @@ impl Connection {
                     connection.forward(id, method, params).await;
                 });
             }
-            Ok(Incoming::Notification { method, params }) => {
+            Ok(Incoming::Notification { method, params, .. }) => {
                 let method = method.to_string();
                 if method == "initialized" {
                     return;
@@ -1020,7 +1020,7 @@ impl Connection {
                 let completed = notification.method == "turn/completed";
                 let text = format!(
                     r#"{{"method":{},"params":{}}}"#,
-                    Value::from(notification.method),
+                    Value::from(notification.method.as_str()),
                     notification.params.get()
                 );
                 if completed {

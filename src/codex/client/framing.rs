@@ -8,7 +8,7 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::codex::protocol::wire::{decode, decode_slice, DecodeError, Incoming, RequestId};
+use crate::codex::protocol::wire::{decode, decode_slice, Incoming, RequestId};
 
 /// Default frame cap: 64 MiB.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -264,9 +264,7 @@ fn handle_line(
             }
             Some(Frame::Message(message))
         }
-        Err(DecodeError::Json(error))
-            if error.is_eof() && error.to_string().starts_with("EOF while parsing a string") =>
-        {
+        Err(error) if error.is_unterminated_string() => {
             if pieces < MAX_FRAGMENTS && line.len() <= max_frame {
                 *fragment = Some((line.to_string(), pieces));
             } else {

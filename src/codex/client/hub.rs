@@ -8,6 +8,7 @@
 //! turn fails with [`SessionError::CodexExited`], and the hub reports itself dead so the next run
 //! starts a new process.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -119,7 +120,9 @@ impl Drop for ThreadHandle {
 
 /// The thread a message belongs to.
 fn thread_of(message: &Inbound) -> Option<String> {
-    message.scope().and_then(|scope| scope.thread_id.clone())
+    message
+        .scope()
+        .and_then(|scope| scope.thread_id.map(Cow::into_owned))
 }
 
 async fn route_loop(
@@ -177,7 +180,10 @@ async fn route_loop(
                         table.released.insert(thread_id.clone());
                     }
                     // The turn is interrupted at once, not left running for nobody.
-                    if let Some(turn_id) = message.scope().and_then(|scope| scope.turn_id.clone()) {
+                    if let Some(turn_id) = message
+                        .scope()
+                        .and_then(|scope| scope.turn_id.map(Cow::into_owned))
+                    {
                         let peer = peer.clone();
                         let thread = thread_id.clone();
                         tasks.spawn(async move {

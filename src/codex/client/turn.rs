@@ -10,6 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -305,11 +306,24 @@ pub async fn drive_turn<S: EventSource>(
     // while a server request was being answered.
     let mut buffered: std::collections::VecDeque<Inbound> = std::mem::take(early).into();
     loop {
-        let message = match buffered.pop_front() {
+        let mut now = Instant::now();
+        let deadline = idle_deadline.min(hard_deadline);
+        let deadline = completion_deadline.map_or(deadline, |grace| grace.min(deadline));
+        // A message already waiting (a streamed reply comes in bursts) is taken without arming a
+        // timer; the deadlines are checked on the clock read above, and once one has passed the
+        // select below handles it.
+        let ready = match buffered.pop_front() {
+            Some(message) => Some(message),
+            None if now < deadline => source
+                .recv()
+                .now_or_never()
+                .map(|event| event.ok_or(TurnFailure::Closed))
+                .transpose()?,
+            None => None,
+        };
+        let message = match ready {
             Some(message) => message,
             None => {
-                let deadline = idle_deadline.min(hard_deadline);
-                let deadline = completion_deadline.map_or(deadline, |grace| grace.min(deadline));
                 let event = tokio::select! {
                     event = source.recv() => event,
                     _ = tokio::time::sleep_until(deadline) => {
@@ -333,6 +347,8 @@ pub async fn drive_turn<S: EventSource>(
                         return Err(TurnFailure::Timeout { error, kill: !ended });
                     }
                 };
+                // The wait may have been long: the idle timer restarts from the arrival.
+                now = Instant::now();
                 event.ok_or(TurnFailure::Closed)?
             }
         };
@@ -360,10 +376,10 @@ pub async fn drive_turn<S: EventSource>(
             return Ok(done);
         }
         if of_this_turn {
-            idle_deadline = Instant::now() + limits.idle;
+            idle_deadline = now + limits.idle;
         }
         if outcome.agent_messages.len() > messages_before {
-            completion_deadline = Some(Instant::now() + limits.completion_grace);
+            completion_deadline = Some(now + limits.completion_grace);
         } else if item_of_this_turn {
             completion_deadline = None;
         }
@@ -399,7 +415,7 @@ async fn observe<S: EventSource>(
                 method: &notification.method,
                 params: &notification.params,
             });
-            let ours = notification.scope.turn_id.as_deref() == Some(outcome.turn_id.as_str());
+            let ours = notification.scope().turn_id.as_deref() == Some(outcome.turn_id.as_str());
             match notification.kind {
                 NotificationKind::AgentMessage { text } if ours => {
                     outcome.agent_messages.push(text);
@@ -489,7 +505,8 @@ async fn interrupt<S: EventSource>(
             .await;
         while let Some(message) = source.recv().await {
             if let Inbound::Notification(notification) = &message {
-                let ours = notification.scope.turn_id.as_deref() == Some(outcome.turn_id.as_str());
+                let ours =
+                    notification.scope().turn_id.as_deref() == Some(outcome.turn_id.as_str());
                 if ours && matches!(notification.kind, NotificationKind::TurnCompleted { .. }) {
                     return true;
                 }

@@ -2,8 +2,8 @@
 //!
 //! A framed [`Incoming`] carries its params as raw JSON text. A notification (nearly every
 //! message of a turn: the deltas) keeps that text as it is, and is what observers and clients
-//! receive; [`Inbound::from_incoming`] reads the typed facts from it in one borrowing pass that
-//! allocates nothing for the fields it skips: the thread and turn the message belongs to
+//! receive; the framing pass ([`super::scan`]) has already peeked the few fields clawbridge reads,
+//! so [`Inbound::from_incoming`] only decodes those: the thread and turn the message belongs to
 //! ([`Scope`]) and, for the methods clawbridge acts on, a typed kind ([`NotificationKind`]). A
 //! server request (rare, and answered from its fields) is parsed once into a `Value`, and typed
 //! from that ([`RequestKind`]). Every other method is kept as it came, with `Other` as its kind,
@@ -16,27 +16,38 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::wire::{Incoming, RawParams, RequestId};
+use super::scan::{Detail, Peek, Text};
+use super::wire::{Incoming, Method, RawParams, RequestId};
 
-/// The thread and turn a message names (`threadId`/`turnId`, or `thread.id`/`turn.id`).
+/// The thread and turn a message names (`threadId`/`turnId`, or `thread.id`/`turn.id`),
+/// borrowed from the message: typing a delta allocates nothing for them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Scope {
-    pub thread_id: Option<String>,
-    pub turn_id: Option<String>,
+pub struct Scope<'a> {
+    pub thread_id: Option<Cow<'a, str>>,
+    pub turn_id: Option<Cow<'a, str>>,
 }
 
-impl Scope {
-    fn of(params: &Value) -> Scope {
-        let text = |value: &Value| value.as_str().map(str::to_string);
-        Scope {
-            thread_id: text(&params["threadId"]).or_else(|| text(&params["thread"]["id"])),
-            turn_id: text(&params["turnId"]).or_else(|| text(&params["turn"]["id"])),
-        }
-    }
-
+impl Scope<'_> {
     /// True when the message belongs to this thread and turn.
     pub fn is_turn(&self, thread_id: &str, turn_id: &str) -> bool {
         self.thread_id.as_deref() == Some(thread_id) && self.turn_id.as_deref() == Some(turn_id)
+    }
+}
+
+/// A server request's scope, read once from its parsed params.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct OwnedScope {
+    thread_id: Option<String>,
+    turn_id: Option<String>,
+}
+
+impl OwnedScope {
+    fn of(params: &Value) -> OwnedScope {
+        let text = |value: &Value| value.as_str().map(str::to_string);
+        OwnedScope {
+            thread_id: text(&params["threadId"]).or_else(|| text(&params["thread"]["id"])),
+            turn_id: text(&params["turnId"]).or_else(|| text(&params["turn"]["id"])),
+        }
     }
 }
 
@@ -156,9 +167,10 @@ pub struct DynamicToolCall {
 /// A notification: method, params (raw, as Codex sent them) and what it means to clawbridge.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notification {
-    pub method: String,
+    pub method: Method,
     pub params: RawParams,
-    pub scope: Scope,
+    /// Where the thread and turn ids are in `params` ([`Notification::scope`] reads them).
+    peek: Peek,
     pub kind: NotificationKind,
 }
 
@@ -168,8 +180,18 @@ pub struct Request {
     pub id: RequestId,
     pub method: String,
     pub params: Value,
-    pub scope: Scope,
+    scope: OwnedScope,
     pub kind: RequestKind,
+}
+
+impl Request {
+    /// The thread and turn the request names.
+    pub fn scope(&self) -> Scope<'_> {
+        Scope {
+            thread_id: self.scope.thread_id.as_deref().map(Cow::Borrowed),
+            turn_id: self.scope.turn_id.as_deref().map(Cow::Borrowed),
+        }
+    }
 }
 
 /// An inbound message in typed form.
@@ -185,9 +207,11 @@ impl Inbound {
     /// Parse a framed message once.
     pub fn from_incoming(message: Incoming) -> Inbound {
         match message {
-            Incoming::Notification { method, params } => {
-                Inbound::Notification(Notification::from_raw(method.to_string(), params))
-            }
+            Incoming::Notification {
+                method,
+                params,
+                peek,
+            } => Inbound::Notification(Notification::from_peek(method, params, peek)),
             Incoming::Request { id, method, params } => {
                 Inbound::Request(Request::new(id, method.to_string(), parse(params.get())))
             }
@@ -196,10 +220,10 @@ impl Inbound {
     }
 
     /// The thread and turn the message names.
-    pub fn scope(&self) -> Option<&Scope> {
+    pub fn scope(&self) -> Option<Scope<'_>> {
         match self {
-            Inbound::Notification(notification) => Some(&notification.scope),
-            Inbound::Request(request) => Some(&request.scope),
+            Inbound::Notification(notification) => Some(notification.scope()),
+            Inbound::Request(request) => Some(request.scope()),
             Inbound::Response(_) => None,
         }
     }
@@ -221,209 +245,62 @@ fn parse(text: &str) -> Value {
     })
 }
 
-/// The few fields of a notification's params clawbridge reads, borrowed from the text; every
-/// other field is skipped without being built. Every field is read leniently: a value of another
-/// JSON type than the one read (a `threadId` that is a number, a `turn` that is a string) reads
-/// as absent, so the one pass never fails on a shape and never depends on one.
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct Peek<'a> {
-    #[serde(borrow, deserialize_with = "lenient_text")]
-    thread_id: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient_text")]
-    turn_id: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient_object")]
-    thread: Option<PeekId<'a>>,
-    #[serde(borrow, deserialize_with = "lenient_object")]
-    turn: Option<PeekTurn<'a>>,
-    #[serde(borrow, deserialize_with = "lenient_object")]
-    item: Option<PeekItem<'a>>,
-    #[serde(borrow, deserialize_with = "lenient_object")]
-    error: Option<PeekError<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct PeekId<'a> {
-    #[serde(borrow, deserialize_with = "lenient_text")]
-    id: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct PeekTurn<'a> {
-    #[serde(borrow, deserialize_with = "lenient_text")]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient_text")]
-    status: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient_object")]
-    error: Option<PeekError<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct PeekItem<'a> {
-    #[serde(borrow, rename = "type", deserialize_with = "lenient_text")]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient_text")]
-    text: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct PeekError<'a> {
-    #[serde(borrow, deserialize_with = "lenient_text")]
-    message: Option<Cow<'a, str>>,
-}
-
-/// Generates the visitor methods that read every JSON kind but the wanted one as absent,
-/// skipping its contents.
-macro_rules! absent_otherwise {
-    () => {
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-    };
-}
-
-/// A string field, read leniently (see [`Peek`]).
-fn lenient_text<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Cow<'de, str>>, D::Error> {
-    struct Text;
-
-    impl<'de> serde::de::Visitor<'de> for Text {
-        type Value = Option<Cow<'de, str>>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-
-        fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Borrowed(text)))
-        }
-
-        fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(text.to_string())))
-        }
-
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            while map
-                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                .is_some()
-            {}
-            Ok(None)
-        }
-
-        absent_otherwise!();
-    }
-
-    deserializer.deserialize_any(Text)
-}
-
-/// An object field, read leniently (see [`Peek`]): its own fields are lenient too, so reading
-/// it never fails.
-fn lenient_object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    struct Object<T>(std::marker::PhantomData<T>);
-
-    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
-        type Value = Option<T>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
-        }
-
-        absent_otherwise!();
-    }
-
-    deserializer.deserialize_any(Object(std::marker::PhantomData))
-}
-
 impl Notification {
-    /// Type a notification from its raw params: one borrowing pass over the few fields it needs
-    /// ([`Peek`]), whatever their shape.
-    pub fn from_raw(method: String, params: RawParams) -> Notification {
-        let peek = serde_json::from_str::<Peek<'_>>(params.get()).unwrap_or_else(|error| {
-            // Only a duplicated key can get here: every field is lenient.
-            tracing::warn!("codex app-server sent {method} params read as empty ({error})");
+    /// Type a notification from its raw params (built by clawbridge, or from a test): one
+    /// pass over them finds what [`Notification::from_peek`] reads.
+    pub fn from_raw(method: impl Into<Method>, params: RawParams) -> Notification {
+        let method = method.into();
+        let peek = super::scan::peek(params.get()).unwrap_or_else(|error| {
+            tracing::warn!("{method} params read as empty ({error})");
             Peek::default()
         });
-        let owned = |text: Option<Cow<'_, str>>| text.map(Cow::into_owned);
-        let turn = peek.turn.unwrap_or_default();
-        let scope = Scope {
-            thread_id: owned(peek.thread_id)
-                .or_else(|| owned(peek.thread.and_then(|thread| thread.id))),
-            turn_id: owned(peek.turn_id).or_else(|| owned(turn.id)),
-        };
+        Notification::from_peek(method, params, peek)
+    }
+
+    /// The thread and turn the notification names, borrowed from its params.
+    pub fn scope(&self) -> Scope<'_> {
+        let source = self.params.get();
+        Scope {
+            thread_id: self.peek.thread.map(|text| text.read(source)),
+            turn_id: self.peek.turn.map(|text| text.read(source)),
+        }
+    }
+
+    /// Type a notification from what the framing pass peeked in its params (ranges into them).
+    pub fn from_peek(method: Method, params: RawParams, peek: Peek) -> Notification {
+        let source = params.get();
+        let detail = peek.detail.as_deref();
+        let fact = |pick: fn(&Detail) -> &Option<Text>| detail.and_then(|d| pick(d).as_ref());
         let kind = match method.as_str() {
             "turn/started" => NotificationKind::TurnStarted,
             "turn/completed" => NotificationKind::TurnCompleted {
-                state: turn.status.as_deref().and_then(TurnState::from_wire),
-                error: owned(turn.error.and_then(|error| error.message)),
+                state: fact(|d| &d.turn_status)
+                    .and_then(|status| TurnState::from_wire(&status.read(source))),
+                error: fact(|d| &d.turn_error_message).map(|text| text.read(source).into_owned()),
             },
-            "item/completed" => match peek.item {
-                Some(PeekItem {
-                    kind: Some(kind),
-                    text: Some(text),
-                }) if kind == "agentMessage" => NotificationKind::AgentMessage {
-                    text: text.into_owned(),
-                },
+            "item/completed" => match (fact(|d| &d.item_type), fact(|d| &d.item_text)) {
+                (Some(kind), Some(text)) if kind.read(source) == "agentMessage" => {
+                    NotificationKind::AgentMessage {
+                        text: text.read(source).into_owned(),
+                    }
+                }
                 _ => NotificationKind::Other,
             },
             "error" => NotificationKind::Error {
-                message: owned(peek.error.and_then(|error| error.message)),
+                message: fact(|d| &d.error_message).map(|text| text.read(source).into_owned()),
             },
             _ => NotificationKind::Other,
         };
         Notification {
             method,
             params,
-            scope,
+            peek,
             kind,
         }
     }
 
     /// Type a notification whose params are already parsed.
-    pub fn new(method: String, params: Value) -> Notification {
+    pub fn new(method: impl Into<Method>, params: Value) -> Notification {
         Notification::from_raw(method, RawParams::from_value(&params))
     }
 }
@@ -431,7 +308,7 @@ impl Notification {
 impl Request {
     /// Type a server request whose params are already parsed.
     pub fn new(id: RequestId, method: String, params: Value) -> Request {
-        let scope = Scope::of(&params);
+        let scope = OwnedScope::of(&params);
         let kind = if method == "item/tool/call" {
             DynamicToolCall::deserialize(&params)
                 .map(RequestKind::DynamicToolCall)
@@ -459,7 +336,7 @@ mod tests {
     #[test]
     fn notifications_are_typed_from_one_parse() {
         let done = Notification::new(
-            "turn/completed".into(),
+            "turn/completed",
             json!({"threadId": "t", "turn": {"id": "u", "status": "interrupted", "error": {"message": "stop"}}}),
         );
         assert_eq!(
@@ -469,18 +346,18 @@ mod tests {
                 error: Some("stop".into())
             }
         );
-        assert!(done.scope.is_turn("t", "u"));
+        assert!(done.scope().is_turn("t", "u"));
         let message = Notification::new(
-            "item/completed".into(),
+            "item/completed",
             json!({"threadId": "t", "turnId": "u", "item": {"type": "agentMessage", "text": "hi"}}),
         );
         assert_eq!(
             message.kind,
             NotificationKind::AgentMessage { text: "hi".into() }
         );
-        let other = Notification::new("thread/tokenUsage/updated".into(), json!({"threadId": "t"}));
+        let other = Notification::new("thread/tokenUsage/updated", json!({"threadId": "t"}));
         assert_eq!(other.kind, NotificationKind::Other);
-        assert_eq!(other.scope.thread_id.as_deref(), Some("t"));
+        assert_eq!(other.scope().thread_id.as_deref(), Some("t"));
     }
 
     #[test]
@@ -587,34 +464,38 @@ mod tests {
         ];
         for (method, text, thread, turn, kind) in cases {
             let raw = RawParams::from_value(&serde_json::from_str(text).expect("json"));
-            let typed = Notification::from_raw(method.into(), raw);
-            assert_eq!(typed.scope.thread_id.as_deref(), thread, "{method} {text}");
-            assert_eq!(typed.scope.turn_id.as_deref(), turn, "{method} {text}");
+            let typed = Notification::from_raw(method, raw);
+            assert_eq!(
+                typed.scope().thread_id.as_deref(),
+                thread,
+                "{method} {text}"
+            );
+            assert_eq!(typed.scope().turn_id.as_deref(), turn, "{method} {text}");
             assert_eq!(typed.kind, kind, "{method} {text}");
         }
         // A duplicated key (never sent by Codex) reads as empty, without a panic.
-        let Ok(Incoming::Notification { method, params }) = crate::codex::protocol::wire::decode(
+        let Ok(notification) = crate::codex::protocol::wire::decode(
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","threadId":"dup"}}"#
                 .to_string(),
         ) else {
             panic!("a notification")
         };
-        let typed = Notification::from_raw(method.to_string(), params);
-        assert_eq!(typed.scope, Scope::default());
-        // The params are kept byte for byte, whatever their key order.
-        let text = r#"{"turnId":"u","threadId":"t"}"#;
-        let Ok(Incoming::Notification { method, params }) = crate::codex::protocol::wire::decode(
-            format!(r#"{{"method":"turn/started","params":{text}}}"#),
-        ) else {
+        let Inbound::Notification(typed) = Inbound::from_incoming(notification) else {
             panic!("a notification")
         };
-        let Inbound::Notification(typed) =
-            Inbound::from_incoming(Incoming::Notification { method, params })
-        else {
+        assert_eq!(typed.scope(), Scope::default());
+        // The params are kept byte for byte, whatever their key order.
+        let text = r#"{"turnId":"u","threadId":"t"}"#;
+        let Ok(notification) = crate::codex::protocol::wire::decode(format!(
+            r#"{{"method":"turn/started","params":{text}}}"#
+        )) else {
+            panic!("a notification")
+        };
+        let Inbound::Notification(typed) = Inbound::from_incoming(notification) else {
             panic!("a notification")
         };
         assert_eq!(typed.params.get(), text);
-        assert!(typed.scope.is_turn("t", "u"));
+        assert!(typed.scope().is_turn("t", "u"));
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //! (strict outbound: every key we send is a field) and assembles them for a run; [`wire`] mirrors
 //! JSON-RPC as Codex speaks it (no `"jsonrpc"` field, ids keep their JSON type); [`methods`]
 //! types the other requests clawbridge sends (`turn/interrupt`, `thread/unsubscribe`); [`inbound`]
-//! types the notifications and server requests clawbridge acts on, keeping the rest raw.
+//! types the notifications and server requests clawbridge acts on, keeping the rest raw; [`scan`]
+//! is the one pass over each inbound line that validates it and finds what those read.
 
 pub mod inbound;
 pub mod methods;
 pub mod params;
+pub mod scan;
 pub mod wire;
 
 /// The Codex CLI version clawbridge is measured against.

@@ -3,12 +3,16 @@
 //! Codex never sends a `"jsonrpc"` field, and ids are integers or strings whose JSON type must be
 //! echoed exactly (`53` is not `"53"`). Inbound messages are routed on their envelope alone
 //! (`id`, `method`, `result`/`error`); `params` and `result` stay raw JSON until a consumer asks
-//! for them, so a long stream of deltas is never fully parsed by the transport.
+//! for them, so a long stream of deltas is never fully parsed by the transport. One pass over each
+//! line ([`super::scan`]) validates it, finds the envelope and peeks the few params fields the
+//! driver reads; params and results are ranges of the line, never copied out of it.
 
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+use super::scan::{scan_line, Peek, ScanError};
 
 /// A request id, kept with its JSON type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -92,26 +96,34 @@ impl RawJson {
         }
     }
 
-    fn slice_of(line: &Line, part: &str) -> Self {
-        let start = part.as_ptr() as usize - line.as_str().as_ptr() as usize;
+    fn span(line: &Line, range: std::ops::Range<usize>) -> Self {
         RawJson {
             line: line.clone(),
-            start,
-            end: start + part.len(),
+            start: range.start,
+            end: range.end,
+        }
+    }
+
+    fn owned(text: String) -> Self {
+        let end = text.len();
+        RawJson {
+            line: Line::Moved(std::sync::Arc::new(text)),
+            start: 0,
+            end,
         }
     }
 }
 
-/// The params of a request or notification, exactly as Codex sent them: validated once by the
-/// envelope decoder and never parsed again unless a consumer asks. Absent params read as `{}`.
-/// Serialized, they are written byte for byte.
+/// The params of a request or notification, exactly as Codex sent them: a range of the line,
+/// validated by the one pass that framed it and never parsed again unless a consumer asks.
+/// Absent (or `null`) params read as `{}`. Serialized, they are written byte for byte.
 #[derive(Clone, Debug, Default)]
-pub struct RawParams(Option<Box<RawValue>>);
+pub struct RawParams(Option<RawJson>);
 
 impl RawParams {
     /// The JSON text (`{}` when the message had no params).
     pub fn get(&self) -> &str {
-        self.0.as_deref().map_or("{}", RawValue::get)
+        self.0.as_ref().map_or("{}", RawJson::get)
     }
 
     /// Parse them.
@@ -121,7 +133,7 @@ impl RawParams {
 
     /// Params from a value (tests, and events built by clawbridge itself).
     pub fn from_value(value: &serde_json::Value) -> Self {
-        RawParams(serde_json::value::to_raw_value(value).ok())
+        RawParams(Some(RawJson::owned(value.to_string())))
     }
 }
 
@@ -147,7 +159,10 @@ impl schemars::JsonSchema for RawParams {
 impl Serialize for RawParams {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match &self.0 {
-            Some(raw) => raw.serialize(serializer),
+            // Checked JSON already; serde_json writes a `RawValue` as it is.
+            Some(raw) => serde_json::from_str::<&RawValue>(raw.get())
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
             None => serializer.serialize_map(Some(0))?.end(),
         }
     }
@@ -159,16 +174,61 @@ pub struct Method(MethodText);
 
 #[derive(Clone, Debug)]
 enum MethodText {
+    /// One of the methods Codex sends often: no allocation, no reference to the line.
+    Known(&'static str),
     Slice(RawJson),
     Owned(String),
 }
 
+/// The methods a turn streams (and the common others), named without holding the line.
+const KNOWN_METHODS: &[&str] = &[
+    "item/agentMessage/delta",
+    "item/reasoning/summaryTextDelta",
+    "item/reasoning/textDelta",
+    "item/reasoning/summaryPartAdded",
+    "item/commandExecution/outputDelta",
+    "item/fileChange/outputDelta",
+    "item/plan/delta",
+    "item/started",
+    "item/completed",
+    "turn/started",
+    "turn/completed",
+    "turn/diff/updated",
+    "turn/plan/updated",
+    "thread/started",
+    "thread/status/changed",
+    "thread/tokenUsage/updated",
+    "account/rateLimits/updated",
+    "error",
+];
+
 impl Method {
     pub fn as_str(&self) -> &str {
         match &self.0 {
+            MethodText::Known(text) => text,
             MethodText::Slice(raw) => raw.get(),
             MethodText::Owned(text) => text,
         }
+    }
+
+    fn of_line(line: &Line, range: std::ops::Range<usize>) -> Method {
+        let text = line.as_str().get(range.clone()).unwrap_or_default();
+        match KNOWN_METHODS.iter().find(|known| **known == text) {
+            Some(known) => Method(MethodText::Known(known)),
+            None => Method(MethodText::Slice(RawJson::span(line, range))),
+        }
+    }
+}
+
+impl PartialEq for Method {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<String> for Method {
+    fn from(text: String) -> Self {
+        Method(MethodText::Owned(text))
     }
 }
 
@@ -215,6 +275,8 @@ pub enum Incoming {
     Notification {
         method: Method,
         params: RawParams,
+        /// What the framing pass read of the params (ranges into `params`).
+        peek: Peek,
     },
     Response {
         id: RequestId,
@@ -244,30 +306,20 @@ impl Incoming {
     }
 }
 
-/// Only the envelope is looked at; `params` and `result` are borrowed, not parsed.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(default)]
-    id: Option<RequestId>,
-    #[serde(default, borrow)]
-    method: Option<std::borrow::Cow<'a, str>>,
-    /// Owned: a notification's params outlive the frame (the turn driver, the event log), and
-    /// serde copies the slice it has just validated, so nothing parses them twice.
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
-    #[serde(default, borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(default)]
-    error: Option<RpcError>,
-}
-
 /// Why a line is not a message.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     #[error("invalid JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(#[from] ScanError),
     #[error("not a JSON-RPC message (no method and no id)")]
     NotAMessage,
+}
+
+impl DecodeError {
+    /// The line ended inside a string: a raw newline may have split the message.
+    pub fn is_unterminated_string(&self) -> bool {
+        matches!(self, DecodeError::Json(ScanError::UnterminatedString))
+    }
 }
 
 /// Decode one frame (taking the line, which the message keeps).
@@ -281,31 +333,32 @@ pub fn decode_slice(frame: &str) -> Result<Incoming, DecodeError> {
 }
 
 fn decode_line(line: Line) -> Result<Incoming, DecodeError> {
-    let envelope: Envelope<'_> = serde_json::from_str(line.as_str())?;
-    let raw = |part: Option<&RawValue>, default: &'static str| match part {
-        Some(part) => RawJson::slice_of(&line, part.get()),
-        None => RawJson::literal(default),
-    };
-    let method = envelope.method.map(|method| match method {
-        std::borrow::Cow::Borrowed(text) => {
-            Method(MethodText::Slice(RawJson::slice_of(&line, text)))
+    let envelope = scan_line(line.as_str())?;
+    let method = envelope.method.map(|text| {
+        if text.is_plain() {
+            Method::of_line(&line, text.range())
+        } else {
+            Method(MethodText::Owned(text.read(line.as_str()).into_owned()))
         }
-        std::borrow::Cow::Owned(text) => Method(MethodText::Owned(text)),
     });
+    let (params, peek) = match envelope.params {
+        Some((range, peek)) => (RawParams(Some(RawJson::span(&line, range))), peek),
+        None => (RawParams(None), Peek::default()),
+    };
     match (envelope.id, method) {
-        (Some(id), Some(method)) => Ok(Incoming::Request {
-            id,
-            method,
-            params: RawParams(envelope.params),
-        }),
+        (Some(id), Some(method)) => Ok(Incoming::Request { id, method, params }),
         (None, Some(method)) => Ok(Incoming::Notification {
             method,
-            params: RawParams(envelope.params),
+            params,
+            peek,
         }),
         (Some(id), None) => {
             let result = match envelope.error {
                 Some(error) => Err(error),
-                None => Ok(raw(envelope.result, "null")),
+                None => Ok(envelope.result.map_or_else(
+                    || RawJson::literal("null"),
+                    |range| RawJson::span(&line, range),
+                )),
             };
             Ok(Incoming::Response { id, result })
         }
