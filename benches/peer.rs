@@ -266,6 +266,37 @@ async fn baseline_value_relay(bytes: &'static [u8]) -> usize {
     }
 }
 
+/// The parsing stage alone, on one thread: each delta line typed as the turn driver reads it
+/// (`decode_slice`, then `Inbound::from_incoming`: the one scan and the typing) against parsing
+/// it into a `serde_json::Value`.
+fn decode_per_line(deltas: &[u8], rounds: usize) {
+    let lines: Vec<&str> = deltas
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| std::str::from_utf8(line).expect("utf-8"))
+        .collect();
+    let typed = || {
+        for line in &lines {
+            let message = clawbridge::decode_slice(line).expect("a message");
+            std::hint::black_box(clawbridge::Inbound::from_incoming(message));
+        }
+    };
+    let values = || {
+        for line in &lines {
+            std::hint::black_box(serde_json::from_str::<Value>(line).expect("json"));
+        }
+    };
+    let [typed, values] = alternate(rounds, [&typed, &values]);
+    let per_line = |time: Duration| time.as_secs_f64() * 1e9 / lines.len() as f64;
+    println!(
+        "parsing alone, one thread ({} delta lines): typed by clawbridge {:.0} ns/line, a serde_json::Value {:.0} ns/line: {:.2}x",
+        lines.len(),
+        per_line(typed),
+        per_line(values),
+        values.as_secs_f64() / typed.as_secs_f64()
+    );
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -326,6 +357,12 @@ fn main() {
             Some(count),
         );
     }
+    if std::env::var_os("PEER_BENCH_ONLY_DECODE").is_some() {
+        // For a profiler: the parsing stage alone.
+        let (deltas, _) = delta_stream();
+        decode_per_line(&deltas, 41);
+        return;
+    }
     if std::env::var_os("PEER_BENCH_ONLY_PRODUCTION").is_some() {
         // For a profiler: the production path alone, over and over.
         let (deltas, count) = delta_stream();
@@ -378,6 +415,7 @@ fn main() {
     );
     // End to end: bytes in to the `run --json` lines a consumer receives.
     let (deltas, delta_count) = delta_stream();
+    decode_per_line(&deltas, rounds);
     let deltas: &'static [u8] = Box::leak(deltas.into_boxed_slice());
     let delta_mb = deltas.len() as f64 / 1e6;
     println!("production path ({DELTAS} deltas = {delta_mb:.1} MB in, run --json lines out), median of {rounds} alternating rounds:");

@@ -74,12 +74,13 @@ pub use codex::client::session::{
     TurnLimits, TurnStatus,
 };
 pub use codex::client::turn::{drive_turn, MISSING_TURN_COMPLETED};
+pub use codex::protocol::inbound::Inbound;
 pub use codex::protocol::methods::TurnSteerParams;
 pub use codex::protocol::params::{
     CodexParams, CollaborationMode, CollaborationSettings, SandboxPolicy, ThreadParams,
     TurnStartParams, UserInput,
 };
-pub use codex::protocol::wire::{Incoming, RequestId, RpcError};
+pub use codex::protocol::wire::{decode_slice, Incoming, RequestId, RpcError};
 pub use codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
 pub use config::keys::KNOWN as KNOWN_CONFIG_KEYS;
 pub use config::run::run_document_schema;

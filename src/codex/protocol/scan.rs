@@ -244,6 +244,19 @@ pub fn peek(params: &str) -> Result<Peek, ScanError> {
     Ok(peek)
 }
 
+/// The bytes that end a run of plain string contents: a quote, a backslash, a control character.
+const STRING_STOPS: [bool; 256] = {
+    let mut stops = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        stops[byte] = true;
+        byte += 1;
+    }
+    stops[b'"' as usize] = true;
+    stops[b'\\' as usize] = true;
+    stops
+};
+
 /// True when no byte is below 0x20 (no control character can be inside a string). No early
 /// exit: the compiler turns this into a few vector compares per 32 bytes.
 fn free_of_controls(bytes: &[u8]) -> bool {
@@ -493,7 +506,8 @@ impl<'a> Scanner<'a> {
     /// byte and a long one (a delta's text, a 32 MiB response) is skipped with `memchr2`'s SIMD
     /// search for its closing quote or next backslash.
     fn string(&mut self) -> Result<Text, ScanError> {
-        const SHORT: usize = 24;
+        // Long enough for an id (a UUID is 36 bytes) to be walked without a call.
+        const SHORT: usize = 48;
         let bytes = self.bytes;
         let start = self.pos + 1;
         let mut at = start;
@@ -504,33 +518,32 @@ impl<'a> Scanner<'a> {
             } else {
                 bytes.len()
             };
-            let mut found = None;
-            while at < limit {
-                match bytes[at] {
-                    b'"' | b'\\' => {
-                        found = Some(at);
-                        break;
-                    }
-                    0..=0x1f => {
-                        self.pos = at;
-                        return Err(self.syntax("control character while parsing a string"));
-                    }
-                    _ => at += 1,
-                }
-            }
-            if found.is_none() && at < bytes.len() {
-                found = memchr::memchr2(b'"', b'\\', &bytes[at..]).map(|offset| at + offset);
+            let head = bytes.get(at..limit).unwrap_or_default();
+            let mut found = head
+                .iter()
+                .position(|&byte| STRING_STOPS[usize::from(byte)])
+                .map(|offset| at + offset);
+            if found.is_none() && limit < bytes.len() {
+                found = memchr::memchr2(b'"', b'\\', &bytes[limit..]).map(|offset| limit + offset);
             }
             let Some(end) = found else {
                 self.pos = bytes.len();
                 return Err(ScanError::UnterminatedString);
             };
-            if bytes[end] == b'"' {
-                self.pos = end + 1;
-                return Ok(Text::new(start..end, escaped));
+            match bytes[end] {
+                b'"' => {
+                    self.pos = end + 1;
+                    return Ok(Text::new(start..end, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    at = self.escape(end + 1)?;
+                }
+                _ => {
+                    self.pos = end;
+                    return Err(self.syntax("control character while parsing a string"));
+                }
             }
-            escaped = true;
-            at = self.escape(end + 1)?;
         }
     }
 
@@ -873,12 +886,20 @@ mod tests {
         message: Lenient,
     }
 
-    fn reference_peek(params: &str) -> Read {
+    /// The former reading; `None` where it failed only because serde decodes every key of an
+    /// object it skips (a lone surrogate in a key nobody reads emptied the whole peek), which the
+    /// scanner, decoding only the keys it looks for, reads past on purpose.
+    fn reference_peek(params: &str) -> Option<Read> {
         if !params.starts_with('{') {
-            return Read::default();
+            return Some(Read::default());
         }
-        let Ok(peek) = serde_json::from_str::<RefPeek>(params) else {
-            return Read::default();
+        let peek = match serde_json::from_str::<RefPeek>(params) {
+            Ok(peek) => peek,
+            Err(error) => {
+                let message = error.to_string();
+                let undecodable = message.contains("surrogate") || message.contains("hex escape");
+                return (!undecodable).then(Read::default);
+            }
         };
         let (thread, turn, item, error) = (
             peek.thread.0.unwrap_or_default(),
@@ -886,7 +907,7 @@ mod tests {
             peek.item.0.unwrap_or_default(),
             peek.error.0.unwrap_or_default(),
         );
-        Read {
+        Some(Read {
             thread: peek.thread_id.0.or(thread.id.0),
             turn: peek.turn_id.0.or(turn.id.0),
             turn_status: turn.status.0,
@@ -894,7 +915,7 @@ mod tests {
             item_type: item.kind.0,
             item_text: item.text.0,
             error_message: error.message.0,
-        }
+        })
     }
 
     /// Compare the scanner with the reference on one line.
@@ -932,7 +953,9 @@ mod tests {
                 );
                 prop_assert_eq!(&reference.error, &scanned.error, "error of {}", line);
                 if let (Some(text), Some((_, peek))) = (params, &scanned.params) {
-                    prop_assert_eq!(reference_peek(text), read(peek, text), "peek of {}", line);
+                    if let Some(reference) = reference_peek(text) {
+                        prop_assert_eq!(reference, read(peek, text), "peek of {}", line);
+                    }
                     let alone = peek_alone(text);
                     prop_assert_eq!(
                         read(&alone, text),
