@@ -450,3 +450,41 @@ fn completions_name_every_command() {
     let (code, _, _) = run_cli(&["completions", "no-such-shell"]);
     assert_eq!(code, 2);
 }
+
+/// `clawbridge` runs `params`, `prompt` and `context` itself and hands every other command line
+/// to `clawbridge-runtime` beside it, in the same process; without the runtime the one-shot
+/// commands still work and the others say what is missing.
+#[test]
+fn the_front_runs_one_shot_commands_and_hands_the_rest_to_the_runtime() {
+    let alone = tempfile::tempdir().expect("dir");
+    let front = alone.path().join("clawbridge");
+    std::fs::copy(env!("CARGO_BIN_EXE_clawbridge"), &front).expect("copy the front");
+    let workspace = tempfile::tempdir().expect("workspace");
+    let run = write_run(&workspace, r#"{"workspace": "."}"#);
+    let state = tempfile::tempdir().expect("state");
+    let state = state.path().display().to_string();
+    let output = std::process::Command::new(&front)
+        .args(["params", &run, "--state-dir", &state])
+        .output()
+        .expect("spawn the front alone");
+    assert!(output.status.success(), "{output:?}");
+    let params: Value = serde_json::from_slice(&output.stdout).expect("params JSON");
+    assert!(params.get("threadStart").is_some());
+    // Anything else needs the runtime, and says so.
+    let output = std::process::Command::new(&front)
+        .args(["schema", "run-document"])
+        .output()
+        .expect("spawn the front alone");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("clawbridge-runtime is missing"), "{stderr}");
+    assert!(output.stdout.is_empty());
+    // Beside it, the runtime answers with the same output the runtime gives directly.
+    let (code, through_front, _) = run_cli(&["schema", "run-document"]);
+    assert_eq!(code, 0);
+    let direct = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge-runtime"))
+        .args(["schema", "run-document"])
+        .output()
+        .expect("spawn the runtime");
+    assert_eq!(through_front.as_bytes(), direct.stdout.as_slice());
+}

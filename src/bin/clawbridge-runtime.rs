@@ -1,0 +1,208 @@
+//! `clawbridge-runtime`: every command, the long-running ones (`serve`, `app-server`, `run`,
+//! `capture`) and the rest, with the whole server stack linked in. Users run `clawbridge` (the
+//! small front in `src/main.rs`), which does the one-shot commands itself and hands every other
+//! command line to this binary unchanged (`exec`: the same process, the same pid). Both parse
+//! the same flags ([`cli`]) and share the one-shot handlers ([`front`]); errors map to exit codes
+//! in [`exit`]. stdout carries only the command's output; logs go to stderr.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+#[path = "../cli.rs"]
+mod cli;
+#[path = "../exit.rs"]
+mod exit;
+#[path = "../front.rs"]
+mod front;
+use cli::*;
+use exit::{exit_code, Failure};
+use front::{init_logging, print_json, print_stdout};
+
+use clawbridge::{commands, fixtures, run as pairing};
+
+/// mimalloc: the bridge frees messages on other threads than the one that read them, which
+/// glibc's allocator serializes on an arena lock (see `cargo bench --bench peer`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
+    let cli = match front::parse() {
+        front::Parsed::Cli(cli) => cli,
+        front::Parsed::Passthrough(args) => {
+            init_logging(0);
+            return match clawbridge::passthrough(&args) {
+                Ok(never) => match never {},
+                Err(error) => {
+                    eprintln!("clawbridge app-server: {:#}", anyhow::Error::from(error));
+                    ExitCode::from(3)
+                }
+            };
+        }
+        front::Parsed::Exit(code) => return code,
+    };
+    init_logging(cli.verbose);
+    let name = match cli.command {
+        Command::AppServer(_) => "clawbridge app-server",
+        _ => "clawbridge",
+    };
+    front::finish(name, run(cli))
+}
+
+fn app_server(args: clawbridge::AppServerArgs) -> Result<ExitCode, Failure> {
+    block_on(async move {
+        let code = clawbridge::run_app_server(args).await?;
+        Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    })
+}
+
+fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
+    let command = match front::one_shot(cli.command) {
+        Ok(result) => return result,
+        Err(command) => *command,
+    };
+    match command {
+        // Every failure of the sync (an unsupported personality included) exits 1
+        // (docs/snapshots.md §6.4); usage errors stay clap's 2.
+        Command::SyncCodexModel(args) => {
+            let sync = |error: clawbridge::Error| Failure(error.into(), 1);
+            let settings = args.settings().map_err(sync)?;
+            print_output(fixtures::sync_codex_model(settings).map_err(sync)?)
+        }
+        Command::AppServer(args) => app_server(args),
+        Command::Doctor(args) => {
+            use clawbridge::doctor;
+            let findings = doctor::doctor(&args.settings());
+            let failed = findings.iter().any(|f| f.level == doctor::Level::Fail);
+            if args.json {
+                print_json(&findings)?;
+            } else {
+                print_stdout(&doctor::render(&findings))?;
+            }
+            Ok(exit_code(!failed))
+        }
+        Command::Fixtures(FixturesCommand::Verify { root }) => {
+            print_output(fixtures::fixtures_verify(&root))
+        }
+        Command::Run {
+            run,
+            offline,
+            json,
+            codex,
+            capture,
+        } => block_on(async move {
+            let settings = clawbridge::run::PairingSettings {
+                live_capture: capture.settings(),
+                ..codex.settings(offline)
+            };
+            let completed = pairing::run_to_stdout(&run, json, &settings).await?;
+            Ok(exit_code(completed))
+        }),
+        Command::Capture { run, out, codex } => block_on(async move {
+            let report = pairing::capture(&run, &out, &codex.settings(true)).await?;
+            print_stdout(&report.render_text())
+        }),
+        Command::CacheReport {
+            paths,
+            json,
+            html,
+            fail_on_break,
+        } => {
+            let report = commands::cache_report(&paths, html.as_deref())?;
+            if json {
+                print_json(&report)?;
+            } else {
+                print_stdout(&report.render_text())?;
+            }
+            Ok(exit_code(!(fail_on_break && report.breaks > 0)))
+        }
+        Command::Serve(args) => serve_command(*args),
+        Command::Snapshots(SnapshotsCommand::Gen {
+            root,
+            raw,
+            codex_bin,
+        }) => {
+            let output = fixtures::snapshots_gen(&root)?;
+            print_output(output)?;
+            if raw {
+                block_on(async move {
+                    pairing::capture_scenarios(&root, codex_bin).await?;
+                    Ok(ExitCode::SUCCESS)
+                })?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Snapshots(SnapshotsCommand::Check { root }) => {
+            print_output(fixtures::snapshots_check(&root)?)
+        }
+        Command::Client(command) => client(command),
+        Command::Schema(SchemaCommand::RunDocument) => {
+            print_json(&clawbridge::run_document_schema())
+        }
+        Command::Schema(SchemaCommand::Openrpc) => print_json(&clawbridge::openrpc()),
+        Command::Completions { shell } => print_stdout(&cli::completions(shell)),
+        // front::one_shot ran these above.
+        Command::Params(_) | Command::Prompt(_) | Command::Context { .. } => Err(Failure(
+            anyhow::anyhow!("internal: a one-shot command reached the runtime's dispatch"),
+            1,
+        )),
+    }
+}
+
+fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
+    let config = args.into_config()?;
+    block_on(async move {
+        let running = clawbridge::serve(config).await?;
+        print_stdout(&format!("{}\n", running.addr))?;
+        eprint!("{}", running.start_notice());
+        running
+            .until_signal(std::time::Duration::from_secs(9))
+            .await
+            .context("installing the SIGTERM handler")
+            .map_err(|error| Failure(error, 1))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn client(command: cli::ClientCommand) -> Result<ExitCode, Failure> {
+    use clawbridge::clients;
+    match command {
+        cli::ClientCommand::Add {
+            name,
+            operator,
+            state_dir,
+        } => {
+            let path = clients::clients_path(&commands::state_dir(state_dir)?);
+            let token = clients::ClientsFile::add(&path, &name, operator)?;
+            eprintln!("{}", clients::added_notice(&name, operator, &path));
+            print_stdout(&format!("{token}\n"))
+        }
+        cli::ClientCommand::List { state_dir } => {
+            let path = clients::clients_path(&commands::state_dir(state_dir)?);
+            print_stdout(&clients::ClientsFile::load(&path)?.render_list())
+        }
+    }
+}
+
+fn print_output(output: fixtures::Output) -> Result<ExitCode, Failure> {
+    eprint!("{}", output.stderr);
+    print_stdout(&output.stdout)?;
+    Ok(exit_code(output.success))
+}
+
+fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
+    future: F,
+) -> Result<ExitCode, Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+        .map_err(|error| Failure(error, 1))?;
+    let result = runtime.block_on(future);
+    // A blocking task still running (a translation past its deadline, the proxy's read of a
+    // stdin the client keeps open) must not hold the exit: dropping the runtime would wait for
+    // it without bound.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(250));
+    result
+}

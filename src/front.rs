@@ -1,0 +1,133 @@
+//! What both binaries share: reading the command line once, the one-shot commands, logging and
+//! printing.
+//!
+//! `clawbridge` (`src/main.rs`) is what users run; it links only what the one-shot translation
+//! commands use (`params`, `prompt`, `context`: what a prompt reviewer or a CI job calls once per
+//! run, where the start of the process is most of the time and most of a start is the loader
+//! relocating the binary: README "Performance"). Every other command line goes unchanged to
+//! `clawbridge-runtime`, which links everything and runs the same handlers for these commands.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::exit::{is_broken_pipe, Failure};
+use clawbridge::commands;
+
+/// The command line, read.
+pub enum Parsed {
+    Cli(Box<Cli>),
+    /// OpenClaw's Codex slot shape that goes to Codex as it is (`clawbridge -c ... app-server`
+    /// without clawbridge's own flags): the runtime's.
+    #[allow(dead_code)]
+    Passthrough(Vec<OsString>),
+    /// `--help`, `--version` or a usage error: already printed.
+    Exit(ExitCode),
+}
+
+/// Read the command line: OpenClaw's slot shape is normalised first, then clap parses it once.
+pub fn parse() -> Parsed {
+    let given: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let args = match clawbridge::normalise(&given) {
+        clawbridge::Normalised::Clap(args) => args,
+        clawbridge::Normalised::Passthrough(args) => return Parsed::Passthrough(args),
+    };
+    let program = std::env::args_os()
+        .next()
+        .unwrap_or_else(|| "clawbridge".into());
+    match Cli::try_parse_from(std::iter::once(program).chain(args)) {
+        Ok(cli) => Parsed::Cli(Box::new(cli)),
+        Err(error) => {
+            let _ = error.print();
+            Parsed::Exit(match error.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(2),
+            })
+        }
+    }
+}
+
+/// True for the commands `clawbridge` runs itself (the runtime runs them through [`one_shot`]).
+#[allow(dead_code)]
+pub fn is_one_shot(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Params(_) | Command::Prompt(_) | Command::Context { .. }
+    )
+}
+
+/// Run a one-shot command; any other command is handed back.
+pub fn one_shot(command: Command) -> Result<Result<ExitCode, Failure>, Box<Command>> {
+    Ok(match command {
+        Command::Params(args) => (|| {
+            let (run, options) = args.load()?;
+            print_json(&commands::params(&run, &options)?)
+        })(),
+        Command::Prompt(prompt_args) => (|| {
+            let (run, options) = prompt_args.args.load()?;
+            let prompt = commands::prompt(&run, &options, &prompt_args.settings()?)?;
+            if prompt_args.split {
+                print_json(&prompt)
+            } else {
+                print_stdout(&format!("{}\n", prompt.text()))
+            }
+        })(),
+        Command::Context { args, json, detail } => (|| {
+            let (run, options) = args.load()?;
+            let report = commands::context(&run, &options, detail)?;
+            if json {
+                print_json(&report)
+            } else {
+                print_stdout(&report.render_text())
+            }
+        })(),
+        other => return Err(Box::new(other)),
+    })
+}
+
+/// The exit code of a command's result; a failure is printed with the command's name.
+pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(Failure(error, _)) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(Failure(error, code)) => {
+            eprintln!("{name}: {error:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+pub fn init_logging(verbose: u8) {
+    let default = ["warn", "info", "debug"][usize::from(verbose.min(2))];
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CLAWBRIDGE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+pub fn print_stdout(text: &str) -> Result<ExitCode, Failure> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("writing to stdout")
+        .map_err(|error| Failure(error, 1))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn print_json(value: &impl serde::Serialize) -> Result<ExitCode, Failure> {
+    let text = serde_json::to_string_pretty(value)
+        .context("serializing the output")
+        .map_err(|error| Failure(error, 1))?;
+    print_stdout(&format!("{text}\n"))
+}
