@@ -48,6 +48,48 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What the front (`clawbridge`) parses: the same program with only the commands it runs
+/// itself, so that it links no description of the others (`Cli` flattens these first, so help
+/// and errors read the same from either binary).
+#[derive(Parser, Debug)]
+#[command(
+    name = "clawbridge",
+    version,
+    about = "Bridge OpenClaw agent runs to the OpenAI Codex app-server"
+)]
+pub struct OneShotCli {
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: OneShot,
+}
+
+/// The one-shot translation commands (`clawbridge` runs them itself; see `front.rs`).
+#[derive(Subcommand, Debug)]
+pub enum OneShot {
+    /// Print the exact Codex thread/turn params for a run document.
+    Params(RunArgs),
+    /// Print OpenClaw's own system prompt for a run (what non-Codex harnesses receive).
+    Prompt(PromptArgs),
+    /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
+    Context {
+        #[command(flatten)]
+        args: RunArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Add per-skill and per-tool sizes.
+        #[arg(long)]
+        detail: bool,
+    },
+}
+
+impl OneShot {
+    /// The command names, as typed.
+    pub const NAMES: [&'static str; 3] = ["params", "prompt", "context"];
+}
+
 /// Flags every translation command shares.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -115,21 +157,8 @@ impl PromptArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Print the exact Codex thread/turn params for a run document.
-    Params(RunArgs),
-    /// Print OpenClaw's own system prompt for a run (what non-Codex harnesses receive).
-    Prompt(PromptArgs),
-    /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
-    Context {
-        #[command(flatten)]
-        args: RunArgs,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// Add per-skill and per-tool sizes.
-        #[arg(long)]
-        detail: bool,
-    },
+    #[command(flatten)]
+    OneShot(OneShot),
     /// Refresh the pinned Codex model-prompt fixture from a Codex model catalog.
     SyncCodexModel(SyncArgs),
     /// Pinned fixture checks.

@@ -14,13 +14,13 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, OneShot, OneShotCli};
 use crate::exit::{is_broken_pipe, Failure};
 use clawbridge::commands;
 
 /// The command line, read.
-pub enum Parsed {
-    Cli(Box<Cli>),
+pub enum Parsed<T> {
+    Cli(Box<T>),
     /// OpenClaw's Codex slot shape that goes to Codex as it is (`clawbridge -c ... app-server`
     /// without clawbridge's own flags): the runtime's.
     #[allow(dead_code)]
@@ -29,17 +29,29 @@ pub enum Parsed {
     Exit(ExitCode),
 }
 
-/// Read the command line: OpenClaw's slot shape is normalised first, then clap parses it once.
-pub fn parse() -> Parsed {
+/// Read the whole command line (the runtime): OpenClaw's slot shape is normalised first, then
+/// clap parses it once.
+#[allow(dead_code)]
+pub fn parse() -> Parsed<Cli> {
     let given: Vec<OsString> = std::env::args_os().skip(1).collect();
     let args = match clawbridge::normalise(&given) {
         clawbridge::Normalised::Clap(args) => args,
         clawbridge::Normalised::Passthrough(args) => return Parsed::Passthrough(args),
     };
+    parse_as(args)
+}
+
+/// Read a command line the front runs itself ([`is_one_shot_line`]).
+#[allow(dead_code)]
+pub fn parse_one_shot() -> Parsed<OneShotCli> {
+    parse_as(std::env::args_os().skip(1).collect())
+}
+
+fn parse_as<T: Parser>(args: Vec<OsString>) -> Parsed<T> {
     let program = std::env::args_os()
         .next()
         .unwrap_or_else(|| "clawbridge".into());
-    match Cli::try_parse_from(std::iter::once(program).chain(args)) {
+    match T::try_parse_from(std::iter::once(program).chain(args)) {
         Ok(cli) => Parsed::Cli(Box::new(cli)),
         Err(error) => {
             let _ = error.print();
@@ -53,23 +65,29 @@ pub fn parse() -> Parsed {
     }
 }
 
-/// True for the commands `clawbridge` runs itself (the runtime runs them through [`one_shot`]).
+/// True when the command line names a one-shot command: its first word after any `-v` flags is
+/// `params`, `prompt` or `context` (anything else, `--help` and OpenClaw's `-c k=v app-server`
+/// shape included, is the runtime's).
 #[allow(dead_code)]
-pub fn is_one_shot(command: &Command) -> bool {
-    matches!(
-        command,
-        Command::Params(_) | Command::Prompt(_) | Command::Context { .. }
-    )
+pub fn is_one_shot_line() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .find(|arg| {
+            let arg = arg.to_string_lossy();
+            !(arg == "--verbose"
+                || (arg.len() > 1 && arg.starts_with('-') && arg[1..].bytes().all(|b| b == b'v')))
+        })
+        .is_some_and(|word| OneShot::NAMES.iter().any(|name| word == *name))
 }
 
-/// Run a one-shot command; any other command is handed back.
-pub fn one_shot(command: Command) -> Result<Result<ExitCode, Failure>, Box<Command>> {
-    Ok(match command {
-        Command::Params(args) => (|| {
+/// Run a one-shot command.
+pub fn one_shot(command: OneShot) -> Result<ExitCode, Failure> {
+    match command {
+        OneShot::Params(args) => {
             let (run, options) = args.load()?;
             print_json(&commands::params(&run, &options)?)
-        })(),
-        Command::Prompt(prompt_args) => (|| {
+        }
+        OneShot::Prompt(prompt_args) => {
             let (run, options) = prompt_args.args.load()?;
             let prompt = commands::prompt(&run, &options, &prompt_args.settings()?)?;
             if prompt_args.split {
@@ -77,8 +95,8 @@ pub fn one_shot(command: Command) -> Result<Result<ExitCode, Failure>, Box<Comma
             } else {
                 print_stdout(&format!("{}\n", prompt.text()))
             }
-        })(),
-        Command::Context { args, json, detail } => (|| {
+        }
+        OneShot::Context { args, json, detail } => {
             let (run, options) = args.load()?;
             let report = commands::context(&run, &options, detail)?;
             if json {
@@ -86,9 +104,8 @@ pub fn one_shot(command: Command) -> Result<Result<ExitCode, Failure>, Box<Comma
             } else {
                 print_stdout(&report.render_text())
             }
-        })(),
-        other => return Err(Box::new(other)),
-    })
+        }
+    }
 }
 
 /// The exit code of a command's result; a failure is printed with the command's name.

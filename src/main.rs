@@ -20,17 +20,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const RUNTIME: &str = "clawbridge-runtime";
 
 fn main() -> ExitCode {
-    let cli = match front::parse() {
-        front::Parsed::Cli(cli) if front::is_one_shot(&cli.command) => cli,
+    if !front::is_one_shot_line() {
+        return runtime();
+    }
+    let cli = match front::parse_one_shot() {
+        front::Parsed::Cli(cli) => cli,
         front::Parsed::Exit(code) => return code,
-        front::Parsed::Cli(_) | front::Parsed::Passthrough(_) => return runtime(),
+        front::Parsed::Passthrough(_) => return runtime(),
     };
     front::init_logging(cli.verbose);
-    match front::one_shot(cli.command) {
-        Ok(result) => front::finish("clawbridge", result),
-        // is_one_shot said it was; kept total rather than trusted.
-        Err(_) => runtime(),
-    }
+    front::finish("clawbridge", front::one_shot(cli.command))
 }
 
 /// Become `clawbridge-runtime` with the same arguments.

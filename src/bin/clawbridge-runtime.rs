@@ -57,11 +57,8 @@ fn app_server(args: clawbridge::AppServerArgs) -> Result<ExitCode, Failure> {
 }
 
 fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
-    let command = match front::one_shot(cli.command) {
-        Ok(result) => return result,
-        Err(command) => *command,
-    };
-    match command {
+    match cli.command {
+        Command::OneShot(command) => front::one_shot(command),
         // Every failure of the sync (an unsupported personality included) exits 1
         // (docs/snapshots.md §6.4); usage errors stay clap's 2.
         Command::SyncCodexModel(args) => {
@@ -141,11 +138,6 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
         }
         Command::Schema(SchemaCommand::Openrpc) => print_json(&clawbridge::openrpc()),
         Command::Completions { shell } => print_stdout(&cli::completions(shell)),
-        // front::one_shot ran these above.
-        Command::Params(_) | Command::Prompt(_) | Command::Context { .. } => Err(Failure(
-            anyhow::anyhow!("internal: a one-shot command reached the runtime's dispatch"),
-            1,
-        )),
     }
 }
 

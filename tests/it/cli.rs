@@ -456,6 +456,7 @@ fn completions_name_every_command() {
 /// commands still work and the others say what is missing.
 #[test]
 fn the_front_runs_one_shot_commands_and_hands_the_rest_to_the_runtime() {
+    use std::os::unix::process::CommandExt;
     let alone = tempfile::tempdir().expect("dir");
     let front = alone.path().join("clawbridge");
     std::fs::copy(env!("CARGO_BIN_EXE_clawbridge"), &front).expect("copy the front");
@@ -487,4 +488,22 @@ fn the_front_runs_one_shot_commands_and_hands_the_rest_to_the_runtime() {
         .output()
         .expect("spawn the runtime");
     assert_eq!(through_front.as_bytes(), direct.stdout.as_slice());
+    // The front parses its own commands with a parser of its own: help and usage errors read
+    // exactly as the runtime's.
+    for args in [
+        &["params", "--help"][..],
+        &["-v", "context", "--help"],
+        &["prompt", "--mode", "bogus", "x.json"],
+    ] {
+        let front = clawbridge().args(args).output().expect("front");
+        // As the front execs it: argv[0] is the program the user typed.
+        let runtime = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge-runtime"))
+            .arg0(env!("CARGO_BIN_EXE_clawbridge"))
+            .args(args)
+            .output()
+            .expect("runtime");
+        assert_eq!(front.status.code(), runtime.status.code(), "{args:?}");
+        assert_eq!(front.stdout, runtime.stdout, "{args:?}");
+        assert_eq!(front.stderr, runtime.stderr, "{args:?}");
+    }
 }
