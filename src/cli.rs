@@ -34,36 +34,27 @@ const SANDBOXES: &[(&str, SandboxMode)] = &[
     ("danger-full-access", SandboxMode::DangerFullAccess),
 ];
 
+/// The program's command line; `C` is every command (`Cli`, the runtime's) or the front's own
+/// three (`OneShotCli`: the front links no description of the others, and since `Command`
+/// flattens `OneShot` first, help and errors read the same from either binary).
 #[derive(Parser, Debug)]
 #[command(
     name = "clawbridge",
     version,
     about = "Bridge OpenClaw agent runs to the OpenAI Codex app-server"
 )]
-pub struct Cli {
+pub struct Program<C: Subcommand> {
     /// More logging on stderr (-v info, -vv debug).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: C,
 }
 
-/// What the front (`clawbridge`) parses: the same program with only the commands it runs
-/// itself, so that it links no description of the others (`Cli` flattens these first, so help
-/// and errors read the same from either binary).
-#[derive(Parser, Debug)]
-#[command(
-    name = "clawbridge",
-    version,
-    about = "Bridge OpenClaw agent runs to the OpenAI Codex app-server"
-)]
-pub struct OneShotCli {
-    /// More logging on stderr (-v info, -vv debug).
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
-    pub verbose: u8,
-    #[command(subcommand)]
-    pub command: OneShot,
-}
+/// Every command (the runtime).
+pub type Cli = Program<Command>;
+/// The commands the front runs itself.
+pub type OneShotCli = Program<OneShot>;
 
 /// The one-shot translation commands (`clawbridge` runs them itself; see `front.rs`).
 #[derive(Subcommand, Debug)]
