@@ -1,5 +1,6 @@
-//! `clawbridge`: the one-shot translation commands (`params`, `prompt`, `context`) run here, in a binary that links only what they use; every other command line is handed
-//! unchanged to `clawbridge-runtime`, installed next to this binary, which replaces this process
+//! `clawbridge`: the one-shot translation commands (`params`, `prompt`, `context`) run here, in
+//! a binary that links only what they use; every other command line is handed unchanged to
+//! `clawbridge-runtime`, installed next to this binary, which replaces this process
 //! (`exec`: the same pid, so OpenClaw's Codex slot, signals and exit codes behave as one
 //! program). Shared parsing and handlers are in [`front`]; why two binaries, in its docs.
 
