@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 #[path = "common/offline_turn.rs"]
 mod offline_turn;
+#[path = "common/timing.rs"]
+mod timing;
 use offline_turn::OfflineTurn;
+use timing::{alternate, median};
 
 use clawbridge::Incoming;
 use clawbridge::{Peer, PeerConfig};
@@ -275,18 +278,18 @@ fn decode_per_line(deltas: &[u8], rounds: usize) {
         .filter(|line| !line.is_empty())
         .map(|line| std::str::from_utf8(line).expect("utf-8"))
         .collect();
-    let typed = || {
+    let mut typed = || {
         for line in &lines {
             let message = clawbridge::decode_slice(line).expect("a message");
             std::hint::black_box(clawbridge::Inbound::from_incoming(message));
         }
     };
-    let values = || {
+    let mut values = || {
         for line in &lines {
             std::hint::black_box(serde_json::from_str::<Value>(line).expect("json"));
         }
     };
-    let [typed, values] = alternate(rounds, [&typed, &values]);
+    let [typed, values] = alternate(rounds, 1, [&mut typed, &mut values]);
     let per_line = |time: Duration| time.as_secs_f64() * 1e9 / lines.len() as f64;
     println!(
         "parsing alone, one thread ({} delta lines): typed by clawbridge {:.0} ns/line, a serde_json::Value {:.0} ns/line: {:.2}x",
@@ -295,28 +298,6 @@ fn decode_per_line(deltas: &[u8], rounds: usize) {
         per_line(values),
         values.as_secs_f64() / typed.as_secs_f64()
     );
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-/// Median time of each piece of work over `rounds` rounds, one run of each per round (after one
-/// warm-up round).
-fn alternate<const N: usize>(rounds: usize, works: [&dyn Fn(); N]) -> [Duration; N] {
-    for work in &works {
-        work();
-    }
-    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(rounds));
-    for _ in 0..rounds {
-        for (work, samples) in works.iter().zip(samples.iter_mut()) {
-            let started = Instant::now();
-            work();
-            samples.push(started.elapsed());
-        }
-    }
-    samples.map(median)
 }
 
 fn report(name: &str, time: Duration, megabytes: f64, messages: Option<usize>) {
@@ -343,13 +324,13 @@ fn main() {
     let rounds = 9;
     println!("peer bench: {DELTAS} deltas (~400 B) + one 32 MiB response = {megabytes:.1} MB, median of {rounds} alternating rounds");
     if std::env::var_os("PEER_BENCH_FRAMER").is_some() {
-        let framer = || assert_eq!(runtime.block_on(framer_only(bytes)), messages);
-        let [framer] = alternate(rounds, [&framer]);
+        let mut framer = || assert_eq!(runtime.block_on(framer_only(bytes)), messages);
+        let [framer] = alternate(rounds, 1, [&mut framer]);
         report("framer only", framer, megabytes, Some(messages));
         let (deltas, count) = delta_stream();
         let deltas: &'static [u8] = Box::leak(deltas.into_boxed_slice());
-        let framer = || assert_eq!(runtime.block_on(framer_only(deltas)), count);
-        let [framer] = alternate(rounds, [&framer]);
+        let mut framer = || assert_eq!(runtime.block_on(framer_only(deltas)), count);
+        let [framer] = alternate(rounds, 1, [&mut framer]);
         report(
             "framer only, the production path's deltas",
             framer,
@@ -373,8 +354,8 @@ fn main() {
         return;
     }
     if std::env::var_os("PEER_BENCH_ONLY_PEER").is_some() {
-        let peer = || assert_eq!(runtime.block_on(through_peer(bytes)), messages);
-        let [peer] = alternate(rounds, [&peer]);
+        let mut peer = || assert_eq!(runtime.block_on(through_peer(bytes)), messages);
+        let [peer] = alternate(rounds, 1, [&mut peer]);
         report(
             "clawbridge framer + dispatcher",
             peer,
@@ -385,12 +366,12 @@ fn main() {
     }
     // Round-robin: one sample of each per round, so machine drift hits them all alike.
     let check = |count: usize| assert_eq!(count, messages, "every message seen");
-    let works: [&dyn Fn(); 3] = [
-        &|| check(runtime.block_on(baseline_lines(bytes))),
-        &|| check(runtime.block_on(baseline_values(bytes))),
-        &|| check(runtime.block_on(through_peer(bytes))),
+    let works: [&mut dyn FnMut(); 3] = [
+        &mut || check(runtime.block_on(baseline_lines(bytes))),
+        &mut || check(runtime.block_on(baseline_values(bytes))),
+        &mut || check(runtime.block_on(through_peer(bytes))),
     ];
-    let [lines, values, peer] = alternate(rounds, works);
+    let [lines, values, peer] = alternate(rounds, 1, works);
     report("baseline: line splitting", lines, megabytes, Some(messages));
     report(
         "baseline: serde_json::Value per line",
@@ -420,12 +401,12 @@ fn main() {
     let delta_mb = deltas.len() as f64 / 1e6;
     println!("production path ({DELTAS} deltas = {delta_mb:.1} MB in, run --json lines out), median of {rounds} alternating rounds:");
     let check = |count: usize| assert_eq!(count, delta_count, "every delta seen");
-    let works: [&dyn Fn(); 3] = [
-        &|| check(runtime.block_on(baseline_lines(deltas))),
-        &|| check(runtime.block_on(baseline_value_relay(deltas))),
-        &|| check(runtime.block_on(production_path(deltas))),
+    let works: [&mut dyn FnMut(); 3] = [
+        &mut || check(runtime.block_on(baseline_lines(deltas))),
+        &mut || check(runtime.block_on(baseline_value_relay(deltas))),
+        &mut || check(runtime.block_on(production_path(deltas))),
     ];
-    let [split, relay, production] = alternate(rounds, works);
+    let [split, relay, production] = alternate(rounds, 1, works);
     report("baseline: line splitting", split, delta_mb, None);
     report(
         "baseline: Value per line, re-serialized",

@@ -13,6 +13,7 @@
 //! come from `scripts/bench-vs-openclaw`.
 
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clawbridge::build_params;
@@ -24,6 +25,10 @@ use clawbridge::{translate, TranslateOptions};
 use clawbridge::{BootstrapFile, FileContent, LoadedWorkspace, BOOTSTRAP_FILE_NAMES};
 use clawbridge::{Run, RunDocument};
 use serde_json::json;
+
+#[path = "common/timing.rs"]
+mod timing;
+use timing::{alternate, median};
 
 /// The binary's allocator.
 #[global_allocator]
@@ -112,11 +117,6 @@ fn loaded_from(files: &[(String, String)]) -> LoadedWorkspace {
     }
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 fn measure(iterations: usize, mut work: impl FnMut()) -> Duration {
     for _ in 0..iterations / 10 + 1 {
         work();
@@ -129,24 +129,6 @@ fn measure(iterations: usize, mut work: impl FnMut()) -> Duration {
         })
         .collect();
     median(samples)
-}
-
-/// Median of each piece of work, sampled in round-robin.
-fn alternate<const N: usize>(iterations: usize, mut works: [&mut dyn FnMut(); N]) -> [Duration; N] {
-    for work in works.iter_mut() {
-        for _ in 0..iterations / 10 + 1 {
-            work();
-        }
-    }
-    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(iterations));
-    for _ in 0..iterations {
-        for (work, samples) in works.iter_mut().zip(samples.iter_mut()) {
-            let start = Instant::now();
-            work();
-            samples.push(start.elapsed());
-        }
-    }
-    samples.map(median)
 }
 
 fn micros(duration: Duration) -> f64 {
@@ -322,7 +304,8 @@ fn main() {
         &mut hash_work,
         &mut read_work,
     ];
-    let [in_memory, from_disk, from_disk_warm, hashing, read_floor] = alternate(iterations, works);
+    let [in_memory, from_disk, from_disk_warm, hashing, read_floor] =
+        alternate(iterations, iterations / 10 + 1, works);
 
     let floor = read_floor + hashing;
     println!("translate bench: 8 bootstrap files x {FILE_CHARS} chars, {SKILLS} skills x {SKILL_CHARS} chars, {TOOLS} tools; median of {iterations} runs");
@@ -392,8 +375,7 @@ fn compile(
     let source_path = scratch.join(format!("{name}.rs"));
     let binary = scratch.join(name);
     std::fs::write(&source_path, source).ok()?;
-    let mut rustc =
-        std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
+    let mut rustc = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
     rustc
         .args(["-O", "--edition", "2021", "-o"])
         .arg(&binary)
@@ -412,25 +394,21 @@ fn compile(
     built.is_ok_and(|status| status.success()).then_some(binary)
 }
 
-/// Spawn each command alternately `rounds` times; the median of each.
-fn alternate_spawns(rounds: usize, commands: &mut [std::process::Command]) -> Vec<Duration> {
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); commands.len()];
-    for round in 0..rounds + 5 {
-        for (command, samples) in commands.iter_mut().zip(samples.iter_mut()) {
-            let started = Instant::now();
-            let status = command.status().expect("spawn");
-            let elapsed = started.elapsed();
-            assert!(status.success(), "{command:?} failed");
-            if round >= 5 {
-                samples.push(elapsed);
-            }
-        }
-    }
-    samples.into_iter().map(median).collect()
+/// Spawn two commands `rounds` times, alternately (after 5 unmeasured spawns of each).
+fn alternate_spawns(rounds: usize, [mut first, mut second]: [Command; 2]) -> [Duration; 2] {
+    let spawn = |command: &mut Command| {
+        let status = command.status().expect("spawn");
+        assert!(status.success(), "{command:?} failed");
+    };
+    alternate(
+        rounds,
+        5,
+        [&mut || spawn(&mut first), &mut || spawn(&mut second)],
+    )
 }
 
-fn quiet(program: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(program);
+fn quiet(program: &Path) -> Command {
+    let mut command = Command::new(program);
     command
         .env("CLAWBRIDGE_LOG", "error")
         .stdout(std::process::Stdio::null())
@@ -457,7 +435,7 @@ fn whole_process(ws: &Path, run_path: &Path) {
             ours.arg("params").arg(run_path);
             let mut base = quiet(&floor);
             base.arg(run_path).arg(ws);
-            let times = alternate_spawns(rounds, &mut [base, ours]);
+            let times = alternate_spawns(rounds, [base, ours]);
             println!(
                 "whole process: clawbridge params on the at-caps workspace {:>7.1} us = {:.2}x the floor (a minimal binary reading the same files and hashing the SKILL.md bytes: {:.1} us), alternated, median of {rounds}",
                 micros(times[1]),
@@ -479,7 +457,7 @@ fn whole_process(ws: &Path, run_path: &Path) {
     std::fs::write(&run, "{\"workspace\": \".\"}").expect("run");
     let mut ours = quiet(&clawbridge);
     ours.arg("params").arg(&run);
-    let times = alternate_spawns(rounds, &mut [quiet(&minimal), ours]);
+    let times = alternate_spawns(rounds, [quiet(&minimal), ours]);
     println!(
         "start-up: clawbridge params on an empty workspace {:>7.1} us = {:.2}x a minimal Rust binary ({:.1} us), alternated, median of {rounds}",
         micros(times[1]),

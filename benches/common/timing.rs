@@ -1,0 +1,32 @@
+//! Timing shared by the benches: medians, and pieces of work sampled round-robin so that the
+//! machine's drift (this 2-core VM moves by 20 % from one minute to the next) hits them alike.
+
+use std::time::{Duration, Instant};
+
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// The median time of each piece of work over `rounds` rounds, one run of each per round, after
+/// `warmups` unmeasured runs of each.
+pub fn alternate<const N: usize>(
+    rounds: usize,
+    warmups: usize,
+    mut works: [&mut dyn FnMut(); N],
+) -> [Duration; N] {
+    for work in works.iter_mut() {
+        for _ in 0..warmups {
+            work();
+        }
+    }
+    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        for (work, samples) in works.iter_mut().zip(samples.iter_mut()) {
+            let started = Instant::now();
+            work();
+            samples.push(started.elapsed());
+        }
+    }
+    samples.map(median)
+}
