@@ -47,8 +47,33 @@ pub struct Program<C: Subcommand> {
     /// More logging on stderr (-v info, -vv debug).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// Colour in logs on stderr: auto (only on a terminal, and not when NO_COLOR is set),
+    /// always, never.
+    #[arg(long, value_enum, global = true, value_name = "WHEN", default_value_t = Color::Auto)]
+    pub color: Color,
     #[command(subcommand)]
     pub command: C,
+}
+
+/// When logs on stderr are coloured.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Color {
+    /// Only when stderr is a terminal and `NO_COLOR` is unset or empty.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Whether to write ANSI colour codes, given the terminal test and `NO_COLOR`'s value.
+    pub fn ansi(self, stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => stderr_is_terminal && no_color.is_none_or(|value| value.is_empty()),
+        }
+    }
 }
 
 /// Every command (the runtime).
@@ -606,4 +631,22 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "clawbridge", &mut script);
     String::from_utf8_lossy(&script).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Color;
+    use std::ffi::OsStr;
+
+    /// Protection: `NO_COLOR` (any non-empty value) turns colour off in auto mode, off a
+    /// terminal there is none, and an explicit choice wins over both.
+    #[test]
+    fn colour_follows_the_terminal_and_no_color() {
+        assert!(Color::Auto.ansi(true, None));
+        assert!(Color::Auto.ansi(true, Some(OsStr::new(""))));
+        assert!(!Color::Auto.ansi(true, Some(OsStr::new("1"))));
+        assert!(!Color::Auto.ansi(false, None));
+        assert!(Color::Always.ansi(false, Some(OsStr::new("1"))));
+        assert!(!Color::Never.ansi(true, None));
+    }
 }

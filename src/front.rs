@@ -120,13 +120,22 @@ pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
     }
 }
 
-pub fn init_logging(verbose: u8) {
+/// Logging on stderr: `-v`/`-vv` (or `CLAWBRIDGE_LOG`) for the level; colour only when
+/// `color` says so (by default: stderr is a terminal and `NO_COLOR` is unset), so a log
+/// redirected to a file holds no escape codes.
+pub fn init_logging(verbose: u8, color: crate::cli::Color) {
+    use std::io::IsTerminal as _;
     let default = ["warn", "info", "debug"][usize::from(verbose.min(2))];
     let filter = tracing_subscriber::EnvFilter::try_from_env("CLAWBRIDGE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let ansi = color.ansi(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_target(false)
         .without_time()
         .init();

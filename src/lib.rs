@@ -61,6 +61,9 @@ pub use artifacts::catalog::{
 pub use artifacts::snapshots::{
     check_snapshots, generate as generate_snapshots, write_snapshots, DriftKind, SNAPSHOT_DIR,
 };
+pub use codex::client::conformance::{
+    Flow, Verdict as WireVerdict, WireSchemas, ANSWERS_WITHOUT_SCHEMA, VENDORED_FILES,
+};
 pub use codex::client::framing::FrameReader;
 pub use codex::client::handler::DefaultHandler;
 pub use codex::client::hub::{CodexHub, MAX_LOADED_THREADS};

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         front::Parsed::Exit(code) => return code,
         front::Parsed::Passthrough(_) => return runtime(),
     };
-    front::init_logging(cli.verbose);
+    front::init_logging(cli.verbose, cli.color);
     front::finish("clawbridge", front::one_shot(cli.command))
 }
 

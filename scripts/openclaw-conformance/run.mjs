@@ -595,8 +595,26 @@ function compareSurfaces(index, trigger) {
 // ---------------------------------------------------------------------------------------------
 const started = Date.now();
 let index = 0;
-for (const testCase of bootstrapCases()) await compareBootstrap(testCase, ++index);
-for (const testCase of skillCases()) compareSkills(testCase, ++index);
+// Progress on an interactive terminal only (a log or CI gets the summary alone): the case count
+// and elapsed seconds, redrawn at most every 200 ms, cleared at the end.
+const interactive = process.stderr.isTTY && !process.env.CI;
+let drawn = 0;
+function progress(stage, done, total) {
+  if (!interactive || Date.now() - drawn < 200) return;
+  drawn = Date.now();
+  process.stderr.write(`\r\x1b[K  ${stage} ${done}/${total} · ${((drawn - started) / 1000).toFixed(0)} s`);
+}
+const bootstrap = bootstrapCases();
+for (const [at, testCase] of bootstrap.entries()) {
+  progress("bootstrap cases", at, bootstrap.length);
+  await compareBootstrap(testCase, ++index);
+}
+const skills = skillCases();
+for (const [at, testCase] of skills.entries()) {
+  progress("skill cases", at, skills.length);
+  compareSkills(testCase, ++index);
+}
+if (interactive) process.stderr.write("\r\x1b[K");
 for (const mode of ["full", "minimal", "none"]) for (const chat of ["direct", "group"]) comparePromptStructure(++index, mode, chat);
 const toolSets = [["read", "message"], ["message", "cron", "web_search", "skill_workshop"], ["exec"], ["message", "sessions_spawn", "zeta", "Alpha", "éclair"]];
 for (const tools of toolSets) for (const delivery of ["automatic", "messageToolOnly"]) compareCodexDeveloper(++index, tools, ["message"], delivery);

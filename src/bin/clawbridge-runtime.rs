@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     let cli = match front::parse() {
         front::Parsed::Cli(cli) => cli,
         front::Parsed::Passthrough(args) => {
-            init_logging(0);
+            init_logging(0, cli::Color::Auto);
             return match clawbridge::passthrough(&args) {
                 Ok(never) => match never {},
                 Err(error) => {
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         }
         front::Parsed::Exit(code) => return code,
     };
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.color);
     let name = match cli.command {
         Command::AppServer(_) => "clawbridge app-server",
         _ => "clawbridge",

@@ -124,9 +124,9 @@ pub struct EndpointSettings {
     /// `--transcript DIR`: every message both ways, one folder per connection
     /// (`DIR/connection-N/`), one file per thread, secrets redacted (as the stdio proxy writes).
     pub transcript: Option<PathBuf>,
-    /// Copies of the lines that matter for the schema check and the captures (the proxy's
-    /// observer; a full queue drops the copy, never the message).
-    pub observe: Option<mpsc::Sender<(super::Direction, Vec<u8>)>>,
+    /// Copies of every line for the conformance checks and the captures (the proxy's observer,
+    /// by connection number; a full queue skips the copy, never the message).
+    pub observe: Option<super::observe::ObserverQueue>,
 }
 
 /// Why the endpoint could not start, or its status could not be read.
@@ -202,7 +202,7 @@ struct Shared {
     /// Thread -> the member it lives on.
     homes: Mutex<HashMap<String, String>>,
     transcript: Option<PathBuf>,
-    observe: Option<mpsc::Sender<(super::Direction, Vec<u8>)>>,
+    observe: Option<super::observe::ObserverQueue>,
     /// Connections so far (each one's transcript folder is named after its number).
     opened: AtomicUsize,
     /// The open connections, by number (at most `max_connections`).
@@ -671,9 +671,7 @@ impl Connection {
             transcript.offer(direction, line.as_bytes().to_vec());
         }
         if let Some(observe) = &self.shared.observe {
-            if super::observe::is_interesting(direction, line.as_bytes()) {
-                let _ = observe.try_send((direction, line.as_bytes().to_vec()));
-            }
+            observe.offer(self.number, direction, line.as_bytes().to_vec());
         }
     }
 

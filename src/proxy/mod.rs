@@ -10,10 +10,12 @@
 //! On top of forwarding, each a copy that never holds a line up:
 //! - `--transcript DIR`: every message, per thread, secrets redacted ([`transcript`]), written on
 //!   a thread of its own behind a queue bounded in bytes;
-//! - conformance (on unless `--no-check`): `thread/start`, `thread/resume` and `turn/start`
-//!   params are checked against the schema generated from the Codex binary that runs (cached per
-//!   version); warnings name the field, and the client's `clientInfo` is recorded next to the
-//!   Codex version ([`observe`]; in `DIR/conformance.jsonl` with a transcript);
+//! - conformance (on unless `--no-check`): every message both ways is checked against the
+//!   schema generated from the Codex binary that runs (cached per version), and `thread/start`,
+//!   `thread/resume`, `turn/start` and `turn/steer` params field by field; warnings name the
+//!   field, unknown methods are counted, and the client's `clientInfo` is recorded next to the
+//!   Codex version ([`observe`]; in `DIR/conformance.jsonl` with a transcript, one summary line
+//!   per method at the end, read by `clawbridge app-server report DIR`: [`report`]);
 //! - `--offline`: clawbridge's loopback Responses stub answers the model requests (Codex is
 //!   given `-c openai_base_url=...`, which wins over OpenClaw's `modelProvider: "openai"`), and
 //!   each request is written with its `layers.md` per thread and turn (`--capture DIR`, else
@@ -25,11 +27,12 @@
 //! Bounded: a line longer than [`MAX_TRANSCRIPT_LINE`] is forwarded but not transcribed or
 //! checked, at most [`MAX_OPEN_FILES`] transcript files are open at once, at most
 //! [`MAX_PENDING`] request ids are remembered to file their responses, and at most
-//! [`observe::OBSERVER_QUEUE`] lines wait for the observer.
+//! [`observe::OBSERVER_QUEUE_BYTES`] of lines wait for the observer.
 
 pub mod args;
 pub mod endpoint;
 pub mod observe;
+pub mod report;
 pub mod transcript;
 
 use std::ffi::OsString;
@@ -42,6 +45,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 pub use crate::app::capture::live::safe_name;
 use crate::app::capture::live::{CaptureWriter, Known};
 use crate::app::offline::{ResponsesStub, StubScript};
+use crate::codex::client::conformance::WireSchemas;
 use crate::codex::client::process::{find_codex_binary, resolve_native_binary};
 use crate::codex::client::schema::{version_in, SchemaCache};
 pub use args::{codex_args, normalise, AppServerArgs, Normalised, PoolArgs};
@@ -49,7 +53,7 @@ use observe::Observer;
 use transcript::Transcript;
 
 /// Which way a line went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Direction {
     /// From the client (OpenClaw) to Codex.
     In,
@@ -170,7 +174,9 @@ pub fn passthrough(args: &[OsString]) -> Result<std::convert::Infallible, ProxyE
     })
 }
 
-/// The schema of `binary`, from the cache or generated, on a blocking thread.
+/// The schemas of `binary`, from the cache or generated, on a blocking thread: the params
+/// schemas (required) and the whole protocol's (the checks of every message; a folder without
+/// them, such as an older cache entry, leaves only the params checked).
 fn load_schema(binary: PathBuf, cache: Option<PathBuf>) -> observe::SchemaSource {
     tokio::task::spawn_blocking(move || {
         let cache = match cache {
@@ -184,9 +190,18 @@ fn load_schema(binary: PathBuf, cache: Option<PathBuf>) -> observe::SchemaSource
                 .map_err(|error| format!("{} --version: {error}", binary.display()))?;
         let version = version_in(&String::from_utf8_lossy(&output.stdout))
             .ok_or_else(|| format!("{} --version printed no version", binary.display()))?;
-        cache
+        let (params, generated) = cache
             .schemas_for(&binary, &version)
-            .map_err(|error| error.to_string())
+            .map_err(|error| error.to_string())?;
+        let wire = cache
+            .dir_for(&binary, &version)
+            .and_then(|dir| WireSchemas::load(&dir, &version))
+            .map_err(|error| error.to_string());
+        Ok(observe::LoadedSchemas {
+            params,
+            wire,
+            generated,
+        })
     })
 }
 
@@ -258,7 +273,8 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         forwarder_guard = Some(live);
     }
 
-    let (lines, observed) = tokio::sync::mpsc::channel(observe::OBSERVER_QUEUE);
+    let (lines, observed) = observe::observer_queue(observe::OBSERVER_QUEUE_BYTES);
+    let (stop_observer, observer_stop) = tokio::sync::oneshot::channel();
     let schema = settings
         .check
         .then(|| load_schema(binary.clone(), settings.schema_cache.clone()));
@@ -266,7 +282,8 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         .transcript
         .as_ref()
         .map(|dir| dir.join("conformance.jsonl"));
-    let observer = tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed));
+    let observer =
+        tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed, observer_stop));
 
     // Before Codex starts: a SIGTERM from then on ends Codex with the proxy, never orphans it.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -338,7 +355,9 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     // The stdin pump may still wait on a client that keeps the pipe open; it holds a sender of
     // the observer's queue, so stop it, or the observer would wait for it.
     inbound.abort();
-    // Let the observer, the transcript and the capture writer finish what they hold (bounded).
+    // Let the observer, the transcript and the capture writer finish what they hold (bounded);
+    // the observer then writes its per-method summary.
+    let _ = stop_observer.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
     if let Some(task) = transcript_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
@@ -441,12 +460,11 @@ async fn pump(
     mut to: impl AsyncWrite + Unpin,
     direction: Direction,
     transcript: Option<TranscriptQueue>,
-    observer: tokio::sync::mpsc::Sender<(Direction, Vec<u8>)>,
+    observer: observe::ObserverQueue,
 ) {
     let mut reader = BufReader::with_capacity(256 * 1024, from);
     let mut line: Vec<u8> = Vec::new();
     let mut oversized = false;
-    let mut dropped = false;
     loop {
         let (consumed, ended_line) = match reader.fill_buf().await {
             Ok([]) | Err(_) => break,
@@ -475,12 +493,9 @@ async fn pump(
                 return;
             }
             if !oversized {
-                if observe::is_interesting(direction, &line)
-                    && observer.try_send((direction, line.clone())).is_err()
-                    && !dropped
-                {
-                    tracing::warn!("conformance: the checker is behind; a message went unchecked");
-                    dropped = true;
+                match &transcript {
+                    Some(_) => observer.offer(0, direction, line.clone()),
+                    None => observer.offer(0, direction, std::mem::take(&mut line)),
                 }
                 if let Some(queue) = &transcript {
                     queue.offer(direction, std::mem::take(&mut line));
@@ -514,6 +529,9 @@ pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
         }
         _ => None,
     };
+    if args.args.first().is_some_and(|word| word == "report") {
+        return print_report(&args.args[1..]);
+    }
     let status = args.args.first().is_some_and(|word| word == "status");
     match endpoint {
         Some(listen) if status => print_status(&args, &listen).await,
@@ -524,6 +542,32 @@ pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
         })),
         None => run_proxy(args.into()).await,
     }
+}
+
+/// `clawbridge app-server report DIR [--json]`: the per-method conformance table of a
+/// transcript folder; exits 1 when any message had problems.
+fn print_report(words: &[OsString]) -> Result<i32, ProxyError> {
+    let usage = |message: String| {
+        ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "app-server report".into(),
+            message,
+        })
+    };
+    let json = words.iter().any(|word| word == "--json");
+    let dirs: Vec<&OsString> = words.iter().filter(|word| *word != "--json").collect();
+    let [dir] = dirs.as_slice() else {
+        return Err(usage(
+            "usage: clawbridge app-server report DIR [--json] (DIR: a --transcript folder)".into(),
+        ));
+    };
+    let report = report::read(Path::new(dir))?;
+    if json {
+        let value = serde_json::to_value(&report).map_err(|error| usage(error.to_string()))?;
+        println!("{}", crate::support::json::to_pretty(&value));
+    } else {
+        print!("{}", report::render(&report));
+    }
+    Ok(i32::from(report.has_problems()))
 }
 
 /// `clawbridge app-server status --listen URL`: the running endpoint's connections, threads and
@@ -705,7 +749,8 @@ async fn run_endpoint(
         ..PoolConfig::new(binary, codex_home)
     };
     // The schema check of every client's thread and turn params, against the local Codex.
-    let (lines, observed) = tokio::sync::mpsc::channel(observe::OBSERVER_QUEUE);
+    let (lines, observed) = observe::observer_queue(observe::OBSERVER_QUEUE_BYTES);
+    let (stop_observer, observer_stop) = tokio::sync::oneshot::channel();
     let schema = match (&pool.binary, args.no_check) {
         (Ok(binary), false) => Some(load_schema(binary.clone(), None)),
         _ => None,
@@ -714,7 +759,8 @@ async fn run_endpoint(
         .transcript
         .as_ref()
         .map(|dir| dir.join("conformance.jsonl"));
-    let observer = tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed));
+    let observer =
+        tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed, observer_stop));
     let settings = endpoint::EndpointSettings {
         listen,
         token,
@@ -743,6 +789,7 @@ async fn run_endpoint(
     }
     eprintln!("clawbridge app-server: shutting down (running turns interrupted, clients closed, app-servers stopped)");
     running.stop().await;
+    let _ = stop_observer.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), observer).await;
     drop(offline);
     if let Some(live) = forwarder {

@@ -1,57 +1,191 @@
 //! What the proxy learns from the lines it forwards, off the forwarding path.
 //!
-//! The pumps hand copies of the few lines that matter (`initialize` and its answer, and every
-//! `thread/start`, `thread/resume` and `turn/start`) to one [`Observer`] task through a bounded
-//! channel; a full channel drops the copy (with one warning), never a forwarded line. The
-//! observer records the client (OpenClaw's `clientInfo`) next to the Codex version, checks the
-//! three param sets against the running Codex's own schema ([`crate::codex::client::schema`]),
-//! and remembers the developer instructions and working folders that the offline captures need
-//! to label and redact model requests ([`Known`], which the capture writer reads:
-//! [`crate::app::capture::live`]).
+//! The pumps hand a copy of every complete line to one [`Observer`] task through an
+//! [`ObserverQueue`] bounded in bytes; a full queue skips the copy (counted, with one warning),
+//! never a forwarded line. The observer:
+//! - checks every message in both directions against the schema generated from the running
+//!   Codex ([`crate::codex::client::conformance`]): client requests and Codex's answers (paired by
+//!   id, per connection), notifications both ways, Codex's server requests and the client's
+//!   answers. Methods the schema does not know are counted as unknown, never dropped; at the end
+//!   one summary line per method goes to `conformance.jsonl` (read back by
+//!   `clawbridge app-server report DIR`, [`report`]);
+//! - checks `thread/start`, `thread/resume`, `turn/start` and `turn/steer` params field by field
+//!   ([`crate::codex::client::schema`]), with a `check` line each, as before;
+//! - records the client (OpenClaw's `clientInfo`) next to the Codex version, and remembers the
+//!   developer instructions and working folders that the offline captures need to label and
+//!   redact model requests ([`Known`], which the capture writer reads:
+//!   [`crate::app::capture::live`]).
+//!
+//! Bounded: requests waiting for their answer ([`super::MAX_PENDING`], the oldest forgotten
+//! first), methods tallied ([`MAX_METHODS`], the rest under one row), problem lines written per
+//! method ([`MAX_PROBLEM_LINES`]).
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
 use super::Direction;
 use crate::app::capture::live::Known;
+use crate::codex::client::conformance::{Flow, Verdict, WireSchemas};
 use crate::codex::client::schema::{ParamsSchemas, Problem};
 
-/// Lines queued for the observer at most.
-pub const OBSERVER_QUEUE: usize = 256;
+/// Bytes of lines waiting for the observer at most (each line counts at least 256).
+pub const OBSERVER_QUEUE_BYTES: usize = 64 * 1024 * 1024;
+/// Distinct (method, flow) rows tallied; further methods share one row.
+pub const MAX_METHODS: usize = 512;
+/// `problem` lines written per row (the rest are counted only).
+pub const MAX_PROBLEM_LINES: u64 = 16;
+/// Problems kept per row as examples for the summary.
+const MAX_EXAMPLES: usize = 3;
+/// Longest method name kept (a longer one is cut).
+const MAX_METHOD_CHARS: usize = 128;
 
-/// Whether a forwarded line is worth a copy to the observer (a cheap byte search; the observer
-/// parses and decides).
-pub fn is_interesting(direction: Direction, line: &[u8]) -> bool {
-    let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
-    match direction {
-        Direction::In => {
-            has(b"\"initialize\"")
-                || has(b"thread/start\"")
-                || has(b"thread/resume\"")
-                || has(b"turn/start\"")
-                || has(b"turn/steer\"")
-                || has(b"thread/inject_items\"")
-        }
-        Direction::Out => has(b"\"userAgent\""),
+/// One line as a pump saw it: which connection (0 for the stdio proxy), which way.
+pub struct Tapped {
+    pub stream: usize,
+    pub direction: Direction,
+    pub line: Vec<u8>,
+}
+
+/// The pumps' side of the observer: never waits, bounded in bytes.
+#[derive(Clone)]
+pub struct ObserverQueue {
+    sender: tokio::sync::mpsc::UnboundedSender<(Tapped, tokio::sync::OwnedSemaphorePermit)>,
+    budget: Arc<tokio::sync::Semaphore>,
+    skipped: Arc<AtomicU64>,
+    warned: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for ObserverQueue {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ObserverQueue")
+            .field("free_bytes", &self.budget.available_permits())
+            .finish_non_exhaustive()
     }
 }
 
-/// Where the schema comes from, once it is there.
-pub type SchemaSource = tokio::task::JoinHandle<Result<(ParamsSchemas, bool), String>>;
+/// The observer's side of the queue.
+pub struct ObserverFeed {
+    lines: tokio::sync::mpsc::UnboundedReceiver<(Tapped, tokio::sync::OwnedSemaphorePermit)>,
+    skipped: Arc<AtomicU64>,
+}
+
+/// A queue of `bytes` at most.
+pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
+    let (sender, lines) = tokio::sync::mpsc::unbounded_channel();
+    let skipped = Arc::new(AtomicU64::new(0));
+    (
+        ObserverQueue {
+            sender,
+            budget: Arc::new(tokio::sync::Semaphore::new(bytes)),
+            skipped: Arc::clone(&skipped),
+            warned: Arc::new(AtomicBool::new(false)),
+        },
+        ObserverFeed { lines, skipped },
+    )
+}
+
+impl ObserverQueue {
+    /// Queue a copy of a line if the byte budget has room; never waits.
+    pub fn offer(&self, stream: usize, direction: Direction, line: Vec<u8>) {
+        let bytes = u32::try_from(line.len().max(256)).unwrap_or(u32::MAX);
+        let queued = Arc::clone(&self.budget)
+            .try_acquire_many_owned(bytes)
+            .ok()
+            .map(|permit| {
+                self.sender.send((
+                    Tapped {
+                        stream,
+                        direction,
+                        line,
+                    },
+                    permit,
+                ))
+            });
+        if !matches!(queued, Some(Ok(()))) {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+            if !self.warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!("conformance: the checker is behind; a message went unchecked (counted as skipped)");
+            }
+        }
+    }
+}
+
+/// Where the schemas come from, once they are there: the params schemas, the whole-protocol
+/// schemas (or why not), and whether they were generated now.
+pub type SchemaSource = tokio::task::JoinHandle<Result<LoadedSchemas, String>>;
+
+/// What [`SchemaSource`] gives.
+pub struct LoadedSchemas {
+    pub params: ParamsSchemas,
+    pub wire: Result<WireSchemas, String>,
+    pub generated: bool,
+}
+
+/// One row of the tally: a method in one flow.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub seen: u64,
+    pub valid: u64,
+    pub problems: u64,
+    pub unknown: u64,
+    pub unchecked: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Problem>,
+}
+
+impl Counts {
+    pub fn add(&mut self, other: &Counts) {
+        self.seen += other.seen;
+        self.valid += other.valid;
+        self.problems += other.problems;
+        self.unknown += other.unknown;
+        self.unchecked += other.unchecked;
+        for example in &other.examples {
+            if self.examples.len() < MAX_EXAMPLES && !self.examples.contains(example) {
+                self.examples.push(example.clone());
+            }
+        }
+    }
+}
+
+/// A request waiting for its answer: who sent it (its connection and direction) and its id.
+type PendingKey = (usize, Direction, String);
 
 /// The observer's state.
 pub struct Observer {
     schema: Option<SchemaSource>,
     schemas: Option<ParamsSchemas>,
+    wire: Option<WireSchemas>,
     log: Option<PathBuf>,
     known: Arc<Mutex<Known>>,
     initialize_id: Option<Value>,
     versions_recorded: bool,
     user_agent: Option<String>,
     failed: bool,
+    /// Requests waiting for their answer -> (the request's method, its arrival number).
+    pending: HashMap<PendingKey, (String, u64)>,
+    arrivals: u64,
+    tally: BTreeMap<(String, Flow), Counts>,
+}
+
+/// The method of a message, cut to [`MAX_METHOD_CHARS`].
+fn method_name(method: &str) -> String {
+    match method.char_indices().nth(MAX_METHOD_CHARS) {
+        Some((at, _)) => format!("{}…", &method[..at]),
+        None => method.to_string(),
+    }
+}
+
+/// An id as a map key that keeps its JSON type (`1` and `"1"` differ).
+fn id_key(id: &Value) -> String {
+    id.to_string()
 }
 
 impl Observer {
@@ -64,23 +198,54 @@ impl Observer {
         Self {
             schema,
             schemas: None,
+            wire: None,
             log,
             known,
             initialize_id: None,
             versions_recorded: false,
             user_agent: None,
             failed: false,
+            pending: HashMap::new(),
+            arrivals: 0,
+            tally: BTreeMap::new(),
         }
     }
 
-    /// Take lines until the pumps are done.
-    pub async fn run(mut self, mut lines: tokio::sync::mpsc::Receiver<(Direction, Vec<u8>)>) {
-        while let Some((direction, line)) = lines.recv().await {
-            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
-                continue;
-            };
-            self.observe(direction, &message).await;
+    /// Take lines until the pumps are done or `stop` fires (what is queued then is still
+    /// taken), then write the summary.
+    pub async fn run(mut self, mut feed: ObserverFeed, stop: tokio::sync::oneshot::Receiver<()>) {
+        let mut stop = stop;
+        loop {
+            tokio::select! {
+                biased;
+                item = feed.lines.recv() => match item {
+                    Some((tapped, _permit)) => self.take(tapped).await,
+                    None => break,
+                },
+                _ = &mut stop => {
+                    while let Ok((tapped, _permit)) = feed.lines.try_recv() {
+                        self.take(tapped).await;
+                    }
+                    break;
+                }
+            }
         }
+        self.summarise(feed.skipped.load(Ordering::Relaxed));
+    }
+
+    async fn take(&mut self, tapped: Tapped) {
+        let Ok(message) = serde_json::from_slice::<Value>(&tapped.line) else {
+            let flow = match tapped.direction {
+                Direction::In => Flow::Request,
+                Direction::Out => Flow::Notification,
+            };
+            let row = self.row("(not JSON)".into(), flow);
+            row.seen += 1;
+            row.problems += 1;
+            return;
+        };
+        self.observe(tapped.direction, &message).await;
+        self.conform(tapped.stream, tapped.direction, &message);
     }
 
     async fn observe(&mut self, direction: Direction, message: &Value) {
@@ -97,8 +262,12 @@ impl Observer {
                 if let Ok(mut known) = self.known.lock() {
                     known.client = Some(client);
                 }
+                self.ensure_schema().await;
             }
-            (Direction::Out, "") if message.get("id") == self.initialize_id.as_ref() => {
+            (Direction::Out, "")
+                if self.initialize_id.is_some()
+                    && message.get("id") == self.initialize_id.as_ref() =>
+            {
                 self.user_agent = message["result"]["userAgent"].as_str().map(str::to_string);
                 self.record_versions().await;
             }
@@ -123,26 +292,189 @@ impl Observer {
         }
     }
 
+    /// The tally row of `(method, flow)`; past [`MAX_METHODS`] rows, a shared one.
+    fn row(&mut self, method: String, flow: Flow) -> &mut Counts {
+        let key = if self.tally.len() >= MAX_METHODS
+            && !self.tally.contains_key(&(method.clone(), flow))
+        {
+            ("(other methods)".to_string(), flow)
+        } else {
+            (method, flow)
+        };
+        self.tally.entry(key).or_default()
+    }
+
+    /// Classify a message, pair answers with their requests, and check it.
+    fn conform(&mut self, stream: usize, direction: Direction, message: &Value) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(method_name);
+        let id = message.get("id").filter(|id| !id.is_null());
+        let (flow, method) = match (direction, method, id) {
+            (Direction::In, Some(method), Some(id)) => {
+                self.remember(stream, direction, id, &method);
+                (Flow::Request, method)
+            }
+            (Direction::In, Some(method), None) => (Flow::ClientNotification, method),
+            (Direction::Out, Some(method), Some(id)) => {
+                self.remember(stream, direction, id, &method);
+                (Flow::ServerRequest, method)
+            }
+            (Direction::Out, Some(method), None) => (Flow::Notification, method),
+            (_, None, Some(id)) => {
+                let (flow, asker) = match direction {
+                    Direction::Out => (Flow::Response, Direction::In),
+                    Direction::In => (Flow::ServerRequestAnswer, Direction::Out),
+                };
+                match self.pending.remove(&(stream, asker, id_key(id))) {
+                    Some((method, _)) => (flow, method),
+                    None => {
+                        let row = self.row("(unmatched answer)".into(), flow);
+                        row.seen += 1;
+                        row.unchecked += 1;
+                        return;
+                    }
+                }
+            }
+            (_, None, None) => {
+                let flow = match direction {
+                    Direction::In => Flow::Request,
+                    Direction::Out => Flow::Notification,
+                };
+                let row = self.row("(not JSON-RPC)".into(), flow);
+                row.seen += 1;
+                row.problems += 1;
+                return;
+            }
+        };
+        let verdict = match self.wire.as_mut() {
+            Some(wire) => wire.check(flow, &method, message),
+            None => Verdict::Unchecked("no schema".into()),
+        };
+        let version = self.wire.as_ref().map(|wire| wire.version.clone());
+        let row = self.row(method.clone(), flow);
+        row.seen += 1;
+        match verdict {
+            Verdict::Valid => row.valid += 1,
+            Verdict::Unchecked(_) => row.unchecked += 1,
+            Verdict::UnknownMethod => {
+                row.unknown += 1;
+                if row.unknown == 1 {
+                    tracing::warn!(
+                        "conformance: {} `{method}` is not in Codex {}'s schema (forwarded, recorded as unknown)",
+                        flow.as_str(),
+                        version.as_deref().unwrap_or("?")
+                    );
+                }
+            }
+            Verdict::Problems(problems) => {
+                row.problems += 1;
+                for problem in &problems {
+                    if row.examples.len() < MAX_EXAMPLES && !row.examples.contains(problem) {
+                        row.examples.push(problem.clone());
+                    }
+                }
+                // The params of the methods `check` reads field by field already have their own
+                // warning and `check` line; here they are only counted.
+                let own_check = flow == Flow::Request && ParamsSchemas::checks(&method);
+                let first = row.problems == 1 && !own_check;
+                let write = row.problems <= MAX_PROBLEM_LINES && !own_check;
+                if first {
+                    if let Some(problem) = problems.first() {
+                        tracing::warn!(
+                            "conformance: {} {method} {}: {} [Codex {}]",
+                            flow.as_str(),
+                            problem.field,
+                            problem.message,
+                            version.as_deref().unwrap_or("?")
+                        );
+                    }
+                }
+                if write {
+                    let entry = json!({
+                        "kind": "problem",
+                        "method": method,
+                        "message": flow,
+                        "id": message.get("id"),
+                        "threadId": message["params"]["threadId"].as_str(),
+                        "problems": problems,
+                    });
+                    self.append(&entry);
+                }
+            }
+        }
+    }
+
+    /// Remember a request until its answer comes (the oldest is forgotten when full).
+    fn remember(&mut self, stream: usize, direction: Direction, id: &Value, method: &str) {
+        if self.pending.len() >= super::MAX_PENDING {
+            if let Some(oldest) = self
+                .pending
+                .iter()
+                .min_by_key(|(_, (_, arrival))| *arrival)
+                .map(|(key, _)| key.clone())
+            {
+                self.pending.remove(&oldest);
+            }
+        }
+        self.arrivals += 1;
+        self.pending.insert(
+            (stream, direction, id_key(id)),
+            (method.to_string(), self.arrivals),
+        );
+    }
+
+    /// One `method` line per row, and a `summary` line, at the end.
+    fn summarise(&mut self, skipped: u64) {
+        let (client, codex) = self.versions();
+        let entry = json!({
+            "kind": "summary",
+            "client": client,
+            "codexVersion": codex,
+            "schemaChecks": self.wire.is_some(),
+            "skipped": skipped,
+            "waitingAnswers": self.pending.len(),
+        });
+        self.append(&entry);
+        let rows = std::mem::take(&mut self.tally);
+        for ((method, flow), counts) in rows {
+            let mut entry = json!({"kind": "method", "method": method, "message": flow});
+            if let (Some(object), Ok(Value::Object(counts))) =
+                (entry.as_object_mut(), serde_json::to_value(&counts))
+            {
+                object.extend(counts);
+            }
+            self.append(&entry);
+        }
+    }
+
     /// Wait for the schema (once) and note the versions in the log.
     async fn ensure_schema(&mut self) {
         let Some(source) = self.schema.take() else {
             return;
         };
         match source.await {
-            Ok(Ok((schemas, generated))) => {
+            Ok(Ok(loaded)) => {
                 tracing::debug!(
                     "conformance: Codex {} schema {}",
-                    schemas.version,
-                    if generated {
+                    loaded.params.version,
+                    if loaded.generated {
                         "generated"
                     } else {
                         "from the cache"
                     }
                 );
                 if let Ok(mut known) = self.known.lock() {
-                    known.codex_version = Some(schemas.version.clone());
+                    known.codex_version = Some(loaded.params.version.clone());
                 }
-                self.schemas = Some(schemas);
+                self.schemas = Some(loaded.params);
+                match loaded.wire {
+                    Ok(wire) => self.wire = Some(wire),
+                    Err(message) => {
+                        tracing::warn!("conformance: only params are checked ({message})")
+                    }
+                }
             }
             Ok(Err(message)) => {
                 tracing::warn!("conformance checks are off: {message}");
@@ -236,31 +568,185 @@ impl Observer {
 mod tests {
     use super::*;
 
+    /// An observer with a small schema (the folder stays as long as `dir`: answers' schemas are
+    /// read when first needed).
+    fn observer(dir: &std::path::Path) -> (Observer, PathBuf) {
+        let schema = crate::codex::client::conformance::tests::folder();
+        let wire = dir.join("schema");
+        std::fs::rename(schema.path(), &wire).expect("move the schema");
+        let log = dir.join("conformance.jsonl");
+        let mut observer = Observer::new(
+            None,
+            Some(log.clone()),
+            Arc::new(Mutex::new(Known::default())),
+        );
+        observer.wire = Some(WireSchemas::load(&wire, "9.9.9").expect("load"));
+        (observer, log)
+    }
+
+    fn lines(path: &std::path::Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .expect("log")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("json"))
+            .collect()
+    }
+
+    /// Answers are paired with their request by id (its JSON type kept) per connection, every
+    /// family is tallied, and an unknown method is counted, not lost.
+    #[tokio::test]
+    async fn every_message_is_tallied_per_method() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (mut observer, log) = observer(dir.path());
+        let feed: [(usize, Direction, &str); 9] = [
+            (
+                0,
+                Direction::In,
+                r#"{"id":1,"method":"thread/start","params":{"cwd":"/w"}}"#,
+            ),
+            (
+                0,
+                Direction::In,
+                r#"{"id":"1","method":"bogus/thing","params":{}}"#,
+            ),
+            (
+                1,
+                Direction::In,
+                r#"{"id":1,"method":"thread/start","params":{"cwd":3}}"#,
+            ),
+            (
+                0,
+                Direction::Out,
+                r#"{"id":"1","error":{"code":-32601,"message":"unknown"}}"#,
+            ),
+            (
+                1,
+                Direction::Out,
+                r#"{"id":1,"result":{"thread":{"id":"a"}}}"#,
+            ),
+            (0, Direction::Out, r#"{"id":1,"result":{"thread":{}}}"#),
+            (
+                0,
+                Direction::Out,
+                r#"{"method":"turn/started","params":{"threadId":"a"}}"#,
+            ),
+            (0, Direction::Out, r#"{"id":9,"result":{}}"#),
+            (0, Direction::In, "not json"),
+        ];
+        for (stream, direction, line) in feed {
+            observer
+                .take(Tapped {
+                    stream,
+                    direction,
+                    line: line.as_bytes().to_vec(),
+                })
+                .await;
+        }
+        observer.summarise(2);
+        let entries = lines(&log);
+        let row = |method: &str, flow: &str| -> Value {
+            entries
+                .iter()
+                .find(|entry| {
+                    entry["kind"] == "method"
+                        && entry["method"] == method
+                        && entry["message"] == flow
+                })
+                .cloned()
+                .unwrap_or_else(|| panic!("no row {method} {flow}: {entries:#?}"))
+        };
+        let counts = |value: Value| {
+            (
+                value["seen"].as_u64(),
+                value["valid"].as_u64(),
+                value["problems"].as_u64(),
+                value["unknown"].as_u64(),
+                value["unchecked"].as_u64(),
+            )
+        };
+        assert_eq!(
+            counts(row("thread/start", "request")),
+            (Some(2), Some(1), Some(1), Some(0), Some(0))
+        );
+        assert_eq!(
+            counts(row("thread/start", "response")),
+            (Some(2), Some(1), Some(1), Some(0), Some(0)),
+            "connection 1's answer went to its own request, connection 0's is missing thread.id"
+        );
+        assert_eq!(
+            counts(row("bogus/thing", "request")),
+            (Some(1), Some(0), Some(0), Some(1), Some(0))
+        );
+        assert_eq!(
+            counts(row("bogus/thing", "response")),
+            (Some(1), Some(0), Some(0), Some(1), Some(0))
+        );
+        assert_eq!(
+            counts(row("turn/started", "notification")),
+            (Some(1), Some(1), Some(0), Some(0), Some(0))
+        );
+        assert_eq!(counts(row("(unmatched answer)", "response")).0, Some(1));
+        assert_eq!(counts(row("(not JSON)", "request")).2, Some(1));
+        let summary = entries
+            .iter()
+            .find(|entry| entry["kind"] == "summary")
+            .expect("summary");
+        assert_eq!(summary["skipped"], 2);
+        assert_eq!(summary["schemaChecks"], true);
+        assert!(
+            entries
+                .iter()
+                .any(|entry| entry["kind"] == "problem" && entry["method"] == "thread/start"),
+            "a problem line names the method: {entries:#?}"
+        );
+    }
+
+    /// Protection: the pending map and the tally are bounded.
+    #[tokio::test]
+    async fn pending_requests_and_methods_are_bounded() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (mut observer, _) = observer(dir.path());
+        for index in 0..(super::super::MAX_PENDING + 10) {
+            let line = format!(
+                r#"{{"id":{index},"method":"m{}","params":{{}}}}"#,
+                index % 1000
+            );
+            observer
+                .take(Tapped {
+                    stream: 0,
+                    direction: Direction::In,
+                    line: line.into_bytes(),
+                })
+                .await;
+        }
+        assert_eq!(observer.pending.len(), super::super::MAX_PENDING);
+        assert!(
+            !observer
+                .pending
+                .contains_key(&(0, Direction::In, "0".into())),
+            "the oldest went first"
+        );
+        assert_eq!(
+            observer.tally.len(),
+            MAX_METHODS + 1,
+            "one shared row past the limit"
+        );
+        assert!(observer
+            .tally
+            .contains_key(&("(other methods)".into(), Flow::Request)));
+    }
+
+    /// Protection: the queue is bounded in bytes and counts what it skipped.
     #[test]
-    fn only_the_lines_that_matter_are_copied() {
-        assert!(is_interesting(
-            Direction::In,
-            br#"{"id":1,"method":"thread/start","params":{}}"#
-        ));
-        assert!(is_interesting(
-            Direction::In,
-            br#"{"id":1,"method": "initialize","params":{}}"#
-        ));
-        assert!(!is_interesting(
-            Direction::In,
-            br#"{"id":1,"method":"model/list","params":{}}"#
-        ));
-        assert!(is_interesting(
-            Direction::In,
-            br#"{"id":1,"method":"thread/inject_items","params":{}}"#
-        ));
-        assert!(is_interesting(
-            Direction::Out,
-            br#"{"id":1,"result":{"userAgent":"codex/0.169.0"}}"#
-        ));
-        assert!(!is_interesting(
-            Direction::Out,
-            br#"{"method":"turn/started","params":{}}"#
-        ));
+    fn a_full_queue_skips_and_counts() {
+        let (queue, feed) = observer_queue(1024);
+        for _ in 0..10 {
+            queue.offer(0, Direction::In, vec![b'x'; 300]);
+        }
+        assert_eq!(
+            feed.skipped.load(Ordering::Relaxed),
+            7,
+            "three 300-byte lines fit in 1024"
+        );
     }
 }

@@ -507,3 +507,33 @@ fn the_front_runs_one_shot_commands_and_hands_the_rest_to_the_runtime() {
         assert_eq!(front.stderr, runtime.stderr, "{args:?}");
     }
 }
+
+/// Logs redirected to a file hold no escape codes; `--color always` asks for them, `never`
+/// refuses them (the warning here: a bootstrap file linking out of the workspace).
+#[test]
+fn logs_are_coloured_only_when_asked_or_on_a_terminal() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::os::unix::fs::symlink("/etc/hostname", dir.path().join("AGENTS.md")).expect("link");
+    let run = write_run(&dir, r#"{"workspace": ".", "message": "hi"}"#);
+    let stderr = |flags: &[&str]| {
+        let output = clawbridge()
+            .args(flags)
+            .args(["context", &run])
+            .env_remove("NO_COLOR")
+            .output()
+            .expect("run");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stderr).expect("utf-8")
+    };
+    let plain = stderr(&[]);
+    assert!(
+        plain.contains("WARN") && plain.contains("AGENTS.md"),
+        "{plain}"
+    );
+    assert!(
+        !plain.contains('\u{1b}'),
+        "no escape codes off a terminal: {plain:?}"
+    );
+    assert!(stderr(&["--color", "always"]).contains("\u{1b}["));
+    assert!(!stderr(&["--color", "never"]).contains('\u{1b}'));
+}

@@ -190,6 +190,10 @@ fn the_real_codex_answers_through_the_proxy() {
         .as_str()
         .expect("thread id")
         .to_string();
+    // A method this Codex does not have: forwarded all the same, answered by Codex, counted.
+    send(json!({"id": 99, "method": "bogus/method", "params": {}}));
+    let refused = until_id(&json!(99));
+    assert!(refused.get("error").is_some(), "{refused}");
     drop(stdin);
     let status = crate::util::wait_for(
         "the proxy's end after stdin closed",
@@ -230,6 +234,60 @@ fn the_real_codex_answers_through_the_proxy() {
         .find(|entry| entry["method"] == "thread/start")
         .expect("thread/start checked");
     assert_eq!(check["problems"], json!([]), "{check}");
+    // Every message was checked against this Codex's schema: one summary line per method and
+    // family, nothing with problems, the unknown method counted both ways.
+    let row = |method: &str, flow: &str| -> Value {
+        log.iter()
+            .find(|entry| {
+                entry["kind"] == "method" && entry["method"] == method && entry["message"] == flow
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no {method} {flow} row: {log:#?}"))
+    };
+    for (method, flow) in [
+        ("initialize", "request"),
+        ("initialize", "response"),
+        ("initialized", "clientNotification"),
+        ("thread/start", "request"),
+        ("thread/start", "response"),
+        ("thread/started", "notification"),
+    ] {
+        let counts = row(method, flow);
+        assert_eq!(counts["seen"], 1, "{counts}");
+        assert_eq!(counts["valid"], 1, "{method} {flow} conforms: {counts}");
+    }
+    assert_eq!(row("bogus/method", "request")["unknown"], 1);
+    assert_eq!(row("bogus/method", "response")["unknown"], 1);
+    assert!(
+        log.iter()
+            .filter(|entry| entry["kind"] == "method")
+            .all(|entry| entry["problems"] == 0),
+        "Codex's own messages conform to its own schema: {log:#?}"
+    );
+    // The report reads it back: a table with every row, exit 0 (no problems).
+    let report = clawbridge()
+        .args(["app-server", "report"])
+        .arg(&transcript)
+        .output()
+        .expect("report");
+    let table = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        report.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert!(
+        table.starts_with(&format!(
+            "Codex {version} · client openclaw 2026.9.6 · 1 run"
+        )),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|line| line.starts_with("bogus/method") && line.contains("request")),
+        "{table}"
+    );
 }
 
 /// Run `command` with `input` on its stdin (then closed) and collect what it printed.

@@ -294,3 +294,128 @@ fn steer_params_are_schema_valid() {
         &serde_json::to_value(&params).expect("json"),
     );
 }
+
+/// Each vendored schema folder holds exactly the files clawbridge sends or reads
+/// (`VENDORED_FILES`, which `scripts/regen-codex-schema` copies and `scripts/codex-compat`
+/// diffs).
+#[test]
+fn vendored_schema_folders_hold_the_listed_files() {
+    for (version, dir) in schema_dirs() {
+        if version == "generated" {
+            continue;
+        }
+        let mut found: Vec<String> = Vec::new();
+        let mut stack = vec![dir.clone()];
+        while let Some(folder) = stack.pop() {
+            for entry in std::fs::read_dir(&folder).expect("read") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let relative = path.strip_prefix(&dir).expect("inside");
+                    found.push(relative.to_string_lossy().into_owned());
+                }
+            }
+        }
+        found.sort();
+        let mut listed: Vec<String> = clawbridge::VENDORED_FILES
+            .iter()
+            .map(|file| file.to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(found, listed, "fixtures/codex-schema/{version}");
+    }
+}
+
+/// Every request's answer and every server request's answer has a schema the proxy can check
+/// it against: in a full generated folder (`scripts/test-codex` sets
+/// `CLAWBRIDGE_CODEX_SCHEMA_DIR`), for every method; in the vendored folders, for the methods
+/// clawbridge itself sends and answers.
+#[test]
+fn every_method_s_answer_has_a_schema() {
+    use clawbridge::{Flow, WireSchemas};
+    let ours = [
+        "initialize",
+        "thread/start",
+        "thread/resume",
+        "turn/start",
+        "turn/steer",
+        "turn/interrupt",
+        "item/tool/call",
+        "item/commandExecution/requestApproval",
+        "item/fileChange/requestApproval",
+        "execCommandApproval",
+        "applyPatchApproval",
+        "item/tool/requestUserInput",
+        "mcpServer/elicitation/request",
+    ];
+    for (version, dir) in schema_dirs() {
+        let schemas = WireSchemas::load(&dir, &version).expect("load the unions");
+        let mut missing = Vec::new();
+        let mut checked = 0;
+        for flow in [Flow::Response, Flow::ServerRequestAnswer] {
+            for (method, answer) in schemas.answer_types(flow) {
+                if version != "generated" && !ours.contains(&method.as_str()) {
+                    continue;
+                }
+                checked += 1;
+                if answer.is_none()
+                    && !clawbridge::ANSWERS_WITHOUT_SCHEMA.contains(&method.as_str())
+                {
+                    missing.push(method);
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "Codex {version}: no answer schema for {missing:?}"
+        );
+        let least = if version == "generated" {
+            150
+        } else {
+            ours.len()
+        };
+        assert!(checked >= least, "Codex {version}: {checked} methods");
+    }
+}
+
+/// What clawbridge sends passes the whole-message check the proxy runs, for every Codex version:
+/// the request envelope and its params.
+#[test]
+fn whole_messages_clawbridge_sends_conform() {
+    use clawbridge::{Flow, WireSchemas, WireVerdict};
+    let run = clawbridge::Run::load(&repo_root().join("fixtures/runs/telegram-direct.json"))
+        .expect("run");
+    let params = params_json(&run);
+    for (version, dir) in schema_dirs() {
+        let mut schemas = WireSchemas::load(&dir, &version).expect("load the unions");
+        for (method, params) in [
+            ("thread/start", &params["threadStart"]),
+            ("turn/start", &params["turnStart"]),
+        ] {
+            let message = json!({"id": 7, "method": method, "params": params});
+            assert_eq!(
+                schemas.check(Flow::Request, method, &message),
+                WireVerdict::Valid,
+                "Codex {version} {method}"
+            );
+        }
+        let initialize = json!({"id": 0, "method": "initialize", "params": {
+            "clientInfo": {"name": "clawbridge", "version": "0.1.0"},
+            "capabilities": {"experimentalApi": true}}});
+        assert_eq!(
+            schemas.check(Flow::Request, "initialize", &initialize),
+            WireVerdict::Valid,
+            "Codex {version} initialize"
+        );
+        let broken =
+            json!({"id": 7, "method": "turn/start", "params": {"threadId": 1, "inputs": []}});
+        assert!(
+            matches!(
+                schemas.check(Flow::Request, "turn/start", &broken),
+                WireVerdict::Problems(_)
+            ),
+            "Codex {version}: a broken turn/start is caught"
+        );
+    }
+}

@@ -8,6 +8,7 @@
 //! requests (dynamic tools, approvals); [`schema`] checks params against the running Codex's own
 //! generated JSON Schema (cached per version).
 
+pub mod conformance;
 pub mod framing;
 pub mod handler;
 pub mod hub;

@@ -37,7 +37,7 @@ const GENERATE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_PROBLEMS: usize = 32;
 
 /// One thing a Codex version's schema says about params.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
     /// JSON pointer into the params, e.g. `/config/model_reasoning_summary`.
@@ -47,7 +47,7 @@ pub struct Problem {
     pub message: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ProblemKind {
     /// A key the schema has no property for (Codex ignores it).
@@ -166,7 +166,7 @@ fn implausible(schema: &Value, file: &str) -> Option<String> {
 }
 
 /// A definition reachable from itself through `$ref`, `anyOf`, `oneOf` and `allOf` only.
-fn unproductive_cycle(root: &Value) -> Option<String> {
+pub(crate) fn unproductive_cycle(root: &Value) -> Option<String> {
     let definitions = root
         .get("definitions")
         .or_else(|| root.get("$defs"))
@@ -320,7 +320,7 @@ fn pointer_token(key: &str) -> String {
 }
 
 /// Collect the pointers of keys no matching schema branch declares.
-fn unknown_keys(
+pub(crate) fn unknown_keys(
     root: &Value,
     node: &Value,
     instance: &Value,
