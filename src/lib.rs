@@ -73,8 +73,8 @@ pub use codex::client::process::{find_codex_binary, resolve_native_binary, Spawn
 pub use codex::client::remote::remote_endpoints;
 pub use codex::client::schema::{ParamsSchemas, ProblemKind};
 pub use codex::client::session::{
-    CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler, SessionError, TurnEvent,
-    TurnLimits, TurnStatus,
+    version_from_user_agent, CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler,
+    SessionError, TurnEvent, TurnLimits, TurnStatus,
 };
 pub use codex::client::turn::{drive_turn, MISSING_TURN_COMPLETED};
 pub use codex::protocol::inbound::Inbound;

@@ -405,6 +405,19 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
         init["result"]["userAgent"].is_string(),
         "Codex's own initialize answer: {init}"
     );
+    // The members were initialized by clawbridge: Codex took its name as the originator of
+    // model requests, its own build version for the version the backend reads, and clawbridge's
+    // version only for the suffix (docs/codex-wire.md, "clientInfo").
+    let agent = init["result"]["userAgent"].as_str().unwrap_or_default();
+    let codex = clawbridge::version_from_user_agent(agent).unwrap_or_default();
+    assert!(
+        agent.starts_with(&format!("clawbridge/{codex} ")) && !codex.is_empty(),
+        "{agent}"
+    );
+    assert!(
+        agent.ends_with(&format!("(clawbridge; {})", env!("CARGO_PKG_VERSION"))),
+        "{agent}"
+    );
     let started = first.request("thread/start", json!({})).await;
     let thread = started["result"]["thread"]["id"]
         .as_str()

@@ -310,7 +310,12 @@ async fn session_with(user_agent: &str) -> (Result<CodexSession, SessionError>, 
     ));
     let initialize = server.recv().await;
     assert_eq!(initialize["method"], "initialize");
-    assert_eq!(initialize["params"]["clientInfo"]["name"], "clawbridge");
+    // clawbridge names itself (Codex makes the name the process-wide `originator` of model
+    // requests) with its own version, never Codex's (docs/codex-wire.md, "clientInfo").
+    assert_eq!(
+        initialize["params"]["clientInfo"],
+        json!({"name": "clawbridge", "title": "clawbridge", "version": env!("CARGO_PKG_VERSION")})
+    );
     assert_eq!(
         initialize["params"]["capabilities"]["experimentalApi"],
         true
