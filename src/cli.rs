@@ -241,6 +241,10 @@ pub enum Command {
     /// with the loopback stub and captures them. OpenClaw's `clawbridge -c k=v app-server ...`
     /// shape is read too.
     AppServer(clawbridge::AppServerArgs),
+    /// Print the absolute path of the native `clawbridge` executable: the value for OpenClaw's
+    /// `plugins.entries.codex.config.appServer.command` (installed from npm, `clawbridge` on PATH
+    /// is a JavaScript launcher, which OpenClaw's verified setup refuses in that slot).
+    Path,
     /// Print a shell completion script (e.g. `clawbridge completions bash > /etc/bash_completion.d/clawbridge`).
     Completions {
         #[arg(value_enum)]
@@ -314,6 +318,19 @@ pub enum SchemaCommand {
     RunDocument,
     /// The OpenRPC document of the bridge API (docs/openrpc.json; `rpc.discover` serves it).
     Openrpc,
+    /// Compare two Codex app-server schema folders (`codex app-server generate-json-schema
+    /// --experimental --out DIR`, or fixtures/codex-schema/<version>) for what clawbridge sends,
+    /// answers and reads: fields added, removed and changed per method. Exits 1 when any field
+    /// clawbridge uses was removed or changed.
+    Diff {
+        /// The older folder.
+        old: PathBuf,
+        /// The newer folder.
+        new: PathBuf,
+        /// Print the diff as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::Args, Debug)]

@@ -72,6 +72,9 @@ pub use codex::client::pool::PoolConfig;
 pub use codex::client::process::{find_codex_binary, resolve_native_binary, SpawnOptions};
 pub use codex::client::remote::remote_endpoints;
 pub use codex::client::schema::{ParamsSchemas, ProblemKind};
+pub use codex::client::schema_diff::{
+    diff as schema_diff, render as render_schema_diff, SchemaDiff,
+};
 pub use codex::client::session::{
     version_from_user_agent, CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler,
     SessionError, TurnEvent, TurnLimits, TurnStatus,
@@ -84,7 +87,10 @@ pub use codex::protocol::params::{
     TurnStartParams, UserInput,
 };
 pub use codex::protocol::wire::{decode_slice, Incoming, RequestId, RpcError};
-pub use codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
+pub use codex::protocol::{
+    supported_range, CODEX_VERSIONS, NEWEST_TESTED_CODEX_VERSION, OLDEST_SUPPORTED_CODEX_VERSION,
+    PINNED_CODEX_VERSION,
+};
 pub use config::keys::KNOWN as KNOWN_CONFIG_KEYS;
 pub use config::run::run_document_schema;
 pub use config::{ApprovalPolicy, Harness, PromptMode, Run, RunDocument, SandboxMode};

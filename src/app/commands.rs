@@ -276,3 +276,33 @@ pub fn cache_report(
     }
     Ok(report)
 }
+
+/// The native `clawbridge` executable (the front), absolute and with links resolved: the file
+/// beside this process's own executable (`clawbridge-runtime` runs every command but the three
+/// one-shot ones, and always sits beside it). `clawbridge path` prints it for OpenClaw's
+/// `appServer.command`, which must name a native executable, not the npm launcher.
+pub fn native_executable() -> std::io::Result<PathBuf> {
+    let own = std::env::current_exe()?;
+    let front = own.with_file_name(if cfg!(windows) {
+        "clawbridge.exe"
+    } else {
+        "clawbridge"
+    });
+    let front = front.canonicalize().map_err(|error| {
+        std::io::Error::new(
+            error.kind(),
+            format!(
+                "{}: {error} (it belongs beside {})",
+                front.display(),
+                own.display()
+            ),
+        )
+    })?;
+    if !std::fs::metadata(&front)?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a file",
+            front.display()
+        )));
+    }
+    Ok(front)
+}

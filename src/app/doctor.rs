@@ -14,7 +14,10 @@ use serde::Serialize;
 use crate::codex::client::process::find_codex_binary;
 // The same reading as the handshake's version check.
 use crate::codex::client::session::parse_semver as parse_version;
-use crate::codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
+use crate::codex::protocol::{
+    supported_range, NEWEST_TESTED_CODEX_VERSION, OLDEST_SUPPORTED_CODEX_VERSION,
+    PINNED_CODEX_VERSION,
+};
 
 /// How a check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -191,9 +194,9 @@ fn codex_binary(settings: &DoctorSettings) -> Finding {
             "check that the file is the Codex CLI",
         );
     };
-    let range = format!("{PINNED_CODEX_VERSION} to {NEWEST_TESTED_CODEX_VERSION}");
+    let range = supported_range();
     match parse_version(&version) {
-        Some(found) if Some(found) < parse_version(PINNED_CODEX_VERSION) => finding(
+        Some(found) if Some(found) < parse_version(OLDEST_SUPPORTED_CODEX_VERSION) => finding(
             "codex",
             Level::Fail,
             format!("{shown}: Codex {version} is older than the supported {range}"),
@@ -203,7 +206,7 @@ fn codex_binary(settings: &DoctorSettings) -> Finding {
             "codex",
             Level::Warn,
             format!("{shown}: Codex {version} is newer than the tested {range}; it will likely work (the app-server warns too)"),
-            &format!("CODEX_VERSION={version} scripts/test-codex checks it in a checkout"),
+            &format!("scripts/codex-compat {version} checks it in a checkout"),
         ),
         _ => finding("codex", Level::Ok, format!("{shown}: Codex {version} (supported: {range})"), ""),
     }

@@ -137,7 +137,28 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             print_json(&clawbridge::run_document_schema())
         }
         Command::Schema(SchemaCommand::Openrpc) => print_json(&clawbridge::openrpc()),
+        Command::Schema(SchemaCommand::Diff { old, new, json }) => {
+            let diff = clawbridge::schema_diff(&old, &new)
+                .context("comparing the schema folders")
+                .map_err(|error| Failure(error, 2))?;
+            if json {
+                print_json(&diff)?;
+            } else {
+                print_stdout(&clawbridge::render_schema_diff(&diff))?;
+            }
+            Ok(if diff.breaking() == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Completions { shell } => print_stdout(&cli::completions(shell)),
+        Command::Path => {
+            let path = clawbridge::commands::native_executable()
+                .context("finding the native clawbridge executable")
+                .map_err(|error| Failure(error, 1))?;
+            print_stdout(&format!("{}\n", path.display()))
+        }
     }
 }
 

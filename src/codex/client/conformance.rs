@@ -325,6 +325,45 @@ impl WireSchemas {
         methods
     }
 
+    /// The schema of what a message of `flow` for `method` carries: a request's or
+    /// notification's params (within its union), or an answer's result (its own document).
+    /// `None` when the schema has no such method or answer.
+    pub fn part(&self, flow: Flow, method: &str) -> Option<(Arc<Value>, Value)> {
+        let union = flow.union();
+        match flow {
+            Flow::Response | Flow::ServerRequestAnswer => {
+                let (path, name) = self.response_file(union, method)?;
+                let document = load_file(&path, &name).ok()?;
+                Some((Arc::new(document.clone()), document))
+            }
+            _ => {
+                let index = self.variants.get(&(union, method.to_string()))?;
+                let root = Arc::clone(&self.unions[&union]);
+                let node = root["oneOf"][*index]["properties"]["params"].clone();
+                Some((root, node))
+            }
+        }
+    }
+
+    /// Every method of every family the schema knows.
+    pub fn methods(&self) -> Vec<(Flow, String)> {
+        let mut methods: Vec<(Flow, String)> = self
+            .variants
+            .keys()
+            .map(|(union, method)| {
+                let flow = match union {
+                    Union::ClientRequest => Flow::Request,
+                    Union::ClientNotification => Flow::ClientNotification,
+                    Union::ServerRequest => Flow::ServerRequest,
+                    Union::ServerNotification => Flow::Notification,
+                };
+                (flow, method.clone())
+            })
+            .collect();
+        methods.sort();
+        methods
+    }
+
     fn compile(&self, flow: Flow, method: &str) -> Result<Option<Compiled>, String> {
         let union = flow.union();
         match flow {
@@ -464,6 +503,44 @@ fn error_verdict(error: &Value) -> Verdict {
         Verdict::Problems(problems)
     }
 }
+
+/// The methods clawbridge itself sends, answers or reads, by family: what a new Codex release
+/// must keep for clawbridge to work (`scripts/codex-compat` diffs these field by field). The
+/// notifications are the ones the turn driver reads (`codex::protocol::wire`).
+pub const CLAWBRIDGE_METHODS: [(Flow, &str); 32] = [
+    (Flow::Request, "initialize"),
+    (Flow::Request, "thread/start"),
+    (Flow::Request, "thread/resume"),
+    (Flow::Request, "turn/start"),
+    (Flow::Request, "turn/steer"),
+    (Flow::Request, "turn/interrupt"),
+    (Flow::ClientNotification, "initialized"),
+    (Flow::ServerRequest, "item/tool/call"),
+    (Flow::ServerRequest, "item/commandExecution/requestApproval"),
+    (Flow::ServerRequest, "item/fileChange/requestApproval"),
+    (Flow::ServerRequest, "execCommandApproval"),
+    (Flow::ServerRequest, "applyPatchApproval"),
+    (Flow::ServerRequest, "item/tool/requestUserInput"),
+    (Flow::ServerRequest, "mcpServer/elicitation/request"),
+    (Flow::Notification, "item/agentMessage/delta"),
+    (Flow::Notification, "item/reasoning/summaryTextDelta"),
+    (Flow::Notification, "item/reasoning/textDelta"),
+    (Flow::Notification, "item/reasoning/summaryPartAdded"),
+    (Flow::Notification, "item/commandExecution/outputDelta"),
+    (Flow::Notification, "item/fileChange/outputDelta"),
+    (Flow::Notification, "item/plan/delta"),
+    (Flow::Notification, "item/started"),
+    (Flow::Notification, "item/completed"),
+    (Flow::Notification, "turn/started"),
+    (Flow::Notification, "turn/completed"),
+    (Flow::Notification, "turn/diff/updated"),
+    (Flow::Notification, "turn/plan/updated"),
+    (Flow::Notification, "thread/started"),
+    (Flow::Notification, "thread/status/changed"),
+    (Flow::Notification, "thread/tokenUsage/updated"),
+    (Flow::Notification, "account/rateLimits/updated"),
+    (Flow::Notification, "error"),
+];
 
 /// The files of a generated schema folder that [`WireSchemas`] and [`super::schema`] read for
 /// what clawbridge itself sends and reads (`scripts/regen-codex-schema` vendors these,

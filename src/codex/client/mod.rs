@@ -17,5 +17,6 @@ pub mod pool;
 pub mod process;
 pub mod remote;
 pub mod schema;
+pub mod schema_diff;
 pub mod session;
 pub mod turn;

@@ -23,10 +23,13 @@ pub use super::turn::{
 };
 use crate::codex::protocol::inbound::Inbound;
 use crate::codex::protocol::params::{ThreadParams, TurnStartParams};
-use crate::codex::protocol::{NEWEST_TESTED_CODEX_VERSION, PINNED_CODEX_VERSION};
+use crate::codex::protocol::{
+    supported_range, NEWEST_TESTED_CODEX_VERSION, OLDEST_SUPPORTED_SEMVER,
+};
 
-/// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling).
-pub const MIN_CODEX_VERSION: (u64, u64, u64) = (0, 169, 0);
+/// The oldest Codex CLI clawbridge talks to (a floor, never a ceiling; from
+/// `fixtures/codex-versions.tsv`).
+pub const MIN_CODEX_VERSION: (u64, u64, u64) = OLDEST_SUPPORTED_SEMVER;
 
 /// A session's parts, see [`CodexSession::into_parts`].
 pub struct SessionParts {
@@ -172,10 +175,13 @@ impl CodexSession {
                     floor,
                 })
             }
-            Some(found) if Some(found) > parse_semver(NEWEST_TESTED_CODEX_VERSION) => tracing::warn!(
-                "codex app-server {} is newer than the tested {PINNED_CODEX_VERSION} to {NEWEST_TESTED_CODEX_VERSION}",
-                self.codex_version.as_deref().unwrap_or_default()
-            ),
+            Some(found) if Some(found) > parse_semver(NEWEST_TESTED_CODEX_VERSION) => {
+                tracing::warn!(
+                    "codex app-server {} is newer than the tested {}",
+                    self.codex_version.as_deref().unwrap_or_default(),
+                    supported_range()
+                )
+            }
             Some(_) => {}
             None => tracing::warn!("cannot read a version from userAgent {:?}", self.user_agent),
         }

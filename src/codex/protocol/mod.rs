@@ -13,9 +13,12 @@ pub mod params;
 pub mod scan;
 pub mod wire;
 
-/// The Codex CLI version clawbridge is measured against.
-pub const PINNED_CODEX_VERSION: &str = "0.169.0";
+// The supported Codex CLI versions, from the one table `fixtures/codex-versions.tsv` (build.rs):
+// `PINNED_CODEX_VERSION`, `NEWEST_TESTED_CODEX_VERSION`, `OLDEST_SUPPORTED_CODEX_VERSION`,
+// `OLDEST_SUPPORTED_SEMVER` and every row in `CODEX_VERSIONS`.
+include!(concat!(env!("OUT_DIR"), "/codex_versions.rs"));
 
-/// The newest Codex CLI version the end-to-end suite and the schema check run against
-/// (`CODEX_VERSION=0.171.0 scripts/test-codex`). Supported: `PINNED_CODEX_VERSION` up to this.
-pub const NEWEST_TESTED_CODEX_VERSION: &str = "0.171.0";
+/// The supported range in words, for messages: `0.169.0 to 0.171.0`.
+pub fn supported_range() -> String {
+    format!("{OLDEST_SUPPORTED_CODEX_VERSION} to {NEWEST_TESTED_CODEX_VERSION}")
+}
