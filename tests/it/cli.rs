@@ -388,9 +388,10 @@ fn every_new_input_is_validated_with_an_error_naming_the_field() {
 }
 
 #[test]
-fn the_readme_lists_exactly_the_config_keys_of_the_table() {
+fn the_run_document_docs_list_exactly_the_config_keys_of_the_table() {
     use clawbridge::KNOWN_CONFIG_KEYS as KNOWN;
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README");
+    let readme =
+        std::fs::read_to_string(repo_root().join("docs/run-document.md")).expect("run-document.md");
     let start = readme
         .find("OpenClaw config keys that clawbridge reads")
         .expect("the config key list");
@@ -431,7 +432,7 @@ fn the_readme_lists_exactly_the_config_keys_of_the_table() {
     known.sort();
     assert_eq!(
         documented, known,
-        "README's config key list and src/config/keys.rs"
+        "docs/run-document.md's config key list and src/config/keys.rs"
     );
 }
 
@@ -536,4 +537,99 @@ fn logs_are_coloured_only_when_asked_or_on_a_terminal() {
     );
     assert!(stderr(&["--color", "always"]).contains("\u{1b}["));
     assert!(!stderr(&["--color", "never"]).contains('\u{1b}'));
+}
+
+/// Every Markdown table of the README and docs/ renders on GitHub: a run of `|` lines starts
+/// with a header and its delimiter row, and every row has the header's number of cells (GitHub
+/// ends a table at a blank line, so a table broken by one leaves its later rows as loose text
+/// without a delimiter row: this fails then). Pipes escaped as `\|` are not cell borders.
+#[test]
+fn markdown_tables_render() {
+    let mut files = vec![repo_root().join("README.md")];
+    for entry in std::fs::read_dir(repo_root().join("docs")).expect("docs") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|ext| ext == "md") {
+            files.push(path);
+        }
+    }
+    let cells = |line: &str| -> usize {
+        let bytes = line.trim().as_bytes();
+        let borders = bytes
+            .iter()
+            .enumerate()
+            .filter(|(at, byte)| **byte == b'|' && (*at == 0 || bytes[at - 1] != b'\\'))
+            .count();
+        borders.saturating_sub(1)
+    };
+    let delimiter = regex::Regex::new(r"^\|(\s*:?-+:?\s*\|)+\s*$").expect("regex");
+    let mut tables = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        let mut fenced = false;
+        let mut block: Vec<(usize, &str)> = Vec::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (number, line) in lines.iter().enumerate().chain(std::iter::once((lines.len(), &""))) {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            if !fenced && line.trim_start().starts_with('|') {
+                block.push((number + 1, line));
+                continue;
+            }
+            if let Some(&(first, header)) = block.first() {
+                let name = file.display();
+                assert!(
+                    block.len() >= 2 && delimiter.is_match(block[1].1.trim()),
+                    "{name}:{first}: a table row with no header and delimiter row above it (a blank line inside a table?)"
+                );
+                let width = cells(header);
+                for (number, row) in &block {
+                    assert_eq!(cells(row), width, "{name}:{number}: {row}");
+                }
+                tables += 1;
+            }
+            block.clear();
+        }
+    }
+    assert!(tables >= 10, "found {tables} tables");
+}
+
+/// The supported Codex versions are one table: docs/codex-compat.md shows the same rows as
+/// fixtures/codex-versions.tsv, which the binary's constants come from.
+#[test]
+fn the_codex_versions_table_is_the_one_the_docs_show() {
+    let table = std::fs::read_to_string(repo_root().join("fixtures/codex-versions.tsv"))
+        .expect("codex-versions.tsv");
+    let rows: Vec<String> = table
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| format!("| {} |", line.split('\t').collect::<Vec<_>>().join(" | ")))
+        .collect();
+    let docs = std::fs::read_to_string(repo_root().join("docs/codex-compat.md"))
+        .expect("docs")
+        .replace('`', "");
+    for row in &rows {
+        assert!(docs.contains(row.as_str()), "docs/codex-compat.md lacks {row}");
+    }
+    let versions: Vec<&str> = clawbridge::CODEX_VERSIONS.iter().map(|row| row.0).collect();
+    assert_eq!(rows.len(), versions.len());
+    assert!(versions.contains(&clawbridge::PINNED_CODEX_VERSION));
+    assert_eq!(versions.last(), Some(&clawbridge::NEWEST_TESTED_CODEX_VERSION));
+    assert_eq!(
+        clawbridge::supported_range(),
+        format!("{} to {}", versions[0], clawbridge::NEWEST_TESTED_CODEX_VERSION)
+    );
+}
+
+/// `clawbridge path` names the native front beside the runtime (what OpenClaw's
+/// appServer.command needs), the same file cargo built.
+#[test]
+fn path_names_the_native_executable() {
+    let (code, stdout, stderr) = run_cli(&["path"]);
+    assert_eq!(code, 0, "{stderr}");
+    let printed = std::path::PathBuf::from(stdout.trim());
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_clawbridge"))
+        .canonicalize()
+        .expect("built");
+    assert_eq!(printed, built);
 }
