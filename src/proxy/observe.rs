@@ -235,13 +235,7 @@ impl Observer {
 
     async fn take(&mut self, tapped: Tapped) {
         let Ok(message) = serde_json::from_slice::<Value>(&tapped.line) else {
-            let flow = match tapped.direction {
-                Direction::In => Flow::Request,
-                Direction::Out => Flow::Notification,
-            };
-            let row = self.row("(not JSON)".into(), flow);
-            row.seen += 1;
-            row.problems += 1;
+            self.malformed("(not JSON)", tapped.direction);
             return;
         };
         self.observe(tapped.direction, &message).await;
@@ -292,6 +286,18 @@ impl Observer {
         }
     }
 
+    /// A line that is no message at all, counted as a problem under `what`, in the family of
+    /// its direction's requests (in) or notifications (out).
+    fn malformed(&mut self, what: &str, direction: Direction) {
+        let flow = match direction {
+            Direction::In => Flow::Request,
+            Direction::Out => Flow::Notification,
+        };
+        let row = self.row(what.to_string(), flow);
+        row.seen += 1;
+        row.problems += 1;
+    }
+
     /// The tally row of `(method, flow)`; past [`MAX_METHODS`] rows, a shared one.
     fn row(&mut self, method: String, flow: Flow) -> &mut Counts {
         let key = if self.tally.len() >= MAX_METHODS
@@ -338,13 +344,7 @@ impl Observer {
                 }
             }
             (_, None, None) => {
-                let flow = match direction {
-                    Direction::In => Flow::Request,
-                    Direction::Out => Flow::Notification,
-                };
-                let row = self.row("(not JSON-RPC)".into(), flow);
-                row.seen += 1;
-                row.problems += 1;
+                self.malformed("(not JSON-RPC)", direction);
                 return;
             }
         };

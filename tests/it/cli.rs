@@ -568,7 +568,11 @@ fn markdown_tables_render() {
         let mut fenced = false;
         let mut block: Vec<(usize, &str)> = Vec::new();
         let lines: Vec<&str> = text.lines().collect();
-        for (number, line) in lines.iter().enumerate().chain(std::iter::once((lines.len(), &""))) {
+        for (number, line) in lines
+            .iter()
+            .enumerate()
+            .chain(std::iter::once((lines.len(), &"")))
+        {
             if line.trim_start().starts_with("```") {
                 fenced = !fenced;
             }
@@ -609,15 +613,25 @@ fn the_codex_versions_table_is_the_one_the_docs_show() {
         .expect("docs")
         .replace('`', "");
     for row in &rows {
-        assert!(docs.contains(row.as_str()), "docs/codex-compat.md lacks {row}");
+        assert!(
+            docs.contains(row.as_str()),
+            "docs/codex-compat.md lacks {row}"
+        );
     }
     let versions: Vec<&str> = clawbridge::CODEX_VERSIONS.iter().map(|row| row.0).collect();
     assert_eq!(rows.len(), versions.len());
     assert!(versions.contains(&clawbridge::PINNED_CODEX_VERSION));
-    assert_eq!(versions.last(), Some(&clawbridge::NEWEST_TESTED_CODEX_VERSION));
+    assert_eq!(
+        versions.last(),
+        Some(&clawbridge::NEWEST_TESTED_CODEX_VERSION)
+    );
     assert_eq!(
         clawbridge::supported_range(),
-        format!("{} to {}", versions[0], clawbridge::NEWEST_TESTED_CODEX_VERSION)
+        format!(
+            "{} to {}",
+            versions[0],
+            clawbridge::NEWEST_TESTED_CODEX_VERSION
+        )
     );
 }
 

@@ -169,6 +169,43 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         checked.contains(&"thread/start") && checked.contains(&"turn/start"),
         "{checked:?}"
     );
+    // Every message of OpenClaw's session was checked: the per-method summary the proxy wrote
+    // when OpenClaw let it go, read back by `app-server report` (printed for the CI log).
+    let row = |method: &str, flow: &str| {
+        conformance
+            .iter()
+            .find(|entry| {
+                entry["kind"] == "method" && entry["method"] == method && entry["message"] == flow
+            })
+            .unwrap_or_else(|| panic!("no {method} {flow} row: {conformance:#?}"))
+    };
+    for (method, flow) in [
+        ("initialize", "request"),
+        ("initialize", "response"),
+        ("thread/start", "response"),
+        ("turn/start", "response"),
+        ("turn/completed", "notification"),
+    ] {
+        let counts = row(method, flow);
+        assert!(counts["seen"].as_u64() >= Some(1), "{counts}");
+        assert_eq!(
+            counts["seen"], counts["valid"],
+            "every {method} {flow} conforms: {counts}"
+        );
+    }
+    let report = clawbridge()
+        .args(["app-server", "report"])
+        .arg(&out)
+        .output()
+        .expect("app-server report");
+    eprintln!(
+        "clawbridge app-server report (real OpenClaw 2026.9.6 -> Codex):\n{}",
+        String::from_utf8_lossy(&report.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&report.stdout).contains("turn/completed"),
+        "{report:?}"
+    );
 
     // The captured model request: what Codex really sent the model for OpenClaw's turn.
     let thread_name = threads[0]

@@ -185,15 +185,8 @@ pub(crate) fn unproductive_cycle(root: &Value) -> Option<String> {
                     .to_string(),
             );
         }
-        for key in ["anyOf", "oneOf", "allOf"] {
-            for member in node
-                .get(key)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                direct(member, out, budget);
-            }
+        for member in union_members(node) {
+            direct(member, out, budget);
         }
     }
     let mut budget = 100_000usize;
@@ -236,6 +229,18 @@ pub(crate) fn unproductive_cycle(root: &Value) -> Option<String> {
     None
 }
 
+/// The members of a node's `anyOf`, `oneOf` and `allOf`, in that order.
+pub(crate) fn union_members(node: &Value) -> impl Iterator<Item = &Value> {
+    ["anyOf", "oneOf", "allOf"]
+        .into_iter()
+        .flat_map(move |key| {
+            node.get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+}
+
 fn pointer_or_root(pointer: String) -> String {
     if pointer.is_empty() {
         "/".to_string()
@@ -247,7 +252,7 @@ fn pointer_or_root(pointer: String) -> String {
 /// Deepest nesting walked (params are shallow; a hostile document must not recurse forever).
 const MAX_DEPTH: usize = 64;
 
-fn resolve<'a>(root: &'a Value, node: &'a Value, depth: usize) -> &'a Value {
+pub(crate) fn resolve<'a>(root: &'a Value, node: &'a Value, depth: usize) -> &'a Value {
     match node.get("$ref").and_then(Value::as_str) {
         Some(reference) if depth < MAX_DEPTH => {
             let name = reference

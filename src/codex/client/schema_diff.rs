@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::conformance::{Flow, WireSchemas, CLAWBRIDGE_METHODS, VENDORED_FILES};
-use super::schema::SchemaError;
+use super::schema::{union_members, SchemaError};
 
 /// Deepest field path followed (Codex's recursive types, such as JSON values, stop here).
 const MAX_DEPTH: usize = 10;
@@ -66,23 +66,7 @@ impl SchemaDiff {
 }
 
 fn resolve<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
-    let mut node = node;
-    for _ in 0..32 {
-        let Some(reference) = node.get("$ref").and_then(Value::as_str) else {
-            break;
-        };
-        let name = reference
-            .trim_start_matches("#/definitions/")
-            .trim_start_matches("#/$defs/");
-        match root
-            .get("definitions")
-            .and_then(|definitions| definitions.get(name))
-        {
-            Some(target) => node = target,
-            None => break,
-        }
-    }
-    node
+    super::schema::resolve(root, node, 0)
 }
 
 /// A node's signature: its JSON types and enum values, its union members' too (resolved).
@@ -104,15 +88,8 @@ fn describe(root: &Value, node: &Value) -> String {
     };
     let node = resolve(root, node);
     add(node);
-    for key in ["anyOf", "oneOf", "allOf"] {
-        for member in node
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            add(resolve(root, member));
-        }
+    for member in union_members(node) {
+        add(resolve(root, member));
     }
     words.sort();
     words.dedup();
@@ -144,15 +121,8 @@ fn branches<'a>(
             .map(str::to_string);
         out.push((tag, node));
     }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        for member in node
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            branches(root, member, out, budget, depth + 1);
-        }
+    for member in union_members(node) {
+        branches(root, member, out, budget, depth + 1);
     }
 }
 
