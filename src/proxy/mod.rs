@@ -473,9 +473,6 @@ async fn pump(
                     Some(at) => (&buffer[..=at], true),
                     None => (buffer, false),
                 };
-                if to.write_all(chunk).await.is_err() {
-                    return;
-                }
                 if !oversized {
                     if line.len() + chunk.len() > MAX_TRANSCRIPT_LINE {
                         oversized = true;
@@ -484,6 +481,21 @@ async fn pump(
                         line.extend_from_slice(chunk);
                     }
                 }
+                // The copies of a complete line are queued before its end goes out (queuing
+                // never waits): the other side cannot answer a request before the observer and
+                // the transcript have it, so an answer always finds its request.
+                if ended && !oversized {
+                    match &transcript {
+                        Some(queue) => {
+                            observer.offer(0, direction, line.clone());
+                            queue.offer(direction, std::mem::take(&mut line));
+                        }
+                        None => observer.offer(0, direction, std::mem::take(&mut line)),
+                    }
+                }
+                if to.write_all(chunk).await.is_err() {
+                    return;
+                }
                 (chunk.len(), ended)
             }
         };
@@ -491,15 +503,6 @@ async fn pump(
         if ended_line {
             if to.flush().await.is_err() {
                 return;
-            }
-            if !oversized {
-                match &transcript {
-                    Some(_) => observer.offer(0, direction, line.clone()),
-                    None => observer.offer(0, direction, std::mem::take(&mut line)),
-                }
-                if let Some(queue) = &transcript {
-                    queue.offer(direction, std::mem::take(&mut line));
-                }
             }
             line.clear();
             oversized = false;
@@ -799,4 +802,58 @@ async fn run_endpoint(
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A writer that, when a line's end reaches it, takes what the observer has queued so far.
+    struct Checking {
+        feed: observe::ObserverFeed,
+        seen_at_end: Vec<Option<Vec<u8>>>,
+    }
+
+    impl AsyncWrite for Checking {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            if buf.contains(&b'\n') {
+                let queued = self.feed.try_next().map(|tapped| tapped.line);
+                self.seen_at_end.push(queued);
+            }
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Protection: a line's copy is queued for the observer before the line's end is forwarded,
+    /// so Codex cannot answer a request the observer has not seen (the answer would otherwise
+    /// count as unmatched, as it once did in CI).
+    #[tokio::test]
+    async fn copies_are_queued_before_the_line_goes_out() {
+        let (queue, feed) = observe::observer_queue(1 << 20);
+        let mut checking = Checking {
+            feed,
+            seen_at_end: Vec::new(),
+        };
+        let input: &[u8] = b"{\"id\":1,\"method\":\"a\"}\n{\"id\":2,\"method\":\"b\"}\n";
+        pump(input, &mut checking, Direction::In, None, queue).await;
+        assert_eq!(
+            checking.seen_at_end,
+            vec![
+                Some(b"{\"id\":1,\"method\":\"a\"}\n".to_vec()),
+                Some(b"{\"id\":2,\"method\":\"b\"}\n".to_vec())
+            ]
+        );
+    }
 }

@@ -75,6 +75,14 @@ pub struct ObserverFeed {
     skipped: Arc<AtomicU64>,
 }
 
+impl ObserverFeed {
+    /// The next queued copy, if one is queued already (for tests of the pumps' order).
+    #[cfg(test)]
+    pub(crate) fn try_next(&mut self) -> Option<Tapped> {
+        self.lines.try_recv().ok().map(|(tapped, _permit)| tapped)
+    }
+}
+
 /// A queue of `bytes` at most.
 pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
     let (sender, lines) = tokio::sync::mpsc::unbounded_channel();
