@@ -40,7 +40,8 @@ impl From<clawbridge::ProxyError> for Failure {
             | ProxyError::Endpoint(EndpointError::NotLoopback(_) | EndpointError::Socket { .. }) => {
                 2
             }
-            ProxyError::Endpoint(EndpointError::Bind { .. } | EndpointError::Status(_)) => 1,
+            ProxyError::Endpoint(EndpointError::Bind { .. } | EndpointError::Status(_))
+            | ProxyError::Output(_) => 1,
             ProxyError::NoCodex(_) | ProxyError::Spawn { .. } => 3,
         };
         Failure(error.into(), code)

@@ -146,6 +146,8 @@ pub enum ProxyError {
     },
     #[error("--offline")]
     Offline(#[source] crate::error::Error),
+    #[error("cannot write the output: {0}")]
+    Output(#[source] std::io::Error),
     #[error(transparent)]
     Endpoint(#[from] endpoint::EndpointError),
     #[error(transparent)]
@@ -547,6 +549,22 @@ pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
     }
 }
 
+/// Write a command's output to stdout. A reader that went away (`| head`) is not an error,
+/// and nothing here panics on it as `println!` would.
+fn print_out(text: &str) -> Result<(), ProxyError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(ProxyError::Output(error))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `clawbridge app-server report DIR [--json]`: the per-method conformance table of a
 /// transcript folder; exits 1 when any message had problems.
 fn print_report(words: &[OsString]) -> Result<i32, ProxyError> {
@@ -566,9 +584,9 @@ fn print_report(words: &[OsString]) -> Result<i32, ProxyError> {
     let report = report::read(Path::new(dir))?;
     if json {
         let value = serde_json::to_value(&report).map_err(|error| usage(error.to_string()))?;
-        println!("{}", crate::support::json::to_pretty(&value));
+        print_out(&format!("{}\n", crate::support::json::to_pretty(&value)))?;
     } else {
-        print!("{}", report::render(&report));
+        print_out(&report::render(&report))?;
     }
     Ok(i32::from(report.has_problems()))
 }
@@ -591,7 +609,7 @@ async fn print_status(
     }
     let token = read_token(&path)?;
     let status = endpoint::fetch_status(listen, &token).await?;
-    println!("{}", crate::support::json::to_pretty(&status));
+    print_out(&format!("{}\n", crate::support::json::to_pretty(&status)))?;
     Ok(0)
 }
 
@@ -778,8 +796,8 @@ async fn run_endpoint(
     };
     let running = endpoint::Endpoint::start(settings, args.allow_remote).await?;
     match &running.listen {
-        endpoint::ListenAddr::Tcp(addr) => println!("{addr}"),
-        endpoint::ListenAddr::Unix(path) => println!("{}", path.display()),
+        endpoint::ListenAddr::Tcp(addr) => print_out(&format!("{addr}\n"))?,
+        endpoint::ListenAddr::Unix(path) => print_out(&format!("{}\n", path.display()))?,
     }
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate()).map_err(|source| ProxyError::Spawn {

@@ -621,3 +621,45 @@ fn a_stuck_transcript_writer_holds_up_nothing() {
     drop(writer.join().expect("writer"));
     let _ = child.wait();
 }
+
+/// `app-server report DIR` reads back what the proxy wrote: a usage error without DIR (exit 2),
+/// exit 1 when a message had problems, and a reader that goes away (`| head`) ends it quietly,
+/// never with a panic.
+#[test]
+fn the_report_reads_the_summary_and_survives_a_closed_pipe() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut log = String::from(
+        "{\"kind\":\"summary\",\"client\":\"openclaw 2026.9.6\",\"codexVersion\":\"0.169.0\",\"skipped\":0}\n",
+    );
+    for index in 0..3000 {
+        log.push_str(&format!(
+            "{{\"kind\":\"method\",\"method\":\"m/{index}\",\"message\":\"notification\",\"seen\":2,\"valid\":1,\"problems\":1,\"unknown\":0,\"unchecked\":0}}\n"
+        ));
+    }
+    std::fs::write(dir.path().join("conformance.jsonl"), log).expect("write");
+    let output = clawbridge()
+        .args(["app-server", "report"])
+        .arg(dir.path())
+        .output()
+        .expect("report");
+    assert_eq!(output.status.code(), Some(1), "problems: exit 1");
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("m/2999") && table.lines().count() > 3000, "{}", table.len());
+    let usage = clawbridge()
+        .args(["app-server", "report"])
+        .output()
+        .expect("usage");
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("report DIR"));
+    let mut child = clawbridge()
+        .args(["app-server", "report"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let closed = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&closed.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
