@@ -236,14 +236,7 @@ fn the_real_codex_answers_through_the_proxy() {
     assert_eq!(check["problems"], json!([]), "{check}");
     // Every message was checked against this Codex's schema: one summary line per method and
     // family, nothing with problems, the unknown method counted both ways.
-    let row = |method: &str, flow: &str| -> Value {
-        log.iter()
-            .find(|entry| {
-                entry["kind"] == "method" && entry["method"] == method && entry["message"] == flow
-            })
-            .cloned()
-            .unwrap_or_else(|| panic!("no {method} {flow} row: {log:#?}"))
-    };
+    let row = |method: &str, flow: &str| summary_row(&log, method, flow);
     for (method, flow) in [
         ("initialize", "request"),
         ("initialize", "response"),
@@ -265,11 +258,7 @@ fn the_real_codex_answers_through_the_proxy() {
         "Codex's own messages conform to its own schema: {log:#?}"
     );
     // The report reads it back: a table with every row, exit 0 (no problems).
-    let report = clawbridge()
-        .args(["app-server", "report"])
-        .arg(&transcript)
-        .output()
-        .expect("report");
+    let report = conformance_report(&transcript);
     let table = String::from_utf8_lossy(&report.stdout);
     assert!(
         report.status.success(),
@@ -644,7 +633,11 @@ fn the_report_reads_the_summary_and_survives_a_closed_pipe() {
         .expect("report");
     assert_eq!(output.status.code(), Some(1), "problems: exit 1");
     let table = String::from_utf8_lossy(&output.stdout);
-    assert!(table.contains("m/2999") && table.lines().count() > 3000, "{}", table.len());
+    assert!(
+        table.contains("m/2999") && table.lines().count() > 3000,
+        "{}",
+        table.len()
+    );
     let usage = clawbridge()
         .args(["app-server", "report"])
         .output()

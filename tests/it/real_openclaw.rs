@@ -171,14 +171,7 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     );
     // Every message of OpenClaw's session was checked: the per-method summary the proxy wrote
     // when OpenClaw let it go, read back by `app-server report` (printed for the CI log).
-    let row = |method: &str, flow: &str| {
-        conformance
-            .iter()
-            .find(|entry| {
-                entry["kind"] == "method" && entry["method"] == method && entry["message"] == flow
-            })
-            .unwrap_or_else(|| panic!("no {method} {flow} row: {conformance:#?}"))
-    };
+    let row = |method: &str, flow: &str| summary_row(&conformance, method, flow);
     for (method, flow) in [
         ("initialize", "request"),
         ("initialize", "response"),
@@ -193,11 +186,7 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
             "every {method} {flow} conforms: {counts}"
         );
     }
-    let report = clawbridge()
-        .args(["app-server", "report"])
-        .arg(&out)
-        .output()
-        .expect("app-server report");
+    let report = conformance_report(&out);
     eprintln!(
         "clawbridge app-server report (real OpenClaw 2026.9.6 -> Codex):\n{}",
         String::from_utf8_lossy(&report.stdout)

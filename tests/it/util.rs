@@ -253,3 +253,22 @@ where
         tokio::time::sleep(POLL_EVERY).await;
     }
 }
+
+/// The per-method line the proxy wrote at exit for `method` in the `flow` family.
+pub fn summary_row(log: &[Value], method: &str, flow: &str) -> Value {
+    log.iter()
+        .find(|entry| {
+            entry["kind"] == "method" && entry["method"] == method && entry["message"] == flow
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no {method} {flow} row: {log:#?}"))
+}
+
+/// `clawbridge app-server report DIR`, run to its end.
+pub fn conformance_report(dir: &Path) -> std::process::Output {
+    clawbridge()
+        .args(["app-server", "report"])
+        .arg(dir)
+        .output()
+        .expect("clawbridge app-server report")
+}
