@@ -353,6 +353,36 @@ mod tests {
             .join(version)
     }
 
+    /// Protection: a type that contains itself (Codex's JSON values do) and a wide fan-out of
+    /// unions are flattened within the depth and node bounds, not forever.
+    #[test]
+    fn recursive_and_fanned_out_schemas_are_walked_within_bounds() {
+        let mut definitions = serde_json::Map::new();
+        definitions.insert(
+            "Node".into(),
+            serde_json::json!({"type": "object", "properties": {
+                "child": {"$ref": "#/definitions/Node"},
+                "items": {"type": "array", "items": {"$ref": "#/definitions/Node"}},
+                "either": {"anyOf": vec![serde_json::json!({"$ref": "#/definitions/Node"}); 8]}}}),
+        );
+        let root = serde_json::json!({"definitions": definitions});
+        let node = serde_json::json!({"$ref": "#/definitions/Node"});
+        let mut out = BTreeMap::new();
+        let mut budget = MAX_NODES;
+        flatten(&root, &node, "", &mut out, 0, &mut budget);
+        assert!(
+            out.contains_key("/child/child"),
+            "{:?}",
+            out.keys().take(5).collect::<Vec<_>>()
+        );
+        assert!(
+            out.keys()
+                .all(|path| path.matches('/').count() <= MAX_DEPTH),
+            "no path deeper than the bound"
+        );
+        assert!(out.len() < MAX_NODES, "{}", out.len());
+    }
+
     #[test]
     fn a_folder_against_itself_is_identical() {
         let diff = diff(&vendored("0.169.0"), &vendored("0.169.0")).expect("diff");
