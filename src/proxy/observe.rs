@@ -191,6 +191,18 @@ fn method_name(method: &str) -> String {
     }
 }
 
+/// The tally row of `(method, flow)`; past [`MAX_METHODS`] rows, a shared one. (A function of
+/// the tally alone, so the caller may hold other fields of the observer meanwhile.)
+fn row_of(tally: &mut BTreeMap<(String, Flow), Counts>, method: String, flow: Flow) -> &mut Counts {
+    let key = (method, flow);
+    if tally.len() >= MAX_METHODS && !tally.contains_key(&key) {
+        return tally
+            .entry(("(other methods)".to_string(), flow))
+            .or_default();
+    }
+    tally.entry(key).or_default()
+}
+
 /// An id as a map key that keeps its JSON type (`1` and `"1"` differ).
 fn id_key(id: &Value) -> String {
     id.to_string()
@@ -308,14 +320,7 @@ impl Observer {
 
     /// The tally row of `(method, flow)`; past [`MAX_METHODS`] rows, a shared one.
     fn row(&mut self, method: String, flow: Flow) -> &mut Counts {
-        let key = if self.tally.len() >= MAX_METHODS
-            && !self.tally.contains_key(&(method.clone(), flow))
-        {
-            ("(other methods)".to_string(), flow)
-        } else {
-            (method, flow)
-        };
-        self.tally.entry(key).or_default()
+        row_of(&mut self.tally, method, flow)
     }
 
     /// Classify a message, pair answers with their requests, and check it.
@@ -360,8 +365,8 @@ impl Observer {
             Some(wire) => wire.check(flow, &method, message),
             None => Verdict::Unchecked("no schema".into()),
         };
-        let version = self.wire.as_ref().map(|wire| wire.version.clone());
-        let row = self.row(method.clone(), flow);
+        let version = self.wire.as_ref().map(|wire| wire.version.as_str());
+        let row = row_of(&mut self.tally, method.clone(), flow);
         row.seen += 1;
         match verdict {
             Verdict::Valid => row.valid += 1,
@@ -372,7 +377,7 @@ impl Observer {
                     tracing::warn!(
                         "conformance: {} `{method}` is not in Codex {}'s schema (forwarded, recorded as unknown)",
                         flow.as_str(),
-                        version.as_deref().unwrap_or("?")
+                        version.unwrap_or("?")
                     );
                 }
             }
@@ -395,7 +400,7 @@ impl Observer {
                             flow.as_str(),
                             problem.field,
                             problem.message,
-                            version.as_deref().unwrap_or("?")
+                            version.unwrap_or("?")
                         );
                     }
                 }

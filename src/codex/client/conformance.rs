@@ -109,19 +109,17 @@ pub enum Verdict {
     Unchecked(String),
 }
 
-/// Largest schema file read.
-const MAX_SCHEMA_BYTES: u64 = 16 * 1024 * 1024;
-
 /// The generated schema of one Codex version, for every message family.
 pub struct WireSchemas {
     pub version: String,
     dir: PathBuf,
     registry: Registry,
     unions: HashMap<Union, Arc<Value>>,
-    /// (union, method) -> the variant's index in the union's `oneOf`.
-    variants: HashMap<(Union, String), usize>,
+    /// Per union: method -> the variant's index in the union's `oneOf` (looked up by `&str`,
+    /// so a checked message costs no key allocation).
+    variants: HashMap<Union, HashMap<String, usize>>,
     /// Compiled on first use: a variant's validator, or an answer's (with its own document).
-    compiled: HashMap<(Flow, String), Option<Compiled>>,
+    compiled: HashMap<Flow, HashMap<String, Option<Compiled>>>,
 }
 
 struct Compiled {
@@ -142,14 +140,14 @@ impl std::fmt::Debug for WireSchemas {
     }
 }
 
+/// A schema file Codex generated: titled as expected, and without a `$ref` cycle a validator
+/// would recurse through forever.
 fn load_file(path: &Path, title: &str) -> Result<Value, SchemaError> {
     let load = |message: String| SchemaError::Load {
         path: path.to_path_buf(),
         message,
     };
-    let bytes = crate::support::fs::read_capped_anywhere(path, None, MAX_SCHEMA_BYTES)
-        .map_err(|refusal| load(refusal.to_string()))?;
-    let schema: Value = serde_json::from_slice(&bytes).map_err(|error| load(error.to_string()))?;
+    let schema = super::schema::read_schema_file(path)?;
     if schema.get("title").and_then(Value::as_str) != Some(title) {
         return Err(load(format!(
             "its title is not {title}: not a schema Codex generated"
@@ -171,7 +169,7 @@ fn variant_method(variant: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// `Get`, then the words of a method in PascalCase: `account/rateLimits/read` ->
+/// The words of a method in PascalCase: `account/rateLimits/read` ->
 /// `["Account", "RateLimits", "Read"]`.
 fn pascal_words(method: &str) -> Vec<String> {
     method
@@ -257,7 +255,10 @@ impl WireSchemas {
             let schema = load_file(&dir.join(format!("{}.json", union.name())), union.name())?;
             for (index, variant) in schema["oneOf"].as_array().into_iter().flatten().enumerate() {
                 if let Some(method) = variant_method(variant) {
-                    variants.insert((union, method.to_string()), index);
+                    variants
+                        .entry(union)
+                        .or_insert_with(HashMap::new)
+                        .insert(method.to_string(), index);
                 }
             }
             let schema = Arc::new(schema);
@@ -284,15 +285,19 @@ impl WireSchemas {
         })
     }
 
+    /// The index of `method`'s variant in `union`'s `oneOf`.
+    fn variant(&self, union: Union, method: &str) -> Option<usize> {
+        self.variants.get(&union)?.get(method).copied()
+    }
+
     /// Whether the schema knows `method` in `flow`'s family.
     pub fn knows(&self, flow: Flow, method: &str) -> bool {
-        self.variants
-            .contains_key(&(flow.union(), method.to_string()))
+        self.variant(flow.union(), method).is_some()
     }
 
     /// The answer type's file of `method` (a request or a server request), if the folder has one.
     fn response_file(&self, union: Union, method: &str) -> Option<(PathBuf, String)> {
-        let index = *self.variants.get(&(union, method.to_string()))?;
+        let index = self.variant(union, method)?;
         let params_type = self.unions[&union]["oneOf"][index]["properties"]["params"]["$ref"]
             .as_str()
             .and_then(|reference| reference.rsplit('/').next());
@@ -312,9 +317,10 @@ impl WireSchemas {
         let union = flow.union();
         let mut methods: Vec<(String, Option<String>)> = self
             .variants
-            .keys()
-            .filter(|(family, _)| *family == union)
-            .map(|(_, method)| {
+            .get(&union)
+            .into_iter()
+            .flat_map(HashMap::keys)
+            .map(|method| {
                 (
                     method.clone(),
                     self.response_file(union, method).map(|(_, name)| name),
@@ -337,9 +343,9 @@ impl WireSchemas {
                 Some((Arc::new(document.clone()), document))
             }
             _ => {
-                let index = self.variants.get(&(union, method.to_string()))?;
+                let index = self.variant(union, method)?;
                 let root = Arc::clone(&self.unions[&union]);
-                let node = root["oneOf"][*index]["properties"]["params"].clone();
+                let node = root["oneOf"][index]["properties"]["params"].clone();
                 Some((root, node))
             }
         }
@@ -349,15 +355,15 @@ impl WireSchemas {
     pub fn methods(&self) -> Vec<(Flow, String)> {
         let mut methods: Vec<(Flow, String)> = self
             .variants
-            .keys()
-            .map(|(union, method)| {
+            .iter()
+            .flat_map(|(union, methods)| {
                 let flow = match union {
                     Union::ClientRequest => Flow::Request,
                     Union::ClientNotification => Flow::ClientNotification,
                     Union::ServerRequest => Flow::ServerRequest,
                     Union::ServerNotification => Flow::Notification,
                 };
-                (flow, method.clone())
+                methods.keys().map(move |method| (flow, method.clone()))
             })
             .collect();
         methods.sort();
@@ -383,7 +389,7 @@ impl WireSchemas {
                 }))
             }
             _ => {
-                let Some(index) = self.variants.get(&(union, method.to_string())) else {
+                let Some(index) = self.variant(union, method) else {
                     return Ok(None);
                 };
                 let reference =
@@ -394,7 +400,7 @@ impl WireSchemas {
                     .build(&reference)
                     .map_err(|error| format!("{} {method}: {error}", union.name()))?;
                 let root = Arc::clone(&self.unions[&union]);
-                let node = root["oneOf"][*index]["properties"]["params"].clone();
+                let node = root["oneOf"][index]["properties"]["params"].clone();
                 Ok(Some(Compiled {
                     validator,
                     root,
@@ -416,15 +422,26 @@ impl WireSchemas {
                 return error_verdict(error);
             }
         }
-        let key = (flow, method.to_string());
-        if !self.compiled.contains_key(&key) {
+        // Compiled once per method; a message of a method seen before allocates no key.
+        let seen = self
+            .compiled
+            .get(&flow)
+            .is_some_and(|methods| methods.contains_key(method));
+        if !seen {
             let compiled = match self.compile(flow, method) {
                 Ok(compiled) => compiled,
                 Err(message) => return Verdict::Unchecked(message),
             };
-            self.compiled.insert(key.clone(), compiled);
+            self.compiled
+                .entry(flow)
+                .or_default()
+                .insert(method.to_string(), compiled);
         }
-        let Some(Some(compiled)) = self.compiled.get(&key) else {
+        let Some(Some(compiled)) = self
+            .compiled
+            .get(&flow)
+            .and_then(|methods| methods.get(method))
+        else {
             return Verdict::Unchecked(format!(
                 "Codex {} has no schema for the answer to {method}",
                 self.version

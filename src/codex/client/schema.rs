@@ -90,10 +90,7 @@ impl ParamsSchemas {
                 path: path.clone(),
                 message,
             };
-            let bytes = crate::support::fs::read_capped_anywhere(&path, None, MAX_SCHEMA_BYTES)
-                .map_err(|refusal| load(refusal.to_string()))?;
-            let schema: Value =
-                serde_json::from_slice(&bytes).map_err(|error| load(error.to_string()))?;
+            let schema = read_schema_file(&path)?;
             if let Some(problem) = implausible(&schema, file) {
                 return Err(load(problem));
             }
@@ -138,6 +135,18 @@ impl ParamsSchemas {
         problems.truncate(MAX_PROBLEMS);
         problems
     }
+}
+
+/// A schema file of a generated folder, read as a regular file of at most
+/// [`MAX_SCHEMA_BYTES`] and parsed (what it must hold is each caller's check).
+pub(crate) fn read_schema_file(path: &Path) -> Result<Value, SchemaError> {
+    let load = |message: String| SchemaError::Load {
+        path: path.to_path_buf(),
+        message,
+    };
+    let bytes = crate::support::fs::read_capped_anywhere(path, None, MAX_SCHEMA_BYTES)
+        .map_err(|refusal| load(refusal.to_string()))?;
+    serde_json::from_slice(&bytes).map_err(|error| load(error.to_string()))
 }
 
 /// Why a schema file is not one Codex generated for its method: a planted permissive schema
