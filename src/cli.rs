@@ -415,13 +415,6 @@ pub struct ServeArgs {
     pub completion_grace: u64,
     #[command(flatten)]
     pub capture: LiveCaptureArgs,
-    /// Recycle the Codex app-server once it opened this many threads (it drains: its runs end,
-    /// new runs start a fresh one and resume their threads there).
-    #[arg(long, default_value_t = clawbridge::DEFAULT_RECYCLE_AFTER_THREADS)]
-    pub recycle_after_threads: usize,
-    /// Recycle the Codex app-server once its resident memory passes this many MiB.
-    #[arg(long, default_value_t = clawbridge::DEFAULT_RECYCLE_RSS_MB)]
-    pub recycle_rss_mb: u64,
     /// Named client tokens (default `<state-dir>/clients.json`; `clawbridge client add` writes
     /// it): each client sees and acts on only its own sessions and runs.
     #[arg(long)]
@@ -594,8 +587,8 @@ impl ServeArgs {
             max_runs: self.max_runs.max(1),
             max_run_bytes: self.max_run_bytes.max(1024),
             clients_file: self.clients,
-            recycle_after_threads: self.recycle_after_threads.max(1),
-            recycle_rss_bytes: self.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
+            recycle_after_threads: self.pool.recycle_after_threads.max(1),
+            recycle_rss_bytes: self.pool.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
             max_sessions: self.max_sessions.clamp(1, clawbridge::MAX_SESSIONS_LIMIT),
             subscriber_stall: Duration::from_secs(self.subscriber_stall.max(1)),
             app_servers: self.pool.app_servers,

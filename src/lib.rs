@@ -50,7 +50,10 @@ pub use app::fixtures::SyncSettings;
 pub use app::forward::{
     Forwarder, ForwarderSettings, LiveCapture, LiveCaptureSettings, Recorded, Upstream,
 };
-pub use app::offline::{OfflineHome, ResponsesStub, StubRule, StubScript, StubStep};
+pub use app::offline::{
+    offline_account_config, offline_config, CapturedRequest, OfflineHome, ResponsesStub, StubRule,
+    StubScript, StubStep,
+};
 pub use app::pairing::PairingError;
 pub use app::state::WarningLedger;
 pub use app::{clients, commands, doctor, fixtures, run};
@@ -64,6 +67,7 @@ pub use artifacts::snapshots::{
 pub use codex::client::conformance::{
     Flow, Verdict as WireVerdict, WireSchemas, ANSWERS_WITHOUT_SCHEMA, VENDORED_FILES,
 };
+pub use codex::client::fleet::{FleetConfig, Identity};
 pub use codex::client::framing::FrameReader;
 pub use codex::client::handler::DefaultHandler;
 pub use codex::client::hub::{CodexHub, MAX_LOADED_THREADS};

@@ -684,10 +684,22 @@ const CONFIG_MARKER: &str = "# written by clawbridge --offline";
 
 /// The offline `config.toml` (docs/codex-wire.md §9.1).
 pub fn offline_config(base_url: &str, model: &str) -> String {
+    offline_config_with(base_url, model, r#"model_provider = "clawbridge_stub""#)
+}
+
+/// The offline `config.toml` of an account's home on the WebSocket endpoint: Codex's `openai`
+/// provider pointed at the stub, so the account's login is in the loop (each model request
+/// carries its key, and `account/read` names it) while nothing leaves the machine.
+pub fn offline_account_config(base_url: &str, model: &str) -> String {
+    let provider = format!("model_provider = \"openai\"\nopenai_base_url = \"{base_url}\"");
+    offline_config_with(base_url, model, &provider)
+}
+
+fn offline_config_with(base_url: &str, model: &str, provider: &str) -> String {
     format!(
         r#"{CONFIG_MARKER}: a loopback Responses stub, no account, no network.
 model = "{model}"
-model_provider = "clawbridge_stub"
+{provider}
 check_for_update_on_startup = false
 
 [model_providers.clawbridge_stub]

@@ -102,6 +102,18 @@ pub struct PoolArgs {
     /// when only one is given).
     #[arg(long = "app-server-token-file", value_name = "FILE")]
     pub app_server_token_files: Vec<PathBuf>,
+    /// With app-server --listen: local app-servers one account may have at once (each
+    /// account that logs in through a connection gets app-servers of its own, over a Codex home
+    /// of its own; --app-servers bounds them all together). Default: --app-servers.
+    #[arg(long, value_name = "N")]
+    pub app_servers_per_identity: Option<usize>,
+    /// Recycle an app-server once it opened this many threads (it drains: its runs end, new
+    /// runs start a fresh one and resume their threads there).
+    #[arg(long, default_value_t = crate::codex::client::pool::DEFAULT_RECYCLE_AFTER_THREADS)]
+    pub recycle_after_threads: usize,
+    /// Recycle an app-server once its resident memory passes this many MiB.
+    #[arg(long, default_value_t = crate::codex::client::pool::DEFAULT_RECYCLE_RSS_MB)]
+    pub recycle_rss_mb: u64,
 }
 
 impl Default for PoolArgs {
@@ -110,6 +122,9 @@ impl Default for PoolArgs {
             app_servers: 1,
             remote_app_servers: Vec::new(),
             app_server_token_files: Vec::new(),
+            app_servers_per_identity: None,
+            recycle_after_threads: crate::codex::client::pool::DEFAULT_RECYCLE_AFTER_THREADS,
+            recycle_rss_mb: crate::codex::client::pool::DEFAULT_RECYCLE_RSS_MB,
         }
     }
 }
@@ -393,7 +408,10 @@ mod tests {
                 "--allow-remote",
                 "--app-servers",
                 "--app-server",
-                "--app-server-token-file"
+                "--app-server-token-file",
+                "--app-servers-per-identity",
+                "--recycle-after-threads",
+                "--recycle-rss-mb"
             ]
         );
         let takes: Vec<bool> = own_flags().into_iter().map(|(_, takes)| takes).collect();
@@ -401,7 +419,7 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, true, true, true, false,
-                true, true, true
+                true, true, true, true, true, true
             ]
         );
     }

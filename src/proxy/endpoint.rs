@@ -36,9 +36,10 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::codex::client::hub::{CodexHub, ThreadHandle};
+use crate::codex::client::fleet::{Fleet, FleetConfig, Identity};
+use crate::codex::client::hub::CodexHub;
 use crate::codex::client::peer::PeerError;
-use crate::codex::client::pool::{Lease, MemberStatus, Pool, PoolConfig};
+use crate::codex::client::pool::{Lease, MemberStatus};
 use crate::codex::protocol::inbound::Inbound;
 use crate::codex::protocol::methods::{
     ThreadUnsubscribe, ThreadUnsubscribeParams, TurnInterrupt, TurnInterruptParams,
@@ -109,7 +110,8 @@ pub struct EndpointSettings {
     pub listen: ListenAddr,
     /// The bearer token every client sends (never logged).
     pub token: String,
-    pub pool: PoolConfig,
+    /// The app-servers, by the account each connection runs as.
+    pub fleet: FleetConfig,
     /// Connections at once.
     pub max_connections: usize,
     /// A connection from which nothing came for this long (no message, no answer to our pings)
@@ -154,6 +156,22 @@ pub struct EndpointStatus {
     pub connections: Vec<ConnectionStatus>,
     /// Threads the endpoint knows the member of (for a resume from any connection).
     pub known_threads: usize,
+    /// Every member of every identity.
+    pub members: Vec<MemberStatus>,
+    /// Each identity (`native`, or a login's kind and credential fingerprint) with its
+    /// members and how many threads it owns.
+    pub identities: Vec<IdentityStatus>,
+}
+
+/// One identity in [`EndpointStatus`].
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityStatus {
+    pub identity: String,
+    /// Connections running as it now.
+    pub connections: usize,
+    /// Threads it opened that the endpoint remembers.
+    pub threads: usize,
     pub members: Vec<MemberStatus>,
 }
 
@@ -163,6 +181,8 @@ pub struct EndpointStatus {
 pub struct ConnectionStatus {
     /// The connection's number (its transcript folder is `connection-N`).
     pub number: usize,
+    /// Who its requests run as: `native`, or its login's fingerprint.
+    pub identity: String,
     /// `clientInfo` of its `initialize` (`name version`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
@@ -180,6 +200,8 @@ pub struct ThreadStatus {
     /// The running turn, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
+    /// Connections that follow the thread (this one included).
+    pub followers: usize,
 }
 
 /// A running endpoint.
@@ -193,14 +215,16 @@ pub struct Endpoint {
 struct Shared {
     token: String,
     listen: ListenAddr,
-    pool: Arc<Pool>,
+    fleet: Arc<Fleet>,
     cwd: PathBuf,
     slots: Arc<Semaphore>,
     idle_timeout: Duration,
     ping_interval: Duration,
     handshake_timeout: Duration,
-    /// Thread -> the member it lives on.
-    homes: Mutex<HashMap<String, String>>,
+    /// Thread -> the identity that owns it and the member it lives on.
+    homes: Mutex<HashMap<String, (Identity, String)>>,
+    /// The threads relayed to their followers, by app-server incarnation and thread.
+    feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
     transcript: Option<PathBuf>,
     observe: Option<super::observe::ObserverQueue>,
     /// Connections so far (each one's transcript folder is named after its number).
@@ -248,13 +272,14 @@ impl Endpoint {
         let shared = Arc::new(Shared {
             token: settings.token,
             listen: listen.clone(),
-            pool: Pool::new(settings.pool),
+            fleet: Fleet::new(settings.fleet),
             cwd: settings.cwd,
             slots: Arc::new(Semaphore::new(settings.max_connections.max(1))),
             idle_timeout: settings.idle_timeout,
             ping_interval: settings.ping_interval,
             handshake_timeout: settings.handshake_timeout,
             homes: Mutex::new(HashMap::new()),
+            feeds: Mutex::new(HashMap::new()),
             transcript: settings.transcript,
             observe: settings.observe,
             opened: AtomicUsize::new(0),
@@ -301,9 +326,9 @@ impl Endpoint {
         }
     }
 
-    /// The pool's members.
+    /// Every member of every identity.
     pub fn members(&self) -> Vec<MemberStatus> {
-        self.shared.pool.status()
+        self.shared.fleet.members()
     }
 
     /// Connections, their threads, the members.
@@ -325,7 +350,7 @@ impl Endpoint {
         let _ = self.server.await;
         self.shared.connections.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.shared.connections.wait()).await;
-        self.shared.pool.shutdown().await;
+        self.shared.fleet.shutdown().await;
         if let ListenAddr::Unix(path) = &self.listen {
             let _ = std::fs::remove_file(path);
         }
@@ -382,16 +407,205 @@ impl Shared {
             .any(|other| lock(&other.threads).contains_key(thread))
     }
 
+    /// Whether the endpoint relays `thread` of that app-server incarnation to anyone.
+    fn feed_exists(&self, hub: &Arc<CodexHub>, thread: &str) -> bool {
+        lock(&self.feeds).contains_key(&feed_key(hub, thread))
+    }
+
+    /// The feed of `thread` on `lease`'s app-server: the existing one, or a new one that claims
+    /// the thread's messages (with those Codex sent before) and relays them to its followers.
+    /// When the claim ends (the app-server went away) every follower hears that its running
+    /// turn failed and lets the thread go.
+    fn feed(self: &Arc<Self>, thread: &str, lease: &Lease, identity: &Identity) -> Arc<Feed> {
+        let key = feed_key(&lease.hub, thread);
+        let mut feeds = lock(&self.feeds);
+        if let Some(feed) = feeds.get(&key) {
+            return Arc::clone(feed);
+        }
+        let mut handle = lease.hub.claim_thread(thread);
+        let (barrier, mut barriers) = mpsc::channel::<oneshot::Sender<()>>(16);
+        let feed = Arc::new(Feed {
+            thread: thread.to_string(),
+            member: lease.name.clone(),
+            hub: Arc::clone(&lease.hub),
+            lease: lease.clone(),
+            identity: identity.clone(),
+            fleet: Arc::clone(&self.fleet),
+            followers: Mutex::new(Vec::new()),
+            answerer: Mutex::new(None),
+            turn: Mutex::new(None),
+            fresh: AtomicBool::new(false),
+            barrier,
+            relay: Mutex::new(None),
+        });
+        let relayed = Arc::clone(&feed);
+        let shared = Arc::downgrade(self);
+        let relay = tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    biased;
+                    asked = barriers.recv() => {
+                        let Some(ack) = asked else { break };
+                        // What is already here goes out before the answer that waits.
+                        while let Some(message) = handle.try_recv() {
+                            relayed.deliver(message).await;
+                        }
+                        let _ = ack.send(());
+                        continue;
+                    }
+                    message = handle.recv() => message,
+                };
+                let Some(message) = message else { break };
+                relayed.deliver(message).await;
+            }
+            drop(handle);
+            if let Some(shared) = shared.upgrade() {
+                let key = feed_key(&relayed.hub, &relayed.thread);
+                let mut feeds = lock(&shared.feeds);
+                if feeds
+                    .get(&key)
+                    .is_some_and(|feed| Arc::ptr_eq(feed, &relayed))
+                {
+                    feeds.remove(&key);
+                }
+            }
+            let turn = relayed.turn();
+            relayed.set_turn(None);
+            relayed.persisted();
+            for follower in relayed.followers() {
+                follower.member_lost(&relayed, turn.as_deref());
+            }
+        });
+        *lock(&feed.relay) = Some(relay);
+        feeds.insert(key, Arc::clone(&feed));
+        feed
+    }
+
+    /// Connection `number` stops following `feed`; when nobody follows it any more the feed
+    /// ends (its claim released). Whether anyone still follows.
+    fn unfollow(&self, feed: &Arc<Feed>, number: usize) -> bool {
+        if feed.remove(number) {
+            return true;
+        }
+        {
+            let key = feed_key(&feed.hub, &feed.thread);
+            let mut feeds = lock(&self.feeds);
+            if feeds
+                .get(&key)
+                .is_some_and(|known| Arc::ptr_eq(known, feed))
+            {
+                feeds.remove(&key);
+            }
+        }
+        if let Some(relay) = lock(&feed.relay).take() {
+            relay.abort();
+        }
+        feed.set_turn(None);
+        feed.persisted();
+        // A recycled app-server whose last thread this was is stopped now.
+        let (fleet, identity, lease) = (
+            Arc::clone(&feed.fleet),
+            feed.identity.clone(),
+            feed.lease.clone(),
+        );
+        tokio::spawn(async move { fleet.after_run(&identity, &lease).await });
+        false
+    }
+
+    /// Deliver the messages of no thread from `lease`'s app-server (set up once per app-server)
+    /// to the connections of the identity it serves, and only them: notifications to each
+    /// (`account/updated`, `account/rateLimits/updated`, ...), a server request (an auth
+    /// refresh) to the newest; with none, the request is refused so Codex does not wait.
+    fn watch_unscoped(self: &Arc<Self>, lease: &Lease, identity: &Identity) {
+        let Some(mut receiver) = lease.hub.subscribe_unscoped() else {
+            return;
+        };
+        let shared = Arc::downgrade(self);
+        let hub = Arc::downgrade(&lease.hub);
+        let identity = identity.clone();
+        // Ends with the app-server's router (which drops the sender).
+        tokio::spawn(async move {
+            while let Some(message) = receiver.recv().await {
+                let (Some(shared), Some(hub)) = (shared.upgrade(), hub.upgrade()) else {
+                    break;
+                };
+                let connections: Vec<Arc<Connection>> = shared
+                    .live_connections()
+                    .into_iter()
+                    .filter(|connection| connection.identity() == identity)
+                    .collect();
+                match message {
+                    Inbound::Notification(notification) => {
+                        let text = format!(
+                            r#"{{"method":{},"params":{}}}"#,
+                            Value::from(notification.method.as_str()),
+                            notification.params.get()
+                        );
+                        for connection in &connections {
+                            connection.push(text.clone());
+                        }
+                    }
+                    Inbound::Request(request) => {
+                        match connections
+                            .iter()
+                            .max_by_key(|connection| connection.number)
+                        {
+                            Some(connection) => connection.relay_request(&hub, request).await,
+                            None => {
+                                let _ = hub
+                                    .peer()
+                                    .respond_error(
+                                        request.id,
+                                        INTERNAL_ERROR,
+                                        format!("clawbridge: no client of {identity} is connected"),
+                                    )
+                                    .await;
+                            }
+                        }
+                    }
+                    Inbound::Response(_) => {}
+                }
+            }
+        });
+    }
+
     fn status(&self) -> EndpointStatus {
+        let connections: Vec<ConnectionStatus> = self
+            .live_connections()
+            .iter()
+            .map(|connection| connection.status())
+            .collect();
+        let mut threads: HashMap<String, usize> = HashMap::new();
+        let known_threads = {
+            let homes = lock(&self.homes);
+            for (identity, _) in homes.values() {
+                *threads.entry(identity.key()).or_default() += 1;
+            }
+            homes.len()
+        };
+        let identities: Vec<IdentityStatus> = self
+            .fleet
+            .status()
+            .into_iter()
+            .map(|identity| IdentityStatus {
+                connections: connections
+                    .iter()
+                    .filter(|connection| connection.identity == identity.identity)
+                    .count(),
+                threads: threads.get(&identity.identity).copied().unwrap_or(0),
+                identity: identity.identity,
+                members: identity.members,
+            })
+            .collect();
         EndpointStatus {
             listen: self.listen.to_string(),
-            connections: self
-                .live_connections()
+            connections,
+            known_threads,
+            members: identities
                 .iter()
-                .map(|connection| connection.status())
+                .flat_map(|identity| identity.members.iter().cloned())
                 .collect(),
-            known_threads: lock(&self.homes).len(),
-            members: self.pool.status(),
+            identities,
         }
     }
 
@@ -486,21 +700,188 @@ async fn upgrade(State(shared): State<Arc<Shared>>, request: http::Request<Body>
 
 use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
 
-/// A thread a connection follows: its member's lease and the task relaying its messages.
+/// Methods about the account a connection runs as, answered per identity.
+const LOGIN: &str = "account/login/start";
+const LOGOUT: &str = "account/logout";
+
+/// A thread a connection follows: its member's lease and the thread's feed.
 struct Followed {
     lease: Lease,
-    relay: tokio::task::JoinHandle<()>,
-    /// Asks the relay to send what it holds, then acknowledge (see [`Connection::barrier`]).
-    barrier: mpsc::Sender<oneshot::Sender<()>>,
-    /// The running turn (from `turn/start`'s answer until `turn/completed`).
-    turn: Option<String>,
+    feed: Arc<Feed>,
 }
 
-/// One client connection: its threads, its server requests waiting for answers, its queue.
+/// One thread of one app-server incarnation, claimed once, relayed to every connection that
+/// follows it (as Codex sends a thread's messages to each of its subscribed connections).
+struct Feed {
+    thread: String,
+    member: String,
+    hub: Arc<CodexHub>,
+    /// The lease the feed was made with, and whose: after each turn the member is checked for
+    /// recycling (threads opened, memory), as `serve` does after each run.
+    lease: Lease,
+    identity: Identity,
+    fleet: Arc<Fleet>,
+    /// The followers, oldest first; the last is the one server requests go to, unless
+    /// `answerer` names a follower (the one that started the running turn).
+    followers: Mutex<Vec<Weak<Connection>>>,
+    answerer: Mutex<Option<usize>>,
+    /// The running turn (from `turn/started` or `turn/start`'s answer until `turn/completed`).
+    turn: Mutex<Option<String>>,
+    /// Started here and no turn yet: Codex has no rollout of it, so its app-server must not be
+    /// stopped to make room (the thread could not be resumed).
+    fresh: AtomicBool,
+    /// Asks the relay to send what it holds, then acknowledge (see [`Connection::barrier`]).
+    barrier: mpsc::Sender<oneshot::Sender<()>>,
+    relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// A feed's key: the app-server incarnation (its hub, alive as long as the feed holds it) and
+/// the thread.
+type FeedKey = (usize, String);
+
+fn feed_key(hub: &Arc<CodexHub>, thread: &str) -> FeedKey {
+    (Arc::as_ptr(hub) as usize, thread.to_string())
+}
+
+impl Feed {
+    fn followers(&self) -> Vec<Arc<Connection>> {
+        lock(&self.followers)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// Add (or move to the end) a follower: the newest follows, and answers server requests.
+    fn add(&self, connection: &Arc<Connection>) {
+        let mut followers = lock(&self.followers);
+        followers.retain(|weak| {
+            weak.upgrade()
+                .is_some_and(|other| other.number != connection.number)
+        });
+        followers.push(Arc::downgrade(connection));
+    }
+
+    /// Remove a follower; whether anyone still follows.
+    fn remove(&self, number: usize) -> bool {
+        let mut followers = lock(&self.followers);
+        followers.retain(|weak| weak.upgrade().is_some_and(|other| other.number != number));
+        let mut answerer = lock(&self.answerer);
+        if *answerer == Some(number) {
+            *answerer = None;
+        }
+        !followers.is_empty()
+    }
+
+    fn set_turn(&self, turn: Option<String>) {
+        let mut current = lock(&self.turn);
+        match (current.is_some(), turn.is_some()) {
+            (false, true) => self.hub.hold(),
+            (true, false) => self.hub.release(),
+            _ => {}
+        }
+        if turn.is_some() {
+            self.persisted();
+        }
+        *current = turn;
+    }
+
+    /// A thread this app-server started and has no turn yet holds it (see `fresh`).
+    fn started_here(&self) {
+        if !self.fresh.swap(true, Ordering::SeqCst) {
+            self.hub.hold();
+        }
+    }
+
+    /// Its first turn began (Codex writes the rollout), or the feed ended.
+    fn persisted(&self) {
+        if self.fresh.swap(false, Ordering::SeqCst) {
+            self.hub.release();
+        }
+    }
+
+    fn turn(&self) -> Option<String> {
+        lock(&self.turn).clone()
+    }
+
+    /// Where a server request of this thread goes: the follower that started the running turn,
+    /// else the newest follower.
+    fn answering(&self) -> Option<Arc<Connection>> {
+        let followers = self.followers();
+        let wanted = *lock(&self.answerer);
+        wanted
+            .and_then(|number| followers.iter().find(|c| c.number == number).cloned())
+            .or_else(|| followers.last().cloned())
+    }
+
+    /// One message of the thread to its followers.
+    async fn deliver(&self, message: Inbound) {
+        match message {
+            Inbound::Notification(notification) => {
+                let text = format!(
+                    r#"{{"method":{},"params":{}}}"#,
+                    Value::from(notification.method.as_str()),
+                    notification.params.get()
+                );
+                let followers = self.followers();
+                match notification.method.as_str() {
+                    "turn/started" => {
+                        #[derive(serde::Deserialize)]
+                        struct Turn {
+                            id: String,
+                        }
+                        #[derive(serde::Deserialize)]
+                        struct Started {
+                            turn: Turn,
+                        }
+                        if let Ok(started) =
+                            serde_json::from_str::<Started>(notification.params.get())
+                        {
+                            self.set_turn(Some(started.turn.id));
+                        }
+                    }
+                    "turn/completed" => {
+                        // Queued before the turn counts as ended: a draining stop that sees no
+                        // running turn closes after this message, never before it.
+                        for follower in &followers {
+                            follower.push(text.clone());
+                        }
+                        self.set_turn(None);
+                        *lock(&self.answerer) = None;
+                        self.fleet.after_run(&self.identity, &self.lease).await;
+                        return;
+                    }
+                    _ => {}
+                }
+                for follower in &followers {
+                    follower.push(text.clone());
+                }
+            }
+            Inbound::Request(request) => match self.answering() {
+                Some(connection) => connection.relay_request(&self.hub, request).await,
+                None => {
+                    let _ = self
+                        .hub
+                        .peer()
+                        .respond_error(
+                            request.id,
+                            INTERNAL_ERROR,
+                            "clawbridge: no client follows this thread".into(),
+                        )
+                        .await;
+                }
+            },
+            Inbound::Response(_) => {}
+        }
+    }
+}
+
+/// One client connection: its identity, threads, server requests waiting for answers, queue.
 struct Connection {
     number: usize,
     shared: Arc<Shared>,
     out: mpsc::Sender<String>,
+    /// Who its requests run as: native until it logs in.
+    identity: Mutex<Identity>,
     threads: Mutex<HashMap<String, Followed>>,
     /// Our id of a server request -> the member's hub and Codex's id.
     waiting: Mutex<HashMap<i64, (Arc<CodexHub>, RequestId)>>,
@@ -536,6 +917,7 @@ impl Connection {
             number,
             shared: Arc::clone(&shared),
             out,
+            identity: Mutex::new(Identity::Native),
             threads: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
@@ -652,12 +1034,14 @@ impl Connection {
             .map(|(id, followed)| ThreadStatus {
                 id: id.clone(),
                 member: followed.lease.name.clone(),
-                turn: followed.turn.clone(),
+                turn: followed.feed.turn(),
+                followers: followed.feed.followers().len(),
             })
             .collect();
         threads.sort_by(|a, b| a.id.cmp(&b.id));
         ConnectionStatus {
             number: self.number,
+            identity: self.identity().key(),
             client: lock(&self.client).clone(),
             threads,
             requests_in_flight: MAX_IN_FLIGHT - self.in_flight.available_permits(),
@@ -760,6 +1144,10 @@ impl Connection {
         }
     }
 
+    fn identity(&self) -> Identity {
+        lock(&self.identity).clone()
+    }
+
     async fn initialize(&self, id: RequestId, params: &RawParams) {
         self.initialized.store(true, Ordering::SeqCst);
         #[derive(serde::Deserialize)]
@@ -785,8 +1173,18 @@ impl Connection {
             let name: String = name.chars().filter(|c| !c.is_control()).take(200).collect();
             *lock(&self.client) = Some(name);
         }
-        match self.shared.pool.lease(None, &self.shared.cwd).await {
-            Ok(lease) => {
+        // Any running member's answer (one Codex build): a handshake starts nothing when one
+        // runs, so a client that logs in next does not hold a native member for nothing.
+        if let Some(result) = self.shared.fleet.any_initialize_result() {
+            return self.answer(&id, &result.to_string()).await;
+        }
+        match self
+            .shared
+            .fleet
+            .lease(&Identity::Native, None, &self.shared.cwd)
+            .await
+        {
+            Ok((lease, _hold)) => {
                 let result = lease.hub.initialize_result.clone();
                 self.answer(&id, &result.to_string()).await;
             }
@@ -811,11 +1209,105 @@ impl Connection {
             .map(|followed| Arc::clone(&followed.lease.hub))
     }
 
-    /// A client request, to its member, and the member's answer back.
-    async fn forward(self: &Arc<Self>, id: RequestId, method: String, params: RawParams) {
-        if method == "thread/loaded/list" {
-            return self.loaded_list(&id).await;
+    async fn fail(&self, id: &RequestId, code: i64, message: String) {
+        let error = RpcError {
+            code,
+            message,
+            data: None,
+        };
+        self.answer_error(id, error).await
+    }
+
+    /// `account/login/start`: the connection takes the identity the login names, and the login
+    /// goes to a member of that identity only (never to one that serves other connections).
+    async fn login(self: &Arc<Self>, id: RequestId, params: &RawParams) {
+        let value: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
+        let identity = match Identity::from_login(&value) {
+            Ok(identity) => identity,
+            Err(refusal) => {
+                return self
+                    .fail(&id, INVALID_REQUEST, format!("clawbridge: {refusal}"))
+                    .await
+            }
+        };
+        let (lease, _hold) = match self
+            .shared
+            .fleet
+            .lease(&identity, None, &self.shared.cwd)
+            .await
+        {
+            Ok(leased) => leased,
+            Err(error) => {
+                return self
+                    .fail(&id, INTERNAL_ERROR, format!("clawbridge: {error}"))
+                    .await
+            }
+        };
+        self.shared.watch_unscoped(&lease, &identity);
+        match lease.hub.peer().request_raw(LOGIN, &value).await {
+            Ok(raw) => {
+                self.become_identity(identity).await;
+                self.answer(&id, raw.get()).await;
+            }
+            Err(error) => self.member_failed(&id, &identity, &lease, error).await,
         }
+    }
+
+    /// From now on the connection's requests run as `identity`. The threads it followed as
+    /// another identity are let go: they stay that identity's, never run under this one.
+    async fn become_identity(&self, identity: Identity) {
+        let previous = std::mem::replace(&mut *lock(&self.identity), identity.clone());
+        if previous != identity {
+            tracing::info!(
+                "client connection {}: now {identity} (was {previous})",
+                self.number
+            );
+            self.leave_all().await;
+        }
+    }
+
+    /// A request that got an error or no answer from its member: a timeout marks the member
+    /// unhealthy (it is restarted or reconnected; new work goes elsewhere meanwhile).
+    async fn member_failed(
+        &self,
+        id: &RequestId,
+        identity: &Identity,
+        lease: &Lease,
+        error: PeerError,
+    ) {
+        match error {
+            PeerError::Rpc { error, .. } => self.answer_error(id, error).await,
+            error => {
+                if let PeerError::Timeout { .. } = error {
+                    self.shared
+                        .fleet
+                        .report_unhealthy(identity, lease, error.to_string())
+                        .await;
+                }
+                self.fail(
+                    id,
+                    INTERNAL_ERROR,
+                    format!("clawbridge: the app-server {}: {error}", lease.name),
+                )
+                .await
+            }
+        }
+    }
+
+    /// A client request, to a member of its identity, and the member's answer back.
+    async fn forward(self: &Arc<Self>, id: RequestId, method: String, params: RawParams) {
+        match method.as_str() {
+            "thread/loaded/list" => return self.loaded_list(&id).await,
+            LOGIN => return self.login(id, &params).await,
+            LOGOUT => {
+                // The member's login is its identity's, shared with its other connections:
+                // this connection stops using it, nothing is logged out for the others.
+                self.become_identity(Identity::Native).await;
+                return self.answer(&id, "{}").await;
+            }
+            _ => {}
+        }
+        let identity = self.identity();
         let thread = if method == "thread/start" {
             None
         } else {
@@ -828,54 +1320,85 @@ impl Connection {
                     .await;
             }
         }
+        // A thread lives with the identity that opened it: another identity's connection gets
+        // a clear refusal, never a turn under the wrong account.
+        let home = thread
+            .as_deref()
+            .and_then(|thread| lock(&self.shared.homes).get(thread).cloned());
+        if let (Some(thread), Some((owner, _))) = (&thread, &home) {
+            if *owner != identity {
+                return self
+                    .fail(
+                        &id,
+                        INVALID_REQUEST,
+                        format!(
+                            "clawbridge: thread {thread} belongs to another account ({owner}); this connection runs as {identity}. Log in with that account's credentials to use it."
+                        ),
+                    )
+                    .await;
+            }
+        }
         let followed = thread.as_deref().and_then(|thread| {
-            lock(&self.threads)
+            let lease = lock(&self.threads)
                 .get(thread)
                 .filter(|followed| followed.lease.hub.is_alive())
-                .map(|followed| followed.lease.clone())
+                .map(|followed| followed.lease.clone())?;
+            let hold = self.shared.fleet.hold(&lease)?;
+            Some((lease, hold))
         });
-        let lease = match followed {
-            Some(lease) => lease,
+        let (lease, _hold) = match followed {
+            Some(leased) => leased,
             None => {
-                let home = thread
-                    .as_deref()
-                    .and_then(|thread| lock(&self.shared.homes).get(thread).cloned());
+                let affinity = home.as_ref().map(|(_, member)| member.as_str());
                 match self
                     .shared
-                    .pool
-                    .lease(home.as_deref(), &self.shared.cwd)
+                    .fleet
+                    .lease(&identity, affinity, &self.shared.cwd)
                     .await
                 {
-                    Ok(lease) => lease,
+                    Ok(leased) => leased,
                     Err(error) => {
-                        let error = RpcError {
-                            code: INTERNAL_ERROR,
-                            message: format!("clawbridge: {error}"),
-                            data: None,
-                        };
-                        return self.answer_error(&id, error).await;
+                        return self
+                            .fail(&id, INTERNAL_ERROR, format!("clawbridge: {error}"))
+                            .await
                     }
                 }
             }
         };
-        // A resumed thread is claimed before the request, so nothing it says is missed.
-        let claimed = match (method.as_str(), &thread) {
-            ("thread/resume", Some(thread)) if self.hub_of(thread).is_none() => {
-                Some(lease.hub.claim_thread(thread))
-            }
-            _ => None,
-        };
+        self.shared.watch_unscoped(&lease, &identity);
         let params: &serde_json::value::RawValue = match serde_json::from_str(params.get()) {
             Ok(params) => params,
             Err(_) => {
-                let error = RpcError {
-                    code: INVALID_REQUEST,
-                    message: "params are not JSON".into(),
-                    data: None,
-                };
-                return self.answer_error(&id, error).await;
+                return self
+                    .fail(&id, INVALID_REQUEST, "params are not JSON".into())
+                    .await
             }
         };
+        // A resumed thread is followed before the request, so nothing Codex says about it
+        // before its answer (`thread/status/changed` `notLoaded`) is missed. A turn on a thread
+        // this app-server has no feed for (its member was restarted, or stopped while idle to
+        // make room for another account) is resumed here first, so it runs and is heard.
+        let mut resumed_here = false;
+        match (method.as_str(), &thread) {
+            ("thread/resume", Some(thread)) => {
+                self.follow(thread, &lease, &identity);
+                resumed_here = true;
+            }
+            ("turn/start" | "turn/steer", Some(thread)) if !self.follows_on(thread, &lease.hub) => {
+                let known_here = self.shared.feed_exists(&lease.hub, thread);
+                self.follow(thread, &lease, &identity);
+                if !known_here {
+                    let resume = serde_json::json!({ "threadId": thread });
+                    if let Err(error) = lease.hub.peer().request_raw("thread/resume", &resume).await
+                    {
+                        self.leave(thread);
+                        return self.member_failed(&id, &identity, &lease, error).await;
+                    }
+                    lease.hub.note_opened();
+                }
+            }
+            _ => {}
+        }
         match lease.hub.peer().request_raw(&method, &params).await {
             Ok(raw) => {
                 // The thread the answer is about: the one opened, or the one named.
@@ -887,11 +1410,12 @@ impl Connection {
                             .and_then(|answer| answer["thread"]["id"].as_str().map(str::to_string));
                         if let Some(opened) = opened {
                             lease.hub.note_opened();
-                            let handle = match claimed {
-                                Some(handle) => handle,
-                                None => lease.hub.claim_thread(&opened),
-                            };
-                            self.follow(opened.clone(), lease.clone(), handle);
+                            self.follow(&opened, &lease, &identity);
+                            if method == "thread/start" {
+                                if let Some(feed) = self.feed_of(&opened) {
+                                    feed.started_here();
+                                }
+                            }
                             answered = Some(opened);
                         }
                     }
@@ -900,8 +1424,9 @@ impl Connection {
                             .ok()
                             .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
                         if let (Some(thread), Some(turn)) = (&thread, turn) {
-                            if let Some(followed) = lock(&self.threads).get_mut(thread) {
-                                followed.turn = Some(turn);
+                            if let Some(feed) = self.feed_of(thread) {
+                                feed.set_turn(Some(turn));
+                                *lock(&feed.answerer) = Some(self.number);
                             }
                         }
                     }
@@ -912,20 +1437,33 @@ impl Connection {
                 }
                 self.answer(&id, raw.get()).await;
             }
-            Err(PeerError::Rpc { error, .. }) => self.answer_error(&id, error).await,
             Err(error) => {
-                let error = RpcError {
-                    code: INTERNAL_ERROR,
-                    message: format!("clawbridge: the app-server {}: {error}", lease.name),
-                    data: None,
-                };
-                self.answer_error(&id, error).await
+                if resumed_here {
+                    if let Some(thread) = &thread {
+                        self.leave(thread);
+                    }
+                }
+                self.member_failed(&id, &identity, &lease, error).await
             }
         }
     }
 
-    /// `thread/loaded/list` over the whole pool: the threads loaded in every running member
-    /// (one page; a client of one app-server would see its own loaded threads the same way).
+    /// Whether this connection follows `thread` on that app-server incarnation.
+    fn follows_on(&self, thread: &str, hub: &Arc<CodexHub>) -> bool {
+        lock(&self.threads)
+            .get(thread)
+            .is_some_and(|followed| Arc::ptr_eq(&followed.lease.hub, hub))
+    }
+
+    fn feed_of(&self, thread: &str) -> Option<Arc<Feed>> {
+        lock(&self.threads)
+            .get(thread)
+            .map(|followed| Arc::clone(&followed.feed))
+    }
+
+    /// `thread/loaded/list` over the identity's members: the threads loaded in each of its
+    /// running app-servers (one page; a client of one app-server sees its own the same way).
+    /// Another identity's threads are never listed.
     async fn loaded_list(&self, id: &RequestId) {
         #[derive(serde::Deserialize)]
         struct Page {
@@ -934,7 +1472,7 @@ impl Connection {
         }
         let mut loaded = Vec::new();
         let everything = serde_json::json!({});
-        for (name, hub) in self.shared.pool.live_hubs() {
+        for (name, hub) in self.shared.fleet.live_hubs(&self.identity()) {
             let asked = hub
                 .peer()
                 .request::<_, Page>("thread/loaded/list", &everything);
@@ -950,114 +1488,82 @@ impl Connection {
         self.answer(id, &result.to_string()).await;
     }
 
-    /// Relay a thread's messages to this connection from now on.
-    fn follow(self: &Arc<Self>, thread: String, lease: Lease, mut handle: ThreadHandle) {
+    /// Follow a thread on `lease`'s app-server from now on: its feed (made and claimed on first
+    /// need) relays its messages to this connection too. The thread is filed as `identity`'s.
+    fn follow(self: &Arc<Self>, thread: &str, lease: &Lease, identity: &Identity) {
         {
             let mut homes = lock(&self.shared.homes);
-            if homes.len() >= MAX_REMEMBERED_THREADS {
+            if homes.len() >= MAX_REMEMBERED_THREADS && !homes.contains_key(thread) {
                 homes.clear();
             }
-            homes.insert(thread.clone(), lease.name.clone());
+            homes.insert(thread.to_string(), (identity.clone(), lease.name.clone()));
         }
-        let connection = Arc::clone(self);
-        let hub = Arc::clone(&lease.hub);
-        let member = lease.name.clone();
-        let relayed = thread.clone();
-        let (barrier, mut barriers) = mpsc::channel::<oneshot::Sender<()>>(16);
-        let relay = tokio::spawn(async move {
-            loop {
-                let message = tokio::select! {
-                    biased;
-                    asked = barriers.recv() => {
-                        let Some(ack) = asked else { break };
-                        // What is already here goes out before the answer that waits.
-                        while let Some(message) = handle.try_recv() {
-                            connection.relay(&relayed, &hub, message).await;
-                        }
-                        let _ = ack.send(());
-                        continue;
-                    }
-                    message = handle.recv() => message,
-                };
-                let Some(message) = message else { break };
-                connection.relay(&relayed, &hub, message).await;
+        if self.follows_on(thread, &lease.hub) {
+            if let Some(feed) = self.feed_of(thread) {
+                feed.add(self);
             }
-            if !hub.is_alive() {
-                connection.member_lost(&relayed, &member);
-            }
-        });
+            return;
+        }
+        let feed = self.shared.feed(thread, lease, identity);
+        feed.add(self);
         let mut threads = lock(&self.threads);
-        if threads.len() >= MAX_THREADS_PER_CONNECTION && !threads.contains_key(&thread) {
-            // One relay goes, one without a running turn if there is one (its thread stays on
-            // its member; the client can resume it).
+        if threads.len() >= MAX_THREADS_PER_CONNECTION && !threads.contains_key(thread) {
+            // One thread goes, one without a running turn if there is one (it stays on its
+            // member; the client can resume it).
             let idle = threads
                 .iter()
-                .find(|(_, followed)| followed.turn.is_none())
+                .find(|(_, followed)| followed.feed.turn().is_none())
                 .or_else(|| threads.iter().next())
                 .map(|(id, _)| id.clone());
             if let Some(gone) = idle.and_then(|id| threads.remove(&id)) {
-                gone.relay.abort();
+                self.shared.unfollow(&gone.feed, self.number);
             }
         }
         let followed = Followed {
-            lease,
-            relay,
-            barrier,
-            turn: None,
+            lease: lease.clone(),
+            feed,
         };
-        if let Some(old) = threads.insert(thread, followed) {
-            old.relay.abort();
+        if let Some(old) = threads.insert(thread.to_string(), followed) {
+            self.shared.unfollow(&old.feed, self.number);
         }
     }
 
-    /// One message of a followed thread to the client: a notification as it is, a server
-    /// request under this connection's own id.
-    async fn relay(&self, thread: &str, hub: &Arc<CodexHub>, message: Inbound) {
-        let text = match message {
-            Inbound::Notification(notification) => {
-                let completed = notification.method == "turn/completed";
-                let text = format!(
-                    r#"{{"method":{},"params":{}}}"#,
-                    Value::from(notification.method.as_str()),
-                    notification.params.get()
-                );
-                if completed {
-                    // Queued before the turn counts as ended: a draining stop that sees no
-                    // running turn closes after this message, never before it.
-                    self.push(text);
-                    if let Some(followed) = lock(&self.threads).get_mut(thread) {
-                        followed.turn = None;
-                    }
-                    return;
-                }
-                text
+    /// Stop following `thread` (the feed ends when nobody follows it any more).
+    fn leave(&self, thread: &str) -> Option<Followed> {
+        let followed = lock(&self.threads).remove(thread)?;
+        self.shared.unfollow(&followed.feed, self.number);
+        Some(followed)
+    }
+
+    /// A server request of one of this connection's threads, under this connection's own id.
+    async fn relay_request(
+        &self,
+        hub: &Arc<CodexHub>,
+        request: crate::codex::protocol::inbound::Request,
+    ) {
+        let ours = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let full = {
+            let mut waiting = lock(&self.waiting);
+            let full = waiting.len() >= MAX_WAITING_ANSWERS;
+            if !full {
+                waiting.insert(ours, (Arc::clone(hub), request.id.clone()));
             }
-            Inbound::Request(request) => {
-                let ours = self.next_id.fetch_add(1, Ordering::Relaxed);
-                let full = {
-                    let mut waiting = lock(&self.waiting);
-                    let full = waiting.len() >= MAX_WAITING_ANSWERS;
-                    if !full {
-                        waiting.insert(ours, (Arc::clone(hub), request.id.clone()));
-                    }
-                    full
-                };
-                if full {
-                    let _ = hub
-                        .peer()
-                        .respond_error(
-                            request.id,
-                            INTERNAL_ERROR,
-                            "clawbridge: the client has too many unanswered requests".into(),
-                        )
-                        .await;
-                    return;
-                }
-                serde_json::json!({"id": ours, "method": request.method, "params": request.params})
-                    .to_string()
-            }
-            Inbound::Response(_) => return,
+            full
         };
+        if full {
+            let _ = hub
+                .peer()
+                .respond_error(
+                    request.id,
+                    INTERNAL_ERROR,
+                    "clawbridge: the client has too many unanswered requests".into(),
+                )
+                .await;
+            return;
+        }
+        let text =
+            serde_json::json!({"id": ours, "method": request.method, "params": request.params})
+                .to_string();
         self.push(text);
     }
 
@@ -1066,10 +1572,7 @@ impl Connection {
     /// them). Bounded: a stuck member or relay costs the order, never the answer.
     async fn barrier(&self, hub: &CodexHub, thread: &str) {
         hub.fence(ORDER_WAIT).await;
-        let Some(barrier) = lock(&self.threads)
-            .get(thread)
-            .map(|followed| followed.barrier.clone())
-        else {
+        let Some(barrier) = self.feed_of(thread).map(|feed| feed.barrier.clone()) else {
             return;
         };
         let (ack, acked) = oneshot::channel();
@@ -1084,10 +1587,7 @@ impl Connection {
     /// the answer is given here: `unsubscribed`, or `notSubscribed` for a thread this
     /// connection did not follow.
     fn unsubscribe(&self, thread: &str) -> Option<&'static str> {
-        let followed = lock(&self.threads).remove(thread);
-        if let Some(followed) = &followed {
-            followed.relay.abort();
-        }
+        let followed = self.leave(thread);
         if !self.shared.followed_elsewhere(self.number, thread) {
             return None;
         }
@@ -1098,15 +1598,24 @@ impl Connection {
         })
     }
 
-    /// The member serving `thread` went away (it crashed or was killed): a running turn ends for
-    /// the client with a failed `turn/completed` naming why, instead of never ending; the thread
-    /// is let go, so the client's next message for it (a `thread/resume`) goes to the member's
-    /// next incarnation, which reads the thread back from Codex's home.
-    fn member_lost(&self, thread: &str, member: &str) {
-        let Some(followed) = lock(&self.threads).remove(thread) else {
-            return;
-        };
-        if let Some(turn) = followed.turn {
+    /// The member serving `thread` went away (it crashed, was killed, or was stopped while
+    /// idle): a running turn ends for the client with a failed `turn/completed` naming why,
+    /// instead of never ending; the thread is let go, so the client's next message for it goes
+    /// to the member's next incarnation, which reads the thread back from Codex's home.
+    fn member_lost(&self, feed: &Arc<Feed>, turn: Option<&str>) {
+        let (thread, member) = (feed.thread.as_str(), feed.member.as_str());
+        {
+            // Only if it still follows the thread through that feed (not on a newer incarnation).
+            let mut threads = lock(&self.threads);
+            if !threads
+                .get(thread)
+                .is_some_and(|followed| Arc::ptr_eq(&followed.feed, feed))
+            {
+                return;
+            }
+            threads.remove(thread);
+        }
+        if let Some(turn) = turn {
             let ended = serde_json::json!({
                 "method": "turn/completed",
                 "params": {
@@ -1132,8 +1641,8 @@ impl Connection {
             .iter()
             .filter_map(|(thread, followed)| {
                 followed
-                    .turn
-                    .clone()
+                    .feed
+                    .turn()
                     .map(|turn| (thread.clone(), turn, Arc::clone(&followed.lease.hub)))
             })
             .collect();
@@ -1163,7 +1672,7 @@ impl Connection {
         interrupts.join_all().await;
         while lock(&self.threads)
             .values()
-            .any(|followed| followed.turn.is_some() && followed.lease.hub.is_alive())
+            .any(|followed| followed.feed.turn().is_some() && followed.lease.hub.is_alive())
         {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -1180,19 +1689,15 @@ impl Connection {
         self.send(message.to_string()).await;
     }
 
-    /// The connection is gone: its relays stop, its members are told nobody will answer.
-    async fn close(&self) {
+    /// Stop following every thread; each that nobody else follows is unsubscribed on its
+    /// member (Codex holds every thread it opened in memory until told nobody follows it; a
+    /// later resume loads it again).
+    async fn leave_all(&self) {
         let threads: Vec<(String, Followed)> = lock(&self.threads).drain().collect();
-        for (_, followed) in &threads {
-            followed.relay.abort();
-        }
-        // Each member holds every thread it opened in memory until told nobody follows it:
-        // a thread no other connection follows is let go (a later resume loads it again).
         let mut unsubscribes = tokio::task::JoinSet::new();
         for (thread, followed) in threads {
-            if self.shared.followed_elsewhere(self.number, &thread)
-                || !followed.lease.hub.is_alive()
-            {
+            let still_followed = self.shared.unfollow(&followed.feed, self.number);
+            if still_followed || !followed.lease.hub.is_alive() {
                 continue;
             }
             unsubscribes.spawn(async move {
@@ -1209,6 +1714,12 @@ impl Connection {
             });
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), unsubscribes.join_all()).await;
+    }
+
+    /// The connection is gone: it follows nothing any more, its members are told nobody will
+    /// answer.
+    async fn close(&self) {
+        self.leave_all().await;
         let waiting: Vec<(Arc<CodexHub>, RequestId)> = lock(&self.waiting)
             .drain()
             .map(|(_, entry)| entry)

@@ -620,7 +620,30 @@ fn token_path(args: &AppServerArgs) -> Result<PathBuf, ProxyError> {
     })
 }
 
+/// The endpoint's token file: a regular file of the user's only. A link (a planted
+/// `token -> elsewhere`) or a file others may read is refused, naming the fix: anyone holding
+/// the token runs commands as the operator through Codex (`command/exec`).
 fn read_token(path: &Path) -> Result<String, ProxyError> {
+    use std::os::unix::fs::PermissionsExt;
+    let refused = |message: String| {
+        ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "--token-file".into(),
+            message: format!("{}: {message}", path.display()),
+        })
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(|error| refused(error.to_string()))?;
+    if meta.file_type().is_symlink() {
+        return Err(refused(
+            "is a symbolic link; refusing to follow it (replace it with the token file itself, mode 0600)".into(),
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(refused(format!(
+            "others may read it (mode {mode:o}); run `chmod 600 {}` and consider a new token",
+            path.display()
+        )));
+    }
     let bytes = crate::support::fs::read_file_capped(path, 4096)?;
     let token = String::from_utf8_lossy(&bytes).trim().to_string();
     if token.len() < 16 || token.chars().any(char::is_control) {
@@ -630,6 +653,18 @@ fn read_token(path: &Path) -> Result<String, ProxyError> {
         }));
     }
     Ok(token)
+}
+
+/// Create `dir` (and its parents) private, and make it private if it was there already.
+fn private_dir(dir: &Path) -> Result<(), ProxyError> {
+    use std::os::unix::fs::PermissionsExt;
+    let write_error = |source| crate::error::Error::Write {
+        path: dir.to_path_buf(),
+        source,
+    };
+    crate::support::fs::create_private_dir(dir).map_err(write_error)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(write_error)?;
+    Ok(())
 }
 
 /// The token clients of the endpoint send: from `--token-file`, else
@@ -671,8 +706,10 @@ async fn run_endpoint(
     args: AppServerArgs,
     listen: endpoint::ListenAddr,
 ) -> Result<i32, ProxyError> {
+    use crate::codex::client::fleet::FleetConfig;
     use crate::codex::client::pool::PoolConfig;
     let token = endpoint_token(&args)?;
+    let state = crate::app::commands::state_dir(args.state_dir.clone())?;
     let remotes = crate::codex::client::remote::remote_endpoints(
         &args.pool.remote_app_servers,
         &args.pool.app_server_token_files,
@@ -717,8 +754,12 @@ async fn run_endpoint(
             let writer = CaptureWriter::new(dir, Arc::clone(&known));
             capture_task = Some(tokio::spawn(writer.run(requests)));
         }
+        // The offline homes live in the state dir, private and apart from the live ones: the
+        // native one here, each logged-in account's beside it (see `homes` below).
+        let dir = state.join("app-server-offline").join("native");
+        private_dir(&dir)?;
         let home = crate::app::offline::OfflineHome::prepare(
-            None,
+            Some(&dir),
             &stub.base_url(),
             "gpt-5.5",
             dirs::home_dir().as_deref(),
@@ -762,11 +803,37 @@ async fn run_endpoint(
         .chain(forwarder.iter().map(|forwarder| forwarder.base_url()))
         .map(|url| format!("openai_base_url=\"{url}\""))
         .collect();
+    // Each account a connection logs in with gets app-servers over a Codex home of its own,
+    // in the state dir (kept across restarts: a resumed thread finds its rollout there), with
+    // the native home's `config.toml` (or the offline one) and never its login.
+    let (homes, home_config) = match &offline {
+        Some((stub, _)) => (
+            state.join("app-server-offline"),
+            Some(crate::app::offline::offline_account_config(
+                &stub.base_url(),
+                "gpt-5.5",
+            )),
+        ),
+        None => (
+            state.join("app-server-homes"),
+            std::fs::symlink_metadata(codex_home.join("config.toml"))
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .and_then(|_| {
+                    crate::support::fs::read_file_capped(&codex_home.join("config.toml"), 1 << 20)
+                        .ok()
+                })
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        ),
+    };
+    let total_locals = args.pool.app_servers.min(64);
     let pool = PoolConfig {
-        locals: args.pool.app_servers.min(16),
+        locals: total_locals,
         remotes,
         isolate_environment: offline.is_some(),
         config_overrides,
+        recycle_after_threads: args.pool.recycle_after_threads.max(1),
+        recycle_rss_bytes: args.pool.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
         ..PoolConfig::new(binary, codex_home)
     };
     // The schema check of every client's thread and turn params, against the local Codex.
@@ -785,7 +852,18 @@ async fn run_endpoint(
     let settings = endpoint::EndpointSettings {
         listen,
         token,
-        pool,
+        fleet: FleetConfig {
+            per_identity: args
+                .pool
+                .app_servers_per_identity
+                .unwrap_or(total_locals)
+                .clamp(1, total_locals.max(1)),
+            native: pool,
+            homes,
+            home_config,
+            total_locals,
+            wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+        },
         max_connections: 64,
         idle_timeout: Duration::from_secs(60),
         ping_interval: Duration::from_secs(20),

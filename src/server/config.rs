@@ -96,10 +96,7 @@ pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest request body (a run document with inline tool specs).
 pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
-/// Threads an app-server opens before it is recycled (Codex keeps about 1.1 MB per thread).
-pub const DEFAULT_RECYCLE_AFTER_THREADS: usize = 500;
-/// Resident memory past which an app-server is recycled.
-pub const DEFAULT_RECYCLE_RSS_MB: u64 = 1024;
+pub use crate::codex::client::pool::{DEFAULT_RECYCLE_AFTER_THREADS, DEFAULT_RECYCLE_RSS_MB};
 /// Runs in progress at once (each holds a Codex turn and its event log).
 pub const DEFAULT_MAX_RUNS: usize = 64;
 /// Largest run document (OpenClaw's whole tool catalog inline is about 200 kB).

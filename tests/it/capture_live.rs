@@ -1084,7 +1084,7 @@ async fn the_websocket_endpoint_records_its_members_model_traffic() {
     let dir = tempfile::tempdir().expect("dir");
     let capture = dir.path().join("capture");
     let token = "capture-endpoint-token-0123456789";
-    std::fs::write(dir.path().join("token"), token).expect("token");
+    crate::util::write_private(&dir.path().join("token"), token);
     std::fs::create_dir(dir.path().join("codex-home")).expect("home");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args([
@@ -1100,6 +1100,8 @@ async fn the_websocket_endpoint_records_its_members_model_traffic() {
         .args(["--upstream", &stub.base_url()])
         .arg("--token-file")
         .arg(dir.path().join("token"))
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
         .arg("--codex-bin")
         .arg(crate::e2e::codex_bin())
         .env("CODEX_HOME", dir.path().join("codex-home"))

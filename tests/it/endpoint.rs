@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use clawbridge::{
-    fetch_status, serve, Endpoint, EndpointSettings, ListenAddr, OfflineHome, PoolConfig,
-    ResponsesStub, ServeConfig, StubScript, StubStep,
+    fetch_status, serve, Endpoint, EndpointSettings, FleetConfig, ListenAddr, OfflineHome,
+    PoolConfig, ResponsesStub, ServeConfig, StubScript, StubStep,
 };
 use jsonrpsee::core::client::ClientT;
 use jsonrpsee::rpc_params;
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::e2e::codex_bin;
 use crate::serve::{config, connect, follow, run_document};
 
-const TOKEN: &str = "endpoint-test-token-0123456789";
+pub(crate) const TOKEN: &str = "endpoint-test-token-0123456789";
 
 struct Offline {
     stub: ResponsesStub,
@@ -26,11 +26,11 @@ struct Offline {
 }
 
 /// The settings the tests start from: loopback, the test token, one-minute timeouts.
-fn settings(pool: PoolConfig) -> EndpointSettings {
+pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
     EndpointSettings {
         listen: ListenAddr::Tcp("127.0.0.1:0".parse().expect("addr")),
         token: TOKEN.into(),
-        pool,
+        fleet: fleet(pool),
         max_connections: 8,
         idle_timeout: Duration::from_secs(60),
         ping_interval: Duration::from_secs(20),
@@ -39,6 +39,25 @@ fn settings(pool: PoolConfig) -> EndpointSettings {
         transcript: None,
         observe: None,
     }
+}
+
+/// The fleet of one identity per account over `pool`: every account's home under a fresh
+/// folder (kept for the test's life), `pool.locals` local members in all, each account up to all.
+pub(crate) fn fleet(pool: PoolConfig) -> FleetConfig {
+    let homes = tempfile::tempdir().expect("homes").keep();
+    FleetConfig {
+        total_locals: pool.locals,
+        per_identity: pool.locals.max(1),
+        home_config: None,
+        homes,
+        native: pool,
+        wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+    }
+}
+
+/// The test token into `path`, private (0600) as the endpoint requires.
+pub(crate) fn write_token(path: &std::path::Path) {
+    crate::util::write_private(path, &format!("{TOKEN}\n"));
 }
 
 /// A pool that is never asked for an app-server (or fails fast when it is).
@@ -236,7 +255,7 @@ pub(crate) struct Client<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin
     sender: soketto::connection::Sender<tokio_util::compat::Compat<T>>,
     receiver: soketto::connection::Receiver<tokio_util::compat::Compat<T>>,
     next_id: i64,
-    seen: Vec<Value>,
+    pub(crate) seen: Vec<Value>,
 }
 
 /// Upgrade `io` with the test token (`host` as the `Host` header); the handshake's status.
@@ -270,7 +289,7 @@ where
     })
 }
 
-async fn tcp_client(endpoint: &Endpoint) -> Client<tokio::net::TcpStream> {
+pub(crate) async fn tcp_client(endpoint: &Endpoint) -> Client<tokio::net::TcpStream> {
     let addr = endpoint.tcp_addr().expect("tcp");
     let io = tokio::net::TcpStream::connect(addr).await.expect("connect");
     ws_client(io, &addr.to_string(), TOKEN)
@@ -805,8 +824,9 @@ fn app_server_status_reads_a_running_endpoint_and_bad_listens_exit_2() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().expect("dir");
     let token = dir.path().join("token");
-    std::fs::write(&token, format!("{TOKEN}\n")).expect("token");
+    write_token(&token);
     let token_arg = token.display().to_string();
+    let state = dir.path().join("state");
     let mut child = crate::util::clawbridge()
         .args([
             "app-server",
@@ -816,6 +836,8 @@ fn app_server_status_reads_a_running_endpoint_and_bad_listens_exit_2() {
             "0",
         ])
         .args(["--token-file", &token_arg])
+        .arg("--state-dir")
+        .arg(&state)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -6,6 +6,7 @@ mod cli;
 mod doctor;
 mod e2e;
 mod endpoint;
+mod endpoint_accounts;
 mod layers;
 mod peer;
 mod pool;

@@ -385,6 +385,9 @@ fn ws_endpoint(token_file: &Path, transcript: &Path, script: &Path) -> WsEndpoin
         .arg(script)
         .arg("--token-file")
         .arg(token_file)
+        // The offline homes (the native one and each account's) live in the state dir.
+        .arg("--state-dir")
+        .arg(token_file.with_file_name("state"))
         .arg("--codex-bin")
         .arg(crate::e2e::codex_bin())
         .stdout(std::process::Stdio::piped())
@@ -548,7 +551,7 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     let dir = tempfile::tempdir().expect("dir");
     let token_file = dir.path().join("token");
     let token = "openclaw-ws-token-0123456789abcdef";
-    std::fs::write(&token_file, format!("{token}\n")).expect("token");
+    crate::util::write_private(&token_file, &format!("{token}\n"));
     let transcript = dir.path().join("transcript");
     // Each agent's answers by its own message, whatever order their requests come in.
     let script = dir.path().join("script.json");

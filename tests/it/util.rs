@@ -272,3 +272,16 @@ pub fn conformance_report(dir: &Path) -> std::process::Output {
         .output()
         .expect("clawbridge app-server report")
 }
+
+/// Write `contents` to a new file only its owner may read (0600): what a token file must be.
+pub fn write_private(path: &Path, contents: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    file.write_all(contents.as_bytes()).expect("write");
+}

@@ -72,7 +72,27 @@ pub struct CodexHub {
     gone: CancellationToken,
     /// Messages the router has routed so far (see [`CodexHub::fence`]).
     routed: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Where messages of no thread go (account notifications, auth-refresh requests), once a
+    /// client of the whole app-server asked for them ([`CodexHub::subscribe_unscoped`]).
+    unscoped: Unscoped,
+    /// Work a client of the whole app-server (the WebSocket endpoint) holds here: running turns,
+    /// threads Codex has not written a rollout for yet (lost if the app-server stops).
+    held: std::sync::atomic::AtomicUsize,
+    /// Taken out of its pool to be stopped (see [`CodexHub::retire`]).
+    retired: AtomicBool,
 }
+
+/// The receiver of an app-server's messages that name no thread, taken once.
+type Unscoped = Arc<Mutex<UnscopedRoute>>;
+
+#[derive(Default)]
+struct UnscopedRoute {
+    sender: Option<mpsc::Sender<Inbound>>,
+    taken: bool,
+}
+
+/// Messages of no thread queued for [`CodexHub::subscribe_unscoped`]'s receiver.
+const UNSCOPED_CAPACITY: usize = 256;
 
 /// How many finished threads one app-server keeps loaded for their session's next run. Past it,
 /// the least recently used is unsubscribed, so Codex's memory stays bounded.
@@ -125,15 +145,29 @@ fn thread_of(message: &Inbound) -> Option<String> {
         .and_then(|scope| scope.thread_id.map(Cow::into_owned))
 }
 
-async fn route_loop(
-    mut events: Events,
+/// What the router task owns or shares with its hub.
+struct Router {
+    events: Events,
     routes: Arc<Mutex<Routes>>,
     peer: Peer,
     alive: Arc<AtomicBool>,
     tasks: TaskTracker,
     gone: CancellationToken,
     routed: Arc<tokio::sync::watch::Sender<u64>>,
-) {
+    unscoped: Unscoped,
+}
+
+async fn route_loop(router: Router) {
+    let Router {
+        mut events,
+        routes,
+        peer,
+        alive,
+        tasks,
+        gone,
+        routed,
+        unscoped,
+    } = router;
     // However the router ends, the hub is gone after it.
     let _gone = gone.drop_guard();
     loop {
@@ -145,6 +179,17 @@ async fn route_loop(
         // Typed once here; the turn driver consumes the typed message.
         let message = Inbound::from_incoming(message);
         let Some(thread_id) = thread_of(&message) else {
+            // A subscriber of the whole app-server takes it; a full or gone one loses it (a
+            // request among them is refused below, so Codex never waits for it).
+            let sender = lock(&unscoped).sender.clone();
+            let message = match sender {
+                Some(sender) => match sender.try_send(message) {
+                    Ok(()) => continue,
+                    Err(mpsc::error::TrySendError::Full(message))
+                    | Err(mpsc::error::TrySendError::Closed(message)) => message,
+                },
+                None => message,
+            };
             if let Inbound::Request(crate::codex::protocol::inbound::Request {
                 id, method, ..
             }) = message
@@ -273,6 +318,8 @@ async fn route_loop(
         }
     }
     alive.store(false, Ordering::SeqCst);
+    // The subscriber of messages of no thread hears the end too.
+    lock(&unscoped).sender = None;
     // Closing every route fails the running turns.
     let mut table = lock(&routes);
     table.routes.clear();
@@ -308,15 +355,17 @@ impl CodexHub {
         let tasks = TaskTracker::new();
         let gone = CancellationToken::new();
         let routed = Arc::new(tokio::sync::watch::Sender::new(0));
-        tasks.spawn(route_loop(
-            parts.events,
-            Arc::clone(&routes),
-            parts.peer.clone(),
-            Arc::clone(&alive),
-            tasks.clone(),
-            gone.clone(),
-            Arc::clone(&routed),
-        ));
+        let unscoped = Unscoped::default();
+        tasks.spawn(route_loop(Router {
+            events: parts.events,
+            routes: Arc::clone(&routes),
+            peer: parts.peer.clone(),
+            alive: Arc::clone(&alive),
+            tasks: tasks.clone(),
+            gone: gone.clone(),
+            routed: Arc::clone(&routed),
+            unscoped: Arc::clone(&unscoped),
+        }));
         tasks.close();
         Arc::new(CodexHub {
             peer: parts.peer,
@@ -333,7 +382,52 @@ impl CodexHub {
             tasks,
             gone,
             routed,
+            unscoped,
+            held: std::sync::atomic::AtomicUsize::new(0),
+            retired: AtomicBool::new(false),
         })
+    }
+
+    /// The messages of no thread from now on (notifications such as `account/updated`, server
+    /// requests such as `account/chatgptAuthTokens/refresh`): for the first caller only, `None`
+    /// after. Without a subscriber they are logged (notifications) or refused (requests).
+    pub fn subscribe_unscoped(&self) -> Option<mpsc::Receiver<Inbound>> {
+        let mut route = lock(&self.unscoped);
+        if route.taken {
+            return None;
+        }
+        route.taken = true;
+        let (sender, receiver) = mpsc::channel(UNSCOPED_CAPACITY);
+        route.sender = Some(sender);
+        Some(receiver)
+    }
+
+    /// A client of the whole app-server holds work here that stopping it would lose (a running
+    /// turn, a thread without a rollout yet): counted for [`CodexHub::is_idle`].
+    pub fn hold(&self) {
+        self.held.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// ... and lets it go.
+    pub fn release(&self) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+
+    /// Mark it as taken out of its pool to be stopped: nobody may hold work on it any more.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    /// Nothing held ([`CodexHub::hold`]) and no request waiting for its answer: stopping it now
+    /// loses nobody's work.
+    pub fn is_idle(&self) -> bool {
+        self.held.load(Ordering::SeqCst) == 0 && self.peer.pending_requests() == 0
     }
 
     /// Wait (at most `limit`) until every notification and server request Codex sent before

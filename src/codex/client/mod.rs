@@ -9,6 +9,7 @@
 //! generated JSON Schema (cached per version).
 
 pub mod conformance;
+pub mod fleet;
 pub mod framing;
 pub mod handler;
 pub mod hub;

@@ -37,6 +37,11 @@ use super::remote::{self, RemoteEndpoint};
 use super::session::CodexSession;
 use crate::support::sync::lock;
 
+/// Threads an app-server opens before it is recycled (Codex keeps about 1.1 MB per thread).
+pub const DEFAULT_RECYCLE_AFTER_THREADS: usize = 500;
+/// Resident memory past which an app-server is recycled.
+pub const DEFAULT_RECYCLE_RSS_MB: u64 = 1024;
+
 /// How the pool starts its members and when it gives up on one.
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
@@ -61,6 +66,9 @@ pub struct PoolConfig {
     /// Recycle an app-server once it opened this many threads or grew past this many bytes.
     pub recycle_after_threads: usize,
     pub recycle_rss_bytes: u64,
+    /// Appended to every local member's name (`local-0@apiKey-1a2b…`): a pool of one
+    /// identity names its members apart from another's.
+    pub member_suffix: String,
 }
 
 impl PoolConfig {
@@ -85,8 +93,9 @@ impl PoolConfig {
             backoff_max: Self::DEFAULT_BACKOFF_MAX,
             crash_limit: Self::DEFAULT_CRASH_LIMIT,
             crash_window: Self::DEFAULT_CRASH_WINDOW,
-            recycle_after_threads: 500,
-            recycle_rss_bytes: 1024 * 1024 * 1024,
+            recycle_after_threads: DEFAULT_RECYCLE_AFTER_THREADS,
+            recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
+            member_suffix: String::new(),
         }
     }
 }
@@ -110,7 +119,8 @@ pub enum MemberState {
     Draining,
     /// Its app-server went away; it restarts after the backoff.
     Restarting,
-    /// Crashed too often: no new runs (a run may ask for a new thread on another member).
+    /// Crashed too often: no new runs (a run may ask for a new thread on another member); tried
+    /// again after the longest backoff, it is back once a start succeeds.
     Dead,
 }
 
@@ -207,6 +217,10 @@ struct Slot {
     error: Option<String>,
     /// The folder the member's local app-server starts in (the first run's).
     cwd: Option<PathBuf>,
+    /// A task is trying the dead member again.
+    reviving: bool,
+    /// Why the current app-server was ended as unhealthy (its watcher files it as the crash).
+    unhealthy: Option<String>,
 }
 
 struct Member {
@@ -260,14 +274,20 @@ impl Member {
         }
         slot.error = Some(error);
         if slot.crashes.len() >= config.crash_limit.max(1) {
+            // Tried again after the longest backoff (a remote listener that comes back, a
+            // binary that is fixed): dead is not for ever.
+            let was_dead = slot.state == MemberState::Dead;
             slot.state = MemberState::Dead;
-            slot.not_before = None;
-            tracing::error!(
-                "app-server {} crashed {} times within {:?}: marked dead (its sessions need a new thread)",
-                self.name,
-                slot.crashes.len(),
-                config.crash_window
-            );
+            slot.not_before = Some(now + config.backoff_max);
+            if !was_dead {
+                tracing::error!(
+                    "app-server {} crashed {} times within {:?}: marked dead (its sessions need a new thread); tried again every {:?}",
+                    self.name,
+                    slot.crashes.len(),
+                    config.crash_window,
+                    config.backoff_max
+                );
+            }
             return None;
         }
         let doublings = u32::try_from(slot.crashes.len().saturating_sub(1)).unwrap_or(u32::MAX);
@@ -311,6 +331,11 @@ impl Member {
     }
 }
 
+/// A dead member whose next try is not due yet (a due one may be started: a probe).
+fn still_dead(slot: &Slot) -> bool {
+    slot.state == MemberState::Dead && slot.not_before.is_none_or(|at| at > Instant::now())
+}
+
 /// The pool: its members, their watchers, and the policy above.
 pub struct Pool {
     members: Vec<Arc<Member>>,
@@ -325,7 +350,10 @@ impl Pool {
     pub fn new(config: PoolConfig) -> Arc<Pool> {
         let mut members = Vec::new();
         let kinds = (0..config.locals)
-            .map(|index| (format!("local-{index}"), MemberKind::Local))
+            .map(|index| {
+                let name = format!("local-{index}{}", config.member_suffix);
+                (name, MemberKind::Local)
+            })
             .chain(
                 config
                     .remotes
@@ -348,6 +376,8 @@ impl Pool {
                     not_before: None,
                     error: None,
                     cwd: None,
+                    reviving: false,
+                    unhealthy: None,
                 }),
                 starting: tokio::sync::Mutex::new(()),
                 draining: Mutex::new(Vec::new()),
@@ -384,10 +414,32 @@ impl Pool {
         affinity: Option<&str>,
         cwd: &Path,
     ) -> Result<Lease, PoolError> {
+        self.lease_within(affinity, cwd, true).await
+    }
+
+    /// [`Pool::lease`], starting no app-server when `may_start` is false and a running one can
+    /// take the run: a new thread then goes to the least busy running member, and a thread of a
+    /// local member that is not running to another running local member (they share one
+    /// Codex home). A caller that bounds the app-servers of several pools says so here.
+    pub async fn lease_within(
+        self: &Arc<Self>,
+        affinity: Option<&str>,
+        cwd: &Path,
+        may_start: bool,
+    ) -> Result<Lease, PoolError> {
         // Choose and count at once, so runs that start together see each other's choice.
         let choosing = lock(&self.choosing);
+        let running = |member: &Arc<Member>| member.live_hub().is_some();
         let member = match affinity {
             Some(name) => match self.members.iter().find(|member| member.name == name) {
+                Some(member)
+                    if !may_start
+                        && !running(member)
+                        && matches!(member.kind, MemberKind::Local) =>
+                {
+                    self.least_busy_running(true)
+                        .unwrap_or_else(|| Arc::clone(member))
+                }
                 Some(member) => Arc::clone(member),
                 // Local members share one Codex home: another local member resumes the thread.
                 None if name.starts_with("local-") => {
@@ -406,6 +458,10 @@ impl Pool {
                     })
                 }
             },
+            None if !may_start => match self.least_busy_running(false) {
+                Some(member) => member,
+                None => self.least_busy(false).ok_or(PoolError::AllDead)?,
+            },
             None => self.least_busy(false).ok_or(PoolError::AllDead)?,
         };
         let counted = Arc::new(Counted::new(&member.leased));
@@ -418,13 +474,28 @@ impl Pool {
     /// another spread too), then the lowest index; dead members never. Choosing
     /// counts the run at once (the returned lease-to-be is reserved by the caller's lease).
     fn least_busy(&self, local_only: bool) -> Option<Arc<Member>> {
+        self.least_busy_of(local_only, false)
+    }
+
+    /// [`Pool::least_busy`] among the members with a running app-server.
+    fn least_busy_running(&self, local_only: bool) -> Option<Arc<Member>> {
+        self.least_busy_of(local_only, true)
+    }
+
+    fn least_busy_of(&self, local_only: bool, running_only: bool) -> Option<Arc<Member>> {
         self.members
             .iter()
             .filter(|member| !local_only || matches!(member.kind, MemberKind::Local))
+            .filter(|member| !running_only || member.live_hub().is_some())
             .filter(|member| lock(&member.slot).state != MemberState::Dead)
             .min_by_key(|member| {
                 let hub = member.live_hub().map(|(hub, _)| hub);
+                // One that just failed (waiting for its restart or reconnection) last: a
+                // member that stalls or sends garbage looks least busy, and must not take
+                // every new thread while it is down.
+                let failing = lock(&member.slot).state == MemberState::Restarting;
                 (
+                    failing,
                     member.runs(),
                     hub.as_ref().map_or(0, |hub| hub.loaded_threads()),
                     hub.as_ref().map_or(0, |hub| hub.threads_opened()),
@@ -450,7 +521,7 @@ impl Pool {
         };
         {
             let slot = lock(&member.slot);
-            if slot.state == MemberState::Dead {
+            if still_dead(&slot) {
                 return Err(dead(&slot));
             }
         }
@@ -460,7 +531,7 @@ impl Pool {
         let _starting = member.starting.lock().await;
         let wait = {
             let mut slot = lock(&member.slot);
-            if slot.state == MemberState::Dead {
+            if still_dead(&slot) {
                 return Err(dead(&slot));
             }
             if let Some(hub) = slot.hub.as_ref().filter(|hub| hub.is_alive()) {
@@ -470,15 +541,15 @@ impl Pool {
             // the slot already cleared and does nothing).
             if slot.hub.take().is_some() {
                 let generation = slot.generation;
-                if member
-                    .note_crash(
-                        &mut slot,
-                        &self.config,
-                        format!("generation {generation} went away"),
-                    )
-                    .is_none()
-                {
-                    return Err(dead(&slot));
+                let why = slot
+                    .unhealthy
+                    .take()
+                    .unwrap_or_else(|| format!("generation {generation} went away"));
+                if member.note_crash(&mut slot, &self.config, why).is_none() {
+                    let error = dead(&slot);
+                    drop(slot);
+                    self.revive(member);
+                    return Err(error);
                 }
             }
             slot.state = MemberState::Starting;
@@ -528,7 +599,12 @@ impl Pool {
                         member: member.name.clone(),
                         reason,
                     }),
-                    None => Err(dead(&slot)),
+                    None => {
+                        let error = dead(&slot);
+                        drop(slot);
+                        self.revive(member);
+                        Err(error)
+                    }
                 }
             }
         }
@@ -600,18 +676,19 @@ impl Pool {
                 }
                 slot.hub = None;
                 slot.carriers = None;
+                let why = slot
+                    .unhealthy
+                    .take()
+                    .unwrap_or_else(|| format!("generation {generation} went away"));
                 tracing::warn!(
-                    "app-server {} (generation {generation}) went away",
+                    "app-server {} (generation {generation}): {why}",
                     member.name
                 );
-                match member.note_crash(
-                    &mut slot,
-                    &pool.config,
-                    format!("generation {generation} went away"),
-                ) {
-                    Some(backoff) => backoff,
-                    None => return,
-                }
+                member.note_crash(&mut slot, &pool.config, why)
+            };
+            let Some(backoff) = backoff else {
+                pool.revive(&member);
+                return;
             };
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
@@ -672,6 +749,118 @@ impl Pool {
         }
     }
 
+    /// Try a dead member again every `backoff_max` until a start succeeds (a remote listener
+    /// that came back, a local binary that starts again) or the pool shuts down. One such task
+    /// per member.
+    fn revive(self: &Arc<Self>, member: &Arc<Member>) {
+        {
+            let mut slot = lock(&member.slot);
+            if slot.reviving || slot.state != MemberState::Dead {
+                return;
+            }
+            slot.reviving = true;
+        }
+        let pool = Arc::clone(self);
+        let member = Arc::clone(member);
+        self.tasks.spawn(async move {
+            loop {
+                let wait = {
+                    let slot = lock(&member.slot);
+                    if slot.state != MemberState::Dead {
+                        break;
+                    }
+                    slot.not_before
+                        .map(|at| at.saturating_duration_since(Instant::now()))
+                        .unwrap_or(pool.config.backoff_max)
+                };
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = pool.cancel.cancelled() => break,
+                }
+                let cwd = lock(&member.slot).cwd.clone().unwrap_or_default();
+                let nobody = Arc::new(Counted::new(&Arc::default()));
+                match pool.start(&member, &cwd, nobody).await {
+                    Ok(_) => {
+                        tracing::info!(
+                            "app-server {} is back after being marked dead",
+                            member.name
+                        );
+                        break;
+                    }
+                    Err(PoolError::ShuttingDown) => break,
+                    Err(error) => {
+                        tracing::debug!("trying dead app-server {} again: {error}", member.name)
+                    }
+                }
+            }
+            lock(&member.slot).reviving = false;
+        });
+    }
+
+    /// Whether the pool has local members at all.
+    pub fn has_locals(&self) -> bool {
+        self.config.locals > 0
+    }
+
+    /// Local members with a running app-server (what a bound over several pools counts).
+    pub fn running_locals(&self) -> usize {
+        self.members
+            .iter()
+            .filter(|member| matches!(member.kind, MemberKind::Local))
+            .filter(|member| member.live_hub().is_some())
+            .count()
+    }
+
+    /// Take one running local app-server that is idle (no work held, no request waiting) out
+    /// of the pool, marked retired, for the caller to stop, so another pool may start one in
+    /// its place: not a crash, the member is `idle` and starts again on its next run. The
+    /// caller serializes this with every [`CodexHub::hold`] it takes, so nothing is held on an
+    /// app-server it stops.
+    pub fn take_idle(&self) -> Option<(String, Arc<CodexHub>)> {
+        self.members.iter().find_map(|member| {
+            if !matches!(member.kind, MemberKind::Local) {
+                return None;
+            }
+            let mut slot = lock(&member.slot);
+            let idle = slot
+                .hub
+                .as_ref()
+                .is_some_and(|hub| hub.is_alive() && hub.is_idle());
+            if !idle {
+                return None;
+            }
+            slot.state = MemberState::Idle;
+            slot.carriers = None;
+            let hub = slot.hub.take()?;
+            hub.retire();
+            Some((member.name.clone(), hub))
+        })
+    }
+
+    /// The app-server of `lease` failed a health check (no answer within a deadline, frames
+    /// that are not JSON-RPC): it is ended, filed as a crash with `why`, and its member
+    /// restarted (local) or reconnected (remote) after the backoff. New threads go elsewhere
+    /// meanwhile. A lease of an older incarnation changes nothing.
+    pub async fn report_unhealthy(&self, lease: &Lease, why: String) {
+        let Some(member) = self.members.get(lease.member) else {
+            return;
+        };
+        {
+            let mut slot = lock(&member.slot);
+            let current = slot.generation == lease.generation
+                && slot
+                    .hub
+                    .as_ref()
+                    .is_some_and(|live| Arc::ptr_eq(live, &lease.hub));
+            if !current {
+                return;
+            }
+            tracing::warn!("app-server {}: unhealthy: {why}", member.name);
+            slot.unhealthy = Some(format!("unhealthy: {why}"));
+        }
+        lease.hub.kill().await;
+    }
+
     /// Recycled app-servers so far, over every member.
     pub fn recycled(&self) -> usize {
         self.members
@@ -726,6 +915,7 @@ mod tests {
             crash_window: Duration::from_secs(60),
             recycle_after_threads: 10,
             recycle_rss_bytes: u64::MAX,
+            member_suffix: String::new(),
         }
     }
 

@@ -1,0 +1,491 @@
+//! App-servers by account: one [`Pool`] per auth identity, within one bound on local members.
+//!
+//! Why: an app-server logs in once for all its connections. OpenClaw's Codex plugin logs each
+//! agent's own account in on its own connection (`account/login/start`), so two agents sharing
+//! one app-server, or two app-servers sharing one `CODEX_HOME` (where Codex keeps `auth.json`),
+//! send one agent's model requests under the other's key. Here each identity has app-servers of
+//! its own over a Codex home of its own, and nothing of one identity is ever given to another.
+//!
+//! An identity is *native* (the connection never logged in: the operator's own Codex login, the
+//! configured remote members) or the fingerprint of a login: the kind plus a short hash of the
+//! credential that names the account (the API key, the ChatGPT account id). The secret itself is
+//! never kept. Local members of every identity together stay within `total_locals`; one identity
+//! has at most `per_identity`. When an identity needs its first member and the bound is
+//! reached, an idle member of another identity (no turn running, no request waiting), the least
+//! recently used first, is stopped to make room; its threads stay in its identity's home.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::hub::CodexHub;
+use super::pool::{Lease, MemberStatus, Pool, PoolConfig, PoolError};
+use crate::support::sync::lock;
+
+/// How often a request waiting for room looks again.
+const ROOM_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Identities remembered at once (one without running members is forgotten first).
+pub const MAX_IDENTITIES: usize = 1024;
+
+/// Who a connection's requests run as.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Identity {
+    /// Not logged in through the connection: the members' own login.
+    Native,
+    /// Logged in with `account/login/start`: `kind` is the login's `type`, `hash` a short
+    /// SHA-256 of the credential that names the account.
+    Account { kind: String, hash: String },
+}
+
+/// Why a login cannot be served through a shared endpoint.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LoginRefusal {
+    #[error("`account/login/start` params are not an object with a `type`")]
+    Malformed,
+    #[error("a `{0}` login needs a browser or a device code on the app-server's host; through the shared endpoint log in with an API key or ChatGPT auth tokens (OpenClaw auth profiles), or log Codex in on its host (`codex login`) and connect without logging in")]
+    Interactive(String),
+}
+
+impl Identity {
+    /// The identity an `account/login/start` asks for.
+    pub fn from_login(params: &Value) -> Result<Identity, LoginRefusal> {
+        let kind = params
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or(LoginRefusal::Malformed)?;
+        // The field that names the account: the key for key logins, the account id for token
+        // logins (the access token rotates; the account does not); the whole params otherwise.
+        let named = match kind {
+            "chatgpt" | "chatgptDeviceCode" => {
+                return Err(LoginRefusal::Interactive(kind.to_string()))
+            }
+            "apiKey" | "amazonBedrock" => params.get("apiKey"),
+            "chatgptAuthTokens" => params.get("chatgptAccountId"),
+            _ => None,
+        };
+        let material = match named.and_then(Value::as_str) {
+            Some(text) => text.to_string(),
+            None => params.to_string(),
+        };
+        if !kind
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || kind.is_empty()
+            || kind.len() > 64
+        {
+            return Err(LoginRefusal::Malformed);
+        }
+        Ok(Identity::Account {
+            kind: kind.to_string(),
+            hash: crate::support::hex::sha256(format!("{kind}\0{material}").as_bytes(), 8),
+        })
+    }
+
+    /// `native`, or `apiKey-1a2b3c4d5e6f7a8b`: a name safe in paths, logs and status.
+    pub fn key(&self) -> String {
+        match self {
+            Identity::Native => "native".to_string(),
+            Identity::Account { kind, hash } => format!("{kind}-{hash}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+/// How the fleet makes each identity's pool.
+#[derive(Clone, Debug)]
+pub struct FleetConfig {
+    /// The native identity's pool (its locals, its remotes, its Codex home); every other
+    /// identity's pool is made from it, with local members only.
+    pub native: PoolConfig,
+    /// Where each other identity's Codex home is made (`DIR/<identity key>`, 0700, kept across
+    /// restarts so a resumed thread finds its rollout).
+    pub homes: PathBuf,
+    /// The `config.toml` each identity's home gets (the native home's, or the offline one),
+    /// rewritten when the identity's pool is made. Never `auth.json`.
+    pub home_config: Option<String>,
+    /// Local members of every identity together.
+    pub total_locals: usize,
+    /// Local members of one identity.
+    pub per_identity: usize,
+    /// How long a request waits for room (an identity needs its first member, every member is
+    /// busy with other identities' work) before it is refused.
+    pub wait_for_room: std::time::Duration,
+}
+
+impl FleetConfig {
+    /// How long a request waits for room by default.
+    pub const DEFAULT_WAIT_FOR_ROOM: std::time::Duration = std::time::Duration::from_secs(20);
+}
+
+/// Why the fleet cannot give a request an app-server.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    #[error("all {total} app-servers were busy with other accounts' work for {waited:?} (running turns, new threads); try again when one ends, or raise --app-servers")]
+    Full {
+        total: usize,
+        waited: std::time::Duration,
+    },
+    #[error("cannot prepare the Codex home of {identity} ({path}): {message}")]
+    Home {
+        identity: String,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("{MAX_IDENTITIES} accounts are served already and none can be let go")]
+    TooManyIdentities,
+}
+
+/// One identity in `app-server status`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityStatus {
+    /// `native`, or the login's kind and credential fingerprint (never the secret).
+    pub identity: String,
+    pub members: Vec<MemberStatus>,
+}
+
+struct Entry {
+    pool: Arc<Pool>,
+    last_used: Instant,
+}
+
+/// The pools, by identity.
+pub struct Fleet {
+    config: FleetConfig,
+    pools: Mutex<BTreeMap<Identity, Entry>>,
+    /// Held while a member may be started, so two starts never both pass the bound.
+    starting: tokio::sync::Mutex<()>,
+    /// Held while an idle app-server is taken out to be stopped, and while work is held on one
+    /// (never across an await): nothing is held on an app-server being stopped.
+    evicting: Mutex<()>,
+}
+
+/// Work held on an app-server for as long as this lives (a request on its way, its answer not
+/// back yet): its app-server is not stopped to make room meanwhile.
+pub struct Hold(Arc<CodexHub>);
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+impl Fleet {
+    pub fn new(config: FleetConfig) -> Arc<Fleet> {
+        let native = PoolConfig {
+            locals: config.native.locals.min(config.per_identity.max(1)),
+            ..config.native.clone()
+        };
+        let mut pools = BTreeMap::new();
+        pools.insert(
+            Identity::Native,
+            Entry {
+                pool: Pool::new(native),
+                last_used: Instant::now(),
+            },
+        );
+        Arc::new(Fleet {
+            config,
+            pools: Mutex::new(pools),
+            starting: tokio::sync::Mutex::new(()),
+            evicting: Mutex::new(()),
+        })
+    }
+
+    /// The Codex home of a logged-in identity.
+    pub fn home_of(&self, identity: &Identity) -> PathBuf {
+        match identity {
+            Identity::Native => self.config.native.codex_home.clone(),
+            Identity::Account { .. } => self.config.homes.join(identity.key()),
+        }
+    }
+
+    /// The identity's pool, made (with its home) on first need.
+    fn pool(&self, identity: &Identity) -> Result<Arc<Pool>, FleetError> {
+        let mut pools = lock(&self.pools);
+        if let Some(entry) = pools.get_mut(identity) {
+            entry.last_used = Instant::now();
+            return Ok(Arc::clone(&entry.pool));
+        }
+        if pools.len() >= MAX_IDENTITIES {
+            // Forget one with nothing running (its home stays on disk for its next login).
+            let idle = pools
+                .iter()
+                .filter(|(id, entry)| **id != Identity::Native && entry.pool.running_locals() == 0)
+                .min_by_key(|(_, entry)| entry.last_used)
+                .map(|(id, _)| id.clone())
+                .ok_or(FleetError::TooManyIdentities)?;
+            pools.remove(&idle);
+        }
+        let home = self.home_of(identity);
+        self.prepare_home(identity, &home)?;
+        let config = PoolConfig {
+            locals: self.config.per_identity.max(1),
+            remotes: Vec::new(),
+            codex_home: home,
+            member_suffix: format!("@{}", identity.key()),
+            ..self.config.native.clone()
+        };
+        let pool = Pool::new(config);
+        pools.insert(
+            identity.clone(),
+            Entry {
+                pool: Arc::clone(&pool),
+                last_used: Instant::now(),
+            },
+        );
+        Ok(pool)
+    }
+
+    fn prepare_home(&self, identity: &Identity, home: &Path) -> Result<(), FleetError> {
+        let failed = |message: String| FleetError::Home {
+            identity: identity.key(),
+            path: home.to_path_buf(),
+            message,
+        };
+        crate::support::fs::create_private_dir(home).map_err(|error| failed(error.to_string()))?;
+        // A folder that was there already is made private too (it holds the account's login).
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta =
+                std::fs::symlink_metadata(home).map_err(|error| failed(error.to_string()))?;
+            if !meta.is_dir() {
+                return Err(failed("not a folder".into()));
+            }
+            std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
+                .map_err(|error| failed(error.to_string()))?;
+        }
+        if let Some(config) = &self.config.home_config {
+            crate::support::fs::write_private(&home.join("config.toml"), config.as_bytes())
+                .map_err(|error| failed(error.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// An app-server of `identity` for a request: the member named by `affinity` (the thread's),
+    /// else the least busy. Starts one when the identity has none running, within the bounds,
+    /// stopping an idle member of another identity when that is the only way.
+    pub async fn lease(
+        &self,
+        identity: &Identity,
+        affinity: Option<&str>,
+        cwd: &Path,
+    ) -> Result<(Lease, Hold), FleetError> {
+        let began = tokio::time::Instant::now();
+        loop {
+            match self.try_lease(identity, affinity, cwd).await {
+                Err(FleetError::Full { total, .. }) => {
+                    let waited = began.elapsed();
+                    if waited >= self.config.wait_for_room {
+                        return Err(FleetError::Full { total, waited });
+                    }
+                    tokio::time::sleep(ROOM_POLL).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn try_lease(
+        &self,
+        identity: &Identity,
+        affinity: Option<&str>,
+        cwd: &Path,
+    ) -> Result<(Lease, Hold), FleetError> {
+        let pool = self.pool(identity)?;
+        let _starting = self.starting.lock().await;
+        let total = self.config.total_locals;
+        let running = self.running_locals();
+        let mut may_start = running < total;
+        let has_running = !pool.live_hubs().is_empty();
+        if !may_start && !has_running && pool.has_locals() {
+            // Make room: an idle member of another identity, least recently used first.
+            let others: Vec<Arc<Pool>> = {
+                let pools = lock(&self.pools);
+                let mut others: Vec<(&Identity, &Entry)> =
+                    pools.iter().filter(|(id, _)| *id != identity).collect();
+                others.sort_by_key(|(_, entry)| entry.last_used);
+                others
+                    .into_iter()
+                    .map(|(_, entry)| Arc::clone(&entry.pool))
+                    .collect()
+            };
+            let taken = {
+                let _evicting = lock(&self.evicting);
+                others.iter().find_map(|other| other.take_idle())
+            };
+            if let Some((name, hub)) = taken {
+                tracing::info!(
+                    "app-server {name}: stopped while idle, to make room for {identity}"
+                );
+                hub.kill().await;
+                may_start = true;
+            }
+            if !may_start {
+                return Err(FleetError::Full {
+                    total,
+                    waited: std::time::Duration::ZERO,
+                });
+            }
+        }
+        let lease = pool.lease_within(affinity, cwd, may_start).await?;
+        // Still under `starting`: no eviction can come between the lease and its hold.
+        let hold = {
+            let _evicting = lock(&self.evicting);
+            lease.hub.hold();
+            Hold(Arc::clone(&lease.hub))
+        };
+        Ok((lease, hold))
+    }
+
+    /// Hold work on the app-server of a lease given earlier (a followed thread's), unless it
+    /// was taken out to be stopped meanwhile (then `None`: lease again).
+    pub fn hold(&self, lease: &Lease) -> Option<Hold> {
+        let _evicting = lock(&self.evicting);
+        if lease.hub.is_retired() || !lease.hub.is_alive() {
+            return None;
+        }
+        lease.hub.hold();
+        Some(Hold(Arc::clone(&lease.hub)))
+    }
+
+    /// Local members running over every identity.
+    fn running_locals(&self) -> usize {
+        let pools: Vec<Arc<Pool>> = lock(&self.pools)
+            .values()
+            .map(|entry| Arc::clone(&entry.pool))
+            .collect();
+        pools.iter().map(|pool| pool.running_locals()).sum()
+    }
+
+    /// The running app-servers of one identity, by member name.
+    pub fn live_hubs(&self, identity: &Identity) -> Vec<(String, Arc<CodexHub>)> {
+        let pool = lock(&self.pools)
+            .get(identity)
+            .map(|entry| Arc::clone(&entry.pool));
+        pool.map(|pool| pool.live_hubs()).unwrap_or_default()
+    }
+
+    /// The Codex answer to `initialize` of any running app-server (they run one Codex build),
+    /// so a client's handshake starts nothing.
+    pub fn any_initialize_result(&self) -> Option<Value> {
+        let pools: Vec<Arc<Pool>> = lock(&self.pools)
+            .values()
+            .map(|entry| Arc::clone(&entry.pool))
+            .collect();
+        pools
+            .iter()
+            .flat_map(|pool| pool.live_hubs())
+            .map(|(_, hub)| hub.initialize_result.clone())
+            .next()
+    }
+
+    /// The app-server of `lease` (of `identity`) failed a health check: see
+    /// [`Pool::report_unhealthy`].
+    pub async fn report_unhealthy(&self, identity: &Identity, lease: &Lease, why: String) {
+        let pool = lock(&self.pools)
+            .get(identity)
+            .map(|entry| Arc::clone(&entry.pool));
+        if let Some(pool) = pool {
+            pool.report_unhealthy(lease, why).await;
+        }
+    }
+
+    /// After a run on `lease` ended: see [`Pool::after_run`] (recycling by threads and memory).
+    pub async fn after_run(&self, identity: &Identity, lease: &Lease) {
+        let pool = lock(&self.pools)
+            .get(identity)
+            .map(|entry| Arc::clone(&entry.pool));
+        if let Some(pool) = pool {
+            pool.after_run(lease).await;
+        }
+    }
+
+    /// Every identity with its members, native first.
+    pub fn status(&self) -> Vec<IdentityStatus> {
+        let pools: Vec<(Identity, Arc<Pool>)> = lock(&self.pools)
+            .iter()
+            .map(|(id, entry)| (id.clone(), Arc::clone(&entry.pool)))
+            .collect();
+        pools
+            .into_iter()
+            .map(|(identity, pool)| IdentityStatus {
+                identity: identity.key(),
+                members: pool.status(),
+            })
+            .collect()
+    }
+
+    /// Every member of every identity.
+    pub fn members(&self) -> Vec<MemberStatus> {
+        self.status()
+            .into_iter()
+            .flat_map(|identity| identity.members)
+            .collect()
+    }
+
+    /// Stop every identity's app-servers.
+    pub async fn shutdown(&self) {
+        let pools: Vec<Arc<Pool>> = lock(&self.pools)
+            .values()
+            .map(|entry| Arc::clone(&entry.pool))
+            .collect();
+        for pool in pools {
+            pool.shutdown().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_login_names_its_account_by_a_fingerprint_never_the_secret() {
+        let a = Identity::from_login(&json!({"type": "apiKey", "apiKey": "sk-aaaa"})).expect("a");
+        let a2 = Identity::from_login(&json!({"type": "apiKey", "apiKey": "sk-aaaa"})).expect("a");
+        let b = Identity::from_login(&json!({"type": "apiKey", "apiKey": "sk-bbbb"})).expect("b");
+        assert_eq!(a, a2);
+        assert_ne!(a, b);
+        assert!(a.key().starts_with("apiKey-") && !a.key().contains("sk-aaaa"));
+        assert_eq!(a.key().len(), "apiKey-".len() + 16);
+        // Token logins are keyed by the account: a refreshed access token is the same account.
+        let t1 = json!({"type": "chatgptAuthTokens", "accessToken": "one", "chatgptAccountId": "acct-1"});
+        let t2 = json!({"type": "chatgptAuthTokens", "accessToken": "two", "chatgptAccountId": "acct-1"});
+        let t3 = json!({"type": "chatgptAuthTokens", "accessToken": "one", "chatgptAccountId": "acct-2"});
+        let t1 = Identity::from_login(&t1).expect("t1");
+        assert_eq!(t1, Identity::from_login(&t2).expect("t2"));
+        assert_ne!(t1, Identity::from_login(&t3).expect("t3"));
+        // The same secret under another kind is another identity.
+        let bedrock = Identity::from_login(
+            &json!({"type": "amazonBedrock", "apiKey": "sk-aaaa", "region": "x"}),
+        )
+        .expect("bedrock");
+        assert_ne!(a, bedrock);
+        assert_eq!(
+            Identity::from_login(&json!({"type": "chatgpt"})),
+            Err(LoginRefusal::Interactive("chatgpt".into()))
+        );
+        assert_eq!(
+            Identity::from_login(&json!({"apiKey": "x"})),
+            Err(LoginRefusal::Malformed)
+        );
+        assert_eq!(
+            Identity::from_login(&json!({"type": "../../x"})),
+            Err(LoginRefusal::Malformed)
+        );
+    }
+}
