@@ -72,9 +72,10 @@ pub use codex::client::framing::FrameReader;
 pub use codex::client::handler::DefaultHandler;
 pub use codex::client::hub::{CodexHub, MAX_LOADED_THREADS};
 pub use codex::client::peer::{Events, Peer, PeerConfig, PeerError};
-pub use codex::client::pool::PoolConfig;
+pub use codex::client::pool::{MemberState, PoolConfig};
 pub use codex::client::process::{find_codex_binary, resolve_native_binary, SpawnOptions};
 pub use codex::client::remote::remote_endpoints;
+pub use codex::client::remote::RemoteEndpoint;
 pub use codex::client::schema::{ParamsSchemas, ProblemKind};
 pub use codex::client::schema_diff::{
     diff as schema_diff, render as render_schema_diff, SchemaDiff,

@@ -121,6 +121,9 @@ pub struct EndpointSettings {
     pub ping_interval: Duration,
     /// A connection that has not sent `initialize` by then is closed.
     pub handshake_timeout: Duration,
+    /// A socket that made no authenticated request (an upgrade, `GET /status`) by then is
+    /// closed; until then it counts toward `max_connections` like a client.
+    pub upgrade_timeout: Duration,
     /// The folder members start in.
     pub cwd: PathBuf,
     /// `--transcript DIR`: every message both ways, one folder per connection
@@ -221,6 +224,7 @@ struct Shared {
     idle_timeout: Duration,
     ping_interval: Duration,
     handshake_timeout: Duration,
+    upgrade_timeout: Duration,
     /// Thread -> the identity that owns it and the member it lives on.
     homes: Mutex<HashMap<String, (Identity, String)>>,
     /// The threads relayed to their followers, by app-server incarnation and thread.
@@ -232,6 +236,8 @@ struct Shared {
     /// The open connections, by number (at most `max_connections`).
     live: Mutex<BTreeMap<usize, Weak<Connection>>>,
     connections: TaskTracker,
+    /// The accepted sockets' HTTP tasks (until each is upgraded or closed).
+    sockets: TaskTracker,
     /// Cancelled first on shutdown: no new connections.
     accepting: CancellationToken,
     /// Cancelled last: every connection closes.
@@ -278,6 +284,7 @@ impl Endpoint {
             idle_timeout: settings.idle_timeout,
             ping_interval: settings.ping_interval,
             handshake_timeout: settings.handshake_timeout,
+            upgrade_timeout: settings.upgrade_timeout,
             homes: Mutex::new(HashMap::new()),
             feeds: Mutex::new(HashMap::new()),
             transcript: settings.transcript,
@@ -285,6 +292,7 @@ impl Endpoint {
             opened: AtomicUsize::new(0),
             live: Mutex::new(BTreeMap::new()),
             connections: TaskTracker::new(),
+            sockets: TaskTracker::new(),
             accepting: CancellationToken::new(),
             cancel: CancellationToken::new(),
         });
@@ -292,25 +300,7 @@ impl Endpoint {
             .route("/status", axum::routing::get(status))
             .fallback(upgrade)
             .with_state(Arc::clone(&shared));
-        let accepting = shared.accepting.clone();
-        let server = tokio::spawn(async move {
-            let stopped = async move { accepting.cancelled().await };
-            let served = match listener {
-                Listener::Tcp(listener) => {
-                    axum::serve(crate::support::ws::no_delay(listener), router)
-                        .with_graceful_shutdown(stopped)
-                        .await
-                }
-                Listener::Unix(listener) => {
-                    axum::serve(listener, router)
-                        .with_graceful_shutdown(stopped)
-                        .await
-                }
-            };
-            if let Err(error) = served {
-                tracing::error!("the WebSocket endpoint stopped: {error}");
-            }
-        });
+        let server = tokio::spawn(accept_loop(listener, router, Arc::clone(&shared)));
         Ok(Endpoint {
             listen,
             shared,
@@ -348,6 +338,8 @@ impl Endpoint {
         let _ = tokio::time::timeout(INTERRUPT_GRACE, interrupts.join_all()).await;
         self.shared.cancel.cancel();
         let _ = self.server.await;
+        self.shared.sockets.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.shared.sockets.wait()).await;
         self.shared.connections.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.shared.connections.wait()).await;
         self.shared.fleet.shutdown().await;
@@ -360,6 +352,131 @@ impl Endpoint {
 enum Listener {
     Tcp(tokio::net::TcpListener),
     Unix(tokio::net::UnixListener),
+}
+
+/// Accept sockets until the endpoint stops accepting. Each socket takes a connection slot
+/// from the moment it is accepted (one past the bound is answered 429 and closed) and must make
+/// an authenticated request within `upgrade_timeout`, else it is closed: sockets that never
+/// speak cannot hold the listener's descriptors. An upgrade hands its slot to the client
+/// connection it becomes.
+async fn accept_loop(listener: Listener, router: axum::Router, shared: Arc<Shared>) {
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let accepted = tokio::select! {
+            accepted = async {
+                match &listener {
+                    Listener::Tcp(listener) => listener.accept().await.map(|(stream, _)| {
+                        let _ = stream.set_nodelay(true);
+                        Socket::Tcp(stream)
+                    }),
+                    Listener::Unix(listener) => {
+                        listener.accept().await.map(|(stream, _)| Socket::Unix(stream))
+                    }
+                }
+            } => accepted,
+            () = shared.accepting.cancelled() => return,
+        };
+        let socket = match accepted {
+            Ok(socket) => {
+                backoff = Duration::from_millis(10);
+                socket
+            }
+            Err(error) => {
+                // Out of descriptors, most often: wait, never spin.
+                tracing::warn!("accept failed ({error}); retrying in {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        match Arc::clone(&shared.slots).try_acquire_owned() {
+            Ok(slot) => match socket {
+                Socket::Tcp(stream) => serve_socket(&shared, &router, stream, slot),
+                Socket::Unix(stream) => serve_socket(&shared, &router, stream, slot),
+            },
+            Err(_) => {
+                tracing::debug!("a socket past the connection bound: 429");
+                tokio::spawn(async move {
+                    use tokio::io::AsyncWriteExt;
+                    const FULL: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain\r\ncontent-length: 20\r\nconnection: close\r\n\r\ntoo many connections";
+                    let write = async {
+                        match socket {
+                            Socket::Tcp(mut stream) => stream.write_all(FULL).await,
+                            Socket::Unix(mut stream) => stream.write_all(FULL).await,
+                        }
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+                });
+            }
+        }
+    }
+}
+
+enum Socket {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// A socket's slot, handed by the socket to the client connection it is upgraded into.
+#[derive(Clone)]
+struct SocketSlot(Arc<Mutex<Option<tokio::sync::OwnedSemaphorePermit>>>);
+
+/// Serve HTTP on one accepted socket (see [`accept_loop`]).
+fn serve_socket<I>(
+    shared: &Arc<Shared>,
+    router: &axum::Router,
+    io: I,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let slot = SocketSlot(Arc::new(Mutex::new(Some(slot))));
+    let authenticated = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&authenticated);
+    let carried = slot.clone();
+    let service = tower::ServiceBuilder::new()
+        .map_request(move |mut request: http::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(carried.clone());
+            request
+        })
+        .map_response(move |response: Response| {
+            let status = response.status();
+            if status.is_success() || status == StatusCode::SWITCHING_PROTOCOLS {
+                flag.store(true, Ordering::SeqCst);
+            }
+            response
+        })
+        .service(router.clone());
+    let service = hyper_util::service::TowerToHyperService::new(service);
+    let deadline = shared.upgrade_timeout;
+    let stopping = shared.accepting.clone();
+    shared.sockets.spawn(async move {
+        let _slot = slot;
+        let connection = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+            .with_upgrades();
+        tokio::pin!(connection);
+        let unauthenticated = async {
+            tokio::time::sleep(deadline).await;
+            if authenticated.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            served = connection.as_mut() => {
+                if let Err(error) = served {
+                    tracing::debug!("an HTTP connection ended: {error}");
+                }
+            }
+            () = unauthenticated => {
+                tracing::debug!("closed a socket that made no authenticated request within {deadline:?}");
+            }
+            () = stopping.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
+            }
+        }
+    });
 }
 
 /// Bind a Unix socket at `path`, readable and writable by its owner only. A stale socket left
@@ -681,7 +798,12 @@ async fn upgrade(State(shared): State<Arc<Shared>>, request: http::Request<Body>
     if let Some(refusal) = shared.admit(request.headers()) {
         return refusal;
     }
-    let Ok(slot) = Arc::clone(&shared.slots).try_acquire_owned() else {
+    // The socket's own slot becomes the client connection's.
+    let slot = request
+        .extensions()
+        .get::<SocketSlot>()
+        .and_then(|slot| lock(&slot.0).take());
+    let Some(slot) = slot else {
         return refuse(StatusCode::TOO_MANY_REQUESTS, "too many connections");
     };
     let (accepted, pending) = match crate::support::ws::accept(request, MAX_MESSAGE_BYTES) {

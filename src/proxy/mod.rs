@@ -868,6 +868,7 @@ async fn run_endpoint(
         idle_timeout: Duration::from_secs(60),
         ping_interval: Duration::from_secs(20),
         handshake_timeout: Duration::from_secs(30),
+        upgrade_timeout: Duration::from_secs(10),
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         transcript: args.transcript.clone(),
         observe: Some(lines),

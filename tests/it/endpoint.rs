@@ -35,6 +35,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         idle_timeout: Duration::from_secs(60),
         ping_interval: Duration::from_secs(20),
         handshake_timeout: Duration::from_secs(60),
+        upgrade_timeout: Duration::from_secs(60),
         cwd: std::env::temp_dir(),
         transcript: None,
         observe: None,
@@ -865,5 +866,128 @@ fn app_server_status_reads_a_running_endpoint_and_bad_listens_exit_2() {
         let (code, _, stderr) =
             crate::util::run_cli(&["app-server", "--listen", listen, "--token-file", &token_arg]);
         assert_eq!(code, 2, "{listen}: {stderr}");
+    }
+}
+
+/// Protection: a socket counts toward the connection bound from the moment it is accepted, and
+/// one that makes no authenticated request within the deadline is closed, so sockets that never
+/// speak (or speak without the token) cannot hold the endpoint's slots and descriptors. (No
+/// Codex needed: nothing is asked of it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_sockets_count_toward_the_bound_and_are_closed_at_the_deadline() {
+    use std::io::{Read, Write};
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            max_connections: 2,
+            upgrade_timeout: Duration::from_secs(1),
+            ..settings(no_codex())
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let outcome = tokio::task::spawn_blocking(move || {
+        let host = addr.to_string();
+        let bearer = format!("Authorization: Bearer {TOKEN}");
+        // Two sockets: one says nothing, one asks without the token (401, kept alive).
+        let silent = std::net::TcpStream::connect(addr).expect("connect");
+        let mut unauthenticated = std::net::TcpStream::connect(addr).expect("connect");
+        write!(
+            unauthenticated,
+            "GET /status HTTP/1.1\r\nHost: {host}\r\n\r\n"
+        )
+        .expect("write");
+        std::thread::sleep(Duration::from_millis(200));
+        // The bound is reached: a client with the token is turned away while they stay.
+        let while_held =
+            crate::serve_security::upgrade(addr, &host, std::slice::from_ref(&bearer)).0;
+        // Both are closed by the endpoint at the deadline (read ends), not left open.
+        let closed = |mut socket: std::net::TcpStream| {
+            socket
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut rest = Vec::new();
+            let started = std::time::Instant::now();
+            let ended = socket.read_to_end(&mut rest).is_ok();
+            (ended, started.elapsed())
+        };
+        let silent = closed(silent);
+        let unauthenticated = closed(unauthenticated);
+        let after = crate::util::wait_for("a freed slot", Duration::from_secs(10), || {
+            let status =
+                crate::serve_security::upgrade(addr, &host, std::slice::from_ref(&bearer)).0;
+            (status == 101).then_some(status)
+        });
+        (while_held, silent, unauthenticated, after)
+    })
+    .await
+    .expect("clients");
+    let (while_held, silent, unauthenticated, after) = outcome;
+    assert_eq!(while_held, 429);
+    assert!(silent.0 && silent.1 < Duration::from_secs(5), "{silent:?}");
+    assert!(
+        unauthenticated.0 && unauthenticated.1 < Duration::from_secs(5),
+        "{unauthenticated:?}"
+    );
+    assert_eq!(after, 101);
+    endpoint.stop().await;
+}
+
+/// Protection: the endpoint refuses a token file others may read, or one that is a symbolic
+/// link, naming the fix (anyone holding the token runs commands as the operator through Codex);
+/// its `--offline` homes are made in the state dir, private.
+#[test]
+fn a_readable_or_linked_token_file_is_refused_and_offline_homes_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("dir");
+    let readable = dir.path().join("readable");
+    std::fs::write(&readable, format!("{TOKEN}\n")).expect("token");
+    std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o644)).expect("mode");
+    let private = dir.path().join("private");
+    write_token(&private);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&private, &link).expect("link");
+    let state = dir.path().join("state");
+    for (file, says) in [(&readable, "chmod 600"), (&link, "symbolic link")] {
+        let (code, _, stderr) = crate::util::run_cli(&[
+            "app-server",
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--app-servers",
+            "0",
+            "--token-file",
+            &file.display().to_string(),
+            "--state-dir",
+            &state.display().to_string(),
+        ]);
+        assert_ne!(code, 0, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    // The private file serves; --offline makes its home in the state dir, 0700.
+    use std::io::BufRead;
+    let mut child = crate::util::clawbridge()
+        .args(["app-server", "--listen", "ws://127.0.0.1:0", "--offline"])
+        .args(["--app-servers", "0", "--token-file"])
+        .arg(&private)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("app-server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.trim().starts_with("127.0.0.1:"), "{line}");
+    for folder in ["app-server-offline", "app-server-offline/native"] {
+        let mode = std::fs::metadata(state.join(folder))
+            .expect(folder)
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{folder}");
     }
 }

@@ -7,6 +7,7 @@ mod doctor;
 mod e2e;
 mod endpoint;
 mod endpoint_accounts;
+mod endpoint_health;
 mod layers;
 mod peer;
 mod pool;

@@ -331,6 +331,27 @@ impl Member {
     }
 }
 
+/// Longest wait for the answer to the health probe of a new app-server.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A new app-server must answer one request (a cheap one, `thread/loaded/list`) before it
+/// takes work: one that answers `initialize` and then goes mute, or sends frames that are not
+/// JSON-RPC, fails here instead of taking every new thread.
+async fn probe(hub: &CodexHub, limit: Duration) -> Result<(), String> {
+    let everything = serde_json::json!({});
+    let asked = hub
+        .peer()
+        .request::<_, serde_json::Value>("thread/loaded/list", &everything);
+    let limit = limit.min(PROBE_TIMEOUT);
+    match tokio::time::timeout(limit, asked).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(format!("unhealthy: the health probe failed: {error}")),
+        Err(_) => Err(format!(
+            "unhealthy: no answer to the health probe (thread/loaded/list) within {limit:?}"
+        )),
+    }
+}
+
 /// A dead member whose next try is not due yet (a due one may be started: a probe).
 fn still_dead(slot: &Slot) -> bool {
     slot.state == MemberState::Dead && slot.not_before.is_none_or(|at| at > Instant::now())
@@ -466,7 +487,34 @@ impl Pool {
         };
         let counted = Arc::new(Counted::new(&member.leased));
         drop(choosing);
-        self.start(&member, cwd, counted).await
+        let first = self.start(&member, cwd, counted).await;
+        // A new thread is not bound to a member: when the chosen one cannot start, it goes to
+        // another (the failed one is now chosen last), so one failing member costs no run.
+        match first {
+            Err(PoolError::Unavailable { .. } | PoolError::Dead { .. }) if affinity.is_none() => {
+                let other = {
+                    let _choosing = lock(&self.choosing);
+                    let other = if may_start {
+                        self.least_busy(false)
+                    } else {
+                        self.least_busy_running(false)
+                            .or_else(|| self.least_busy(false))
+                    };
+                    other
+                        .filter(|other| other.index != member.index)
+                        .filter(|other| lock(&other.slot).state != MemberState::Restarting)
+                        .map(|other| {
+                            let counted = Arc::new(Counted::new(&other.leased));
+                            (other, counted)
+                        })
+                };
+                match other {
+                    Some((other, counted)) => self.start(&other, cwd, counted).await,
+                    None => first,
+                }
+            }
+            first => first,
+        }
     }
 
     /// The member with the fewest runs (leases given, so runs that start together spread),
@@ -486,16 +534,30 @@ impl Pool {
         self.members
             .iter()
             .filter(|member| !local_only || matches!(member.kind, MemberKind::Local))
-            .filter(|member| !running_only || member.live_hub().is_some())
+            // Remote members count against no bound of local ones: always eligible.
+            .filter(|member| {
+                !running_only
+                    || member.live_hub().is_some()
+                    || matches!(member.kind, MemberKind::Remote(_))
+            })
             .filter(|member| lock(&member.slot).state != MemberState::Dead)
             .min_by_key(|member| {
                 let hub = member.live_hub().map(|(hub, _)| hub);
                 // One that just failed (waiting for its restart or reconnection) last: a
                 // member that stalls or sends garbage looks least busy, and must not take
                 // every new thread while it is down.
-                let failing = lock(&member.slot).state == MemberState::Restarting;
+                // Then one that failed within the crash window: a member that answers its
+                // probe and goes mute again gets new threads only when nothing else can.
+                let (failing, crashed) = {
+                    let slot = lock(&member.slot);
+                    (
+                        slot.state == MemberState::Restarting,
+                        !slot.crashes.is_empty(),
+                    )
+                };
                 (
                     failing,
+                    crashed,
                     member.runs(),
                     hub.as_ref().map_or(0, |hub| hub.loaded_threads()),
                     hub.as_ref().map_or(0, |hub| hub.threads_opened()),
@@ -565,11 +627,22 @@ impl Pool {
         if self.cancel.is_cancelled() {
             return Err(PoolError::ShuttingDown);
         }
+        // Kept from the first attempt: a member tried again in the background starts there too.
         let cwd = lock(&member.slot)
             .cwd
-            .clone()
-            .unwrap_or_else(|| cwd.to_path_buf());
-        match self.connect(member, &cwd).await {
+            .get_or_insert_with(|| cwd.to_path_buf())
+            .clone();
+        let connected = match self.connect(member, &cwd).await {
+            Ok((hub, carriers)) => match probe(&hub, self.config.handshake_timeout).await {
+                Ok(()) => Ok((hub, carriers)),
+                Err(why) => {
+                    hub.kill().await;
+                    Err(why)
+                }
+            },
+            Err(reason) => Err(reason),
+        };
+        match connected {
             Ok((hub, carriers)) => {
                 let generation = {
                     let mut slot = lock(&member.slot);
@@ -595,10 +668,14 @@ impl Pool {
                 let mut slot = lock(&member.slot);
                 tracing::warn!("app-server {} could not be started: {reason}", member.name);
                 match member.note_crash(&mut slot, &self.config, reason.clone()) {
-                    Some(_) => Err(PoolError::Unavailable {
-                        member: member.name.clone(),
-                        reason,
-                    }),
+                    Some(_) => {
+                        drop(slot);
+                        self.revive(member);
+                        Err(PoolError::Unavailable {
+                            member: member.name.clone(),
+                            reason,
+                        })
+                    }
                     None => {
                         let error = dead(&slot);
                         drop(slot);
@@ -749,13 +826,16 @@ impl Pool {
         }
     }
 
-    /// Try a dead member again every `backoff_max` until a start succeeds (a remote listener
-    /// that came back, a local binary that starts again) or the pool shuts down. One such task
-    /// per member.
+    /// Try a failing member again in the background, after its backoff (`backoff_max` once it
+    /// is dead), until a start succeeds (a remote listener that came back, a local binary that
+    /// starts again) or the pool shuts down; new threads meanwhile go to the other members.
+    /// One such task per member.
     fn revive(self: &Arc<Self>, member: &Arc<Member>) {
+        let failing =
+            |state: MemberState| matches!(state, MemberState::Dead | MemberState::Restarting);
         {
             let mut slot = lock(&member.slot);
-            if slot.reviving || slot.state != MemberState::Dead {
+            if slot.reviving || !failing(slot.state) {
                 return;
             }
             slot.reviving = true;
@@ -766,7 +846,7 @@ impl Pool {
             loop {
                 let wait = {
                     let slot = lock(&member.slot);
-                    if slot.state != MemberState::Dead {
+                    if !failing(slot.state) {
                         break;
                     }
                     slot.not_before
@@ -781,15 +861,12 @@ impl Pool {
                 let nobody = Arc::new(Counted::new(&Arc::default()));
                 match pool.start(&member, &cwd, nobody).await {
                     Ok(_) => {
-                        tracing::info!(
-                            "app-server {} is back after being marked dead",
-                            member.name
-                        );
+                        tracing::info!("app-server {} is back", member.name);
                         break;
                     }
                     Err(PoolError::ShuttingDown) => break,
                     Err(error) => {
-                        tracing::debug!("trying dead app-server {} again: {error}", member.name)
+                        tracing::debug!("trying app-server {} again: {error}", member.name)
                     }
                 }
             }
@@ -959,30 +1036,40 @@ mod tests {
     async fn a_member_that_cannot_start_fails_the_run_then_is_marked_dead() {
         let pool = Pool::new(config(2));
         let cwd = std::env::temp_dir();
+        // A new thread tries another member when the first cannot start: with no Codex at all,
+        // both fail, and the run is told why.
         let first = pool.lease(None, &cwd).await.err().map(|e| e.to_string());
         assert!(
             first
                 .as_deref()
-                .is_some_and(|e| e.contains("local-0") && e.contains("no Codex here")),
+                .is_some_and(|e| e.contains("no Codex here")),
             "{first:?}"
         );
-        // The second failure of local-0 (after its backoff) marks it dead; new threads then
-        // go to local-1, and a thread bound to local-0 is refused, never moved silently.
-        let second = pool.lease(Some("local-0"), &cwd).await.err();
-        assert!(
-            matches!(second, Some(PoolError::Dead { ref member, .. }) if member == "local-0"),
-            "{second:?}"
-        );
+        assert!(pool.status().iter().all(|m| m.recent_crashes >= 1));
+        // The second failure of local-0 (a bound run's, or its retry in the background) marks
+        // it dead; a thread bound to it is refused, never moved silently.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match pool.lease(Some("local-0"), &cwd).await.err() {
+                Some(PoolError::Dead { member, .. }) => {
+                    assert_eq!(member, "local-0");
+                    break;
+                }
+                other => assert!(Instant::now() < deadline, "{other:?}"),
+            }
+        }
         let bound = pool.lease(Some("local-0"), &cwd).await.err();
         assert!(matches!(bound, Some(PoolError::Dead { .. })), "{bound:?}");
-        let fresh = pool.lease(None, &cwd).await.err().map(|e| e.to_string());
-        assert!(
-            fresh.as_deref().is_some_and(|e| e.contains("local-1")),
-            "{fresh:?}"
-        );
-        let states: Vec<MemberState> = pool.status().iter().map(|m| m.state).collect();
-        assert_eq!(states, [MemberState::Dead, MemberState::Restarting]);
+        // Both are tried in the background until they are dead too: every member dead.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pool.status().iter().any(|m| m.state != MemberState::Dead) {
+            assert!(Instant::now() < deadline, "{:?}", pool.status());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let fresh = pool.lease(None, &cwd).await.err();
+        assert!(matches!(fresh, Some(PoolError::AllDead)), "{fresh:?}");
         let gone = pool.lease(Some("ws://elsewhere:1"), &cwd).await.err();
         assert!(matches!(gone, Some(PoolError::Gone { .. })), "{gone:?}");
+        pool.shutdown().await;
     }
 }

@@ -1,0 +1,308 @@
+//! Member health on the endpoint: a remote member that stalls, sends garbage, or whose listener
+//! goes away and comes back, beside a healthy local member (the real Codex).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawbridge::{
+    Endpoint, EndpointSettings, OfflineHome, PoolConfig, RemoteEndpoint, ResponsesStub, StubScript,
+};
+use serde_json::{json, Value};
+
+use crate::e2e::codex_bin;
+use crate::endpoint::{fleet, settings, tcp_client, turn_completed};
+
+/// How a fake remote app-server behaves after its handshake.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fault {
+    /// Answers `initialize`, then nothing.
+    Mute,
+    /// Answers `initialize`, then every request with a line that is not JSON-RPC.
+    Garbage,
+    /// Answers `initialize` and one request more (a health probe passes), then nothing.
+    MuteAfterOne,
+}
+
+/// A fake Codex WebSocket listener: it completes the handshake and answers `initialize` (as
+/// Codex 0.169.0), then misbehaves. Counts its connections.
+struct FakeRemote {
+    url: String,
+    connections: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeRemote {
+    async fn start(fault: Fault, port: u16) -> FakeRemote {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&connections);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(serve_fake(stream, fault));
+            }
+        });
+        FakeRemote {
+            url: format!("ws://{addr}"),
+            connections,
+            task,
+        }
+    }
+
+    fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|port| port.parse().ok())
+            .expect("port")
+    }
+}
+
+async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
+    use tokio_util::compat::TokioAsyncReadCompatExt;
+    let mut server = soketto::handshake::Server::new(stream.compat());
+    let Ok(request) = server.receive_request().await else {
+        return;
+    };
+    let key = request.key();
+    let accept = soketto::handshake::server::Response::Accept {
+        key,
+        protocol: None,
+    };
+    if server.send_response(&accept).await.is_err() {
+        return;
+    }
+    let (mut sender, mut receiver) = server.into_builder().finish();
+    let mut data = Vec::new();
+    let mut answered = 0;
+    loop {
+        data.clear();
+        if receiver.receive_data(&mut data).await.is_err() {
+            return;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&data) else {
+            continue;
+        };
+        let Some(id) = message.get("id").cloned() else {
+            continue;
+        };
+        let answer = if message["method"] == "initialize" {
+            json!({"id": id, "result": {"userAgent": "fake_remote/0.169.0 (test)"}}).to_string()
+        } else {
+            answered += 1;
+            match fault {
+                Fault::Mute => continue,
+                Fault::Garbage => "\u{1}garbage, not JSON-RPC {{{".to_string(),
+                Fault::MuteAfterOne if answered == 1 => {
+                    json!({"id": id, "result": {"data": []}}).to_string()
+                }
+                Fault::MuteAfterOne => continue,
+            }
+        };
+        if sender.send_text(answer).await.is_err() || sender.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// An endpoint with one local member (the real Codex over the offline stub) and `remotes`,
+/// requests timing out after 2 s, backoffs short.
+async fn endpoint_with(remotes: Vec<RemoteEndpoint>) -> (Endpoint, ResponsesStub, OfflineHome) {
+    let stub = ResponsesStub::start(StubScript::default())
+        .await
+        .expect("stub");
+    let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
+    let mut pool = PoolConfig {
+        locals: 1,
+        remotes,
+        isolate_environment: true,
+        config_overrides: vec![format!("openai_base_url=\"{}\"", stub.base_url())],
+        recycle_rss_bytes: u64::MAX,
+        handshake_timeout: Duration::from_secs(10),
+        backoff_first: Duration::from_millis(100),
+        backoff_max: Duration::from_millis(500),
+        crash_limit: 2,
+        ..PoolConfig::new(Ok(codex_bin()), home.path.clone())
+    };
+    pool.peer.request_timeout = Duration::from_secs(2);
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            cwd: crate::util::repo_root().join("fixtures/workspace"),
+            fleet: fleet(pool),
+            max_connections: 16,
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    (endpoint, stub, home)
+}
+
+fn remote(url: &str) -> RemoteEndpoint {
+    RemoteEndpoint {
+        url: url.to_string(),
+        token: "fake-capability-token".into(),
+    }
+}
+
+/// Ten new clients, one after another, each starting a thread and running a turn, and staying
+/// connected (so each one's thread counts on its member, and new threads spread).
+async fn ten_clients(endpoint: &Endpoint) -> (usize, Vec<String>) {
+    let mut served = 0;
+    let mut failures = Vec::new();
+    let mut clients = Vec::new();
+    for index in 0..10 {
+        let mut client = tcp_client(endpoint).await;
+        client.initialize().await;
+        let started = client.request("thread/start", json!({})).await;
+        let Some(thread) = started["result"]["thread"]["id"]
+            .as_str()
+            .map(str::to_string)
+        else {
+            failures.push(format!("client {index}: {started}"));
+            continue;
+        };
+        client
+            .request(
+                "turn/start",
+                json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
+            )
+            .await;
+        let done = client
+            .until("turn/completed", turn_completed(&thread))
+            .await;
+        if done["params"]["turn"]["status"] == "completed" {
+            served += 1;
+        } else {
+            failures.push(format!("client {index}: {done}"));
+        }
+        clients.push(client);
+    }
+    (served, failures)
+}
+
+/// A remote member that answers `initialize` and then stalls, or sends garbage, never takes the
+/// new clients from a healthy local member: it fails its health probe (or one request) and is
+/// marked unhealthy, reconnected with backoff, and `app-server status` says why.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_or_garbage_remote_member_never_takes_work_from_a_healthy_one() {
+    for fault in [Fault::Mute, Fault::Garbage, Fault::MuteAfterOne] {
+        let fake = FakeRemote::start(fault, 0).await;
+        let (endpoint, _stub, _home) = endpoint_with(vec![remote(&fake.url)]).await;
+        let (served, failures) = ten_clients(&endpoint).await;
+        // One that passes its probe and then stalls costs the one request it timed out (the
+        // client hears an error naming the member, after 2 s here), never more.
+        let wanted = if fault == Fault::MuteAfterOne { 9 } else { 10 };
+        assert!(served >= wanted, "{fault:?}: {served} of 10: {failures:#?}");
+        let member = endpoint
+            .members()
+            .into_iter()
+            .find(|member| member.name == fake.url)
+            .expect("the remote member");
+        let why = member.error.clone().unwrap_or_default();
+        assert!(why.contains("unhealthy"), "{fault:?}: {member:?}");
+        assert!(fake.connections.load(Ordering::SeqCst) >= 1);
+        endpoint.stop().await;
+        fake.task.abort();
+    }
+}
+
+/// A remote listener that goes away is marked dead after its failed reconnections, and comes
+/// back once it listens again (dead is not for ever); meanwhile the local member serves.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_remote_member_comes_back_when_its_listener_does() {
+    // A listener that answers the probe: the endpoint itself over a second local Codex would do,
+    // but a fake that answers everything with an empty result is enough for the pool's health.
+    let fake = FakeRemote::start(Fault::Mute, 0).await;
+    let port = fake.port();
+    fake.task.abort();
+    // Nothing listens there now.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let url = format!("ws://127.0.0.1:{port}");
+    let (endpoint, _stub, _home) = endpoint_with(vec![remote(&url)]).await;
+    // New clients are served by the local member while the remote one fails and dies.
+    let (served, failures) = ten_clients(&endpoint).await;
+    assert_eq!(served, 10, "{failures:#?}");
+    let state = |endpoint: &Endpoint| {
+        endpoint
+            .members()
+            .into_iter()
+            .find(|member| member.name == url)
+            .map(|member| (member.state, member.error))
+            .expect("member")
+    };
+    crate::util::wait_until_async("the remote member dead", Duration::from_secs(20), || {
+        state(&endpoint).0 == clawbridge::MemberState::Dead
+    })
+    .await;
+    // Its listener comes back (answering the probe): the member is tried again and is ready.
+    let back = answering_remote(port).await;
+    crate::util::wait_until_async("the remote member back", Duration::from_secs(20), || {
+        state(&endpoint).0 == clawbridge::MemberState::Ready
+    })
+    .await;
+    endpoint.stop().await;
+    back.abort();
+}
+
+/// A fake remote that answers every request with an empty object (enough for the handshake and
+/// the health probe).
+async fn answering_remote(port: u16) -> tokio::task::JoinHandle<()> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("bind again");
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                use tokio_util::compat::TokioAsyncReadCompatExt;
+                let mut server = soketto::handshake::Server::new(stream.compat());
+                let Ok(request) = server.receive_request().await else {
+                    return;
+                };
+                let accept = soketto::handshake::server::Response::Accept {
+                    key: request.key(),
+                    protocol: None,
+                };
+                if server.send_response(&accept).await.is_err() {
+                    return;
+                }
+                let (mut sender, mut receiver) = server.into_builder().finish();
+                let mut data = Vec::new();
+                loop {
+                    data.clear();
+                    if receiver.receive_data(&mut data).await.is_err() {
+                        return;
+                    }
+                    let Ok(message) = serde_json::from_slice::<Value>(&data) else {
+                        continue;
+                    };
+                    let Some(id) = message.get("id").cloned() else {
+                        continue;
+                    };
+                    let result = if message["method"] == "initialize" {
+                        json!({"userAgent": "fake_remote/0.169.0 (test)"})
+                    } else {
+                        json!({"data": []})
+                    };
+                    let answer = json!({"id": id, "result": result}).to_string();
+                    if sender.send_text(answer).await.is_err() || sender.flush().await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    })
+}
