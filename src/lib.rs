@@ -104,6 +104,7 @@ pub use proxy::endpoint::{
     fetch_status, Endpoint, EndpointError, EndpointSettings, EndpointStatus, ListenAddr,
     MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
 };
+pub use proxy::stall::{StallKind, StallSettings};
 pub use proxy::{
     normalise, passthrough, run_app_server, run_proxy, AppServerArgs, Normalised, PoolArgs,
     ProxyError, ProxySettings,

@@ -79,6 +79,15 @@ pub struct AppServerArgs {
     /// clear).
     #[arg(long)]
     pub allow_remote: bool,
+    /// With --listen ws:// or unix://: a turn whose final agent message came without its
+    /// `turn/completed` is completed for the client after SECS (marked recovered in `app-server
+    /// status`), as `serve` does. Without it such turns are only told (after 30 s).
+    #[arg(long, value_name = "SECS")]
+    pub completion_grace: Option<u64>,
+    /// With --listen ws:// or unix://: silence this long after `turn/started` or after a tool's
+    /// result is told as a stall (logged once, shown in `app-server status`).
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub stall_after: u64,
     /// With --listen ws:// or unix://: the pool the endpoint serves from.
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -406,6 +415,8 @@ mod tests {
                 "--token-file",
                 "--state-dir",
                 "--allow-remote",
+                "--completion-grace",
+                "--stall-after",
                 "--app-servers",
                 "--app-server",
                 "--app-server-token-file",
@@ -419,7 +430,7 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, true, true, true, false,
-                true, true, true, true, true, true
+                true, true, true, true, true, true, true, true
             ]
         );
     }

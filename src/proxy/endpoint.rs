@@ -47,6 +47,8 @@ use crate::codex::protocol::methods::{
 use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError};
 use crate::support::sync::lock;
 
+use super::stall::{StallKind, StallSettings, StallStatus, TurnWatch, Verdict};
+
 /// Largest message a client may send (a turn with inline images stays far below it).
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Requests one connection may have waiting for their member's answer.
@@ -132,6 +134,8 @@ pub struct EndpointSettings {
     /// Copies of every line for the conformance checks and the captures (the proxy's observer,
     /// by connection number; a full queue skips the copy, never the message).
     pub observe: Option<super::observe::ObserverQueue>,
+    /// What is a stalled turn, and whether the missing `turn/completed` is supplied.
+    pub stalls: StallSettings,
 }
 
 /// Why the endpoint could not start, or its status could not be read.
@@ -164,6 +168,11 @@ pub struct EndpointStatus {
     /// Each identity (`native`, or a login's kind and credential fingerprint) with its
     /// members and how many threads it owns.
     pub identities: Vec<IdentityStatus>,
+    /// Stalled turns seen since the start, by kind (`missingTurnCompleted`,
+    /// `silentAfterStart`, `noFollowUpAfterTool`).
+    pub stalls: BTreeMap<String, usize>,
+    /// Turns completed for their clients after a missing `turn/completed` (`--completion-grace`).
+    pub recovered_turns: usize,
 }
 
 /// One identity in [`EndpointStatus`].
@@ -205,6 +214,9 @@ pub struct ThreadStatus {
     pub turn: Option<String>,
     /// Connections that follow the thread (this one included).
     pub followers: usize,
+    /// The running turn's stall, if it has gone quiet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallStatus>,
 }
 
 /// A running endpoint.
@@ -229,6 +241,8 @@ struct Shared {
     homes: Mutex<HashMap<String, (Identity, String)>>,
     /// The threads relayed to their followers, by app-server incarnation and thread.
     feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
+    stall_settings: StallSettings,
+    stalls: Arc<StallCounts>,
     transcript: Option<PathBuf>,
     observe: Option<super::observe::ObserverQueue>,
     /// Connections so far (each one's transcript folder is named after its number).
@@ -287,6 +301,8 @@ impl Endpoint {
             upgrade_timeout: settings.upgrade_timeout,
             homes: Mutex::new(HashMap::new()),
             feeds: Mutex::new(HashMap::new()),
+            stall_settings: settings.stalls,
+            stalls: Arc::default(),
             transcript: settings.transcript,
             observe: settings.observe,
             opened: AtomicUsize::new(0),
@@ -554,13 +570,25 @@ impl Shared {
             fresh: AtomicBool::new(false),
             barrier,
             relay: Mutex::new(None),
+            watch: Mutex::new(TurnWatch::new(self.stall_settings)),
+            stalls: Arc::clone(&self.stalls),
         });
         let relayed = Arc::clone(&feed);
         let shared = Arc::downgrade(self);
         let relay = tokio::spawn(async move {
             loop {
+                let stall_at = lock(&relayed.watch).deadline();
                 let message = tokio::select! {
                     biased;
+                    () = async {
+                        match stall_at {
+                            Some(at) => tokio::time::sleep_until(at).await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        relayed.stall_due().await;
+                        continue;
+                    }
                     asked = barriers.recv() => {
                         let Some(ack) = asked else { break };
                         // What is already here goes out before the answer that waits.
@@ -589,6 +617,7 @@ impl Shared {
             let turn = relayed.turn();
             relayed.set_turn(None);
             relayed.persisted();
+            lock(&relayed.watch).ended();
             for follower in relayed.followers() {
                 follower.member_lost(&relayed, turn.as_deref());
             }
@@ -723,6 +752,11 @@ impl Shared {
                 .flat_map(|identity| identity.members.iter().cloned())
                 .collect(),
             identities,
+            stalls: lock(&self.stalls.by_kind)
+                .iter()
+                .map(|(kind, count)| (kind.to_string(), *count))
+                .collect(),
+            recovered_turns: self.stalls.recovered.load(Ordering::SeqCst),
         }
     }
 
@@ -855,6 +889,16 @@ struct Feed {
     /// Asks the relay to send what it holds, then acknowledge (see [`Connection::barrier`]).
     barrier: mpsc::Sender<oneshot::Sender<()>>,
     relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The running turn, watched for stalls.
+    watch: Mutex<TurnWatch>,
+    stalls: Arc<StallCounts>,
+}
+
+/// Stalls seen so far, by kind, and turns completed for their clients.
+#[derive(Default)]
+struct StallCounts {
+    by_kind: Mutex<BTreeMap<&'static str, usize>>,
+    recovered: AtomicUsize,
 }
 
 /// A feed's key: the app-server incarnation (its hub, alive as long as the feed holds it) and
@@ -935,10 +979,68 @@ impl Feed {
             .or_else(|| followers.last().cloned())
     }
 
+    /// The stall watcher's deadline passed: tell the stall once; with recovery on, complete a
+    /// turn whose final agent message came without its `turn/completed` for the followers.
+    async fn stall_due(&self) {
+        let Some(verdict) = lock(&self.watch).due() else {
+            return;
+        };
+        let turn = self.turn().unwrap_or_default();
+        let kind = match verdict {
+            Verdict::Report(kind) => kind,
+            Verdict::Recover => StallKind::MissingTurnCompleted,
+        };
+        *lock(&self.stalls.by_kind).entry(kind.as_str()).or_default() += 1;
+        let quiet = lock(&self.watch)
+            .status()
+            .map_or(0, |stall| stall.quiet_secs);
+        match verdict {
+            Verdict::Report(kind) => tracing::warn!(
+                "turn {turn} on thread {} ({}): stalled ({}): nothing for {quiet} s",
+                self.thread,
+                self.member,
+                kind.as_str()
+            ),
+            Verdict::Recover => {
+                tracing::warn!(
+                    "turn {turn} on thread {} ({}): no turn/completed {quiet} s after its final agent message; completed for the client (recovered)",
+                    self.thread,
+                    self.member
+                );
+                self.stalls.recovered.fetch_add(1, Ordering::SeqCst);
+                let ended = serde_json::json!({
+                    "method": "turn/completed",
+                    "params": {
+                        "threadId": self.thread,
+                        "turn": {"id": turn, "items": [], "status": "completed", "error": null},
+                    },
+                })
+                .to_string();
+                for follower in self.followers() {
+                    follower.push(ended.clone());
+                }
+                self.set_turn(None);
+                *lock(&self.answerer) = None;
+                self.fleet.after_run(&self.identity, &self.lease).await;
+            }
+        }
+    }
+
     /// One message of the thread to its followers.
     async fn deliver(&self, message: Inbound) {
         match message {
             Inbound::Notification(notification) => {
+                let item_type = (notification.method == "item/completed")
+                    .then(|| item_type(notification.params.get()))
+                    .flatten();
+                let relay = lock(&self.watch).observe(&notification.method, item_type.as_deref());
+                if !relay {
+                    tracing::debug!(
+                        "thread {}: Codex's late turn/completed of a recovered turn, not relayed",
+                        self.thread
+                    );
+                    return;
+                }
                 let text = format!(
                     r#"{{"method":{},"params":{}}}"#,
                     Value::from(notification.method.as_str()),
@@ -995,6 +1097,22 @@ impl Feed {
             Inbound::Response(_) => {}
         }
     }
+}
+
+/// The `type` of an `item/completed`'s item.
+fn item_type(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Item {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Completed {
+        item: Item,
+    }
+    serde_json::from_str::<Completed>(params)
+        .ok()
+        .map(|completed| completed.item.kind)
 }
 
 /// One client connection: its identity, threads, server requests waiting for answers, queue.
@@ -1158,6 +1276,7 @@ impl Connection {
                 member: followed.lease.name.clone(),
                 turn: followed.feed.turn(),
                 followers: followed.feed.followers().len(),
+                stall: lock(&followed.feed.watch).status(),
             })
             .collect();
         threads.sort_by(|a, b| a.id.cmp(&b.id));

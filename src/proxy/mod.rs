@@ -33,6 +33,7 @@ pub mod args;
 pub mod endpoint;
 pub mod observe;
 pub mod report;
+pub mod stall;
 pub mod transcript;
 
 use std::ffi::OsString;
@@ -872,6 +873,15 @@ async fn run_endpoint(
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         transcript: args.transcript.clone(),
         observe: Some(lines),
+        stalls: stall::StallSettings {
+            completion_grace: args
+                .completion_grace
+                .map_or(stall::StallSettings::default().completion_grace, |secs| {
+                    Duration::from_secs(secs.max(1))
+                }),
+            recover: args.completion_grace.is_some(),
+            silence: Duration::from_secs(args.stall_after.max(1)),
+        },
     };
     let running = endpoint::Endpoint::start(settings, args.allow_remote).await?;
     match &running.listen {

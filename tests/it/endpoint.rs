@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clawbridge::{
     fetch_status, serve, Endpoint, EndpointSettings, FleetConfig, ListenAddr, OfflineHome,
-    PoolConfig, ResponsesStub, ServeConfig, StubScript, StubStep,
+    PoolConfig, ResponsesStub, ServeConfig, StallSettings, StubScript, StubStep,
 };
 use jsonrpsee::core::client::ClientT;
 use jsonrpsee::rpc_params;
@@ -39,6 +39,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         cwd: std::env::temp_dir(),
         transcript: None,
         observe: None,
+        stalls: StallSettings::default(),
     }
 }
 

@@ -306,3 +306,215 @@ async fn answering_remote(port: u16) -> tokio::task::JoinHandle<()> {
         }
     })
 }
+
+/// A fake app-server with a scripted thread: each `turn/start` answers `turn-N` and then goes
+/// quiet in its own way (turn 1: the final agent message, `turn/completed` 2 s late; turn 2:
+/// `turn/started` only, completed 2.5 s later; turn 3: a tool's result, completed 2.5 s later).
+async fn scripted_remote() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("bind");
+    let url = format!("ws://{}", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(scripted_connection(stream));
+        }
+    });
+    (url, task)
+}
+
+async fn scripted_connection(stream: tokio::net::TcpStream) {
+    use tokio_util::compat::TokioAsyncReadCompatExt;
+    let mut server = soketto::handshake::Server::new(stream.compat());
+    let Ok(request) = server.receive_request().await else {
+        return;
+    };
+    let accept = soketto::handshake::server::Response::Accept {
+        key: request.key(),
+        protocol: None,
+    };
+    if server.send_response(&accept).await.is_err() {
+        return;
+    }
+    let (mut sender, mut receiver) = server.into_builder().finish();
+    let (out, mut queue) = tokio::sync::mpsc::unbounded_channel::<(Duration, Value)>();
+    tokio::spawn(async move {
+        let started = tokio::time::Instant::now();
+        let mut pending: Vec<(tokio::time::Instant, Value)> = Vec::new();
+        loop {
+            pending.sort_by_key(|(at, _)| *at);
+            let next = pending.first().map(|(at, _)| *at);
+            tokio::select! {
+                queued = queue.recv() => match queued {
+                    Some((after, message)) => pending.push((tokio::time::Instant::now() + after, message)),
+                    None => return,
+                },
+                () = async { match next { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
+                    let (_, message) = pending.remove(0);
+                    if sender.send_text(message.to_string()).await.is_err() || sender.flush().await.is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = started;
+        }
+    });
+    let send = |after: f64, message: Value| {
+        let _ = out.send((Duration::from_secs_f64(after), message));
+    };
+    let thread = "thread-1";
+    let mut turns = 0;
+    let mut data = Vec::new();
+    loop {
+        data.clear();
+        if receiver.receive_data(&mut data).await.is_err() {
+            return;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&data) else {
+            continue;
+        };
+        let Some(id) = message.get("id").cloned() else {
+            continue;
+        };
+        let method = message["method"].as_str().unwrap_or_default();
+        let result = match method {
+            "initialize" => json!({"userAgent": "fake_remote/0.169.0 (test)"}),
+            "thread/start" => json!({"thread": {"id": thread}}),
+            "turn/start" => json!({"turn": {"id": format!("turn-{}", turns + 1)}}),
+            "thread/loaded/list" => json!({"data": []}),
+            _ => json!({}),
+        };
+        send(0.0, json!({"id": id, "result": result}));
+        if method != "turn/start" {
+            continue;
+        }
+        turns += 1;
+        let turn = format!("turn-{turns}");
+        let started =
+            json!({"method": "turn/started", "params": {"threadId": thread, "turn": {"id": turn}}});
+        let completed = json!({"method": "turn/completed", "params": {"threadId": thread, "turn": {"id": turn, "items": [], "status": "completed"}}});
+        let item = |kind: &str| json!({"method": "item/completed", "params": {"threadId": thread, "turnId": turn, "item": {"type": kind, "id": format!("{turn}-item"), "text": "done"}}});
+        send(0.05, started);
+        match turns {
+            1 => {
+                send(0.1, item("agentMessage"));
+                send(2.0, completed);
+            }
+            2 => send(2.5, completed),
+            _ => {
+                send(0.1, item("dynamicToolCall"));
+                send(2.5, completed);
+            }
+        }
+    }
+}
+
+/// Stalls on the endpoint: a final agent message without `turn/completed` is completed for the
+/// client after `--completion-grace` (marked recovered, and Codex's late one is not relayed
+/// twice); silence after `turn/started` and after a tool's result are told once each and shown
+/// in the status on their thread while they last. (A scripted fake member: no Codex needed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_turns_are_told_once_shown_and_a_missing_completion_is_recovered() {
+    let (url, fake) = scripted_remote().await;
+    let mut pool = PoolConfig {
+        locals: 0,
+        remotes: vec![remote(&url)],
+        ..PoolConfig::new(Err("remote only".into()), std::env::temp_dir())
+    };
+    pool.peer.request_timeout = Duration::from_secs(5);
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            fleet: fleet(pool),
+            stalls: clawbridge::StallSettings {
+                completion_grace: Duration::from_secs(1),
+                recover: true,
+                silence: Duration::from_secs(1),
+            },
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let mut client = tcp_client(&endpoint).await;
+    client.initialize().await;
+    let started = client.request("thread/start", json!({})).await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .expect("thread")
+        .to_string();
+    let turn = json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]});
+    let stall_of = |endpoint: &Endpoint| {
+        endpoint
+            .status()
+            .connections
+            .iter()
+            .flat_map(|connection| connection.threads.iter())
+            .find_map(|followed| followed.stall.clone())
+    };
+    // 1. The final agent message, then nothing: completed for the client after 1 s, recovered.
+    let began = std::time::Instant::now();
+    client.request("turn/start", turn.clone()).await;
+    let done = client
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    assert_eq!(done["params"]["turn"]["id"], "turn-1");
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    assert!(
+        began.elapsed() < Duration::from_millis(1900),
+        "before Codex's own: {:?}",
+        began.elapsed()
+    );
+    // Codex's late turn/completed (at 2 s) is not relayed a second time.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // 2. turn/started, then silence: told, shown on its thread, then Codex completes it.
+    client.request("turn/start", turn.clone()).await;
+    crate::util::wait_until_async("the silence told", Duration::from_secs(5), || {
+        stall_of(&endpoint)
+            .is_some_and(|stall| stall.kind == clawbridge::StallKind::SilentAfterStart)
+    })
+    .await;
+    let done = client
+        .until("turn-2 completed", |message| {
+            message["method"] == "turn/completed" && message["params"]["turn"]["id"] == "turn-2"
+        })
+        .await;
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    assert_eq!(stall_of(&endpoint), None, "cleared with the turn");
+    // 3. A tool's result, then silence.
+    client.request("turn/start", turn.clone()).await;
+    crate::util::wait_until_async("the tool stall told", Duration::from_secs(5), || {
+        stall_of(&endpoint)
+            .is_some_and(|stall| stall.kind == clawbridge::StallKind::NoFollowUpAfterTool)
+    })
+    .await;
+    client
+        .until("turn-3 completed", |message| {
+            message["method"] == "turn/completed" && message["params"]["turn"]["id"] == "turn-3"
+        })
+        .await;
+    let completions_of_turn_1 = client
+        .seen
+        .iter()
+        .filter(|message| {
+            message["method"] == "turn/completed" && message["params"]["turn"]["id"] == "turn-1"
+        })
+        .count();
+    assert_eq!(completions_of_turn_1, 1, "{:#?}", client.seen);
+    let status = endpoint.status();
+    assert_eq!(status.recovered_turns, 1);
+    let stalls: Vec<(String, usize)> = status.stalls.into_iter().collect();
+    assert_eq!(
+        stalls,
+        [
+            ("missingTurnCompleted".to_string(), 1),
+            ("noFollowUpAfterTool".to_string(), 1),
+            ("silentAfterStart".to_string(), 1)
+        ]
+    );
+    endpoint.stop().await;
+    fake.abort();
+}
