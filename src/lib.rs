@@ -40,6 +40,7 @@ mod workspace;
 // else. The modules are private, so the compiler reports whatever the crate no longer uses. The
 // app layer's command modules are public whole: they are the binary's faces of each command.
 pub use app::capture::cache::{fingerprints as cache_fingerprints, CacheReport, Verdict};
+pub use app::capture::credential_fingerprint;
 pub use app::capture::live::spawn_recorder;
 pub use app::commands::{
     load_provider, load_run_file, state_dir, translate_options, PromptSettings,

@@ -1426,7 +1426,10 @@ impl Connection {
             .await
         {
             Ok((lease, _hold)) => {
-                let result = lease.hub.initialize_result.clone();
+                let result = self
+                    .shared
+                    .fleet
+                    .initialize_answer(&lease.hub.initialize_result);
                 self.answer(&id, &result.to_string()).await;
             }
             Err(error) => {

@@ -19,7 +19,7 @@ struct Accounts {
     /// Every model request the upstream received, with its headers, as it came.
     upstream: tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>,
     _stub: ResponsesStub,
-    _home: OfflineHome,
+    home: OfflineHome,
     _homes: tempfile::TempDir,
 }
 
@@ -63,7 +63,7 @@ async fn accounts_endpoint(total: usize, per_identity: usize) -> Accounts {
         endpoint,
         upstream,
         _stub: stub,
-        _home: home,
+        home,
         _homes: homes,
     }
 }
@@ -79,7 +79,14 @@ struct Agent {
 impl Agent {
     async fn connect(accounts: &Accounts, name: &'static str) -> Agent {
         let mut client = tcp_client(&accounts.endpoint).await;
-        client.initialize().await;
+        let init = client.initialize().await;
+        // Every connection is told the same at its handshake, whichever member answers (OpenClaw
+        // keys its thread bindings on it), and no account's home is shown to another.
+        assert_eq!(
+            init["result"]["codexHome"],
+            accounts.home.path.display().to_string(),
+            "{init}"
+        );
         let key = format!("sk-test-{name}-{}", "0123456789abcdef");
         let login = client
             .request(

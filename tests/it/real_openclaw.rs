@@ -414,15 +414,24 @@ fn openclaw_ws_turn(
     home: &str,
     extra: &[&str],
     message: &str,
+    api_key: Option<&str>,
 ) -> (bool, String, String) {
-    let output = Command::new(repo_root().join("scripts/openclaw-run"))
+    let mut command = Command::new(repo_root().join("scripts/openclaw-run"));
+    command
         .arg("--out")
         .arg(out)
         .args(["--home", home, "--websocket", url])
         .args(extra)
-        .args(["--", message])
         .env("CLAWBRIDGE_BIN", env!("CARGO_BIN_EXE_clawbridge"))
-        .env("CODEX_APP_SERVER_TOKEN", token)
+        .env("CODEX_APP_SERVER_TOKEN", token);
+    if let Some(key) = api_key {
+        // The agent's own OpenAI API-key auth profile (OpenClaw's `auth-profiles`).
+        command
+            .args(["--api-key-env", "CLAWBRIDGE_TEST_AGENT_API_KEY"])
+            .env("CLAWBRIDGE_TEST_AGENT_API_KEY", key);
+    }
+    let output = command
+        .args(["--", message])
         .output()
         .expect("scripts/openclaw-run");
     (
@@ -597,6 +606,7 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
             let url = endpoint.url.clone();
             std::thread::spawn(move || {
                 let home = format!("ws-{agent}");
+                let key = api_key(&agent);
                 let common = ["--agent", agent.as_str(), "--workspace", workspace.as_str()];
                 let mut fresh = vec!["--fresh"];
                 fresh.extend(common);
@@ -608,6 +618,7 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                     &home,
                     &fresh,
                     &format!("{agent}: say hello"),
+                    Some(&key),
                 );
                 let plain_took = plain_started.elapsed();
                 let plain = openclaw_result(ok, &stdout, &stderr);
@@ -618,6 +629,7 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                     &home,
                     &common,
                     &format!("{agent}: which agents are there?"),
+                    Some(&key),
                 );
                 (
                     agent,
@@ -673,14 +685,29 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         String::from_utf8_lossy(&status.stderr)
     );
     let status: Value = serde_json::from_slice(&status.stdout).expect("status JSON");
-    let members = status["members"].as_array().expect("members");
-    assert_eq!(members.len(), 2, "{status:#}");
-    assert!(
-        members
-            .iter()
-            .all(|member| member["threadsOpened"].as_u64().unwrap_or(0) >= 1),
-        "both members opened threads: {status:#}"
+    // Each agent logged in with its own key: an identity of its own (a fingerprint, never the
+    // key), whose own members opened its threads; all within --app-servers 2.
+    let identities = status["identities"].as_array().expect("identities");
+    let accounts: Vec<&Value> = identities
+        .iter()
+        .filter(|identity| identity["identity"] != "native")
+        .collect();
+    assert_eq!(
+        accounts.len(),
+        2,
+        "one identity per agent's key: {status:#}"
     );
+    for account in &accounts {
+        assert!(
+            account["members"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|member| member["threadsOpened"].as_u64().unwrap_or(0) >= 1),
+            "the account's own member opened its threads: {status:#}"
+        );
+    }
+    assert!(!status.to_string().contains("sk-test-"), "{status:#}");
 
     // Every proxy feature on this transport: per-connection transcripts with each agent's
     // tool call and OpenClaw's answer, the captures, the conformance log.
@@ -764,6 +791,20 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
             "{agent}'s model request was captured"
         );
     }
+    // On the upstream's side: every model request of an agent's thread went out with that
+    // agent's own key (the capture files a fingerprint of the Authorization it carried).
+    for request in &captured {
+        let owner = ["alpha", "beta"]
+            .into_iter()
+            .find(|agent| request.contains(&format!("{agent}: ")))
+            .unwrap_or_else(|| panic!("a model request of neither agent: {request}"));
+        let document: Value = serde_json::from_str(request).expect("model-request.json");
+        let wanted = clawbridge::credential_fingerprint(&format!("Bearer {}", api_key(owner)));
+        assert_eq!(
+            document["credential"], wanted,
+            "{owner}'s model request went out with another credential"
+        );
+    }
     let conformance =
         std::fs::read_to_string(transcript.join("conformance.jsonl")).expect("conformance.jsonl");
     assert!(
@@ -780,12 +821,18 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         "ws-refused",
         &["--fresh"],
         "Say hello.",
+        None,
     );
     assert!(!ok, "a wrong token must be refused:\n{stdout}");
     assert!(
         stdout.contains("401") || stderr.contains("401"),
         "OpenClaw says why: {stdout}\n{stderr}"
     );
+}
+
+/// The API key of an agent's auth profile (a test key: the loopback stub checks nothing).
+fn api_key(agent: &str) -> String {
+    format!("sk-test-{agent}-0123456789abcdef")
 }
 
 /// Every file below `dir`.

@@ -196,6 +196,15 @@ const KEPT_HEADERS: [&str; 4] = [
     "content-type",
 ];
 
+/// The fingerprint of an `Authorization` value as captures file it: `sha256:` and the first 16
+/// hex digits of the value's SHA-256 (an API key's or a token's entropy keeps it unguessable).
+pub fn credential_fingerprint(authorization: &str) -> String {
+    format!(
+        "sha256:{}",
+        crate::support::hex::sha256(authorization.as_bytes(), 8)
+    )
+}
+
 /// The redacted request document written as `model-request.json`.
 pub fn redacted_request(request: &CapturedRequest, redactions: &Redactions) -> Value {
     let headers: Map<String, Value> = request
@@ -206,6 +215,11 @@ pub fn redacted_request(request: &CapturedRequest, redactions: &Redactions) -> V
         .collect();
     let mut redacted =
         redactions.redact(&json!({"path": request.path, "headers": headers, "body": request.body}));
+    // Which credential the request went out with, never the credential: a short SHA-256 of its
+    // `Authorization` value, so an operator can tell one account's requests from another's.
+    if let Some(credential) = request.headers.get("authorization") {
+        redacted["credential"] = Value::String(credential_fingerprint(credential));
+    }
     // Fingerprints of the request as sent, for `cache-report` (redaction would hide a changed
     // clock or id, the very things that break a prompt cache).
     redacted["cacheElements"] = cache::fingerprints(&request.body);

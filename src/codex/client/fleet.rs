@@ -379,7 +379,7 @@ impl Fleet {
     }
 
     /// The Codex answer to `initialize` of any running app-server (they run one Codex build),
-    /// so a client's handshake starts nothing.
+    /// so a client's handshake starts nothing; see [`Fleet::initialize_answer`].
     pub fn any_initialize_result(&self) -> Option<Value> {
         let pools: Vec<Arc<Pool>> = lock(&self.pools)
             .values()
@@ -388,8 +388,21 @@ impl Fleet {
         pools
             .iter()
             .flat_map(|pool| pool.live_hubs())
-            .map(|(_, hub)| hub.initialize_result.clone())
+            .map(|(_, hub)| self.initialize_answer(&hub.initialize_result))
             .next()
+    }
+
+    /// What a client is told at `initialize`, whichever member's answer it comes from: the
+    /// same for every connection, naming the native Codex home. A client logs in only after
+    /// its handshake, and OpenClaw's plugin keys its thread bindings on this answer (a
+    /// `codexHome` that changed with the member answering made it start a new thread on every
+    /// run); no connection learns another account's home either.
+    pub fn initialize_answer(&self, result: &Value) -> Value {
+        let mut answer = result.clone();
+        if let Some(home) = answer.get_mut("codexHome") {
+            *home = Value::String(self.config.native.codex_home.display().to_string());
+        }
+        answer
     }
 
     /// The app-server of `lease` (of `identity`) failed a health check: see
