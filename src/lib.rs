@@ -42,6 +42,7 @@ mod workspace;
 pub use app::capture::cache::{fingerprints as cache_fingerprints, CacheReport, Verdict};
 pub use app::capture::credential_fingerprint;
 pub use app::capture::live::spawn_recorder;
+pub use app::clients::{token_sha256, ClientEntry};
 pub use app::commands::{
     load_provider, load_run_file, state_dir, translate_options, PromptSettings,
 };

@@ -10,6 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::error::{Error, Result};
 
@@ -53,6 +55,82 @@ pub fn name_problem(name: &str) -> Option<String> {
 /// The SHA-256 of a token as hex.
 pub fn token_sha256(token: &str) -> String {
     crate::support::hex::sha256(token.as_bytes(), 32)
+}
+
+/// Who a request comes from: the client a token names. An operator sees and acts on every
+/// client's runs and threads; any other client only on its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+    pub operator: bool,
+}
+
+impl Caller {
+    /// The service's own token (and every request under `--no-auth`).
+    pub fn operator() -> Caller {
+        Caller {
+            name: "operator".to_string(),
+            operator: true,
+        }
+    }
+
+    /// True when this caller may see and act on what `owner` started.
+    pub fn may_use(&self, owner: &str) -> bool {
+        self.operator || self.name == owner
+    }
+}
+
+/// The tokens a server knows: the operator's own, and the SHA-256 of each named client's
+/// (from its clients file). Both servers (`serve`, the app-server endpoint) read callers
+/// through it.
+pub struct KnownTokens(Vec<([u8; 32], Caller)>);
+
+impl KnownTokens {
+    pub fn new(operator_token: &str, clients: &[ClientEntry]) -> KnownTokens {
+        let mut known = vec![(
+            Sha256::digest(operator_token.as_bytes()).into(),
+            Caller::operator(),
+        )];
+        known.extend(clients.iter().filter_map(|client| {
+            let digest = hex_digest(&client.sha256)?;
+            Some((
+                digest,
+                Caller {
+                    name: client.name.clone(),
+                    operator: client.operator,
+                },
+            ))
+        }));
+        KnownTokens(known)
+    }
+
+    /// The client whose token the `Authorization` header carries (`Bearer <token>`). Every
+    /// known digest is compared (in constant time, against the SHA-256 of what was sent), so
+    /// neither which client matched nor the token's content or length leaks through timing.
+    pub fn caller(&self, header: Option<&http::HeaderValue>) -> Option<Caller> {
+        let given = header
+            .map(http::HeaderValue::as_bytes)
+            .and_then(|value| value.strip_prefix(b"Bearer "))?;
+        let given: [u8; 32] = Sha256::digest(given).into();
+        let mut found = None;
+        for (digest, caller) in &self.0 {
+            if bool::from(given.ct_eq(digest)) && found.is_none() {
+                found = Some(caller.clone());
+            }
+        }
+        found
+    }
+}
+
+fn hex_digest(hex: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (index, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 impl ClientsFile {
@@ -169,6 +247,32 @@ pub fn added_notice(name: &str, operator: bool, path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bearer_comparison_needs_the_exact_token_and_names_the_client() {
+        let alice = ClientEntry {
+            name: "alice".into(),
+            sha256: token_sha256("alice-token-0123456789"),
+            operator: false,
+        };
+        let known = KnownTokens::new("s3cret-token-0123456789", &[alice]);
+        let header = |value: &str| http::HeaderValue::from_str(value).expect("header");
+        let matches = |value: Option<&str>| {
+            let value = value.map(header);
+            known.caller(value.as_ref())
+        };
+        assert_eq!(
+            matches(Some("Bearer s3cret-token-0123456789")),
+            Some(Caller::operator())
+        );
+        assert_eq!(
+            matches(Some("Bearer alice-token-0123456789")).map(|caller| caller.name),
+            Some("alice".to_string())
+        );
+        assert_eq!(matches(Some("Bearer s3cret-token-012345678")), None);
+        assert_eq!(matches(Some("bearer s3cret-token-0123456789")), None);
+        assert_eq!(matches(None), None);
+    }
+
     use super::*;
 
     #[test]

@@ -75,6 +75,11 @@ pub struct AppServerArgs {
     /// With --listen ws:// or unix://: where the generated token lives (default: the platform state dir).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// With --listen ws:// or unix://: named client tokens (default `<state-dir>/clients.json`,
+    /// as `clawbridge client add` writes it): each client sees and acts on only the threads it
+    /// opened; the endpoint's own token is the operator's.
+    #[arg(long, value_name = "FILE")]
+    pub clients: Option<PathBuf>,
     /// With --listen ws:// or unix://: allow a listener off loopback (the token then crosses the network in
     /// clear).
     #[arg(long)]
@@ -414,6 +419,7 @@ mod tests {
                 "--listen",
                 "--token-file",
                 "--state-dir",
+                "--clients",
                 "--allow-remote",
                 "--completion-grace",
                 "--stall-after",
@@ -429,8 +435,8 @@ mod tests {
         assert_eq!(
             takes,
             [
-                true, true, false, true, true, true, false, true, false, true, true, true, false,
-                true, true, true, true, true, true, true, true
+                true, true, false, true, true, true, false, true, false, true, true, true, true,
+                false, true, true, true, true, true, true, true, true
             ]
         );
     }

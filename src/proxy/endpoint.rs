@@ -36,6 +36,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::app::clients::{Caller, KnownTokens};
 use crate::codex::client::fleet::{Fleet, FleetConfig, Identity};
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::peer::PeerError;
@@ -110,8 +111,11 @@ impl std::fmt::Display for ListenAddr {
 #[derive(Clone, Debug)]
 pub struct EndpointSettings {
     pub listen: ListenAddr,
-    /// The bearer token every client sends (never logged).
+    /// The operator's bearer token (never logged).
     pub token: String,
+    /// Named clients (`clawbridge client add`): each sends its own token, and sees and acts on
+    /// only the threads it opened; the operator's token (and an `operator` client) on all.
+    pub clients: Vec<crate::app::clients::ClientEntry>,
     /// The app-servers, by the account each connection runs as.
     pub fleet: FleetConfig,
     /// Connections at once.
@@ -219,6 +223,15 @@ pub struct ThreadStatus {
     pub stall: Option<StallStatus>,
 }
 
+/// Whose a thread is and where it lives: the account it runs under, the member that has it, and
+/// the client that opened it.
+#[derive(Clone, Debug)]
+struct ThreadHome {
+    identity: Identity,
+    member: String,
+    owner: String,
+}
+
 /// A running endpoint.
 pub struct Endpoint {
     /// Where it listens (the bound port for `ws://IP:0`).
@@ -228,7 +241,7 @@ pub struct Endpoint {
 }
 
 struct Shared {
-    token: String,
+    tokens: KnownTokens,
     listen: ListenAddr,
     fleet: Arc<Fleet>,
     cwd: PathBuf,
@@ -237,8 +250,8 @@ struct Shared {
     ping_interval: Duration,
     handshake_timeout: Duration,
     upgrade_timeout: Duration,
-    /// Thread -> the identity that owns it and the member it lives on.
-    homes: Mutex<HashMap<String, (Identity, String)>>,
+    /// Thread -> whose it is and where it lives.
+    homes: Mutex<HashMap<String, ThreadHome>>,
     /// The threads relayed to their followers, by app-server incarnation and thread.
     feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
     stall_settings: StallSettings,
@@ -290,7 +303,7 @@ impl Endpoint {
             }
         };
         let shared = Arc::new(Shared {
-            token: settings.token,
+            tokens: KnownTokens::new(&settings.token, &settings.clients),
             listen: listen.clone(),
             fleet: Fleet::new(settings.fleet),
             cwd: settings.cwd,
@@ -724,8 +737,8 @@ impl Shared {
         let mut threads: HashMap<String, usize> = HashMap::new();
         let known_threads = {
             let homes = lock(&self.homes);
-            for (identity, _) in homes.values() {
-                *threads.entry(identity.key()).or_default() += 1;
+            for home in homes.values() {
+                *threads.entry(home.identity.key()).or_default() += 1;
             }
             homes.len()
         };
@@ -760,27 +773,26 @@ impl Shared {
         }
     }
 
-    /// The checks every HTTP request passes first: no browser, the listener's own name, the
-    /// token. `None` when it may go on.
-    fn admit(&self, headers: &HeaderMap) -> Option<Response> {
+    /// The checks every HTTP request passes first: no browser, the listener's own name, a
+    /// known token. The caller the token names, or the refusal.
+    fn admit(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
         if headers.contains_key(http::header::ORIGIN) {
-            return Some(refuse(StatusCode::FORBIDDEN, "browsers may not connect"));
+            return Err((StatusCode::FORBIDDEN, "browsers may not connect"));
         }
         // A Unix socket is reached through the file system, never by a browser's name lookup.
         if let ListenAddr::Tcp(addr) = self.listen {
             if !host_allowed(headers, addr) {
-                return Some(refuse(StatusCode::FORBIDDEN, "unknown Host"));
+                return Err((StatusCode::FORBIDDEN, "unknown Host"));
             }
         }
-        if !token_matches(headers, &self.token) {
-            return Some(refuse(
-                StatusCode::UNAUTHORIZED,
-                "a bearer token is required",
-            ));
-        }
-        None
+        self.tokens
+            .caller(headers.get(http::header::AUTHORIZATION))
+            .ok_or((StatusCode::UNAUTHORIZED, "a bearer token is required"))
     }
 }
+
+/// An HTTP refusal: its status and why.
+type Refusal = (StatusCode, &'static str);
 
 fn refuse(status: StatusCode, why: &'static str) -> Response {
     (status, why).into_response()
@@ -805,33 +817,25 @@ fn host_allowed(headers: &HeaderMap, addr: SocketAddr) -> bool {
         .any(|name| name == host)
 }
 
-fn token_matches(headers: &HeaderMap, token: &str) -> bool {
-    use subtle::ConstantTimeEq;
-    let Some(given) = headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let given = crate::support::hex::sha256(given.as_bytes(), 32);
-    let wanted = crate::support::hex::sha256(token.as_bytes(), 32);
-    given.as_bytes().ct_eq(wanted.as_bytes()).into()
-}
-
-/// `GET /status`, behind the same checks as an upgrade.
+/// `GET /status`, behind the same checks as an upgrade, for the operator only (it lists every
+/// client's connections and threads).
 async fn status(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    if let Some(refusal) = shared.admit(&headers) {
-        return refusal;
+    match shared.admit(&headers) {
+        Err((status, why)) => refuse(status, why),
+        Ok(caller) if !caller.operator => refuse(
+            StatusCode::FORBIDDEN,
+            "the status is the operator's (a named client sees its own threads only)",
+        ),
+        Ok(_) => axum::Json(shared.status()).into_response(),
     }
-    axum::Json(shared.status()).into_response()
 }
 
 /// Every other HTTP request: checked, then upgraded to a client connection.
 async fn upgrade(State(shared): State<Arc<Shared>>, request: http::Request<Body>) -> Response {
-    if let Some(refusal) = shared.admit(request.headers()) {
-        return refusal;
-    }
+    let caller = match shared.admit(request.headers()) {
+        Ok(caller) => caller,
+        Err((status, why)) => return refuse(status, why),
+    };
     // The socket's own slot becomes the client connection's.
     let slot = request
         .extensions()
@@ -848,7 +852,7 @@ async fn upgrade(State(shared): State<Arc<Shared>>, request: http::Request<Body>
     shared.connections.spawn(async move {
         let _slot = slot;
         if let Some((sender, receiver)) = pending.connect().await {
-            Connection::run(connection_shared, sender, receiver).await;
+            Connection::run(connection_shared, caller, sender, receiver).await;
         }
     });
     accepted
@@ -1120,6 +1124,8 @@ struct Connection {
     number: usize,
     shared: Arc<Shared>,
     out: mpsc::Sender<String>,
+    /// The client its token names (the operator's token: every thread; a named client: its own).
+    caller: Caller,
     /// Who its requests run as: native until it logs in.
     identity: Mutex<Identity>,
     threads: Mutex<HashMap<String, Followed>>,
@@ -1137,7 +1143,7 @@ struct Connection {
 }
 
 impl Connection {
-    async fn run(shared: Arc<Shared>, mut sender: Sender, mut receiver: Receiver) {
+    async fn run(shared: Arc<Shared>, caller: Caller, mut sender: Sender, mut receiver: Receiver) {
         let (out, mut queue) = mpsc::channel::<String>(CLIENT_QUEUE);
         let cancel = shared.cancel.child_token();
         let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
@@ -1157,6 +1163,7 @@ impl Connection {
             number,
             shared: Arc::clone(&shared),
             out,
+            caller,
             identity: Mutex::new(Identity::Native),
             threads: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
@@ -1557,28 +1564,38 @@ impl Connection {
         } else {
             thread_of(&params)
         };
-        if let ("thread/unsubscribe", Some(thread)) = (method.as_str(), &thread) {
-            if let Some(status) = self.unsubscribe(thread) {
-                return self
-                    .answer(&id, &serde_json::json!({ "status": status }).to_string())
-                    .await;
-            }
-        }
         // A thread lives with the identity that opened it: another identity's connection gets
         // a clear refusal, never a turn under the wrong account.
         let home = thread
             .as_deref()
             .and_then(|thread| lock(&self.shared.homes).get(thread).cloned());
-        if let (Some(thread), Some((owner, _))) = (&thread, &home) {
-            if *owner != identity {
+        if let (Some(thread), Some(home)) = (&thread, &home) {
+            if !self.caller.may_use(&home.owner) {
+                return self
+                    .fail(
+                        &id,
+                        INVALID_REQUEST,
+                        format!("clawbridge: thread {thread} belongs to another client"),
+                    )
+                    .await;
+            }
+            if home.identity != identity {
                 return self
                     .fail(
                         &id,
                         INVALID_REQUEST,
                         format!(
-                            "clawbridge: thread {thread} belongs to another account ({owner}); this connection runs as {identity}. Log in with that account's credentials to use it."
+                            "clawbridge: thread {thread} belongs to another account ({}); this connection runs as {identity}. Log in with that account's credentials to use it.",
+                            home.identity
                         ),
                     )
+                    .await;
+            }
+        }
+        if let ("thread/unsubscribe", Some(thread)) = (method.as_str(), &thread) {
+            if let Some(status) = self.unsubscribe(thread) {
+                return self
+                    .answer(&id, &serde_json::json!({ "status": status }).to_string())
                     .await;
             }
         }
@@ -1593,7 +1610,7 @@ impl Connection {
         let (lease, _hold) = match followed {
             Some(leased) => leased,
             None => {
-                let affinity = home.as_ref().map(|(_, member)| member.as_str());
+                let affinity = home.as_ref().map(|home| home.member.as_str());
                 match self
                     .shared
                     .fleet
@@ -1726,6 +1743,15 @@ impl Connection {
                 Err(_) => tracing::debug!("thread/loaded/list on {name}: no answer in 10 s"),
             }
         }
+        // A named client hears only of its own threads.
+        if !self.caller.operator {
+            let homes = lock(&self.shared.homes);
+            loaded.retain(|thread| {
+                homes
+                    .get(thread)
+                    .is_some_and(|home| self.caller.may_use(&home.owner))
+            });
+        }
         loaded.sort();
         loaded.dedup();
         let result = serde_json::json!({"data": loaded, "nextCursor": null});
@@ -1740,7 +1766,18 @@ impl Connection {
             if homes.len() >= MAX_REMEMBERED_THREADS && !homes.contains_key(thread) {
                 homes.clear();
             }
-            homes.insert(thread.to_string(), (identity.clone(), lease.name.clone()));
+            // The client that opened a thread keeps it (an operator's resume does not take it).
+            let owner = homes
+                .get(thread)
+                .map_or_else(|| self.caller.name.clone(), |home| home.owner.clone());
+            homes.insert(
+                thread.to_string(),
+                ThreadHome {
+                    identity: identity.clone(),
+                    member: lease.name.clone(),
+                    owner,
+                },
+            );
         }
         if self.follows_on(thread, &lease.hub) {
             if let Some(feed) = self.feed_of(thread) {
@@ -2055,7 +2092,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_token_and_the_listener_s_own_names_pass() {
+    fn only_the_listener_s_own_names_pass() {
         let addr: SocketAddr = "127.0.0.1:4000".parse().expect("addr");
         let mut headers = HeaderMap::new();
         headers.insert(http::header::HOST, "127.0.0.1:4000".parse().expect("host"));
@@ -2069,16 +2106,5 @@ mod tests {
         assert!(!host_allowed(&headers, addr));
         headers.insert(http::header::HOST, "localhost:4001".parse().expect("host"));
         assert!(!host_allowed(&headers, addr));
-        headers.insert(
-            http::header::AUTHORIZATION,
-            "Bearer right-token".parse().expect("auth"),
-        );
-        assert!(token_matches(&headers, "right-token"));
-        assert!(!token_matches(&headers, "right-token2"));
-        headers.insert(
-            http::header::AUTHORIZATION,
-            "right-token".parse().expect("auth"),
-        );
-        assert!(!token_matches(&headers, "right-token"));
     }
 }

@@ -850,9 +850,22 @@ async fn run_endpoint(
         .map(|dir| dir.join("conformance.jsonl"));
     let observer =
         tokio::spawn(Observer::new(schema, log, Arc::clone(&known)).run(observed, observer_stop));
+    let clients_path = args
+        .clients
+        .clone()
+        .unwrap_or_else(|| crate::app::clients::clients_path(&state));
+    let clients = crate::app::clients::ClientsFile::load(&clients_path)?.clients;
+    if !clients.is_empty() {
+        eprintln!(
+            "clawbridge app-server: {} named client(s) from {}",
+            clients.len(),
+            clients_path.display()
+        );
+    }
     let settings = endpoint::EndpointSettings {
         listen,
         token,
+        clients,
         fleet: FleetConfig {
             per_identity: args
                 .pool

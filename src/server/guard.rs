@@ -17,9 +17,9 @@ use std::task::{Context, Poll};
 
 use jsonrpsee::server::middleware::http::HostFilterLayer;
 use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tower::{Layer, Service};
+
+pub use crate::app::clients::{Caller, KnownTokens};
 
 /// The hosts a request may name: the bound address, loopback names on the bound port, and the
 /// operator's `--allow-host` entries (`name`, `name:port` or `name:*`).
@@ -64,29 +64,6 @@ type BoxFuture<T, E> = Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 
 /// an admitted one may say who it comes from (set as a request extension the methods read).
 pub trait RequestCheck: Clone + Send + Sync + 'static {
     fn admit(&self, headers: &http::HeaderMap) -> Result<Option<Caller>, Box<HttpResponse>>;
-}
-
-/// Who a request comes from: the client a token names. An operator sees and acts on every
-/// client's runs; any other client only on its own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caller {
-    pub name: String,
-    pub operator: bool,
-}
-
-impl Caller {
-    /// The service's own token (and every request under `--no-auth`).
-    pub fn operator() -> Caller {
-        Caller {
-            name: "operator".to_string(),
-            operator: true,
-        }
-    }
-
-    /// True when this caller may see and act on what `owner` started.
-    pub fn may_use(&self, owner: &str) -> bool {
-        self.operator || self.name == owner
-    }
 }
 
 /// A tower layer that runs one [`RequestCheck`] before the inner service.
@@ -176,11 +153,8 @@ impl RequestCheck for OriginCheck {
 /// (`--no-auth`) every request passes as the operator.
 #[derive(Clone)]
 pub struct BearerCheck {
-    clients: Option<Arc<Vec<KnownToken>>>,
+    clients: Option<Arc<KnownTokens>>,
 }
-
-/// The SHA-256 of a token and the client it names.
-type KnownToken = ([u8; 32], Caller);
 
 impl std::fmt::Debug for BearerCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -196,49 +170,8 @@ pub fn bearer_auth(
     token: Option<&str>,
     clients: &[crate::app::clients::ClientEntry],
 ) -> CheckLayer<BearerCheck> {
-    let clients = token.map(|token| {
-        let mut known = vec![(Sha256::digest(token.as_bytes()).into(), Caller::operator())];
-        known.extend(clients.iter().filter_map(|client| {
-            let digest = hex_digest(&client.sha256)?;
-            Some((
-                digest,
-                Caller {
-                    name: client.name.clone(),
-                    operator: client.operator,
-                },
-            ))
-        }));
-        Arc::new(known)
-    });
+    let clients = token.map(|token| Arc::new(KnownTokens::new(token, clients)));
     CheckLayer(BearerCheck { clients })
-}
-
-fn hex_digest(hex: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    if hex.len() != 64 {
-        return None;
-    }
-    for (index, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
-/// The client whose token the `Authorization` header carries. Every known digest is compared
-/// (in constant time, against the SHA-256 of what was sent), so neither which client matched
-/// nor the token's content or length leaks through timing.
-fn caller_of(header: Option<&http::HeaderValue>, known: &[KnownToken]) -> Option<Caller> {
-    let given = header
-        .map(http::HeaderValue::as_bytes)
-        .and_then(|value| value.strip_prefix(b"Bearer "))?;
-    let given: [u8; 32] = Sha256::digest(given).into();
-    let mut found = None;
-    for (digest, caller) in known {
-        if bool::from(given.ct_eq(digest)) && found.is_none() {
-            found = Some(caller.clone());
-        }
-    }
-    found
 }
 
 impl RequestCheck for BearerCheck {
@@ -246,7 +179,7 @@ impl RequestCheck for BearerCheck {
         let Some(known) = self.clients.as_ref() else {
             return Ok(Some(Caller::operator()));
         };
-        if let Some(caller) = caller_of(headers.get(http::header::AUTHORIZATION), known) {
+        if let Some(caller) = known.caller(headers.get(http::header::AUTHORIZATION)) {
             return Ok(Some(caller));
         }
         let mut response = refusal(
@@ -264,38 +197,6 @@ impl RequestCheck for BearerCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bearer_comparison_needs_the_exact_token_and_names_the_client() {
-        let digest: [u8; 32] = Sha256::digest(b"s3cret-token-0123456789").into();
-        let alice: [u8; 32] = Sha256::digest(b"alice-token-0123456789").into();
-        let known = vec![
-            (digest, Caller::operator()),
-            (
-                alice,
-                Caller {
-                    name: "alice".into(),
-                    operator: false,
-                },
-            ),
-        ];
-        let header = |value: &str| http::HeaderValue::from_str(value).expect("header");
-        let matches = |value: Option<&str>| {
-            let value = value.map(header);
-            caller_of(value.as_ref(), &known)
-        };
-        assert_eq!(
-            matches(Some("Bearer s3cret-token-0123456789")),
-            Some(Caller::operator())
-        );
-        assert_eq!(
-            matches(Some("Bearer alice-token-0123456789")).map(|caller| caller.name),
-            Some("alice".to_string())
-        );
-        assert_eq!(matches(Some("Bearer s3cret-token-012345678")), None);
-        assert_eq!(matches(Some("bearer s3cret-token-0123456789")), None);
-        assert_eq!(matches(None), None);
-    }
 
     #[test]
     fn loopback_names_and_the_bound_address_are_allowed_hosts() {

@@ -30,6 +30,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
     EndpointSettings {
         listen: ListenAddr::Tcp("127.0.0.1:0".parse().expect("addr")),
         token: TOKEN.into(),
+        clients: Vec::new(),
         fleet: fleet(pool),
         max_connections: 8,
         idle_timeout: Duration::from_secs(60),

@@ -365,7 +365,7 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
     let send = |after: f64, message: Value| {
         let _ = out.send((Duration::from_secs_f64(after), message));
     };
-    let thread = "thread-1";
+    let mut threads: Vec<String> = Vec::new();
     let mut turns = 0;
     let mut data = Vec::new();
     loop {
@@ -380,11 +380,19 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
             continue;
         };
         let method = message["method"].as_str().unwrap_or_default();
+        let named = message["params"]["threadId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let result = match method {
             "initialize" => json!({"userAgent": "fake_remote/0.169.0 (test)"}),
-            "thread/start" => json!({"thread": {"id": thread}}),
+            "thread/start" => {
+                threads.push(format!("thread-{}", threads.len() + 1));
+                json!({"thread": {"id": threads.last()}})
+            }
+            "thread/resume" => json!({"thread": {"id": named}}),
             "turn/start" => json!({"turn": {"id": format!("turn-{}", turns + 1)}}),
-            "thread/loaded/list" => json!({"data": []}),
+            "thread/loaded/list" => json!({"data": threads}),
             _ => json!({}),
         };
         send(0.0, json!({"id": id, "result": result}));
@@ -393,6 +401,7 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
         }
         turns += 1;
         let turn = format!("turn-{turns}");
+        let thread = named.as_str();
         let started =
             json!({"method": "turn/started", "params": {"threadId": thread, "turn": {"id": turn}}});
         let completed = json!({"method": "turn/completed", "params": {"threadId": thread, "turn": {"id": turn, "items": [], "status": "completed"}}});
@@ -515,6 +524,110 @@ async fn stalled_turns_are_told_once_shown_and_a_missing_completion_is_recovered
             ("silentAfterStart".to_string(), 1)
         ]
     );
+    endpoint.stop().await;
+    fake.abort();
+}
+
+/// Named clients on the endpoint (`clawbridge client add`): each sees and acts on only the
+/// threads it opened; the operator's token reaches every thread and the status, a named
+/// client's does not reach the status. (A scripted fake member: no Codex needed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_client_sees_and_acts_on_only_its_own_threads() {
+    use clawbridge::ClientEntry;
+    let (url, fake) = scripted_remote().await;
+    let pool = PoolConfig {
+        locals: 0,
+        remotes: vec![remote(&url)],
+        ..PoolConfig::new(Err("remote only".into()), std::env::temp_dir())
+    };
+    let client = |name: &str| ClientEntry {
+        name: name.into(),
+        sha256: clawbridge::token_sha256(&format!("{name}-token-0123456789abcdef")),
+        operator: false,
+    };
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            fleet: fleet(pool),
+            clients: vec![client("alice"), client("bob")],
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let connect = |token: String| async move {
+        let io = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let mut client = crate::endpoint::ws_client(io, &addr.to_string(), &token)
+            .await
+            .expect("upgraded");
+        client.initialize().await;
+        client
+    };
+    let mut alice = connect("alice-token-0123456789abcdef".into()).await;
+    let mut bob = connect("bob-token-0123456789abcdef".into()).await;
+    let started = alice.request("thread/start", json!({})).await;
+    let theirs = started["result"]["thread"]["id"]
+        .as_str()
+        .expect("thread")
+        .to_string();
+    let started = bob.request("thread/start", json!({})).await;
+    let mine = started["result"]["thread"]["id"]
+        .as_str()
+        .expect("thread")
+        .to_string();
+    // Bob cannot resume, steer or start a turn on alice's thread, nor hear of it.
+    for method in ["thread/resume", "turn/start", "thread/unsubscribe"] {
+        let refused = bob
+            .request(method, json!({"threadId": theirs, "input": []}))
+            .await;
+        let why = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("belongs to another client"),
+            "{method}: {refused}"
+        );
+    }
+    let listed = bob.request("thread/loaded/list", json!({})).await;
+    assert_eq!(listed["result"]["data"], json!([mine]), "{listed}");
+    // The operator reaches both; the status is the operator's only.
+    let mut operator = connect(crate::endpoint::TOKEN.into()).await;
+    let resumed = operator
+        .request("thread/resume", json!({"threadId": theirs}))
+        .await;
+    assert_eq!(
+        resumed["result"]["thread"]["id"],
+        theirs.as_str(),
+        "{resumed}"
+    );
+    let listed = operator.request("thread/loaded/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["data"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+    // Alice still owns her thread after the operator's resume.
+    let again = bob
+        .request("thread/resume", json!({"threadId": theirs}))
+        .await;
+    assert!(again["error"].is_object(), "{again}");
+    let listen = endpoint.listen.clone();
+    let statuses = (
+        clawbridge::fetch_status(&listen, "alice-token-0123456789abcdef")
+            .await
+            .err()
+            .map(|error| error.to_string()),
+        clawbridge::fetch_status(&listen, crate::endpoint::TOKEN)
+            .await
+            .is_ok(),
+    );
+    assert!(
+        statuses
+            .0
+            .as_deref()
+            .is_some_and(|error| error.contains("403")),
+        "{statuses:?}"
+    );
+    assert!(statuses.1);
     endpoint.stop().await;
     fake.abort();
 }
