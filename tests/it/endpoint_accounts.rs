@@ -14,10 +14,10 @@ use serde_json::{json, Value};
 use crate::e2e::codex_bin;
 use crate::endpoint::{settings, tcp_client, turn_completed, Client};
 
-struct Accounts {
-    endpoint: Endpoint,
+pub(crate) struct Accounts {
+    pub(crate) endpoint: Endpoint,
     /// Every model request the upstream received, with its headers, as it came.
-    upstream: tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>,
+    pub(crate) upstream: tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>,
     _stub: ResponsesStub,
     home: OfflineHome,
     _homes: tempfile::TempDir,
@@ -25,19 +25,28 @@ struct Accounts {
 
 /// An endpoint with `total` local members for every account together, over the offline stub.
 async fn accounts_endpoint(total: usize, per_identity: usize) -> Accounts {
+    accounts_endpoint_tuned(total, per_identity, |pool| pool).await
+}
+
+/// [`accounts_endpoint`] with the pool's settings changed by `tune`.
+pub(crate) async fn accounts_endpoint_tuned(
+    total: usize,
+    per_identity: usize,
+    tune: impl FnOnce(PoolConfig) -> PoolConfig,
+) -> Accounts {
     let (sink, upstream) = tokio::sync::mpsc::channel(4096);
     let stub = ResponsesStub::start_with_sink(StubScript::default(), Some(sink))
         .await
         .expect("stub");
     let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
     let homes = tempfile::tempdir().expect("homes");
-    let pool = PoolConfig {
+    let pool = tune(PoolConfig {
         locals: total,
         isolate_environment: true,
         config_overrides: vec![format!("openai_base_url=\"{}\"", stub.base_url())],
         recycle_rss_bytes: u64::MAX,
         ..PoolConfig::new(Ok(codex_bin()), home.path.clone())
-    };
+    });
     let fleet = FleetConfig {
         total_locals: total,
         per_identity,

@@ -8,6 +8,7 @@ mod e2e;
 mod endpoint;
 mod endpoint_accounts;
 mod endpoint_health;
+mod endpoint_soak;
 mod layers;
 mod peer;
 mod pool;
