@@ -1469,6 +1469,23 @@ impl Connection {
         self.answer_error(id, error).await
     }
 
+    /// A member of `identity` for a request (the thread's, by `affinity`), held until the hold
+    /// goes; from now on its messages of no thread reach the identity's connections.
+    async fn lease(
+        &self,
+        identity: &Identity,
+        affinity: Option<&str>,
+    ) -> Result<(Lease, crate::codex::client::fleet::Hold), String> {
+        let (lease, hold) = self
+            .shared
+            .fleet
+            .lease(identity, affinity, &self.shared.cwd)
+            .await
+            .map_err(|error| format!("clawbridge: {error}"))?;
+        self.shared.watch_unscoped(&lease, identity);
+        Ok((lease, hold))
+    }
+
     /// `account/login/start`: the connection takes the identity the login names, and the login
     /// goes to a member of that identity only (never to one that serves other connections).
     async fn login(self: &Arc<Self>, id: RequestId, params: &RawParams) {
@@ -1481,26 +1498,23 @@ impl Connection {
                     .await
             }
         };
-        let (lease, _hold) = match self
-            .shared
-            .fleet
-            .lease(&identity, None, &self.shared.cwd)
-            .await
-        {
-            Ok(leased) => leased,
-            Err(error) => {
-                return self
-                    .fail(&id, INTERNAL_ERROR, format!("clawbridge: {error}"))
-                    .await
+        // A login is the same whenever it is sent: one whose member went away under it (killed,
+        // recycled) is sent once more, to the identity's next member.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (lease, _hold) = match self.lease(&identity, None).await {
+                Ok(leased) => leased,
+                Err(error) => return self.fail(&id, INTERNAL_ERROR, error).await,
+            };
+            match lease.hub.peer().request_raw(LOGIN, &value).await {
+                Ok(raw) => {
+                    self.become_identity(identity).await;
+                    return self.answer(&id, raw.get()).await;
+                }
+                Err(PeerError::ConnectionClosed) if tries < 2 => continue,
+                Err(error) => return self.member_failed(&id, &identity, &lease, error).await,
             }
-        };
-        self.shared.watch_unscoped(&lease, &identity);
-        match lease.hub.peer().request_raw(LOGIN, &value).await {
-            Ok(raw) => {
-                self.become_identity(identity).await;
-                self.answer(&id, raw.get()).await;
-            }
-            Err(error) => self.member_failed(&id, &identity, &lease, error).await,
         }
     }
 
@@ -1611,22 +1625,12 @@ impl Connection {
             Some(leased) => leased,
             None => {
                 let affinity = home.as_ref().map(|home| home.member.as_str());
-                match self
-                    .shared
-                    .fleet
-                    .lease(&identity, affinity, &self.shared.cwd)
-                    .await
-                {
+                match self.lease(&identity, affinity).await {
                     Ok(leased) => leased,
-                    Err(error) => {
-                        return self
-                            .fail(&id, INTERNAL_ERROR, format!("clawbridge: {error}"))
-                            .await
-                    }
+                    Err(error) => return self.fail(&id, INTERNAL_ERROR, error).await,
                 }
             }
         };
-        self.shared.watch_unscoped(&lease, &identity);
         let params: &serde_json::value::RawValue = match serde_json::from_str(params.get()) {
             Ok(params) => params,
             Err(_) => {

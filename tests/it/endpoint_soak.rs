@@ -60,7 +60,7 @@ impl SoakAgent {
         key: Option<String>,
         counts: &Counts,
     ) -> SoakAgent {
-        let client = Self::session(accounts, key.as_deref()).await;
+        let client = Self::session(accounts, key.as_deref(), counts).await;
         let mut agent = SoakAgent {
             name: name.to_string(),
             key,
@@ -82,19 +82,34 @@ impl SoakAgent {
         agent
     }
 
-    async fn session(accounts: &Accounts, key: Option<&str>) -> Client<tokio::net::TcpStream> {
+    /// A new connection, logged in with the key. A login is answered: an error (its member was
+    /// killed under it twice, or no room yet) is counted and the login tried again, at most 5
+    /// times.
+    async fn session(
+        accounts: &Accounts,
+        key: Option<&str>,
+        counts: &Counts,
+    ) -> Client<tokio::net::TcpStream> {
         let mut client = tcp_client(&accounts.endpoint).await;
         client.initialize().await;
-        if let Some(key) = key {
+        let Some(key) = key else {
+            return client;
+        };
+        for _ in 0..5 {
             let login = client
                 .request(
                     "account/login/start",
                     json!({"type": "apiKey", "apiKey": key}),
                 )
                 .await;
-            assert_eq!(login["result"]["type"], "apiKey", "{login}");
+            if login["result"]["type"] == "apiKey" {
+                return client;
+            }
+            assert!(login["error"].is_object(), "{login}");
+            counts.refused.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        client
+        panic!("the login failed 5 times");
     }
 
     /// One turn to its answer: completed, failed (its member went away), or refused.
@@ -189,7 +204,8 @@ async fn a_fault_soak_through_the_endpoint_keeps_every_turn_answered_and_every_k
             let mut round = 1;
             while Instant::now() < deadline {
                 if random.below(4) == 0 {
-                    agent.client = SoakAgent::session(accounts_ref, agent.key.as_deref()).await;
+                    agent.client =
+                        SoakAgent::session(accounts_ref, agent.key.as_deref(), &counts).await;
                     agent.resume = true;
                     counts.reconnects.fetch_add(1, Ordering::SeqCst);
                 }
