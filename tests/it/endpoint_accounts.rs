@@ -352,3 +352,45 @@ async fn a_thread_followed_twice_is_unsubscribed_once_per_follower() {
     let _: Value = done;
     accounts.endpoint.stop().await;
 }
+
+/// `--recycle-after-threads` applies to the endpoint's members: a member that opened its budget
+/// of threads is recycled after a turn (it drains; the next thread starts a fresh one), and every
+/// turn completes across it.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoint_members_are_recycled_past_their_thread_budget() {
+    let accounts = accounts_endpoint_tuned(1, 1, |pool| PoolConfig {
+        recycle_after_threads: 2,
+        ..pool
+    })
+    .await;
+    let mut client = tcp_client(&accounts.endpoint).await;
+    client.initialize().await;
+    for round in 0..3 {
+        let started = client.request("thread/start", json!({})).await;
+        let thread = started["result"]["thread"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{started}"))
+            .to_string();
+        client
+            .request(
+                "turn/start",
+                json!({"threadId": thread, "input": [{"type": "text", "text": format!("round {round}")}]}),
+            )
+            .await;
+        let done = client
+            .until("turn/completed", turn_completed(&thread))
+            .await;
+        assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+        client.seen.clear();
+    }
+    let member = accounts
+        .endpoint
+        .members()
+        .into_iter()
+        .find(|member| member.name == "local-0")
+        .expect("local-0");
+    assert!(member.recycled >= 1, "{member:?}");
+    assert!(member.generation >= 2, "{member:?}");
+    accounts.endpoint.stop().await;
+}
