@@ -1,0 +1,960 @@
+//! One client connection: its identity and caller, the threads it follows, its requests to the
+//! members and their answers, the server requests it answers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::feed::{Feed, Followed};
+use super::{
+    ConnectionStatus, Shared, ThreadHome, ThreadStatus, CLIENT_QUEUE, INTERNAL_ERROR,
+    INTERRUPT_RETRY, INVALID_REQUEST, MAX_IN_FLIGHT, MAX_REMEMBERED_THREADS,
+    MAX_THREADS_PER_CONNECTION, MAX_WAITING_ANSWERS, ORDER_WAIT,
+};
+use crate::app::clients::Caller;
+use crate::codex::client::fleet::Identity;
+use crate::codex::client::hub::CodexHub;
+use crate::codex::client::peer::PeerError;
+use crate::codex::client::pool::Lease;
+use crate::codex::protocol::methods::{
+    ThreadUnsubscribe, ThreadUnsubscribeParams, TurnInterrupt, TurnInterruptParams,
+};
+use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError};
+use crate::support::sync::lock;
+use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
+/// Methods about the account a connection runs as, answered per identity.
+pub(super) const LOGIN: &str = "account/login/start";
+pub(super) const LOGOUT: &str = "account/logout";
+
+/// One client connection: its identity, threads, server requests waiting for answers, queue.
+pub(super) struct Connection {
+    pub(super) number: usize,
+    pub(super) shared: Arc<Shared>,
+    pub(super) out: mpsc::Sender<String>,
+    /// The client its token names (the operator's token: every thread; a named client: its own).
+    pub(super) caller: Caller,
+    /// Who its requests run as: native until it logs in.
+    pub(super) identity: Mutex<Identity>,
+    pub(super) threads: Mutex<HashMap<String, Followed>>,
+    /// Our id of a server request -> the member's hub and Codex's id.
+    pub(super) waiting: Mutex<HashMap<i64, (Arc<CodexHub>, RequestId)>>,
+    pub(super) next_id: AtomicI64,
+    pub(super) in_flight: Arc<Semaphore>,
+    pub(super) tasks: TaskTracker,
+    pub(super) transcript: Option<crate::proxy::TranscriptQueue>,
+    /// `clientInfo` of `initialize`.
+    pub(super) client: Mutex<Option<String>>,
+    pub(super) initialized: AtomicBool,
+    /// Cancelled when this connection ends (by either side, or on shutdown).
+    pub(super) cancel: CancellationToken,
+}
+
+impl Connection {
+    pub(super) async fn run(
+        shared: Arc<Shared>,
+        caller: Caller,
+        mut sender: Sender,
+        mut receiver: Receiver,
+    ) {
+        let (out, mut queue) = mpsc::channel::<String>(CLIENT_QUEUE);
+        let cancel = shared.cancel.child_token();
+        let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
+        let (transcript, transcript_task) = match &shared.transcript {
+            Some(dir) => {
+                match crate::proxy::transcript_writer(&dir.join(format!("connection-{number}"))) {
+                    Ok((queue, task)) => (Some(queue), Some(task)),
+                    Err(error) => {
+                        tracing::warn!("transcript of connection {number}: {error}");
+                        (None, None)
+                    }
+                }
+            }
+            None => (None, None),
+        };
+        let connection = Arc::new(Connection {
+            number,
+            shared: Arc::clone(&shared),
+            out,
+            caller,
+            identity: Mutex::new(Identity::Native),
+            threads: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            tasks: TaskTracker::new(),
+            transcript,
+            client: Mutex::new(None),
+            initialized: AtomicBool::new(false),
+            cancel: cancel.clone(),
+        });
+        lock(&shared.live).insert(number, Arc::downgrade(&connection));
+        // The writer: the queue to the client, and a ping every interval; a close frame at the end.
+        let writer_cancel = cancel.clone();
+        let ping_interval = shared.ping_interval;
+        let writer = tokio::spawn(async move {
+            let mut ping = tokio::time::interval_at(
+                tokio::time::Instant::now() + ping_interval,
+                ping_interval,
+            );
+            loop {
+                let message = tokio::select! {
+                    biased;
+                    message = queue.recv() => message,
+                    _ = ping.tick() => {
+                        let payload = soketto::data::ByteSlice125::try_from(&b"clawbridge"[..]);
+                        let pinged = match payload {
+                            Ok(payload) => sender.send_ping(payload).await.is_ok()
+                                && sender.flush().await.is_ok(),
+                            Err(_) => false,
+                        };
+                        if !pinged {
+                            break;
+                        }
+                        continue;
+                    }
+                    () = writer_cancel.cancelled() => {
+                        // What was queued before the close still goes out (bounded: the queue).
+                        while let Ok(message) = queue.try_recv() {
+                            if sender.send_text(&message).await.is_err() {
+                                break;
+                            }
+                        }
+                        let _ = sender.flush().await;
+                        None
+                    }
+                };
+                let Some(message) = message else { break };
+                if sender.send_text(&message).await.is_err() || sender.flush().await.is_err() {
+                    break;
+                }
+            }
+            let _ = sender.close().await;
+        });
+        // Nothing but `initialize` may open a connection, and soon.
+        let handshake = {
+            let connection = Arc::downgrade(&connection);
+            let cancel = cancel.clone();
+            let timeout = shared.handshake_timeout;
+            tokio::spawn(async move {
+                tokio::time::sleep(timeout).await;
+                let silent = connection
+                    .upgrade()
+                    .is_some_and(|c| !c.initialized.load(Ordering::SeqCst));
+                if silent {
+                    tracing::info!("a client sent no initialize within {timeout:?}; closed");
+                    cancel.cancel();
+                }
+            })
+        };
+        let mut data = Vec::new();
+        loop {
+            data.clear();
+            let received = tokio::select! {
+                received = tokio::time::timeout(shared.idle_timeout, receiver.receive(&mut data)) => received,
+                () = cancel.cancelled() => break,
+            };
+            match received {
+                Ok(Ok(soketto::Incoming::Data(_))) => {}
+                Ok(Ok(soketto::Incoming::Pong(_))) => continue,
+                Ok(Ok(soketto::Incoming::Closed(_))) => break,
+                Ok(Err(error)) => {
+                    tracing::debug!("client connection {number} ended: {error}");
+                    break;
+                }
+                Err(_) => {
+                    tracing::info!(
+                        "client connection {number}: nothing for {:?}, not even a pong; closed",
+                        shared.idle_timeout
+                    );
+                    break;
+                }
+            }
+            let text = String::from_utf8_lossy(&data).into_owned();
+            connection.receive(text).await;
+            if writer.is_finished() {
+                break;
+            }
+        }
+        cancel.cancel();
+        handshake.abort();
+        connection.close().await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+        lock(&shared.live).remove(&number);
+        // The transcript's writer ends when the last copy of its queue is gone.
+        drop(connection);
+        if let Some(task) = transcript_task {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+
+    pub(super) fn status(&self) -> ConnectionStatus {
+        let mut threads: Vec<ThreadStatus> = lock(&self.threads)
+            .iter()
+            .map(|(id, followed)| ThreadStatus {
+                id: id.clone(),
+                member: followed.lease.name.clone(),
+                turn: followed.feed.turn(),
+                followers: followed.feed.followers().len(),
+                stall: lock(&followed.feed.watch).status(),
+            })
+            .collect();
+        threads.sort_by(|a, b| a.id.cmp(&b.id));
+        ConnectionStatus {
+            number: self.number,
+            identity: self.identity().key(),
+            client: lock(&self.client).clone(),
+            threads,
+            requests_in_flight: MAX_IN_FLIGHT - self.in_flight.available_permits(),
+            waiting_answers: lock(&self.waiting).len(),
+        }
+    }
+
+    /// A copy of a line for the transcript and the observer (never waits).
+    pub(super) fn tap(&self, direction: crate::proxy::Direction, line: &str) {
+        if let Some(transcript) = &self.transcript {
+            transcript.offer(direction, line.as_bytes().to_vec());
+        }
+        if let Some(observe) = &self.shared.observe {
+            observe.offer(self.number, direction, line.as_bytes().to_vec());
+        }
+    }
+
+    /// A message to the client, tapped.
+    pub(super) async fn send(&self, text: String) {
+        self.tap(crate::proxy::Direction::Out, &text);
+        let _ = self.out.send(text).await;
+    }
+
+    /// A message to the client from a relay: never waits; a client that fell
+    /// [`CLIENT_QUEUE`] messages behind is closed (its threads stay on their members).
+    pub(super) fn push(&self, text: String) {
+        self.tap(crate::proxy::Direction::Out, &text);
+        if self.out.try_send(text).is_err() {
+            tracing::warn!(
+                "client connection {} fell {CLIENT_QUEUE} messages behind; closed",
+                self.number
+            );
+            self.cancel.cancel();
+        }
+    }
+
+    /// One message from the client.
+    pub(super) async fn receive(self: &Arc<Self>, text: String) {
+        self.tap(crate::proxy::Direction::In, &text);
+        match crate::codex::protocol::wire::decode(text) {
+            Ok(Incoming::Request { id, method, params }) => {
+                let method = method.to_string();
+                if method == "initialize" {
+                    self.initialize(id, &params).await;
+                    return;
+                }
+                let Ok(permit) = Arc::clone(&self.in_flight).try_acquire_owned() else {
+                    self.answer_error(
+                        &id,
+                        RpcError {
+                            code: -32001,
+                            message: format!(
+                                "Server overloaded: {MAX_IN_FLIGHT} requests of this connection are in flight"
+                            ),
+                            data: None,
+                        },
+                    )
+                    .await;
+                    return;
+                };
+                let connection = Arc::clone(self);
+                self.tasks.spawn(async move {
+                    let _permit = permit;
+                    connection.forward(id, method, params).await;
+                });
+            }
+            Ok(Incoming::Notification { method, params, .. }) => {
+                let method = method.to_string();
+                if method == "initialized" {
+                    return;
+                }
+                // A client's notification about a thread goes to the thread's member.
+                if let Some(hub) = thread_of(&params).and_then(|thread| self.hub_of(&thread)) {
+                    let params: Option<Value> = params.parse().ok();
+                    let _ = hub.peer().notify(&method, params.as_ref()).await;
+                }
+            }
+            Ok(Incoming::Response { id, result }) => {
+                let RequestId::Integer(our_id) = id else {
+                    return;
+                };
+                let Some((hub, codex_id)) = lock(&self.waiting).remove(&our_id) else {
+                    tracing::debug!("a client answered an unknown server request {id}");
+                    return;
+                };
+                let sent = match result {
+                    Ok(raw) => match serde_json::from_str::<Value>(raw.get()) {
+                        Ok(value) => hub.peer().respond(codex_id, value).await,
+                        Err(_) => return,
+                    },
+                    Err(error) => hub.peer().respond_rpc_error(codex_id, error).await,
+                };
+                if let Err(error) = sent {
+                    tracing::debug!("an answer to the app-server was lost: {error}");
+                }
+            }
+            Err(error) => {
+                tracing::debug!("a client sent a message that is not JSON-RPC: {error}");
+            }
+        }
+    }
+
+    pub(super) fn identity(&self) -> Identity {
+        lock(&self.identity).clone()
+    }
+
+    pub(super) async fn initialize(&self, id: RequestId, params: &RawParams) {
+        self.initialized.store(true, Ordering::SeqCst);
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Info {
+            name: Option<String>,
+            version: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Peek {
+            client_info: Option<Info>,
+        }
+        if let Some(info) = serde_json::from_str::<Peek>(params.get())
+            .ok()
+            .and_then(|peek| peek.client_info)
+        {
+            let name = [info.name, info.version]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let name: String = name.chars().filter(|c| !c.is_control()).take(200).collect();
+            *lock(&self.client) = Some(name);
+        }
+        // Any running member's answer (one Codex build): a handshake starts nothing when one
+        // runs, so a client that logs in next does not hold a native member for nothing.
+        if let Some(result) = self.shared.fleet.any_initialize_result() {
+            return self.answer(&id, &result.to_string()).await;
+        }
+        match self
+            .shared
+            .fleet
+            .lease(&Identity::Native, None, &self.shared.cwd)
+            .await
+        {
+            Ok((lease, _hold)) => {
+                let result = self
+                    .shared
+                    .fleet
+                    .initialize_answer(&lease.hub.initialize_result);
+                self.answer(&id, &result.to_string()).await;
+            }
+            Err(error) => {
+                self.answer_error(
+                    &id,
+                    RpcError {
+                        code: INTERNAL_ERROR,
+                        message: format!("clawbridge: no app-server: {error}"),
+                        data: None,
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    /// The member that serves a thread this connection follows.
+    pub(super) fn hub_of(&self, thread: &str) -> Option<Arc<CodexHub>> {
+        lock(&self.threads)
+            .get(thread)
+            .map(|followed| Arc::clone(&followed.lease.hub))
+    }
+
+    pub(super) async fn fail(&self, id: &RequestId, code: i64, message: String) {
+        let error = RpcError {
+            code,
+            message,
+            data: None,
+        };
+        self.answer_error(id, error).await
+    }
+
+    /// A member of `identity` for a request (the thread's, by `affinity`), held until the hold
+    /// goes; from now on its messages of no thread reach the identity's connections.
+    pub(super) async fn lease(
+        &self,
+        identity: &Identity,
+        affinity: Option<&str>,
+    ) -> Result<(Lease, crate::codex::client::fleet::Hold), String> {
+        let (lease, hold) = self
+            .shared
+            .fleet
+            .lease(identity, affinity, &self.shared.cwd)
+            .await
+            .map_err(|error| format!("clawbridge: {error}"))?;
+        self.shared.watch_unscoped(&lease, identity);
+        Ok((lease, hold))
+    }
+
+    /// `account/login/start`: the connection takes the identity the login names, and the login
+    /// goes to a member of that identity only (never to one that serves other connections).
+    pub(super) async fn login(self: &Arc<Self>, id: RequestId, params: &RawParams) {
+        let value: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
+        let identity = match Identity::from_login(&value) {
+            Ok(identity) => identity,
+            Err(refusal) => {
+                return self
+                    .fail(&id, INVALID_REQUEST, format!("clawbridge: {refusal}"))
+                    .await
+            }
+        };
+        // A login is the same whenever it is sent: one whose member went away under it (killed,
+        // recycled) is sent once more, to the identity's next member.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (lease, _hold) = match self.lease(&identity, None).await {
+                Ok(leased) => leased,
+                Err(error) => return self.fail(&id, INTERNAL_ERROR, error).await,
+            };
+            match lease.hub.peer().request_raw(LOGIN, &value).await {
+                Ok(raw) => {
+                    self.become_identity(identity).await;
+                    return self.answer(&id, raw.get()).await;
+                }
+                Err(PeerError::ConnectionClosed) if tries < 2 => continue,
+                Err(error) => return self.member_failed(&id, &identity, &lease, error).await,
+            }
+        }
+    }
+
+    /// From now on the connection's requests run as `identity`. The threads it followed as
+    /// another identity are let go: they stay that identity's, never run under this one.
+    pub(super) async fn become_identity(&self, identity: Identity) {
+        let previous = std::mem::replace(&mut *lock(&self.identity), identity.clone());
+        if previous != identity {
+            tracing::info!(
+                "client connection {}: now {identity} (was {previous})",
+                self.number
+            );
+            self.leave_all().await;
+        }
+    }
+
+    /// A request that got an error or no answer from its member: a timeout marks the member
+    /// unhealthy (it is restarted or reconnected; new work goes elsewhere meanwhile).
+    pub(super) async fn member_failed(
+        &self,
+        id: &RequestId,
+        identity: &Identity,
+        lease: &Lease,
+        error: PeerError,
+    ) {
+        match error {
+            PeerError::Rpc { error, .. } => self.answer_error(id, error).await,
+            error => {
+                if let PeerError::Timeout { .. } = error {
+                    self.shared
+                        .fleet
+                        .report_unhealthy(identity, lease, error.to_string())
+                        .await;
+                }
+                self.fail(
+                    id,
+                    INTERNAL_ERROR,
+                    format!("clawbridge: the app-server {}: {error}", lease.name),
+                )
+                .await
+            }
+        }
+    }
+
+    /// A client request, to a member of its identity, and the member's answer back.
+    pub(super) async fn forward(
+        self: &Arc<Self>,
+        id: RequestId,
+        method: String,
+        params: RawParams,
+    ) {
+        match method.as_str() {
+            "thread/loaded/list" => return self.loaded_list(&id).await,
+            LOGIN => return self.login(id, &params).await,
+            LOGOUT => {
+                // The member's login is its identity's, shared with its other connections:
+                // this connection stops using it, nothing is logged out for the others.
+                self.become_identity(Identity::Native).await;
+                return self.answer(&id, "{}").await;
+            }
+            _ => {}
+        }
+        let identity = self.identity();
+        let thread = if method == "thread/start" {
+            None
+        } else {
+            thread_of(&params)
+        };
+        // A thread lives with the identity that opened it: another identity's connection gets
+        // a clear refusal, never a turn under the wrong account.
+        let home = thread
+            .as_deref()
+            .and_then(|thread| lock(&self.shared.homes).get(thread).cloned());
+        if let (Some(thread), Some(home)) = (&thread, &home) {
+            if !self.caller.may_use(&home.owner) {
+                return self
+                    .fail(
+                        &id,
+                        INVALID_REQUEST,
+                        format!("clawbridge: thread {thread} belongs to another client"),
+                    )
+                    .await;
+            }
+            if home.identity != identity {
+                return self
+                    .fail(
+                        &id,
+                        INVALID_REQUEST,
+                        format!(
+                            "clawbridge: thread {thread} belongs to another account ({}); this connection runs as {identity}. Log in with that account's credentials to use it.",
+                            home.identity
+                        ),
+                    )
+                    .await;
+            }
+        }
+        if let ("thread/unsubscribe", Some(thread)) = (method.as_str(), &thread) {
+            if let Some(status) = self.unsubscribe(thread) {
+                return self
+                    .answer(&id, &serde_json::json!({ "status": status }).to_string())
+                    .await;
+            }
+        }
+        let followed = thread.as_deref().and_then(|thread| {
+            let lease = lock(&self.threads)
+                .get(thread)
+                .filter(|followed| followed.lease.hub.is_alive())
+                .map(|followed| followed.lease.clone())?;
+            let hold = self.shared.fleet.hold(&lease)?;
+            Some((lease, hold))
+        });
+        let (lease, _hold) = match followed {
+            Some(leased) => leased,
+            None => {
+                let affinity = home.as_ref().map(|home| home.member.as_str());
+                match self.lease(&identity, affinity).await {
+                    Ok(leased) => leased,
+                    Err(error) => return self.fail(&id, INTERNAL_ERROR, error).await,
+                }
+            }
+        };
+        let params: &serde_json::value::RawValue = match serde_json::from_str(params.get()) {
+            Ok(params) => params,
+            Err(_) => {
+                return self
+                    .fail(&id, INVALID_REQUEST, "params are not JSON".into())
+                    .await
+            }
+        };
+        // A resumed thread is followed before the request, so nothing Codex says about it
+        // before its answer (`thread/status/changed` `notLoaded`) is missed. A turn on a thread
+        // this app-server has no feed for (its member was restarted, or stopped while idle to
+        // make room for another account) is resumed here first, so it runs and is heard.
+        let mut resumed_here = false;
+        match (method.as_str(), &thread) {
+            ("thread/resume", Some(thread)) => {
+                self.follow(thread, &lease, &identity);
+                resumed_here = true;
+            }
+            ("turn/start" | "turn/steer", Some(thread)) if !self.follows_on(thread, &lease.hub) => {
+                let known_here = self.shared.feed_exists(&lease.hub, thread);
+                self.follow(thread, &lease, &identity);
+                if !known_here {
+                    let resume = serde_json::json!({ "threadId": thread });
+                    if let Err(error) = lease.hub.peer().request_raw("thread/resume", &resume).await
+                    {
+                        self.leave(thread);
+                        return self.member_failed(&id, &identity, &lease, error).await;
+                    }
+                    lease.hub.note_opened();
+                }
+            }
+            _ => {}
+        }
+        match lease.hub.peer().request_raw(&method, &params).await {
+            Ok(raw) => {
+                // The thread the answer is about: the one opened, or the one named.
+                let mut answered = thread.clone();
+                match method.as_str() {
+                    "thread/start" | "thread/resume" => {
+                        let opened = serde_json::from_str::<Value>(raw.get())
+                            .ok()
+                            .and_then(|answer| answer["thread"]["id"].as_str().map(str::to_string));
+                        if let Some(opened) = opened {
+                            lease.hub.note_opened();
+                            self.follow(&opened, &lease, &identity);
+                            if method == "thread/start" {
+                                if let Some(feed) = self.feed_of(&opened) {
+                                    feed.started_here();
+                                }
+                            }
+                            answered = Some(opened);
+                        }
+                    }
+                    "turn/start" => {
+                        let turn = serde_json::from_str::<Value>(raw.get())
+                            .ok()
+                            .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
+                        if let (Some(thread), Some(turn)) = (&thread, turn) {
+                            if let Some(feed) = self.feed_of(thread) {
+                                feed.set_turn(Some(turn));
+                                *lock(&feed.answerer) = Some(self.number);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                if let Some(answered) = answered {
+                    self.barrier(&lease.hub, &answered).await;
+                }
+                self.answer(&id, raw.get()).await;
+            }
+            Err(error) => {
+                if resumed_here {
+                    if let Some(thread) = &thread {
+                        self.leave(thread);
+                    }
+                }
+                self.member_failed(&id, &identity, &lease, error).await
+            }
+        }
+    }
+
+    /// Whether this connection follows `thread` on that app-server incarnation.
+    pub(super) fn follows_on(&self, thread: &str, hub: &Arc<CodexHub>) -> bool {
+        lock(&self.threads)
+            .get(thread)
+            .is_some_and(|followed| Arc::ptr_eq(&followed.lease.hub, hub))
+    }
+
+    pub(super) fn feed_of(&self, thread: &str) -> Option<Arc<Feed>> {
+        lock(&self.threads)
+            .get(thread)
+            .map(|followed| Arc::clone(&followed.feed))
+    }
+
+    /// `thread/loaded/list` over the identity's members: the threads loaded in each of its
+    /// running app-servers (one page; a client of one app-server sees its own the same way).
+    /// Another identity's threads are never listed.
+    pub(super) async fn loaded_list(&self, id: &RequestId) {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            data: Vec<String>,
+        }
+        let mut loaded = Vec::new();
+        let everything = serde_json::json!({});
+        for (name, hub) in self.shared.fleet.live_hubs(&self.identity()) {
+            let asked = hub
+                .peer()
+                .request::<_, Page>("thread/loaded/list", &everything);
+            match tokio::time::timeout(Duration::from_secs(10), asked).await {
+                Ok(Ok(page)) => loaded.extend(page.data),
+                Ok(Err(error)) => tracing::debug!("thread/loaded/list on {name}: {error}"),
+                Err(_) => tracing::debug!("thread/loaded/list on {name}: no answer in 10 s"),
+            }
+        }
+        // A named client hears only of its own threads.
+        if !self.caller.operator {
+            let homes = lock(&self.shared.homes);
+            loaded.retain(|thread| {
+                homes
+                    .get(thread)
+                    .is_some_and(|home| self.caller.may_use(&home.owner))
+            });
+        }
+        loaded.sort();
+        loaded.dedup();
+        let result = serde_json::json!({"data": loaded, "nextCursor": null});
+        self.answer(id, &result.to_string()).await;
+    }
+
+    /// Follow a thread on `lease`'s app-server from now on: its feed (made and claimed on first
+    /// need) relays its messages to this connection too. The thread is filed as `identity`'s.
+    pub(super) fn follow(self: &Arc<Self>, thread: &str, lease: &Lease, identity: &Identity) {
+        {
+            let mut homes = lock(&self.shared.homes);
+            if homes.len() >= MAX_REMEMBERED_THREADS && !homes.contains_key(thread) {
+                homes.clear();
+            }
+            // The client that opened a thread keeps it (an operator's resume does not take it).
+            let owner = homes
+                .get(thread)
+                .map_or_else(|| self.caller.name.clone(), |home| home.owner.clone());
+            homes.insert(
+                thread.to_string(),
+                ThreadHome {
+                    identity: identity.clone(),
+                    member: lease.name.clone(),
+                    owner,
+                },
+            );
+        }
+        if self.follows_on(thread, &lease.hub) {
+            if let Some(feed) = self.feed_of(thread) {
+                feed.add(self);
+            }
+            return;
+        }
+        let feed = self.shared.feed(thread, lease, identity);
+        feed.add(self);
+        let mut threads = lock(&self.threads);
+        if threads.len() >= MAX_THREADS_PER_CONNECTION && !threads.contains_key(thread) {
+            // One thread goes, one without a running turn if there is one (it stays on its
+            // member; the client can resume it).
+            let idle = threads
+                .iter()
+                .find(|(_, followed)| followed.feed.turn().is_none())
+                .or_else(|| threads.iter().next())
+                .map(|(id, _)| id.clone());
+            if let Some(gone) = idle.and_then(|id| threads.remove(&id)) {
+                self.shared.unfollow(&gone.feed, self.number);
+            }
+        }
+        let followed = Followed {
+            lease: lease.clone(),
+            feed,
+        };
+        if let Some(old) = threads.insert(thread.to_string(), followed) {
+            self.shared.unfollow(&old.feed, self.number);
+        }
+    }
+
+    /// Stop following `thread` (the feed ends when nobody follows it any more).
+    pub(super) fn leave(&self, thread: &str) -> Option<Followed> {
+        let followed = lock(&self.threads).remove(thread)?;
+        self.shared.unfollow(&followed.feed, self.number);
+        Some(followed)
+    }
+
+    /// A server request of one of this connection's threads, under this connection's own id.
+    pub(super) async fn relay_request(
+        &self,
+        hub: &Arc<CodexHub>,
+        request: crate::codex::protocol::inbound::Request,
+    ) {
+        let ours = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let full = {
+            let mut waiting = lock(&self.waiting);
+            let full = waiting.len() >= MAX_WAITING_ANSWERS;
+            if !full {
+                waiting.insert(ours, (Arc::clone(hub), request.id.clone()));
+            }
+            full
+        };
+        if full {
+            let _ = hub
+                .peer()
+                .respond_error(
+                    request.id,
+                    INTERNAL_ERROR,
+                    "clawbridge: the client has too many unanswered requests".into(),
+                )
+                .await;
+            return;
+        }
+        let text =
+            serde_json::json!({"id": ours, "method": request.method, "params": request.params})
+                .to_string();
+        self.push(text);
+    }
+
+    /// Wait until everything the member said about `thread` before now is in this client's
+    /// queue, so an answer sent next keeps Codex's order (its messages first, as Codex sent
+    /// them). Bounded: a stuck member or relay costs the order, never the answer.
+    pub(super) async fn barrier(&self, hub: &CodexHub, thread: &str) {
+        hub.fence(ORDER_WAIT).await;
+        let Some(barrier) = self.feed_of(thread).map(|feed| feed.barrier.clone()) else {
+            return;
+        };
+        let (ack, acked) = oneshot::channel();
+        if barrier.send(ack).await.is_ok() {
+            let _ = tokio::time::timeout(ORDER_WAIT, acked).await;
+        }
+    }
+
+    /// A client's `thread/unsubscribe`, as Codex treats one connection's: the connection stops
+    /// hearing the thread. The member (one connection for every client) is told only when no
+    /// other connection follows the thread; then `None`, and the request goes to it. Otherwise
+    /// the answer is given here: `unsubscribed`, or `notSubscribed` for a thread this
+    /// connection did not follow.
+    pub(super) fn unsubscribe(&self, thread: &str) -> Option<&'static str> {
+        let followed = self.leave(thread);
+        if !self.shared.followed_elsewhere(self.number, thread) {
+            return None;
+        }
+        Some(if followed.is_some() {
+            "unsubscribed"
+        } else {
+            "notSubscribed"
+        })
+    }
+
+    /// The member serving `thread` went away (it crashed, was killed, or was stopped while
+    /// idle): a running turn ends for the client with a failed `turn/completed` naming why,
+    /// instead of never ending; the thread is let go, so the client's next message for it goes
+    /// to the member's next incarnation, which reads the thread back from Codex's home.
+    pub(super) fn member_lost(&self, feed: &Arc<Feed>, turn: Option<&str>) {
+        let (thread, member) = (feed.thread.as_str(), feed.member.as_str());
+        {
+            // Only if it still follows the thread through that feed (not on a newer incarnation).
+            let mut threads = lock(&self.threads);
+            if !threads
+                .get(thread)
+                .is_some_and(|followed| Arc::ptr_eq(&followed.feed, feed))
+            {
+                return;
+            }
+            threads.remove(thread);
+        }
+        if let Some(turn) = turn {
+            let ended = serde_json::json!({
+                "method": "turn/completed",
+                "params": {
+                    "threadId": thread,
+                    "turn": {
+                        "id": turn,
+                        "items": [],
+                        "status": "failed",
+                        "error": {
+                            "message": format!("clawbridge: the app-server {member} serving this thread went away during the turn; resume the thread to go on"),
+                        },
+                    },
+                },
+            });
+            self.push(ended.to_string());
+        }
+    }
+
+    /// Shutdown: every running turn of this connection gets `turn/interrupt`; waits (bounded by
+    /// the caller) until Codex has said `turn/completed` for each, so the client hears it.
+    pub(super) async fn interrupt_turns(&self) {
+        let running: Vec<(String, String, Arc<CodexHub>)> = lock(&self.threads)
+            .iter()
+            .filter_map(|(thread, followed)| {
+                followed
+                    .feed
+                    .turn()
+                    .map(|turn| (thread.clone(), turn, Arc::clone(&followed.lease.hub)))
+            })
+            .collect();
+        let mut interrupts = tokio::task::JoinSet::new();
+        for (thread_id, turn_id, hub) in running {
+            interrupts.spawn(async move {
+                let params = TurnInterruptParams { thread_id, turn_id };
+                // A turn Codex has answered `turn/start` for may not be active in it yet
+                // ("no active turn to interrupt", measured on 0.169.0 when the stop comes right
+                // after the start): asked again shortly, until it is or the grace ends.
+                loop {
+                    match hub.peer().call::<TurnInterrupt>(&params).await {
+                        Err(PeerError::Rpc { error, .. })
+                            if error.message.contains("no active turn") =>
+                        {
+                            tokio::time::sleep(INTERRUPT_RETRY).await;
+                        }
+                        Err(error) => {
+                            tracing::debug!("turn/interrupt on shutdown: {error}");
+                            break;
+                        }
+                        Ok(_) => break,
+                    }
+                }
+            });
+        }
+        interrupts.join_all().await;
+        while lock(&self.threads)
+            .values()
+            .any(|followed| followed.feed.turn().is_some() && followed.lease.hub.is_alive())
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub(super) async fn answer(&self, id: &RequestId, result: &str) {
+        let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+        self.send(format!(r#"{{"id":{id},"result":{result}}}"#))
+            .await;
+    }
+
+    pub(super) async fn answer_error(&self, id: &RequestId, error: RpcError) {
+        let message = serde_json::json!({"id": id, "error": error});
+        self.send(message.to_string()).await;
+    }
+
+    /// Stop following every thread; each that nobody else follows is unsubscribed on its
+    /// member (Codex holds every thread it opened in memory until told nobody follows it; a
+    /// later resume loads it again).
+    pub(super) async fn leave_all(&self) {
+        let threads: Vec<(String, Followed)> = lock(&self.threads).drain().collect();
+        let mut unsubscribes = tokio::task::JoinSet::new();
+        for (thread, followed) in threads {
+            let still_followed = self.shared.unfollow(&followed.feed, self.number);
+            if still_followed || !followed.lease.hub.is_alive() {
+                continue;
+            }
+            unsubscribes.spawn(async move {
+                let params = ThreadUnsubscribeParams { thread_id: thread };
+                if let Err(error) = followed
+                    .lease
+                    .hub
+                    .peer()
+                    .call::<ThreadUnsubscribe>(&params)
+                    .await
+                {
+                    tracing::debug!("thread/unsubscribe after a client left: {error}");
+                }
+            });
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), unsubscribes.join_all()).await;
+    }
+
+    /// The connection is gone: it follows nothing any more, its members are told nobody will
+    /// answer.
+    pub(super) async fn close(&self) {
+        self.leave_all().await;
+        let waiting: Vec<(Arc<CodexHub>, RequestId)> = lock(&self.waiting)
+            .drain()
+            .map(|(_, entry)| entry)
+            .collect();
+        for (hub, id) in waiting {
+            let _ = hub
+                .peer()
+                .respond_error(
+                    id,
+                    INTERNAL_ERROR,
+                    "clawbridge: the client went away".into(),
+                )
+                .await;
+        }
+        self.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.tasks.wait()).await;
+    }
+}
+
+/// The `threadId` a message's params name, if any.
+pub(super) fn thread_of(params: &RawParams) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Peek {
+        thread_id: Option<String>,
+    }
+    serde_json::from_str::<Peek>(params.get())
+        .ok()
+        .and_then(|peek| peek.thread_id)
+}

@@ -1,0 +1,273 @@
+//! A thread's feed: one claim of the thread's messages on one app-server incarnation, relayed
+//! to every connection that follows the thread, with the stall watcher of its running turn.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::connection::Connection;
+use super::INTERNAL_ERROR;
+use crate::codex::client::fleet::{Fleet, Identity};
+use crate::codex::client::hub::CodexHub;
+use crate::codex::client::pool::Lease;
+use crate::codex::protocol::inbound::Inbound;
+use crate::proxy::stall::{StallKind, TurnWatch, Verdict};
+use crate::support::sync::lock;
+
+/// A thread a connection follows: its member's lease and the thread's feed.
+pub(super) struct Followed {
+    pub(super) lease: Lease,
+    pub(super) feed: Arc<Feed>,
+}
+
+/// One thread of one app-server incarnation, claimed once, relayed to every connection that
+/// follows it (as Codex sends a thread's messages to each of its subscribed connections).
+pub(super) struct Feed {
+    pub(super) thread: String,
+    pub(super) member: String,
+    pub(super) hub: Arc<CodexHub>,
+    /// The lease the feed was made with, and whose: after each turn the member is checked for
+    /// recycling (threads opened, memory), as `serve` does after each run.
+    pub(super) lease: Lease,
+    pub(super) identity: Identity,
+    pub(super) fleet: Arc<Fleet>,
+    /// The followers, oldest first; the last is the one server requests go to, unless
+    /// `answerer` names a follower (the one that started the running turn).
+    pub(super) followers: Mutex<Vec<Weak<Connection>>>,
+    pub(super) answerer: Mutex<Option<usize>>,
+    /// The running turn (from `turn/started` or `turn/start`'s answer until `turn/completed`).
+    pub(super) turn: Mutex<Option<String>>,
+    /// Started here and no turn yet: Codex has no rollout of it, so its app-server must not be
+    /// stopped to make room (the thread could not be resumed).
+    pub(super) fresh: AtomicBool,
+    /// Asks the relay to send what it holds, then acknowledge (see [`Connection::barrier`]).
+    pub(super) barrier: mpsc::Sender<oneshot::Sender<()>>,
+    pub(super) relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The running turn, watched for stalls.
+    pub(super) watch: Mutex<TurnWatch>,
+    pub(super) stalls: Arc<StallCounts>,
+}
+
+/// Stalls seen so far, by kind, and turns completed for their clients.
+#[derive(Default)]
+pub(super) struct StallCounts {
+    pub(super) by_kind: Mutex<BTreeMap<&'static str, usize>>,
+    pub(super) recovered: AtomicUsize,
+}
+
+/// A feed's key: the app-server incarnation (its hub, alive as long as the feed holds it) and
+/// the thread.
+pub(super) type FeedKey = (usize, String);
+
+pub(super) fn feed_key(hub: &Arc<CodexHub>, thread: &str) -> FeedKey {
+    (Arc::as_ptr(hub) as usize, thread.to_string())
+}
+
+impl Feed {
+    pub(super) fn followers(&self) -> Vec<Arc<Connection>> {
+        lock(&self.followers)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// Add (or move to the end) a follower: the newest follows, and answers server requests.
+    pub(super) fn add(&self, connection: &Arc<Connection>) {
+        let mut followers = lock(&self.followers);
+        followers.retain(|weak| {
+            weak.upgrade()
+                .is_some_and(|other| other.number != connection.number)
+        });
+        followers.push(Arc::downgrade(connection));
+    }
+
+    /// Remove a follower; whether anyone still follows.
+    pub(super) fn remove(&self, number: usize) -> bool {
+        let mut followers = lock(&self.followers);
+        followers.retain(|weak| weak.upgrade().is_some_and(|other| other.number != number));
+        let mut answerer = lock(&self.answerer);
+        if *answerer == Some(number) {
+            *answerer = None;
+        }
+        !followers.is_empty()
+    }
+
+    pub(super) fn set_turn(&self, turn: Option<String>) {
+        let mut current = lock(&self.turn);
+        match (current.is_some(), turn.is_some()) {
+            (false, true) => self.hub.hold(),
+            (true, false) => self.hub.release(),
+            _ => {}
+        }
+        if turn.is_some() {
+            self.persisted();
+        }
+        *current = turn;
+    }
+
+    /// A thread this app-server started and has no turn yet holds it (see `fresh`).
+    pub(super) fn started_here(&self) {
+        if !self.fresh.swap(true, Ordering::SeqCst) {
+            self.hub.hold();
+        }
+    }
+
+    /// Its first turn began (Codex writes the rollout), or the feed ended.
+    pub(super) fn persisted(&self) {
+        if self.fresh.swap(false, Ordering::SeqCst) {
+            self.hub.release();
+        }
+    }
+
+    pub(super) fn turn(&self) -> Option<String> {
+        lock(&self.turn).clone()
+    }
+
+    /// Where a server request of this thread goes: the follower that started the running turn,
+    /// else the newest follower.
+    pub(super) fn answering(&self) -> Option<Arc<Connection>> {
+        let followers = self.followers();
+        let wanted = *lock(&self.answerer);
+        wanted
+            .and_then(|number| followers.iter().find(|c| c.number == number).cloned())
+            .or_else(|| followers.last().cloned())
+    }
+
+    /// The stall watcher's deadline passed: tell the stall once; with recovery on, complete a
+    /// turn whose final agent message came without its `turn/completed` for the followers.
+    pub(super) async fn stall_due(&self) {
+        let Some(verdict) = lock(&self.watch).due() else {
+            return;
+        };
+        let turn = self.turn().unwrap_or_default();
+        let kind = match verdict {
+            Verdict::Report(kind) => kind,
+            Verdict::Recover => StallKind::MissingTurnCompleted,
+        };
+        *lock(&self.stalls.by_kind).entry(kind.as_str()).or_default() += 1;
+        let quiet = lock(&self.watch)
+            .status()
+            .map_or(0, |stall| stall.quiet_secs);
+        match verdict {
+            Verdict::Report(kind) => tracing::warn!(
+                "turn {turn} on thread {} ({}): stalled ({}): nothing for {quiet} s",
+                self.thread,
+                self.member,
+                kind.as_str()
+            ),
+            Verdict::Recover => {
+                tracing::warn!(
+                    "turn {turn} on thread {} ({}): no turn/completed {quiet} s after its final agent message; completed for the client (recovered)",
+                    self.thread,
+                    self.member
+                );
+                self.stalls.recovered.fetch_add(1, Ordering::SeqCst);
+                let ended = serde_json::json!({
+                    "method": "turn/completed",
+                    "params": {
+                        "threadId": self.thread,
+                        "turn": {"id": turn, "items": [], "status": "completed", "error": null},
+                    },
+                })
+                .to_string();
+                for follower in self.followers() {
+                    follower.push(ended.clone());
+                }
+                self.set_turn(None);
+                *lock(&self.answerer) = None;
+                self.fleet.after_run(&self.identity, &self.lease).await;
+            }
+        }
+    }
+
+    /// One message of the thread to its followers.
+    pub(super) async fn deliver(&self, message: Inbound) {
+        match message {
+            Inbound::Notification(notification) => {
+                let item_type = (notification.method == "item/completed")
+                    .then(|| item_type(notification.params.get()))
+                    .flatten();
+                let relay = lock(&self.watch).observe(&notification.method, item_type.as_deref());
+                if !relay {
+                    tracing::debug!(
+                        "thread {}: Codex's late turn/completed of a recovered turn, not relayed",
+                        self.thread
+                    );
+                    return;
+                }
+                let text = format!(
+                    r#"{{"method":{},"params":{}}}"#,
+                    Value::from(notification.method.as_str()),
+                    notification.params.get()
+                );
+                let followers = self.followers();
+                match notification.method.as_str() {
+                    "turn/started" => {
+                        #[derive(serde::Deserialize)]
+                        struct Turn {
+                            id: String,
+                        }
+                        #[derive(serde::Deserialize)]
+                        struct Started {
+                            turn: Turn,
+                        }
+                        if let Ok(started) =
+                            serde_json::from_str::<Started>(notification.params.get())
+                        {
+                            self.set_turn(Some(started.turn.id));
+                        }
+                    }
+                    "turn/completed" => {
+                        // Queued before the turn counts as ended: a draining stop that sees no
+                        // running turn closes after this message, never before it.
+                        for follower in &followers {
+                            follower.push(text.clone());
+                        }
+                        self.set_turn(None);
+                        *lock(&self.answerer) = None;
+                        self.fleet.after_run(&self.identity, &self.lease).await;
+                        return;
+                    }
+                    _ => {}
+                }
+                for follower in &followers {
+                    follower.push(text.clone());
+                }
+            }
+            Inbound::Request(request) => match self.answering() {
+                Some(connection) => connection.relay_request(&self.hub, request).await,
+                None => {
+                    let _ = self
+                        .hub
+                        .peer()
+                        .respond_error(
+                            request.id,
+                            INTERNAL_ERROR,
+                            "clawbridge: no client follows this thread".into(),
+                        )
+                        .await;
+                }
+            },
+            Inbound::Response(_) => {}
+        }
+    }
+}
+
+/// The `type` of an `item/completed`'s item.
+pub(super) fn item_type(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Item {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Completed {
+        item: Item,
+    }
+    serde_json::from_str::<Completed>(params)
+        .ok()
+        .map(|completed| completed.item.kind)
+}

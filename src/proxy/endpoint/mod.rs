@@ -1,0 +1,590 @@
+//! `clawbridge app-server --listen ws://IP:PORT`: the endpoint OpenClaw's Codex plugin talks to
+//! with `appServer.transport: "websocket"`, serving every connection's threads from the pool.
+//!
+//! Each client speaks Codex's app-server JSON-RPC to it exactly as to Codex's own listener: one
+//! message per text frame, ids echoed with their JSON type, no `"jsonrpc"` field added.
+//! `initialize` is answered per connection with the answer of the pool's first member (Codex's
+//! user agent), `initialized` is taken here. `thread/start` goes to the least busy member; every
+//! later message naming that thread (`threadId`) goes to the same member; so does a
+//! `thread/resume` from any connection (the endpoint remembers where each thread lives, so a
+//! client that reconnects resumes its threads). Requests that name no thread go to any member.
+//! What a member says about a thread (notifications and server requests) reaches the
+//! connection that opened or resumed it; a server request gets the connection's own id, and the
+//! client's answer goes back to the member under Codex's id.
+//!
+//! Safe by default, as `serve` is: every upgrade needs `Authorization: Bearer <token>` (compared
+//! in constant time), a request with an `Origin` header is refused (403: no browser page may
+//! reach it), `Host` must name the listener (loopback names or the bound address), a listener off
+//! loopback needs `--allow-remote`; connections, message sizes, requests in flight per
+//! connection and threads per connection are bounded; a silent connection is closed.
+
+mod connection;
+mod feed;
+mod listener;
+mod status;
+
+pub use status::{fetch_status, ConnectionStatus, EndpointStatus, IdentityStatus, ThreadStatus};
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use http::{HeaderMap, StatusCode};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use self::connection::Connection;
+use self::feed::{feed_key, Feed, FeedKey, StallCounts};
+use self::listener::{accept_loop, bind_unix, host_allowed, status, upgrade, Listener, Refusal};
+use crate::app::clients::{Caller, KnownTokens};
+use crate::codex::client::fleet::{Fleet, FleetConfig, Identity};
+use crate::codex::client::hub::CodexHub;
+use crate::codex::client::pool::{Lease, MemberStatus};
+use crate::codex::protocol::inbound::Inbound;
+use crate::proxy::stall::{StallSettings, TurnWatch};
+use crate::support::sync::lock;
+
+/// Largest message a client may send (a turn with inline images stays far below it).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Requests one connection may have waiting for their member's answer.
+const MAX_IN_FLIGHT: usize = 64;
+/// Threads one connection may follow at once.
+const MAX_THREADS_PER_CONNECTION: usize = 256;
+/// Server requests waiting for a client's answer, per connection.
+const MAX_WAITING_ANSWERS: usize = 1024;
+/// Messages queued to one client (past it the connection is too slow and is closed).
+const CLIENT_QUEUE: usize = 4096;
+/// Threads whose member the endpoint remembers for a resume (the oldest forgotten first).
+const MAX_REMEMBERED_THREADS: usize = 100_000;
+/// How long an answer waits for the messages Codex sent before it to reach the client first.
+const ORDER_WAIT: Duration = Duration::from_secs(5);
+/// On shutdown: the pause before asking again to interrupt a turn Codex has not started yet.
+const INTERRUPT_RETRY: Duration = Duration::from_millis(100);
+/// On shutdown: how long running turns get to end after their `turn/interrupt`.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// The status document a status client reads at most.
+const MAX_STATUS_BYTES: usize = 4 * 1024 * 1024;
+/// JSON-RPC: invalid request; internal error.
+const INVALID_REQUEST: i64 = -32600;
+const INTERNAL_ERROR: i64 = -32603;
+
+/// Where the endpoint listens: `ws://IP:PORT` or `unix://PATH` (WebSocket over a Unix socket).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenAddr {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl ListenAddr {
+    /// Read `--listen`'s value.
+    pub fn parse(url: &str) -> Result<ListenAddr, String> {
+        if let Some(path) = url.strip_prefix("unix://") {
+            if path.is_empty() || path.contains('\0') {
+                return Err(format!("{url}: not unix://PATH"));
+            }
+            return Ok(ListenAddr::Unix(PathBuf::from(path)));
+        }
+        url.strip_prefix("ws://")
+            .map(|addr| addr.trim_end_matches('/'))
+            .and_then(|addr| addr.parse().ok())
+            .map(ListenAddr::Tcp)
+            .ok_or_else(|| format!("{url}: not ws://IP:PORT or unix://PATH"))
+    }
+}
+
+impl std::fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenAddr::Tcp(addr) => write!(f, "ws://{addr}"),
+            ListenAddr::Unix(path) => write!(f, "unix://{}", path.display()),
+        }
+    }
+}
+
+/// What the endpoint needs.
+#[derive(Clone, Debug)]
+pub struct EndpointSettings {
+    pub listen: ListenAddr,
+    /// The operator's bearer token (never logged).
+    pub token: String,
+    /// Named clients (`clawbridge client add`): each sends its own token, and sees and acts on
+    /// only the threads it opened; the operator's token (and an `operator` client) on all.
+    pub clients: Vec<crate::app::clients::ClientEntry>,
+    /// The app-servers, by the account each connection runs as.
+    pub fleet: FleetConfig,
+    /// Connections at once.
+    pub max_connections: usize,
+    /// A connection from which nothing came for this long (no message, no answer to our pings)
+    /// is closed: its client is gone. A live client answers the pings, so an idle one stays.
+    pub idle_timeout: Duration,
+    /// How often the endpoint pings each client.
+    pub ping_interval: Duration,
+    /// A connection that has not sent `initialize` by then is closed.
+    pub handshake_timeout: Duration,
+    /// A socket that made no authenticated request (an upgrade, `GET /status`) by then is
+    /// closed; until then it counts toward `max_connections` like a client.
+    pub upgrade_timeout: Duration,
+    /// The folder members start in.
+    pub cwd: PathBuf,
+    /// `--transcript DIR`: every message both ways, one folder per connection
+    /// (`DIR/connection-N/`), one file per thread, secrets redacted (as the stdio proxy writes).
+    pub transcript: Option<PathBuf>,
+    /// Copies of every line for the conformance checks and the captures (the proxy's observer,
+    /// by connection number; a full queue skips the copy, never the message).
+    pub observe: Option<crate::proxy::observe::ObserverQueue>,
+    /// What is a stalled turn, and whether the missing `turn/completed` is supplied.
+    pub stalls: StallSettings,
+}
+
+/// Why the endpoint could not start, or its status could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--listen {0}: not a loopback address; pass --allow-remote to listen there (the token then crosses the network in clear over ws://)")]
+    NotLoopback(SocketAddr),
+    #[error("--listen unix://{}: {message}", path.display())]
+    Socket { path: PathBuf, message: String },
+    #[error("status: {0}")]
+    Status(String),
+}
+
+/// Whose a thread is and where it lives: the account it runs under, the member that has it, and
+/// the client that opened it.
+#[derive(Clone, Debug)]
+struct ThreadHome {
+    identity: Identity,
+    member: String,
+    owner: String,
+}
+
+/// A running endpoint.
+pub struct Endpoint {
+    /// Where it listens (the bound port for `ws://IP:0`).
+    pub listen: ListenAddr,
+    shared: Arc<Shared>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+struct Shared {
+    tokens: KnownTokens,
+    listen: ListenAddr,
+    fleet: Arc<Fleet>,
+    cwd: PathBuf,
+    slots: Arc<Semaphore>,
+    idle_timeout: Duration,
+    ping_interval: Duration,
+    handshake_timeout: Duration,
+    upgrade_timeout: Duration,
+    /// Thread -> whose it is and where it lives.
+    homes: Mutex<HashMap<String, ThreadHome>>,
+    /// The threads relayed to their followers, by app-server incarnation and thread.
+    feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
+    stall_settings: StallSettings,
+    stalls: Arc<StallCounts>,
+    transcript: Option<PathBuf>,
+    observe: Option<crate::proxy::observe::ObserverQueue>,
+    /// Connections so far (each one's transcript folder is named after its number).
+    opened: AtomicUsize,
+    /// The open connections, by number (at most `max_connections`).
+    live: Mutex<BTreeMap<usize, Weak<Connection>>>,
+    connections: TaskTracker,
+    /// The accepted sockets' HTTP tasks (until each is upgraded or closed).
+    sockets: TaskTracker,
+    /// Cancelled first on shutdown: no new connections.
+    accepting: CancellationToken,
+    /// Cancelled last: every connection closes.
+    cancel: CancellationToken,
+}
+
+impl Endpoint {
+    /// Bind and serve.
+    pub async fn start(
+        settings: EndpointSettings,
+        allow_remote: bool,
+    ) -> Result<Endpoint, EndpointError> {
+        let bind_error = |source| EndpointError::Bind {
+            addr: settings.listen.to_string(),
+            source,
+        };
+        let (listener, listen) = match &settings.listen {
+            ListenAddr::Tcp(addr) => {
+                if !addr.ip().is_loopback() && !allow_remote {
+                    return Err(EndpointError::NotLoopback(*addr));
+                }
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(bind_error)?;
+                let bound = listener.local_addr().map_err(bind_error)?;
+                if !bound.ip().is_loopback() {
+                    tracing::warn!(
+                        "clawbridge app-server listens on {bound}, off loopback: clients' tokens and conversations cross the network in clear (ws://)"
+                    );
+                }
+                (Listener::Tcp(listener), ListenAddr::Tcp(bound))
+            }
+            ListenAddr::Unix(path) => {
+                let listener = bind_unix(path)?;
+                (Listener::Unix(listener), ListenAddr::Unix(path.clone()))
+            }
+        };
+        let shared = Arc::new(Shared {
+            tokens: KnownTokens::new(&settings.token, &settings.clients),
+            listen: listen.clone(),
+            fleet: Fleet::new(settings.fleet),
+            cwd: settings.cwd,
+            slots: Arc::new(Semaphore::new(settings.max_connections.max(1))),
+            idle_timeout: settings.idle_timeout,
+            ping_interval: settings.ping_interval,
+            handshake_timeout: settings.handshake_timeout,
+            upgrade_timeout: settings.upgrade_timeout,
+            homes: Mutex::new(HashMap::new()),
+            feeds: Mutex::new(HashMap::new()),
+            stall_settings: settings.stalls,
+            stalls: Arc::default(),
+            transcript: settings.transcript,
+            observe: settings.observe,
+            opened: AtomicUsize::new(0),
+            live: Mutex::new(BTreeMap::new()),
+            connections: TaskTracker::new(),
+            sockets: TaskTracker::new(),
+            accepting: CancellationToken::new(),
+            cancel: CancellationToken::new(),
+        });
+        let router = axum::Router::new()
+            .route("/status", axum::routing::get(status))
+            .fallback(upgrade)
+            .with_state(Arc::clone(&shared));
+        let server = tokio::spawn(accept_loop(listener, router, Arc::clone(&shared)));
+        Ok(Endpoint {
+            listen,
+            shared,
+            server,
+        })
+    }
+
+    /// The bound TCP address (`None` on a Unix socket).
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        match self.listen {
+            ListenAddr::Tcp(addr) => Some(addr),
+            ListenAddr::Unix(_) => None,
+        }
+    }
+
+    /// Every member of every identity.
+    pub fn members(&self) -> Vec<MemberStatus> {
+        self.shared.fleet.members()
+    }
+
+    /// Connections, their threads, the members.
+    pub fn status(&self) -> EndpointStatus {
+        self.shared.status()
+    }
+
+    /// Stop, draining: no new connections; every running turn is interrupted (its client gets
+    /// Codex's `turn/completed`, status `interrupted`) within a few seconds; every client is
+    /// sent a close frame; the members are stopped.
+    pub async fn stop(self) {
+        self.shared.accepting.cancel();
+        let mut interrupts = tokio::task::JoinSet::new();
+        for connection in self.shared.live_connections() {
+            interrupts.spawn(async move { connection.interrupt_turns().await });
+        }
+        let _ = tokio::time::timeout(INTERRUPT_GRACE, interrupts.join_all()).await;
+        self.shared.cancel.cancel();
+        let _ = self.server.await;
+        self.shared.sockets.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.shared.sockets.wait()).await;
+        self.shared.connections.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.shared.connections.wait()).await;
+        self.shared.fleet.shutdown().await;
+        if let ListenAddr::Unix(path) = &self.listen {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Shared {
+    fn live_connections(&self) -> Vec<Arc<Connection>> {
+        lock(&self.live)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// Whether a connection other than `except` follows `thread`.
+    fn followed_elsewhere(&self, except: usize, thread: &str) -> bool {
+        self.live_connections()
+            .iter()
+            .filter(|other| other.number != except)
+            .any(|other| lock(&other.threads).contains_key(thread))
+    }
+
+    /// Whether the endpoint relays `thread` of that app-server incarnation to anyone.
+    fn feed_exists(&self, hub: &Arc<CodexHub>, thread: &str) -> bool {
+        lock(&self.feeds).contains_key(&feed_key(hub, thread))
+    }
+
+    /// The feed of `thread` on `lease`'s app-server: the existing one, or a new one that claims
+    /// the thread's messages (with those Codex sent before) and relays them to its followers.
+    /// When the claim ends (the app-server went away) every follower hears that its running
+    /// turn failed and lets the thread go.
+    fn feed(self: &Arc<Self>, thread: &str, lease: &Lease, identity: &Identity) -> Arc<Feed> {
+        let key = feed_key(&lease.hub, thread);
+        let mut feeds = lock(&self.feeds);
+        if let Some(feed) = feeds.get(&key) {
+            return Arc::clone(feed);
+        }
+        let mut handle = lease.hub.claim_thread(thread);
+        let (barrier, mut barriers) = mpsc::channel::<oneshot::Sender<()>>(16);
+        let feed = Arc::new(Feed {
+            thread: thread.to_string(),
+            member: lease.name.clone(),
+            hub: Arc::clone(&lease.hub),
+            lease: lease.clone(),
+            identity: identity.clone(),
+            fleet: Arc::clone(&self.fleet),
+            followers: Mutex::new(Vec::new()),
+            answerer: Mutex::new(None),
+            turn: Mutex::new(None),
+            fresh: AtomicBool::new(false),
+            barrier,
+            relay: Mutex::new(None),
+            watch: Mutex::new(TurnWatch::new(self.stall_settings)),
+            stalls: Arc::clone(&self.stalls),
+        });
+        let relayed = Arc::clone(&feed);
+        let shared = Arc::downgrade(self);
+        let relay = tokio::spawn(async move {
+            loop {
+                let stall_at = lock(&relayed.watch).deadline();
+                let message = tokio::select! {
+                    biased;
+                    () = async {
+                        match stall_at {
+                            Some(at) => tokio::time::sleep_until(at).await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        relayed.stall_due().await;
+                        continue;
+                    }
+                    asked = barriers.recv() => {
+                        let Some(ack) = asked else { break };
+                        // What is already here goes out before the answer that waits.
+                        while let Some(message) = handle.try_recv() {
+                            relayed.deliver(message).await;
+                        }
+                        let _ = ack.send(());
+                        continue;
+                    }
+                    message = handle.recv() => message,
+                };
+                let Some(message) = message else { break };
+                relayed.deliver(message).await;
+            }
+            drop(handle);
+            if let Some(shared) = shared.upgrade() {
+                let key = feed_key(&relayed.hub, &relayed.thread);
+                let mut feeds = lock(&shared.feeds);
+                if feeds
+                    .get(&key)
+                    .is_some_and(|feed| Arc::ptr_eq(feed, &relayed))
+                {
+                    feeds.remove(&key);
+                }
+            }
+            let turn = relayed.turn();
+            relayed.set_turn(None);
+            relayed.persisted();
+            lock(&relayed.watch).ended();
+            for follower in relayed.followers() {
+                follower.member_lost(&relayed, turn.as_deref());
+            }
+        });
+        *lock(&feed.relay) = Some(relay);
+        feeds.insert(key, Arc::clone(&feed));
+        feed
+    }
+
+    /// Connection `number` stops following `feed`; when nobody follows it any more the feed
+    /// ends (its claim released). Whether anyone still follows.
+    fn unfollow(&self, feed: &Arc<Feed>, number: usize) -> bool {
+        if feed.remove(number) {
+            return true;
+        }
+        {
+            let key = feed_key(&feed.hub, &feed.thread);
+            let mut feeds = lock(&self.feeds);
+            if feeds
+                .get(&key)
+                .is_some_and(|known| Arc::ptr_eq(known, feed))
+            {
+                feeds.remove(&key);
+            }
+        }
+        if let Some(relay) = lock(&feed.relay).take() {
+            relay.abort();
+        }
+        feed.set_turn(None);
+        feed.persisted();
+        // A recycled app-server whose last thread this was is stopped now.
+        let (fleet, identity, lease) = (
+            Arc::clone(&feed.fleet),
+            feed.identity.clone(),
+            feed.lease.clone(),
+        );
+        tokio::spawn(async move { fleet.after_run(&identity, &lease).await });
+        false
+    }
+
+    /// Deliver the messages of no thread from `lease`'s app-server (set up once per app-server)
+    /// to the connections of the identity it serves, and only them: notifications to each
+    /// (`account/updated`, `account/rateLimits/updated`, ...), a server request (an auth
+    /// refresh) to the newest; with none, the request is refused so Codex does not wait.
+    fn watch_unscoped(self: &Arc<Self>, lease: &Lease, identity: &Identity) {
+        let Some(mut receiver) = lease.hub.subscribe_unscoped() else {
+            return;
+        };
+        let shared = Arc::downgrade(self);
+        let hub = Arc::downgrade(&lease.hub);
+        let identity = identity.clone();
+        // Ends with the app-server's router (which drops the sender).
+        tokio::spawn(async move {
+            while let Some(message) = receiver.recv().await {
+                let (Some(shared), Some(hub)) = (shared.upgrade(), hub.upgrade()) else {
+                    break;
+                };
+                let connections: Vec<Arc<Connection>> = shared
+                    .live_connections()
+                    .into_iter()
+                    .filter(|connection| connection.identity() == identity)
+                    .collect();
+                match message {
+                    Inbound::Notification(notification) => {
+                        let text = format!(
+                            r#"{{"method":{},"params":{}}}"#,
+                            Value::from(notification.method.as_str()),
+                            notification.params.get()
+                        );
+                        for connection in &connections {
+                            connection.push(text.clone());
+                        }
+                    }
+                    Inbound::Request(request) => {
+                        match connections
+                            .iter()
+                            .max_by_key(|connection| connection.number)
+                        {
+                            Some(connection) => connection.relay_request(&hub, request).await,
+                            None => {
+                                let _ = hub
+                                    .peer()
+                                    .respond_error(
+                                        request.id,
+                                        INTERNAL_ERROR,
+                                        format!("clawbridge: no client of {identity} is connected"),
+                                    )
+                                    .await;
+                            }
+                        }
+                    }
+                    Inbound::Response(_) => {}
+                }
+            }
+        });
+    }
+
+    fn status(&self) -> EndpointStatus {
+        let connections: Vec<ConnectionStatus> = self
+            .live_connections()
+            .iter()
+            .map(|connection| connection.status())
+            .collect();
+        let mut threads: HashMap<String, usize> = HashMap::new();
+        let known_threads = {
+            let homes = lock(&self.homes);
+            for home in homes.values() {
+                *threads.entry(home.identity.key()).or_default() += 1;
+            }
+            homes.len()
+        };
+        let identities: Vec<IdentityStatus> = self
+            .fleet
+            .status()
+            .into_iter()
+            .map(|identity| IdentityStatus {
+                connections: connections
+                    .iter()
+                    .filter(|connection| connection.identity == identity.identity)
+                    .count(),
+                threads: threads.get(&identity.identity).copied().unwrap_or(0),
+                identity: identity.identity,
+                members: identity.members,
+            })
+            .collect();
+        EndpointStatus {
+            listen: self.listen.to_string(),
+            connections,
+            known_threads,
+            members: identities
+                .iter()
+                .flat_map(|identity| identity.members.iter().cloned())
+                .collect(),
+            identities,
+            stalls: lock(&self.stalls.by_kind)
+                .iter()
+                .map(|(kind, count)| (kind.to_string(), *count))
+                .collect(),
+            recovered_turns: self.stalls.recovered.load(Ordering::SeqCst),
+        }
+    }
+
+    /// The checks every HTTP request passes first: no browser, the listener's own name, a
+    /// known token. The caller the token names, or the refusal.
+    fn admit(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        if headers.contains_key(http::header::ORIGIN) {
+            return Err((StatusCode::FORBIDDEN, "browsers may not connect"));
+        }
+        // A Unix socket is reached through the file system, never by a browser's name lookup.
+        if let ListenAddr::Tcp(addr) = self.listen {
+            if !host_allowed(headers, addr) {
+                return Err((StatusCode::FORBIDDEN, "unknown Host"));
+            }
+        }
+        self.tokens
+            .caller(headers.get(http::header::AUTHORIZATION))
+            .ok_or((StatusCode::UNAUTHORIZED, "a bearer token is required"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_listener_s_own_names_pass() {
+        let addr: SocketAddr = "127.0.0.1:4000".parse().expect("addr");
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::HOST, "127.0.0.1:4000".parse().expect("host"));
+        assert!(host_allowed(&headers, addr));
+        headers.insert(http::header::HOST, "localhost:4000".parse().expect("host"));
+        assert!(host_allowed(&headers, addr));
+        headers.insert(
+            http::header::HOST,
+            "evil.example:4000".parse().expect("host"),
+        );
+        assert!(!host_allowed(&headers, addr));
+        headers.insert(http::header::HOST, "localhost:4001".parse().expect("host"));
+        assert!(!host_allowed(&headers, addr));
+    }
+}

@@ -1,0 +1,131 @@
+//! What `GET /status` answers, and `clawbridge app-server status` reading it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{EndpointError, ListenAddr, MAX_STATUS_BYTES};
+use crate::codex::client::pool::MemberStatus;
+use crate::proxy::stall::StallStatus;
+
+/// What `GET /status` answers (and `clawbridge app-server status` prints).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointStatus {
+    pub listen: String,
+    pub connections: Vec<ConnectionStatus>,
+    /// Threads the endpoint knows the member of (for a resume from any connection).
+    pub known_threads: usize,
+    /// Every member of every identity.
+    pub members: Vec<MemberStatus>,
+    /// Each identity (`native`, or a login's kind and credential fingerprint) with its
+    /// members and how many threads it owns.
+    pub identities: Vec<IdentityStatus>,
+    /// Stalled turns seen since the start, by kind (`missingTurnCompleted`,
+    /// `silentAfterStart`, `noFollowUpAfterTool`).
+    pub stalls: BTreeMap<String, usize>,
+    /// Turns completed for their clients after a missing `turn/completed` (`--completion-grace`).
+    pub recovered_turns: usize,
+}
+
+/// One identity in [`EndpointStatus`].
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityStatus {
+    pub identity: String,
+    /// Connections running as it now.
+    pub connections: usize,
+    /// Threads it opened that the endpoint remembers.
+    pub threads: usize,
+    pub members: Vec<MemberStatus>,
+}
+
+/// One client connection in [`EndpointStatus`].
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionStatus {
+    /// The connection's number (its transcript folder is `connection-N`).
+    pub number: usize,
+    /// Who its requests run as: `native`, or its login's fingerprint.
+    pub identity: String,
+    /// `clientInfo` of its `initialize` (`name version`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    pub threads: Vec<ThreadStatus>,
+    pub requests_in_flight: usize,
+    pub waiting_answers: usize,
+}
+
+/// One thread a connection follows.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStatus {
+    pub id: String,
+    pub member: String,
+    /// The running turn, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
+    /// Connections that follow the thread (this one included).
+    pub followers: usize,
+    /// The running turn's stall, if it has gone quiet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallStatus>,
+}
+
+/// `clawbridge app-server status`: a running endpoint's [`EndpointStatus`] document, read with
+/// `GET /status` and the token (over TCP or the Unix socket); bounded in time and size.
+pub async fn fetch_status(listen: &ListenAddr, token: &str) -> Result<Value, EndpointError> {
+    let failed = |message: String| EndpointError::Status(format!("{listen}: {message}"));
+    let host = match listen {
+        ListenAddr::Tcp(addr) => addr.to_string(),
+        ListenAddr::Unix(_) => "localhost".to_string(),
+    };
+    let request = format!(
+        "GET /status HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    let exchange = async {
+        match listen {
+            ListenAddr::Tcp(addr) => {
+                let stream = tokio::net::TcpStream::connect(addr).await?;
+                http_exchange(stream, &request).await
+            }
+            ListenAddr::Unix(path) => {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                http_exchange(stream, &request).await
+            }
+        }
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .map_err(|_| failed("no answer within 10 s".into()))?
+        .map_err(|error| failed(error.to_string()))?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| failed("not an HTTP answer".into()))?;
+    let status = head.split_whitespace().nth(1).unwrap_or("");
+    if status != "200" {
+        return Err(failed(format!(
+            "HTTP {status}: {}",
+            body.chars().take(200).collect::<String>()
+        )));
+    }
+    serde_json::from_str(body).map_err(|error| failed(format!("not a status document: {error}")))
+}
+
+pub(super) async fn http_exchange(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    request: &str,
+) -> std::io::Result<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    (&mut stream)
+        .take(MAX_STATUS_BYTES as u64)
+        .read_to_end(&mut answer)
+        .await?;
+    Ok(answer)
+}
