@@ -240,7 +240,19 @@ pub enum Command {
     /// writes every message, per thread, secrets redacted; `--offline` answers model requests
     /// with the loopback stub and captures them. OpenClaw's `clawbridge -c k=v app-server ...`
     /// shape is read too.
+    ///
+    /// Also `clawbridge app-server report DIR [--json]` (the per-method conformance table of a
+    /// `--transcript` folder) and `clawbridge app-server status --listen URL` (a running
+    /// endpoint's connections, threads, members, accounts and stalls); each has its `--help`.
     AppServer(clawbridge::AppServerArgs),
+    /// The per-method conformance table of an `app-server --transcript` folder: every message
+    /// both ways checked against the running Codex's schema (exit 1 when any had problems).
+    #[command(name = "app-server-report", hide = true)]
+    AppServerReport(clawbridge::ReportArgs),
+    /// A running `app-server --listen` endpoint's connections, threads, members, accounts and
+    /// stalls, as JSON (read with the operator's token).
+    #[command(name = "app-server-status", hide = true)]
+    AppServerStatus(clawbridge::StatusArgs),
     /// Print the absolute path of the native `clawbridge` executable: the value for OpenClaw's
     /// `plugins.entries.codex.config.appServer.command` (installed from npm, `clawbridge` on PATH
     /// is a JavaScript launcher, which OpenClaw's verified setup refuses in that slot).

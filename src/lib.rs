@@ -108,8 +108,8 @@ pub use proxy::endpoint::{
 };
 pub use proxy::stall::{StallKind, StallSettings};
 pub use proxy::{
-    normalise, passthrough, run_app_server, run_proxy, AppServerArgs, Normalised, PoolArgs,
-    ProxyError, ProxySettings,
+    app_server_report, app_server_status, normalise, passthrough, run_app_server, run_proxy,
+    AppServerArgs, Normalised, PoolArgs, ProxyError, ProxySettings, ReportArgs, StatusArgs,
 };
 pub use render::adapter::{codex_developer_instructions, HostRuntime, PromptOptions};
 pub use render::codex::{

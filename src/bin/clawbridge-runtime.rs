@@ -43,7 +43,9 @@ fn main() -> ExitCode {
     };
     init_logging(cli.verbose, cli.color);
     let name = match cli.command {
-        Command::AppServer(_) => "clawbridge app-server",
+        Command::AppServer(_) | Command::AppServerReport(_) | Command::AppServerStatus(_) => {
+            "clawbridge app-server"
+        }
         _ => "clawbridge",
     };
     front::finish(name, run(cli))
@@ -67,6 +69,14 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             print_output(fixtures::sync_codex_model(settings).map_err(sync)?)
         }
         Command::AppServer(args) => app_server(args),
+        Command::AppServerReport(args) => {
+            let code = clawbridge::app_server_report(&args)?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        Command::AppServerStatus(args) => block_on(async move {
+            let code = clawbridge::app_server_status(&args).await?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }),
         Command::Doctor(args) => {
             use clawbridge::doctor;
             let findings = doctor::doctor(&args.settings());

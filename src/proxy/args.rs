@@ -212,6 +212,9 @@ pub fn normalise(args: &[OsString]) -> Normalised {
     let Some(first) = args.first() else {
         return unchanged();
     };
+    if let Some(command) = own_subcommand(args) {
+        return Normalised::Clap(command);
+    }
     let codex_form = is_codex_option(first);
     if !codex_form && first != "app-server" {
         return unchanged();
@@ -269,6 +272,77 @@ pub fn normalise(args: &[OsString]) -> Normalised {
     mine.push("--".into());
     mine.extend(codex);
     Normalised::Clap(mine)
+}
+
+/// `clawbridge app-server report ...` and `app-server status ...` are clawbridge's own commands,
+/// not a Codex command line: the word (the first after `app-server` that is not one of the
+/// proxy's flags or their values) becomes the hidden clap subcommand `app-server-report` or
+/// `app-server-status`, with every other argument, so each parses (and answers `--help`) as a
+/// command of its own.
+fn own_subcommand(args: &[OsString]) -> Option<Vec<OsString>> {
+    if args.first()? != "app-server" {
+        return None;
+    }
+    let own = own_flags();
+    let mut at = 1;
+    while at < args.len() {
+        let text = args[at].to_str().unwrap_or_default();
+        if text == "--" {
+            return None;
+        }
+        if text.starts_with('-') {
+            let name = text.split_once('=').map_or(text, |(name, _)| name);
+            let takes_value = own
+                .iter()
+                .find(|(flag, _)| flag == name)
+                .is_some_and(|(_, takes)| *takes)
+                && !text.contains('=');
+            at += if takes_value { 2 } else { 1 };
+            continue;
+        }
+        let command = match text {
+            "report" => "app-server-report",
+            "status" => "app-server-status",
+            _ => return None,
+        };
+        let mut rewritten: Vec<OsString> = vec![command.into()];
+        rewritten.extend(args[1..at].iter().cloned());
+        rewritten.extend(args[at + 1..].iter().cloned());
+        return Some(rewritten);
+    }
+    None
+}
+
+/// `clawbridge app-server report DIR [--json]`.
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+#[command(
+    name = "app-server report",
+    override_usage = "clawbridge app-server report DIR [--json]"
+)]
+pub struct ReportArgs {
+    /// A `--transcript` folder of `clawbridge app-server` (its `conformance.jsonl`).
+    pub dir: PathBuf,
+    /// The report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `clawbridge app-server status --listen URL`.
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+#[command(
+    name = "app-server status",
+    override_usage = "clawbridge app-server status --listen URL [--token-file FILE] [--state-dir DIR]"
+)]
+pub struct StatusArgs {
+    /// The running endpoint's `ws://IP:PORT` or `unix://PATH`.
+    #[arg(long, value_name = "URL")]
+    pub listen: String,
+    /// The endpoint's token file (default: `<state-dir>/app-server-token`).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Where the endpoint's generated token lives (default: the platform state dir).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 /// What Codex gets from arguments given after `clawbridge app-server`'s own flags: as they are

@@ -49,7 +49,9 @@ use crate::app::offline::{ResponsesStub, StubScript};
 use crate::codex::client::conformance::WireSchemas;
 use crate::codex::client::process::{find_codex_binary, resolve_native_binary};
 use crate::codex::client::schema::{version_in, SchemaCache};
-pub use args::{codex_args, normalise, AppServerArgs, Normalised, PoolArgs};
+pub use args::{
+    codex_args, normalise, AppServerArgs, Normalised, PoolArgs, ReportArgs, StatusArgs,
+};
 use observe::Observer;
 use transcript::Transcript;
 
@@ -535,17 +537,8 @@ pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
         }
         _ => None,
     };
-    if args.args.first().is_some_and(|word| word == "report") {
-        return print_report(&args.args[1..]);
-    }
-    let status = args.args.first().is_some_and(|word| word == "status");
     match endpoint {
-        Some(listen) if status => print_status(&args, &listen).await,
         Some(listen) => run_endpoint(args, listen).await,
-        None if status => Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
-            flag: "--listen".into(),
-            message: "`app-server status` reads a running endpoint: give its --listen ws://IP:PORT or unix://PATH".into(),
-        })),
         None => run_proxy(args.into()).await,
     }
 }
@@ -568,23 +561,17 @@ fn print_out(text: &str) -> Result<(), ProxyError> {
 
 /// `clawbridge app-server report DIR [--json]`: the per-method conformance table of a
 /// transcript folder; exits 1 when any message had problems.
-fn print_report(words: &[OsString]) -> Result<i32, ProxyError> {
-    let usage = |message: String| {
-        ProxyError::Setup(crate::error::Error::InvalidArgument {
-            flag: "app-server report".into(),
-            message,
-        })
-    };
-    let json = words.iter().any(|word| word == "--json");
-    let dirs: Vec<&OsString> = words.iter().filter(|word| *word != "--json").collect();
-    let [dir] = dirs.as_slice() else {
-        return Err(usage(
-            "usage: clawbridge app-server report DIR [--json] (DIR: a --transcript folder)".into(),
-        ));
-    };
-    let report = report::read(Path::new(dir))?;
-    if json {
-        let value = serde_json::to_value(&report).map_err(|error| usage(error.to_string()))?;
+/// `clawbridge app-server report DIR [--json]`: the per-method table of a transcript folder's
+/// `conformance.jsonl`; 1 when any message had problems.
+pub fn app_server_report(args: &ReportArgs) -> Result<i32, ProxyError> {
+    let report = report::read(&args.dir)?;
+    if args.json {
+        let value = serde_json::to_value(&report).map_err(|error| {
+            ProxyError::Setup(crate::error::Error::InvalidArgument {
+                flag: "app-server report".into(),
+                message: error.to_string(),
+            })
+        })?;
         print_out(&format!("{}\n", crate::support::json::to_pretty(&value)))?;
     } else {
         print_out(&report::render(&report))?;
@@ -594,11 +581,14 @@ fn print_report(words: &[OsString]) -> Result<i32, ProxyError> {
 
 /// `clawbridge app-server status --listen URL`: the running endpoint's connections, threads and
 /// members, as JSON (the token from the same place the endpoint reads it).
-async fn print_status(
-    args: &AppServerArgs,
-    listen: &endpoint::ListenAddr,
-) -> Result<i32, ProxyError> {
-    let path = token_path(args)?;
+pub async fn app_server_status(args: &StatusArgs) -> Result<i32, ProxyError> {
+    let listen = endpoint::ListenAddr::parse(&args.listen).map_err(|message| {
+        crate::error::Error::InvalidArgument {
+            flag: "--listen".into(),
+            message,
+        }
+    })?;
+    let path = token_path(args.token_file.as_ref(), args.state_dir.as_ref())?;
     if !path.exists() {
         return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
             flag: "--token-file".into(),
@@ -609,15 +599,18 @@ async fn print_status(
         }));
     }
     let token = read_token(&path)?;
-    let status = endpoint::fetch_status(listen, &token).await?;
+    let status = endpoint::fetch_status(&listen, &token).await?;
     print_out(&format!("{}\n", crate::support::json::to_pretty(&status)))?;
     Ok(0)
 }
 
-fn token_path(args: &AppServerArgs) -> Result<PathBuf, ProxyError> {
-    Ok(match &args.token_file {
+fn token_path(
+    token_file: Option<&PathBuf>,
+    state_dir: Option<&PathBuf>,
+) -> Result<PathBuf, ProxyError> {
+    Ok(match token_file {
         Some(path) => path.clone(),
-        None => crate::app::commands::state_dir(args.state_dir.clone())?.join("app-server-token"),
+        None => crate::app::commands::state_dir(state_dir.cloned())?.join("app-server-token"),
     })
 }
 
@@ -672,7 +665,7 @@ fn private_dir(dir: &Path) -> Result<(), ProxyError> {
 /// `<state-dir>/app-server-token` (generated, 0600, on first start). It is never printed; its
 /// file is named on stderr.
 fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError> {
-    let path = token_path(args)?;
+    let path = token_path(args.token_file.as_ref(), args.state_dir.as_ref())?;
     if path.exists() {
         let token = read_token(&path)?;
         eprintln!(

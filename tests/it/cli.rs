@@ -647,3 +647,35 @@ fn path_names_the_native_executable() {
         .expect("built");
     assert_eq!(printed, built);
 }
+
+/// `app-server report` and `app-server status` are commands of their own, not words handed to
+/// Codex: each answers `--help` with its own usage (exit 0), a missing argument is a usage error
+/// naming it (exit 2), and the word may follow the proxy's own flags.
+#[test]
+fn app_server_report_and_status_are_commands_with_their_own_help() {
+    for (command, usage) in [
+        ("report", "clawbridge app-server report DIR [--json]"),
+        ("status", "clawbridge app-server status --listen URL"),
+    ] {
+        let (code, stdout, stderr) = crate::util::run_cli(&["app-server", command, "--help"]);
+        assert_eq!(code, 0, "{command}: {stderr}");
+        assert!(stdout.contains(usage), "{command}: {stdout}");
+    }
+    let (code, _, stderr) = crate::util::run_cli(&["app-server", "status"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--listen"), "{stderr}");
+    let (code, _, stderr) = crate::util::run_cli(&["app-server", "report"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("<DIR>"), "{stderr}");
+    // After the proxy's own flags: still the status command (nothing listens there).
+    let (code, _, stderr) = crate::util::run_cli(&[
+        "app-server",
+        "--listen",
+        "ws://127.0.0.1:9",
+        "status",
+        "--token-file",
+        "/nonexistent/token",
+    ]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("/nonexistent/token"), "{stderr}");
+}
