@@ -400,24 +400,21 @@ pub(crate) async fn start_recording(
 /// Bytes of lines waiting for the transcript writer at most.
 const TRANSCRIPT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 
-/// One line for the transcript writer, holding its share of the byte budget.
-struct TranscriptLine(Direction, Vec<u8>, tokio::sync::OwnedSemaphorePermit);
-
 /// A transcript of `dir` written on a thread of its own, and the queue that feeds it (bounded in
 /// bytes: a line waits for nothing on disk).
 fn transcript_writer(
     dir: &Path,
 ) -> Result<(TranscriptQueue, tokio::task::JoinHandle<()>), ProxyError> {
     let mut transcript = Transcript::open(dir)?;
-    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel::<TranscriptLine>();
+    let (sender, mut lines) =
+        crate::support::queue::byte_queue::<(Direction, Vec<u8>)>(TRANSCRIPT_QUEUE_BYTES, None);
     let task = tokio::task::spawn_blocking(move || {
-        while let Some(TranscriptLine(direction, line, _bytes)) = lines.blocking_recv() {
+        while let Some((direction, line)) = lines.blocking_recv() {
             transcript.record(direction, &line);
         }
     });
     let queue = TranscriptQueue {
         sender,
-        budget: Arc::new(tokio::sync::Semaphore::new(TRANSCRIPT_QUEUE_BYTES)),
         warned: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     };
     Ok((queue, task))
@@ -426,24 +423,19 @@ fn transcript_writer(
 /// The pumps' side of the transcript writer.
 #[derive(Clone)]
 struct TranscriptQueue {
-    sender: tokio::sync::mpsc::UnboundedSender<TranscriptLine>,
-    budget: Arc<tokio::sync::Semaphore>,
+    sender: crate::support::queue::ByteSender<(Direction, Vec<u8>)>,
     warned: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl TranscriptQueue {
     /// Queue a line if the byte budget has room; never waits.
     fn offer(&self, direction: Direction, line: Vec<u8>) {
-        let bytes = u32::try_from(line.len().max(1)).unwrap_or(u32::MAX);
-        match Arc::clone(&self.budget).try_acquire_many_owned(bytes) {
-            Ok(permit) => {
-                let _ = self.sender.send(TranscriptLine(direction, line, permit));
-            }
-            Err(_) => {
-                if !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                    tracing::warn!("transcript: the writer is behind; a message was forwarded but not recorded");
-                }
-            }
+        if !self.sender.offer(line.len(), (direction, line))
+            && !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            tracing::warn!(
+                "transcript: the writer is behind; a message was forwarded but not recorded"
+            );
         }
     }
 }

@@ -32,6 +32,7 @@ use super::Direction;
 use crate::app::capture::live::Known;
 use crate::codex::client::conformance::{Flow, Verdict, WireSchemas};
 use crate::codex::client::schema::{ParamsSchemas, Problem};
+use crate::support::queue::{byte_queue, ByteReceiver, ByteSender};
 
 /// Bytes of lines waiting for the observer at most (each line counts at least 256).
 pub const OBSERVER_QUEUE_BYTES: usize = 64 * 1024 * 1024;
@@ -54,8 +55,7 @@ pub struct Tapped {
 /// The pumps' side of the observer: never waits, bounded in bytes.
 #[derive(Clone)]
 pub struct ObserverQueue {
-    sender: tokio::sync::mpsc::UnboundedSender<(Tapped, tokio::sync::OwnedSemaphorePermit)>,
-    budget: Arc<tokio::sync::Semaphore>,
+    queue: ByteSender<Tapped>,
     skipped: Arc<AtomicU64>,
     warned: Arc<AtomicBool>,
 }
@@ -64,14 +64,14 @@ impl std::fmt::Debug for ObserverQueue {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("ObserverQueue")
-            .field("free_bytes", &self.budget.available_permits())
+            .field("free_bytes", &self.queue.free_bytes())
             .finish_non_exhaustive()
     }
 }
 
 /// The observer's side of the queue.
 pub struct ObserverFeed {
-    lines: tokio::sync::mpsc::UnboundedReceiver<(Tapped, tokio::sync::OwnedSemaphorePermit)>,
+    lines: ByteReceiver<Tapped>,
     skipped: Arc<AtomicU64>,
 }
 
@@ -79,18 +79,17 @@ impl ObserverFeed {
     /// The next queued copy, if one is queued already (for tests of the pumps' order).
     #[cfg(test)]
     pub(crate) fn try_next(&mut self) -> Option<Tapped> {
-        self.lines.try_recv().ok().map(|(tapped, _permit)| tapped)
+        self.lines.try_recv()
     }
 }
 
 /// A queue of `bytes` at most.
 pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
-    let (sender, lines) = tokio::sync::mpsc::unbounded_channel();
+    let (queue, lines) = byte_queue(bytes, None);
     let skipped = Arc::new(AtomicU64::new(0));
     (
         ObserverQueue {
-            sender,
-            budget: Arc::new(tokio::sync::Semaphore::new(bytes)),
+            queue,
             skipped: Arc::clone(&skipped),
             warned: Arc::new(AtomicBool::new(false)),
         },
@@ -101,21 +100,13 @@ pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
 impl ObserverQueue {
     /// Queue a copy of a line if the byte budget has room; never waits.
     pub fn offer(&self, stream: usize, direction: Direction, line: Vec<u8>) {
-        let bytes = u32::try_from(line.len().max(256)).unwrap_or(u32::MAX);
-        let queued = Arc::clone(&self.budget)
-            .try_acquire_many_owned(bytes)
-            .ok()
-            .map(|permit| {
-                self.sender.send((
-                    Tapped {
-                        stream,
-                        direction,
-                        line,
-                    },
-                    permit,
-                ))
-            });
-        if !matches!(queued, Some(Ok(()))) {
+        // A line counts at least 256 bytes: many tiny lines cost their bookkeeping too.
+        let queued = self.queue.offer_with(line.len().max(256), || Tapped {
+            stream,
+            direction,
+            line,
+        });
+        if !queued {
             self.skipped.fetch_add(1, Ordering::Relaxed);
             if !self.warned.swap(true, Ordering::Relaxed) {
                 tracing::warn!("conformance: the checker is behind; a message went unchecked (counted as skipped)");
@@ -239,11 +230,11 @@ impl Observer {
             tokio::select! {
                 biased;
                 item = feed.lines.recv() => match item {
-                    Some((tapped, _permit)) => self.take(tapped).await,
+                    Some(tapped) => self.take(tapped).await,
                     None => break,
                 },
                 _ = &mut stop => {
-                    while let Ok((tapped, _permit)) = feed.lines.try_recv() {
+                    while let Some(tapped) = feed.lines.try_recv() {
                         self.take(tapped).await;
                     }
                     break;

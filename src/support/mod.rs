@@ -10,6 +10,7 @@ pub mod fs;
 pub mod hex;
 pub mod json;
 pub mod process;
+pub mod queue;
 pub mod redact;
 pub mod sync;
 pub mod text;

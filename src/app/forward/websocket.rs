@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 
 use super::{passes, AnswerRecorder, ForwarderState, Recorded, UPSTREAM_TIMEOUT};
 use crate::app::offline::CapturedRequest;
+use crate::support::queue::ByteSender;
 use crate::support::ws::{WsReceiver, WsSender};
 
 /// Largest frame either side may send (a whole prompt with images stays far below it).
@@ -242,30 +243,22 @@ struct Copy {
     bytes: Vec<u8>,
 }
 
-/// The copies on their way to the recorder: the channel and the bytes it holds.
+/// The copies on their way to the recorder.
 #[derive(Clone)]
 struct Copies {
-    sender: mpsc::Sender<Copy>,
-    queued: Arc<std::sync::atomic::AtomicUsize>,
+    sender: ByteSender<Copy>,
 }
 
 impl Copies {
     /// Offer a copy to the recorder; never waits.
     fn offer(&self, from_codex: bool, at: Instant, bytes: &[u8]) {
-        use std::sync::atomic::Ordering;
-        let queued = self.queued.fetch_add(bytes.len(), Ordering::SeqCst);
         // The budget is checked before the copy is made: a dropped copy costs nothing.
-        let sent = queued + bytes.len() <= RECORDER_QUEUE_BYTES
-            && self
-                .sender
-                .try_send(Copy {
-                    at,
-                    from_codex,
-                    bytes: bytes.to_vec(),
-                })
-                .is_ok();
+        let sent = self.sender.offer_with(bytes.len(), || Copy {
+            at,
+            from_codex,
+            bytes: bytes.to_vec(),
+        });
         if !sent {
-            self.queued.fetch_sub(bytes.len(), Ordering::SeqCst);
             tracing::warn!("capture forwarder: a frame copy was dropped (the recorder is behind)");
         }
     }
@@ -281,15 +274,11 @@ async fn pump(
 ) {
     let (to_codex, from_codex) = codex;
     let (to_upstream, from_upstream) = upstream;
-    let (sender, mut copied) = mpsc::channel::<Copy>(RECORDER_QUEUE);
-    let copies = Copies {
-        sender,
-        queued: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-    };
-    let queued = Arc::clone(&copies.queued);
+    let (sender, mut copied) =
+        crate::support::queue::byte_queue::<Copy>(RECORDER_QUEUE_BYTES, Some(RECORDER_QUEUE));
+    let copies = Copies { sender };
     let recorder = tokio::spawn(async move {
         while let Some(copy) = copied.recv().await {
-            queued.fetch_sub(copy.bytes.len(), std::sync::atomic::Ordering::SeqCst);
             if copy.from_codex {
                 conversation.request(&copy.bytes, copy.at);
             } else {
