@@ -14,8 +14,8 @@ use tokio_util::task::TaskTracker;
 use super::feed::{Feed, Followed};
 use super::{
     ConnectionStatus, Shared, ThreadHome, ThreadStatus, CLIENT_QUEUE, INTERNAL_ERROR,
-    INTERRUPT_RETRY, INVALID_REQUEST, MAX_IN_FLIGHT, MAX_REMEMBERED_THREADS,
-    MAX_THREADS_PER_CONNECTION, MAX_WAITING_ANSWERS, ORDER_WAIT,
+    INVALID_REQUEST, MAX_IN_FLIGHT, MAX_REMEMBERED_THREADS, MAX_THREADS_PER_CONNECTION,
+    MAX_WAITING_ANSWERS, ORDER_WAIT,
 };
 use crate::app::clients::Caller;
 use crate::codex::client::fleet::Identity;
@@ -845,45 +845,44 @@ impl Connection {
     /// Shutdown: every running turn of this connection gets `turn/interrupt`; waits (bounded by
     /// the caller) until Codex has said `turn/completed` for each, so the client hears it.
     pub(super) async fn interrupt_turns(&self) {
-        let running: Vec<(String, String, Arc<CodexHub>)> = lock(&self.threads)
-            .iter()
-            .filter_map(|(thread, followed)| {
-                followed
-                    .feed
-                    .turn()
-                    .map(|turn| (thread.clone(), turn, Arc::clone(&followed.lease.hub)))
-            })
+        let running: Vec<Arc<Feed>> = lock(&self.threads)
+            .values()
+            .filter(|followed| followed.feed.turn().is_some())
+            .map(|followed| Arc::clone(&followed.feed))
             .collect();
         let mut interrupts = tokio::task::JoinSet::new();
-        for (thread_id, turn_id, hub) in running {
+        for feed in running {
             interrupts.spawn(async move {
-                let params = TurnInterruptParams { thread_id, turn_id };
-                // A turn Codex has answered `turn/start` for may not be active in it yet
-                // ("no active turn to interrupt", measured on 0.169.0 when the stop comes right
-                // after the start): asked again shortly, until it is or the grace ends.
-                loop {
-                    match hub.peer().call::<TurnInterrupt>(&params).await {
-                        Err(PeerError::Rpc { error, .. })
-                            if error.message.contains("no active turn") =>
-                        {
-                            tokio::time::sleep(INTERRUPT_RETRY).await;
-                        }
-                        Err(error) => {
-                            tracing::debug!("turn/interrupt on shutdown: {error}");
-                            break;
-                        }
-                        Ok(_) => break,
-                    }
+                let mut state = feed.turn.subscribe();
+                // Codex refuses to interrupt a turn it has answered `turn/start` for but not
+                // made active yet ("no active turn", measured on 0.169.0 when the stop comes
+                // right after the start): its `turn/started` comes first.
+                let turn_id = match state
+                    .wait_for(|turn| turn.active || turn.id.is_none())
+                    .await
+                {
+                    Ok(turn) => turn.id.clone(),
+                    Err(_) => None,
+                };
+                let Some(turn_id) = turn_id else {
+                    return;
+                };
+                let params = TurnInterruptParams {
+                    thread_id: feed.thread.clone(),
+                    turn_id,
+                };
+                if let Err(error) = feed.hub.peer().call::<TurnInterrupt>(&params).await {
+                    tracing::debug!("turn/interrupt on shutdown: {error}");
+                }
+                // Until Codex said `turn/completed` (queued for the client first), or the member
+                // is gone (its followers were told).
+                tokio::select! {
+                    _ = state.wait_for(|turn| turn.id.is_none()) => {}
+                    () = feed.hub.gone() => {}
                 }
             });
         }
         interrupts.join_all().await;
-        while lock(&self.threads)
-            .values()
-            .any(|followed| followed.feed.turn().is_some() && followed.lease.hub.is_alive())
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 
     pub(super) async fn answer(&self, id: &RequestId, result: &str) {

@@ -39,7 +39,7 @@ pub(super) struct Feed {
     pub(super) followers: Mutex<Vec<Weak<Connection>>>,
     pub(super) answerer: Mutex<Option<usize>>,
     /// The running turn (from `turn/started` or `turn/start`'s answer until `turn/completed`).
-    pub(super) turn: Mutex<Option<String>>,
+    pub(super) turn: tokio::sync::watch::Sender<TurnState>,
     /// Started here and no turn yet: Codex has no rollout of it, so its app-server must not be
     /// stopped to make room (the thread could not be resumed).
     pub(super) fresh: AtomicBool,
@@ -56,6 +56,14 @@ pub(super) struct Feed {
 pub(super) struct StallCounts {
     pub(super) by_kind: Mutex<BTreeMap<&'static str, usize>>,
     pub(super) recovered: AtomicUsize,
+}
+
+/// A feed's running turn, watched by a draining stop.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct TurnState {
+    pub(super) id: Option<String>,
+    /// Codex said `turn/started`: before it, Codex refuses to interrupt the turn.
+    pub(super) active: bool,
 }
 
 /// A feed's key: the app-server incarnation (its hub, alive as long as the feed holds it) and
@@ -95,17 +103,32 @@ impl Feed {
         !followers.is_empty()
     }
 
+    /// The running turn (`turn/start`'s answer), or none (it ended).
     pub(super) fn set_turn(&self, turn: Option<String>) {
-        let mut current = lock(&self.turn);
-        match (current.is_some(), turn.is_some()) {
-            (false, true) => self.hub.hold(),
-            (true, false) => self.hub.release(),
-            _ => {}
-        }
-        if turn.is_some() {
+        self.update_turn(turn, false);
+    }
+
+    /// Codex said `turn/started`: the turn is active (it can be interrupted).
+    fn turn_started(&self, turn: String) {
+        self.update_turn(Some(turn), true);
+    }
+
+    fn update_turn(&self, turn: Option<String>, started: bool) {
+        let running = turn.is_some();
+        if running {
             self.persisted();
         }
-        *current = turn;
+        self.turn.send_modify(|state| {
+            match (state.id.is_some(), running) {
+                (false, true) => self.hub.hold(),
+                (true, false) => self.hub.release(),
+                _ => {}
+            }
+            // The same turn stays active once started; a new or no turn is not active yet.
+            let same = state.id == turn;
+            state.active = running && (started || (same && state.active));
+            state.id = turn;
+        });
     }
 
     /// A thread this app-server started and has no turn yet holds it (see `fresh`).
@@ -123,7 +146,7 @@ impl Feed {
     }
 
     pub(super) fn turn(&self) -> Option<String> {
-        lock(&self.turn).clone()
+        self.turn.borrow().id.clone()
     }
 
     /// Where a server request of this thread goes: the follower that started the running turn,
@@ -217,7 +240,7 @@ impl Feed {
                         if let Ok(started) =
                             serde_json::from_str::<Started>(notification.params.get())
                         {
-                            self.set_turn(Some(started.turn.id));
+                            self.turn_started(started.turn.id);
                         }
                     }
                     "turn/completed" => {

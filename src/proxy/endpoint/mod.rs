@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use self::connection::Connection;
-use self::feed::{feed_key, Feed, FeedKey, StallCounts};
+use self::feed::{feed_key, Feed, FeedKey, StallCounts, TurnState};
 use self::listener::{accept_loop, bind_unix, host_allowed, status, upgrade, Listener, Refusal};
 use crate::app::clients::{Caller, KnownTokens};
 use crate::codex::client::fleet::{Fleet, FleetConfig, Identity};
@@ -63,8 +63,6 @@ const CLIENT_QUEUE: usize = 4096;
 const MAX_REMEMBERED_THREADS: usize = 100_000;
 /// How long an answer waits for the messages Codex sent before it to reach the client first.
 const ORDER_WAIT: Duration = Duration::from_secs(5);
-/// On shutdown: the pause before asking again to interrupt a turn Codex has not started yet.
-const INTERRUPT_RETRY: Duration = Duration::from_millis(100);
 /// On shutdown: how long running turns get to end after their `turn/interrupt`.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// The status document a status client reads at most.
@@ -355,7 +353,7 @@ impl Shared {
             fleet: Arc::clone(&self.fleet),
             followers: Mutex::new(Vec::new()),
             answerer: Mutex::new(None),
-            turn: Mutex::new(None),
+            turn: tokio::sync::watch::Sender::new(TurnState::default()),
             fresh: AtomicBool::new(false),
             barrier,
             relay: Mutex::new(None),
