@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
-use clawbridge::run as pairing;
+use clawbridge::pairing;
 use clawbridge::{PromptMode, SandboxMode};
 
 /// A value parser for a closed set: the names clap lists in `--help`, each parsed into its value.

@@ -47,6 +47,7 @@ pub use app::commands::{
     load_provider, load_run_file, state_dir, translate_options, PromptSettings,
 };
 pub use app::doctor::DoctorSettings;
+pub use app::drive::PairingError;
 pub use app::events::RunEvent;
 pub use app::fixtures::SyncSettings;
 pub use app::forward::{
@@ -56,9 +57,8 @@ pub use app::offline::{
     offline_account_config, offline_config, CapturedRequest, OfflineHome, ResponsesStub, StubRule,
     StubScript, StubStep,
 };
-pub use app::pairing::PairingError;
 pub use app::state::WarningLedger;
-pub use app::{clients, commands, doctor, fixtures, run};
+pub use app::{clients, commands, doctor, fixtures, pairing};
 pub use artifacts::catalog::{
     apply_plan, find_catalog, load_catalog, plan_sync, sha256_hex, CatalogKind, DiscoveryEnv,
     FileOutcome, Personality, SyncRequest, DEFAULT_MODEL as DEFAULT_FIXTURE_MODEL, DEFAULT_OUT_DIR,

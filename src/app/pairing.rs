@@ -1,195 +1,497 @@
-//! One run driven through a real `codex app-server`: the `clawbridge run` and `capture` commands.
+//! The pairing commands: `run` (one turn through a real Codex, streamed) and `capture` (the same
+//! turn offline, with what Codex sent the model written out, redacted and labelled).
 //!
-//! [`run_pairing`] translates the run, optionally starts the offline stub and a throwaway
-//! `CODEX_HOME`, spawns Codex, performs the handshake (opting into the experimental API exactly
-//! when the params need it), starts or resumes the thread, runs the turn to its end and shuts the
-//! process down.
+//! Layout: [`PairingSettings`] is what the flags say; [`prepare`] turns it into a translated run
+//! and [`PairingOptions`]; [`run_turn`] streams [`RunEvent`]s (or human text through
+//! [`human_text`]) and ends with a [`RunReport`]; [`capture`] writes `model-request*.json` and
+//! `layers.md` and returns a [`CaptureReport`].
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::app::offline::{CapturedRequest, OfflineHome, ResponsesStub, StubScript};
-use crate::codex::client::handler::DefaultHandler;
-use crate::codex::client::peer::PeerConfig;
-use crate::codex::client::process::SpawnOptions;
-use crate::codex::client::session::{
-    CodexSession, SessionError, TurnEvent, TurnLimits, TurnOutcome,
-};
-use crate::codex::protocol::params::CodexParams;
-use crate::config::Run;
+use serde_json::Value;
 
-/// How to pair.
-#[derive(Clone, Debug)]
-pub struct PairingOptions {
-    pub codex_bin: PathBuf,
-    /// `--codex-home`; offline runs default to a throwaway folder, online runs to
-    /// `$CODEX_HOME` or `~/.codex`.
+use crate::app::capture::{label_layers, redacted_request, render_layers, Redactions};
+use crate::app::commands::{load_run_file, require_codex, translate_options};
+use crate::app::drive::{run_pairing, PairingError, PairingOptions, PairingResult};
+use crate::app::events::{PairingFacts, RunEvent};
+use crate::app::offline::StubScript;
+use crate::codex::client::handler::DefaultHandler;
+use crate::codex::client::process::find_codex_binary;
+use crate::codex::client::session::{SessionError, TurnEvent, TurnLimits, TurnStatus};
+use crate::codex::protocol::params::{CodexParams, ThreadParams};
+use crate::config::Run;
+use crate::error::Error;
+use crate::translate::translate;
+
+/// The pairing flags of `run`, `capture` and `snapshots gen --raw`.
+#[derive(Clone, Debug, Default)]
+pub struct PairingSettings {
+    pub codex_bin: Option<PathBuf>,
     pub codex_home: Option<PathBuf>,
-    pub offline: bool,
-    pub stub_script: StubScript,
-    pub handler: DefaultHandler,
+    pub stub_script: Option<PathBuf>,
+    pub tool_handler: Option<String>,
+    pub approve: bool,
     pub limits: TurnLimits,
-    pub peer: PeerConfig,
-    pub handshake_timeout: Duration,
-    /// `--capture DIR`: every model request and response recorded on its way (to the real
-    /// upstream, or offline to the stub).
+    pub state_dir: Option<PathBuf>,
+    pub offline: bool,
+    /// `--capture DIR` (with `--upstream`, `--upstream-ca`).
     pub live_capture: Option<crate::app::forward::LiveCaptureSettings>,
 }
 
-impl PairingOptions {
-    pub fn new(codex_bin: PathBuf) -> Self {
-        Self {
-            codex_bin,
-            codex_home: None,
-            offline: false,
-            stub_script: StubScript::default(),
-            handler: DefaultHandler::default(),
-            limits: TurnLimits::default(),
-            peer: PeerConfig::default(),
-            handshake_timeout: Duration::from_secs(10),
-            live_capture: None,
+/// The validated inputs of one paired run.
+pub fn prepare(
+    run_path: &Path,
+    settings: &PairingSettings,
+) -> Result<(Run, CodexParams, PairingOptions), PairingError> {
+    let run = load_run_file(run_path)?;
+    require_codex(&run)?;
+    if settings.stub_script.is_some() && !settings.offline {
+        return Err(Error::InvalidArgument {
+            flag: "--stub-script".to_string(),
+            message: "needs --offline".to_string(),
         }
+        .into());
     }
-}
-
-/// What a paired run produced.
-#[derive(Debug)]
-pub struct PairingResult {
-    pub thread_id: String,
-    pub outcome: TurnOutcome,
-    pub codex_version: Option<String>,
-    /// Offline runs: every model-bound request Codex sent.
-    pub requests: Vec<CapturedRequest>,
-    pub codex_home: PathBuf,
-}
-
-/// Failures of a paired run.
-#[derive(Debug, thiserror::Error)]
-pub enum PairingError {
-    #[error(transparent)]
-    Input(#[from] crate::Error),
-    #[error(transparent)]
-    Session(#[from] SessionError),
-    /// `capture`: the turn ended before Codex asked the model anything.
-    #[error("Codex sent no model request (turn {status}: {error})")]
-    NoModelRequest { status: &'static str, error: String },
-}
-
-fn online_codex_home(explicit: Option<&Path>) -> PathBuf {
-    if let Some(path) = explicit {
-        return path.to_path_buf();
-    }
-    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|value| !value.is_empty()) {
-        return PathBuf::from(home);
-    }
-    dirs::home_dir()
-        .map(|home| home.join(".codex"))
-        .unwrap_or_else(|| PathBuf::from(".codex"))
-}
-
-/// Run one turn of `run` through Codex.
-pub async fn run_pairing(
-    run: &Run,
-    params: CodexParams,
-    options: &PairingOptions,
-    observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
-) -> Result<PairingResult, PairingError> {
-    use crate::app::forward::{LiveCapture, LiveCaptureSettings};
-    let known = || std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
-    let mut live = None;
-    let (stub, home) = if options.offline {
-        let stub = ResponsesStub::start(options.stub_script.clone()).await?;
-        // With --capture the recording forwarder sits between Codex and the stub, as it would
-        // between Codex and the real upstream.
-        let mut base_url = stub.base_url();
-        if let Some(settings) = &options.live_capture {
-            let settings = LiveCaptureSettings {
-                upstream: Some(stub.base_url()),
-                ..settings.clone()
-            };
-            let started = LiveCapture::start(&settings, &[], None, known()).await?;
-            base_url = started.base_url();
-            live = Some(started);
-        }
-        let home = OfflineHome::prepare(
-            options.codex_home.as_deref(),
-            &base_url,
-            &run.model,
-            dirs::home_dir().as_deref(),
-        )?;
-        (Some(stub), Some(home))
-    } else {
-        (None, None)
-    };
-    let codex_home = match &home {
-        Some(home) => home.path.clone(),
-        None => online_codex_home(options.codex_home.as_deref()),
-    };
-    tracing::info!("CODEX_HOME={}", codex_home.display());
-    let mut config_overrides = Vec::new();
-    if let (false, Some(settings)) = (options.offline, &options.live_capture) {
-        let started = LiveCapture::start(settings, &[], Some(&codex_home), known()).await?;
-        config_overrides.push(started.config_override());
-        live = Some(started);
-    }
-    let spawn = SpawnOptions {
-        binary: options.codex_bin.clone(),
-        codex_home: codex_home.clone(),
-        cwd: run.cwd.clone(),
-        isolate_environment: options.offline,
-        config_overrides,
-    };
-    let session = CodexSession::spawn(
-        &spawn,
-        options.peer.clone(),
-        params.experimental_api,
-        options.handshake_timeout,
+    let options = translate_options(settings.state_dir.as_deref(), None, None);
+    let params = translate(&run, &options)?.codex_params(&run);
+    let binary = find_codex_binary(
+        settings.codex_bin.as_deref(),
+        std::env::var_os("CODEX_BIN"),
+        std::env::var_os("PATH"),
     )
-    .await;
-    let mut session = match session {
-        Ok(session) => session,
-        Err(error) => {
-            if let Some(live) = live {
-                live.finish().await;
-            }
-            return Err(error.into());
-        }
-    };
-    let result = async {
-        let thread_id = session.open_thread(&params.thread).await?;
-        let mut turn = params.turn_start.clone();
-        turn.thread_id = thread_id.clone();
-        let outcome = session
-            .run_turn(&turn, &options.handler, observer, options.limits)
-            .await?;
-        Ok::<_, SessionError>((thread_id, outcome))
+    .map_err(SessionError::BinaryNotFound)?;
+    tracing::info!("using {} (from {})", binary.path.display(), binary.via);
+    let mut pairing = PairingOptions::new(binary.path);
+    pairing.codex_home = settings.codex_home.clone();
+    pairing.offline = settings.offline;
+    if let Some(path) = &settings.stub_script {
+        pairing.stub_script = StubScript::load(path)?;
     }
-    .await;
-    let codex_version = session.codex_version.clone();
-    let finish_live = |live: Option<LiveCapture>| async move {
-        if let Some(live) = live {
-            live.finish().await;
+    pairing.handler = DefaultHandler {
+        tool_command: settings.tool_handler.clone(),
+        approve: settings.approve,
+        tool_timeout: Some(settings.limits.idle),
+    };
+    pairing.limits = settings.limits;
+    pairing.live_capture = settings.live_capture.clone();
+    Ok((run, params, pairing))
+}
+
+/// How a `run` ended.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    pub status: TurnStatus,
+    pub thread_id: String,
+    pub turn_id: String,
+    pub error: Option<String>,
+    pub agent_messages: Vec<String>,
+    /// See [`crate::codex::client::turn::TurnOutcome::recovered`].
+    pub recovered: Option<&'static str>,
+    pub codex_version: Option<String>,
+    pub model_requests: usize,
+    pub offline: bool,
+}
+
+impl RunReport {
+    /// The closing `turnEnd` event of `run --json`.
+    pub fn turn_end(&self) -> RunEvent {
+        RunEvent::TurnEnd {
+            status: self.status,
+            thread_id: Some(self.thread_id.clone()),
+            turn_id: Some(self.turn_id.clone()),
+            error: self.error.clone(),
+            agent_messages: Some(self.agent_messages.clone()),
+            recovered: self.recovered.map(str::to_string),
+            may_have_run: None,
+            pairing: Some(PairingFacts {
+                codex_version: self.codex_version.clone(),
+                model_requests: self.model_requests,
+            }),
+        }
+    }
+
+    /// The closing lines of the human transcript (stderr).
+    pub fn render_text(&self) -> String {
+        self.render_text_with("")
+    }
+
+    /// [`Self::render_text`] with `extra` (duration, tokens) after the thread and version.
+    pub fn render_text_with(&self, extra: &str) -> String {
+        let mut text = format!(
+            "clawbridge: turn {} (thread {}, codex {}){extra}{}\n",
+            self.status.as_str(),
+            self.thread_id,
+            self.codex_version.as_deref().unwrap_or("?"),
+            self.error
+                .as_deref()
+                .map(|error| format!(": {error}"))
+                .unwrap_or_default()
+        );
+        if self.offline {
+            text.push_str(&format!(
+                "clawbridge: the offline stub received {} model request(s); `clawbridge capture` writes them out\n",
+                self.model_requests
+            ));
+        }
+        text
+    }
+}
+
+/// `clawbridge run`: the turn's events on stdout as they happen (JSON lines with `json`, else
+/// the readable transcript: the agent's text on stdout, the rest on stderr), then the closing
+/// line. True when the turn completed.
+pub async fn run_to_stdout(
+    run_path: &Path,
+    json: bool,
+    settings: &PairingSettings,
+) -> Result<bool, PairingError> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout();
+    let mut write_failed = false;
+    let mut line = Vec::with_capacity(4096);
+    let mut transcript = HumanTranscript::default();
+    let mut observer = |event: TurnEvent<'_>| {
+        line.clear();
+        if json {
+            RunEvent::write_json_line(&event, &mut line);
+        } else {
+            let (stdout, stderr) = transcript.event(&event);
+            eprint!("{stderr}");
+            line.extend_from_slice(stdout.as_bytes());
+        }
+        // Each event is written (and flushed) as it happens: a consumer streams them.
+        if !line.is_empty() && !write_failed {
+            write_failed = out.write_all(&line).and_then(|()| out.flush()).is_err();
         }
     };
-    match result {
-        Ok((thread_id, outcome)) => {
-            session.shutdown(Duration::from_secs(5)).await;
-            finish_live(live).await;
-            Ok(PairingResult {
-                thread_id,
-                outcome,
-                codex_version,
-                requests: stub
-                    .as_ref()
-                    .map(ResponsesStub::requests)
-                    .unwrap_or_default(),
-                codex_home,
-            })
+    let report = run_turn(run_path, settings, &mut observer).await?;
+    if json {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", report.turn_end().to_value());
+        let _ = out.flush();
+    } else {
+        eprint!("{}", transcript.finish(&report));
+    }
+    Ok(report.status == crate::codex::client::session::TurnStatus::Completed)
+}
+
+/// One turn through Codex; every event goes to `on_event` as it happens.
+pub async fn run_turn(
+    run_path: &Path,
+    settings: &PairingSettings,
+    on_event: &mut (dyn FnMut(TurnEvent<'_>) + Send),
+) -> Result<RunReport, PairingError> {
+    let (run, params, options) = prepare(run_path, settings)?;
+    let result = run_pairing(&run, params, &options, on_event).await?;
+    Ok(RunReport {
+        status: result.outcome.status,
+        thread_id: result.thread_id.clone(),
+        turn_id: result.outcome.turn_id.clone(),
+        error: result.outcome.error.clone(),
+        agent_messages: result.outcome.agent_messages.clone(),
+        recovered: result.outcome.recovered,
+        codex_version: result.codex_version.clone(),
+        model_requests: result.requests.len(),
+        offline: settings.offline,
+    })
+}
+
+/// The human transcript of a turn event: (stdout text, stderr text); either may be empty.
+pub fn human_text(event: &TurnEvent<'_>) -> (String, String) {
+    /// The few fields the transcript shows, borrowed from the notification's text.
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Shown<'a> {
+        #[serde(borrow)]
+        delta: Option<std::borrow::Cow<'a, str>>,
+        item: Option<serde_json::Value>,
+        error: Option<serde_json::Value>,
+    }
+    match event {
+        TurnEvent::Notification { method, params }
+            if matches!(
+                *method,
+                "item/agentMessage/delta" | "item/completed" | "error"
+            ) =>
+        {
+            let shown: Shown<'_> = serde_json::from_str(params.get()).unwrap_or_default();
+            match *method {
+                "item/agentMessage/delta" => {
+                    (shown.delta.unwrap_or_default().into_owned(), String::new())
+                }
+                "item/completed"
+                    if shown
+                        .item
+                        .as_ref()
+                        .is_some_and(|item| item["type"] == "agentMessage") =>
+                {
+                    ("\n".to_string(), String::new())
+                }
+                "error" => (
+                    String::new(),
+                    format!(
+                        "[error] {}\n",
+                        shown
+                            .error
+                            .as_ref()
+                            .and_then(|error| error["message"].as_str())
+                            .unwrap_or("?")
+                    ),
+                ),
+                _ => (String::new(), String::new()),
+            }
         }
-        Err(error) => {
-            session.kill().await;
-            finish_live(live).await;
-            Err(error.into())
+        TurnEvent::ServerRequest { request } => (
+            String::new(),
+            format!(
+                "[{}] {} {}\n",
+                request.method,
+                request.params["tool"].as_str().unwrap_or(""),
+                request.params["arguments"]
+            ),
+        ),
+        TurnEvent::Answered {
+            answer: Err(error), ..
+        } => (
+            String::new(),
+            format!("[answer] error: {}\n", error.message),
+        ),
+        _ => (String::new(), String::new()),
+    }
+}
+
+/// The readable transcript of `clawbridge run` (without `--json`): agent text as it streams on
+/// stdout; tool calls, their answers, approvals and errors on stderr; and a closing status line
+/// with the duration and the token usage Codex reported.
+#[derive(Debug)]
+pub struct HumanTranscript {
+    started: std::time::Instant,
+    /// Codex's last `thread/tokenUsage/updated` total: (input, cached input, output).
+    tokens: Option<(u64, u64, u64)>,
+}
+
+impl Default for HumanTranscript {
+    fn default() -> Self {
+        HumanTranscript {
+            started: std::time::Instant::now(),
+            tokens: None,
         }
+    }
+}
+
+impl HumanTranscript {
+    /// (stdout text, stderr text) of one event; either may be empty.
+    pub fn event(&mut self, event: &TurnEvent<'_>) -> (String, String) {
+        match event {
+            TurnEvent::Notification {
+                method: "thread/tokenUsage/updated",
+                params,
+            } => {
+                let usage: Value = params.parse().unwrap_or_default();
+                let total = &usage["tokenUsage"]["total"];
+                let count = |key: &str| total[key].as_u64().unwrap_or(0);
+                if total.is_object() {
+                    self.tokens = Some((
+                        count("inputTokens"),
+                        count("cachedInputTokens"),
+                        count("outputTokens"),
+                    ));
+                }
+                (String::new(), String::new())
+            }
+            TurnEvent::Answered {
+                answer: Ok(result), ..
+            } => {
+                let shown = match (result["decision"].as_str(), result["success"].as_bool()) {
+                    (Some(decision), _) => format!("[approval] {decision}\n"),
+                    (None, Some(success)) => {
+                        let text: String = result["contentItems"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|item| item["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        format!(
+                            "[tool result] {}{}\n",
+                            if success { "" } else { "(failed) " },
+                            one_line(&text, 200)
+                        )
+                    }
+                    _ => format!("[answer] {}\n", one_line(&result.to_string(), 200)),
+                };
+                (String::new(), shown)
+            }
+            other => human_text(other),
+        }
+    }
+
+    /// The closing status line.
+    pub fn finish(&self, report: &RunReport) -> String {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let tokens = match self.tokens {
+            Some((input, cached, output)) => {
+                format!(", tokens {input} in ({cached} cached) {output} out")
+            }
+            None => String::new(),
+        };
+        report.render_text_with(&format!(" in {seconds:.1} s{tokens}"))
+    }
+}
+
+/// `text` on one line, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &flat[..at]),
+        None => flat,
+    }
+}
+
+/// What `capture` wrote.
+#[derive(Clone, Debug)]
+pub struct CaptureReport {
+    pub out: PathBuf,
+    pub written: Vec<String>,
+    pub requests: usize,
+    pub layers: Vec<crate::app::capture::Layer>,
+}
+
+impl CaptureReport {
+    pub fn render_text(&self) -> String {
+        let mut summary = format!(
+            "Captured {} model request(s) into {}:\n",
+            self.requests,
+            self.out.display()
+        );
+        for name in &self.written {
+            summary.push_str(&format!("- {name}\n"));
+        }
+        summary.push_str("Layers of the first request:\n");
+        for layer in &self.layers {
+            summary.push_str(&format!(
+                "  {:<40} {:<22} {:>7} chars\n",
+                layer.label.chars().take(40).collect::<String>(),
+                layer.position,
+                layer.chars
+            ));
+        }
+        summary
+    }
+}
+
+/// The redaction policy of a capture: machine paths and ids become placeholders.
+fn capture_redactions(run: &Run, result: &PairingResult) -> Redactions {
+    let mut redactions = Redactions::default();
+    redactions.add_path(&run.workspace, "<workspace>");
+    redactions.add_path(&run.cwd, "<cwd>");
+    // Codex reports the git checkout around the workspace in its turn metadata.
+    if let Some(git_root) = run.cwd.ancestors().find(|dir| dir.join(".git").exists()) {
+        redactions.add_path(git_root, "<git-root>");
+    }
+    redactions.add_path(&result.codex_home, "<codex-home>");
+    if let Some(home) = dirs::home_dir() {
+        redactions.add_path(&home, "<home>");
+    }
+    redactions.add_path(&std::env::temp_dir(), "<tmp>");
+    redactions.add(result.thread_id.clone(), "<thread-id>");
+    redactions
+}
+
+/// Run the turn offline and write what Codex sent the model into `out`.
+pub async fn capture(
+    run_path: &Path,
+    out: &Path,
+    settings: &PairingSettings,
+) -> Result<CaptureReport, PairingError> {
+    let settings = PairingSettings {
+        offline: true,
+        ..settings.clone()
+    };
+    let (run, params, options) = prepare(run_path, &settings)?;
+    let developer = match &params.thread {
+        ThreadParams::ThreadStart(start) => start.developer_instructions.clone(),
+        ThreadParams::ThreadResume(resume) => resume.developer_instructions.clone(),
+    };
+    let mut observer = |_: TurnEvent<'_>| {};
+    let result = run_pairing(&run, params, &options, &mut observer).await?;
+    if result.requests.is_empty() {
+        return Err(PairingError::NoModelRequest {
+            status: result.outcome.status.as_str(),
+            error: result.outcome.error.clone().unwrap_or_default(),
+        });
+    }
+    let redactions = capture_redactions(&run, &result);
+    let mut written = Vec::new();
+    for (index, request) in result.requests.iter().enumerate() {
+        let name = if index == 0 {
+            "model-request.json".to_string()
+        } else {
+            format!("model-request.{}.json", index + 1)
+        };
+        let document = redacted_request(request, &redactions);
+        let text = format!("{}\n", crate::support::json::to_pretty(&document));
+        crate::support::fs::write_atomic(&out.join(&name), text.as_bytes())?;
+        written.push(name);
+    }
+    let first = redacted_request(&result.requests[0], &redactions);
+    let sent_developer = redactions.redact(&Value::String(developer));
+    let layers = label_layers(&first["body"], sent_developer.as_str());
+    let title = format!(
+        "Model-bound request layers: {} (Codex {})",
+        run_path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        result.codex_version.as_deref().unwrap_or("?")
+    );
+    crate::support::fs::write_atomic(
+        &out.join("layers.md"),
+        render_layers(&layers, &title).as_bytes(),
+    )?;
+    written.push("layers.md".to_string());
+    Ok(CaptureReport {
+        out: out.to_path_buf(),
+        written,
+        requests: result.requests.len(),
+        layers,
+    })
+}
+
+/// `snapshots gen --raw`: capture every happy-path scenario through a real Codex (offline).
+pub async fn capture_scenarios(
+    root: &Path,
+    codex_bin: Option<PathBuf>,
+) -> Result<Vec<CaptureReport>, PairingError> {
+    let settings = PairingSettings {
+        codex_bin,
+        ..PairingSettings::default()
+    };
+    let mut reports = Vec::new();
+    let scenarios = crate::artifacts::snapshots::scenario_runs();
+    let total = scenarios.len();
+    for (done, (scenario, run)) in scenarios.into_iter().enumerate() {
+        let out = root
+            .join(crate::artifacts::snapshots::RAW_DIR)
+            .join(scenario);
+        // Each capture is a real Codex turn (about a second): say where the work is.
+        eprintln!("snapshots gen --raw: [{}/{total}] {scenario}", done + 1);
+        reports.push(capture(&root.join(run), &out, &settings).await?);
+    }
+    Ok(reports)
+}
+
+/// How long the CLI lets a turn idle and run by default (one place for both flags).
+pub const DEFAULT_IDLE_SECS: u64 = TurnLimits::DEFAULT_IDLE.as_secs();
+/// See [`DEFAULT_IDLE_SECS`].
+pub const DEFAULT_TURN_SECS: u64 = TurnLimits::DEFAULT_HARD.as_secs();
+
+/// Turn limits from the two flags (at least one second each).
+pub fn turn_limits(idle_secs: u64, turn_secs: u64) -> TurnLimits {
+    TurnLimits {
+        idle: Duration::from_secs(idle_secs.max(1)),
+        hard: Duration::from_secs(turn_secs.max(1)),
+        ..TurnLimits::default()
     }
 }

@@ -19,7 +19,7 @@ use cli::*;
 use exit::{exit_code, Failure};
 use front::{init_logging, print_json, print_stdout};
 
-use clawbridge::{commands, fixtures, run as pairing};
+use clawbridge::{commands, fixtures, pairing};
 
 /// mimalloc: the bridge frees messages on other threads than the one that read them, which
 /// glibc's allocator serializes on an arena lock (see `cargo bench --bench peer`).
@@ -98,7 +98,7 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             codex,
             capture,
         } => block_on(async move {
-            let settings = clawbridge::run::PairingSettings {
+            let settings = pairing::PairingSettings {
                 live_capture: capture.settings(),
                 ..codex.settings(offline)
             };
