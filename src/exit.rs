@@ -53,7 +53,7 @@ impl From<clawbridge::ServeError> for Failure {
         use clawbridge::ServeError;
         match error {
             ServeError::Setup(error) => error.into(),
-            ServeError::Bind { .. } => Failure(error.into(), 1),
+            ServeError::Bind { .. } | ServeError::Methods(_) => Failure(error.into(), 1),
             other => Failure(other.into(), 2),
         }
     }

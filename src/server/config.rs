@@ -185,8 +185,15 @@ pub enum ServeError {
     Usage(String),
     #[error("--workspace-root {}: {message}", path.display())]
     BadRoot { path: PathBuf, message: String },
-    #[error("cannot listen on {addr}: {message}")]
-    Bind { addr: SocketAddr, message: String },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The API's methods could not be registered (a defect, never the user's input).
+    #[error("cannot register the bridge API's methods: {0}")]
+    Methods(String),
     #[error(transparent)]
     Setup(#[from] crate::Error),
 }

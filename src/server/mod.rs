@@ -356,9 +356,9 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         )));
     }
     // Bind first: the Host filter needs the port actually bound (`--listen 127.0.0.1:0`).
-    let bind_error = |error: std::io::Error| ServeError::Bind {
+    let bind_error = |source: std::io::Error| ServeError::Bind {
         addr: config.listen,
-        message: error.to_string(),
+        source,
     };
     let listener = std::net::TcpListener::bind(config.listen).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
@@ -382,10 +382,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         .to_service_builder();
     let listener = tokio::net::TcpListener::from_std(listener).map_err(bind_error)?;
     let methods: jsonrpsee::server::Methods = module(Arc::clone(&bridge))
-        .map_err(|error| ServeError::Bind {
-            addr,
-            message: error.to_string(),
-        })?
+        .map_err(|error| ServeError::Methods(error.to_string()))?
         .into();
     let (stop, handle) = jsonrpsee::server::stop_channel();
     let idle = config.idle_timeout;
