@@ -42,14 +42,32 @@ pub fn clients_path(state_dir: &Path) -> PathBuf {
     state_dir.join("clients.json")
 }
 
-/// A client name: 1 to 64 of `[A-Za-z0-9._-]` (it appears in logs and `bridge.status`).
+/// Names no client may take: the operator's own (what the runs and sessions the operator's
+/// token starts are owned by). A client named `operator` would act on them as the operator's
+/// token does, whatever its role; a role comes from `--operator`, never from a name.
+const RESERVED_NAMES: [&str; 1] = ["operator"];
+
+/// A client name: 1 to 64 of `[A-Za-z0-9._-]` (it appears in logs and `bridge.status`), and not
+/// a reserved one (any case).
 pub fn name_problem(name: &str) -> Option<String> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    (!ok).then(|| format!("client name {name:?}: use 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-'"))
+    if !ok {
+        return Some(format!(
+            "client name {name:?}: use 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-'"
+        ));
+    }
+    RESERVED_NAMES
+        .iter()
+        .any(|reserved| reserved.eq_ignore_ascii_case(name))
+        .then(|| {
+            format!(
+                "client name {name:?} is reserved for the operator's own token; pick another name (a client gets the operator's role with --operator)"
+            )
+        })
 }
 
 /// The SHA-256 of a token as hex.

@@ -679,3 +679,34 @@ fn app_server_report_and_status_are_commands_with_their_own_help() {
     assert_ne!(code, 0);
     assert!(stderr.contains("/nonexistent/token"), "{stderr}");
 }
+
+/// Protection (Security 3, item 3): the operator's name is reserved. A client named `operator`
+/// would own, and act on, every run and session the operator's token starts, whatever its role:
+/// `client add operator` (any case) is refused, and a clients file that names one is refused
+/// where it is read, naming the file and why.
+#[test]
+fn no_client_may_take_the_operator_s_name() {
+    let state = tempfile::tempdir().expect("state");
+    let state_arg = state.path().display().to_string();
+    for name in ["operator", "Operator"] {
+        let (code, stdout, stderr) =
+            crate::util::run_cli(&["client", "add", name, "--state-dir", &state_arg]);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(stderr.contains("reserved"), "{stderr}");
+        assert!(stdout.trim().is_empty(), "no token is printed: {stdout}");
+    }
+    assert!(!state.path().join("clients.json").exists());
+    // A planted file naming one.
+    let planted = serde_json::json!({"clients": [{
+        "name": "operator",
+        "sha256": clawbridge::token_sha256("planted-token-0123456789"),
+        "operator": false
+    }]});
+    crate::util::write_private(&state.path().join("clients.json"), &planted.to_string());
+    let (code, _, stderr) = crate::util::run_cli(&["client", "list", "--state-dir", &state_arg]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("clients.json") && stderr.contains("reserved"),
+        "{stderr}"
+    );
+}
