@@ -26,6 +26,10 @@ pub struct Bridge {
     pub(super) bindings: Mutex<BindingFile>,
     pub(super) session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) runs: Mutex<HashMap<String, Arc<RunState>>>,
+    /// One permit per run in progress (`--max-runs`): taken when a run is admitted, before
+    /// anything is read or started, and held by its task until it ends, so starts that come
+    /// together cannot all pass the bound.
+    pub(super) run_slots: Arc<tokio::sync::Semaphore>,
     pub(super) pending_tools: Mutex<HashMap<String, PendingCall>>,
     /// Approval id -> (its run, the answer).
     pub(super) pending_approvals: Mutex<HashMap<String, (String, oneshot::Sender<bool>)>>,

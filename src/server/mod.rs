@@ -336,6 +336,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         bindings: Mutex::new(bindings),
         session_locks: Mutex::new(HashMap::new()),
         runs: Mutex::new(HashMap::new()),
+        run_slots: Arc::new(tokio::sync::Semaphore::new(config.max_runs.max(1))),
         pending_tools: Mutex::new(HashMap::new()),
         pending_approvals: Mutex::new(HashMap::new()),
         busy_threads: Mutex::new(HashSet::new()),

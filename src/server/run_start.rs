@@ -18,15 +18,17 @@ pub(super) async fn run_start(
             "clawbridge serve is shutting down",
         ));
     }
-    let running = bridge.running_runs().len();
-    if running >= bridge.config.max_runs {
+    // Reserved at once (a permit), not counted now and registered later: starts that come
+    // together each see the others' reservations.
+    let Ok(slot) = Arc::clone(&bridge.run_slots).try_acquire_owned() else {
         return Err(rpc_error(
             codes::BUSY,
             format!(
-                "{running} runs are in progress, the most this server runs at once (--max-runs); try again when one ends"
+                "{} runs are in progress, the most this server runs at once (--max-runs); try again when one ends",
+                bridge.config.max_runs
             ),
         ));
-    }
+    };
     let (mut run, new_thread, queue) = bridge
         .blocking(move |bridge| {
             let request: api::RunStartRequest = run_request(&params)?;
@@ -267,6 +269,7 @@ pub(super) async fn run_start(
     let limits = bridge.config.limits;
     // Tracked: shutdown interrupts the turn, stops Codex (which ends it), then waits for it.
     bridge.tasks.spawn(async move {
+        let _slot = slot;
         let _queue = queue_guard;
         let _claim = claim;
         let mut handle = handle;

@@ -456,3 +456,47 @@ async fn sessions_run_in_parallel_and_a_tool_change_starts_a_new_thread() {
     );
     follow(&client, third["runId"].as_str().expect("id"), None).await;
 }
+
+/// Protection (Security 3, item 1): `--max-runs` holds when starts come together. Twenty
+/// `bridge.runStart` calls on twenty connections at once against a bound of 3 (each run's turn
+/// hangs in the stub, so none ends): exactly 3 are admitted, every other is told the server is
+/// busy. (Counting the runs and registering the new one later let all of them in.)
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_runs_holds_when_starts_come_together() {
+    let bin = codex_bin();
+    let state = tempfile::tempdir().expect("state");
+    let running = serve(ServeConfig {
+        max_runs: 3,
+        ..config(bin, state.path(), None, vec![StubStep::Hang; 20])
+    })
+    .await
+    .expect("serve");
+    let mut clients = Vec::new();
+    for _ in 0..20 {
+        clients.push(connect(&running).await);
+    }
+    let starts = clients
+        .iter()
+        .enumerate()
+        .map(|(index, client)| async move {
+            let mut document = run_document("telegram-direct.json");
+            document["sessionKey"] = json!(format!("agent:main:telegram:direct:burst-{index}"));
+            client
+                .request::<Value, _>("bridge.runStart", rpc_params![document])
+                .await
+        });
+    let results = futures_util::future::join_all(starts).await;
+    let admitted = results.iter().filter(|result| result.is_ok()).count();
+    let busy = results
+        .iter()
+        .filter(|result| {
+            result
+                .as_ref()
+                .err()
+                .is_some_and(|error| error.to_string().contains("--max-runs"))
+        })
+        .count();
+    assert_eq!((admitted, busy), (3, 17), "{results:?}");
+    running.stop().await;
+}
