@@ -710,3 +710,29 @@ fn no_client_may_take_the_operator_s_name() {
         "{stderr}"
     );
 }
+
+/// Protection (Security 3, item 12): the scripts that install a Codex version take exactly
+/// `X.Y.Z`. A string that only looks like one (`1.2.3/../../x`, which the old glob accepted) is
+/// refused before anything is installed or any folder named after it.
+#[test]
+fn the_codex_scripts_take_only_a_plain_version() {
+    let root = repo_root();
+    for bad in ["1.2.3/../../x", "1.2.3-evil", "1.2", "../0.169.0", "0.169.0 "] {
+        let compat = std::process::Command::new(root.join("scripts/codex-compat"))
+            .args([bad, "--no-tests"])
+            .output()
+            .expect("codex-compat");
+        assert_eq!(compat.status.code(), Some(2), "codex-compat {bad:?}");
+        assert!(
+            String::from_utf8_lossy(&compat.stderr).contains("is not a version"),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&compat.stderr)
+        );
+        let install = std::process::Command::new(root.join("scripts/install-codex"))
+            .env("CODEX_VERSION", bad)
+            .output()
+            .expect("install-codex");
+        assert_eq!(install.status.code(), Some(2), "install-codex {bad:?}");
+        assert!(!root.join(".tools").join(format!("codex-{bad}")).exists());
+    }
+}
