@@ -717,7 +717,13 @@ fn no_client_may_take_the_operator_s_name() {
 #[test]
 fn the_codex_scripts_take_only_a_plain_version() {
     let root = repo_root();
-    for bad in ["1.2.3/../../x", "1.2.3-evil", "1.2", "../0.169.0", "0.169.0 "] {
+    for bad in [
+        "1.2.3/../../x",
+        "1.2.3-evil",
+        "1.2",
+        "../0.169.0",
+        "0.169.0 ",
+    ] {
         let compat = std::process::Command::new(root.join("scripts/codex-compat"))
             .args([bad, "--no-tests"])
             .output()

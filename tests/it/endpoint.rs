@@ -993,3 +993,38 @@ fn a_readable_or_linked_token_file_is_refused_and_offline_homes_are_private() {
         assert_eq!(mode & 0o777, 0o700, "{folder}");
     }
 }
+
+/// Protection (Security 3, item 10): connection numbers go on after a restart, so a restarted
+/// endpoint's clients never write into an earlier run's `connection-N/` transcript folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transcript_folders_are_not_shared_across_restarts() {
+    let transcript = tempfile::tempdir().expect("transcript");
+    for earlier in ["connection-1", "connection-7", "connection-notanumber"] {
+        std::fs::create_dir(transcript.path().join(earlier)).expect("earlier run");
+    }
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            transcript: Some(transcript.path().to_path_buf()),
+            ..settings(no_codex())
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let mut client = tcp_client(&endpoint).await;
+    client.initialize().await;
+    let number = endpoint.status().connections[0].number;
+    assert_eq!(number, 8);
+    drop(client);
+    endpoint.stop().await;
+    let lines = std::fs::read_to_string(transcript.path().join("connection-8/connection.jsonl"))
+        .expect("the new connection's own folder");
+    assert!(lines.contains("initialize"), "{lines}");
+    assert_eq!(
+        std::fs::read_dir(transcript.path().join("connection-1"))
+            .expect("earlier")
+            .count(),
+        0,
+        "an earlier run's folder is left alone"
+    );
+}

@@ -204,6 +204,27 @@ struct Shared {
     cancel: CancellationToken,
 }
 
+/// The highest `connection-N` folder already in a transcript folder (0 when none): a restarted
+/// endpoint numbers its connections after it, so no two runs' clients share a folder.
+/// Bounded: at most 100 000 entries are looked at.
+fn highest_connection_folder(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .take(100_000)
+        .flatten()
+        .filter_map(|entry| {
+            entry
+                .file_name()
+                .to_str()?
+                .strip_prefix("connection-")?
+                .parse::<usize>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 impl Endpoint {
     /// Bind and serve.
     pub async fn start(
@@ -235,6 +256,10 @@ impl Endpoint {
                 (Listener::Unix(listener), ListenAddr::Unix(path.clone()))
             }
         };
+        let first_connection = settings
+            .transcript
+            .as_deref()
+            .map_or(0, highest_connection_folder);
         let shared = Arc::new(Shared {
             tokens: KnownTokens::new(&settings.token, &settings.clients),
             listen: listen.clone(),
@@ -251,7 +276,7 @@ impl Endpoint {
             stalls: Arc::default(),
             transcript: settings.transcript,
             observe: settings.observe,
-            opened: AtomicUsize::new(0),
+            opened: AtomicUsize::new(first_connection),
             live: Mutex::new(BTreeMap::new()),
             connections: TaskTracker::new(),
             sockets: TaskTracker::new(),
