@@ -125,14 +125,7 @@ impl Agent {
 
     /// One turn, to its end; the message names the agent and the round.
     async fn turn(&mut self, round: usize) {
-        let text = format!("message from agent {} round {round}", self.name);
-        let answer = self
-            .client
-            .request(
-                "turn/start",
-                json!({"threadId": self.thread, "input": [{"type": "text", "text": text}]}),
-            )
-            .await;
+        let answer = start_turn(&mut self.client, &self.thread, self.name, round).await;
         assert!(
             answer["result"]["turn"]["id"].is_string(),
             "{} round {round}: {answer}",
@@ -149,6 +142,23 @@ impl Agent {
         );
         self.client.seen.clear();
     }
+}
+
+/// `turn/start` on `thread` with a message naming the agent and the round (how the upstream's
+/// requests are told apart); the answer.
+pub(crate) async fn start_turn(
+    client: &mut Client<tokio::net::TcpStream>,
+    thread: &str,
+    agent: &str,
+    round: usize,
+) -> Value {
+    let text = format!("message from agent {agent} round {round}");
+    client
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
+        )
+        .await
 }
 
 /// Which agent's key each model request carried, by the agent whose messages it holds.

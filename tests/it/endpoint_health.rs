@@ -65,21 +65,29 @@ impl FakeRemote {
     }
 }
 
-async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
+/// The two halves of a fake remote's WebSocket, once its handshake is accepted.
+type FakeSocket = (
+    soketto::connection::Sender<tokio_util::compat::Compat<tokio::net::TcpStream>>,
+    soketto::connection::Receiver<tokio_util::compat::Compat<tokio::net::TcpStream>>,
+);
+
+/// Accept a fake remote's WebSocket handshake (any path, no token checked).
+async fn accept_ws(stream: tokio::net::TcpStream) -> Option<FakeSocket> {
     use tokio_util::compat::TokioAsyncReadCompatExt;
     let mut server = soketto::handshake::Server::new(stream.compat());
-    let Ok(request) = server.receive_request().await else {
-        return;
-    };
-    let key = request.key();
+    let request = server.receive_request().await.ok()?;
     let accept = soketto::handshake::server::Response::Accept {
-        key,
+        key: request.key(),
         protocol: None,
     };
-    if server.send_response(&accept).await.is_err() {
+    server.send_response(&accept).await.ok()?;
+    Some(server.into_builder().finish())
+}
+
+async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
+    let Some((mut sender, mut receiver)) = accept_ws(stream).await else {
         return;
-    }
-    let (mut sender, mut receiver) = server.into_builder().finish();
+    };
     let mut data = Vec::new();
     let mut answered = 0;
     loop {
@@ -267,19 +275,9 @@ async fn answering_remote(port: u16) -> tokio::task::JoinHandle<()> {
                 return;
             };
             tokio::spawn(async move {
-                use tokio_util::compat::TokioAsyncReadCompatExt;
-                let mut server = soketto::handshake::Server::new(stream.compat());
-                let Ok(request) = server.receive_request().await else {
+                let Some((mut sender, mut receiver)) = accept_ws(stream).await else {
                     return;
                 };
-                let accept = soketto::handshake::server::Response::Accept {
-                    key: request.key(),
-                    protocol: None,
-                };
-                if server.send_response(&accept).await.is_err() {
-                    return;
-                }
-                let (mut sender, mut receiver) = server.into_builder().finish();
                 let mut data = Vec::new();
                 loop {
                     data.clear();
@@ -327,19 +325,9 @@ async fn scripted_remote() -> (String, tokio::task::JoinHandle<()>) {
 }
 
 async fn scripted_connection(stream: tokio::net::TcpStream) {
-    use tokio_util::compat::TokioAsyncReadCompatExt;
-    let mut server = soketto::handshake::Server::new(stream.compat());
-    let Ok(request) = server.receive_request().await else {
+    let Some((mut sender, mut receiver)) = accept_ws(stream).await else {
         return;
     };
-    let accept = soketto::handshake::server::Response::Accept {
-        key: request.key(),
-        protocol: None,
-    };
-    if server.send_response(&accept).await.is_err() {
-        return;
-    }
-    let (mut sender, mut receiver) = server.into_builder().finish();
     let (out, mut queue) = tokio::sync::mpsc::unbounded_channel::<(Duration, Value)>();
     tokio::spawn(async move {
         let started = tokio::time::Instant::now();

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::endpoint::{tcp_client, turn_completed, Client};
-use crate::endpoint_accounts::{accounts_endpoint_tuned, Accounts};
+use crate::endpoint_accounts::{accounts_endpoint_tuned, start_turn, Accounts};
 
 /// A small deterministic generator (xorshift64*), so a failing run can be replayed by its seed.
 struct Random(u64);
@@ -126,14 +126,7 @@ impl SoakAgent {
             self.resume = false;
         }
         counts.turns.fetch_add(1, Ordering::SeqCst);
-        let text = format!("message from agent {} round {round}", self.name);
-        let answer = self
-            .client
-            .request(
-                "turn/start",
-                json!({"threadId": self.thread, "input": [{"type": "text", "text": text}]}),
-            )
-            .await;
+        let answer = start_turn(&mut self.client, &self.thread, &self.name, round).await;
         if answer["error"].is_object() {
             // An answer: the member went away under the request, or no room yet.
             counts.refused.fetch_add(1, Ordering::SeqCst);
