@@ -553,10 +553,13 @@ impl Observer {
             return;
         };
         use std::os::unix::fs::OpenOptionsExt;
+        // Never through a link: a planted `conformance.jsonl -> ~/.bashrc` must not be appended
+        // to (the transcript's files are opened the same way).
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .and_then(|mut file| writeln!(file, "{entry}"));
         if let Err(error) = written {
@@ -586,6 +589,22 @@ mod tests {
         );
         observer.wire = Some(WireSchemas::load(&wire, "9.9.9").expect("load"));
         (observer, log)
+    }
+
+    /// Protection (Security 3, item 5): the log is never written through a planted link.
+    #[test]
+    fn the_log_is_never_written_through_a_link() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (mut observer, log) = observer(dir.path());
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").expect("victim");
+        std::os::unix::fs::symlink(&victim, &log).expect("plant");
+        observer.append(&json!({"kind": "summary"}));
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "precious\n"
+        );
+        assert!(observer.failed, "the refusal is told once");
     }
 
     fn lines(path: &std::path::Path) -> Vec<Value> {
