@@ -742,3 +742,46 @@ fn the_codex_scripts_take_only_a_plain_version() {
         assert!(!root.join(".tools").join(format!("codex-{bad}")).exists());
     }
 }
+
+/// Protection (Security 3, item 6): `schema diff` reads its folders' files as regular files of at
+/// most the schema cap. A FIFO among them (which hung it for ever) ends the command at once.
+#[test]
+fn schema_diff_never_hangs_on_a_fifo() {
+    let dir = tempfile::tempdir().expect("dir");
+    let copy = |name: &str| {
+        let target = dir.path().join(name);
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(repo_root().join("fixtures/codex-schema/0.169.0"))
+            .arg(&target)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        target
+    };
+    let old = copy("old");
+    let new = copy("new");
+    let fifo = new.join("DynamicToolCallParams.json");
+    std::fs::remove_file(&fifo).expect("remove");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let mut child = crate::util::clawbridge()
+        .args(["schema", "diff"])
+        .arg(&old)
+        .arg(&new)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("schema diff");
+    let ended = crate::util::poll(std::time::Duration::from_secs(20), || {
+        child.try_wait().ok().flatten()
+    });
+    if ended.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(ended.is_some(), "schema diff hung on a FIFO");
+}

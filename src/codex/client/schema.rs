@@ -30,7 +30,7 @@ pub const CHECKED_METHODS: [(&str, &str); 4] = [
 ];
 
 /// Largest schema file read (Codex 0.171.0's largest of these is about 60 KB).
-const MAX_SCHEMA_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_SCHEMA_BYTES: u64 = 16 * 1024 * 1024;
 /// How long schema generation may take (one Codex start, no network).
 const GENERATE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Problems reported per message at most (one broken message must not flood the log).

@@ -195,13 +195,19 @@ fn folder_version(dir: &Path) -> String {
         .unwrap_or_else(|| dir.display().to_string())
 }
 
+/// A schema file's bytes to compare: a regular file of at most the schema cap, else `None` (a
+/// FIFO must not hang the diff, nor `/dev/zero` fill memory).
+fn read_capped(path: &Path) -> Option<Vec<u8>> {
+    crate::support::fs::read_capped_anywhere(path, None, super::schema::MAX_SCHEMA_BYTES).ok()
+}
+
 /// Compare two generated (or vendored) schema folders.
 pub fn diff(old: &Path, new: &Path) -> Result<SchemaDiff, SchemaError> {
     let old_schemas = WireSchemas::load(old, &folder_version(old))?;
     let new_schemas = WireSchemas::load(new, &folder_version(new))?;
     let files_differing: Vec<String> = VENDORED_FILES
         .iter()
-        .filter(|file| std::fs::read(old.join(file)).ok() != std::fs::read(new.join(file)).ok())
+        .filter(|file| read_capped(&old.join(file)) != read_capped(&new.join(file)))
         .map(|file| (*file).to_string())
         .collect();
     let old_methods = old_schemas.methods();
