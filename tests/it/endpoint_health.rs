@@ -22,6 +22,8 @@ enum Fault {
     Garbage,
     /// Answers `initialize` and one request more (a health probe passes), then nothing.
     MuteAfterOne,
+    /// Answers every request (an empty list): a listener that is well again.
+    Healthy,
 }
 
 /// A fake Codex WebSocket listener: it completes the handshake and answers `initialize` (as
@@ -112,6 +114,7 @@ async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
                     json!({"id": id, "result": {"data": []}}).to_string()
                 }
                 Fault::MuteAfterOne => continue,
+                Fault::Healthy => json!({"id": id, "result": {"data": []}}).to_string(),
             }
         };
         if sender.send_text(answer).await.is_err() || sender.flush().await.is_err() {
@@ -254,55 +257,13 @@ async fn a_dead_remote_member_comes_back_when_its_listener_does() {
     })
     .await;
     // Its listener comes back (answering the probe): the member is tried again and is ready.
-    let back = answering_remote(port).await;
+    let back = FakeRemote::start(Fault::Healthy, port).await;
     crate::util::wait_until_async("the remote member back", Duration::from_secs(20), || {
         state(&endpoint).0 == clawbridge::MemberState::Ready
     })
     .await;
     endpoint.stop().await;
-    back.abort();
-}
-
-/// A fake remote that answers every request with an empty object (enough for the handshake and
-/// the health probe).
-async fn answering_remote(port: u16) -> tokio::task::JoinHandle<()> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .expect("bind again");
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let Some((mut sender, mut receiver)) = accept_ws(stream).await else {
-                    return;
-                };
-                let mut data = Vec::new();
-                loop {
-                    data.clear();
-                    if receiver.receive_data(&mut data).await.is_err() {
-                        return;
-                    }
-                    let Ok(message) = serde_json::from_slice::<Value>(&data) else {
-                        continue;
-                    };
-                    let Some(id) = message.get("id").cloned() else {
-                        continue;
-                    };
-                    let result = if message["method"] == "initialize" {
-                        json!({"userAgent": "fake_remote/0.169.0 (test)"})
-                    } else {
-                        json!({"data": []})
-                    };
-                    let answer = json!({"id": id, "result": result}).to_string();
-                    if sender.send_text(answer).await.is_err() || sender.flush().await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    })
+    back.task.abort();
 }
 
 /// A fake app-server with a scripted thread: each `turn/start` answers `turn-N` and then goes
