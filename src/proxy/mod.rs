@@ -641,16 +641,23 @@ fn read_token(path: &Path) -> Result<String, ProxyError> {
     Ok(token)
 }
 
-/// Create `dir` (and its parents) private, and make it private if it was there already.
-fn private_dir(dir: &Path) -> Result<(), ProxyError> {
-    use std::os::unix::fs::PermissionsExt;
-    let write_error = |source| crate::error::Error::Write {
-        path: dir.to_path_buf(),
-        source,
-    };
-    crate::support::fs::create_private_dir(dir).map_err(write_error)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(write_error)?;
-    Ok(())
+/// The native Codex home's `config.toml`, which every account's home gets (a regular file of
+/// at most 1 MiB, a link to one included); none when there is none, and a warning when it
+/// cannot be read.
+fn native_config(codex_home: &Path) -> Option<String> {
+    use crate::support::fs::ReadRefusal;
+    let path = codex_home.join("config.toml");
+    match crate::support::fs::read_capped_anywhere(&path, None, 1 << 20) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(ReadRefusal::NotFound) => None,
+        Err(refusal) => {
+            tracing::warn!(
+                "{}: {refusal}; the accounts' Codex homes get no config.toml",
+                path.display()
+            );
+            None
+        }
+    }
 }
 
 /// The token clients of the endpoint send: from `--token-file`, else
@@ -743,7 +750,12 @@ async fn run_endpoint(
         // The offline homes live in the state dir, private and apart from the live ones: the
         // native one here, each logged-in account's beside it (see `homes` below).
         let dir = state.join("app-server-offline").join("native");
-        private_dir(&dir)?;
+        crate::support::fs::ensure_private_dir(&dir).map_err(|source| {
+            crate::error::Error::Write {
+                path: dir.clone(),
+                source,
+            }
+        })?;
         let home = crate::app::offline::OfflineHome::prepare(
             Some(&dir),
             &stub.base_url(),
@@ -800,17 +812,7 @@ async fn run_endpoint(
                 "gpt-5.5",
             )),
         ),
-        None => (
-            state.join("app-server-homes"),
-            std::fs::symlink_metadata(codex_home.join("config.toml"))
-                .ok()
-                .filter(std::fs::Metadata::is_file)
-                .and_then(|_| {
-                    crate::support::fs::read_file_capped(&codex_home.join("config.toml"), 1 << 20)
-                        .ok()
-                })
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
-        ),
+        None => (state.join("app-server-homes"), native_config(&codex_home)),
     };
     let total_locals = args.pool.app_servers.min(64);
     let pool = PoolConfig {

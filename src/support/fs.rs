@@ -24,6 +24,23 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// [`create_private_dir`], and a folder that was there already made 0700 too: it must be a
+/// real folder (a link, or a file, is refused rather than followed or changed).
+pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    create_private_dir(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(std::io::Error::other(
+            "is a symbolic link or not a folder; refusing to use it",
+        ));
+    }
+    if meta.permissions().mode() & 0o777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 /// Write process state (bindings, ledgers, configs with secrets) atomically, mode 0600.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, 0o600)

@@ -255,18 +255,8 @@ impl Fleet {
             path: home.to_path_buf(),
             message,
         };
-        crate::support::fs::create_private_dir(home).map_err(|error| failed(error.to_string()))?;
-        // A folder that was there already is made private too (it holds the account's login).
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let meta =
-                std::fs::symlink_metadata(home).map_err(|error| failed(error.to_string()))?;
-            if !meta.is_dir() {
-                return Err(failed("not a folder".into()));
-            }
-            std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
-                .map_err(|error| failed(error.to_string()))?;
-        }
+        // Private, a folder that was there already too: it holds the account's login.
+        crate::support::fs::ensure_private_dir(home).map_err(|error| failed(error.to_string()))?;
         if let Some(config) = &self.config.home_config {
             crate::support::fs::write_private(&home.join("config.toml"), config.as_bytes())
                 .map_err(|error| failed(error.to_string()))?;
