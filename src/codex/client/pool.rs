@@ -223,6 +223,16 @@ struct Slot {
     unhealthy: Option<String>,
 }
 
+impl Slot {
+    /// Why `generation` went away, as its crash is filed: the health check it failed, if one
+    /// ended it, else that it went away.
+    fn why_gone(&mut self, generation: u64) -> String {
+        self.unhealthy
+            .take()
+            .unwrap_or_else(|| format!("generation {generation} went away"))
+    }
+}
+
 struct Member {
     index: usize,
     name: String,
@@ -603,10 +613,7 @@ impl Pool {
             // the slot already cleared and does nothing).
             if slot.hub.take().is_some() {
                 let generation = slot.generation;
-                let why = slot
-                    .unhealthy
-                    .take()
-                    .unwrap_or_else(|| format!("generation {generation} went away"));
+                let why = slot.why_gone(generation);
                 if member.note_crash(&mut slot, &self.config, why).is_none() {
                     let error = dead(&slot);
                     drop(slot);
@@ -667,22 +674,17 @@ impl Pool {
             Err(reason) => {
                 let mut slot = lock(&member.slot);
                 tracing::warn!("app-server {} could not be started: {reason}", member.name);
-                match member.note_crash(&mut slot, &self.config, reason.clone()) {
-                    Some(_) => {
-                        drop(slot);
-                        self.revive(member);
-                        Err(PoolError::Unavailable {
-                            member: member.name.clone(),
-                            reason,
-                        })
-                    }
-                    None => {
-                        let error = dead(&slot);
-                        drop(slot);
-                        self.revive(member);
-                        Err(error)
-                    }
-                }
+                let error = match member.note_crash(&mut slot, &self.config, reason.clone()) {
+                    Some(_) => PoolError::Unavailable {
+                        member: member.name.clone(),
+                        reason,
+                    },
+                    None => dead(&slot),
+                };
+                drop(slot);
+                // Tried again in the background, whether it is dead or only waiting.
+                self.revive(member);
+                Err(error)
             }
         }
     }
@@ -753,10 +755,7 @@ impl Pool {
                 }
                 slot.hub = None;
                 slot.carriers = None;
-                let why = slot
-                    .unhealthy
-                    .take()
-                    .unwrap_or_else(|| format!("generation {generation} went away"));
+                let why = slot.why_gone(generation);
                 tracing::warn!(
                     "app-server {} (generation {generation}): {why}",
                     member.name
