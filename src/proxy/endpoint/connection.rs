@@ -811,7 +811,7 @@ impl Connection {
     /// instead of never ending; the thread is let go, so the client's next message for it goes
     /// to the member's next incarnation, which reads the thread back from Codex's home.
     pub(super) fn member_lost(&self, feed: &Arc<Feed>, turn: Option<&str>) {
-        let (thread, member) = (feed.thread.as_str(), feed.member.as_str());
+        let (thread, member) = (feed.thread.as_str(), feed.lease.name.as_str());
         {
             // Only if it still follows the thread through that feed (not on a newer incarnation).
             let mut threads = lock(&self.threads);
@@ -871,14 +871,14 @@ impl Connection {
                     thread_id: feed.thread.clone(),
                     turn_id,
                 };
-                if let Err(error) = feed.hub.peer().call::<TurnInterrupt>(&params).await {
+                if let Err(error) = feed.lease.hub.peer().call::<TurnInterrupt>(&params).await {
                     tracing::debug!("turn/interrupt on shutdown: {error}");
                 }
                 // Until Codex said `turn/completed` (queued for the client first), or the member
                 // is gone (its followers were told).
                 tokio::select! {
                     _ = state.wait_for(|turn| turn.id.is_none()) => {}
-                    () = feed.hub.gone() => {}
+                    () = feed.lease.hub.gone() => {}
                 }
             });
         }

@@ -27,10 +27,9 @@ pub(super) struct Followed {
 /// follows it (as Codex sends a thread's messages to each of its subscribed connections).
 pub(super) struct Feed {
     pub(super) thread: String,
-    pub(super) member: String,
-    pub(super) hub: Arc<CodexHub>,
-    /// The lease the feed was made with, and whose: after each turn the member is checked for
-    /// recycling (threads opened, memory), as `serve` does after each run.
+    /// The app-server incarnation it relays (`lease.hub`, on member `lease.name`), and whose:
+    /// after each turn the member is checked for recycling (threads opened, memory), as `serve`
+    /// does after each run.
     pub(super) lease: Lease,
     pub(super) identity: Identity,
     pub(super) fleet: Arc<Fleet>,
@@ -120,8 +119,8 @@ impl Feed {
         }
         self.turn.send_modify(|state| {
             match (state.id.is_some(), running) {
-                (false, true) => self.hub.hold(),
-                (true, false) => self.hub.release(),
+                (false, true) => self.lease.hub.hold(),
+                (true, false) => self.lease.hub.release(),
                 _ => {}
             }
             // The same turn stays active once started; a new or no turn is not active yet.
@@ -134,14 +133,14 @@ impl Feed {
     /// A thread this app-server started and has no turn yet holds it (see `fresh`).
     pub(super) fn started_here(&self) {
         if !self.fresh.swap(true, Ordering::SeqCst) {
-            self.hub.hold();
+            self.lease.hub.hold();
         }
     }
 
     /// Its first turn began (Codex writes the rollout), or the feed ended.
     pub(super) fn persisted(&self) {
         if self.fresh.swap(false, Ordering::SeqCst) {
-            self.hub.release();
+            self.lease.hub.release();
         }
     }
 
@@ -178,14 +177,14 @@ impl Feed {
             Verdict::Report(kind) => tracing::warn!(
                 "turn {turn} on thread {} ({}): stalled ({}): nothing for {quiet} s",
                 self.thread,
-                self.member,
+                self.lease.name,
                 kind.as_str()
             ),
             Verdict::Recover => {
                 tracing::warn!(
                     "turn {turn} on thread {} ({}): no turn/completed {quiet} s after its final agent message; completed for the client (recovered)",
                     self.thread,
-                    self.member
+                    self.lease.name
                 );
                 self.stalls.recovered.fetch_add(1, Ordering::SeqCst);
                 let ended = serde_json::json!({
@@ -261,9 +260,10 @@ impl Feed {
                 }
             }
             Inbound::Request(request) => match self.answering() {
-                Some(connection) => connection.relay_request(&self.hub, request).await,
+                Some(connection) => connection.relay_request(&self.lease.hub, request).await,
                 None => {
                     let _ = self
+                        .lease
                         .hub
                         .peer()
                         .respond_error(

@@ -371,8 +371,6 @@ impl Shared {
         let (barrier, mut barriers) = mpsc::channel::<oneshot::Sender<()>>(16);
         let feed = Arc::new(Feed {
             thread: thread.to_string(),
-            member: lease.name.clone(),
-            hub: Arc::clone(&lease.hub),
             lease: lease.clone(),
             identity: identity.clone(),
             fleet: Arc::clone(&self.fleet),
@@ -417,7 +415,7 @@ impl Shared {
             }
             drop(handle);
             if let Some(shared) = shared.upgrade() {
-                let key = feed_key(&relayed.hub, &relayed.thread);
+                let key = feed_key(&relayed.lease.hub, &relayed.thread);
                 let mut feeds = lock(&shared.feeds);
                 if feeds
                     .get(&key)
@@ -446,7 +444,7 @@ impl Shared {
             return true;
         }
         {
-            let key = feed_key(&feed.hub, &feed.thread);
+            let key = feed_key(&feed.lease.hub, &feed.thread);
             let mut feeds = lock(&self.feeds);
             if feeds
                 .get(&key)
