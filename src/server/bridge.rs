@@ -27,8 +27,8 @@ pub struct Bridge {
     pub(super) session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) runs: Mutex<HashMap<String, Arc<RunState>>>,
     /// One permit per run in progress (`--max-runs`): taken when a run is admitted, before
-    /// anything is read or started, and held by its task until it ends, so starts that come
-    /// together cannot all pass the bound.
+    /// anything is read or started, and held by the run until it ends (`RunState::finish`), so
+    /// starts that come together cannot all pass the bound.
     pub(super) run_slots: Arc<tokio::sync::Semaphore>,
     pub(super) pending_tools: Mutex<HashMap<String, PendingCall>>,
     /// Approval id -> (its run, the answer).

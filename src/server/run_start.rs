@@ -19,7 +19,7 @@ pub(super) async fn run_start(
         ));
     }
     // Reserved at once (a permit), not counted now and registered later: starts that come
-    // together each see the others' reservations.
+    // together each see the others' reservations. The run holds it until it ends.
     let Ok(slot) = Arc::clone(&bridge.run_slots).try_acquire_owned() else {
         return Err(rpc_error(
             codes::BUSY,
@@ -99,6 +99,7 @@ pub(super) async fn run_start(
         hub: Mutex::new(None),
         bootstrap: Mutex::new(Vec::new()),
         progress,
+        slot: Mutex::new(Some(slot)),
     });
     bridge.prune();
     lock(&bridge.runs).insert(run_id.clone(), Arc::clone(&state));
@@ -269,7 +270,6 @@ pub(super) async fn run_start(
     let limits = bridge.config.limits;
     // Tracked: shutdown interrupts the turn, stops Codex (which ends it), then waits for it.
     bridge.tasks.spawn(async move {
-        let _slot = slot;
         let _queue = queue_guard;
         let _claim = claim;
         let mut handle = handle;

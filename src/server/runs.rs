@@ -20,6 +20,9 @@ pub(super) struct RunState {
     pub(super) hub: Mutex<Option<Arc<CodexHub>>>,
     /// Its bootstrap files' counts, once translated (for `bridge.status`).
     pub(super) bootstrap: Mutex<Vec<super::api::BootstrapCount>>,
+    /// Its place under `--max-runs`, given back the moment it ends (before its last event is
+    /// published: a client that sees the run end may start the next one at once).
+    pub(super) slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
 }
 
 /// A run's event log, serialized once, capped in bytes: past the cap the oldest events are
@@ -57,6 +60,7 @@ impl RunState {
     }
 
     pub(super) fn finish(&self, event: RunEvent) {
+        drop(lock(&self.slot).take());
         self.push(event);
         *lock(&self.ended_at) = Some(std::time::Instant::now());
         self.progress.send_modify(|state| state.1 = true);
