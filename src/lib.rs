@@ -33,15 +33,13 @@ mod routing;
 mod server;
 mod skills;
 mod support;
+mod traffic;
 mod translate;
 mod workspace;
 
 // The public surface: what the binary, the integration tests and the benches use, and nothing
 // else. The modules are private, so the compiler reports whatever the crate no longer uses. The
 // app layer's command modules are public whole: they are the binary's faces of each command.
-pub use app::capture::cache::{fingerprints as cache_fingerprints, CacheReport, Verdict};
-pub use app::capture::credential_fingerprint;
-pub use app::capture::live::spawn_recorder;
 pub use app::clients::{token_sha256, ClientEntry};
 pub use app::commands::{
     load_provider, load_run_file, state_dir, translate_options, PromptSettings,
@@ -50,13 +48,6 @@ pub use app::doctor::DoctorSettings;
 pub use app::drive::PairingError;
 pub use app::events::RunEvent;
 pub use app::fixtures::SyncSettings;
-pub use app::forward::{
-    Forwarder, ForwarderSettings, LiveCapture, LiveCaptureSettings, Recorded, Upstream,
-};
-pub use app::offline::{
-    offline_account_config, offline_config, CapturedRequest, OfflineHome, ResponsesStub, StubRule,
-    StubScript, StubStep,
-};
 pub use app::state::WarningLedger;
 pub use app::{clients, commands, doctor, fixtures, pairing};
 pub use artifacts::catalog::{
@@ -139,6 +130,17 @@ pub use skills::{
 pub use support::fs::TEMP_PREFIX;
 pub use support::json::{to_pretty, DATA_BLOCK_CLOSE, DATA_BLOCK_OPEN};
 pub use support::text::len16;
+pub use traffic::capture::cache::{fingerprints as cache_fingerprints, CacheReport, Verdict};
+pub use traffic::capture::credential_fingerprint;
+pub use traffic::capture::live::spawn_recorder;
+pub use traffic::forward::{
+    Forwarder, ForwarderSettings, LiveCapture, LiveCaptureSettings, Upstream,
+};
+pub use traffic::record::{CapturedRequest, Recorded};
+pub use traffic::stub::{
+    offline_account_config, offline_config, OfflineHome, ResponsesStub, StubRule, StubScript,
+    StubStep,
+};
 pub use translate::params::{build_params, dynamic_tools};
 pub use translate::{translate, NoticeMemory, TranslateOptions, Translation};
 pub use workspace::{

@@ -269,8 +269,8 @@ pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
 pub fn cache_report(
     paths: &[PathBuf],
     html: Option<&Path>,
-) -> Result<crate::app::capture::cache::CacheReport> {
-    let report = crate::app::capture::cache::cache_report(paths)?;
+) -> Result<crate::traffic::capture::cache::CacheReport> {
+    let report = crate::traffic::capture::cache::cache_report(paths)?;
     if let Some(file) = html {
         crate::support::fs::write_atomic(file, report.render_html().as_bytes())?;
     }

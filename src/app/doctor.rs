@@ -228,7 +228,7 @@ fn codex_home_path(settings: &DoctorSettings) -> Option<(PathBuf, &'static str)>
 /// can gain an MCP server the next thread runs unsandboxed).
 fn codex_home_exposure(settings: &DoctorSettings) -> Option<Finding> {
     let (home, via) = codex_home_path(settings)?;
-    let why = crate::app::offline::sandbox_writable_reason(&home, &settings.workspace_roots)?;
+    let why = crate::traffic::stub::sandbox_writable_reason(&home, &settings.workspace_roots)?;
     Some(finding(
         "codex-home-sandbox",
         Level::Warn,

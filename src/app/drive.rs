@@ -6,10 +6,9 @@
 //! when the params need it), starts or resumes the thread, runs the turn to its end and shuts the
 //! process down.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::app::offline::{CapturedRequest, OfflineHome, ResponsesStub, StubScript};
 use crate::codex::client::handler::DefaultHandler;
 use crate::codex::client::peer::PeerConfig;
 use crate::codex::client::process::SpawnOptions;
@@ -18,6 +17,9 @@ use crate::codex::client::session::{
 };
 use crate::codex::protocol::params::CodexParams;
 use crate::config::Run;
+use crate::traffic::plane::{OfflineHomeAt, OfflineSettings, Plane, PlaneSettings};
+use crate::traffic::record::CapturedRequest;
+use crate::traffic::stub::StubScript;
 
 /// How to pair.
 #[derive(Clone, Debug)]
@@ -34,7 +36,7 @@ pub struct PairingOptions {
     pub handshake_timeout: Duration,
     /// `--capture DIR`: every model request and response recorded on its way (to the real
     /// upstream, or offline to the stub).
-    pub live_capture: Option<crate::app::forward::LiveCaptureSettings>,
+    pub live_capture: Option<crate::traffic::forward::LiveCaptureSettings>,
 }
 
 impl PairingOptions {
@@ -76,18 +78,6 @@ pub enum PairingError {
     NoModelRequest { status: &'static str, error: String },
 }
 
-fn online_codex_home(explicit: Option<&Path>) -> PathBuf {
-    if let Some(path) = explicit {
-        return path.to_path_buf();
-    }
-    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|value| !value.is_empty()) {
-        return PathBuf::from(home);
-    }
-    dirs::home_dir()
-        .map(|home| home.join(".codex"))
-        .unwrap_or_else(|| PathBuf::from(".codex"))
-}
-
 /// Run one turn of `run` through Codex.
 pub async fn run_pairing(
     run: &Run,
@@ -95,44 +85,23 @@ pub async fn run_pairing(
     options: &PairingOptions,
     observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
 ) -> Result<PairingResult, PairingError> {
-    use crate::app::forward::{LiveCapture, LiveCaptureSettings};
-    let known = || std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
-    let mut live = None;
-    let (stub, home) = if options.offline {
-        let stub = ResponsesStub::start(options.stub_script.clone()).await?;
-        // With --capture the recording forwarder sits between Codex and the stub, as it would
-        // between Codex and the real upstream.
-        let mut base_url = stub.base_url();
-        if let Some(settings) = &options.live_capture {
-            let settings = LiveCaptureSettings {
-                upstream: Some(stub.base_url()),
-                ..settings.clone()
-            };
-            let started = LiveCapture::start(&settings, &[], None, known()).await?;
-            base_url = started.base_url();
-            live = Some(started);
-        }
-        let home = OfflineHome::prepare(
-            options.codex_home.as_deref(),
-            &base_url,
-            &run.model,
-            dirs::home_dir().as_deref(),
-        )?;
-        (Some(stub), Some(home))
-    } else {
-        (None, None)
+    let settings = PlaneSettings {
+        offline: options.offline.then(|| OfflineSettings {
+            script: options.stub_script.clone(),
+            model: run.model.clone(),
+            home: options
+                .codex_home
+                .clone()
+                .map_or(OfflineHomeAt::Throwaway, OfflineHomeAt::Given),
+        }),
+        capture: options.live_capture.clone(),
+        codex_home: options.codex_home.clone(),
+        codex_args: Vec::new(),
     };
-    let codex_home = match &home {
-        Some(home) => home.path.clone(),
-        None => online_codex_home(options.codex_home.as_deref()),
-    };
+    let plane = Plane::start(&settings, Default::default()).await?;
+    let codex_home = plane.codex_home().to_path_buf();
     tracing::info!("CODEX_HOME={}", codex_home.display());
-    let mut config_overrides = Vec::new();
-    if let (false, Some(settings)) = (options.offline, &options.live_capture) {
-        let started = LiveCapture::start(settings, &[], Some(&codex_home), known()).await?;
-        config_overrides.push(started.config_override());
-        live = Some(started);
-    }
+    let config_overrides = plane.config_overrides().to_vec();
     let spawn = SpawnOptions {
         binary: options.codex_bin.clone(),
         codex_home: codex_home.clone(),
@@ -150,9 +119,7 @@ pub async fn run_pairing(
     let mut session = match session {
         Ok(session) => session,
         Err(error) => {
-            if let Some(live) = live {
-                live.finish().await;
-            }
+            plane.finish().await;
             return Err(error.into());
         }
     };
@@ -167,29 +134,22 @@ pub async fn run_pairing(
     }
     .await;
     let codex_version = session.codex_version.clone();
-    let finish_live = |live: Option<LiveCapture>| async move {
-        if let Some(live) = live {
-            live.finish().await;
-        }
-    };
     match result {
         Ok((thread_id, outcome)) => {
             session.shutdown(Duration::from_secs(5)).await;
-            finish_live(live).await;
+            let requests = plane.requests();
+            plane.finish().await;
             Ok(PairingResult {
                 thread_id,
                 outcome,
                 codex_version,
-                requests: stub
-                    .as_ref()
-                    .map(ResponsesStub::requests)
-                    .unwrap_or_default(),
+                requests,
                 codex_home,
             })
         }
         Err(error) => {
             session.kill().await;
-            finish_live(live).await;
+            plane.finish().await;
             Err(error.into())
         }
     }

@@ -13,7 +13,6 @@
 //! May use every layer below it (docs/architecture.md); only `server`, `proxy` and the binary
 //! use it.
 
-pub mod capture;
 pub mod clients;
 pub mod commands;
 pub mod context;
@@ -21,7 +20,5 @@ pub mod doctor;
 pub mod drive;
 pub mod events;
 pub mod fixtures;
-pub mod forward;
-pub mod offline;
 pub mod pairing;
 pub mod state;

@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::app::capture::{label_layers, redacted_request, render_layers, Redactions};
 use crate::app::commands::{load_run_file, require_codex, translate_options};
 use crate::app::drive::{run_pairing, PairingError, PairingOptions, PairingResult};
 use crate::app::events::{PairingFacts, RunEvent};
-use crate::app::offline::StubScript;
 use crate::codex::client::handler::DefaultHandler;
 use crate::codex::client::process::find_codex_binary;
 use crate::codex::client::session::{SessionError, TurnEvent, TurnLimits, TurnStatus};
 use crate::codex::protocol::params::{CodexParams, ThreadParams};
 use crate::config::Run;
 use crate::error::Error;
+use crate::traffic::capture::{label_layers, redacted_request, render_layers, Redactions};
+use crate::traffic::stub::StubScript;
 use crate::translate::translate;
 
 /// The pairing flags of `run`, `capture` and `snapshots gen --raw`.
@@ -36,7 +36,7 @@ pub struct PairingSettings {
     pub state_dir: Option<PathBuf>,
     pub offline: bool,
     /// `--capture DIR` (with `--upstream`, `--upstream-ca`).
-    pub live_capture: Option<crate::app::forward::LiveCaptureSettings>,
+    pub live_capture: Option<crate::traffic::forward::LiveCaptureSettings>,
 }
 
 /// The validated inputs of one paired run.
@@ -355,7 +355,7 @@ pub struct CaptureReport {
     pub out: PathBuf,
     pub written: Vec<String>,
     pub requests: usize,
-    pub layers: Vec<crate::app::capture::Layer>,
+    pub layers: Vec<crate::traffic::capture::Layer>,
 }
 
 impl CaptureReport {

@@ -14,7 +14,7 @@
 //! - records the client (OpenClaw's `clientInfo`) next to the Codex version, and remembers the
 //!   developer instructions and working folders that the offline captures need to label and
 //!   redact model requests ([`Known`], which the capture writer reads:
-//!   [`crate::app::capture::live`]).
+//!   [`crate::traffic::capture::live`]).
 //!
 //! Bounded: requests waiting for their answer ([`super::MAX_PENDING`], the oldest forgotten
 //! first), methods tallied ([`MAX_METHODS`], the rest under one row), problem lines written per
@@ -29,10 +29,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::Direction;
-use crate::app::capture::live::Known;
 use crate::codex::client::conformance::{Flow, Verdict, WireSchemas};
 use crate::codex::client::schema::{ParamsSchemas, Problem};
 use crate::support::queue::{byte_queue, ByteReceiver, ByteSender};
+use crate::traffic::capture::live::Known;
 
 /// Bytes of lines waiting for the observer at most (each line counts at least 256).
 pub const OBSERVER_QUEUE_BYTES: usize = 64 * 1024 * 1024;

@@ -20,9 +20,11 @@ pub struct Bridge {
     pub(super) cancel: tokio_util::sync::CancellationToken,
     /// Bounds the translations running on the blocking pool at once.
     pub(super) blocking_slots: Arc<tokio::sync::Semaphore>,
-    pub(super) offline: Option<(ResponsesStub, OfflineHome)>,
-    /// `--capture DIR`: the recording forwarder and its writer (finished on stop).
-    pub(super) live_capture: Mutex<Option<crate::app::forward::LiveCapture>>,
+    /// The model-traffic plane (the stub offline, the recording forwarder with `--capture`),
+    /// finished on stop.
+    pub(super) plane: Mutex<Option<crate::traffic::plane::Plane>>,
+    /// The `CODEX_HOME` local app-servers get.
+    pub(super) codex_home: PathBuf,
     pub(super) bindings: Mutex<BindingFile>,
     pub(super) session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) runs: Mutex<HashMap<String, Arc<RunState>>>,
@@ -60,7 +62,7 @@ impl Bridge {
 
     /// The `CODEX_HOME` local app-servers get.
     pub(super) fn codex_home(&self) -> PathBuf {
-        codex_home_of(&self.config, self.offline.as_ref())
+        self.codex_home.clone()
     }
 
     /// An app-server for a run: the member its thread is bound to (`affinity`), else the

@@ -27,7 +27,7 @@ pub struct ServeConfig {
     pub offline: bool,
     pub stub_script: StubScript,
     /// `--capture DIR`: the members' model traffic recorded on its way (to the stub offline).
-    pub live_capture: Option<crate::app::forward::LiveCaptureSettings>,
+    pub live_capture: Option<crate::traffic::forward::LiveCaptureSettings>,
     pub limits: TurnLimits,
     /// How long a dynamic tool call or approval waits for the client's answer.
     pub answer_timeout: Duration,

@@ -42,7 +42,6 @@ use tokio::sync::{oneshot, watch};
 
 use crate::app::commands;
 use crate::app::events::RunEvent;
-use crate::app::offline::{OfflineHome, ResponsesStub, StubScript};
 use crate::codex::client::handler::DefaultHandler;
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::pool::{Lease, Pool, PoolConfig};
@@ -58,6 +57,8 @@ use crate::config::{ApprovalPolicy, Run, RunDocument, SandboxMode};
 use crate::skills::SkillCache;
 use crate::support::fs::Roots;
 use crate::support::sync::lock;
+use crate::traffic::plane::{OfflineHomeAt, OfflineSettings, Plane, PlaneSettings};
+use crate::traffic::stub::StubScript;
 use crate::translate::params::{dynamic_tools, thread_config};
 use crate::translate::{translate, TranslateOptions};
 
@@ -130,7 +131,7 @@ impl Running {
         };
         let home = self.bridge.codex_home();
         let exposed = match self.bridge.approvals_bound() {
-            true => crate::app::offline::sandbox_writable_reason(
+            true => crate::traffic::stub::sandbox_writable_reason(
                 &home,
                 &self.bridge.config.workspace_roots,
             ),
@@ -187,9 +188,9 @@ impl Running {
         let _ = self.handle.stop();
         let _ = tokio::time::timeout_at(deadline, self.handle.clone().stopped()).await;
         self.bridge.pool.shutdown().await;
-        let live = crate::support::sync::lock(&self.bridge.live_capture).take();
-        if let Some(live) = live {
-            live.finish().await;
+        let plane = lock(&self.bridge.plane).take();
+        if let Some(plane) = plane {
+            plane.finish().await;
         }
         self.join_tasks(deadline).await;
         lock(&self.bridge.state_lock).take();
@@ -221,15 +222,12 @@ impl Running {
             _ = self.handle.clone().stopped() => return Ok(()),
         }
         eprintln!("clawbridge serve: shutting down (a second signal exits at once)");
-        // Not tracked on purpose: it must outlive the shutdown it can cut short.
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-            std::process::exit(130);
-        });
-        self.shutdown(grace).await;
+        // A second signal cuts the shutdown short.
+        tokio::select! {
+            () = self.shutdown(grace) => {}
+            _ = tokio::signal::ctrl_c() => std::process::exit(130),
+            _ = terminate.recv() => std::process::exit(130),
+        }
         Ok(())
     }
 
@@ -239,9 +237,9 @@ impl Running {
         let _ = self.handle.stop();
         self.handle.clone().stopped().await;
         self.bridge.pool.shutdown().await;
-        let live = crate::support::sync::lock(&self.bridge.live_capture).take();
-        if let Some(live) = live {
-            live.finish().await;
+        let plane = lock(&self.bridge.plane).take();
+        if let Some(plane) = plane {
+            plane.finish().await;
         }
         self.join_tasks(tokio::time::Instant::now() + Duration::from_secs(5))
             .await;
@@ -250,11 +248,11 @@ impl Running {
 
     /// Bodies of the model requests the offline stub received (tests, diagnostics).
     pub fn bridge_requests(&self) -> Vec<String> {
-        self.bridge
-            .offline
+        lock(&self.bridge.plane)
             .as_ref()
-            .map(|(stub, _)| {
-                stub.requests()
+            .map(|plane| {
+                plane
+                    .requests()
                     .iter()
                     .map(|request| request.body.to_string())
                     .collect()
@@ -267,58 +265,30 @@ impl Running {
 pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let config = config.validate()?;
     let state_lock = state::lock_state_dir(&config.state_dir)?;
-    // `--capture DIR`: the recording forwarder in front of the upstream (offline: the stub).
-    let mut live_capture = None;
-    let offline = if config.offline {
-        let stub = ResponsesStub::start(config.stub_script.clone()).await?;
-        let mut base_url = stub.base_url();
-        if let Some(settings) = &config.live_capture {
-            let settings = crate::app::forward::LiveCaptureSettings {
-                upstream: Some(stub.base_url()),
-                ..settings.clone()
-            };
-            let started =
-                crate::app::forward::LiveCapture::start(&settings, &[], None, Default::default())
-                    .await?;
-            base_url = started.base_url();
-            live_capture = Some(started);
-        }
-        // The throwaway home lives in the (0700) state dir, not under $TMPDIR, where a
-        // sandboxed turn could rewrite its config; and it survives a restart, so bound threads
-        // can be resumed.
-        let dir = config
-            .codex_home
-            .clone()
-            .unwrap_or_else(|| config.state_dir.join("offline-codex-home"));
-        crate::support::fs::create_private_dir(&dir).map_err(|source| {
-            ServeError::Setup(crate::Error::Write {
-                path: dir.clone(),
-                source,
-            })
-        })?;
-        let home = OfflineHome::prepare(
-            Some(&dir),
-            &base_url,
-            "gpt-5.5",
-            dirs::home_dir().as_deref(),
-        )?;
-        Some((stub, home))
-    } else {
-        None
-    };
-    let codex_home = codex_home_of(&config, offline.as_ref());
-    let mut config_overrides = Vec::new();
-    if let (false, Some(settings)) = (config.offline, &config.live_capture) {
-        let started = crate::app::forward::LiveCapture::start(
-            settings,
-            &[],
-            Some(&codex_home),
-            Default::default(),
-        )
-        .await?;
-        config_overrides.push(started.config_override());
-        live_capture = Some(started);
-    }
+    // The model-traffic plane: the stub offline (its home in the 0700 state dir, not under
+    // $TMPDIR, where a sandboxed turn could rewrite its config; and kept across a restart, so
+    // bound threads can be resumed), the recording forwarder with `--capture DIR`.
+    let plane = Plane::start(
+        &PlaneSettings {
+            offline: config.offline.then(|| OfflineSettings {
+                script: config.stub_script.clone(),
+                model: "gpt-5.5".to_string(),
+                home: OfflineHomeAt::Given(
+                    config
+                        .codex_home
+                        .clone()
+                        .unwrap_or_else(|| config.state_dir.join("offline-codex-home")),
+                ),
+            }),
+            capture: config.live_capture.clone(),
+            codex_home: config.codex_home.clone(),
+            codex_args: Vec::new(),
+        },
+        Default::default(),
+    )
+    .await?;
+    let codex_home = plane.codex_home().to_path_buf();
+    let config_overrides = plane.config_overrides().to_vec();
     let bindings = state::load_bindings(&config.state_dir)?;
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),
@@ -326,13 +296,13 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
             config_overrides,
             ..pool_config(&config, codex_home)
         }),
-        live_capture: Mutex::new(live_capture),
+        codex_home: plane.codex_home().to_path_buf(),
+        plane: Mutex::new(Some(plane)),
         shutting_down: std::sync::atomic::AtomicBool::new(false),
         subscribers: watch::channel(0).0,
         tasks: tokio_util::task::TaskTracker::new(),
         cancel: tokio_util::sync::CancellationToken::new(),
         blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),
-        offline,
         bindings: Mutex::new(bindings),
         session_locks: Mutex::new(HashMap::new()),
         runs: Mutex::new(HashMap::new()),
@@ -543,22 +513,5 @@ fn pool_config(config: &ServeConfig, codex_home: PathBuf) -> PoolConfig {
         recycle_after_threads: config.recycle_after_threads,
         recycle_rss_bytes: config.recycle_rss_bytes,
         ..PoolConfig::new(binary, codex_home)
-    }
-}
-
-/// The `CODEX_HOME` local app-servers get: the offline home, else `--codex-home`, else
-/// `$CODEX_HOME`, else `~/.codex`.
-pub(super) fn codex_home_of(
-    config: &ServeConfig,
-    offline: Option<&(ResponsesStub, OfflineHome)>,
-) -> PathBuf {
-    match (offline, &config.codex_home) {
-        (Some((_, home)), _) => home.path.clone(),
-        (None, Some(home)) => home.clone(),
-        (None, None) => std::env::var_os("CODEX_HOME")
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| dirs::home_dir().map(|home| home.join(".codex")))
-            .unwrap_or_else(|| PathBuf::from(".codex")),
     }
 }

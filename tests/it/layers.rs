@@ -17,6 +17,8 @@ const LAYERS: &[(&str, usize)] = &[
     ("render", 4),
     ("translate", 6),
     ("codex::client", 7),
+    // The model-traffic plane: the stub, the forwarder and capture (uses `error` and `support`).
+    ("traffic", 7),
     ("artifacts", 8),
     ("app", 9),
     ("server", 10),
@@ -241,4 +243,61 @@ fn root_reexports_name_their_modules() {
     assert_eq!(get("ENDPOINT_MAX"), Some("proxy::endpoint"));
     assert_eq!(get("PoolConfig"), Some("codex::client::pool"));
     assert_eq!(get("app"), None);
+}
+
+/// Every task has an owner (`support::task::Tasks`, or a tracker of the module's own): no
+/// `tokio::spawn` in the library's code outside its tests.
+#[test]
+fn no_bare_spawn_outside_tests() {
+    let src = repo_root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bare = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (number, line) in code.lines().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                continue;
+            }
+            if line.contains("tokio::spawn(") || line.contains("tokio::task::spawn(") {
+                bare.push(format!("{}:{}", file.display(), number + 1));
+            }
+        }
+    }
+    assert!(files.len() > 50, "the sources were read");
+    assert!(bare.is_empty(), "bare spawns: {bare:?}");
+}
+
+/// The layer table of docs/architecture.md says what `LAYERS` says: each folder (or file) of a
+/// layer row, read as a module path, with the same number, and no layer missing from the page.
+#[test]
+fn the_architecture_page_numbers_the_layers_the_code_has() {
+    let page = std::fs::read_to_string(repo_root().join("docs/architecture.md")).expect("page");
+    let mut documented = std::collections::BTreeMap::new();
+    for row in page.lines().filter(|line| line.starts_with("| ")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (Some(number), Some(folders)) = (cells.get(1), cells.get(3)) else {
+            continue;
+        };
+        let Ok(number) = number.parse::<usize>() else {
+            continue;
+        };
+        for path in folders.split('`').skip(1).step_by(2) {
+            let module = path
+                .trim_end_matches('/')
+                .trim_end_matches(".rs")
+                .replace('/', "::");
+            documented.insert(module, number);
+        }
+    }
+    let expected: std::collections::BTreeMap<String, usize> = LAYERS
+        .iter()
+        .map(|(prefix, layer)| (prefix.to_string(), *layer))
+        .collect();
+    assert_eq!(
+        documented, expected,
+        "docs/architecture.md's layer table vs LAYERS"
+    );
 }

@@ -210,6 +210,11 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         &std::fs::read_to_string(turn.join("model-request.json")).expect("model-request.json"),
     )
     .expect("json");
+    // `--offline` with a capture folder files the answer too, as `run` and `serve` do.
+    assert!(
+        turn.join("model-response.json").is_file(),
+        "the stub's answer is filed next to the request"
+    );
     let body = request["body"].to_string();
     assert!(
         body.contains("hello from the conformance test"),

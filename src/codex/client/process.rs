@@ -12,6 +12,8 @@ use std::time::Duration;
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::support::task::Tasks;
+
 /// How many stderr lines are kept for error messages.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -265,7 +267,8 @@ impl CodexProcess {
         let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
         let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
         let tail = Arc::clone(&stderr_tail);
-        let drain = tokio::spawn(drain_stderr(stderr, tail));
+        let tasks = Tasks::new();
+        let drain = tasks.spawn(drain_stderr(stderr, tail));
         Ok((
             CodexProcess {
                 child,

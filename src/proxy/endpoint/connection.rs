@@ -47,7 +47,7 @@ pub(super) struct Connection {
     pub(super) next_id: AtomicI64,
     pub(super) in_flight: Arc<Semaphore>,
     pub(super) tasks: TaskTracker,
-    pub(super) transcript: Option<crate::proxy::TranscriptQueue>,
+    pub(super) transcript: Option<crate::proxy::tap::TranscriptQueue>,
     /// `clientInfo` of `initialize`.
     pub(super) client: Mutex<Option<String>>,
     pub(super) initialized: AtomicBool,
@@ -67,7 +67,10 @@ impl Connection {
         let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
         let (transcript, transcript_task) = match &shared.transcript {
             Some(dir) => {
-                match crate::proxy::transcript_writer(&dir.join(format!("connection-{number}"))) {
+                match crate::proxy::tap::transcript_writer(
+                    &dir.join(format!("connection-{number}")),
+                    &shared.tasks,
+                ) {
                     Ok((queue, task)) => (Some(queue), Some(task)),
                     Err(error) => {
                         tracing::warn!("transcript of connection {number}: {error}");
@@ -97,7 +100,7 @@ impl Connection {
         // The writer: the queue to the client, and a ping every interval; a close frame at the end.
         let writer_cancel = cancel.clone();
         let ping_interval = shared.ping_interval;
-        let writer = tokio::spawn(async move {
+        let writer = connection.tasks.spawn(async move {
             let mut ping = tokio::time::interval_at(
                 tokio::time::Instant::now() + ping_interval,
                 ping_interval,
@@ -138,10 +141,11 @@ impl Connection {
         });
         // Nothing but `initialize` may open a connection, and soon.
         let handshake = {
+            let tasks = connection.tasks.clone();
             let connection = Arc::downgrade(&connection);
             let cancel = cancel.clone();
             let timeout = shared.handshake_timeout;
-            tokio::spawn(async move {
+            tasks.spawn(async move {
                 tokio::time::sleep(timeout).await;
                 let silent = connection
                     .upgrade()

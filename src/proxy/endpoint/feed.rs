@@ -44,7 +44,7 @@ pub(super) struct Feed {
     pub(super) fresh: AtomicBool,
     /// Asks the relay to send what it holds, then acknowledge (see [`Connection::barrier`]).
     pub(super) barrier: mpsc::Sender<oneshot::Sender<()>>,
-    pub(super) relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(super) relay: Mutex<Option<tokio::task::JoinHandle<Option<()>>>>,
     /// The running turn, watched for stalls.
     pub(super) watch: Mutex<TurnWatch>,
     pub(super) stalls: Arc<StallCounts>,

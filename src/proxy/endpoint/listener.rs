@@ -64,7 +64,7 @@ pub(super) async fn accept_loop(listener: Listener, router: axum::Router, shared
             },
             Err(_) => {
                 tracing::debug!("a socket past the connection bound: 429");
-                tokio::spawn(async move {
+                shared.sockets.spawn(async move {
                     use tokio::io::AsyncWriteExt;
                     const FULL: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain\r\ncontent-length: 20\r\nconnection: close\r\n\r\ntoo many connections";
                     let write = async {

@@ -18,6 +18,7 @@
 //! loopback needs `--allow-remote`; connections, message sizes, requests in flight per
 //! connection and threads per connection are bounded; a silent connection is closed.
 
+pub(crate) mod command;
 mod connection;
 mod feed;
 mod listener;
@@ -48,6 +49,7 @@ use crate::codex::client::pool::{Lease, MemberStatus};
 use crate::codex::protocol::inbound::Inbound;
 use crate::proxy::stall::{StallSettings, TurnWatch};
 use crate::support::sync::lock;
+use crate::support::task::Tasks;
 
 /// Largest message a client may send (a turn with inline images stays far below it).
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -202,6 +204,9 @@ struct Shared {
     accepting: CancellationToken,
     /// Cancelled last: every connection closes.
     cancel: CancellationToken,
+    /// The accept loop, each feed's relay, the watchers of app-servers' threadless messages
+    /// and the stops of recycled members; cancelled and joined on stop.
+    tasks: Tasks,
 }
 
 /// The highest `connection-N` folder already in a transcript folder (0 when none): a restarted
@@ -282,12 +287,15 @@ impl Endpoint {
             sockets: TaskTracker::new(),
             accepting: CancellationToken::new(),
             cancel: CancellationToken::new(),
+            tasks: Tasks::new(),
         });
         let router = axum::Router::new()
             .route("/status", axum::routing::get(status))
             .fallback(upgrade)
             .with_state(Arc::clone(&shared));
-        let server = tokio::spawn(accept_loop(listener, router, Arc::clone(&shared)));
+        let server = shared
+            .tasks
+            .spawn(accept_loop(listener, router, Arc::clone(&shared)));
         Ok(Endpoint {
             listen,
             shared,
@@ -330,6 +338,7 @@ impl Endpoint {
         self.shared.connections.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.shared.connections.wait()).await;
         self.shared.fleet.shutdown().await;
+        self.shared.tasks.shutdown(Duration::from_secs(5)).await;
         if let ListenAddr::Unix(path) = &self.listen {
             let _ = std::fs::remove_file(path);
         }
@@ -385,7 +394,7 @@ impl Shared {
         });
         let relayed = Arc::clone(&feed);
         let shared = Arc::downgrade(self);
-        let relay = tokio::spawn(async move {
+        let relay = self.tasks.spawn_cancellable(async move {
             loop {
                 let stall_at = lock(&relayed.watch).deadline();
                 let message = tokio::select! {
@@ -464,7 +473,8 @@ impl Shared {
             feed.identity.clone(),
             feed.lease.clone(),
         );
-        tokio::spawn(async move { fleet.after_run(&identity, &lease).await });
+        self.tasks
+            .spawn_cancellable(async move { fleet.after_run(&identity, &lease).await });
         false
     }
 
@@ -480,7 +490,7 @@ impl Shared {
         let hub = Arc::downgrade(&lease.hub);
         let identity = identity.clone();
         // Ends with the app-server's router (which drops the sender).
-        tokio::spawn(async move {
+        self.tasks.spawn_cancellable(async move {
             while let Some(message) = receiver.recv().await {
                 let (Some(shared), Some(hub)) = (shared.upgrade(), hub.upgrade()) else {
                     break;

@@ -25,10 +25,12 @@ use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{passes, AnswerRecorder, ForwarderState, Recorded, UPSTREAM_TIMEOUT};
-use crate::app::offline::CapturedRequest;
+use super::{passes, AnswerRecorder, ForwarderState, UPSTREAM_TIMEOUT};
 use crate::support::queue::ByteSender;
+use crate::support::task::Tasks;
 use crate::support::ws::{WsReceiver, WsSender};
+use crate::traffic::record::CapturedRequest;
+use crate::traffic::record::Recorded;
 
 /// Largest frame either side may send (a whole prompt with images stays far below it).
 const MAX_FRAME: usize = 64 * 1024 * 1024;
@@ -104,9 +106,10 @@ pub(super) async fn forward_websocket(
     }
     let upstream = crate::support::ws::client_over(upgraded, MAX_FRAME);
     let conversation = Conversation::new(&headers, state.sink.clone(), Arc::clone(&state));
-    tokio::spawn(async move {
+    let tasks = state.tasks.clone();
+    state.tasks.spawn_cancellable(async move {
         if let Some(codex) = pending.connect().await {
-            pump(codex, upstream, conversation).await;
+            pump(codex, upstream, conversation, &tasks).await;
         }
     });
     accepted
@@ -195,9 +198,9 @@ async fn open_upstream(
             .connect(name, tcp)
             .await
             .map_err(|error| format!("TLS with the upstream failed: {error}"))?;
-        send_upgrade(tls, request).await?
+        send_upgrade(tls, request, &state.tasks).await?
     } else {
-        send_upgrade(tcp, request).await?
+        send_upgrade(tcp, request, &state.tasks).await?
     };
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         return Ok((response, None));
@@ -212,6 +215,7 @@ async fn open_upstream(
 async fn send_upgrade<S>(
     stream: S,
     request: http::Request<http_body_util::Empty<Bytes>>,
+    tasks: &Tasks,
 ) -> Result<http::Response<hyper::body::Incoming>, String>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -220,7 +224,7 @@ where
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
             .map_err(|error| format!("HTTP with the upstream failed: {error}"))?;
-    tokio::spawn(async move {
+    tasks.spawn_cancellable(async move {
         if let Err(error) = connection.with_upgrades().await {
             tracing::debug!("capture forwarder: upstream connection: {error}");
         }
@@ -271,13 +275,14 @@ async fn pump(
     codex: (WsSender, WsReceiver),
     upstream: (WsSender, WsReceiver),
     mut conversation: Conversation,
+    tasks: &Tasks,
 ) {
     let (to_codex, from_codex) = codex;
     let (to_upstream, from_upstream) = upstream;
     let (sender, mut copied) =
         crate::support::queue::byte_queue::<Copy>(RECORDER_QUEUE_BYTES, Some(RECORDER_QUEUE));
     let copies = Copies { sender };
-    let recorder = tokio::spawn(async move {
+    let recorder = tasks.spawn(async move {
         while let Some(copy) = copied.recv().await {
             if copy.from_codex {
                 conversation.request(&copy.bytes, copy.at);
@@ -287,8 +292,9 @@ async fn pump(
         }
         conversation.closed();
     });
-    let mut outbound = tokio::spawn(relay(from_codex, to_upstream, copies.clone(), true));
-    let mut inbound = tokio::spawn(relay(from_upstream, to_codex, copies, false));
+    let mut outbound =
+        tasks.spawn_cancellable(relay(from_codex, to_upstream, copies.clone(), true));
+    let mut inbound = tasks.spawn_cancellable(relay(from_upstream, to_codex, copies, false));
     tokio::select! {
         _ = &mut outbound => {
             // Codex closed: what the upstream still sends has nobody to go to.

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::{label_layers_with, redacted_request, render_layers, Redactions};
-use crate::app::offline::CapturedRequest;
+use crate::traffic::record::CapturedRequest;
 
 /// Developer instructions and folders remembered (one set per thread start).
 const MAX_KNOWN: usize = 32;
@@ -145,12 +145,16 @@ impl Known {
 pub fn spawn_recorder(
     dir: PathBuf,
 ) -> (
-    tokio::sync::mpsc::Sender<crate::app::forward::Recorded>,
+    tokio::sync::mpsc::Sender<crate::traffic::record::Recorded>,
     tokio::task::JoinHandle<()>,
 ) {
     let (sink, recorded) = tokio::sync::mpsc::channel(64);
     let writer = CaptureWriter::new(dir, Arc::new(Mutex::new(Known::default())));
-    (sink, tokio::spawn(writer.run_recorded(recorded)))
+    // Its caller owns it through the handle (the writer ends when `sink` and its clones go).
+    (
+        sink,
+        crate::support::task::Tasks::new().spawn(writer.run_recorded(recorded)),
+    )
 }
 
 /// Writes each model request the offline stub gets into `<dir>/<thread>/turn-NN/`, as `capture`
@@ -221,25 +225,14 @@ impl CaptureWriter {
         crate::support::fs::write_private(path, bytes)
     }
 
-    pub async fn run(mut self, mut requests: tokio::sync::mpsc::Receiver<CapturedRequest>) {
-        while let Some(request) = requests.recv().await {
-            if let Err(error) = self.write(&request).map(|_| ()) {
-                if !self.failed {
-                    tracing::warn!("capture {}: {error}", self.dir.display());
-                    self.failed = true;
-                }
-            }
-        }
-    }
-
-    /// What the recording forwarder saw: each request written as [`CaptureWriter::run`]
-    /// writes it, each response next to its request as `model-response[.N].json`, redacted the
+    /// What the recording forwarder saw: each request written under its thread and turn
+    /// ([`CaptureWriter::write`]), each response next to its request as `model-response[.N].json`, redacted the
     /// same way.
     pub async fn run_recorded(
         mut self,
-        mut recorded: tokio::sync::mpsc::Receiver<crate::app::forward::Recorded>,
+        mut recorded: tokio::sync::mpsc::Receiver<crate::traffic::record::Recorded>,
     ) {
-        use crate::app::forward::Recorded;
+        use crate::traffic::record::Recorded;
         while let Some(item) = recorded.recv().await {
             let written = match item {
                 Recorded::Request { id, request } => self.write(&request).map(|place| {

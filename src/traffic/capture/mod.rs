@@ -12,7 +12,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::app::offline::CapturedRequest;
+use crate::traffic::record::CapturedRequest;
 
 pub mod cache;
 pub mod live;

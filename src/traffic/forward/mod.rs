@@ -27,10 +27,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use http::{HeaderMap, HeaderName, Method, StatusCode};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
-use crate::app::offline::{CapturedRequest, MAX_REQUEST_BODY};
 use crate::error::{Error, Result};
+use crate::support::task::Tasks;
+use crate::traffic::record::{CapturedRequest, Recorded};
+use crate::traffic::stub::MAX_REQUEST_BODY;
 
 mod websocket;
 
@@ -41,13 +43,6 @@ pub const API_KEY_UPSTREAM: &str = "https://api.openai.com/v1";
 const MAX_RECORDED_ANSWER: usize = 64 * 1024 * 1024;
 /// Connecting to the upstream and getting its headers.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// What the forwarder records, in the order it happens.
-#[derive(Debug)]
-pub enum Recorded {
-    Request { id: u64, request: CapturedRequest },
-    Response { id: u64, response: Value },
-}
 
 /// Where model requests go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,13 +85,15 @@ struct ForwarderState {
     port: u16,
     secret: String,
     next: std::sync::atomic::AtomicU64,
+    /// The server, each answer's relay and each WebSocket's pumps; cancelled with the forwarder.
+    tasks: Tasks,
 }
 
-/// A running forwarder; dropping it stops it.
+/// A running forwarder; dropping it stops it (its server and every relay of it).
 pub struct Forwarder {
     pub addr: SocketAddr,
     secret: String,
-    _shutdown: oneshot::Sender<()>,
+    _stop: tokio_util::sync::DropGuard,
 }
 
 impl Forwarder {
@@ -114,7 +111,7 @@ impl Forwarder {
                 message: format!("cannot set up TLS: {error}"),
             })?;
         let (listener, addr, secret) =
-            crate::app::offline::bind_loopback("the capture forwarder").await?;
+            crate::support::loopback::bind("the capture forwarder").await?;
         let state = Arc::new(ForwarderState {
             client,
             tls,
@@ -124,7 +121,9 @@ impl Forwarder {
             port: addr.port(),
             secret: secret.clone(),
             next: std::sync::atomic::AtomicU64::new(1),
+            tasks: Tasks::new(),
         });
+        let tasks = state.tasks.clone();
         let router = Router::new()
             .route(
                 "/{secret}/v1/{*rest}",
@@ -132,12 +131,10 @@ impl Forwarder {
             )
             .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
             .with_state(state);
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
+        let stopped = tasks.token().clone().cancelled_owned();
+        tasks.spawn(async move {
             let served = axum::serve(crate::support::ws::no_delay(listener), router)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                });
+                .with_graceful_shutdown(stopped);
             if let Err(error) = served.await {
                 tracing::warn!("the capture forwarder stopped: {error}");
             }
@@ -145,7 +142,7 @@ impl Forwarder {
         Ok(Forwarder {
             addr,
             secret,
-            _shutdown: shutdown,
+            _stop: tasks.drop_guard(),
         })
     }
 
@@ -241,7 +238,7 @@ fn passes(name: &HeaderName) -> bool {
 fn refused(state: &ForwarderState, headers: &HeaderMap, secret: &str) -> Option<Response> {
     use subtle::ConstantTimeEq;
     if let Some(refusal) =
-        crate::app::offline::loopback_refusal(headers, state.port, "capture forwarder")
+        crate::support::loopback::refusal(headers, state.port, "capture forwarder")
     {
         return Some(refusal);
     }
@@ -324,7 +321,7 @@ async fn forward(
     let mut stream = answer.bytes_stream();
     let (chunks, body_stream) = mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(64);
     let sink = state.sink.clone();
-    tokio::spawn(async move {
+    state.tasks.spawn_cancellable(async move {
         use futures_util::StreamExt;
         let mut recorder = AnswerRecorder::new(status.as_u16(), started);
         while let Some(chunk) = stream.next().await {
@@ -595,6 +592,8 @@ pub struct LiveCaptureSettings {
 pub struct LiveCapture {
     forwarder: Forwarder,
     writer: tokio::task::JoinHandle<()>,
+    /// The writer's; it ends when the forwarder's copies stop coming.
+    _tasks: Tasks,
 }
 
 impl LiveCapture {
@@ -604,7 +603,7 @@ impl LiveCapture {
         settings: &LiveCaptureSettings,
         codex_args: &[std::ffi::OsString],
         codex_home: Option<&std::path::Path>,
-        known: std::sync::Arc<std::sync::Mutex<crate::app::capture::live::Known>>,
+        known: std::sync::Arc<std::sync::Mutex<crate::traffic::capture::live::Known>>,
     ) -> Result<LiveCapture> {
         crate::support::fs::create_private_dir(&settings.dir).map_err(|source| Error::Write {
             path: settings.dir.clone(),
@@ -629,10 +628,12 @@ impl LiveCapture {
             sink,
         )
         .await?;
-        let writer = crate::app::capture::live::CaptureWriter::new(settings.dir.clone(), known);
+        let writer = crate::traffic::capture::live::CaptureWriter::new(settings.dir.clone(), known);
+        let tasks = Tasks::new();
         Ok(LiveCapture {
             forwarder,
-            writer: tokio::spawn(writer.run_recorded(recorded)),
+            writer: tasks.spawn(writer.run_recorded(recorded)),
+            _tasks: tasks,
         })
     }
 

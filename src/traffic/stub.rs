@@ -19,9 +19,11 @@ use axum::routing::post;
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
+use crate::support::sync::lock;
+use crate::support::task::Tasks;
+use crate::traffic::record::CapturedRequest;
 
 /// One scripted answer.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -144,14 +146,6 @@ impl StubScript {
     }
 }
 
-/// A model-bound request as the stub received it.
-#[derive(Clone, Debug, Serialize)]
-pub struct CapturedRequest {
-    pub path: String,
-    pub headers: BTreeMap<String, String>,
-    pub body: Value,
-}
-
 /// A request as kept: its body unparsed.
 struct KeptRequest {
     headers: BTreeMap<String, String>,
@@ -174,6 +168,8 @@ struct StubState {
     /// The random first path segment of the base URL: only the Codex that was given the URL
     /// (in a 0600 config or on its command line) can post, not any local process.
     secret: String,
+    /// The server and each WebSocket's; cancelled with the stub.
+    tasks: Tasks,
 }
 
 /// Browser-proofing of the loopback stub: Codex never sends `Origin`, and it names the stub by
@@ -184,45 +180,7 @@ fn refused(state: &Mutex<StubState>, headers: &HeaderMap) -> Option<Response> {
         .lock()
         .map(|state| state.port)
         .unwrap_or_else(|poisoned| poisoned.into_inner().port);
-    loopback_refusal(headers, port, "offline stub")
-}
-
-/// A listener on `127.0.0.1:0` for a server only Codex calls (the stub, the recording
-/// forwarder), with its address and a secret first path segment (128 random bits from the OS).
-pub(crate) async fn bind_loopback(
-    what: &'static str,
-) -> Result<(tokio::net::TcpListener, SocketAddr, String)> {
-    let bind = |source| Error::Bind { what, source };
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .map_err(bind)?;
-    let addr = listener.local_addr().map_err(bind)?;
-    let secret = crate::support::hex::random(16).map_err(bind)?;
-    Ok((listener, addr, secret))
-}
-
-/// The browser-proofing of a loopback listener on `port` that only Codex calls (the stub, the
-/// recording forwarder): any `Origin` is a web page, any `Host` but the listener's own names a
-/// DNS-rebound one; both 403, naming `who`.
-pub(crate) fn loopback_refusal(headers: &HeaderMap, port: u16, who: &str) -> Option<Response> {
-    if headers.contains_key("origin") {
-        return Some(
-            (
-                StatusCode::FORBIDDEN,
-                format!("{who}: browser requests are refused"),
-            )
-                .into_response(),
-        );
-    }
-    let host = headers
-        .get("host")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    let allowed = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
-    if !allowed.iter().any(|name| name == host) {
-        return Some((StatusCode::FORBIDDEN, format!("{who}: unexpected Host")).into_response());
-    }
-    None
+    crate::support::loopback::refusal(headers, port, "offline stub")
 }
 
 /// The secret path segment, compared in constant time (a wrong one answers 404, like a path
@@ -241,7 +199,7 @@ fn wrong_secret(state: &Mutex<StubState>, given: &str) -> Option<Response> {
 pub struct ResponsesStub {
     pub addr: SocketAddr,
     state: Arc<Mutex<StubState>>,
-    _shutdown: oneshot::Sender<()>,
+    _stop: tokio_util::sync::DropGuard,
 }
 
 impl ResponsesStub {
@@ -255,7 +213,8 @@ impl ResponsesStub {
         script: StubScript,
         sink: Option<tokio::sync::mpsc::Sender<CapturedRequest>>,
     ) -> Result<Self> {
-        let (listener, addr, secret) = bind_loopback("the offline stub").await?;
+        let (listener, addr, secret) = crate::support::loopback::bind("the offline stub").await?;
+        let tasks = Tasks::new();
         let state = Arc::new(Mutex::new(StubState {
             websocket: script.websocket,
             script: script.responses,
@@ -266,6 +225,7 @@ impl ResponsesStub {
             served: 0,
             port: addr.port(),
             secret,
+            tasks: tasks.clone(),
         }));
         let router = Router::new()
             // Codex tries a WebSocket first (GET with an upgrade); 426 sends it to HTTP at once
@@ -276,12 +236,10 @@ impl ResponsesStub {
             )
             .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
             .with_state(Arc::clone(&state));
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
+        let stopped = tasks.token().clone().cancelled_owned();
+        tasks.spawn(async move {
             let served = axum::serve(crate::support::ws::no_delay(listener), router)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
+                .with_graceful_shutdown(stopped)
                 .await;
             if let Err(error) = served {
                 tracing::warn!("offline stub stopped: {error}");
@@ -291,7 +249,7 @@ impl ResponsesStub {
         Ok(Self {
             addr,
             state,
-            _shutdown: shutdown,
+            _stop: tasks.drop_guard(),
         })
     }
 
@@ -334,24 +292,8 @@ impl ResponsesStub {
             })
             .unwrap_or_default();
         kept.into_iter()
-            .map(|(headers, body)| CapturedRequest::new(headers, &body))
+            .map(|(headers, body)| CapturedRequest::from_parts(headers, &body))
             .collect()
-    }
-}
-
-impl CapturedRequest {
-    /// A request from its headers and body bytes (a body that is not JSON is kept as null).
-    pub fn from_parts(headers: BTreeMap<String, String>, body: &[u8]) -> Self {
-        Self::new(headers, body)
-    }
-
-    fn new(headers: BTreeMap<String, String>, body: &[u8]) -> Self {
-        CapturedRequest {
-            // The secret segment is left out: captures are shared, the secret is not.
-            path: "/v1/responses".to_string(),
-            headers,
-            body: serde_json::from_slice(body).unwrap_or(Value::Null),
-        }
     }
 }
 
@@ -431,7 +373,7 @@ fn next_step(state: &Mutex<StubState>, headers: &HeaderMap, body: Bytes) -> (usi
             // Parsed for the capture writer only, and only while it keeps up.
             let sent = sink.capacity() > 0
                 && sink
-                    .try_send(CapturedRequest::new(headers.clone(), &body))
+                    .try_send(CapturedRequest::from_parts(headers.clone(), &body))
                     .is_ok();
             if !sent {
                 tracing::warn!("offline stub: a capture was dropped (the writer is behind)");
@@ -492,7 +434,8 @@ async fn websocket_or_upgrade_required(
         Ok(accepted) => accepted,
         Err(refusal) => return refusal.into_response(),
     };
-    tokio::spawn(async move {
+    let tasks = lock(&state).tasks.clone();
+    tasks.spawn_cancellable(async move {
         if let Some((sender, receiver)) = pending.connect().await {
             serve_websocket(state, headers, sender, receiver).await;
         }

@@ -1,0 +1,258 @@
+//! The `app-server --listen ws://|unix://` command: the endpoint's wiring from its flags (the
+//! token, the state dir, the model-traffic plane, the fleet's homes, the observer), then serve
+//! until SIGTERM or SIGINT and drain.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{Endpoint, EndpointSettings, ListenAddr};
+use crate::proxy::args::AppServerArgs;
+use crate::proxy::stall;
+use crate::proxy::tap::{self, ObserverTap};
+use crate::proxy::{codex_binary, plane_settings, print_out, token_path, ProxyError, TrafficFlags};
+use crate::support::task::Tasks;
+use crate::traffic::capture::live::Known;
+use crate::traffic::plane::{OfflineHomeAt, Plane};
+
+/// The endpoint's token file: a regular file of the user's only. A link (a planted
+/// `token -> elsewhere`) or a file others may read is refused, naming the fix: anyone holding
+/// the token runs commands as the operator through Codex (`command/exec`).
+pub(crate) fn read_token(path: &Path) -> Result<String, ProxyError> {
+    use std::os::unix::fs::PermissionsExt;
+    let refused = |message: String| {
+        ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "--token-file".into(),
+            message: format!("{}: {message}", path.display()),
+        })
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(|error| refused(error.to_string()))?;
+    if meta.file_type().is_symlink() {
+        return Err(refused(
+            "is a symbolic link; refusing to follow it (replace it with the token file itself, mode 0600)".into(),
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(refused(format!(
+            "others may read it (mode {mode:o}); run `chmod 600 {}` and consider a new token",
+            path.display()
+        )));
+    }
+    let bytes = crate::support::fs::read_file_capped(path, 4096)?;
+    let token = String::from_utf8_lossy(&bytes).trim().to_string();
+    if token.len() < 16 || token.chars().any(char::is_control) {
+        return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "--token-file".into(),
+            message: format!("{}: one line of at least 16 characters", path.display()),
+        }));
+    }
+    Ok(token)
+}
+
+/// The native Codex home's `config.toml`, which every account's home gets (a regular file of
+/// at most 1 MiB, a link to one included); none when there is none, and a warning when it
+/// cannot be read.
+fn native_config(codex_home: &Path) -> Option<String> {
+    use crate::support::fs::ReadRefusal;
+    let path = codex_home.join("config.toml");
+    match crate::support::fs::read_capped_anywhere(&path, None, 1 << 20) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(ReadRefusal::NotFound) => None,
+        Err(refusal) => {
+            tracing::warn!(
+                "{}: {refusal}; the accounts' Codex homes get no config.toml",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// The token clients of the endpoint send: from `--token-file`, else
+/// `<state-dir>/app-server-token` (generated, 0600, on first start). It is never printed; its
+/// file is named on stderr.
+pub(crate) fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError> {
+    let path = token_path(args.token_file.as_ref(), args.state_dir.as_ref())?;
+    if path.exists() {
+        let token = read_token(&path)?;
+        eprintln!(
+            "clawbridge app-server: using the bearer token in {}",
+            path.display()
+        );
+        return Ok(token);
+    }
+    if let Some(parent) = path.parent() {
+        crate::support::fs::create_private_dir(parent).map_err(|source| {
+            crate::error::Error::Write {
+                path: parent.to_path_buf(),
+                source,
+            }
+        })?;
+    }
+    let token = crate::support::hex::random(32).map_err(|source| crate::error::Error::Write {
+        path: path.clone(),
+        source,
+    })?;
+    crate::support::fs::write_private(&path, format!("{token}\n").as_bytes())?;
+    eprintln!(
+        "clawbridge app-server: generated a bearer token in {}",
+        path.display()
+    );
+    Ok(token)
+}
+
+/// `--listen ws://IP:PORT` or `unix://PATH`: serve until SIGTERM or SIGINT (then drain); the
+/// bound address is stdout's first line (`IP:PORT`, or the socket's path).
+pub(crate) async fn run_endpoint(
+    args: AppServerArgs,
+    listen: ListenAddr,
+) -> Result<i32, ProxyError> {
+    use crate::codex::client::fleet::FleetConfig;
+    use crate::codex::client::pool::PoolConfig;
+    let token = endpoint_token(&args)?;
+    let state = crate::app::commands::state_dir(args.state_dir.clone())?;
+    let remotes = crate::codex::client::remote::remote_endpoints(
+        &args.pool.remote_app_servers,
+        &args.pool.app_server_token_files,
+    )?;
+    let binary = if args.pool.app_servers > 0 {
+        codex_binary(args.codex_bin.as_deref()).map_err(|error| error.to_string())
+    } else {
+        Err("no local app-servers (--app-servers 0)".to_string())
+    };
+    // What the schema check and the captures learn from the conversation.
+    let known = Arc::new(Mutex::new(Known::default()));
+    let tasks = Tasks::new();
+    if let Some(dir) = &args.transcript {
+        crate::support::fs::create_private_dir(dir).map_err(|source| ProxyError::Transcript {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    // The model-traffic plane, as `serve` has it: offline, the loopback stub, with its homes in
+    // the state dir, private and apart from the live ones (the native one here, each logged-in
+    // account's beside it); with a capture folder, the recording forwarder in front of the stub
+    // or the real upstream.
+    let plane = Plane::start(
+        &plane_settings(
+            TrafficFlags {
+                offline: args.offline,
+                stub_script: args.stub_script.as_deref(),
+                capture: args.capture.as_deref(),
+                transcript: args.transcript.as_deref(),
+                upstream: args.upstream.as_deref(),
+                upstream_ca: args.upstream_ca.as_deref(),
+                no_websocket: args.no_websocket,
+            },
+            OfflineHomeAt::Private(state.join("app-server-offline").join("native")),
+            Vec::new(),
+        )?,
+        Arc::clone(&known),
+    )
+    .await
+    .map_err(ProxyError::Offline)?;
+    let codex_home = plane.codex_home().to_path_buf();
+    // Over WebSocket, OpenClaw's threads name Codex's `openai` provider: it is pointed at the
+    // stub offline (after the home's own config, so it wins), at the forwarder with a live
+    // capture.
+    let config_overrides = plane.config_overrides().to_vec();
+    // Each account a connection logs in with gets app-servers over a Codex home of its own,
+    // in the state dir (kept across restarts: a resumed thread finds its rollout there), with
+    // the native home's `config.toml` (or the offline one) and never its login.
+    let (homes, home_config) = match plane.offline_url() {
+        Some(url) => (
+            state.join("app-server-offline"),
+            Some(crate::traffic::stub::offline_account_config(
+                &url, "gpt-5.5",
+            )),
+        ),
+        None => (state.join("app-server-homes"), native_config(&codex_home)),
+    };
+    let total_locals = args.pool.app_servers.min(64);
+    let pool = PoolConfig {
+        locals: total_locals,
+        remotes,
+        isolate_environment: plane.offline_url().is_some(),
+        config_overrides,
+        recycle_after_threads: args.pool.recycle_after_threads.max(1),
+        recycle_rss_bytes: args.pool.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
+        ..PoolConfig::new(binary, codex_home)
+    };
+    // The schema check of every client's thread and turn params, against the local Codex.
+    let schema = match (&pool.binary, args.no_check) {
+        (Ok(binary), false) => Some(tap::load_schema(&tasks, binary.clone(), None)),
+        _ => None,
+    };
+    let log = args
+        .transcript
+        .as_ref()
+        .map(|dir| dir.join("conformance.jsonl"));
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known));
+    let clients_path = args
+        .clients
+        .clone()
+        .unwrap_or_else(|| crate::app::clients::clients_path(&state));
+    let clients = crate::app::clients::ClientsFile::load(&clients_path)?.clients;
+    if !clients.is_empty() {
+        eprintln!(
+            "clawbridge app-server: {} named client(s) from {}",
+            clients.len(),
+            clients_path.display()
+        );
+    }
+    let settings = EndpointSettings {
+        listen,
+        token,
+        clients,
+        fleet: FleetConfig {
+            per_identity: args
+                .pool
+                .app_servers_per_identity
+                .unwrap_or(total_locals)
+                .clamp(1, total_locals.max(1)),
+            native: pool,
+            homes,
+            home_config,
+            total_locals,
+            wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+        },
+        max_connections: 64,
+        idle_timeout: Duration::from_secs(60),
+        ping_interval: Duration::from_secs(20),
+        handshake_timeout: Duration::from_secs(30),
+        upgrade_timeout: Duration::from_secs(10),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        transcript: args.transcript.clone(),
+        observe: Some(observer.lines.clone()),
+        stalls: stall::StallSettings {
+            completion_grace: args
+                .completion_grace
+                .map_or(stall::StallSettings::default().completion_grace, |secs| {
+                    Duration::from_secs(secs.max(1))
+                }),
+            recover: args.completion_grace.is_some(),
+            silence: Duration::from_secs(args.stall_after.max(1)),
+        },
+    };
+    let running = Endpoint::start(settings, args.allow_remote).await?;
+    match &running.listen {
+        ListenAddr::Tcp(addr) => print_out(&format!("{addr}\n"))?,
+        ListenAddr::Unix(path) => print_out(&format!("{}\n", path.display()))?,
+    }
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate()).map_err(|source| ProxyError::Spawn {
+        binary: "a SIGTERM handler".into(),
+        source,
+    })?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    eprintln!("clawbridge app-server: shutting down (running turns interrupted, clients closed, app-servers stopped)");
+    running.stop().await;
+    observer.finish().await;
+    tasks.shutdown(Duration::from_secs(5)).await;
+    plane.finish().await;
+    Ok(0)
+}

@@ -1,0 +1,324 @@
+//! The stdio face of `clawbridge app-server`: OpenClaw's Codex slot.
+//!
+//! It starts the real `codex app-server` with the arguments OpenClaw passes and forwards every
+//! line both ways, byte for byte ([`pump`]), handing a copy of each complete line to the taps
+//! ([`super::tap`]) before its end goes out. It ends when Codex exits (with Codex's code), when
+//! stdin closes (Codex gets 5 s), or on SIGTERM or SIGINT (Codex is killed first).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+use super::args::{self, codex_args, AppServerArgs};
+use super::tap::{self, transcript_writer, ObserverTap, TranscriptQueue};
+use super::MAX_TRANSCRIPT_LINE;
+use super::{codex_binary, observe, plane_settings, Direction, ProxyError, TrafficFlags};
+use crate::support::task::Tasks;
+use crate::traffic::capture::live::Known;
+use crate::traffic::plane::{OfflineHomeAt, Plane};
+
+/// What `clawbridge app-server` was given.
+#[derive(Clone, Debug, Default)]
+pub struct ProxySettings {
+    pub codex_bin: Option<PathBuf>,
+    pub transcript: Option<PathBuf>,
+    /// What to pass to Codex (OpenClaw's `-c ... app-server --listen stdio://`).
+    pub args: Vec<OsString>,
+    /// Answer model requests with the loopback stub and capture them.
+    pub offline: bool,
+    /// Where offline captures go (default: `<transcript>/model-requests`).
+    pub capture: Option<PathBuf>,
+    /// The stub's script (default: a short text reply per request).
+    pub stub_script: Option<PathBuf>,
+    /// Check params against the running Codex's schema.
+    pub check: bool,
+    /// Where generated schemas are cached (default: the user's cache folder).
+    pub schema_cache: Option<PathBuf>,
+    /// `--capture` without `--offline`: where model requests are forwarded.
+    pub upstream: Option<String>,
+    pub upstream_ca: Option<PathBuf>,
+    /// `--no-websocket`: the forwarder sends Codex to HTTP.
+    pub no_websocket: bool,
+}
+
+impl From<AppServerArgs> for ProxySettings {
+    fn from(args: AppServerArgs) -> Self {
+        // OpenClaw's `--listen stdio://` is Codex's: it goes back where it was, after the rest.
+        let mut codex = args.args;
+        if let Some(listen) = args.listen {
+            codex.push("--listen".into());
+            codex.push(listen.into());
+        }
+        Self {
+            codex_bin: args.codex_bin,
+            transcript: args.transcript,
+            args: codex,
+            offline: args.offline,
+            capture: args.capture,
+            stub_script: args.stub_script,
+            check: !args.no_check,
+            schema_cache: None,
+            upstream: args.upstream,
+            upstream_ca: args.upstream_ca,
+            no_websocket: args.no_websocket,
+        }
+    }
+}
+
+/// Run the proxy until Codex exits or stdin closes; returns the exit code to leave with.
+pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
+    let binary = codex_binary(settings.codex_bin.as_deref())?;
+    // The transcript is written on a thread of its own, fed through a queue bounded in bytes:
+    // a line waits for nothing on disk, and a line the queue has no room for is forwarded but
+    // not recorded (with one warning).
+    let tasks = Tasks::new();
+    let (transcript, transcript_task) = match &settings.transcript {
+        Some(dir) => {
+            let (queue, task) = transcript_writer(dir, &tasks)?;
+            (Some(queue), Some(task))
+        }
+        None => (None, None),
+    };
+    let known = Arc::new(Mutex::new(Known::default()));
+    let mut codex = codex_args(&settings.args);
+
+    // The model-traffic plane: offline, the stub (Codex's own home untouched, pointed at the
+    // stub by `-c`); with a capture folder, the recording forwarder in front of the stub or the
+    // real upstream.
+    let plane = Plane::start(
+        &plane_settings(
+            TrafficFlags {
+                offline: settings.offline,
+                stub_script: settings.stub_script.as_deref(),
+                capture: settings.capture.as_deref(),
+                transcript: settings.transcript.as_deref(),
+                upstream: settings.upstream.as_deref(),
+                upstream_ca: settings.upstream_ca.as_deref(),
+                no_websocket: settings.no_websocket,
+            },
+            OfflineHomeAt::ClientOwned,
+            codex.clone(),
+        )?,
+        Arc::clone(&known),
+    )
+    .await
+    .map_err(ProxyError::Offline)?;
+    for value in plane.config_overrides() {
+        codex = args::with_override(&codex, value);
+    }
+
+    let schema = settings
+        .check
+        .then(|| tap::load_schema(&tasks, binary.clone(), settings.schema_cache.clone()));
+    let log = settings
+        .transcript
+        .as_ref()
+        .map(|dir| dir.join("conformance.jsonl"));
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known));
+    let lines = observer.lines.clone();
+
+    // Before Codex starts: a SIGTERM from then on ends Codex with the proxy, never orphans it.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|source| ProxyError::Spawn {
+        binary: "a SIGTERM handler".into(),
+        source,
+    })?;
+    let mut child = tokio::process::Command::new(&binary)
+        .args(&codex)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| ProxyError::Spawn {
+            binary: binary.display().to_string(),
+            source,
+        })?;
+    let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(ProxyError::Spawn {
+            binary: binary.display().to_string(),
+            source: std::io::Error::other("no pipes to the child"),
+        });
+    };
+    let inbound = tasks.spawn(pump(
+        tokio::io::stdin(),
+        child_in,
+        Direction::In,
+        transcript.clone(),
+        lines.clone(),
+    ));
+    let outbound = tasks.spawn(pump(
+        child_out,
+        tokio::io::stdout(),
+        Direction::Out,
+        transcript,
+        lines,
+    ));
+    let mut inbound = inbound;
+    let code = tokio::select! {
+        status = child.wait() => {
+            // Whatever Codex printed last still reaches the client; then the proxy ends at once,
+            // whether or not the client still holds stdin open: a dead Codex must look dead.
+            let _ = tokio::time::timeout(Duration::from_secs(5), outbound).await;
+            status.map_or(1, |status| exit_code(&status))
+        }
+        _ = &mut inbound => {
+            // stdin closed: the pump dropped Codex's stdin; give it a moment to exit on its own.
+            match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+                Ok(Ok(status)) => {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), outbound).await;
+                    exit_code(&status)
+                }
+                _ => {
+                    let _ = child.kill().await;
+                    0
+                }
+            }
+        }
+        _ = terminate.recv() => {
+            let _ = child.kill().await;
+            143
+        }
+        _ = tokio::signal::ctrl_c() => {
+            let _ = child.kill().await;
+            130
+        }
+    };
+    // The stdin pump may still wait on a client that keeps the pipe open; it holds a sender of
+    // the observer's queue, so stop it, or the observer would wait for it.
+    inbound.abort();
+    // Let the observer, the transcript and the capture writer finish what they hold (bounded);
+    // the observer then writes its per-method summary.
+    observer.finish().await;
+    if let Some(task) = transcript_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
+    plane.finish().await;
+    Ok(code)
+}
+
+/// The code to leave with for Codex's exit: its own, or 128 + the signal that ended it (as a
+/// shell reports it).
+fn exit_code(status: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(1)
+}
+
+/// Copy `from` to `to` line by line, unchanged, recording each complete line and handing the
+/// interesting ones to the observer.
+async fn pump(
+    from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    direction: Direction,
+    transcript: Option<TranscriptQueue>,
+    observer: observe::ObserverQueue,
+) {
+    let mut reader = BufReader::with_capacity(256 * 1024, from);
+    let mut line: Vec<u8> = Vec::new();
+    let mut oversized = false;
+    loop {
+        let (consumed, ended_line) = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(buffer) => {
+                let (chunk, ended) = match memchr::memchr(b'\n', buffer) {
+                    Some(at) => (&buffer[..=at], true),
+                    None => (buffer, false),
+                };
+                if !oversized {
+                    if line.len() + chunk.len() > MAX_TRANSCRIPT_LINE {
+                        oversized = true;
+                        line = Vec::new();
+                    } else {
+                        line.extend_from_slice(chunk);
+                    }
+                }
+                // The copies of a complete line are queued before its end goes out (queuing
+                // never waits): the other side cannot answer a request before the observer and
+                // the transcript have it, so an answer always finds its request.
+                if ended && !oversized {
+                    match &transcript {
+                        Some(queue) => {
+                            observer.offer(0, direction, line.clone());
+                            queue.offer(direction, std::mem::take(&mut line));
+                        }
+                        None => observer.offer(0, direction, std::mem::take(&mut line)),
+                    }
+                }
+                if to.write_all(chunk).await.is_err() {
+                    return;
+                }
+                (chunk.len(), ended)
+            }
+        };
+        reader.consume(consumed);
+        if ended_line {
+            if to.flush().await.is_err() {
+                return;
+            }
+            line.clear();
+            oversized = false;
+        }
+    }
+    let _ = to.flush().await;
+    // Dropping `to` closes Codex's stdin (inbound) or our stdout (outbound).
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A writer that, when a line's end reaches it, takes what the observer has queued so far.
+    struct Checking {
+        feed: observe::ObserverFeed,
+        seen_at_end: Vec<Option<Vec<u8>>>,
+    }
+
+    impl AsyncWrite for Checking {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            if buf.contains(&b'\n') {
+                let queued = self.feed.try_next().map(|tapped| tapped.line);
+                self.seen_at_end.push(queued);
+            }
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Protection: a line's copy is queued for the observer before the line's end is forwarded,
+    /// so Codex cannot answer a request the observer has not seen (the answer would otherwise
+    /// count as unmatched, as it once did in CI).
+    #[tokio::test]
+    async fn copies_are_queued_before_the_line_goes_out() {
+        let (queue, feed) = observe::observer_queue(1 << 20);
+        let mut checking = Checking {
+            feed,
+            seen_at_end: Vec::new(),
+        };
+        let input: &[u8] = b"{\"id\":1,\"method\":\"a\"}\n{\"id\":2,\"method\":\"b\"}\n";
+        pump(input, &mut checking, Direction::In, None, queue).await;
+        assert_eq!(
+            checking.seen_at_end,
+            vec![
+                Some(b"{\"id\":1,\"method\":\"a\"}\n".to_vec()),
+                Some(b"{\"id\":2,\"method\":\"b\"}\n".to_vec())
+            ]
+        );
+    }
+}

@@ -1,0 +1,35 @@
+//! What the model-traffic plane records: a model-bound request as it was sent, and the order of
+//! requests and answers the forwarder saw. Shared by the stub, the forwarder and the capture
+//! writer, so none of them imports another for its types.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A model-bound request as the stub received it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CapturedRequest {
+    pub path: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: Value,
+}
+
+/// What the forwarder records, in the order it happens.
+#[derive(Debug)]
+pub enum Recorded {
+    Request { id: u64, request: CapturedRequest },
+    Response { id: u64, response: Value },
+}
+
+impl CapturedRequest {
+    /// A request from its headers and body bytes (a body that is not JSON is kept as null).
+    pub fn from_parts(headers: BTreeMap<String, String>, body: &[u8]) -> Self {
+        CapturedRequest {
+            // The secret segment is left out: captures are shared, the secret is not.
+            path: "/v1/responses".to_string(),
+            headers,
+            body: serde_json::from_slice(body).unwrap_or(Value::Null),
+        }
+    }
+}
