@@ -20,5 +20,7 @@ pub mod doctor;
 pub mod drive;
 pub mod events;
 pub mod fixtures;
+pub mod guard;
 pub mod pairing;
 pub mod state;
+pub mod token;

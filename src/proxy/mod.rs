@@ -260,7 +260,7 @@ pub async fn app_server_status(args: &StatusArgs) -> Result<i32, ProxyError> {
             ),
         }));
     }
-    let token = endpoint::command::read_token(&path)?;
+    let token = crate::app::token::read_existing(&path).map_err(endpoint::command::token_error)?;
     let status = endpoint::fetch_status(&listen, &token).await?;
     print_out(&format!("{}\n", crate::support::json::to_pretty(&status)))?;
     Ok(0)

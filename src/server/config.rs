@@ -212,9 +212,10 @@ impl ServeConfig {
             }
         }
         if let Some(token) = &self.token {
-            token::validate(token, "--token (or CLAWBRIDGE_TOKEN)")?;
+            crate::app::token::validate(token, "--token (or CLAWBRIDGE_TOKEN)")
+                .map_err(|error| ServeError::Usage(error.to_string()))?;
         }
-        guard::host_filter(&self.allow_hosts).map_err(ServeError::Usage)?;
+        crate::app::guard::HostCheck::new(&self.allow_hosts).map_err(ServeError::Usage)?;
         let mut roots = Vec::new();
         for root in &self.workspace_roots {
             let canonical = root.canonicalize().map_err(|error| ServeError::BadRoot {

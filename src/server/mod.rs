@@ -42,6 +42,8 @@ use tokio::sync::{oneshot, watch};
 
 use crate::app::commands;
 use crate::app::events::RunEvent;
+use crate::app::guard::{self, BearerCheck, CheckLayer, HostCheck, OriginCheck};
+use crate::app::token;
 use crate::codex::client::handler::DefaultHandler;
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::pool::{Lease, Pool, PoolConfig};
@@ -63,12 +65,10 @@ use crate::translate::params::{dynamic_tools, thread_config};
 use crate::translate::{translate, TranslateOptions};
 
 pub mod api;
-pub mod guard;
 pub mod idle;
 pub mod state;
-pub mod token;
 
-pub use guard::Caller;
+pub use crate::app::guard::Caller;
 pub use state::{Binding, BindingFile};
 
 mod bridge;
@@ -337,10 +337,15 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let hosts = guard::allowed_hosts(addr, &config.allow_hosts);
     let cors = cors_layer(&config.allow_origins)?;
     let middleware = tower::ServiceBuilder::new()
-        .layer(guard::host_filter(&hosts).map_err(ServeError::Usage)?)
-        .layer(guard::origin_guard(&config.allow_origins))
+        .layer(CheckLayer(
+            HostCheck::new(&hosts).map_err(ServeError::Usage)?,
+        ))
+        .layer(CheckLayer(OriginCheck::new(&config.allow_origins)))
         .option_layer(cors)
-        .layer(guard::bearer_auth(token.as_deref(), &clients.clients));
+        .layer(CheckLayer(BearerCheck::new(
+            token.as_deref(),
+            &clients.clients,
+        )));
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)
@@ -466,12 +471,13 @@ fn resolve_auth(config: &ServeConfig) -> Result<(Option<String>, Option<TokenFil
     if let Some(token) = &config.token {
         return Ok((Some(token.clone()), None));
     }
-    let (token, created) = token::load_or_create(&config.state_dir)?;
+    let file = token::load_or_create(&crate::app::state::token_path(&config.state_dir))
+        .map_err(|error| ServeError::Usage(error.to_string()))?;
     Ok((
-        Some(token),
+        Some(file.token),
         Some(TokenFile {
-            path: token::token_path(&config.state_dir),
-            created,
+            path: file.path,
+            created: file.created,
         }),
     ))
 }

@@ -1,5 +1,17 @@
-//! `bridge.runStart`: from a run document to a running turn (translation, thread claim and
-//! binding, thread start or resume, the turn task).
+//! `bridge.runStart`: from a run document to a running turn, as a sequence of phases.
+//!
+//! 1. [`admit`]: not shutting down, and a `--max-runs` place taken at once;
+//! 2. [`read_request`]: the document bounded and parsed on the blocking pool, then checked
+//!    (ownership, `newThread`, a Codex to run it);
+//! 3. [`steer`]: `queue: "steer"` hands the message to the session's running turn, if any;
+//! 4. [`register`]: the run gets its id and state, then waits its turn in its session's queue;
+//! 5. [`translate_run`], [`find_thread`], [`open_thread`], [`bind_session`]: the translation,
+//!    the thread the run continues (claimed, with the member it lives on), the thread opened on
+//!    a leased app-server (a failed resume starts a new one), the session bound to it;
+//! 6. [`RunTask::spawn`]: the turn, on the service's task tracker.
+//!
+//! From phase 5 on a failure is a [`RunError`]: it ends the registered run with its event and
+//! answers the client with its code, in one place.
 
 use super::*;
 use api::CarriesRun as _;
@@ -9,6 +21,102 @@ pub(super) async fn run_start(
     caller: Caller,
     params: String,
 ) -> Result<api::RunStarted, ErrorObjectOwned> {
+    let slot = admit(&bridge)?;
+    let request = read_request(&bridge, &caller, params).await?;
+    if let Some(steered) = steer(&bridge, &caller, &request).await? {
+        return Ok(steered);
+    }
+    let (state, queue_guard) = register(&bridge, &caller, &request.run, slot).await;
+    let opened = async {
+        let translation = translate_run(&bridge, &request.run, &state).await?;
+        let mut run = request.run.clone();
+        let developer_text = translation.developer_instructions(&run);
+        let fingerprint = thread_fingerprint(&run, &developer_text);
+        let found = find_thread(&bridge, &mut run, request.new_thread, &fingerprint)?;
+        let lease = bridge.lease(found.affinity.as_deref(), &run.cwd).await?;
+        *lock(&state.hub) = Some(Arc::clone(&lease.hub));
+        let opened = open_thread(&bridge, &lease, &translation, &mut run, developer_text).await?;
+        let claim = match found.claim.filter(|_| run.thread_id.is_some()) {
+            Some(claim) => claim,
+            // A thread Codex just created: nobody else can hold it yet.
+            None => ThreadClaim::new(
+                &bridge,
+                &opened.handle.thread_id,
+                run.session_key.as_deref(),
+            )?,
+        };
+        *lock(&state.thread_id) = Some(opened.handle.thread_id.clone());
+        bind_session(
+            &bridge,
+            &caller,
+            &run,
+            &opened.handle.thread_id,
+            fingerprint,
+            &lease,
+        )?;
+        Ok::<_, RunError>(RunTask {
+            claim,
+            lease,
+            handle: opened.handle,
+            params: opened.params,
+        })
+    }
+    .await;
+    let task = opened.map_err(|error| error.finish(&state))?;
+    let thread_id = task.handle.thread_id.clone();
+    state.push(RunEvent::Thread {
+        thread_id: thread_id.clone(),
+        resumed: matches!(task.params.thread, ThreadParams::ThreadResume(_)),
+    });
+    task.spawn(&bridge, state.clone(), queue_guard);
+    Ok(api::RunStarted {
+        run_id: state.run_id.clone(),
+        thread_id,
+        steered: None,
+    })
+}
+
+/// Why a registered run could not start its turn; [`RunError::finish`] ends the run with it.
+#[derive(Debug)]
+enum RunError {
+    /// An answer to the client (its code and message); the run ends failed.
+    Failed(ErrorObjectOwned),
+    /// The app-server went away while the thread was being opened: the turn never started.
+    LostBeforeTurn(SessionError),
+}
+
+impl From<ErrorObjectOwned> for RunError {
+    fn from(error: ErrorObjectOwned) -> Self {
+        RunError::Failed(error)
+    }
+}
+
+impl RunError {
+    /// End the run with this error's event; the answer for the client.
+    fn finish(self, state: &RunState) -> ErrorObjectOwned {
+        match self {
+            RunError::Failed(error) => {
+                state.finish(RunEvent::failed(None, error.message().to_string()));
+                error
+            }
+            RunError::LostBeforeTurn(error) => {
+                state.finish(RunEvent::app_server_lost(None, false, error.to_string()));
+                rpc_error(codes::CODEX_UNAVAILABLE, error.to_string())
+            }
+        }
+    }
+
+    fn thread(error: SessionError) -> Self {
+        match error {
+            error @ SessionError::CodexExited { .. } => RunError::LostBeforeTurn(error),
+            error => RunError::Failed(rpc_error(codes::THREAD_FAILED, error.to_string())),
+        }
+    }
+}
+
+/// Not shutting down, and a place among `--max-runs` reserved at once (a permit), not counted
+/// now and registered later: starts that come together each see the others' reservations.
+fn admit(bridge: &Bridge) -> Result<tokio::sync::OwnedSemaphorePermit, ErrorObjectOwned> {
     if bridge
         .shutting_down
         .load(std::sync::atomic::Ordering::SeqCst)
@@ -18,31 +126,44 @@ pub(super) async fn run_start(
             "clawbridge serve is shutting down",
         ));
     }
-    // Reserved at once (a permit), not counted now and registered later: starts that come
-    // together each see the others' reservations. The run holds it until it ends.
-    let Ok(slot) = Arc::clone(&bridge.run_slots).try_acquire_owned() else {
-        return Err(rpc_error(
+    Arc::clone(&bridge.run_slots).try_acquire_owned().map_err(|_| {
+        rpc_error(
             codes::BUSY,
             format!(
                 "{} runs are in progress, the most this server runs at once (--max-runs); try again when one ends",
                 bridge.config.max_runs
             ),
-        ));
-    };
-    let (mut run, new_thread, queue) = bridge
+        )
+    })
+}
+
+/// What a `bridge.runStart` asks for.
+struct Request {
+    run: Run,
+    new_thread: bool,
+    queue: api::QueueMode,
+}
+
+/// The document, bounded and parsed on the blocking pool, and checked: the caller may use its
+/// session and thread, `newThread` does not contradict a named thread, there is a Codex.
+async fn read_request(
+    bridge: &Arc<Bridge>,
+    caller: &Caller,
+    params: String,
+) -> Result<Request, ErrorObjectOwned> {
+    let request = bridge
         .blocking(move |bridge| {
             let request: api::RunStartRequest = run_request(&params)?;
-            let run = bridge.load_run(request.document())?;
-            Ok((
-                run,
-                request.new_thread.unwrap_or(false),
-                request.queue.unwrap_or_default(),
-            ))
+            Ok(Request {
+                run: bridge.load_run(request.document())?,
+                new_thread: request.new_thread.unwrap_or(false),
+                queue: request.queue.unwrap_or_default(),
+            })
         })
         .await?;
-    crate::app::commands::require_codex(&run).map_err(library_error)?;
-    bridge.check_ownership(&caller, &run)?;
-    if new_thread && run.thread_id.is_some() {
+    crate::app::commands::require_codex(&request.run).map_err(library_error)?;
+    bridge.check_ownership(caller, &request.run)?;
+    if request.new_thread && request.run.thread_id.is_some() {
         return Err(rpc_error(
             codes::INVALID_PARAMS,
             "field `newThread`: a run that names its threadId cannot ask for a new thread",
@@ -53,32 +174,51 @@ pub(super) async fn run_start(
             return Err(rpc_error(codes::CODEX_UNAVAILABLE, reason.clone()));
         }
     }
-    if queue == api::QueueMode::Steer {
-        let running = run
-            .session_key
-            .as_deref()
-            .and_then(|key| bridge.running_turn_of(key))
-            .filter(|running| caller.may_use(&running.owner));
-        if let Some(running) = running {
-            // The message goes to the running turn as it is: the user's words, as data.
-            match bridge.steer(&running, run.message.clone()).await {
-                Ok(_) => {
-                    return Ok(api::RunStarted {
-                        run_id: running.run_id.clone(),
-                        thread_id: lock(&running.thread_id).clone().unwrap_or_default(),
-                        steered: Some(true),
-                    })
-                }
-                // The turn ended meanwhile: the run starts as usual (queued behind it).
-                Err(error)
-                    if error.code() == codes::NOT_FOUND || error.code() == codes::THREAD_FAILED =>
-                {
-                    tracing::debug!("steer of {} fell back to a run: {error:?}", running.run_id);
-                }
-                Err(error) => return Err(error),
-            }
-        }
+    Ok(request)
+}
+
+/// `queue: "steer"`: the message goes to the session's running turn as it is (the user's
+/// words, as data). `None` when there is no such turn, or it ended meanwhile (the run then
+/// starts as usual, queued behind it).
+async fn steer(
+    bridge: &Arc<Bridge>,
+    caller: &Caller,
+    request: &Request,
+) -> Result<Option<api::RunStarted>, ErrorObjectOwned> {
+    if request.queue != api::QueueMode::Steer {
+        return Ok(None);
     }
+    let running = request
+        .run
+        .session_key
+        .as_deref()
+        .and_then(|key| bridge.running_turn_of(key))
+        .filter(|running| caller.may_use(&running.owner));
+    let Some(running) = running else {
+        return Ok(None);
+    };
+    match bridge.steer(&running, request.run.message.clone()).await {
+        Ok(_) => Ok(Some(api::RunStarted {
+            run_id: running.run_id.clone(),
+            thread_id: lock(&running.thread_id).clone().unwrap_or_default(),
+            steered: Some(true),
+        })),
+        Err(error) if error.code() == codes::NOT_FOUND || error.code() == codes::THREAD_FAILED => {
+            tracing::debug!("steer of {} fell back to a run: {error:?}", running.run_id);
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The run's id and state, in the registry (holding its `--max-runs` place), and its turn in
+/// the session's queue: runs of one session go in order.
+async fn register(
+    bridge: &Arc<Bridge>,
+    caller: &Caller,
+    run: &Run,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) -> (Arc<RunState>, tokio::sync::OwnedMutexGuard<()>) {
     let run_id = random_id("run");
     let session_key = run
         .session_key
@@ -102,28 +242,25 @@ pub(super) async fn run_start(
         slot: Mutex::new(Some(slot)),
     });
     bridge.prune();
-    lock(&bridge.runs).insert(run_id.clone(), Arc::clone(&state));
-    // Runs of one session are queued in order.
-    let session_lock = Arc::clone(
-        lock(&bridge.session_locks)
-            .entry(session_key.clone())
-            .or_default(),
-    );
-    let queue_guard = session_lock.lock_owned().await;
+    lock(&bridge.runs).insert(run_id, Arc::clone(&state));
+    let session_lock = Arc::clone(lock(&bridge.session_locks).entry(session_key).or_default());
+    (state, session_lock.lock_owned().await)
+}
 
-    let fail = |state: &RunState, code: i32, message: String| {
-        state.finish(RunEvent::failed(None, message.clone()));
-        rpc_error(code, message)
-    };
-    // Paths are checked again here, after the queue wait, where the files are opened.
+/// The run translated on the blocking pool (its paths checked again here, after the queue
+/// wait, where the files are opened); its bootstrap counts kept for `bridge.status`.
+async fn translate_run(
+    bridge: &Arc<Bridge>,
+    run: &Run,
+    state: &RunState,
+) -> Result<crate::translate::Translation, RunError> {
     let translation = {
         let run = run.clone();
         bridge
             .blocking(move |bridge| {
                 translate(&run, &bridge.translate_options()).map_err(library_error)
             })
-            .await
-            .map_err(|error| fail(&state, error.code(), error.message().to_string()))?
+            .await?
     };
     *lock(&state.bootstrap) = translation
         .routed
@@ -137,54 +274,65 @@ pub(super) async fn run_start(
             surface: file.surface.label().to_string(),
         })
         .collect();
-    // A thread the document names must be this session's (or nobody's and idle).
+    Ok(translation)
+}
+
+/// The thread a run continues, claimed, and the pool member it lives on.
+struct FoundThread {
+    claim: Option<ThreadClaim>,
+    affinity: Option<String>,
+}
+
+/// The thread the document names (this session's, or nobody's and idle), else the session's
+/// bound thread when its fingerprint still matches (`run.thread_id` is set to it). `newThread`
+/// sets the binding aside: a new thread replaces it, so a session whose app-server was marked
+/// dead can go on, on another member, by asking.
+fn find_thread(
+    bridge: &Arc<Bridge>,
+    run: &mut Run,
+    new_thread: bool,
+    fingerprint: &str,
+) -> Result<FoundThread, RunError> {
+    let session = run.session_key.as_deref();
     let mut claim = match &run.thread_id {
-        Some(thread_id) => Some(
-            ThreadClaim::new(&bridge, thread_id, run.session_key.as_deref())
-                .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
-        ),
+        Some(thread_id) => Some(ThreadClaim::new(bridge, thread_id, session)?),
         None => None,
     };
-    // The thread's developer instructions, rendered once (the same for a start and a resume):
-    // the fingerprint needs them before the thread id is known, the params reuse them.
-    let developer_text = translation.developer_instructions(&run);
-    let fingerprint = thread_fingerprint(&run, &developer_text);
-    // `newThread`: the session's binding is set aside (a new thread replaces it), so a session
-    // whose app-server was marked dead can go on, on another member, by asking.
-    let bound = run
-        .session_key
-        .as_ref()
+    let bound = session
         .filter(|_| !new_thread)
         .and_then(|key| lock(&bridge.bindings).sessions.get(key).cloned());
-    // The pool member the thread lives on: sticky for as long as the binding holds.
     let mut affinity = None;
     match (&run.thread_id, bound) {
         (None, Some(binding)) if binding.fingerprint == fingerprint => {
-            claim = Some(
-                ThreadClaim::new(&bridge, &binding.thread_id, run.session_key.as_deref())
-                    .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
-            );
+            claim = Some(ThreadClaim::new(bridge, &binding.thread_id, session)?);
             run.thread_id = Some(binding.thread_id);
             affinity = binding.member;
         }
         (Some(named), Some(binding)) if *named == binding.thread_id => affinity = binding.member,
         _ => {}
     }
-    let lease = bridge
-        .lease(affinity.as_deref(), &run.cwd)
-        .await
-        .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
-    let hub = Arc::clone(&lease.hub);
-    *lock(&state.hub) = Some(Arc::clone(&hub));
-    // The app-server went away while the thread was being opened: the turn never started.
-    let lost_before_turn = |state: &RunState, error: &SessionError| {
-        state.finish(RunEvent::app_server_lost(None, false, error.to_string()));
-        rpc_error(codes::CODEX_UNAVAILABLE, error.to_string())
-    };
-    let mut params = translation.codex_params_with(&run, developer_text.clone());
-    bridge.bind_approvals(&run, &mut params);
-    // A bound thread this app-server still has loaded (same fingerprint, so the same developer
-    // instructions, tools and config) needs no `thread/resume`: the turn goes straight on.
+    Ok(FoundThread { claim, affinity })
+}
+
+/// A thread open on a leased app-server, and the params its turn starts with.
+struct OpenedThread {
+    handle: crate::codex::client::hub::ThreadHandle,
+    params: CodexParams,
+}
+
+/// Open the run's thread on `lease`: a bound thread the app-server still has loaded (same
+/// fingerprint, so the same developer instructions, tools and config) needs no `thread/resume`;
+/// a resume Codex refuses starts a new thread instead (`run.thread_id` is then cleared).
+async fn open_thread(
+    bridge: &Arc<Bridge>,
+    lease: &Lease,
+    translation: &crate::translate::Translation,
+    run: &mut Run,
+    developer_text: String,
+) -> Result<OpenedThread, RunError> {
+    let hub = &lease.hub;
+    let mut params = translation.codex_params_with(run, developer_text.clone());
+    bridge.bind_approvals(run, &mut params);
     let loaded = run
         .thread_id
         .as_deref()
@@ -195,89 +343,103 @@ pub(super) async fn run_start(
     };
     let handle = match opened {
         Ok(handle) => handle,
-        Err(error @ SessionError::CodexExited { .. }) => {
-            return Err(lost_before_turn(&state, &error))
-        }
         Err(SessionError::Peer(error)) if run.thread_id.is_some() => {
             tracing::warn!(
                 "resume of {:?} failed ({error}); starting a new thread",
                 run.thread_id
             );
             run.thread_id = None;
-            claim = None;
-            params = translation.codex_params_with(&run, developer_text.clone());
-            bridge.bind_approvals(&run, &mut params);
-            match hub.open_thread(&params.thread).await {
-                Ok(handle) => handle,
-                Err(error @ SessionError::CodexExited { .. }) => {
-                    return Err(lost_before_turn(&state, &error))
-                }
-                Err(error) => return Err(fail(&state, codes::THREAD_FAILED, error.to_string())),
+            params = translation.codex_params_with(run, developer_text);
+            bridge.bind_approvals(run, &mut params);
+            hub.open_thread(&params.thread)
+                .await
+                .map_err(RunError::thread)?
+        }
+        Err(error) => return Err(RunError::thread(error)),
+    };
+    Ok(OpenedThread { handle, params })
+}
+
+/// The session's binding: its thread, the fingerprint, the owner and the member, written at
+/// once. Past `--max-sessions` an idle session is forgotten first (its next run starts a new
+/// thread), so the state file stays far below the size its loader accepts.
+fn bind_session(
+    bridge: &Arc<Bridge>,
+    caller: &Caller,
+    run: &Run,
+    thread_id: &str,
+    fingerprint: String,
+    lease: &Lease,
+) -> Result<(), RunError> {
+    let Some(key) = &run.session_key else {
+        return Ok(());
+    };
+    {
+        let mut bindings = lock(&bridge.bindings);
+        let bound = bridge.config.max_sessions.clamp(1, MAX_SESSIONS_LIMIT);
+        if !bindings.sessions.contains_key(key) && bindings.sessions.len() >= bound {
+            let busy = lock(&bridge.busy_threads).clone();
+            let idle = bindings
+                .sessions
+                .iter()
+                .find(|(_, binding)| !busy.contains(&binding.thread_id))
+                .map(|(key, _)| key.clone());
+            if let Some(evicted) = idle {
+                tracing::warn!("{bound} session bindings (--max-sessions): forgetting {evicted}");
+                bindings.sessions.remove(&evicted);
             }
         }
-        Err(error) => return Err(fail(&state, codes::THREAD_FAILED, error.to_string())),
-    };
-    let thread_id = handle.thread_id.clone();
-    if claim.is_none() {
-        // A thread Codex just created: nobody else can hold it yet.
-        claim = Some(
-            ThreadClaim::new(&bridge, &thread_id, run.session_key.as_deref())
-                .map_err(|error| fail(&state, error.code(), error.message().to_string()))?,
+        bindings.sessions.insert(
+            key.clone(),
+            Binding {
+                thread_id: thread_id.to_string(),
+                fingerprint,
+                owner: (!caller.operator).then(|| caller.name.clone()),
+                member: Some(lease.name.clone()),
+            },
         );
     }
-    *lock(&state.thread_id) = Some(thread_id.clone());
-    if let Some(key) = &run.session_key {
-        {
-            let mut bindings = lock(&bridge.bindings);
-            let bound = bridge.config.max_sessions.clamp(1, MAX_SESSIONS_LIMIT);
-            if !bindings.sessions.contains_key(key) && bindings.sessions.len() >= bound {
-                // The state file stays far below the size its loader accepts: a session past
-                // the bound pushes out an idle one (its next run starts a new thread).
-                let busy = lock(&bridge.busy_threads).clone();
-                let idle = bindings
-                    .sessions
-                    .iter()
-                    .find(|(_, binding)| !busy.contains(&binding.thread_id))
-                    .map(|(key, _)| key.clone());
-                if let Some(evicted) = idle {
-                    tracing::warn!(
-                        "{bound} session bindings (--max-sessions): forgetting {evicted}"
-                    );
-                    bindings.sessions.remove(&evicted);
-                }
-            }
-            bindings.sessions.insert(
-                key.clone(),
-                Binding {
-                    thread_id: thread_id.clone(),
-                    fingerprint,
-                    owner: (!caller.operator).then(|| caller.name.clone()),
-                    member: Some(lease.name.clone()),
-                },
-            );
-        }
-        bridge
-            .save_bindings()
-            .map_err(|error| fail(&state, error.code(), error.message().to_string()))?;
-    }
-    state.push(RunEvent::Thread {
-        thread_id: thread_id.clone(),
-        resumed: matches!(params.thread, ThreadParams::ThreadResume(_)),
-    });
+    Ok(bridge.save_bindings()?)
+}
 
-    let task_bridge = Arc::clone(&bridge);
-    let task_state = Arc::clone(&state);
-    let limits = bridge.config.limits;
-    // Tracked: shutdown interrupts the turn, stops Codex (which ends it), then waits for it.
-    bridge.tasks.spawn(async move {
-        let _queue = queue_guard;
-        let _claim = claim;
-        let mut handle = handle;
+/// A run's turn, ready to go: what it holds until it ends (its thread claim, its lease) and
+/// what it runs.
+struct RunTask {
+    claim: ThreadClaim,
+    lease: Lease,
+    handle: crate::codex::client::hub::ThreadHandle,
+    params: CodexParams,
+}
+
+impl RunTask {
+    /// Run the turn on the service's tracker (shutdown interrupts it, stops Codex, which ends
+    /// it, then waits for it); the session's queue moves on when it ends.
+    fn spawn(
+        self,
+        bridge: &Arc<Bridge>,
+        state: Arc<RunState>,
+        queue_guard: tokio::sync::OwnedMutexGuard<()>,
+    ) {
+        let bridge = Arc::clone(bridge);
+        bridge.clone().tasks.spawn(async move {
+            let _queue = queue_guard;
+            self.run(&bridge, &state).await;
+        });
+    }
+
+    async fn run(self, bridge: &Arc<Bridge>, state: &Arc<RunState>) {
+        let RunTask {
+            claim: _claim,
+            lease,
+            mut handle,
+            params,
+        } = self;
+        let hub = Arc::clone(&lease.hub);
         let handler = BridgeHandler {
-            bridge: Arc::clone(&task_bridge),
-            run: Arc::clone(&task_state),
+            bridge: Arc::clone(bridge),
+            run: Arc::clone(state),
         };
-        let observer_state = Arc::clone(&task_state);
+        let observer_state = Arc::clone(state);
         let mut observer = move |event: TurnEvent<'_>| {
             if let TurnEvent::Notification {
                 method: "turn/started",
@@ -293,6 +455,7 @@ pub(super) async fn run_start(
                 observer_state.push(value);
             }
         };
+        let limits = bridge.config.limits;
         let result = hub
             .run_turn(
                 &mut handle,
@@ -302,7 +465,7 @@ pub(super) async fn run_start(
                 limits,
             )
             .await;
-        let result_ok = matches!(&result, Ok(outcome) if outcome.status == crate::codex::client::session::TurnStatus::Completed);
+        let completed = matches!(&result, Ok(outcome) if outcome.status == crate::codex::client::session::TurnStatus::Completed);
         let end = match result {
             Ok(outcome) => RunEvent::turn_end(&outcome),
             // The binding stays: the session's next run resumes the thread on the member's
@@ -315,17 +478,15 @@ pub(super) async fn run_start(
             Err(error) => RunEvent::failed(Some(handle.thread_id.clone()), error.to_string()),
         };
         // Tool calls of this run that nobody answered are dropped with it.
-        lock(&task_bridge.pending_tools).retain(|_, call| call.run_id != task_state.run_id);
-        let completed = result_ok;
-        task_state.finish(end);
+        lock(&bridge.pending_tools).retain(|_, call| call.run_id != state.run_id);
+        state.finish(end);
         // Keep a thread whose turn went well loaded for the session's next run (bounded: the
         // least recently used falls out); let Codex unload any other.
         let thread_id = handle.thread_id.clone();
         drop(handle);
-        let unload = if completed {
-            hub.keep_loaded(&thread_id)
-        } else {
-            Some(thread_id)
+        let unload = match completed {
+            true => hub.keep_loaded(&thread_id),
+            false => Some(thread_id),
         };
         if let Some(unload) = unload.filter(|_| hub.is_alive()) {
             let unsubscribe_params = ThreadUnsubscribeParams {
@@ -337,11 +498,6 @@ pub(super) async fn run_start(
                 tracing::debug!("thread/unsubscribe {unload}: {error}");
             }
         }
-        task_bridge.pool.after_run(&lease).await;
-    });
-    Ok(api::RunStarted {
-        run_id,
-        thread_id,
-        steered: None,
-    })
+        bridge.pool.after_run(&lease).await;
+    }
 }

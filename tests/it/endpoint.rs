@@ -936,11 +936,12 @@ async fn silent_sockets_count_toward_the_bound_and_are_closed_at_the_deadline() 
     endpoint.stop().await;
 }
 
-/// Protection: the endpoint refuses a token file others may read, or one that is a symbolic
-/// link, naming the fix (anyone holding the token runs commands as the operator through Codex);
-/// its `--offline` homes are made in the state dir, private.
+/// Protection: the endpoint reads its token file as `serve` does: a symbolic link is refused,
+/// naming the fix, and a file others may read is tightened to 0600 before it serves (anyone
+/// holding the token runs commands as the operator through Codex); its `--offline` homes are
+/// made in the state dir, private.
 #[test]
-fn a_readable_or_linked_token_file_is_refused_and_offline_homes_are_private() {
+fn a_linked_token_file_is_refused_a_readable_one_tightened_and_offline_homes_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("dir");
     let readable = dir.path().join("readable");
@@ -951,27 +952,26 @@ fn a_readable_or_linked_token_file_is_refused_and_offline_homes_are_private() {
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&private, &link).expect("link");
     let state = dir.path().join("state");
-    for (file, says) in [(&readable, "chmod 600"), (&link, "symbolic link")] {
-        let (code, _, stderr) = crate::util::run_cli(&[
-            "app-server",
-            "--listen",
-            "ws://127.0.0.1:0",
-            "--app-servers",
-            "0",
-            "--token-file",
-            &file.display().to_string(),
-            "--state-dir",
-            &state.display().to_string(),
-        ]);
-        assert_ne!(code, 0, "{stderr}");
-        assert!(stderr.contains(says), "{stderr}");
-    }
-    // The private file serves; --offline makes its home in the state dir, 0700.
+    let (code, _, stderr) = crate::util::run_cli(&[
+        "app-server",
+        "--listen",
+        "ws://127.0.0.1:0",
+        "--app-servers",
+        "0",
+        "--token-file",
+        &link.display().to_string(),
+        "--state-dir",
+        &state.display().to_string(),
+    ]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    // The readable file is made private, then serves; --offline makes its home in the state
+    // dir, 0700.
     use std::io::BufRead;
     let mut child = crate::util::clawbridge()
         .args(["app-server", "--listen", "ws://127.0.0.1:0", "--offline"])
         .args(["--app-servers", "0", "--token-file"])
-        .arg(&private)
+        .arg(&readable)
         .arg("--state-dir")
         .arg(&state)
         .stdout(std::process::Stdio::piped())
@@ -985,6 +985,11 @@ fn a_readable_or_linked_token_file_is_refused_and_offline_homes_are_private() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(line.trim().starts_with("127.0.0.1:"), "{line}");
+    let mode = std::fs::metadata(&readable)
+        .expect("token")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the token file was tightened");
     for folder in ["app-server-offline", "app-server-offline/native"] {
         let mode = std::fs::metadata(state.join(folder))
             .expect(folder)

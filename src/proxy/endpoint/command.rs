@@ -15,41 +15,6 @@ use crate::support::task::Tasks;
 use crate::traffic::capture::live::Known;
 use crate::traffic::plane::{OfflineHomeAt, Plane};
 
-/// The endpoint's token file: a regular file of the user's only. A link (a planted
-/// `token -> elsewhere`) or a file others may read is refused, naming the fix: anyone holding
-/// the token runs commands as the operator through Codex (`command/exec`).
-pub(crate) fn read_token(path: &Path) -> Result<String, ProxyError> {
-    use std::os::unix::fs::PermissionsExt;
-    let refused = |message: String| {
-        ProxyError::Setup(crate::error::Error::InvalidArgument {
-            flag: "--token-file".into(),
-            message: format!("{}: {message}", path.display()),
-        })
-    };
-    let meta = std::fs::symlink_metadata(path).map_err(|error| refused(error.to_string()))?;
-    if meta.file_type().is_symlink() {
-        return Err(refused(
-            "is a symbolic link; refusing to follow it (replace it with the token file itself, mode 0600)".into(),
-        ));
-    }
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(refused(format!(
-            "others may read it (mode {mode:o}); run `chmod 600 {}` and consider a new token",
-            path.display()
-        )));
-    }
-    let bytes = crate::support::fs::read_file_capped(path, 4096)?;
-    let token = String::from_utf8_lossy(&bytes).trim().to_string();
-    if token.len() < 16 || token.chars().any(char::is_control) {
-        return Err(ProxyError::Setup(crate::error::Error::InvalidArgument {
-            flag: "--token-file".into(),
-            message: format!("{}: one line of at least 16 characters", path.display()),
-        }));
-    }
-    Ok(token)
-}
-
 /// The native Codex home's `config.toml`, which every account's home gets (a regular file of
 /// at most 1 MiB, a link to one included); none when there is none, and a warning when it
 /// cannot be read.
@@ -70,36 +35,29 @@ fn native_config(codex_home: &Path) -> Option<String> {
 }
 
 /// The token clients of the endpoint send: from `--token-file`, else
-/// `<state-dir>/app-server-token` (generated, 0600, on first start). It is never printed; its
-/// file is named on stderr.
+/// `<state-dir>/app-server-token` (generated, 0600, on first start), read and made as `serve`'s
+/// is ([`crate::app::token`]). It is never printed; its file is named on stderr.
 pub(crate) fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError> {
     let path = token_path(args.token_file.as_ref(), args.state_dir.as_ref())?;
-    if path.exists() {
-        let token = read_token(&path)?;
-        eprintln!(
-            "clawbridge app-server: using the bearer token in {}",
-            path.display()
-        );
-        return Ok(token);
-    }
-    if let Some(parent) = path.parent() {
-        crate::support::fs::create_private_dir(parent).map_err(|source| {
-            crate::error::Error::Write {
-                path: parent.to_path_buf(),
-                source,
-            }
-        })?;
-    }
-    let token = crate::support::hex::random(32).map_err(|source| crate::error::Error::Write {
-        path: path.clone(),
-        source,
-    })?;
-    crate::support::fs::write_private(&path, format!("{token}\n").as_bytes())?;
+    let file = crate::app::token::load_or_create(&path).map_err(token_error)?;
     eprintln!(
-        "clawbridge app-server: generated a bearer token in {}",
-        path.display()
+        "clawbridge app-server: {} bearer token in {}",
+        if file.created {
+            "generated a"
+        } else {
+            "using the"
+        },
+        file.path.display()
     );
-    Ok(token)
+    Ok(file.token)
+}
+
+/// A token problem, as the endpoint's flag.
+pub(crate) fn token_error(error: crate::app::token::TokenError) -> ProxyError {
+    ProxyError::Setup(crate::error::Error::InvalidArgument {
+        flag: "--token-file".into(),
+        message: error.to_string(),
+    })
 }
 
 /// `--listen ws://IP:PORT` or `unix://PATH`: serve until SIGTERM or SIGINT (then drain); the

@@ -1,7 +1,6 @@
 //! The endpoint's listener: its own accept loop (each socket bounded and given a deadline), the
 //! HTTP checks every request passes, `GET /status` and the upgrade into a client connection.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -176,37 +175,15 @@ pub(super) fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, Endpoin
     Ok(listener)
 }
 
-/// An HTTP refusal: its status and why.
-pub(super) type Refusal = (StatusCode, &'static str);
-
 pub(super) fn refuse(status: StatusCode, why: &'static str) -> Response {
     (status, why).into_response()
-}
-
-/// The `Host` names a client may use: the bound address, and loopback names on its port.
-pub(super) fn host_allowed(headers: &HeaderMap, addr: SocketAddr) -> bool {
-    let Some(host) = headers
-        .get(http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let port = addr.port();
-    host == addr.to_string()
-        || [
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ]
-        .iter()
-        .any(|name| name == host)
 }
 
 /// `GET /status`, behind the same checks as an upgrade, for the operator only (it lists every
 /// client's connections and threads).
 pub(super) async fn status(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    match shared.admit(&headers) {
-        Err((status, why)) => refuse(status, why),
+    match shared.guard.admit(&headers) {
+        Err(refusal) => refusal.into_response(),
         Ok(caller) if !caller.operator => refuse(
             StatusCode::FORBIDDEN,
             "the status is the operator's (a named client sees its own threads only)",
@@ -220,9 +197,9 @@ pub(super) async fn upgrade(
     State(shared): State<Arc<Shared>>,
     request: http::Request<Body>,
 ) -> Response {
-    let caller = match shared.admit(request.headers()) {
+    let caller = match shared.guard.admit(request.headers()) {
         Ok(caller) => caller,
-        Err((status, why)) => return refuse(status, why),
+        Err(refusal) => return refusal.into_response(),
     };
     // The socket's own slot becomes the client connection's.
     let slot = request

@@ -33,7 +33,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -41,8 +40,9 @@ use tokio_util::task::TaskTracker;
 
 use self::connection::Connection;
 use self::feed::{feed_key, Feed, FeedKey, StallCounts, TurnState};
-use self::listener::{accept_loop, bind_unix, host_allowed, status, upgrade, Listener, Refusal};
-use crate::app::clients::{Caller, KnownTokens};
+use self::listener::{accept_loop, bind_unix, status, upgrade, Listener};
+
+use crate::app::guard::{BearerCheck, Guard, HostCheck, OriginCheck};
 use crate::codex::client::fleet::{Fleet, FleetConfig, Identity};
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::pool::{Lease, MemberStatus};
@@ -176,7 +176,9 @@ pub struct Endpoint {
 }
 
 struct Shared {
-    tokens: KnownTokens,
+    /// The checks every HTTP request passes first (serve's: no browser, the listener's own
+    /// name, a known token).
+    guard: Guard,
     listen: ListenAddr,
     fleet: Arc<Fleet>,
     cwd: PathBuf,
@@ -265,8 +267,25 @@ impl Endpoint {
             .transcript
             .as_deref()
             .map_or(0, highest_connection_folder);
+        let host = match &listen {
+            ListenAddr::Tcp(addr) => Some(
+                HostCheck::new(&crate::app::guard::allowed_hosts(*addr, &[])).map_err(
+                    |message| EndpointError::Bind {
+                        addr: addr.to_string(),
+                        source: std::io::Error::other(message),
+                    },
+                )?,
+            ),
+            // A Unix socket is reached through the file system, never by a browser's name.
+            ListenAddr::Unix(_) => None,
+        };
+        let guard = Guard {
+            host,
+            origin: OriginCheck::new(&[]),
+            bearer: BearerCheck::new(Some(&settings.token), &settings.clients),
+        };
         let shared = Arc::new(Shared {
-            tokens: KnownTokens::new(&settings.token, &settings.clients),
+            guard,
             listen: listen.clone(),
             fleet: Fleet::new(settings.fleet),
             cwd: settings.cwd,
@@ -578,44 +597,5 @@ impl Shared {
                 .collect(),
             recovered_turns: self.stalls.recovered.load(Ordering::SeqCst),
         }
-    }
-
-    /// The checks every HTTP request passes first: no browser, the listener's own name, a
-    /// known token. The caller the token names, or the refusal.
-    fn admit(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
-        if headers.contains_key(http::header::ORIGIN) {
-            return Err((StatusCode::FORBIDDEN, "browsers may not connect"));
-        }
-        // A Unix socket is reached through the file system, never by a browser's name lookup.
-        if let ListenAddr::Tcp(addr) = self.listen {
-            if !host_allowed(headers, addr) {
-                return Err((StatusCode::FORBIDDEN, "unknown Host"));
-            }
-        }
-        self.tokens
-            .caller(headers.get(http::header::AUTHORIZATION))
-            .ok_or((StatusCode::UNAUTHORIZED, "a bearer token is required"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_listener_s_own_names_pass() {
-        let addr: SocketAddr = "127.0.0.1:4000".parse().expect("addr");
-        let mut headers = HeaderMap::new();
-        headers.insert(http::header::HOST, "127.0.0.1:4000".parse().expect("host"));
-        assert!(host_allowed(&headers, addr));
-        headers.insert(http::header::HOST, "localhost:4000".parse().expect("host"));
-        assert!(host_allowed(&headers, addr));
-        headers.insert(
-            http::header::HOST,
-            "evil.example:4000".parse().expect("host"),
-        );
-        assert!(!host_allowed(&headers, addr));
-        headers.insert(http::header::HOST, "localhost:4001".parse().expect("host"));
-        assert!(!host_allowed(&headers, addr));
     }
 }

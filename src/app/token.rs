@@ -1,63 +1,92 @@
-//! The service's bearer token: given (`--token`, `CLAWBRIDGE_TOKEN`) or generated once into
-//! `<state-dir>/token` (mode 0600) and reused on every restart, so clients keep working.
+//! The bearer token of every listener (`serve` and the `app-server` endpoint): one rule for
+//! what a token is, one way to read a token file and one way to create it.
+//!
+//! A token is given (`--token`, `CLAWBRIDGE_TOKEN`) or read from its file (`<state-dir>/token`
+//! for `serve`, `--token-file` or `<state-dir>/app-server-token` for the endpoint), generated
+//! once (mode 0600, through a temp file renamed into place without replacing one) and reused on
+//! every restart, so clients keep working. A token file that is a symbolic link is refused before
+//! anything reads or changes it; one that others may read is tightened to 0600, loudly (anyone
+//! holding the token runs commands as the operator through Codex).
 
-use std::path::Path;
-
-use super::ServeError;
+use std::path::{Path, PathBuf};
 
 /// Random bytes in a generated token (hex-encoded: 64 URL-safe characters).
 const GENERATED_BYTES: usize = 32;
 /// The token file is tiny; anything longer is not ours.
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 
-pub use crate::app::state::token_path;
+/// Why a token or its file cannot be used (the message names the flag or the file).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TokenError(String);
+
+/// A token read from its file, or created in it.
+#[derive(Clone, Debug)]
+pub struct TokenFile {
+    pub path: PathBuf,
+    pub token: String,
+    /// Created just now (the listener says where it is).
+    pub created: bool,
+}
 
 /// A token must travel in an HTTP header: visible ASCII without spaces, and long enough
-/// ([`crate::app::state::token_problem`] is the rule).
-pub fn validate(token: &str, source: &str) -> Result<(), ServeError> {
+/// ([`crate::app::state::token_problem`] is the rule); `source` names where it came from.
+pub fn validate(token: &str, source: &str) -> Result<(), TokenError> {
     match crate::app::state::token_problem(token) {
-        Some(problem) => Err(ServeError::Usage(format!("{source}: {problem}"))),
+        Some(problem) => Err(TokenError(format!("{source}: {problem}"))),
         None => Ok(()),
     }
 }
 
 /// A fresh token from the operating system's random source.
-pub fn generate() -> Result<String, ServeError> {
+pub fn generate() -> Result<String, TokenError> {
     crate::support::hex::random(GENERATED_BYTES)
-        .map_err(|error| ServeError::Usage(format!("no random source for a token: {error}")))
+        .map_err(|error| TokenError(format!("no random source for a token: {error}")))
 }
 
-/// The token of `<state-dir>/token`, created (0600) when there is none. Returns the token and
-/// whether it was created just now.
-pub fn load_or_create(state_dir: &Path) -> Result<(String, bool), ServeError> {
-    let path = token_path(state_dir);
-    match read_token_file(&path)? {
-        Some(token) => Ok((token, false)),
+/// The token in `path`, created (0600, its folder 0700) when there is none.
+pub fn load_or_create(path: &Path) -> Result<TokenFile, TokenError> {
+    let found = |token| TokenFile {
+        path: path.to_path_buf(),
+        token,
+        created: false,
+    };
+    match read_token_file(path)? {
+        Some(token) => Ok(found(token)),
         None => {
             let token = generate()?;
-            match write_new_token(&path, &token)? {
+            match write_new_token(path, &token)? {
                 // Another process created it first: use theirs.
-                false => read_token_file(&path)?
-                    .map(|token| (token, false))
-                    .ok_or_else(|| file_error(&path, "vanished while being created".into())),
-                true => Ok((token, true)),
+                false => read_token_file(path)?
+                    .map(found)
+                    .ok_or_else(|| file_error(path, "vanished while being created".into())),
+                true => Ok(TokenFile {
+                    path: path.to_path_buf(),
+                    token,
+                    created: true,
+                }),
             }
         }
     }
 }
 
-fn file_error(path: &Path, message: String) -> ServeError {
-    ServeError::Usage(format!("{}: {message}", path.display()))
+/// The token in `path`, which must exist (a client reading a listener's token).
+pub fn read_existing(path: &Path) -> Result<String, TokenError> {
+    read_token_file(path)?.ok_or_else(|| file_error(path, "no such token file".into()))
 }
 
-fn read_token_file(path: &Path) -> Result<Option<String>, ServeError> {
+fn file_error(path: &Path, message: String) -> TokenError {
+    TokenError(format!("{}: {message}", path.display()))
+}
+
+fn read_token_file(path: &Path) -> Result<Option<String>, TokenError> {
     use crate::support::fs::ReadRefusal;
     // A link is refused before anything reads or chmods through it: a planted
     // `token -> ~/.ssh/id_ed25519` must not be read as a token nor have its target's mode changed.
     if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
         return Err(file_error(
             path,
-            "is a symbolic link; refusing to follow it (remove it, serve writes a new token)"
+            "is a symbolic link; refusing to follow it (replace it with the token file itself, mode 0600, or remove it and a new token is written)"
                 .into(),
         ));
     }
@@ -81,7 +110,7 @@ fn read_token_file(path: &Path) -> Result<Option<String>, ServeError> {
 
 /// A token file others can read is tightened to 0600, loudly.
 #[cfg(unix)]
-fn tighten_permissions(path: &Path) -> Result<(), ServeError> {
+fn tighten_permissions(path: &Path) -> Result<(), TokenError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(path)
         .map_err(|error| file_error(path, error.to_string()))?
@@ -89,7 +118,7 @@ fn tighten_permissions(path: &Path) -> Result<(), ServeError> {
         .mode();
     if mode & 0o077 != 0 {
         tracing::warn!(
-            "{}: was readable by others (mode {:o}); now 0600. Consider replacing the token.",
+            "{}: was readable by others (mode {:o}); now 0600. Consider replacing the token (one others could read may be theirs already).",
             path.display(),
             mode & 0o777
         );
@@ -100,17 +129,17 @@ fn tighten_permissions(path: &Path) -> Result<(), ServeError> {
 }
 
 #[cfg(not(unix))]
-fn tighten_permissions(_path: &Path) -> Result<(), ServeError> {
+fn tighten_permissions(_path: &Path) -> Result<(), TokenError> {
     Ok(())
 }
 
 /// Write the token through a 0600 temp file renamed into place without replacing an existing
 /// file; `false` when another process created one first.
-fn write_new_token(path: &Path, token: &str) -> Result<bool, ServeError> {
+fn write_new_token(path: &Path, token: &str) -> Result<bool, TokenError> {
     use std::io::Write;
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let io_error = |error: std::io::Error| file_error(path, format!("cannot write: {error}"));
-    std::fs::create_dir_all(dir).map_err(io_error)?;
+    crate::support::fs::create_private_dir(dir).map_err(io_error)?;
     let mut temp = tempfile::Builder::new()
         .prefix(".token")
         .tempfile_in(dir)
@@ -152,11 +181,12 @@ mod tests {
     #[test]
     fn the_token_file_is_created_once_and_reused() {
         let dir = tempfile::tempdir().expect("dir");
-        let (first, created) = load_or_create(dir.path()).expect("create");
-        assert!(created);
-        let (again, created) = load_or_create(dir.path()).expect("reuse");
-        assert!(!created);
-        assert_eq!(first, again);
+        let path = dir.path().join("token");
+        let first = load_or_create(&path).expect("create");
+        assert!(first.created);
+        let again = load_or_create(&path).expect("reuse");
+        assert!(!again.created);
+        assert_eq!(first.token, again.token);
     }
 
     #[cfg(unix)]
@@ -164,17 +194,20 @@ mod tests {
     fn a_bad_or_open_token_file_is_named_or_tightened() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("dir");
-        let path = token_path(dir.path());
+        let path = dir.path().join("token");
         std::fs::write(&path, "short\n").expect("write");
-        let error = load_or_create(dir.path()).expect_err("too short");
+        let error = load_or_create(&path).expect_err("too short");
         assert!(
             error.to_string().contains(&path.display().to_string()),
             "{error}"
         );
         std::fs::write(&path, "0123456789abcdef0123\n").expect("write");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        let (token, created) = load_or_create(dir.path()).expect("reuse");
-        assert_eq!((token.as_str(), created), ("0123456789abcdef0123", false));
+        let file = load_or_create(&path).expect("reuse");
+        assert_eq!(
+            (file.token.as_str(), file.created),
+            ("0123456789abcdef0123", false)
+        );
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
