@@ -2,7 +2,42 @@
 //! bindings and queues, the run registry, pending answers, thread claims, the blocking pool and
 //! the policies that bind a run (the sandbox ceiling, approvals, client ownership).
 
-use super::*;
+use super::config::CodexBinary;
+use super::config::ServeConfig;
+use super::errors::codes;
+use super::errors::library_error;
+use super::errors::rpc_error;
+use super::errors::with_causes;
+use super::runs::PendingCall;
+use super::runs::RunState;
+use super::state;
+use super::state::BindingFile;
+use crate::app::commands;
+use crate::app::guard::Caller;
+use crate::codex::client::hub::CodexHub;
+use crate::codex::client::pool::Lease;
+use crate::codex::client::pool::Pool;
+use crate::codex::protocol::methods::TurnInterrupt;
+use crate::codex::protocol::methods::TurnInterruptParams;
+use crate::codex::protocol::params::AskForApproval;
+use crate::codex::protocol::params::CodexParams;
+use crate::config::ApprovalPolicy;
+use crate::config::Run;
+use crate::config::RunDocument;
+use crate::config::SandboxMode;
+use crate::skills::SkillCache;
+use crate::support::fs::Roots;
+use crate::support::sync::lock;
+use crate::translate::TranslateOptions;
+use jsonrpsee::types::ErrorObjectOwned;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use tokio::sync::{oneshot, watch};
 
 /// Shared state of the service.
 pub struct Bridge {

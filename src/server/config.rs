@@ -1,6 +1,12 @@
 //! `clawbridge serve`'s settings: the validated command line, every bound and its default.
 
-use super::*;
+use crate::codex::client::pool::PoolConfig;
+use crate::codex::client::session::TurnLimits;
+use crate::config::SandboxMode;
+use crate::traffic::stub::StubScript;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// Validated `clawbridge serve` settings.
 #[derive(Clone, Debug)]
@@ -249,5 +255,47 @@ impl ServeConfig {
             ));
         }
         Ok(self)
+    }
+}
+
+/// CORS answers for the origins the operator allowed, so their preflights pass without a token.
+pub(super) fn cors_layer(
+    origins: &[String],
+) -> Result<Option<tower_http::cors::CorsLayer>, ServeError> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let values = origins
+        .iter()
+        .map(|origin| {
+            http::HeaderValue::from_str(origin.trim_end_matches('/'))
+                .map_err(|_| ServeError::Usage(format!("--allow-origin {origin}: not an origin")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(
+        tower_http::cors::CorsLayer::new()
+            .allow_origin(values)
+            .allow_methods([http::Method::POST])
+            .allow_headers([http::header::AUTHORIZATION, http::header::CONTENT_TYPE]),
+    ))
+}
+
+/// The pool's settings from the service's.
+pub(super) fn pool_config(config: &ServeConfig, codex_home: PathBuf) -> PoolConfig {
+    let binary = match &config.codex_bin {
+        CodexBinary::Found(path) => Ok(path.clone()),
+        CodexBinary::Missing(reason) => Err(reason.clone()),
+    };
+    PoolConfig {
+        locals: config.app_servers,
+        remotes: config.remote_app_servers.clone(),
+        isolate_environment: config.offline,
+        backoff_first: config.restart_backoff.0,
+        backoff_max: config.restart_backoff.1,
+        crash_limit: config.crash_limit.0,
+        crash_window: config.crash_limit.1,
+        recycle_after_threads: config.recycle_after_threads,
+        recycle_rss_bytes: config.recycle_rss_bytes,
+        ..PoolConfig::new(binary, codex_home)
     }
 }

@@ -1,7 +1,7 @@
 //! The API's error codes (one copy; OpenRPC lists them in `api`) and the mapping from the
 //! library's error kinds to them.
 
-use super::*;
+use jsonrpsee::types::ErrorObjectOwned;
 
 /// Stable error codes of the API.
 pub mod codes {

@@ -1,7 +1,21 @@
 //! Codex's server requests of a run, answered through the API clients: tool calls become
 //! `toolCall` events, approvals `approvalRequest` events (or are declined under the ceiling).
 
-use super::*;
+use super::bridge::Bridge;
+use super::errors::random_id;
+use super::runs::PendingCall;
+use super::runs::RunState;
+use crate::app::events::RunEvent;
+use crate::codex::client::handler::DefaultHandler;
+use crate::codex::client::session::HandlerFuture;
+use crate::codex::client::session::ServerRequest;
+use crate::codex::client::session::ServerRequestHandler;
+use crate::codex::client::session::TurnEvent;
+use crate::codex::protocol::inbound::RequestKind;
+use crate::support::sync::lock;
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::oneshot;
 
 /// Answers a run's server requests through the API clients.
 pub(super) struct BridgeHandler {

@@ -1,8 +1,25 @@
 //! The bridge methods' handlers and their registration (`module`), the event subscription and
 //! the params helpers every handler uses.
 
-use super::*;
+use super::api;
+use super::bridge::Bridge;
+use super::config::CodexBinary;
+use super::errors::codes;
+use super::errors::library_error;
+use super::errors::rpc_error;
+use super::run_start::run_start;
+use crate::app::commands;
+use crate::app::events::RunEvent;
+use crate::app::guard::Caller;
+use crate::codex::protocol::params::CodexParams;
+use crate::support::sync::lock;
 use api::CarriesRun as _;
+use jsonrpsee::server::{PendingSubscriptionSink, RpcModule};
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
 
 /// Counts a subscription while it sends (shutdown waits for the count to reach zero).
 struct ActiveSubscriber<'a>(&'a watch::Sender<usize>);

@@ -13,8 +13,40 @@
 //! From phase 5 on a failure is a [`RunError`]: it ends the registered run with its event and
 //! answers the client with its code, in one place.
 
-use super::*;
+use super::api;
+use super::bridge::Bridge;
+use super::config::CodexBinary;
+use super::config::MAX_SESSIONS_LIMIT;
+use super::errors::codes;
+use super::errors::library_error;
+use super::errors::random_id;
+use super::errors::rpc_error;
+use super::handler::logged_event;
+use super::handler::BridgeHandler;
+use super::methods::run_request;
+use super::runs::EventLog;
+use super::runs::RunState;
+use super::state::Binding;
+use super::threads::thread_fingerprint;
+use super::threads::ThreadClaim;
+use crate::app::events::RunEvent;
+use crate::app::guard::Caller;
+use crate::codex::client::pool::Lease;
+use crate::codex::client::session::SessionError;
+use crate::codex::client::session::TurnEvent;
+use crate::codex::protocol::methods::ThreadUnsubscribe;
+use crate::codex::protocol::methods::ThreadUnsubscribeParams;
+use crate::codex::protocol::params::CodexParams;
+use crate::codex::protocol::params::ThreadParams;
+use crate::config::Run;
+use crate::support::sync::lock;
+use crate::translate::translate;
 use api::CarriesRun as _;
+use jsonrpsee::types::ErrorObjectOwned;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::watch;
 
 pub(super) async fn run_start(
     bridge: Arc<Bridge>,

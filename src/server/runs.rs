@@ -1,7 +1,13 @@
 //! The run registry's entries: each run's state and its event log (serialized once, capped in
 //! bytes, replayed to every subscriber), and the tool calls waiting for a client's answer.
 
-use super::*;
+use crate::app::events::RunEvent;
+use crate::codex::client::hub::CodexHub;
+use crate::support::sync::lock;
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::Mutex;
+use tokio::sync::{oneshot, watch};
 
 /// One run's state and event log.
 pub(super) struct RunState {

@@ -1,7 +1,13 @@
 //! Threads: the fingerprint that decides whether a session's thread can be reused, and a run's
 //! claim on its thread (one run per thread at a time).
 
-use super::*;
+use super::bridge::Bridge;
+use crate::config::Run;
+use crate::translate::params::dynamic_tools;
+use crate::translate::params::thread_config;
+use jsonrpsee::types::ErrorObjectOwned;
+use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// What reuses a thread: tools (without descriptions), thread config, model and developer text.
 pub fn thread_fingerprint(run: &Run, developer_instructions: &str) -> String {
