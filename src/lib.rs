@@ -13,20 +13,33 @@
 //! 4. [`routing`]: which surface each file lands on (pure);
 //! 5. [`render`]: OpenClaw's system prompt and every Codex text, through one facade;
 //! 7. [`translate`]: the one pipeline every consumer calls, and the params policy;
-//! 8. [`codex::client`]: the app-server process, framing, peer, turns, hub, handlers;
+//! 8. [`codex::client`]: the app-server process, framing, peer, turns, hub, pool, fleet; and
+//!    [`traffic`]: what stands between Codex and the model (the offline stub, the recording
+//!    forwarder, capture), composed in one place;
 //! 9. [`artifacts`]: snapshots and pinned-fixture sync (files other people review);
 //! 10. [`app`]: every command, implemented once for the CLI and the bridge API, with the run
-//!     events, pairing, capture, the offline stub and the state the process keeps;
-//! 11. [`server`]: the bridge API (`clawbridge serve`), and [`proxy`]: `clawbridge app-server`,
-//!     the pass-through for OpenClaw's Codex slot; the binary (`main.rs`) parses flags.
+//!     events, pairing, the state the process keeps, and what every listener shares (the
+//!     bearer token, the HTTP guard);
+//! 11. [`server`]: the bridge API (`clawbridge serve`), and [`proxy`]: `clawbridge app-server`
+//!     (OpenClaw's Codex slot over stdio, and the WebSocket endpoint);
+//! 12. [`face`]: the command line both binaries share (flags, the one-shot handlers, exit codes).
 //!
-//! The modules are private; the `pub use` list below is the whole public surface.
+//! The modules are private but [`face`]; the `pub use` list below is the rest of the public
+//! surface.
+//!
+//! Platforms: Unix only (it relies on Unix file modes, `O_NOFOLLOW`, process groups and Unix
+//! sockets), built and tested on Linux; the few Linux-only calls (`fstatfs`, the process group
+//! kill through `rustix`) have Unix fallbacks. Elsewhere the build stops here, saying so.
+
+#[cfg(not(unix))]
+compile_error!("clawbridge runs on Unix (built and tested on Linux): it relies on Unix file modes, O_NOFOLLOW, process groups and Unix sockets");
 
 mod app;
 mod artifacts;
 mod codex;
 mod config;
 mod error;
+pub mod face;
 mod proxy;
 mod render;
 mod routing;
@@ -57,9 +70,6 @@ pub use artifacts::catalog::{
 pub use artifacts::snapshots::{
     check_snapshots, generate as generate_snapshots, write_snapshots, DriftKind, SNAPSHOT_DIR,
 };
-pub use codex::client::conformance::{
-    Flow, Verdict as WireVerdict, WireSchemas, ANSWERS_WITHOUT_SCHEMA, VENDORED_FILES,
-};
 pub use codex::client::fleet::{FleetConfig, Identity};
 pub use codex::client::framing::FrameReader;
 pub use codex::client::handler::DefaultHandler;
@@ -69,10 +79,6 @@ pub use codex::client::pool::{MemberState, PoolConfig};
 pub use codex::client::process::{find_codex_binary, resolve_native_binary, SpawnOptions};
 pub use codex::client::remote::remote_endpoints;
 pub use codex::client::remote::RemoteEndpoint;
-pub use codex::client::schema::{ParamsSchemas, ProblemKind};
-pub use codex::client::schema_diff::{
-    diff as schema_diff, render as render_schema_diff, SchemaDiff,
-};
 pub use codex::client::session::{
     version_from_user_agent, CodexSession, HandlerFuture, ServerRequest, ServerRequestHandler,
     SessionError, TurnEvent, TurnLimits, TurnStatus,
@@ -89,6 +95,11 @@ pub use codex::protocol::{
     supported_range, CODEX_VERSIONS, NEWEST_TESTED_CODEX_VERSION, OLDEST_SUPPORTED_CODEX_VERSION,
     PINNED_CODEX_VERSION,
 };
+pub use codex::schema::conformance::{
+    answers_without_schema, vendored_files, Flow, Verdict as WireVerdict, WireSchemas,
+};
+pub use codex::schema::diff::{diff as schema_diff, render as render_schema_diff, SchemaDiff};
+pub use codex::schema::{ParamsSchemas, ProblemKind};
 pub use config::keys::KNOWN as KNOWN_CONFIG_KEYS;
 pub use config::run::run_document_schema;
 pub use config::{ApprovalPolicy, Harness, PromptMode, Run, RunDocument, SandboxMode};

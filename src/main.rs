@@ -6,12 +6,7 @@
 
 use std::process::ExitCode;
 
-// The same flags as the runtime's; the conversions only its commands use are not called here.
-#[allow(dead_code)]
-mod cli;
-#[allow(dead_code)]
-mod exit;
-mod front;
+use clawbridge::face::front;
 
 /// mimalloc, as in `clawbridge-runtime` (the translation allocates much the same there).
 #[global_allocator]

@@ -128,7 +128,9 @@ impl RunEvent {
     /// first; its keys (`event`, `method`, `params`) are in sorted order.
     pub fn write_json_line(event: &TurnEvent<'_>, out: &mut Vec<u8>) {
         match event {
-            TurnEvent::Notification { method, params } => write_notification(method, params, out),
+            TurnEvent::Notification { method, params, .. } => {
+                write_notification(method, params, out)
+            }
             other => {
                 let _ =
                     serde_json::to_writer(&mut *out, &RunEvent::from_turn_event(other).to_value());
@@ -140,7 +142,7 @@ impl RunEvent {
     /// A Codex notification or, for the CLI, a server request or its answer.
     pub fn from_turn_event(event: &TurnEvent<'_>) -> RunEvent {
         match event {
-            TurnEvent::Notification { method, params } => RunEvent::Notification {
+            TurnEvent::Notification { method, params, .. } => RunEvent::Notification {
                 method: method.to_string(),
                 params: (*params).clone(),
             },
@@ -244,6 +246,8 @@ mod tests {
         let event = TurnEvent::Notification {
             method: "item/agentMessage/delta",
             params: &params,
+            kind: &crate::codex::protocol::inbound::NotificationKind::Other,
+            turn_id: Some("u"),
         };
         let mut line = Vec::new();
         RunEvent::write_json_line(&event, &mut line);

@@ -6,6 +6,8 @@
 //! [`human_text`]) and ends with a [`RunReport`]; [`capture`] writes `model-request*.json` and
 //! `layers.md` and returns a [`CaptureReport`].
 
+use crate::codex::protocol::inbound::NotificationKind;
+use crate::codex::protocol::table::name as method;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -199,49 +201,33 @@ pub async fn run_turn(
 
 /// The human transcript of a turn event: (stdout text, stderr text); either may be empty.
 pub fn human_text(event: &TurnEvent<'_>) -> (String, String) {
-    /// The few fields the transcript shows, borrowed from the notification's text.
-    #[derive(serde::Deserialize, Default)]
-    #[serde(default)]
-    struct Shown<'a> {
-        #[serde(borrow)]
-        delta: Option<std::borrow::Cow<'a, str>>,
-        item: Option<serde_json::Value>,
-        error: Option<serde_json::Value>,
-    }
     match event {
-        TurnEvent::Notification { method, params }
-            if matches!(
-                *method,
-                "item/agentMessage/delta" | "item/completed" | "error"
-            ) =>
-        {
-            let shown: Shown<'_> = serde_json::from_str(params.get()).unwrap_or_default();
-            match *method {
-                "item/agentMessage/delta" => {
-                    (shown.delta.unwrap_or_default().into_owned(), String::new())
-                }
-                "item/completed"
-                    if shown
-                        .item
-                        .as_ref()
-                        .is_some_and(|item| item["type"] == "agentMessage") =>
-                {
-                    ("\n".to_string(), String::new())
-                }
-                "error" => (
-                    String::new(),
-                    format!(
-                        "[error] {}\n",
-                        shown
-                            .error
-                            .as_ref()
-                            .and_then(|error| error["message"].as_str())
-                            .unwrap_or("?")
-                    ),
-                ),
-                _ => (String::new(), String::new()),
+        TurnEvent::Notification {
+            method: method::ITEM_AGENT_MESSAGE_DELTA,
+            params,
+            ..
+        } => {
+            /// The delta, borrowed from the notification's text.
+            #[derive(serde::Deserialize, Default)]
+            #[serde(default)]
+            struct Delta<'a> {
+                #[serde(borrow)]
+                delta: Option<std::borrow::Cow<'a, str>>,
             }
+            let shown: Delta<'_> = serde_json::from_str(params.get()).unwrap_or_default();
+            (shown.delta.unwrap_or_default().into_owned(), String::new())
         }
+        TurnEvent::Notification {
+            kind: NotificationKind::AgentMessage { .. },
+            ..
+        } => ("\n".to_string(), String::new()),
+        TurnEvent::Notification {
+            kind: NotificationKind::Error { message },
+            ..
+        } => (
+            String::new(),
+            format!("[error] {}\n", message.as_deref().unwrap_or("?")),
+        ),
         TurnEvent::ServerRequest { request } => (
             String::new(),
             format!(
@@ -285,8 +271,9 @@ impl HumanTranscript {
     pub fn event(&mut self, event: &TurnEvent<'_>) -> (String, String) {
         match event {
             TurnEvent::Notification {
-                method: "thread/tokenUsage/updated",
+                method: method::THREAD_TOKEN_USAGE_UPDATED,
                 params,
+                ..
             } => {
                 let usage: Value = params.parse().unwrap_or_default();
                 let total = &usage["tokenUsage"]["total"];

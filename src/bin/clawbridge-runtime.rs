@@ -9,15 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-#[path = "../cli.rs"]
-mod cli;
-#[path = "../exit.rs"]
-mod exit;
-#[path = "../front.rs"]
-mod front;
-use cli::*;
-use exit::{exit_code, Failure};
-use front::{init_logging, print_json, print_stdout};
+use clawbridge::face::cli::{self, *};
+use clawbridge::face::exit::{exit_code, Failure};
+use clawbridge::face::front::{self, init_logging, print_json, print_stdout};
 
 use clawbridge::{commands, fixtures, pairing};
 

@@ -4,13 +4,13 @@
 //! [`ObserverQueue`] bounded in bytes; a full queue skips the copy (counted, with one warning),
 //! never a forwarded line. The observer:
 //! - checks every message in both directions against the schema generated from the running
-//!   Codex ([`crate::codex::client::conformance`]): client requests and Codex's answers (paired by
+//!   Codex ([`crate::codex::schema::conformance`]): client requests and Codex's answers (paired by
 //!   id, per connection), notifications both ways, Codex's server requests and the client's
 //!   answers. Methods the schema does not know are counted as unknown, never dropped; at the end
 //!   one summary line per method goes to `conformance.jsonl` (read back by
 //!   `clawbridge app-server report DIR`, [`report`]);
 //! - checks `thread/start`, `thread/resume`, `turn/start` and `turn/steer` params field by field
-//!   ([`crate::codex::client::schema`]), with a `check` line each, as before;
+//!   ([`crate::codex::schema`]), with a `check` line each, as before;
 //! - records the client (OpenClaw's `clientInfo`) next to the Codex version, and remembers the
 //!   developer instructions and working folders that the offline captures need to label and
 //!   redact model requests ([`Known`], which the capture writer reads:
@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::Direction;
-use crate::codex::client::conformance::{Flow, Verdict, WireSchemas};
-use crate::codex::client::schema::{ParamsSchemas, Problem};
+use crate::codex::schema::conformance::{Flow, Verdict, WireSchemas};
+use crate::codex::schema::{ParamsSchemas, Problem};
 use crate::support::queue::{byte_queue, ByteReceiver, ByteSender};
 use crate::traffic::capture::live::Known;
 
@@ -578,7 +578,7 @@ mod tests {
     /// An observer with a small schema (the folder stays as long as `dir`: answers' schemas are
     /// read when first needed).
     fn observer(dir: &std::path::Path) -> (Observer, PathBuf) {
-        let schema = crate::codex::client::conformance::tests::folder();
+        let schema = crate::codex::schema::conformance::tests::folder();
         let wire = dir.join("schema");
         std::fs::rename(schema.path(), &wire).expect("move the schema");
         let log = dir.join("conformance.jsonl");

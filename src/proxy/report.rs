@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::observe::Counts;
-use crate::codex::client::conformance::Flow;
+use crate::codex::schema::conformance::Flow;
 
 /// Largest `conformance.jsonl` read.
 const MAX_LOG_BYTES: u64 = 256 * 1024 * 1024;

@@ -8,6 +8,7 @@
 //! result can be followed by nothing. The endpoint relays every message of the thread, so it is
 //! the one place that can tell them apart and say which.
 
+use crate::codex::protocol::table::name as method;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -124,20 +125,20 @@ impl TurnWatch {
     pub fn observe(&mut self, method: &str, item_type: Option<&str>) -> bool {
         let now = Instant::now();
         match method {
-            "turn/started" => {
+            method::TURN_STARTED => {
                 self.running = true;
                 self.phase = Phase::Started;
                 self.reported = None;
                 self.recovered = false;
             }
-            "turn/completed" => {
+            method::TURN_COMPLETED => {
                 let relay = !self.recovered;
                 self.running = false;
                 self.recovered = false;
                 self.reported = None;
                 return relay;
             }
-            "item/completed" => {
+            method::ITEM_COMPLETED => {
                 self.phase = match item_type {
                     Some("agentMessage") => Phase::AgentMessageDone,
                     Some(kind) if TOOL_ITEMS.contains(&kind) => Phase::ToolDone,

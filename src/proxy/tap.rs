@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::observe::{self, Observer};
 use super::transcript::Transcript;
 use super::{Direction, ProxyError};
-use crate::codex::client::conformance::WireSchemas;
-use crate::codex::client::schema::{version_in, SchemaCache};
+use crate::codex::schema::conformance::WireSchemas;
+use crate::codex::schema::{version_in, SchemaCache};
 use crate::support::task::Tasks;
 use crate::traffic::capture::live::Known;
 

@@ -7,6 +7,7 @@
 //! is created 0700 and the files 0600, and file names are thread ids reduced to
 //! `[A-Za-z0-9_-]`, so no thread id can name a path outside DIR.
 
+use crate::codex::protocol::table::name as method;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -111,7 +112,7 @@ impl Transcript {
             && thread.is_none()
             && matches!(
                 message.get("method").and_then(Value::as_str),
-                Some("thread/start" | "thread/fork")
+                Some(method::THREAD_START | method::THREAD_FORK)
             );
         if let (true, Some(id)) = (is_request, id.clone()) {
             if self.pending.len() >= MAX_PENDING {

@@ -34,6 +34,7 @@ use crate::app::guard::Caller;
 use crate::codex::client::pool::Lease;
 use crate::codex::client::session::SessionError;
 use crate::codex::client::session::TurnEvent;
+use crate::codex::protocol::inbound::NotificationKind;
 use crate::codex::protocol::methods::ThreadUnsubscribe;
 use crate::codex::protocol::methods::ThreadUnsubscribeParams;
 use crate::codex::protocol::params::CodexParams;
@@ -474,14 +475,12 @@ impl RunTask {
         let observer_state = Arc::clone(state);
         let mut observer = move |event: TurnEvent<'_>| {
             if let TurnEvent::Notification {
-                method: "turn/started",
-                params,
+                kind: NotificationKind::TurnStarted,
+                turn_id: Some(turn_id),
+                ..
             } = &event
             {
-                if let Ok(started) = params.parse::<crate::codex::protocol::inbound::TurnStarted>()
-                {
-                    *lock(&observer_state.turn_id) = Some(started.turn.id);
-                }
+                *lock(&observer_state.turn_id) = Some(turn_id.to_string());
             }
             if let Some(value) = logged_event(&event) {
                 observer_state.push(value);

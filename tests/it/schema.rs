@@ -55,7 +55,7 @@ fn method_of_schema(schema_name: &str) -> &'static str {
 }
 
 /// Valid against every Codex version's schema, and no key a version does not know: the check
-/// `clawbridge app-server` runs on OpenClaw's params (`codex::client::schema`).
+/// `clawbridge app-server` runs on OpenClaw's params (`codex::schema`).
 fn validate(schema_name: &str, instance: &Value) {
     for (version, dir) in schema_dirs() {
         let schemas = ParamsSchemas::load(&dir, &version).expect("compile the schemas");
@@ -296,7 +296,7 @@ fn steer_params_are_schema_valid() {
 }
 
 /// Each vendored schema folder holds exactly the files clawbridge sends or reads
-/// (`VENDORED_FILES`, which `scripts/regen-codex-schema` copies and `scripts/codex-compat`
+/// (`vendored_files()`, which `scripts/regen-codex-schema` copies and `scripts/codex-compat`
 /// diffs).
 #[test]
 fn vendored_schema_folders_hold_the_listed_files() {
@@ -318,7 +318,7 @@ fn vendored_schema_folders_hold_the_listed_files() {
             }
         }
         found.sort();
-        let mut listed: Vec<String> = clawbridge::VENDORED_FILES
+        let mut listed: Vec<String> = clawbridge::vendored_files()
             .iter()
             .map(|file| file.to_string())
             .collect();
@@ -360,7 +360,7 @@ fn every_method_s_answer_has_a_schema() {
                 }
                 checked += 1;
                 if answer.is_none()
-                    && !clawbridge::ANSWERS_WITHOUT_SCHEMA.contains(&method.as_str())
+                    && !clawbridge::answers_without_schema().contains(&method.as_str())
                 {
                     missing.push(method);
                 }

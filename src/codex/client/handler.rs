@@ -8,11 +8,13 @@
 //! (docs/codex-wire.md §6), so tool failures are never reported as RPC errors. Approvals are declined
 //! unless approving was asked for; unknown methods get a JSON-RPC error.
 
+use crate::codex::protocol::table::name as method;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::session::{HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler};
+use crate::codex::protocol::answers::{self, DynamicToolCallResponse};
 use crate::codex::protocol::inbound::RequestKind;
 use crate::codex::protocol::wire::{RpcError, METHOD_NOT_FOUND};
 
@@ -32,7 +34,7 @@ pub struct DefaultHandler {
 }
 
 fn tool_failure(text: String) -> Value {
-    json!({"contentItems": [{"type": "inputText", "text": text}], "success": false})
+    answers::to_value(&DynamicToolCallResponse::text(text, false))
 }
 
 /// Why a tool answer (a tool handler's stdout, or a client's `bridge.toolResult`) is unusable.
@@ -53,12 +55,15 @@ pub fn tool_answer(value: &Value) -> Result<Value, ToolAnswerError> {
         .get("success")
         .and_then(Value::as_bool)
         .ok_or(ToolAnswerError::NoSuccess)?;
-    let content_items = match (value.get("contentItems"), value.get("text")) {
-        (Some(Value::Array(items)), _) => Value::Array(items.clone()),
-        (None, Some(Value::String(text))) => json!([{"type": "inputText", "text": text}]),
+    let answer = match (value.get("contentItems"), value.get("text")) {
+        (Some(Value::Array(items)), _) => DynamicToolCallResponse {
+            content_items: items.clone(),
+            success,
+        },
+        (None, Some(Value::String(text))) => DynamicToolCallResponse::text(text.as_str(), success),
         _ => return Err(ToolAnswerError::NoContent),
     };
-    Ok(json!({"contentItems": content_items, "success": success}))
+    Ok(answers::to_value(&answer))
 }
 
 /// [`tool_answer`] of a tool handler's stdout.
@@ -129,15 +134,23 @@ impl ServerRequestHandler for DefaultHandler {
                 return Ok(kind.answer(approve));
             }
             let answer: HandlerResult = match request.method.as_str() {
-                "item/tool/call" => Ok(self.tool_call(request).await),
-                "item/tool/requestUserInput" => Ok(json!({"answers": {}})),
-                "mcpServer/elicitation/request" => Ok(json!({"action": "decline"})),
-                "currentTime/read" => {
+                method::ITEM_TOOL_CALL => Ok(self.tool_call(request).await),
+                method::ITEM_TOOL_REQUEST_USER_INPUT => Ok(answers::to_value(
+                    &answers::ToolRequestUserInputResponse::default(),
+                )),
+                method::MCP_SERVER_ELICITATION_REQUEST => {
+                    Ok(answers::to_value(&answers::McpServerElicitationResponse {
+                        action: answers::ElicitationAction::Decline,
+                    }))
+                }
+                method::CURRENT_TIME_READ => {
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map(|elapsed| elapsed.as_secs())
                         .unwrap_or(0);
-                    Ok(json!({"currentTimeAt": now}))
+                    Ok(answers::to_value(&answers::CurrentTimeReadResponse {
+                        current_time_at: now,
+                    }))
                 }
                 other => Err(RpcError {
                     code: METHOD_NOT_FOUND,

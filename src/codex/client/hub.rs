@@ -8,6 +8,7 @@
 //! turn fails with [`SessionError::CodexExited`], and the hub reports itself dead so the next run
 //! starts a new process.
 
+use crate::codex::protocol::table::name as method;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -566,8 +567,12 @@ impl CodexHub {
             ThreadParams::ThreadStart(_) => None,
         };
         let response: Result<ThreadResponse, PeerError> = match thread {
-            ThreadParams::ThreadStart(params) => self.peer.request("thread/start", params).await,
-            ThreadParams::ThreadResume(params) => self.peer.request("thread/resume", params).await,
+            ThreadParams::ThreadStart(params) => {
+                self.peer.request(method::THREAD_START, params).await
+            }
+            ThreadParams::ThreadResume(params) => {
+                self.peer.request(method::THREAD_RESUME, params).await
+            }
         };
         let response = match response {
             Ok(response) => response,

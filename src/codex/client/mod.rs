@@ -8,7 +8,6 @@
 //! requests (dynamic tools, approvals); [`schema`] checks params against the running Codex's own
 //! generated JSON Schema (cached per version).
 
-pub mod conformance;
 pub mod fleet;
 pub mod framing;
 pub mod handler;
@@ -17,7 +16,5 @@ pub mod peer;
 pub mod pool;
 pub mod process;
 pub mod remote;
-pub mod schema;
-pub mod schema_diff;
 pub mod session;
 pub mod turn;

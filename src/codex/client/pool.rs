@@ -21,6 +21,7 @@
 //! Recycling (a member past its thread or memory budget) is not a crash: the app-server drains
 //! (no new runs; stopped when its last run ends) and the member's next run starts a fresh one.
 
+use crate::codex::protocol::table::name as method;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -351,7 +352,7 @@ async fn probe(hub: &CodexHub, limit: Duration) -> Result<(), String> {
     let everything = serde_json::json!({});
     let asked = hub
         .peer()
-        .request::<_, serde_json::Value>("thread/loaded/list", &everything);
+        .request::<_, serde_json::Value>(method::THREAD_LOADED_LIST, &everything);
     let limit = limit.min(PROBE_TIMEOUT);
     match tokio::time::timeout(limit, asked).await {
         Ok(Ok(_)) => Ok(()),

@@ -8,6 +8,7 @@
 //! `turn/interrupt`, then a kill. A crash surfaces as [`SessionError::CodexExited`] with the last
 //! stderr lines.
 
+use crate::codex::protocol::table::name as method;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -155,10 +156,10 @@ impl CodexSession {
         if experimental_api {
             params["capabilities"] = json!({"experimentalApi": true});
         }
-        let raw: Value = self.peer.request("initialize", &params).await?;
+        let raw: Value = self.peer.request(method::INITIALIZE, &params).await?;
         let result: InitializeResult =
             serde_json::from_value(raw.clone()).map_err(|error| PeerError::Codec {
-                method: "initialize".into(),
+                method: method::INITIALIZE.into(),
                 message: format!("unexpected answer: {error}"),
             })?;
         self.initialize_result = raw;
@@ -185,7 +186,7 @@ impl CodexSession {
             Some(_) => {}
             None => tracing::warn!("cannot read a version from userAgent {:?}", self.user_agent),
         }
-        self.peer.notify::<Value>("initialized", None).await?;
+        self.peer.notify::<Value>(method::INITIALIZED, None).await?;
         tracing::info!("paired with {}", self.user_agent);
         Ok(())
     }
@@ -226,10 +227,11 @@ impl CodexSession {
         use super::turn::ThreadResponse;
         let response: ThreadResponse = match thread {
             ThreadParams::ThreadStart(params) => {
-                self.request_buffering("thread/start", params).await?
+                self.request_buffering(method::THREAD_START, params).await?
             }
             ThreadParams::ThreadResume(params) => {
-                self.request_buffering("thread/resume", params).await?
+                self.request_buffering(method::THREAD_RESUME, params)
+                    .await?
             }
         };
         Ok(response.thread.id)

@@ -6,6 +6,7 @@
 //! `turn/completed`, every server request answered with its exact id, a progress-aware idle
 //! timeout (reset only by this turn's notifications, paused while answering) and a hard cap.
 
+use crate::codex::protocol::table::name as method;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -131,10 +132,14 @@ impl Default for TurnLimits {
 /// What a turn produced, as the observer sees it.
 #[derive(Debug)]
 pub enum TurnEvent<'a> {
-    /// A notification; `params` are Codex's bytes (parse them with `RawParams::parse`).
+    /// A notification: `params` are Codex's bytes (parse them with `RawParams::parse`), `kind`
+    /// what the one pass over the line typed of it (a turn's start and end, an agent message,
+    /// an error), `turn_id` the turn it names, if any.
     Notification {
         method: &'a str,
         params: &'a crate::codex::protocol::wire::RawParams,
+        kind: &'a crate::codex::protocol::inbound::NotificationKind,
+        turn_id: Option<&'a str>,
     },
     ServerRequest {
         request: &'a ServerRequest,
@@ -285,7 +290,7 @@ pub async fn drive_turn<S: EventSource>(
         id: String,
     }
     let hard_deadline = Instant::now() + limits.hard;
-    let response: TurnResponse = request_buffering(peer, source, early, "turn/start", turn)
+    let response: TurnResponse = request_buffering(peer, source, early, method::TURN_START, turn)
         .await
         .map_err(TurnFailure::Peer)?;
     let thread_id = turn.thread_id.clone();
@@ -411,9 +416,12 @@ async fn observe<S: EventSource>(
     match message {
         Inbound::Notification(notification) => {
             outcome.notifications += 1;
+            let scope = notification.scope();
             observer(TurnEvent::Notification {
                 method: &notification.method,
                 params: &notification.params,
+                kind: &notification.kind,
+                turn_id: scope.turn_id.as_deref(),
             });
             let ours = notification.scope().turn_id.as_deref() == Some(outcome.turn_id.as_str());
             match notification.kind {

@@ -11,6 +11,7 @@
 //!
 //! Method names and shapes are Codex CLI 0.169.0's (docs/codex-wire.md).
 
+use crate::codex::protocol::table::name as method;
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -118,10 +119,10 @@ pub enum ApprovalKind {
 impl ApprovalKind {
     fn from_method(method: &str) -> Option<Self> {
         Some(match method {
-            "item/commandExecution/requestApproval" => ApprovalKind::CommandExecution,
-            "item/fileChange/requestApproval" => ApprovalKind::FileChange,
-            "execCommandApproval" => ApprovalKind::LegacyExecCommand,
-            "applyPatchApproval" => ApprovalKind::LegacyApplyPatch,
+            method::ITEM_COMMAND_EXECUTION_REQUEST_APPROVAL => ApprovalKind::CommandExecution,
+            method::ITEM_FILE_CHANGE_REQUEST_APPROVAL => ApprovalKind::FileChange,
+            method::EXEC_COMMAND_APPROVAL => ApprovalKind::LegacyExecCommand,
+            method::APPLY_PATCH_APPROVAL => ApprovalKind::LegacyApplyPatch,
             _ => return None,
         })
     }
@@ -136,18 +137,6 @@ impl ApprovalKind {
         };
         serde_json::json!({ "decision": decision })
     }
-}
-
-/// `turn/started` params, as far as clawbridge reads them (the new turn's id).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-pub struct TurnStarted {
-    pub turn: TurnRef,
-}
-
-/// A turn as a notification names it.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-pub struct TurnRef {
-    pub id: String,
 }
 
 /// `item/tool/call` params (DynamicToolCallParams).
@@ -272,13 +261,13 @@ impl Notification {
         let detail = peek.detail.as_deref();
         let fact = |pick: fn(&Detail) -> &Option<Text>| detail.and_then(|d| pick(d).as_ref());
         let kind = match method.as_str() {
-            "turn/started" => NotificationKind::TurnStarted,
-            "turn/completed" => NotificationKind::TurnCompleted {
+            method::TURN_STARTED => NotificationKind::TurnStarted,
+            method::TURN_COMPLETED => NotificationKind::TurnCompleted {
                 state: fact(|d| &d.turn_status)
                     .and_then(|status| TurnState::from_wire(&status.read(source))),
                 error: fact(|d| &d.turn_error_message).map(|text| text.read(source).into_owned()),
             },
-            "item/completed" => match (fact(|d| &d.item_type), fact(|d| &d.item_text)) {
+            method::ITEM_COMPLETED => match (fact(|d| &d.item_type), fact(|d| &d.item_text)) {
                 (Some(kind), Some(text)) if kind.read(source) == "agentMessage" => {
                     NotificationKind::AgentMessage {
                         text: text.read(source).into_owned(),
@@ -286,7 +275,7 @@ impl Notification {
                 }
                 _ => NotificationKind::Other,
             },
-            "error" => NotificationKind::Error {
+            method::ERROR => NotificationKind::Error {
                 message: fact(|d| &d.error_message).map(|text| text.read(source).into_owned()),
             },
             _ => NotificationKind::Other,
@@ -309,7 +298,7 @@ impl Request {
     /// Type a server request whose params are already parsed.
     pub fn new(id: RequestId, method: String, params: Value) -> Request {
         let scope = OwnedScope::of(&params);
-        let kind = if method == "item/tool/call" {
+        let kind = if method == method::ITEM_TOOL_CALL {
             DynamicToolCall::deserialize(&params)
                 .map(RequestKind::DynamicToolCall)
                 .unwrap_or(RequestKind::Other)

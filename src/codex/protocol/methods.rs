@@ -2,6 +2,7 @@
 //! [`Method`] with its name, params and result, so no call site spells a method name or builds
 //! params by hand.
 
+use crate::codex::protocol::table::name as method;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
 
@@ -23,7 +24,7 @@ pub struct TurnInterruptParams {
 }
 
 impl Method for TurnInterrupt {
-    const NAME: &'static str = "turn/interrupt";
+    const NAME: &'static str = method::TURN_INTERRUPT;
     type Params = TurnInterruptParams;
     type Result = IgnoredAny;
 }
@@ -38,7 +39,7 @@ pub struct ThreadUnsubscribeParams {
 }
 
 impl Method for ThreadUnsubscribe {
-    const NAME: &'static str = "thread/unsubscribe";
+    const NAME: &'static str = method::THREAD_UNSUBSCRIBE;
     type Params = ThreadUnsubscribeParams;
     type Result = IgnoredAny;
 }

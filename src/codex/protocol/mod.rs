@@ -7,10 +7,12 @@
 //! types the notifications and server requests clawbridge acts on, keeping the rest raw; [`scan`]
 //! is the one pass over each inbound line that validates it and finds what those read.
 
+pub mod answers;
 pub mod inbound;
 pub mod methods;
 pub mod params;
 pub mod scan;
+pub mod table;
 pub mod wire;
 
 // The supported Codex CLI versions, from the one table `fixtures/codex-versions.tsv` (build.rs):

@@ -7,6 +7,7 @@
 //! line ([`super::scan`]) validates it, finds the envelope and peeks the few params fields the
 //! driver reads; params and results are ranges of the line, never copied out of it.
 
+use super::table::{CodexMethod, Flow};
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
@@ -180,28 +181,6 @@ enum MethodText {
     Owned(String),
 }
 
-/// The methods a turn streams (and the common others), named without holding the line.
-const KNOWN_METHODS: &[&str] = &[
-    "item/agentMessage/delta",
-    "item/reasoning/summaryTextDelta",
-    "item/reasoning/textDelta",
-    "item/reasoning/summaryPartAdded",
-    "item/commandExecution/outputDelta",
-    "item/fileChange/outputDelta",
-    "item/plan/delta",
-    "item/started",
-    "item/completed",
-    "turn/started",
-    "turn/completed",
-    "turn/diff/updated",
-    "turn/plan/updated",
-    "thread/started",
-    "thread/status/changed",
-    "thread/tokenUsage/updated",
-    "account/rateLimits/updated",
-    "error",
-];
-
 impl Method {
     pub fn as_str(&self) -> &str {
         match &self.0 {
@@ -213,8 +192,9 @@ impl Method {
 
     fn of_line(line: &Line, range: std::ops::Range<usize>) -> Method {
         let text = line.as_str().get(range.clone()).unwrap_or_default();
-        match KNOWN_METHODS.iter().find(|known| **known == text) {
-            Some(known) => Method(MethodText::Known(known)),
+        // The notifications a turn streams are named without holding the line.
+        match CodexMethod::from_name(text).filter(|method| method.flow() == Flow::Notification) {
+            Some(known) => Method(MethodText::Known(known.name())),
             None => Method(MethodText::Slice(RawJson::span(line, range))),
         }
     }

@@ -1,6 +1,8 @@
 //! One client connection: its identity and caller, the threads it follows, its requests to the
 //! members and their answers, the server requests it answers.
 
+use crate::codex::protocol::table::name as method;
+use crate::codex::protocol::table::{CodexMethod, Scope};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,9 +30,10 @@ use crate::codex::protocol::methods::{
 use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError};
 use crate::support::sync::lock;
 use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
+
 /// Methods about the account a connection runs as, answered per identity.
-pub(super) const LOGIN: &str = "account/login/start";
-pub(super) const LOGOUT: &str = "account/logout";
+pub(super) const LOGIN: &str = method::ACCOUNT_LOGIN_START;
+pub(super) const LOGOUT: &str = method::ACCOUNT_LOGOUT;
 
 /// One client connection: its identity, threads, server requests waiting for answers, queue.
 pub(super) struct Connection {
@@ -254,7 +257,7 @@ impl Connection {
         match crate::codex::protocol::wire::decode(text) {
             Ok(Incoming::Request { id, method, params }) => {
                 let method = method.to_string();
-                if method == "initialize" {
+                if method == method::INITIALIZE {
                     self.initialize(id, &params).await;
                     return;
                 }
@@ -280,7 +283,7 @@ impl Connection {
             }
             Ok(Incoming::Notification { method, params, .. }) => {
                 let method = method.to_string();
-                if method == "initialized" {
+                if method == method::INITIALIZED {
                     return;
                 }
                 // A client's notification about a thread goes to the thread's member.
@@ -489,7 +492,7 @@ impl Connection {
         params: RawParams,
     ) {
         match method.as_str() {
-            "thread/loaded/list" => return self.loaded_list(&id).await,
+            method::THREAD_LOADED_LIST => return self.loaded_list(&id).await,
             LOGIN => return self.login(id, &params).await,
             LOGOUT => {
                 // The member's login is its identity's, shared with its other connections:
@@ -500,10 +503,13 @@ impl Connection {
             _ => {}
         }
         let identity = self.identity();
-        let thread = if method == "thread/start" {
-            None
-        } else {
-            thread_of(&params)
+        // The method table says which requests are about a thread (`thread/start` is, but
+        // names none yet); an unknown method is looked at for a `threadId` as well.
+        let known = CodexMethod::from_name(&method);
+        let thread = match known.map(CodexMethod::scope) {
+            _ if known == Some(CodexMethod::ThreadStart) => None,
+            Some(Scope::Connection) => None,
+            Some(Scope::Thread) | None => thread_of(&params),
         };
         // A thread lives with the identity that opened it: another identity's connection gets
         // a clear refusal, never a turn under the wrong account.
@@ -533,7 +539,7 @@ impl Connection {
                     .await;
             }
         }
-        if let ("thread/unsubscribe", Some(thread)) = (method.as_str(), &thread) {
+        if let (method::THREAD_UNSUBSCRIBE, Some(thread)) = (method.as_str(), &thread) {
             if let Some(status) = self.unsubscribe(thread) {
                 return self
                     .answer(&id, &serde_json::json!({ "status": status }).to_string())
@@ -572,16 +578,22 @@ impl Connection {
         // make room for another account) is resumed here first, so it runs and is heard.
         let mut resumed_here = false;
         match (method.as_str(), &thread) {
-            ("thread/resume", Some(thread)) => {
+            (method::THREAD_RESUME, Some(thread)) => {
                 self.follow(thread, &lease, &identity);
                 resumed_here = true;
             }
-            ("turn/start" | "turn/steer", Some(thread)) if !self.follows_on(thread, &lease.hub) => {
+            (method::TURN_START | method::TURN_STEER, Some(thread))
+                if !self.follows_on(thread, &lease.hub) =>
+            {
                 let known_here = self.shared.feed_exists(&lease.hub, thread);
                 self.follow(thread, &lease, &identity);
                 if !known_here {
                     let resume = serde_json::json!({ "threadId": thread });
-                    if let Err(error) = lease.hub.peer().request_raw("thread/resume", &resume).await
+                    if let Err(error) = lease
+                        .hub
+                        .peer()
+                        .request_raw(method::THREAD_RESUME, &resume)
+                        .await
                     {
                         self.leave(thread);
                         return self.member_failed(&id, &identity, &lease, error).await;
@@ -596,14 +608,14 @@ impl Connection {
                 // The thread the answer is about: the one opened, or the one named.
                 let mut answered = thread.clone();
                 match method.as_str() {
-                    "thread/start" | "thread/resume" => {
+                    method::THREAD_START | method::THREAD_RESUME => {
                         let opened = serde_json::from_str::<Value>(raw.get())
                             .ok()
                             .and_then(|answer| answer["thread"]["id"].as_str().map(str::to_string));
                         if let Some(opened) = opened {
                             lease.hub.note_opened();
                             self.follow(&opened, &lease, &identity);
-                            if method == "thread/start" {
+                            if method == method::THREAD_START {
                                 if let Some(feed) = self.feed_of(&opened) {
                                     feed.started_here();
                                 }
@@ -611,7 +623,7 @@ impl Connection {
                             answered = Some(opened);
                         }
                     }
-                    "turn/start" => {
+                    method::TURN_START => {
                         let turn = serde_json::from_str::<Value>(raw.get())
                             .ok()
                             .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
@@ -667,7 +679,7 @@ impl Connection {
         for (name, hub) in self.shared.fleet.live_hubs(&self.identity()) {
             let asked = hub
                 .peer()
-                .request::<_, Page>("thread/loaded/list", &everything);
+                .request::<_, Page>(method::THREAD_LOADED_LIST, &everything);
             match tokio::time::timeout(Duration::from_secs(10), asked).await {
                 Ok(Ok(page)) => loaded.extend(page.data),
                 Ok(Err(error)) => tracing::debug!("thread/loaded/list on {name}: {error}"),
@@ -829,7 +841,7 @@ impl Connection {
         }
         if let Some(turn) = turn {
             let ended = serde_json::json!({
-                "method": "turn/completed",
+                "method": method::TURN_COMPLETED,
                 "params": {
                     "threadId": thread,
                     "turn": {

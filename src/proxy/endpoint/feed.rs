@@ -1,6 +1,7 @@
 //! A thread's feed: one claim of the thread's messages on one app-server incarnation, relayed
 //! to every connection that follows the thread, with the stall watcher of its running turn.
 
+use crate::codex::protocol::table::name as method;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -188,7 +189,7 @@ impl Feed {
                 );
                 self.stalls.recovered.fetch_add(1, Ordering::SeqCst);
                 let ended = serde_json::json!({
-                    "method": "turn/completed",
+                    "method": method::TURN_COMPLETED,
                     "params": {
                         "threadId": self.thread,
                         "turn": {"id": turn, "items": [], "status": "completed", "error": null},
@@ -209,7 +210,7 @@ impl Feed {
     pub(super) async fn deliver(&self, message: Inbound) {
         match message {
             Inbound::Notification(notification) => {
-                let item_type = (notification.method == "item/completed")
+                let item_type = (notification.method == method::ITEM_COMPLETED)
                     .then(|| item_type(notification.params.get()))
                     .flatten();
                 let relay = lock(&self.watch).observe(&notification.method, item_type.as_deref());
@@ -227,7 +228,7 @@ impl Feed {
                 );
                 let followers = self.followers();
                 match notification.method.as_str() {
-                    "turn/started" => {
+                    method::TURN_STARTED => {
                         #[derive(serde::Deserialize)]
                         struct Turn {
                             id: String,
@@ -242,7 +243,7 @@ impl Feed {
                             self.turn_started(started.turn.id);
                         }
                     }
-                    "turn/completed" => {
+                    method::TURN_COMPLETED => {
                         // Queued before the turn counts as ended: a draining stop that sees no
                         // running turn closes after this message, never before it.
                         for follower in &followers {

@@ -10,11 +10,12 @@
 //! with the few irregular names Codex uses listed; a method whose answer has no schema file is
 //! counted as unchecked, never guessed.
 //!
-//! Kinds of problem are those of [`super::schema`]: a value the schema refuses, and a key it does
+//! Kinds of problem are those of [`super`]: a value the schema refuses, and a key it does
 //! not declare (Codex's schemas allow extra keys, so an unknown key would otherwise pass).
 //! Validators are compiled the first time a method is seen, once per method; the unions are
 //! shared between them through one registry, so a week-long proxy holds one copy of the schema.
 
+use crate::codex::protocol::table::{self, CodexMethod};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use jsonschema::{Draft, Registry, Validator};
 use serde_json::Value;
 
-use super::schema::{Problem, ProblemKind, SchemaError, MAX_PROBLEMS};
+use super::{Problem, ProblemKind, SchemaError, MAX_PROBLEMS};
 
 /// Which of the six message families a message belongs to.
 #[derive(
@@ -147,13 +148,13 @@ fn load_file(path: &Path, title: &str) -> Result<Value, SchemaError> {
         path: path.to_path_buf(),
         message,
     };
-    let schema = super::schema::read_schema_file(path)?;
+    let schema = super::read_schema_file(path)?;
     if schema.get("title").and_then(Value::as_str) != Some(title) {
         return Err(load(format!(
             "its title is not {title}: not a schema Codex generated"
         )));
     }
-    if let Some(name) = super::schema::unproductive_cycle(&schema) {
+    if let Some(name) = super::unproductive_cycle(&schema) {
         return Err(load(format!(
             "the definition {name} refers to itself through anyOf/oneOf/allOf alone"
         )));
@@ -185,35 +186,16 @@ fn pascal_words(method: &str) -> Vec<String> {
         .collect()
 }
 
-/// Codex's answers whose type is named after neither the params nor the method (measured on
-/// 0.169.0 and 0.171.0; `schema::every_method_s_answer_has_a_schema` fails when a version adds
-/// one).
-const IRREGULAR_RESPONSES: [(&str, &str); 10] = [
-    (
-        "externalAgentConfig/import/readHistories",
-        "ExternalAgentConfigImportHistoriesReadResponse",
-    ),
-    ("accountSession/list", "AccountSessionsResponse"),
-    ("account/logout", "LogoutAccountResponse"),
-    (
-        "account/securitySetup/read",
-        "GetAccountSecuritySetupResponse",
-    ),
-    ("account/rateLimits/read", "GetAccountRateLimitsResponse"),
-    ("account/usage/read", "GetAccountTokenUsageResponse"),
-    (
-        "account/workspaceMessages/read",
-        "GetWorkspaceMessagesResponse",
-    ),
-    ("config/mcpServer/reload", "McpServerRefreshResponse"),
-    ("config/value/write", "ConfigWriteResponse"),
-    ("config/batchWrite", "ConfigWriteResponse"),
-];
-
 /// Methods whose answer type Codex's generated folder has no file for under any name we can
 /// derive (Codex 0.171.0's `modelProvider/default/set`): their answers are counted unchecked,
-/// never checked against a guess.
-pub const ANSWERS_WITHOUT_SCHEMA: [&str; 1] = ["modelProvider/default/set"];
+/// never checked against a guess (the method table's `answer: Some("")`).
+pub fn answers_without_schema() -> Vec<&'static str> {
+    CodexMethod::ALL
+        .iter()
+        .filter(|method| method.answer_schema() == Some(""))
+        .map(|method| method.name())
+        .collect()
+}
 
 /// The names the answer type of `method` may have, most likely first: the params type's name
 /// with `Response` for `Params` (`Nullable` dropped), the listed irregular name, then the
@@ -227,11 +209,13 @@ pub fn response_names(method: &str, params_type: Option<&str>) -> Vec<String> {
             names.push(format!("{stem}Response"));
         }
     }
-    if let Some((_, name)) = IRREGULAR_RESPONSES
-        .iter()
-        .find(|(known, _)| *known == method)
+    // Codex's answers whose type is named after neither the params nor the method (measured
+    // on 0.169.0 and 0.171.0; `schema::every_method_s_answer_has_a_schema` fails when a version
+    // adds one): the method table names them.
+    if let Some((_, name)) =
+        CodexMethod::irregular_answers().find(|(known, _)| known.name() == method)
     {
-        names.push((*name).to_string());
+        names.push(name.to_string());
     }
     let words = pascal_words(method);
     names.push(format!("{}Response", words.concat()));
@@ -468,7 +452,7 @@ impl WireSchemas {
             (message.get("params").unwrap_or(&Value::Null), "/params")
         };
         let mut unknown = Vec::new();
-        super::schema::unknown_keys(
+        super::unknown_keys(
             &compiled.root,
             &compiled.node,
             checked,
@@ -522,71 +506,28 @@ fn error_verdict(error: &Value) -> Verdict {
 }
 
 /// The methods clawbridge itself sends, answers or reads, by family: what a new Codex release
-/// must keep for clawbridge to work (`scripts/codex-compat` diffs these field by field). The
-/// notifications are the ones the turn driver reads (`codex::protocol::wire`).
-pub const CLAWBRIDGE_METHODS: [(Flow, &str); 32] = [
-    (Flow::Request, "initialize"),
-    (Flow::Request, "thread/start"),
-    (Flow::Request, "thread/resume"),
-    (Flow::Request, "turn/start"),
-    (Flow::Request, "turn/steer"),
-    (Flow::Request, "turn/interrupt"),
-    (Flow::ClientNotification, "initialized"),
-    (Flow::ServerRequest, "item/tool/call"),
-    (Flow::ServerRequest, "item/commandExecution/requestApproval"),
-    (Flow::ServerRequest, "item/fileChange/requestApproval"),
-    (Flow::ServerRequest, "execCommandApproval"),
-    (Flow::ServerRequest, "applyPatchApproval"),
-    (Flow::ServerRequest, "item/tool/requestUserInput"),
-    (Flow::ServerRequest, "mcpServer/elicitation/request"),
-    (Flow::Notification, "item/agentMessage/delta"),
-    (Flow::Notification, "item/reasoning/summaryTextDelta"),
-    (Flow::Notification, "item/reasoning/textDelta"),
-    (Flow::Notification, "item/reasoning/summaryPartAdded"),
-    (Flow::Notification, "item/commandExecution/outputDelta"),
-    (Flow::Notification, "item/fileChange/outputDelta"),
-    (Flow::Notification, "item/plan/delta"),
-    (Flow::Notification, "item/started"),
-    (Flow::Notification, "item/completed"),
-    (Flow::Notification, "turn/started"),
-    (Flow::Notification, "turn/completed"),
-    (Flow::Notification, "turn/diff/updated"),
-    (Flow::Notification, "turn/plan/updated"),
-    (Flow::Notification, "thread/started"),
-    (Flow::Notification, "thread/status/changed"),
-    (Flow::Notification, "thread/tokenUsage/updated"),
-    (Flow::Notification, "account/rateLimits/updated"),
-    (Flow::Notification, "error"),
-];
+/// must keep for clawbridge to work (`scripts/codex-compat` diffs these field by field); the
+/// method table's `kept`, in its order.
+pub fn clawbridge_methods() -> Vec<(Flow, &'static str)> {
+    CodexMethod::ALL
+        .iter()
+        .filter(|method| method.kept())
+        .map(|method| {
+            let flow = match method.flow() {
+                table::Flow::Request => Flow::Request,
+                table::Flow::ClientNotification => Flow::ClientNotification,
+                table::Flow::ServerRequest => Flow::ServerRequest,
+                table::Flow::Notification => Flow::Notification,
+            };
+            (flow, method.name())
+        })
+        .collect()
+}
 
-/// The files of a generated schema folder that [`WireSchemas`] and [`super::schema`] read for
+/// The files of a generated schema folder that [`WireSchemas`] and [`super`] read for
 /// what clawbridge itself sends and reads (`scripts/regen-codex-schema` vendors these,
-/// `scripts/codex-compat` diffs them between versions).
-pub const VENDORED_FILES: [&str; 23] = [
-    "ClientRequest.json",
-    "ClientNotification.json",
-    "ServerRequest.json",
-    "ServerNotification.json",
-    "v1/InitializeResponse.json",
-    "v2/ThreadStartParams.json",
-    "v2/ThreadStartResponse.json",
-    "v2/ThreadResumeParams.json",
-    "v2/ThreadResumeResponse.json",
-    "v2/TurnStartParams.json",
-    "v2/TurnStartResponse.json",
-    "v2/TurnSteerParams.json",
-    "v2/TurnSteerResponse.json",
-    "v2/TurnInterruptParams.json",
-    "v2/TurnInterruptResponse.json",
-    "DynamicToolCallParams.json",
-    "DynamicToolCallResponse.json",
-    "CommandExecutionRequestApprovalResponse.json",
-    "FileChangeRequestApprovalResponse.json",
-    "ExecCommandApprovalResponse.json",
-    "ApplyPatchApprovalResponse.json",
-    "ToolRequestUserInputResponse.json",
-    "McpServerElicitationRequestResponse.json",
-];
+/// `scripts/codex-compat` diffs them between versions): the method table's.
+pub use crate::codex::protocol::table::vendored_files;
 
 #[cfg(test)]
 pub(crate) mod tests {

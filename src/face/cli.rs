@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
-use clawbridge::pairing;
-use clawbridge::{PromptMode, SandboxMode};
+use crate::pairing;
+use crate::{PromptMode, SandboxMode};
 
 /// A value parser for a closed set: the names clap lists in `--help`, each parsed into its value.
 fn choice<T: Clone + Send + Sync + 'static>(
@@ -121,13 +121,10 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The run document and the translation options these flags name.
-    pub fn load(&self) -> clawbridge::Result<(clawbridge::Run, clawbridge::TranslateOptions)> {
-        let run = clawbridge::load_run_file(&self.run)?;
-        let options = clawbridge::translate_options(
-            self.state_dir.as_deref(),
-            self.bootstrap_hook.clone(),
-            None,
-        );
+    pub fn load(&self) -> crate::Result<(crate::Run, crate::TranslateOptions)> {
+        let run = crate::load_run_file(&self.run)?;
+        let options =
+            crate::translate_options(self.state_dir.as_deref(), self.bootstrap_hook.clone(), None);
         Ok((run, options))
     }
 }
@@ -157,13 +154,13 @@ pub struct PromptArgs {
 
 impl PromptArgs {
     /// The prompt settings these flags name (the provider file read).
-    pub fn settings(&self) -> clawbridge::Result<clawbridge::PromptSettings> {
-        Ok(clawbridge::PromptSettings {
+    pub fn settings(&self) -> crate::Result<crate::PromptSettings> {
+        Ok(crate::PromptSettings {
             mode: self.mode,
             provider: self
                 .provider
                 .as_deref()
-                .map(clawbridge::load_provider)
+                .map(crate::load_provider)
                 .transpose()?,
             cache_boundary: !self.no_cache_boundary,
             before_prompt_build: self.before_prompt_build.clone(),
@@ -244,15 +241,15 @@ pub enum Command {
     /// Also `clawbridge app-server report DIR [--json]` (the per-method conformance table of a
     /// `--transcript` folder) and `clawbridge app-server status --listen URL` (a running
     /// endpoint's connections, threads, members, accounts and stalls); each has its `--help`.
-    AppServer(clawbridge::AppServerArgs),
+    AppServer(crate::AppServerArgs),
     /// The per-method conformance table of an `app-server --transcript` folder: every message
     /// both ways checked against the running Codex's schema (exit 1 when any had problems).
     #[command(name = "app-server-report", hide = true)]
-    AppServerReport(clawbridge::ReportArgs),
+    AppServerReport(crate::ReportArgs),
     /// A running `app-server --listen` endpoint's connections, threads, members, accounts and
     /// stalls, as JSON (read with the operator's token).
     #[command(name = "app-server-status", hide = true)]
-    AppServerStatus(clawbridge::StatusArgs),
+    AppServerStatus(crate::StatusArgs),
     /// Print the absolute path of the native `clawbridge` executable: the value for OpenClaw's
     /// `plugins.entries.codex.config.appServer.command` (installed from npm, `clawbridge` on PATH
     /// is a JavaScript launcher, which OpenClaw's verified setup refuses in that slot).
@@ -288,8 +285,8 @@ pub struct LiveCaptureArgs {
 }
 
 impl LiveCaptureArgs {
-    pub fn settings(self) -> Option<clawbridge::LiveCaptureSettings> {
-        self.capture.map(|dir| clawbridge::LiveCaptureSettings {
+    pub fn settings(self) -> Option<crate::LiveCaptureSettings> {
+        self.capture.map(|dir| crate::LiveCaptureSettings {
             dir,
             upstream: self.upstream,
             upstream_ca: self.upstream_ca,
@@ -389,41 +386,41 @@ pub struct ServeArgs {
     #[arg(long)]
     pub stub_script: Option<PathBuf>,
     /// Seconds a tool call or approval waits for the client's answer.
-    #[arg(long, default_value_t = clawbridge::DEFAULT_ANSWER_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = crate::DEFAULT_ANSWER_TIMEOUT.as_secs())]
     pub answer_timeout: u64,
     /// Finished runs kept replayable for late subscribers (the oldest are forgotten first).
-    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_FINISHED_RUNS)]
+    #[arg(long, default_value_t = crate::DEFAULT_MAX_FINISHED_RUNS)]
     pub max_finished_runs: usize,
     /// Seconds a finished run stays replayable.
-    #[arg(long, default_value_t = clawbridge::DEFAULT_FINISHED_RUN_TTL.as_secs())]
+    #[arg(long, default_value_t = crate::DEFAULT_FINISHED_RUN_TTL.as_secs())]
     pub finished_run_ttl: u64,
     /// Connections open at once; more are refused with 429 "Too many connections".
-    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_CONNECTIONS)]
+    #[arg(long, default_value_t = crate::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
     /// Runs in progress at once; `bridge.runStart` past it fails with 4290.
-    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(usize))]
+    #[arg(long, default_value_t = crate::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(usize))]
     pub max_runs: usize,
     /// Largest run document a request may carry, in bytes (far below the transport limit: a
     /// document is parsed in memory).
-    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_RUN_BYTES)]
+    #[arg(long, default_value_t = crate::DEFAULT_MAX_RUN_BYTES)]
     pub max_run_bytes: usize,
     /// Seconds a connection may stay without traffic before it is closed.
-    #[arg(long, default_value_t = clawbridge::DEFAULT_IDLE_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = crate::DEFAULT_IDLE_TIMEOUT.as_secs())]
     pub idle_timeout: u64,
     /// Seconds one request's file reading and parsing may take before it fails (alone).
-    #[arg(long, default_value_t = clawbridge::DEFAULT_REQUEST_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = crate::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     pub request_timeout: u64,
     /// Seconds a subscriber may read nothing while its queue is full before it is dropped.
-    #[arg(long, default_value_t = clawbridge::DEFAULT_SUBSCRIBER_STALL.as_secs())]
+    #[arg(long, default_value_t = crate::DEFAULT_SUBSCRIBER_STALL.as_secs())]
     pub subscriber_stall: u64,
     /// Session bindings kept (a new session past it pushes out an idle one; at most 50000).
-    #[arg(long, default_value_t = clawbridge::DEFAULT_MAX_SESSIONS)]
+    #[arg(long, default_value_t = crate::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
     #[command(flatten)]
-    pub pool: clawbridge::PoolArgs,
+    pub pool: crate::PoolArgs,
     /// Seconds a turn's last agent message waits for its `turn/completed` before the turn is
     /// taken as completed (its turnEnd says `recovered`).
-    #[arg(long, default_value_t = clawbridge::TurnLimits::DEFAULT_COMPLETION_GRACE.as_secs())]
+    #[arg(long, default_value_t = crate::TurnLimits::DEFAULT_COMPLETION_GRACE.as_secs())]
     pub completion_grace: u64,
     #[command(flatten)]
     pub capture: LiveCaptureArgs,
@@ -484,14 +481,14 @@ pub struct SyncArgs {
     #[arg(long)]
     pub catalog: Option<PathBuf>,
     /// Model slug to render.
-    #[arg(long, default_value = clawbridge::DEFAULT_FIXTURE_MODEL)]
+    #[arg(long, default_value = crate::DEFAULT_FIXTURE_MODEL)]
     pub model: String,
     /// The personality whose instructions are pinned: default, friendly or pragmatic (an
     /// unsupported one is an error of the sync, exit 1, as every other sync error).
     #[arg(long, default_value = "pragmatic")]
     pub personality: String,
     /// Where the fixtures live (relative to the current directory).
-    #[arg(long, default_value = clawbridge::DEFAULT_OUT_DIR)]
+    #[arg(long, default_value = crate::DEFAULT_OUT_DIR)]
     pub out_dir: PathBuf,
     /// Recorded verbatim as catalogGitHead.
     #[arg(long)]
@@ -565,22 +562,22 @@ impl ServeArgs {
     /// The service's settings from its flags: the Codex CLI found (or why there is none: serve
     /// still answers params, context and prompt; runs fail with 4100 and the reason), the stub
     /// script read, every bound at least 1.
-    pub fn into_config(self) -> clawbridge::Result<clawbridge::ServeConfig> {
+    pub fn into_config(self) -> crate::Result<crate::ServeConfig> {
         use std::time::Duration;
-        let binary = match clawbridge::find_codex_binary(
+        let binary = match crate::find_codex_binary(
             self.codex_bin.as_deref(),
             std::env::var_os("CODEX_BIN"),
             std::env::var_os("PATH"),
         ) {
-            Ok(found) => clawbridge::CodexBinary::Found(found.path),
-            Err(reason) => clawbridge::CodexBinary::Missing(reason),
+            Ok(found) => crate::CodexBinary::Found(found.path),
+            Err(reason) => crate::CodexBinary::Missing(reason),
         };
         let stub_script = match &self.stub_script {
-            Some(path) => clawbridge::StubScript::load(path)?,
-            None => clawbridge::StubScript::default(),
+            Some(path) => crate::StubScript::load(path)?,
+            None => crate::StubScript::default(),
         };
-        let state_dir = clawbridge::state_dir(self.state_dir)?;
-        Ok(clawbridge::ServeConfig {
+        let state_dir = crate::state_dir(self.state_dir)?;
+        Ok(crate::ServeConfig {
             listen: self.listen,
             token: self.token,
             no_auth: self.no_auth,
@@ -601,27 +598,27 @@ impl ServeArgs {
             clients_file: self.clients,
             recycle_after_threads: self.pool.recycle_after_threads.max(1),
             recycle_rss_bytes: self.pool.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
-            max_sessions: self.max_sessions.clamp(1, clawbridge::MAX_SESSIONS_LIMIT),
+            max_sessions: self.max_sessions.clamp(1, crate::MAX_SESSIONS_LIMIT),
             subscriber_stall: Duration::from_secs(self.subscriber_stall.max(1)),
             app_servers: self.pool.app_servers,
-            remote_app_servers: clawbridge::remote_endpoints(
+            remote_app_servers: crate::remote_endpoints(
                 &self.pool.remote_app_servers,
                 &self.pool.app_server_token_files,
             )?,
-            limits: clawbridge::TurnLimits {
+            limits: crate::TurnLimits {
                 completion_grace: Duration::from_secs(self.completion_grace.max(1)),
-                ..clawbridge::TurnLimits::default()
+                ..crate::TurnLimits::default()
             },
             live_capture: self.capture.settings(),
-            ..clawbridge::ServeConfig::new(binary, self.workspace_roots, state_dir)
+            ..crate::ServeConfig::new(binary, self.workspace_roots, state_dir)
         })
     }
 }
 
 impl SyncArgs {
     /// The sync's settings; an unsupported personality is the sync's own error.
-    pub fn settings(self) -> clawbridge::Result<clawbridge::SyncSettings> {
-        Ok(clawbridge::SyncSettings {
+    pub fn settings(self) -> crate::Result<crate::SyncSettings> {
+        Ok(crate::SyncSettings {
             catalog: self.catalog,
             model: self.model,
             personality: self.personality.parse()?,
@@ -635,8 +632,8 @@ impl SyncArgs {
 }
 
 impl DoctorArgs {
-    pub fn settings(&self) -> clawbridge::DoctorSettings {
-        clawbridge::DoctorSettings {
+    pub fn settings(&self) -> crate::DoctorSettings {
+        crate::DoctorSettings {
             codex_bin: self.codex_bin.clone(),
             codex_home: self.codex_home.clone(),
             run: self.run.clone(),

@@ -14,20 +14,23 @@
 //! under the user's cache folder (`~/.cache/clawbridge/codex-schema/<version>/`), written to a
 //! temp folder beside it and renamed into place, so a crash never leaves half a schema.
 
+pub mod conformance;
+pub mod diff;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::codex::protocol::table::CodexMethod;
 use crate::support::process::run_bounded;
 
-/// The methods whose params are checked, with the schema file of each.
-pub const CHECKED_METHODS: [(&str, &str); 4] = [
-    ("thread/start", "ThreadStartParams.json"),
-    ("thread/resume", "ThreadResumeParams.json"),
-    ("turn/start", "TurnStartParams.json"),
-    ("turn/steer", "TurnSteerParams.json"),
-];
+/// The methods whose params are checked, with the schema file of each (the method table's).
+pub fn checked_methods() -> impl Iterator<Item = (&'static str, &'static str)> {
+    CodexMethod::ALL
+        .iter()
+        .filter_map(|method| Some((method.name(), method.params_schema()?)))
+}
 
 /// Largest schema file read (Codex 0.171.0's largest of these is about 60 KB).
 pub(crate) const MAX_SCHEMA_BYTES: u64 = 16 * 1024 * 1024;
@@ -84,7 +87,7 @@ impl ParamsSchemas {
     /// Load the three schema files from a generated folder (`DIR/v2/<Name>.json`).
     pub fn load(dir: &Path, version: &str) -> Result<Self, SchemaError> {
         let mut methods = Vec::new();
-        for (method, file) in CHECKED_METHODS {
+        for (method, file) in checked_methods() {
             let path = dir.join("v2").join(file);
             let load = |message: String| SchemaError::Load {
                 path: path.clone(),
@@ -106,7 +109,7 @@ impl ParamsSchemas {
 
     /// Whether `method` is one this checks.
     pub fn checks(method: &str) -> bool {
-        CHECKED_METHODS.iter().any(|(name, _)| *name == method)
+        checked_methods().any(|(name, _)| name == method)
     }
 
     /// The problems with `params` of `method` (empty when they conform, or when `method` is
@@ -576,7 +579,7 @@ mod tests {
                        {"type": "object", "properties": {"type": {"enum": ["text"]}, "text": {"type": "string"}}},
                        {"type": "object", "properties": {"type": {"enum": ["image"]}, "url": {"type": "string"}}}]}}})
         };
-        for (_, file) in CHECKED_METHODS {
+        for (_, file) in checked_methods() {
             let mut schema = object(
                 json!({"threadId": {"type": "string"}, "cwd": {"type": ["string", "null"]},
                        "input": {"type": "array", "items": {"$ref": "#/definitions/Input"}},
@@ -683,7 +686,7 @@ mod tests {
                             "B": {"oneOf": [{"$ref": "#/definitions/A"}]}}});
         for planted in [serde_json::json!({}), recursive] {
             std::fs::create_dir_all(entry.join("v2")).expect("dir");
-            for (_, file) in CHECKED_METHODS {
+            for (_, file) in checked_methods() {
                 std::fs::write(entry.join("v2").join(file), planted.to_string()).expect("plant");
             }
             let (schemas, generated) = cache.schemas_for(&fake, "0.169.0").expect("schemas");

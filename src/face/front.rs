@@ -14,16 +14,15 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Parser;
 
-use crate::cli::{Cli, OneShot, OneShotCli};
-use crate::exit::{is_broken_pipe, Failure};
-use clawbridge::commands;
+use super::cli::{Cli, OneShot, OneShotCli};
+use super::exit::{is_broken_pipe, Failure};
+use crate::commands;
 
 /// The command line, read.
 pub enum Parsed<T> {
     Cli(Box<T>),
     /// OpenClaw's Codex slot shape that goes to Codex as it is (`clawbridge -c ... app-server`
     /// without clawbridge's own flags): the runtime's.
-    #[allow(dead_code)]
     Passthrough(Vec<OsString>),
     /// `--help`, `--version` or a usage error: already printed.
     Exit(ExitCode),
@@ -31,18 +30,16 @@ pub enum Parsed<T> {
 
 /// Read the whole command line (the runtime): OpenClaw's slot shape is normalised first, then
 /// clap parses it once.
-#[allow(dead_code)]
 pub fn parse() -> Parsed<Cli> {
     let given: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let args = match clawbridge::normalise(&given) {
-        clawbridge::Normalised::Clap(args) => args,
-        clawbridge::Normalised::Passthrough(args) => return Parsed::Passthrough(args),
+    let args = match crate::normalise(&given) {
+        crate::Normalised::Clap(args) => args,
+        crate::Normalised::Passthrough(args) => return Parsed::Passthrough(args),
     };
     parse_as(args)
 }
 
 /// Read a command line the front runs itself ([`is_one_shot_line`]).
-#[allow(dead_code)]
 pub fn parse_one_shot() -> Parsed<OneShotCli> {
     parse_as(std::env::args_os().skip(1).collect())
 }
@@ -68,7 +65,6 @@ fn parse_as<T: Parser>(args: Vec<OsString>) -> Parsed<T> {
 /// True when the command line names a one-shot command: its first word after any `-v` flags is
 /// `params`, `prompt` or `context` (anything else, `--help` and OpenClaw's `-c k=v app-server`
 /// shape included, is the runtime's).
-#[allow(dead_code)]
 pub fn is_one_shot_line() -> bool {
     std::env::args_os()
         .skip(1)
@@ -123,7 +119,7 @@ pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
 /// Logging on stderr: `-v`/`-vv` (or `CLAWBRIDGE_LOG`) for the level; colour only when
 /// `color` says so (by default: stderr is a terminal and `NO_COLOR` is unset), so a log
 /// redirected to a file holds no escape codes.
-pub fn init_logging(verbose: u8, color: crate::cli::Color) {
+pub fn init_logging(verbose: u8, color: super::cli::Color) {
     use std::io::IsTerminal as _;
     let default = ["warn", "info", "debug"][usize::from(verbose.min(2))];
     let filter = tracing_subscriber::EnvFilter::try_from_env("CLAWBRIDGE_LOG")

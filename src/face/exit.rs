@@ -4,14 +4,14 @@
 
 use std::process::ExitCode;
 
-use clawbridge::ErrorKind;
-use clawbridge::PairingError;
+use crate::ErrorKind;
+use crate::PairingError;
 
 /// A failure with the exit code it maps to.
 pub struct Failure(pub anyhow::Error, pub u8);
 
-impl From<clawbridge::Error> for Failure {
-    fn from(error: clawbridge::Error) -> Self {
+impl From<crate::Error> for Failure {
+    fn from(error: crate::Error) -> Self {
         let code = match error.kind() {
             ErrorKind::Io => 1,
             _ => 2,
@@ -30,9 +30,9 @@ impl From<PairingError> for Failure {
     }
 }
 
-impl From<clawbridge::ProxyError> for Failure {
-    fn from(error: clawbridge::ProxyError) -> Self {
-        use clawbridge::{EndpointError, ProxyError};
+impl From<crate::ProxyError> for Failure {
+    fn from(error: crate::ProxyError) -> Self {
+        use crate::{EndpointError, ProxyError};
         let code = match error {
             ProxyError::Setup(error) => return error.into(),
             ProxyError::Transcript { .. }
@@ -48,9 +48,9 @@ impl From<clawbridge::ProxyError> for Failure {
     }
 }
 
-impl From<clawbridge::ServeError> for Failure {
-    fn from(error: clawbridge::ServeError) -> Self {
-        use clawbridge::ServeError;
+impl From<crate::ServeError> for Failure {
+    fn from(error: crate::ServeError) -> Self {
+        use crate::ServeError;
         match error {
             ServeError::Setup(error) => error.into(),
             ServeError::Bind { .. } | ServeError::Methods(_) => Failure(error.into(), 1),

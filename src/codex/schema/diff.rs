@@ -1,5 +1,5 @@
 //! What a new Codex release changes for clawbridge: two generated schema folders compared for
-//! the methods clawbridge sends, answers and reads ([`CLAWBRIDGE_METHODS`]), field by field.
+//! the methods clawbridge sends, answers and reads ([`clawbridge_methods`]), field by field.
 //!
 //! Each message part (a request's params, an answer's result, a notification's params) is
 //! flattened into field paths with a signature each (the JSON types, enum values, whether it is
@@ -14,8 +14,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::conformance::{Flow, WireSchemas, CLAWBRIDGE_METHODS, VENDORED_FILES};
-use super::schema::{union_members, SchemaError};
+use super::conformance::{clawbridge_methods, vendored_files, Flow, WireSchemas};
+use super::{union_members, SchemaError};
 
 /// Deepest field path followed (Codex's recursive types, such as JSON values, stop here).
 const MAX_DEPTH: usize = 10;
@@ -66,7 +66,7 @@ impl SchemaDiff {
 }
 
 fn resolve<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
-    super::schema::resolve(root, node, 0)
+    super::resolve(root, node, 0)
 }
 
 /// A node's signature: its JSON types and enum values, its union members' too (resolved).
@@ -198,14 +198,14 @@ fn folder_version(dir: &Path) -> String {
 /// A schema file's bytes to compare: a regular file of at most the schema cap, else `None` (a
 /// FIFO must not hang the diff, nor `/dev/zero` fill memory).
 fn read_capped(path: &Path) -> Option<Vec<u8>> {
-    crate::support::fs::read_capped_anywhere(path, None, super::schema::MAX_SCHEMA_BYTES).ok()
+    crate::support::fs::read_capped_anywhere(path, None, super::MAX_SCHEMA_BYTES).ok()
 }
 
 /// Compare two generated (or vendored) schema folders.
 pub fn diff(old: &Path, new: &Path) -> Result<SchemaDiff, SchemaError> {
     let old_schemas = WireSchemas::load(old, &folder_version(old))?;
     let new_schemas = WireSchemas::load(new, &folder_version(new))?;
-    let files_differing: Vec<String> = VENDORED_FILES
+    let files_differing: Vec<String> = vendored_files()
         .iter()
         .filter(|file| read_capped(&old.join(file)) != read_capped(&new.join(file)))
         .map(|file| (*file).to_string())
@@ -223,7 +223,7 @@ pub fn diff(old: &Path, new: &Path) -> Result<SchemaDiff, SchemaError> {
         .cloned()
         .collect();
     let mut parts = Vec::new();
-    for (flow, method) in CLAWBRIDGE_METHODS {
+    for (flow, method) in clawbridge_methods() {
         let mut flows = vec![flow];
         match flow {
             Flow::Request => flows.push(Flow::Response),
@@ -401,7 +401,7 @@ mod tests {
     fn removed_and_added_fields_are_named() {
         let dir = tempfile::tempdir().expect("dir");
         let copy = dir.path().join("9.9.9");
-        for file in VENDORED_FILES {
+        for file in vendored_files() {
             let target = copy.join(file);
             std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
             std::fs::copy(vendored("0.169.0").join(file), &target).expect("copy");
