@@ -338,6 +338,21 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
         }
     }
 
+    /// A request whose params are sent as `params` says, byte for byte; its answer.
+    pub(crate) async fn request_text(&mut self, method: &str, params: &str) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let text = format!(r#"{{"id":{id},"method":"{method}","params":{params}}}"#);
+        self.sender.send_text(text).await.expect("send");
+        self.sender.flush().await.expect("flush");
+        loop {
+            let message = self.next().await.expect("the answer before the close");
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
     /// Messages until one for which `done` holds (returned).
     pub(crate) async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         if let Some(found) = self.seen.iter().find(|message| done(message)) {

@@ -24,6 +24,8 @@ enum Fault {
     MuteAfterOne,
     /// Answers every request (an empty list): a listener that is well again.
     Healthy,
+    /// Answers every request with the line it received (`{"received": LINE}`).
+    Echo,
 }
 
 /// A fake Codex WebSocket listener: it completes the handshake and answers `initialize` (as
@@ -115,6 +117,10 @@ async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
                 }
                 Fault::MuteAfterOne => continue,
                 Fault::Healthy => json!({"id": id, "result": {"data": []}}).to_string(),
+                Fault::Echo => {
+                    json!({"id": id, "result": {"received": String::from_utf8_lossy(&data)}})
+                        .to_string()
+                }
             }
         };
         if sender.send_text(answer).await.is_err() || sender.flush().await.is_err() {
@@ -579,4 +585,39 @@ async fn a_named_client_sees_and_acts_on_only_its_own_threads() {
     assert!(statuses.1);
     endpoint.stop().await;
     fake.abort();
+}
+
+/// Protection: the endpoint forwards a client's params to Codex byte for byte: key order,
+/// spacing and escapes as the client wrote them (once they were re-serialized, keys sorted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_s_params_reach_codex_byte_for_byte() {
+    let remote_app_server = FakeRemote::start(Fault::Echo, 0).await;
+    let pool = PoolConfig {
+        locals: 0,
+        remotes: vec![remote(&remote_app_server.url)],
+        ..PoolConfig::new(Err("no local members".into()), std::env::temp_dir())
+    };
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            fleet: fleet(pool),
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let mut client = tcp_client(&endpoint).await;
+    client.initialize().await;
+    let params = r#"{ "zeta":1,"alpha" : {"b":2,"a":1},"text":"caf\u00e9 \"q\"","n":1.50 }"#;
+    let answer = client.request_text("model/list", params).await;
+    let received = answer["result"]["received"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"));
+    assert!(
+        received.ends_with(&format!(r#""method":"model/list","params":{params}}}"#)),
+        "{received}"
+    );
+    drop(client);
+    endpoint.stop().await;
+    remote_app_server.task.abort();
 }

@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
-use crate::codex::protocol::wire::{encode, Incoming, Outgoing, RawJson, RequestId, RpcError};
+use crate::codex::protocol::wire::{
+    encode, own_json, Incoming, Outgoing, RawJson, RequestId, RpcError,
+};
 use crate::support::sync::lock;
 
 /// Removes a request's pending entry when its future ends, whichever way.
@@ -243,15 +245,24 @@ impl Peer {
         method: &str,
         params: &P,
     ) -> Result<RawJson, PeerError> {
-        let codec = |error: serde_json::Error| PeerError::Codec {
+        let params = own_json(params).map_err(|error| PeerError::Codec {
             method: method.to_string(),
             message: error.to_string(),
-        };
-        let params = serde_json::to_value(params).map_err(codec)?;
+        })?;
+        self.forward_request(method, &params).await
+    }
+
+    /// Send a request whose params are already JSON (a client's, forwarded byte for byte by the
+    /// endpoint); the answer stays raw. Retried on overload as [`Peer::request_raw`] is.
+    pub async fn forward_request(
+        &self,
+        method: &str,
+        params: &serde_json::value::RawValue,
+    ) -> Result<RawJson, PeerError> {
         let config = &self.shared.config;
         let mut attempt = 0;
         loop {
-            match self.request_once(method, params.clone()).await {
+            match self.request_once(method, params.to_owned()).await {
                 Err(PeerError::Rpc { error, .. })
                     if error.code == SERVER_OVERLOADED && attempt < config.overload_retries =>
                 {
@@ -274,7 +285,7 @@ impl Peer {
     async fn request_once(
         &self,
         method: &str,
-        params: serde_json::Value,
+        params: Box<serde_json::value::RawValue>,
     ) -> Result<RawJson, PeerError> {
         let codec = |error: serde_json::Error| PeerError::Codec {
             method: method.to_string(),
@@ -322,7 +333,7 @@ impl Peer {
         params: Option<&P>,
     ) -> Result<(), PeerError> {
         let params = params
-            .map(serde_json::to_value)
+            .map(own_json)
             .transpose()
             .map_err(|error| PeerError::Codec {
                 method: method.to_string(),
@@ -335,9 +346,39 @@ impl Peer {
         .await
     }
 
+    /// Send a notification whose params are already JSON (a client's, byte for byte).
+    pub async fn forward_notification(
+        &self,
+        method: &str,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Result<(), PeerError> {
+        self.send(Outgoing::Notification {
+            method: method.to_string(),
+            params: params.map(ToOwned::to_owned),
+        })
+        .await
+    }
+
     /// Answer a server request with a result (the id is echoed exactly).
     pub async fn respond(&self, id: RequestId, result: serde_json::Value) -> Result<(), PeerError> {
+        let result = own_json(&result).map_err(|error| PeerError::Codec {
+            method: "a server request's answer".to_string(),
+            message: error.to_string(),
+        })?;
         self.send(Outgoing::Response { id, result }).await
+    }
+
+    /// Answer a server request with a result that is already JSON (a client's, byte for byte).
+    pub async fn forward_answer(
+        &self,
+        id: RequestId,
+        result: &serde_json::value::RawValue,
+    ) -> Result<(), PeerError> {
+        self.send(Outgoing::Response {
+            id,
+            result: result.to_owned(),
+        })
+        .await
     }
 
     /// Answer a server request with a client's whole error (its `data` kept).

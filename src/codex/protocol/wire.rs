@@ -350,19 +350,21 @@ fn decode_line(line: Line) -> Result<Incoming, DecodeError> {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Outgoing {
+    /// `params` go out as their bytes: clawbridge's own are serialized once (keys sorted, as a
+    /// `Value` writes them), a client's pass as the client wrote them.
     Request {
         id: RequestId,
         method: String,
-        params: serde_json::Value,
+        params: Box<serde_json::value::RawValue>,
     },
     Notification {
         method: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<serde_json::Value>,
+        params: Option<Box<serde_json::value::RawValue>>,
     },
     Response {
         id: RequestId,
-        result: serde_json::Value,
+        result: Box<serde_json::value::RawValue>,
     },
     Error {
         id: RequestId,
@@ -370,9 +372,22 @@ pub enum Outgoing {
     },
 }
 
-/// Serialize one message as a line (escapes keep raw newlines out of the frame).
+/// clawbridge's own params or answer as the bytes that go out: serialized through a `Value`,
+/// so their keys are sorted (the order they always had on the wire).
+pub fn own_json<T: Serialize + ?Sized>(
+    value: &T,
+) -> Result<Box<serde_json::value::RawValue>, serde_json::Error> {
+    serde_json::value::to_raw_value(&serde_json::to_value(value)?)
+}
+
+/// Serialize one message as a line (escapes keep raw newlines out of the frame). Raw params
+/// were validated JSON when they were made; a raw newline inside them would be whitespace
+/// between tokens, and is replaced by a space so the frame stays one line.
 pub fn encode(message: &Outgoing) -> Result<String, serde_json::Error> {
     let mut line = serde_json::to_string(message)?;
+    if line.contains(['\n', '\r']) {
+        line = line.replace(['\n', '\r'], " ");
+    }
     line.push('\n');
     Ok(line)
 }
@@ -396,7 +411,7 @@ mod tests {
         assert_eq!(id, RequestId::String("53".to_string()));
         let answer = encode(&Outgoing::Response {
             id,
-            result: serde_json::json!({}),
+            result: own_json(&serde_json::json!({})).expect("json"),
         })
         .expect("encode");
         assert_eq!(answer, "{\"id\":\"53\",\"result\":{}}\n");

@@ -288,8 +288,9 @@ impl Connection {
                 }
                 // A client's notification about a thread goes to the thread's member.
                 if let Some(hub) = thread_of(&params).and_then(|thread| self.hub_of(&thread)) {
-                    let params: Option<Value> = params.parse().ok();
-                    let _ = hub.peer().notify(&method, params.as_ref()).await;
+                    let params: Option<&serde_json::value::RawValue> =
+                        serde_json::from_str(params.get()).ok();
+                    let _ = hub.peer().forward_notification(&method, params).await;
                 }
             }
             Ok(Incoming::Response { id, result }) => {
@@ -301,10 +302,13 @@ impl Connection {
                     return;
                 };
                 let sent = match result {
-                    Ok(raw) => match serde_json::from_str::<Value>(raw.get()) {
-                        Ok(value) => hub.peer().respond(codex_id, value).await,
-                        Err(_) => return,
-                    },
+                    // The client's answer goes to Codex as the client wrote it.
+                    Ok(raw) => {
+                        match serde_json::from_str::<&serde_json::value::RawValue>(raw.get()) {
+                            Ok(answer) => hub.peer().forward_answer(codex_id, answer).await,
+                            Err(_) => return,
+                        }
+                    }
                     Err(error) => hub.peer().respond_rpc_error(codex_id, error).await,
                 };
                 if let Err(error) = sent {
@@ -603,7 +607,8 @@ impl Connection {
             }
             _ => {}
         }
-        match lease.hub.peer().request_raw(&method, &params).await {
+        // The client's params go to Codex byte for byte (validated above, never re-serialized).
+        match lease.hub.peer().forward_request(&method, params).await {
             Ok(raw) => {
                 // The thread the answer is about: the one opened, or the one named.
                 let mut answered = thread.clone();
