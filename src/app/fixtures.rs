@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::artifacts::catalog::{
+use crate::artifacts::model_fixture::{
     apply_plan, check_plan, find_catalog, plan_sync, verify_fixtures, DiscoveryEnv, FileOutcome,
     Personality, SyncRequest,
 };

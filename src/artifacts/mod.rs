@@ -4,5 +4,5 @@
 //! pinned gpt-5.5 model prompt from Codex's catalogs with provenance and verifies every pinned
 //! fixture.
 
-pub mod catalog;
+pub mod model_fixture;
 pub mod snapshots;

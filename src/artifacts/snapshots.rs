@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::artifacts::catalog::unified_diff;
+use crate::artifacts::model_fixture::unified_diff;
 use crate::codex::protocol::params::{
     CodexParams, DynamicToolSpec, ThreadParams, ThreadResumeParams, ThreadStartParams,
 };

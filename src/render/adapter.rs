@@ -7,8 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::codex::{CodexDeveloperInputs, MESSAGE_TOOL_ONLY_RULE, MESSAGE_TOOL_OPTIONAL_RULE};
-use super::config::{display_owner, resolve_prompt_config};
 use super::hooks::{apply_before_prompt_build, BeforePromptBuild};
+use super::knobs::{display_owner, resolve_prompt_config};
 use super::provider::{gpt5_overlay, ProviderContribution};
 use super::sections::{
     ContextFile, PromptInputs, ReactionGuidance, RuntimeInfo, SandboxInfo, SilentReplyMode,
@@ -43,7 +43,7 @@ impl HostRuntime {
         let time_zone = std::env::var("TZ")
             .ok()
             .map(|zone| zone.trim_start_matches(':').to_string())
-            .filter(|zone| super::config::is_iana_zone(zone))
+            .filter(|zone| super::knobs::is_iana_zone(zone))
             .or_else(|| read("/etc/timezone"))
             .or_else(|| {
                 std::fs::read_link("/etc/localtime")

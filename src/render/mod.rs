@@ -5,7 +5,7 @@
 //!   environment or files. Two surfaces share it: OpenClaw's own system prompt for non-Codex
 //!   harnesses ([`PromptInputs`], sections in [`sections`]) and the Codex thread developer
 //!   instructions ([`codex::CodexDeveloperInputs`]).
-//! * [`config::resolve_prompt_config`]: configuration turned into prompt knobs for one agent.
+//! * [`knobs::resolve_prompt_config`]: configuration turned into prompt knobs for one agent.
 //! * [`provider`]: provider contributions (section overrides, stable prefix, dynamic suffix) and
 //!   the built-in GPT-5 overlay; [`hooks`]: the legacy whole-prompt `before_prompt_build` hook.
 //! * [`adapter`]: runtime adapters that gather live facts for a run and call the facade.
@@ -17,8 +17,8 @@
 
 pub mod adapter;
 pub mod codex;
-pub mod config;
 pub mod hooks;
+pub mod knobs;
 pub mod provider;
 pub mod sections;
 

@@ -2,14 +2,14 @@
 //! bindings and queues, the run registry, pending answers, thread claims, the blocking pool and
 //! the policies that bind a run (the sandbox ceiling, approvals, client ownership).
 
-use super::config::CodexBinary;
-use super::config::ServeConfig;
 use super::errors::codes;
 use super::errors::library_error;
 use super::errors::rpc_error;
 use super::errors::with_causes;
 use super::runs::PendingCall;
 use super::runs::RunState;
+use super::settings::CodexBinary;
+use super::settings::ServeConfig;
 use super::state;
 use super::state::BindingFile;
 use crate::app::commands;

@@ -9,7 +9,7 @@ use jsonrpsee::server::StopHandle;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::config::{ACCEPT_BACKOFF_MAX, ACCEPT_BACKOFF_MIN};
+use super::settings::{ACCEPT_BACKOFF_MAX, ACCEPT_BACKOFF_MIN};
 
 /// The bound socket and its bounds.
 pub(super) struct Listener {

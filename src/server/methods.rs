@@ -3,11 +3,11 @@
 
 use super::api;
 use super::bridge::Bridge;
-use super::config::CodexBinary;
 use super::errors::codes;
 use super::errors::library_error;
 use super::errors::rpc_error;
 use super::run_start::run_start;
+use super::settings::CodexBinary;
 use crate::app::commands;
 use crate::app::events::RunEvent;
 use crate::app::guard::Caller;

@@ -49,7 +49,6 @@ pub mod idle;
 pub mod state;
 
 mod bridge;
-mod config;
 mod errors;
 mod handler;
 mod listener;
@@ -57,18 +56,19 @@ mod methods;
 mod run_start;
 mod running;
 mod runs;
+mod settings;
 mod threads;
 
 pub use bridge::Bridge;
-use config::{cors_layer, pool_config, BLOCKING_SLOTS, CONNECTION_QUEUE, HANDSHAKE_TIMEOUT};
-pub use config::{
+use methods::module;
+pub use running::{Running, TokenFile};
+use settings::{cors_layer, pool_config, BLOCKING_SLOTS, CONNECTION_QUEUE, HANDSHAKE_TIMEOUT};
+pub use settings::{
     CodexBinary, ServeConfig, ServeError, DEFAULT_ANSWER_TIMEOUT, DEFAULT_FINISHED_RUN_TTL,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FINISHED_RUNS, DEFAULT_MAX_RUNS,
     DEFAULT_MAX_RUN_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_RECYCLE_AFTER_THREADS,
     DEFAULT_RECYCLE_RSS_MB, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUBSCRIBER_STALL, MAX_SESSIONS_LIMIT,
 };
-use methods::module;
-pub use running::{Running, TokenFile};
 
 /// Bind, register the methods and start serving.
 pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {

@@ -15,8 +15,6 @@
 
 use super::api;
 use super::bridge::Bridge;
-use super::config::CodexBinary;
-use super::config::MAX_SESSIONS_LIMIT;
 use super::errors::codes;
 use super::errors::library_error;
 use super::errors::random_id;
@@ -26,6 +24,8 @@ use super::handler::BridgeHandler;
 use super::methods::run_request;
 use super::runs::EventLog;
 use super::runs::RunState;
+use super::settings::CodexBinary;
+use super::settings::MAX_SESSIONS_LIMIT;
 use super::state::Binding;
 use super::threads::thread_fingerprint;
 use super::threads::ThreadClaim;

@@ -3,7 +3,7 @@
 //! [`Running::stop`]; and what it says when it starts ([`Running::start_notice`]).
 
 use super::bridge::Bridge;
-use super::config::CodexBinary;
+use super::settings::CodexBinary;
 use crate::app::events::RunEvent;
 use crate::support::sync::lock;
 use jsonrpsee::server::ServerHandle;

@@ -8,7 +8,7 @@
 //! `skills.limits.maxSkillsPromptChars`, falling back to the compact format (docs/routing.md,
 //! "Skills").
 
-mod catalog;
+mod available;
 mod discover;
 mod eligibility;
 
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-pub use catalog::{render_skills_prompt, CatalogFormat, CatalogSurface, SkillsPrompt};
+pub use available::{render_skills_prompt, CatalogFormat, CatalogSurface, SkillsPrompt};
 pub use discover::{discover_skills, discover_skills_cached, parse_skill, skill_roots, SkillCache};
 pub use eligibility::{eligible_skills, IneligibleSkill};
 
@@ -125,7 +125,7 @@ pub fn skill_version(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::catalog::*;
+    use super::available::*;
     use super::discover::*;
     use super::*;
     use crate::support::text::len16;
