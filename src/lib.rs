@@ -138,6 +138,7 @@ pub use skills::{
     discover_skills, eligible_skills, parse_skill, render_skills_prompt, skill_version,
     CatalogFormat, CatalogSurface, HostFacts, SkillCache, SkillEntry, SkillTier,
 };
+pub use support::console::Console;
 pub use support::fs::TEMP_PREFIX;
 pub use support::json::{to_pretty, DATA_BLOCK_CLOSE, DATA_BLOCK_OPEN};
 pub use support::text::len16;

@@ -140,44 +140,6 @@ impl RunReport {
     }
 }
 
-/// `clawbridge run`: the turn's events on stdout as they happen (JSON lines with `json`, else
-/// the readable transcript: the agent's text on stdout, the rest on stderr), then the closing
-/// line. True when the turn completed.
-pub async fn run_to_stdout(
-    run_path: &Path,
-    json: bool,
-    settings: &PairingSettings,
-) -> Result<bool, PairingError> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout();
-    let mut write_failed = false;
-    let mut line = Vec::with_capacity(4096);
-    let mut transcript = HumanTranscript::default();
-    let mut observer = |event: TurnEvent<'_>| {
-        line.clear();
-        if json {
-            RunEvent::write_json_line(&event, &mut line);
-        } else {
-            let (stdout, stderr) = transcript.event(&event);
-            eprint!("{stderr}");
-            line.extend_from_slice(stdout.as_bytes());
-        }
-        // Each event is written (and flushed) as it happens: a consumer streams them.
-        if !line.is_empty() && !write_failed {
-            write_failed = out.write_all(&line).and_then(|()| out.flush()).is_err();
-        }
-    };
-    let report = run_turn(run_path, settings, &mut observer).await?;
-    if json {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", report.turn_end().to_value());
-        let _ = out.flush();
-    } else {
-        eprint!("{}", transcript.finish(&report));
-    }
-    Ok(report.status == crate::codex::client::session::TurnStatus::Completed)
-}
-
 /// One turn through Codex; every event goes to `on_event` as it happens.
 pub async fn run_turn(
     run_path: &Path,
@@ -447,9 +409,12 @@ pub async fn capture(
 }
 
 /// `snapshots gen --raw`: capture every happy-path scenario through a real Codex (offline).
+/// `snapshots gen --raw`'s captures, one per scenario; `progress` is told (done, total,
+/// scenario) before each.
 pub async fn capture_scenarios(
     root: &Path,
     codex_bin: Option<PathBuf>,
+    progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<Vec<CaptureReport>, PairingError> {
     let settings = PairingSettings {
         codex_bin,
@@ -462,8 +427,7 @@ pub async fn capture_scenarios(
         let out = root
             .join(crate::artifacts::snapshots::RAW_DIR)
             .join(scenario);
-        // Each capture is a real Codex turn (about a second): say where the work is.
-        eprintln!("snapshots gen --raw: [{}/{total}] {scenario}", done + 1);
+        progress(done + 1, total, scenario);
         reports.push(capture(&root.join(run), &out, &settings).await?);
     }
     Ok(reports)

@@ -47,7 +47,7 @@ fn main() -> ExitCode {
 
 fn app_server(args: clawbridge::AppServerArgs) -> Result<ExitCode, Failure> {
     block_on(async move {
-        let code = clawbridge::run_app_server(args).await?;
+        let code = clawbridge::run_app_server(args, &front::console()).await?;
         Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
     })
 }
@@ -64,11 +64,11 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
         }
         Command::AppServer(args) => app_server(args),
         Command::AppServerReport(args) => {
-            let code = clawbridge::app_server_report(&args)?;
+            let code = clawbridge::app_server_report(&args, &front::console())?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
         Command::AppServerStatus(args) => block_on(async move {
-            let code = clawbridge::app_server_status(&args).await?;
+            let code = clawbridge::app_server_status(&args, &front::console()).await?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }),
         Command::Doctor(args) => {
@@ -96,7 +96,7 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
                 live_capture: capture.settings(),
                 ..codex.settings(offline)
             };
-            let completed = pairing::run_to_stdout(&run, json, &settings).await?;
+            let completed = clawbridge::face::run::run_to_stdout(&run, json, &settings).await?;
             Ok(exit_code(completed))
         }),
         Command::Capture { run, out, codex } => block_on(async move {
@@ -127,7 +127,12 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             print_output(output)?;
             if raw {
                 block_on(async move {
-                    pairing::capture_scenarios(&root, codex_bin).await?;
+                    pairing::capture_scenarios(&root, codex_bin, &mut |done, total, scenario| {
+                        // Each capture is a real Codex turn (about a second): say where the
+                        // work is.
+                        eprintln!("snapshots gen --raw: [{done}/{total}] {scenario}")
+                    })
+                    .await?;
                     Ok(ExitCode::SUCCESS)
                 })?;
             }
@@ -173,7 +178,9 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
         print_stdout(&format!("{}\n", running.addr))?;
         eprint!("{}", running.start_notice());
         running
-            .until_signal(std::time::Duration::from_secs(9))
+            .until_signal(std::time::Duration::from_secs(9), || {
+                eprintln!("clawbridge serve: shutting down (a second signal exits at once)")
+            })
             .await
             .context("installing the SIGTERM handler")
             .map_err(|error| Failure(error, 1))?;

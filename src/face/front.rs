@@ -137,6 +137,24 @@ pub fn init_logging(verbose: u8, color: super::cli::Color) {
         .init();
 }
 
+/// The console of the library's commands: output on stdout (a reader that went away, `| head`,
+/// is not an error), notices on stderr.
+pub fn console() -> crate::Console {
+    crate::Console::new(
+        |text| {
+            let mut stdout = std::io::stdout().lock();
+            match stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error),
+                _ => Ok(()),
+            }
+        },
+        |line| eprintln!("{line}"),
+    )
+}
+
 pub fn print_stdout(text: &str) -> Result<ExitCode, Failure> {
     let mut stdout = std::io::stdout().lock();
     stdout

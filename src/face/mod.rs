@@ -10,3 +10,4 @@
 pub mod cli;
 pub mod exit;
 pub mod front;
+pub mod run;

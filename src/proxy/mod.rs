@@ -44,6 +44,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::codex::client::process::{find_codex_binary, resolve_native_binary};
+use crate::support::console::Console;
 pub use crate::traffic::capture::live::safe_name;
 use crate::traffic::forward::LiveCaptureSettings;
 use crate::traffic::plane::{OfflineHomeAt, OfflineSettings, PlaneSettings};
@@ -181,7 +182,7 @@ pub(crate) fn plane_settings(
 
 /// `clawbridge app-server`: the WebSocket endpoint for `--listen ws://...` or `unix://...`
 /// (`status` first: read a running endpoint's status), else the stdio proxy.
-pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
+pub async fn run_app_server(args: AppServerArgs, console: &Console) -> Result<i32, ProxyError> {
     let endpoint = match args.listen.as_deref() {
         Some(url) if url.starts_with("ws://") || url.starts_with("unix://") => {
             Some(endpoint::ListenAddr::parse(url).map_err(|message| {
@@ -200,32 +201,21 @@ pub async fn run_app_server(args: AppServerArgs) -> Result<i32, ProxyError> {
         _ => None,
     };
     match endpoint {
-        Some(listen) => endpoint::command::run_endpoint(args, listen).await,
+        Some(listen) => endpoint::command::run_endpoint(args, listen, console).await,
         None => stdio::run_proxy(args.into()).await,
     }
 }
 
-/// Write a command's output to stdout. A reader that went away (`| head`) is not an error,
-/// and nothing here panics on it as `println!` would.
-pub(crate) fn print_out(text: &str) -> Result<(), ProxyError> {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(ProxyError::Output(error))
-        }
-        _ => Ok(()),
-    }
+/// Write a command's output to its console.
+pub(crate) fn print_out(console: &Console, text: &str) -> Result<(), ProxyError> {
+    console.out(text).map_err(ProxyError::Output)
 }
 
 /// `clawbridge app-server report DIR [--json]`: the per-method conformance table of a
 /// transcript folder; exits 1 when any message had problems.
 /// `clawbridge app-server report DIR [--json]`: the per-method table of a transcript folder's
 /// `conformance.jsonl`; 1 when any message had problems.
-pub fn app_server_report(args: &ReportArgs) -> Result<i32, ProxyError> {
+pub fn app_server_report(args: &ReportArgs, console: &Console) -> Result<i32, ProxyError> {
     let report = report::read(&args.dir)?;
     if args.json {
         let value = serde_json::to_value(&report).map_err(|error| {
@@ -234,16 +224,19 @@ pub fn app_server_report(args: &ReportArgs) -> Result<i32, ProxyError> {
                 message: error.to_string(),
             })
         })?;
-        print_out(&format!("{}\n", crate::support::json::to_pretty(&value)))?;
+        print_out(
+            console,
+            &format!("{}\n", crate::support::json::to_pretty(&value)),
+        )?;
     } else {
-        print_out(&report::render(&report))?;
+        print_out(console, &report::render(&report))?;
     }
     Ok(i32::from(report.has_problems()))
 }
 
 /// `clawbridge app-server status --listen URL`: the running endpoint's connections, threads and
 /// members, as JSON (the token from the same place the endpoint reads it).
-pub async fn app_server_status(args: &StatusArgs) -> Result<i32, ProxyError> {
+pub async fn app_server_status(args: &StatusArgs, console: &Console) -> Result<i32, ProxyError> {
     let listen = endpoint::ListenAddr::parse(&args.listen).map_err(|message| {
         crate::error::Error::InvalidArgument {
             flag: "--listen".into(),
@@ -262,7 +255,10 @@ pub async fn app_server_status(args: &StatusArgs) -> Result<i32, ProxyError> {
     }
     let token = crate::app::token::read_existing(&path).map_err(endpoint::command::token_error)?;
     let status = endpoint::fetch_status(&listen, &token).await?;
-    print_out(&format!("{}\n", crate::support::json::to_pretty(&status)))?;
+    print_out(
+        console,
+        &format!("{}\n", crate::support::json::to_pretty(&status)),
+    )?;
     Ok(0)
 }
 

@@ -134,8 +134,13 @@ impl Running {
     }
 
     /// Serve until SIGTERM or SIGINT (or until the server stops), then shut down within `grace`
-    /// ([`Running::shutdown`]); a second signal exits the process at once (130).
-    pub async fn until_signal(&self, grace: Duration) -> std::io::Result<()> {
+    /// ([`Running::shutdown`]); a second signal exits the process at once (130). `on_signal`
+    /// runs when the first signal comes (the face says so).
+    pub async fn until_signal(
+        &self,
+        grace: Duration,
+        on_signal: impl FnOnce(),
+    ) -> std::io::Result<()> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut terminate = signal(SignalKind::terminate())?;
         tokio::select! {
@@ -143,7 +148,7 @@ impl Running {
             _ = terminate.recv() => {}
             _ = self.handle.clone().stopped() => return Ok(()),
         }
-        eprintln!("clawbridge serve: shutting down (a second signal exits at once)");
+        on_signal();
         // A second signal cuts the shutdown short.
         tokio::select! {
             () = self.shutdown(grace) => {}

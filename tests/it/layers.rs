@@ -346,3 +346,47 @@ fn no_codex_method_is_spelled_outside_the_table() {
         "method names outside the table: {spelled:#?}"
     );
 }
+
+/// The library prints nothing itself: below the face (`src/face/`, the binaries), output goes
+/// through what the face hands in (`support::console::Console`, callbacks), never straight to
+/// stdout or stderr.
+#[test]
+fn only_the_face_prints() {
+    let src = repo_root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let face = |file: &Path| {
+        let relative = file.strip_prefix(&src).expect("under src");
+        relative.starts_with("face")
+            || relative.starts_with("bin")
+            || relative == Path::new("main.rs")
+    };
+    let mut printing = Vec::new();
+    for file in files.iter().filter(|file| !face(file)) {
+        let text = std::fs::read_to_string(file).expect("read");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (number, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let prints = [
+                "println!(",
+                "eprintln!(",
+                "print!(",
+                "eprint!(",
+                "std::io::stdout()",
+                "std::io::stderr()",
+                "dbg!(",
+            ]
+            .iter()
+            .any(|call| line.contains(call));
+            if prints {
+                printing.push(format!("{}:{}", file.display(), number + 1));
+            }
+        }
+    }
+    assert!(
+        printing.is_empty(),
+        "printing below the face: {printing:#?}"
+    );
+}

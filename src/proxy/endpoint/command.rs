@@ -11,6 +11,7 @@ use crate::proxy::args::AppServerArgs;
 use crate::proxy::stall;
 use crate::proxy::tap::{self, ObserverTap};
 use crate::proxy::{codex_binary, plane_settings, print_out, token_path, ProxyError, TrafficFlags};
+use crate::support::console::Console;
 use crate::support::task::Tasks;
 use crate::traffic::capture::live::Known;
 use crate::traffic::plane::{OfflineHomeAt, Plane};
@@ -37,10 +38,13 @@ fn native_config(codex_home: &Path) -> Option<String> {
 /// The token clients of the endpoint send: from `--token-file`, else
 /// `<state-dir>/app-server-token` (generated, 0600, on first start), read and made as `serve`'s
 /// is ([`crate::app::token`]). It is never printed; its file is named on stderr.
-pub(crate) fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError> {
+pub(crate) fn endpoint_token(
+    args: &AppServerArgs,
+    console: &Console,
+) -> Result<String, ProxyError> {
     let path = token_path(args.token_file.as_ref(), args.state_dir.as_ref())?;
     let file = crate::app::token::load_or_create(&path).map_err(token_error)?;
-    eprintln!(
+    console.note(&format!(
         "clawbridge app-server: {} bearer token in {}",
         if file.created {
             "generated a"
@@ -48,7 +52,7 @@ pub(crate) fn endpoint_token(args: &AppServerArgs) -> Result<String, ProxyError>
             "using the"
         },
         file.path.display()
-    );
+    ));
     Ok(file.token)
 }
 
@@ -65,10 +69,11 @@ pub(crate) fn token_error(error: crate::app::token::TokenError) -> ProxyError {
 pub(crate) async fn run_endpoint(
     args: AppServerArgs,
     listen: ListenAddr,
+    console: &Console,
 ) -> Result<i32, ProxyError> {
     use crate::codex::client::fleet::FleetConfig;
     use crate::codex::client::pool::PoolConfig;
-    let token = endpoint_token(&args)?;
+    let token = endpoint_token(&args, console)?;
     let state = crate::app::commands::state_dir(args.state_dir.clone())?;
     let remotes = crate::codex::client::remote::remote_endpoints(
         &args.pool.remote_app_servers,
@@ -153,11 +158,11 @@ pub(crate) async fn run_endpoint(
         .unwrap_or_else(|| crate::app::clients::clients_path(&state));
     let clients = crate::app::clients::ClientsFile::load(&clients_path)?.clients;
     if !clients.is_empty() {
-        eprintln!(
+        console.note(&format!(
             "clawbridge app-server: {} named client(s) from {}",
             clients.len(),
             clients_path.display()
-        );
+        ));
     }
     let settings = EndpointSettings {
         listen,
@@ -195,8 +200,8 @@ pub(crate) async fn run_endpoint(
     };
     let running = Endpoint::start(settings, args.allow_remote).await?;
     match &running.listen {
-        ListenAddr::Tcp(addr) => print_out(&format!("{addr}\n"))?,
-        ListenAddr::Unix(path) => print_out(&format!("{}\n", path.display()))?,
+        ListenAddr::Tcp(addr) => print_out(console, &format!("{addr}\n"))?,
+        ListenAddr::Unix(path) => print_out(console, &format!("{}\n", path.display()))?,
     }
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate()).map_err(|source| ProxyError::Spawn {
@@ -207,7 +212,9 @@ pub(crate) async fn run_endpoint(
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}
     }
-    eprintln!("clawbridge app-server: shutting down (running turns interrupted, clients closed, app-servers stopped)");
+    console.note(
+        "clawbridge app-server: shutting down (running turns interrupted, clients closed, app-servers stopped)",
+    );
     running.stop().await;
     observer.finish().await;
     tasks.shutdown(Duration::from_secs(5)).await;
