@@ -390,3 +390,37 @@ fn only_the_face_prints() {
         "printing below the face: {printing:#?}"
     );
 }
+
+/// No two modules import each other (cut to two segments: `traffic::forward` and
+/// `traffic::capture` once did).
+#[test]
+fn no_two_modules_import_each_other() {
+    let src = repo_root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let cut = |path: &str| path.split("::").take(2).collect::<Vec<_>>().join("::");
+    let mut edges = std::collections::BTreeSet::new();
+    for file in &files {
+        let module = cut(&module_of(file, &src));
+        let text = std::fs::read_to_string(file).expect("read");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for path in crate_paths(code) {
+            let used = cut(&path);
+            if used != module
+                && !module.starts_with(&format!("{used}::"))
+                && !used.starts_with(&format!("{module}::"))
+            {
+                edges.insert((module.clone(), used));
+            }
+        }
+    }
+    assert!(edges.len() > 100, "the imports were read: {}", edges.len());
+    let circles: Vec<_> = edges
+        .iter()
+        .filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone())))
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "modules that import each other: {circles:?}"
+    );
+}
