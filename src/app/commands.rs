@@ -272,7 +272,16 @@ pub fn cache_report(
 ) -> Result<crate::traffic::capture::cache::CacheReport> {
     let report = crate::traffic::capture::cache::cache_report(paths)?;
     if let Some(file) = html {
-        crate::support::fs::write_atomic(file, report.render_html().as_bytes())?;
+        // The page shows what the captures hold: it is as private as they are (0600 when the
+        // first of them is not readable by others).
+        let private = paths.first().is_some_and(|source| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(source).is_ok_and(|meta| meta.permissions().mode() & 0o077 == 0)
+        });
+        match private {
+            true => crate::support::fs::write_private(file, report.render_html().as_bytes())?,
+            false => crate::support::fs::write_atomic(file, report.render_html().as_bytes())?,
+        }
     }
     Ok(report)
 }

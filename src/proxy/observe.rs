@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::Direction;
+use crate::codex::protocol::table::name as method;
 use crate::codex::schema::conformance::{Flow, Verdict, WireSchemas};
 use crate::codex::schema::{ParamsSchemas, Problem};
 use crate::support::queue::{byte_queue, ByteReceiver, ByteSender};
@@ -256,13 +257,20 @@ impl Observer {
     async fn observe(&mut self, direction: Direction, message: &Value) {
         let method = message["method"].as_str().unwrap_or_default();
         match (direction, method) {
-            (Direction::In, "initialize") => {
+            (Direction::In, method::INITIALIZE) => {
                 let info = &message["params"]["clientInfo"];
+                // A client names itself: what it says is kept (and later printed) redacted, cut
+                // to a line's worth, its control characters escaped.
                 let client = format!(
                     "{} {}",
                     info["name"].as_str().unwrap_or("?"),
                     info["version"].as_str().unwrap_or("?")
                 );
+                let client =
+                    crate::support::text::printable(&crate::support::redact::redact_text(&client))
+                        .chars()
+                        .take(200)
+                        .collect::<String>();
                 self.initialize_id = message.get("id").cloned();
                 if let Ok(mut known) = self.known.lock() {
                     known.client = Some(client);
@@ -284,7 +292,7 @@ impl Observer {
             (Direction::In, method) if ParamsSchemas::checks(method) => {
                 let params = &message["params"];
                 if let Ok(mut known) = self.known.lock() {
-                    if method == "turn/start" {
+                    if method == method::TURN_START {
                         known.remember_turn(params);
                     } else {
                         known.remember(params);

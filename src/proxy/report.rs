@@ -106,7 +106,14 @@ pub fn read(dir: &Path) -> Result<Report, crate::error::Error> {
 }
 
 /// The table: a header line, then one row per method and family, problems' examples below.
+/// The text table, safe for a terminal: what clients and Codex said of themselves is redacted
+/// (a key in a `clientInfo.version` is not shown) and its control characters escaped.
 pub fn render(report: &Report) -> String {
+    let text = render_raw(report);
+    crate::support::text::printable(&crate::support::redact::redact_text(&text)).into_owned()
+}
+
+fn render_raw(report: &Report) -> String {
     let mut out = String::new();
     let list = |items: &[String]| {
         if items.is_empty() {

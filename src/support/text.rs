@@ -4,6 +4,8 @@
 //! units. These helpers reproduce that unit (docs/routing.md §2) without ever splitting a character:
 //! a cut that would land inside a surrogate pair keeps one unit less.
 
+use std::borrow::Cow;
+
 /// Length in UTF-16 code units (a character outside the BMP counts 2).
 ///
 /// Counted on the UTF-8 bytes: every byte that is not a continuation byte starts a character,
@@ -122,6 +124,28 @@ pub fn strip_ansi(text: &str) -> String {
     out
 }
 
+/// `text` safe to print on an operator's terminal: every control character but the line feed
+/// and tab (ESC sequences, BEL, carriage returns, DEL, the C1 range) and every bidirectional
+/// mark (which can make a line read as something else) written as a visible `\u{..}` escape.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let hostile = |ch: char| {
+        (ch.is_control() && ch != '\n' && ch != '\t')
+            || matches!(ch, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(hostile) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for ch in text.chars() {
+        if hostile(ch) {
+            out.push_str(&format!("\\u{{{:04x}}}", u32::from(ch)));
+        } else {
+            out.push(ch);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// The one joining rule for multi-part texts (docs/routing.md §2.5): trim each part's end, drop
 /// empty parts, join the rest with one blank line.
 pub fn join_parts<S: AsRef<str>>(parts: &[S]) -> String {
@@ -205,6 +229,15 @@ pub fn utf8(bytes: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_escapes_terminal_controls_and_bidi_marks() {
+        assert_eq!(printable("plain\ttext\nline"), "plain\ttext\nline");
+        assert_eq!(
+            printable("a\u{1b}[2Jb\u{7}c\rd\u{202e}e\u{9b}f"),
+            "a\\u{001b}[2Jb\\u{0007}c\\u{000d}d\\u{202e}e\\u{009b}f"
+        );
+    }
 
     #[test]
     fn cuts_never_split_surrogate_pairs() {

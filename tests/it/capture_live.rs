@@ -1185,3 +1185,104 @@ async fn endpoint_turn_captured(dir: &std::path::Path, flags: &[&str]) -> std::p
     let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
     capture.join(&thread).join("turn-01")
 }
+
+/// Protection (linear labelling): a thread of 200,000 input items (ten times the 20,000 that
+/// once took `cache-report` 33 s, each element's label found by scanning every layer) and as
+/// many labelled layers is reported in one pass; it used to take about an hour.
+#[test]
+fn cache_report_is_linear_in_a_long_thread() {
+    let dir = tempfile::tempdir().expect("dir");
+    let turn = dir.path().join("thr-long").join("turn-01");
+    std::fs::create_dir_all(&turn).expect("turn");
+    const ITEMS: usize = 200_000;
+    let input: Vec<Value> = (0..ITEMS)
+        .map(|index| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": format!("m{index}")}]}))
+        .collect();
+    let document = json!({"path": "/v1/responses", "headers": {}, "body": {"model": "gpt-5.5", "input": input, "prompt_cache_key": "thr-long"}});
+    std::fs::write(turn.join("model-request.json"), document.to_string()).expect("request");
+    let mut layers = String::from("| # | Layer | Position | Chars |\n|---|---|---|---|\n");
+    for index in 0..ITEMS {
+        layers.push_str(&format!(
+            "| {index} | User message {index} | `input[{index}].content[0]` | 2 |\n"
+        ));
+    }
+    std::fs::write(turn.join("layers.md"), layers).expect("layers");
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) =
+        run_cli(&["cache-report", "--json", &dir.path().display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("json");
+    let elements = report["threads"][0]["requests"][0]["elements"]
+        .as_array()
+        .expect("elements");
+    assert_eq!(elements.len(), ITEMS);
+    assert_eq!(
+        elements[ITEMS - 1]["label"],
+        format!("User message {}", ITEMS - 1)
+    );
+    eprintln!("cache-report of {ITEMS} items: {:?}", started.elapsed());
+}
+
+/// Protection (reports that cannot be turned against their reader): captured text with terminal
+/// escapes, BEL and a right-to-left mark reaches the text report escaped; a request file that
+/// is not a captured request is skipped and named, the rest reported; the HTML page of private
+/// captures is private too.
+#[test]
+fn cache_report_escapes_controls_skips_what_it_cannot_read_and_keeps_captures_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("captures");
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}txt.exe";
+    capture_file(
+        &root,
+        "thr-a",
+        1,
+        1,
+        &body("SOUL one", &["agents_list"], &[]),
+    );
+    capture_file(
+        &root,
+        "thr-a",
+        2,
+        1,
+        &body(&format!("SOUL {hostile}"), &["agents_list"], &[]),
+    );
+    let broken = root.join("thr-a").join("turn-03");
+    std::fs::create_dir_all(&broken).expect("turn");
+    std::fs::write(broken.join("model-request.json"), "{not json").expect("broken");
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).expect("mode");
+    let html = dir.path().join("report.html");
+    let (code, text, stderr) = run_cli(&[
+        "cache-report",
+        &root.display().to_string(),
+        "--html",
+        &html.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !text.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "controls reach the terminal: {text:?}"
+    );
+    assert!(text.contains("\\u{001b}"), "{text}");
+    assert!(
+        text.contains("REWRITE"),
+        "the readable requests are reported: {text}"
+    );
+    assert!(
+        text.contains("skipped") && text.contains("turn-03"),
+        "the broken file is named: {text}"
+    );
+    let (_, json, _) = run_cli(&["cache-report", "--json", &root.display().to_string()]);
+    let report: Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(
+        report["skipped"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    let mode = std::fs::metadata(&html).expect("html").permissions().mode();
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "the page is as private as the captures"
+    );
+}

@@ -250,7 +250,7 @@ fn no_bare_spawn_outside_tests() {
     let mut bare = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).expect("read");
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let code = code_of(&text);
         for (number, line) in code.lines().enumerate() {
             let line = line.trim_start();
             if line.starts_with("//") {
@@ -329,7 +329,7 @@ fn no_codex_method_is_spelled_outside_the_table() {
         .filter(|file| !file.ends_with("codex/protocol/table.rs"))
     {
         let text = std::fs::read_to_string(file).expect("read");
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let code = code_of(&text);
         for (number, line) in code.lines().enumerate() {
             if line.trim_start().starts_with("//") {
                 continue;
@@ -364,7 +364,7 @@ fn only_the_face_prints() {
     let mut printing = Vec::new();
     for file in files.iter().filter(|file| !face(file)) {
         let text = std::fs::read_to_string(file).expect("read");
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let code = code_of(&text);
         for (number, line) in code.lines().enumerate() {
             if line.trim_start().starts_with("//") {
                 continue;
@@ -403,7 +403,7 @@ fn no_two_modules_import_each_other() {
     for file in &files {
         let module = cut(&module_of(file, &src));
         let text = std::fs::read_to_string(file).expect("read");
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let code = code_of(&text);
         for path in crate_paths(code) {
             let used = cut(&path);
             if used != module
@@ -423,4 +423,22 @@ fn no_two_modules_import_each_other() {
         circles.is_empty(),
         "modules that import each other: {circles:?}"
     );
+}
+
+/// A source file without its test module (the top-level `#[cfg(test)] mod ...` and what
+/// follows); an item-level `#[cfg(test)]` before it does not cut the file short.
+fn code_of(text: &str) -> &str {
+    let mut offset = 0;
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_end() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.starts_with("mod ") || next.starts_with("pub(crate) mod "))
+        {
+            return &text[..offset];
+        }
+        offset += line.len();
+    }
+    text
 }

@@ -656,3 +656,28 @@ fn the_report_reads_the_summary_and_survives_a_closed_pipe() {
     let stderr = String::from_utf8_lossy(&closed.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Protection: `app-server report` prints what clients said of themselves redacted and
+/// escaped: a key in `clientInfo.version`, terminal escapes and a right-to-left mark in a
+/// method name never reach the reader's terminal as they were.
+#[test]
+fn the_report_prints_no_secret_and_no_control_character() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+    let log = format!(
+        "{{\"kind\":\"summary\",\"client\":\"openclaw {key}\",\"codexVersion\":\"0.169.0\",\"skipped\":0}}\n{{\"kind\":\"method\",\"method\":\"m/\\u001b]0;owned\\u0007\\u202eevil\",\"message\":\"notification\",\"seen\":1,\"valid\":1,\"problems\":0,\"unknown\":0,\"unchecked\":0}}\n"
+    );
+    std::fs::write(dir.path().join("conformance.jsonl"), log).expect("write");
+    let output = clawbridge()
+        .args(["app-server", "report"])
+        .arg(dir.path())
+        .output()
+        .expect("report");
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(!table.contains(key), "the key is printed: {table}");
+    assert!(
+        !table.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "controls reach the terminal: {table:?}"
+    );
+    assert!(table.contains("m/"), "{table}");
+}

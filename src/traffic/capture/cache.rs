@@ -157,23 +157,53 @@ pub(crate) fn written_labels(layers_md: &str) -> Vec<(String, String)> {
 
 /// The elements of a captured request document, labelled (with the writer's labels when its
 /// `layers.md` is there).
+/// Each position and every parent of it (`a.b.c`, `a.b`, `a`), mapped to the first label given
+/// at or below it.
+fn prefix_index<'a>(
+    labels: impl Iterator<Item = (&'a str, &'a str)>,
+) -> std::collections::HashMap<String, String> {
+    let mut index = std::collections::HashMap::new();
+    for (position, label) in labels {
+        let mut at = position;
+        loop {
+            index
+                .entry(at.to_string())
+                .or_insert_with(|| label.to_string());
+            match at.rfind('.') {
+                Some(dot) => at = &at[..dot],
+                None => break,
+            }
+        }
+    }
+    index
+}
+
 fn elements_labelled(document: &Value, written: &[(String, String)]) -> (Vec<Element>, bool) {
     let body = &document["body"];
+    // The label of a position is the first one recorded at it or below it (`input[3]` takes
+    // the label of `input[3].content[0]`): every recorded position is indexed under itself and
+    // each of its parents once, so labelling is linear in the labels, not elements x labels.
+    let written_index = prefix_index(
+        written
+            .iter()
+            .map(|(at, label)| (at.as_str(), label.as_str())),
+    );
     // The body's own labels, worked out only when the writer's do not name a position.
     let layers = std::cell::OnceCell::new();
     let label_of = |position: &str| -> Option<String> {
-        let within = |at: &str| at == position || at.starts_with(&format!("{position}."));
-        written
-            .iter()
-            .find(|(at, _)| within(at))
-            .map(|(_, label)| label.clone())
-            .or_else(|| {
-                layers
-                    .get_or_init(|| super::label_layers(body, None))
-                    .iter()
-                    .find(|layer| within(&layer.position))
-                    .map(|layer| layer.label.clone())
-            })
+        written_index.get(position).cloned().or_else(|| {
+            layers
+                .get_or_init(|| {
+                    let layers = super::label_layers(body, None);
+                    prefix_index(
+                        layers
+                            .iter()
+                            .map(|layer| (layer.position.as_str(), layer.label.as_str())),
+                    )
+                })
+                .get(position)
+                .cloned()
+        })
     };
     let recorded: BTreeMap<String, (String, usize)> = document["cacheElements"]
         .as_array()
@@ -325,6 +355,18 @@ pub struct CacheReport {
     pub threads: Vec<ThreadReport>,
     /// Requests that break their thread's cache.
     pub breaks: usize,
+    /// Request files that could not be read as captured requests, each with why; the rest of
+    /// the folder is reported without them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedRequest>,
+}
+
+/// A request file the report left out.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedRequest {
+    pub file: String,
+    pub reason: String,
 }
 
 /// A request file and what was recorded with it.
@@ -632,11 +674,23 @@ fn compare(
 pub fn cache_report(paths: &[PathBuf]) -> Result<CacheReport> {
     let mut threads = Vec::new();
     let mut breaks = 0;
+    let mut skipped = Vec::new();
     for (thread, files) in collect(paths)? {
         let mut requests: Vec<RequestReport> = Vec::new();
         let mut previous_key: Option<String> = None;
         for file in files {
-            let loaded = load(&file)?;
+            let loaded = match load(&file) {
+                Ok(loaded) => loaded,
+                // One malformed body (the forwarder files what Codex sent) does not hide the
+                // rest of the folder: it is named and skipped.
+                Err(error) => {
+                    skipped.push(SkippedRequest {
+                        file: file.display().to_string(),
+                        reason: error.to_string(),
+                    });
+                    continue;
+                }
+            };
             let (elements, exact) = elements_labelled(&loaded.document, &loaded.labels);
             let usage = loaded.response.as_ref().map(|response| &response["usage"]);
             let mut report = RequestReport {
@@ -674,7 +728,11 @@ pub fn cache_report(paths: &[PathBuf]) -> Result<CacheReport> {
         }
         threads.push(ThreadReport { thread, requests });
     }
-    Ok(CacheReport { threads, breaks })
+    Ok(CacheReport {
+        threads,
+        breaks,
+        skipped,
+    })
 }
 
 impl CacheReport {
@@ -749,13 +807,18 @@ impl CacheReport {
                 }
             }
         }
+        for skipped in &self.skipped {
+            out.push_str(&format!("skipped {}: {}\n", skipped.file, skipped.reason));
+        }
         out.push_str(&format!(
             "{} thread(s), {} request(s), {} cache break(s)\n",
             self.threads.len(),
             self.threads.iter().map(|t| t.requests.len()).sum::<usize>(),
             self.breaks
         ));
-        out
+        // Captured text reaches the terminal: its control characters and bidirectional marks
+        // are escaped.
+        crate::support::text::printable(&out).into_owned()
     }
 
     /// One self-contained HTML page: each thread's requests as bars of their layers (width by

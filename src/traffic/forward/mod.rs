@@ -394,6 +394,9 @@ struct AnswerRecorder {
     started: Instant,
     first_byte: Option<Duration>,
     pending: Vec<u8>,
+    /// How much of `pending` has been searched for an event's end without finding one: a
+    /// large event arriving in many chunks is searched once, not once per chunk.
+    scanned: usize,
     read: usize,
     /// The last `response` object an event carried (`response.completed` has it whole).
     response: Option<Value>,
@@ -418,6 +421,7 @@ impl AnswerRecorder {
             started,
             first_byte: None,
             pending: Vec::new(),
+            scanned: 0,
             read: 0,
             response: None,
             items: Vec::new(),
@@ -446,10 +450,20 @@ impl AnswerRecorder {
             return;
         }
         self.pending.extend_from_slice(bytes);
-        while let Some(end) = find_event_end(&self.pending) {
-            let event: Vec<u8> = self.pending.drain(..end.0 + end.1).collect();
-            self.event(&event[..end.0]);
+        // A separator may straddle the last chunk's end: search again from 3 bytes before it.
+        // Events are taken out by offset and the rest moved once, so many small events in one
+        // chunk cost one pass too.
+        let mut start = 0;
+        let mut from = self.scanned.saturating_sub(3);
+        while let Some((at, length)) = find_event_end(&self.pending[from..]) {
+            let end = from + at;
+            let event = self.pending[start..end].to_vec();
+            self.event(&event);
+            start = end + length;
+            from = start;
         }
+        self.pending.drain(..start);
+        self.scanned = self.pending.len();
         if self.events == 0
             && self.pending.len() > 4096
             && !self.pending.starts_with(b"event:")
@@ -461,6 +475,7 @@ impl AnswerRecorder {
                 self.other.extend_from_slice(&self.pending[..take]);
             }
             self.pending.clear();
+            self.scanned = 0;
         }
     }
 
@@ -566,14 +581,18 @@ impl AnswerRecorder {
     }
 }
 
-/// The end of the first event in `buffer`: (its length, the separator's length).
+/// The end of the first event in `buffer`: (its length, the separator's length). One pass over
+/// the line feeds: a blank line is `\n\n` or `\r\n\r\n`, whichever comes first.
 fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = memchr::memmem::find(buffer, b"\n\n").map(|at| (at, 2));
-    let crlf = memchr::memmem::find(buffer, b"\r\n\r\n").map(|at| (at, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
+    memchr::memchr_iter(b'\n', buffer).find_map(|at| {
+        let crlf = at > 0
+            && buffer[at - 1] == b'\r'
+            && buffer.get(at + 1..at + 3) == Some(b"\r\n".as_slice());
+        if crlf {
+            return Some((at - 1, 4));
+        }
+        (buffer.get(at + 1) == Some(&b'\n')).then_some((at, 2))
+    })
 }
 
 /// `--capture DIR` on a real run: where to record, and where to forward.
@@ -705,6 +724,42 @@ pub fn live_upstream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_ends_are_the_first_blank_line_of_either_kind() {
+        assert_eq!(find_event_end(b"data: a\n\ndata: b\r\n\r\n"), Some((7, 2)));
+        assert_eq!(find_event_end(b"data: a\r\n\r\ndata: b\n\n"), Some((7, 4)));
+        assert_eq!(find_event_end(b"data: a\r\ndata: b\n"), None);
+        assert_eq!(find_event_end(b"\n\n"), Some((0, 2)));
+        assert_eq!(find_event_end(b"\r\n\r\n"), Some((0, 4)));
+    }
+
+    /// Protection (linear recording): one event of 60 MiB in 4 KiB chunks (as large as the
+    /// recording cap allows; 64 MiB in larger chunks took 25 s of CPU when the whole pending
+    /// buffer was searched again on every chunk, and these smaller chunks would take minutes)
+    /// and 100,000 small events in one chunk are each read in one pass.
+    #[test]
+    fn the_answer_recorder_reads_a_stream_once() {
+        let mut recorder = AnswerRecorder::new(200, Instant::now());
+        let chunk = vec![b'x'; 4 * 1024];
+        recorder.feed(b"data: ");
+        for _ in 0..(60 * 1024 * 1024 / chunk.len()) {
+            recorder.feed(&chunk);
+        }
+        assert_eq!(recorder.pending.len(), 60 * 1024 * 1024 + 6);
+        recorder.feed(b"\n\n");
+        assert!(recorder.pending.is_empty(), "the event was taken out");
+        let mut recorder = AnswerRecorder::new(200, Instant::now());
+        let mut many = Vec::new();
+        for index in 0..100_000 {
+            many.extend_from_slice(
+                format!("event: e\r\ndata: {{\"n\":{index}}}\r\n\r\n").as_bytes(),
+            );
+        }
+        recorder.feed(&many);
+        assert_eq!(recorder.events, 100_000);
+        assert!(recorder.pending.is_empty());
+    }
 
     #[test]
     fn the_upstream_is_the_flag_then_codex_s_own_configuration_then_its_default() {
