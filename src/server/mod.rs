@@ -145,16 +145,17 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let addr = listener.local_addr().map_err(bind_error)?;
     let hosts = guard::allowed_hosts(addr, &config.allow_hosts);
     let cors = cors_layer(&config.allow_origins)?;
+    let host = HostCheck::new(&hosts).map_err(ServeError::Usage)?;
+    let checks = guard::Guard {
+        host: Some(host.clone()),
+        origin: OriginCheck::new(&config.allow_origins),
+        bearer: BearerCheck::new(token.as_deref(), &clients.clients),
+    };
     let middleware = tower::ServiceBuilder::new()
-        .layer(CheckLayer(
-            HostCheck::new(&hosts).map_err(ServeError::Usage)?,
-        ))
-        .layer(CheckLayer(OriginCheck::new(&config.allow_origins)))
+        .layer(CheckLayer(host))
+        .layer(CheckLayer(checks.origin.clone()))
         .option_layer(cors)
-        .layer(CheckLayer(BearerCheck::new(
-            token.as_deref(),
-            &clients.clients,
-        )));
+        .layer(CheckLayer(checks.bearer.clone()));
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(64 * 1024 * 1024)
@@ -186,15 +187,17 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     bridge.tasks.spawn(accept.run(move |stream, permit| {
         let authenticated = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = Arc::clone(&authenticated);
-        // A request that got through the guards (2xx, or 101 for a WebSocket upgrade)
-        // authenticates its connection.
+        let checks = checks.clone();
+        // A request that passes the guard authenticates its connection when it is read, not
+        // when it is answered: a `runStart` queued behind a session's running turn may take
+        // longer than the handshake deadline to answer, and must get its answer (its run
+        // starts either way).
         let service = tower::ServiceBuilder::new()
-            .map_response(move |response: http::Response<_>| {
-                let status = response.status();
-                if status.is_success() || status == http::StatusCode::SWITCHING_PROTOCOLS {
+            .map_request(move |request: http::Request<_>| {
+                if checks.admit(request.headers()).is_ok() {
                     flag.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
-                response
+                request
             })
             .service(services.clone().build(methods.clone(), stop.clone()));
         let stopped = stop.clone().shutdown();

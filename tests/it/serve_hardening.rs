@@ -968,3 +968,72 @@ async fn answer_methods_refuse_bad_params_naming_the_field() {
     );
     assert!(text.contains("no pending tool call call-x"), "{text}");
 }
+
+/// Protection: a plain-HTTP client whose first request is a `runStart` queued behind its
+/// session's running turn gets its answer, however long past the 10 s handshake deadline it
+/// comes: the request counts as authenticated when it is read (once, the connection was closed
+/// at 10 s with no answer, while the run started anyway).
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_run_start_queued_past_the_handshake_deadline_gets_its_answer() {
+    codex_bin();
+    let fixture = Fixture::new();
+    let script = fixture.state.parent().expect("base").join("script.json");
+    std::fs::write(
+        &script,
+        json!({"responses": [
+            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}},
+            {"text": "done"},
+            {"text": "second"}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
+    let client = serve.client().await;
+    let mut document = fixture.document();
+    document["sessionKey"] = json!("agent:main:queued");
+    document["tools"] = json!([{"name": "message", "description": "Send a message.", "inputSchema": {"type": "object"}}]);
+    document["directTools"] = json!(["message"]);
+    let first: Value = client
+        .request("bridge.runStart", rpc_params![document.clone()])
+        .await
+        .expect("first run");
+    let first_id = first["runId"].as_str().expect("id").to_string();
+    let events =
+        crate::serve::events_until(&client, &first_id, |event| event["event"] == "toolCall").await;
+    let call = events.last().expect("tool call").clone();
+    // The second run of the session, over plain HTTP on a new connection: it waits in the
+    // session's queue while the first turn waits for its tool.
+    let body =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "bridge.runStart", "params": [document]})
+            .to_string();
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        serve.addr,
+        serve.token(),
+        body.len()
+    );
+    let addr = serve.addr;
+    let answer = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(40)))
+            .expect("timeout");
+        stream.write_all(request.as_bytes()).expect("write");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+    });
+    // Past the handshake deadline, the first turn's tool is answered: the queue moves on.
+    tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+    answer_call(&client, &call).await;
+    let response = tokio::task::spawn_blocking(move || answer.join().expect("reader"))
+        .await
+        .expect("joined");
+    assert!(
+        response.starts_with("HTTP/1.1 200") && response.contains("runId"),
+        "the queued runStart's answer: {response:?}"
+    );
+}
