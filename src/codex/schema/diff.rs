@@ -153,6 +153,12 @@ fn flatten(
             .filter_map(Value::as_str)
             .collect();
         for (key, property) in branch["properties"].as_object().into_iter().flatten() {
+            // Every property visited is charged: a type that holds itself under many names
+            // fans out as (names ^ depth) otherwise (once, 710 MB for a 206 KiB file).
+            if *budget == 0 {
+                return;
+            }
+            *budget -= 1;
             let child = format!("{base}/{key}");
             let mut signature = describe(root, property);
             if required.contains(&key.as_str()) {
@@ -387,6 +393,27 @@ mod tests {
             "no path deeper than the bound"
         );
         assert!(out.len() < MAX_NODES, "{}", out.len());
+    }
+
+    /// Protection: a type that holds itself under 64 names is walked within the node budget
+    /// (every property visited is charged), not as 64 ^ depth paths.
+    #[test]
+    fn a_self_referencing_type_with_many_properties_stays_within_the_budget() {
+        let properties: serde_json::Map<String, Value> = (0..64)
+            .map(|index| {
+                (
+                    format!("p{index}"),
+                    serde_json::json!({"$ref": "#/definitions/Node"}),
+                )
+            })
+            .collect();
+        let root = serde_json::json!({"definitions": {"Node": {"type": "object", "properties": properties}}});
+        let node = serde_json::json!({"$ref": "#/definitions/Node"});
+        let mut out = BTreeMap::new();
+        let mut budget = MAX_NODES;
+        flatten(&root, &node, "", &mut out, 0, &mut budget);
+        assert!(out.len() <= MAX_NODES, "{}", out.len());
+        assert!(out.contains_key("/p0/p0"), "the walk went in");
     }
 
     #[test]

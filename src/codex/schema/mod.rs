@@ -174,7 +174,61 @@ fn implausible(schema: &Value, file: &str) -> Option<String> {
             "the definition {name} refers to itself through anyOf/oneOf/allOf alone"
         ));
     }
+    // A planted permissive entry (a title and some properties, each accepting anything) would
+    // silence every warning: the fields clawbridge itself sends must be described, and the ones
+    // Codex requires must be required, as every generated version has them.
+    let (described, required) = essentials(name);
+    let constraining = |key: &str| {
+        schema["properties"].get(key).is_some_and(|property| {
+            ["type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"]
+                .iter()
+                .any(|word| property.get(word).is_some())
+        })
+    };
+    if let Some(key) = described.iter().find(|key| !constraining(key)) {
+        return Some(format!(
+            "it does not describe `{key}`: not a schema Codex generated"
+        ));
+    }
+    let listed: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if let Some(key) = required.iter().find(|key| !listed.contains(key)) {
+        return Some(format!(
+            "it does not require `{key}`: not a schema Codex generated"
+        ));
+    }
     None
+}
+
+/// Per checked params file: the fields clawbridge sends that a generated schema describes, and
+/// the ones it requires (measured on Codex 0.169.0 and 0.171.0).
+fn essentials(name: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    match name {
+        "ThreadStartParams" => (
+            &[
+                "cwd",
+                "model",
+                "developerInstructions",
+                "dynamicTools",
+                "config",
+            ],
+            &[],
+        ),
+        "ThreadResumeParams" => (&["threadId", "cwd", "developerInstructions"], &["threadId"]),
+        "TurnStartParams" => (
+            &["threadId", "input", "collaborationMode"],
+            &["threadId", "input"],
+        ),
+        "TurnSteerParams" => (
+            &["threadId", "input", "expectedTurnId"],
+            &["threadId", "input", "expectedTurnId"],
+        ),
+        _ => (&[], &[]),
+    }
 }
 
 /// A definition reachable from itself through `$ref`, `anyOf`, `oneOf` and `allOf` only.
@@ -580,11 +634,22 @@ mod tests {
                        {"type": "object", "properties": {"type": {"enum": ["image"]}, "url": {"type": "string"}}}]}}})
         };
         for (_, file) in checked_methods() {
+            // What every generated version requires of the file (`essentials`), and threadId.
+            let (_, required) = essentials(file.trim_end_matches(".json"));
+            let mut required: Vec<&str> = required.to_vec();
+            if !required.contains(&"threadId") {
+                required.push("threadId");
+            }
             let mut schema = object(
                 json!({"threadId": {"type": "string"}, "cwd": {"type": ["string", "null"]},
                        "input": {"type": "array", "items": {"$ref": "#/definitions/Input"}},
-                       "config": {"type": ["object", "null"], "additionalProperties": true}}),
-                json!(["threadId"]),
+                       "config": {"type": ["object", "null"], "additionalProperties": true},
+                       "model": {"type": ["string", "null"]},
+                       "developerInstructions": {"type": ["string", "null"]},
+                       "dynamicTools": {"type": ["array", "null"]},
+                       "collaborationMode": {"type": ["object", "null"]},
+                       "expectedTurnId": {"type": "string"}}),
+                json!(required),
             );
             schema["title"] = json!(file.trim_end_matches(".json"));
             std::fs::write(dir.path().join("v2").join(file), schema.to_string()).expect("write");
@@ -680,13 +745,26 @@ mod tests {
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let cache = SchemaCache::at(dir.path().join("cache"));
         let entry = cache.dir_for(&fake, "0.169.0").expect("key");
+        // A permissive entry: Codex's title and field names, each accepting anything.
+        let permissive = serde_json::json!({"title": "ThreadStartParams", "type": "object",
+            "properties": {"cwd": {}, "model": {}, "developerInstructions": {}, "dynamicTools": {}, "config": {}, "nonsense": {}}});
         let recursive = serde_json::json!({"title": "ThreadStartParams", "type": "object",
             "properties": {"x": {"$ref": "#/definitions/A"}},
             "definitions": {"A": {"anyOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}]},
                             "B": {"oneOf": [{"$ref": "#/definitions/A"}]}}});
-        for planted in [serde_json::json!({}), recursive] {
+        for planted in [serde_json::json!({}), recursive, permissive] {
             std::fs::create_dir_all(entry.join("v2")).expect("dir");
             for (_, file) in checked_methods() {
+                // Each file with its own title, so only what it holds can give it away.
+                let mut planted = planted.clone();
+                if planted.get("title").is_some() {
+                    planted["title"] = serde_json::json!(file.trim_end_matches(".json"));
+                    for key in ["threadId", "input", "expectedTurnId"] {
+                        planted["properties"][key] = serde_json::json!({});
+                    }
+                    planted["required"] =
+                        serde_json::json!(["threadId", "input", "expectedTurnId"]);
+                }
                 std::fs::write(entry.join("v2").join(file), planted.to_string()).expect("plant");
             }
             let (schemas, generated) = cache.schemas_for(&fake, "0.169.0").expect("schemas");
