@@ -148,10 +148,20 @@ fn patterns() -> &'static Patterns {
         };
         Patterns {
             any: Regex::new(
-                r"(?i)bearer|basic|eyJ|sk-|://[^/\s:@]*:[^/\s@]*@|cookie|token|secret|passw|api[_-]?key|authorization",
+                r"(?i)bearer|basic|eyJ|sk-|://[^/\s:@]*:[^/\s@]*@|cookie|token|secret|passw|passphrase|api[_-]?key|authorization|gh[pousr]_|github_pat_|xox[abprs]-|AKIA|AIza|PRIVATE KEY",
             )
             .unwrap_or_else(|error| panic!("redaction pattern: {error}")),
             rules: vec![
+                // The high-confidence shapes captures redact too (see `redact_credentials`).
+                rule(HIGH_CONFIDENCE[0], "<redacted>"),
+                rule(HIGH_CONFIDENCE[1], "<redacted>"),
+                rule(HIGH_CONFIDENCE[2], "$1 <redacted>"),
+                // `Authorization: token x` (GitHub's scheme), `Authorization: Digest x`: the
+                // scheme and its value.
+                rule(
+                    r#"(?i)\b(authorization)(\s*[=:]\s*)(?:(?:bearer|basic|token|digest)\s+)?("[^"]*"|'[^']*'|[^\s"',;]+)"#,
+                    "$1$2<redacted>",
+                ),
                 // `Authorization: Bearer x`, `Bearer x` in any text.
                 rule(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]{6,}", "$1 <redacted>"),
                 // JSON Web Tokens.
@@ -170,6 +180,51 @@ fn patterns() -> &'static Patterns {
             ],
         }
     })
+}
+
+/// Secret shapes no ordinary text has: provider tokens (GitHub, Slack, AWS access keys, Google
+/// API keys), PEM private key blocks, and a password followed by a value with a digit or a
+/// symbol (`password hunter2`, `passphrase: c0rrect-horse`; not `password manager`).
+const HIGH_CONFIDENCE: [&str; 3] = [
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})",
+    r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z]+ )?PRIVATE KEY-----|$)",
+    r#"(?i)\b(password|passwd|passphrase)(?:\s*[=:]\s*|\s+is\s+|\s+)[A-Za-z]*[0-9!@#$%^&*_+~-][^\s"',;]*"#,
+];
+
+/// The credentials in `text` that no prompt holds by accident: the high-confidence shapes, the
+/// password of a URL, `sk-` keys and JWTs. What captures redact in the prompt text itself (the
+/// full `redact_text` would also take words a prompt uses, such as `basic` or `token:`).
+pub fn redact_credentials(text: &str) -> Cow<'_, str> {
+    static RULES: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        let rule = |pattern: &str, keep: &'static str| {
+            (
+                Regex::new(pattern).unwrap_or_else(|error| panic!("redaction pattern: {error}")),
+                keep,
+            )
+        };
+        vec![
+            rule(HIGH_CONFIDENCE[0], "<redacted>"),
+            rule(HIGH_CONFIDENCE[1], "<redacted>"),
+            rule(HIGH_CONFIDENCE[2], "$1 <redacted>"),
+            rule(
+                r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+                "<redacted>",
+            ),
+            rule(r"\bsk-[A-Za-z0-9_-]{8,}", "<redacted>"),
+            rule(
+                r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@",
+                "$1:<redacted>@",
+            ),
+        ]
+    });
+    let mut out = Cow::Borrowed(text);
+    for (pattern, keep) in rules {
+        if let Cow::Owned(replaced) = pattern.replace_all(&out, *keep) {
+            out = Cow::Owned(replaced);
+        }
+    }
+    out
 }
 
 /// `text` with every secret pattern replaced (borrowed when there was none).
@@ -191,6 +246,114 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Free-text forms a secret takes in a transcript line or a prompt: each is redacted by
+    /// `redact_text` (transcripts, reports), and the credential-shaped ones by
+    /// `redact_credentials` (captures) too.
+    fn planted_in_text() -> Vec<(&'static str, &'static str, bool)> {
+        // (text, the secret, a credential shape captures redact too)
+        vec![
+            (
+                "clone https://deploy:Hunter2pass@git.example.com/repo",
+                "Hunter2pass",
+                true,
+            ),
+            ("db at postgres://app:s3cr3tpw@db:5432/x", "s3cr3tpw", true),
+            ("my password hunter2 for the vpn", "hunter2", true),
+            ("password: c0rrect-horse", "c0rrect-horse", true),
+            ("the passphrase is tr0ub4dor", "tr0ub4dor", true),
+            (
+                "export GH=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                true,
+            ),
+            (
+                "token github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+                true,
+            ),
+            (
+                "slack xoxb-123456789012-abcdefghijkl",
+                "xoxb-123456789012-abcdefghijkl",
+                true,
+            ),
+            ("aws AKIAIOSFODNN7EXAMPLE key", "AKIAIOSFODNN7EXAMPLE", true),
+            (
+                "maps AIzaSyA1234567890abcdefghijklmnopqrstuv",
+                "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+                true,
+            ),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----",
+                "MIIEpAIBAAKCAQEA7",
+                true,
+            ),
+            (
+                "key sk-proj-abcdefghij0123456789",
+                "sk-proj-abcdefghij0123456789",
+                true,
+            ),
+            (
+                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+                "eyJzdWIiOiIxIn0",
+                true,
+            ),
+            (
+                "Authorization: token abcdef0123456789",
+                "abcdef0123456789",
+                false,
+            ),
+            (
+                "Authorization: Bearer abcdef0123456789",
+                "abcdef0123456789",
+                false,
+            ),
+            (
+                "curl -H 'X-Api-Key: abcdef0123456789'",
+                "abcdef0123456789",
+                false,
+            ),
+            (
+                "GITHUB_TOKEN=abcdef0123456789 make",
+                "abcdef0123456789",
+                false,
+            ),
+            (
+                "?access_token=abcdef0123456789&x=1",
+                "abcdef0123456789",
+                false,
+            ),
+            ("Cookie: sid=abcdef0123456789", "abcdef0123456789", false),
+            (
+                "client_secret: \"abcdef0123456789\"",
+                "abcdef0123456789",
+                false,
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_planted_form_is_redacted_in_text() {
+        for (text, secret, credential) in planted_in_text() {
+            let redacted = redact_text(text);
+            assert!(!redacted.contains(secret), "{text:?} -> {redacted:?}");
+            if credential {
+                let captured = redact_credentials(text);
+                assert!(
+                    !captured.contains(secret),
+                    "capture: {text:?} -> {captured:?}"
+                );
+            }
+        }
+        // What prompts say in passing stays.
+        for kept in [
+            "Never collect tokens, API keys, or passwords in chat.",
+            "Use the password manager.",
+            "a basic understanding of the codebase",
+        ] {
+            assert_eq!(redact_credentials(kept), kept);
+        }
+    }
 
     /// (where, the secret, how it is written): at least 30 shapes secrets travel in.
     fn corpus() -> Vec<(&'static str, Value, &'static str)> {

@@ -51,7 +51,7 @@ fn post(base_url: &str, body: &str) -> (Vec<Instant>, Vec<u8>) {
 fn request_body() -> String {
     // Field order and spacing as a client wrote them: they must reach the upstream unchanged.
     format!(
-        r#"{{"model":"gpt-5.5",  "instructions":"Be brief.","input":[{{"type":"message","role":"user","content":[{{"type":"input_text","text":"hi"}}]}}],"metadata":{{"api_key":"{API_KEY}"}},"stream":true,"prompt_cache_key":"thread-live-1"}}"#
+        r#"{{"model":"gpt-5.5",  "instructions":"Be brief.","input":[{{"type":"message","role":"user","content":[{{"type":"input_text","text":"hi, clone https://deploy:Hunter2pass@git.example.com with my password hunter2x"}}]}}],"metadata":{{"api_key":"{API_KEY}"}},"stream":true,"prompt_cache_key":"thread-live-1"}}"#
     )
 }
 
@@ -112,7 +112,9 @@ async fn the_forwarder_passes_requests_unchanged_and_streams_answers_as_they_com
     let Some(Recorded::Request { id, request }) = recorded.recv().await else {
         panic!("the request was recorded first");
     };
-    assert_eq!(request.body["input"][0]["content"][0]["text"], "hi");
+    assert!(request.body["input"][0]["content"][0]["text"]
+        .as_str()
+        .is_some_and(|text| text.starts_with("hi, clone")));
     let Some(Recorded::Response {
         id: answered,
         response,
@@ -211,7 +213,8 @@ async fn recorded_requests_and_responses_reach_the_disk_redacted() {
     for file in ["model-request.json", "layers.md", "model-response.json"] {
         let path = turn.join(file);
         let text = std::fs::read_to_string(&path).expect(file);
-        for secret in [API_KEY, ACCOUNT, "Bearer"] {
+        // The credentials a user pasted into the prompt are taken out too.
+        for secret in [API_KEY, ACCOUNT, "Bearer", "Hunter2pass", "hunter2x"] {
             assert!(!text.contains(secret), "{file} holds {secret}:\n{text}");
         }
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();

@@ -108,6 +108,12 @@ impl Redactions {
                 out = replaced;
             }
         }
+        // Credentials in the prompt itself (a URL's password, a key pasted into a chat): the
+        // shapes no prompt holds by accident.
+        if let std::borrow::Cow::Owned(replaced) = crate::support::redact::redact_credentials(&out)
+        {
+            out = replaced;
+        }
         out
     }
 
