@@ -16,6 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const RUNTIME: &str = "clawbridge-runtime";
 
 fn main() -> ExitCode {
+    front::tie_to_launcher();
     if !front::is_one_shot_line() {
         return runtime();
     }

@@ -22,13 +22,28 @@ function nativeBinary() {
   if (!name) {
     throw new Error(`clawbridge has no native build for ${key} (built: ${Object.keys(PLATFORMS).join(", ")}); install it with cargo install instead`);
   }
-  let manifest;
-  try {
-    manifest = require.resolve(`${name}/package.json`, { paths: [__dirname, path.join(__dirname, "..")] });
-  } catch {
-    throw new Error(`the native package ${name} is not installed (npm skipped an optional dependency?); reinstall with optional dependencies, or install ${name} beside this package`);
+  // Only this install's own copies: nested in this package's node_modules, or beside it in the
+  // same node_modules (how npm installs an optional dependency). Never node's walk up through
+  // every parent folder's node_modules, where anyone who can write a folder above this one
+  // could plant a package that would run in its place.
+  const own = path.resolve(__dirname, "..");
+  const scopeless = name.split("/")[1];
+  const candidates = [
+    path.join(own, "node_modules", name),
+    path.join(path.dirname(own), scopeless),
+  ];
+  const root = candidates.find((dir) => {
+    try {
+      const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+      return manifest.name === name;
+    } catch {
+      return false;
+    }
+  });
+  if (!root) {
+    throw new Error(`the native package ${name} is not installed with this one (npm skipped an optional dependency?); reinstall with optional dependencies (looked in ${candidates.join(" and ")})`);
   }
-  const binary = path.join(path.dirname(manifest), "bin", process.platform === "win32" ? "clawbridge.exe" : "clawbridge");
+  const binary = path.join(root, "bin", process.platform === "win32" ? "clawbridge.exe" : "clawbridge");
   if (!fs.existsSync(binary)) throw new Error(`${binary} is missing from ${name}`);
   return binary;
 }
@@ -40,7 +55,12 @@ try {
   process.stderr.write(`clawbridge: ${error.message}\n`);
   process.exit(1);
 }
-const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
+// The native process dies with the launcher, even a SIGKILLed one (it asks the kernel for a
+// SIGTERM when its parent goes: CLAWBRIDGE_PARENT_PID names the parent it must still have).
+const child = spawn(binary, process.argv.slice(2), {
+  stdio: "inherit",
+  env: { ...process.env, CLAWBRIDGE_PARENT_PID: String(process.pid) },
+});
 // Signals sent to the launcher reach the native process; its end is the launcher's end.
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, () => {

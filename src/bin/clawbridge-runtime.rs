@@ -21,6 +21,7 @@ use clawbridge::{commands, fixtures, pairing};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    front::tie_to_launcher();
     let cli = match front::parse() {
         front::Parsed::Cli(cli) => cli,
         front::Parsed::Passthrough(args) => {

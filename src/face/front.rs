@@ -137,6 +137,35 @@ pub fn init_logging(verbose: u8, color: super::cli::Color) {
         .init();
 }
 
+/// Under the npm launcher (`CLAWBRIDGE_PARENT_PID` names it): end with it. The kernel sends
+/// this process SIGTERM when its parent goes, even a SIGKILLed one, so a native endpoint never
+/// outlives its launcher holding its port; a launcher already gone ends this process at once.
+/// The request survives `exec` (the front hands the runtime the same process).
+pub fn tie_to_launcher() {
+    let Some(launcher) = std::env::var("CLAWBRIDGE_PARENT_PID")
+        .ok()
+        .and_then(|pid| pid.parse::<i32>().ok())
+    else {
+        return;
+    };
+    // Read once (the process is still single-threaded): a nested clawbridge that inherits the
+    // environment (a tool of a turn) is not this launcher's child.
+    std::env::remove_var("CLAWBRIDGE_PARENT_PID");
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+        if let Err(error) = set_parent_process_death_signal(Some(Signal::TERM)) {
+            eprintln!("clawbridge: cannot tie this process to its launcher: {error}");
+        }
+        if getppid().map(Pid::as_raw_nonzero).map(|pid| pid.get()) != Some(launcher) {
+            // The launcher ended before the request took hold.
+            std::process::exit(143);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = launcher;
+}
+
 /// The console of the library's commands: output on stdout (a reader that went away, `| head`,
 /// is not an error), notices on stderr.
 pub fn console() -> crate::Console {
