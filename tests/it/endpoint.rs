@@ -20,7 +20,7 @@ use crate::serve::{config, connect, follow, run_document};
 
 pub(crate) const TOKEN: &str = "endpoint-test-token-0123456789";
 
-struct Offline {
+pub(crate) struct Offline {
     stub: ResponsesStub,
     _home: OfflineHome,
 }
@@ -72,7 +72,7 @@ fn no_codex() -> PoolConfig {
     }
 }
 
-async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
+pub(crate) async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
     let stub = ResponsesStub::start(StubScript {
         responses: script,
         ..Default::default()
@@ -601,6 +601,15 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
         .expect("member");
     assert_eq!(restarted.generation, 2, "{restarted:?}");
 
+    // The turns that ended are counted for Prometheus, by status.
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let (status, metrics) = http_get(addr, "/metrics", Some(TOKEN)).await;
+    assert_eq!(status, 200, "{metrics}");
+    assert!(
+        metrics.contains("clawbridge_turns_total{status=\"completed\"}"),
+        "{metrics}"
+    );
+
     // 3. Shutdown with a turn running: interrupted, the client told, then closed.
     second.seen.clear();
     second.request("turn/start", turn.clone()).await;
@@ -616,6 +625,21 @@ async fn threads_survive_reconnects_member_crashes_and_shutdown_drains_turns() {
     while second.next().await.is_some() {}
     stopping.await.expect("stopped");
     drop(offline);
+}
+
+/// An HTTP GET to the endpoint at `addr`: (status, body).
+pub(crate) async fn http_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> (u16, String) {
+    let auth = token
+        .map(|token| format!("Authorization: Bearer {token}\r\n"))
+        .unwrap_or_default();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
+    tokio::task::spawn_blocking(move || crate::serve_security::raw_http(addr, &request))
+        .await
+        .expect("get")
 }
 
 /// Protection: `GET /status` answers only with the token, never to a browser, and lists the

@@ -621,3 +621,81 @@ async fn a_client_s_params_reach_codex_byte_for_byte() {
     endpoint.stop().await;
     remote_app_server.task.abort();
 }
+
+/// `/healthz` and `/readyz` answer a probe without a token and say nothing but yes or no;
+/// `/readyz` is 503 while the only app-server is down and 200 once it is back; `/metrics`
+/// needs the operator's token and tells the members by state and the turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_tell_the_truth_and_metrics_are_the_operator_s() {
+    let fake = FakeRemote::start(Fault::Mute, 0).await;
+    let port = fake.port();
+    fake.task.abort();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let url = format!("ws://127.0.0.1:{port}");
+    let mut pool = PoolConfig {
+        locals: 0,
+        remotes: vec![remote(&url)],
+        backoff_first: Duration::from_millis(100),
+        backoff_max: Duration::from_millis(500),
+        crash_limit: 2,
+        ..PoolConfig::new(Err("no local members".into()), std::env::temp_dir())
+    };
+    pool.peer.request_timeout = Duration::from_secs(2);
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            fleet: fleet(pool),
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let (status, body) = crate::endpoint::http_get(addr, "/healthz", None).await;
+    assert_eq!((status, body.ends_with("ok\n")), (200, true), "{body}");
+    // A client's thread needs the remote app-server, which is down.
+    let mut client = tcp_client(&endpoint).await;
+    client.initialize().await;
+    let _ = client.request("thread/start", json!({})).await;
+    let down = |endpoint: &Endpoint| {
+        endpoint.members().iter().all(|member| {
+            matches!(
+                member.state,
+                clawbridge::MemberState::Restarting | clawbridge::MemberState::Dead
+            )
+        })
+    };
+    crate::util::wait_until_async("the member down", Duration::from_secs(20), || {
+        down(&endpoint)
+    })
+    .await;
+    let (status, body) = crate::endpoint::http_get(addr, "/readyz", None).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        !body.contains("ws://"),
+        "a probe learns nothing more: {body}"
+    );
+    let (status, _) = crate::endpoint::http_get(addr, "/metrics", None).await;
+    assert_eq!(status, 401, "the metrics need the token");
+    let (status, text) =
+        crate::endpoint::http_get(addr, "/metrics", Some(crate::endpoint::TOKEN)).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("clawbridge_ready 0"), "{text}");
+    assert!(text.contains("clawbridge_members{state="), "{text}");
+    // The listener comes back: ready again.
+    let back = FakeRemote::start(Fault::Healthy, port).await;
+    crate::util::wait_until_async("the member back", Duration::from_secs(20), || {
+        endpoint
+            .members()
+            .iter()
+            .any(|member| member.state == clawbridge::MemberState::Ready)
+    })
+    .await;
+    let (status, _) = crate::endpoint::http_get(addr, "/readyz", None).await;
+    assert_eq!(status, 200);
+    let (_, text) = crate::endpoint::http_get(addr, "/metrics", Some(crate::endpoint::TOKEN)).await;
+    assert!(text.contains("clawbridge_ready 1"), "{text}");
+    drop(client);
+    endpoint.stop().await;
+    back.task.abort();
+}

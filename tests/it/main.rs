@@ -10,6 +10,7 @@ mod endpoint_accounts;
 mod endpoint_health;
 mod endpoint_soak;
 mod layers;
+mod metrics;
 mod peer;
 mod pool;
 mod prompt;

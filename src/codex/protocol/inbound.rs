@@ -63,6 +63,16 @@ pub enum TurnState {
 }
 
 impl TurnState {
+    /// Codex's name of the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnState::Completed => "completed",
+            TurnState::Interrupted => "interrupted",
+            TurnState::Failed => "failed",
+            TurnState::InProgress => "inProgress",
+        }
+    }
+
     fn from_wire(text: &str) -> Option<TurnState> {
         Some(match text {
             "completed" => TurnState::Completed,

@@ -14,7 +14,7 @@ use super::INTERNAL_ERROR;
 use crate::codex::client::fleet::{Fleet, Identity};
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::pool::Lease;
-use crate::codex::protocol::inbound::Inbound;
+use crate::codex::protocol::inbound::{Inbound, NotificationKind};
 use crate::proxy::stall::{StallKind, TurnWatch, Verdict};
 use crate::support::sync::lock;
 
@@ -56,6 +56,8 @@ pub(super) struct Feed {
 pub(super) struct StallCounts {
     pub(super) by_kind: Mutex<BTreeMap<&'static str, usize>>,
     pub(super) recovered: AtomicUsize,
+    /// Turns Codex ended, by the status it gave (`/metrics`).
+    pub(super) turns_ended: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 /// A feed's running turn, watched by a draining stop.
@@ -229,21 +231,18 @@ impl Feed {
                 let followers = self.followers();
                 match notification.method.as_str() {
                     method::TURN_STARTED => {
-                        #[derive(serde::Deserialize)]
-                        struct Turn {
-                            id: String,
-                        }
-                        #[derive(serde::Deserialize)]
-                        struct Started {
-                            turn: Turn,
-                        }
-                        if let Ok(started) =
-                            serde_json::from_str::<Started>(notification.params.get())
-                        {
-                            self.turn_started(started.turn.id);
+                        if let Some(turn) = notification.scope().turn_id {
+                            self.turn_started(turn.into_owned());
                         }
                     }
                     method::TURN_COMPLETED => {
+                        let status = match &notification.kind {
+                            NotificationKind::TurnCompleted {
+                                state: Some(state), ..
+                            } => state.as_str(),
+                            _ => "unknown",
+                        };
+                        *lock(&self.stalls.turns_ended).entry(status).or_default() += 1;
                         // Queued before the turn counts as ended: a draining stop that sees no
                         // running turn closes after this message, never before it.
                         for follower in &followers {

@@ -192,6 +192,46 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>, headers: HeaderMap
     }
 }
 
+/// `GET /healthz`: the endpoint serves. No token and no data (a Kubernetes liveness probe).
+pub(super) async fn healthz() -> Response {
+    (StatusCode::OK, "ok\n").into_response()
+}
+
+/// `GET /readyz`: 200 when the endpoint can take a turn, else 503. No token and no data beyond
+/// ready or not (a Kubernetes readiness probe).
+pub(super) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    match shared.ready() {
+        true => (StatusCode::OK, "ready\n").into_response(),
+        false => (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response(),
+    }
+}
+
+/// `GET /metrics`: the Prometheus text format, for the operator (as `/status`).
+pub(super) async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    match shared.guard.admit(&headers) {
+        Err(refusal) => refusal.into_response(),
+        Ok(caller) if !caller.operator => refuse(
+            StatusCode::FORBIDDEN,
+            "the metrics are the operator's (a named client sees its own threads only)",
+        ),
+        Ok(_) => match shared.metrics_text() {
+            Ok(text) => (
+                StatusCode::OK,
+                [(
+                    http::header::CONTENT_TYPE,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )],
+                text,
+            )
+                .into_response(),
+            Err(_) => refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the metrics could not be written",
+            ),
+        },
+    }
+}
+
 /// Every other HTTP request: checked, then upgraded to a client connection.
 pub(super) async fn upgrade(
     State(shared): State<Arc<Shared>>,

@@ -22,6 +22,7 @@ pub(crate) mod command;
 mod connection;
 mod feed;
 mod listener;
+mod metrics;
 mod status;
 
 pub use status::{fetch_status, ConnectionStatus, EndpointStatus, IdentityStatus, ThreadStatus};
@@ -40,7 +41,7 @@ use tokio_util::task::TaskTracker;
 
 use self::connection::Connection;
 use self::feed::{feed_key, Feed, FeedKey, StallCounts, TurnState};
-use self::listener::{accept_loop, bind_unix, status, upgrade, Listener};
+use self::listener::{accept_loop, bind_unix, healthz, metrics, readyz, status, upgrade, Listener};
 
 use crate::app::guard::{BearerCheck, Guard, HostCheck, OriginCheck};
 use crate::codex::client::fleet::{Fleet, FleetConfig, Identity};
@@ -310,6 +311,9 @@ impl Endpoint {
         });
         let router = axum::Router::new()
             .route("/status", axum::routing::get(status))
+            .route("/healthz", axum::routing::get(healthz))
+            .route("/readyz", axum::routing::get(readyz))
+            .route("/metrics", axum::routing::get(metrics))
             .fallback(upgrade)
             .with_state(Arc::clone(&shared));
         let server = shared
@@ -365,6 +369,19 @@ impl Endpoint {
 }
 
 impl Shared {
+    /// What `/readyz` answers.
+    fn ready(&self) -> bool {
+        metrics::ready(&self.status(), self.accepting.is_cancelled())
+    }
+
+    /// What `/metrics` answers.
+    fn metrics_text(&self) -> Result<String, std::fmt::Error> {
+        let status = self.status();
+        let ready = metrics::ready(&status, self.accepting.is_cancelled());
+        let turns = lock(&self.stalls.turns_ended).clone();
+        metrics::prometheus_text(&status, &turns, ready)
+    }
+
     fn live_connections(&self) -> Vec<Arc<Connection>> {
         lock(&self.live)
             .values()
