@@ -21,6 +21,7 @@ pub mod drive;
 pub mod events;
 pub mod fixtures;
 pub mod guard;
+pub mod metrics;
 pub mod pairing;
 pub mod state;
 pub mod token;

@@ -207,6 +207,11 @@ impl Bridge {
     }
 
     /// The runs that have not ended.
+    /// Runs kept: running, and ended ones not yet pruned.
+    pub(super) fn run_count(&self) -> usize {
+        lock(&self.runs).len()
+    }
+
     pub(super) fn running_runs(&self) -> Vec<Arc<RunState>> {
         lock(&self.runs)
             .values()

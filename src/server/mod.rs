@@ -53,6 +53,7 @@ mod errors;
 mod handler;
 mod listener;
 mod methods;
+mod probes;
 mod run_start;
 mod running;
 mod runs;
@@ -152,6 +153,11 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         bearer: BearerCheck::new(token.as_deref(), &clients.clients),
     };
     let middleware = tower::ServiceBuilder::new()
+        // The probes first: a Kubernetes probe names the pod's address, and asks for no data.
+        .layer(probes::ProbeLayer {
+            bridge: Arc::clone(&bridge),
+            guard: checks.clone(),
+        })
         .layer(CheckLayer(host))
         .layer(CheckLayer(checks.origin.clone()))
         .option_layer(cors)

@@ -1044,3 +1044,50 @@ async fn a_run_and_its_events_validate_against_the_openrpc_document() {
         "status",
     );
 }
+
+/// serve answers the probes without a token and with no data (`/readyz` is 503 when no run
+/// could start: no Codex), and `/metrics` only to the operator's token, never to a browser.
+#[test]
+fn probes_answer_without_a_token_and_metrics_need_the_operator() {
+    let get = |serve: &Serve, path: &str, extra: &[String]| {
+        let mut request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            serve.addr
+        );
+        for line in extra {
+            request.push_str(line);
+            request.push_str("\r\n");
+        }
+        request.push_str("\r\n");
+        raw_http(serve.addr, &request)
+    };
+    let fixture = Fixture::new();
+    let empty = fixture.root.parent().expect("base").join("empty-path");
+    std::fs::create_dir_all(&empty).expect("empty");
+    let without = Serve::start_without_codex(&fixture.root, &fixture.state, &empty);
+    let (status, body) = get(&without, "/readyz", &[]);
+    assert_eq!(status, 503, "no Codex, no run: {body}");
+    let (status, _) = get(&without, "/healthz", &[]);
+    assert_eq!(status, 200);
+    drop(without);
+    let serve = fixture.serve(&[]);
+    let (status, body) = get(&serve, "/readyz", &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !body.contains(&fixture.root.display().to_string()),
+        "{body}"
+    );
+    let (status, _) = get(&serve, "/metrics", &[]);
+    assert_eq!(status, 401, "the metrics need the token");
+    let auth = format!("Authorization: Bearer {}", serve.token());
+    let (status, _) = get(
+        &serve,
+        "/metrics",
+        &[auth.clone(), "Origin: http://evil.example".into()],
+    );
+    assert_eq!(status, 403, "never to a browser");
+    let (status, text) = get(&serve, "/metrics", &[auth]);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("clawbridge_ready 1"), "{text}");
+    assert!(text.contains("clawbridge_runs 0"), "{text}");
+}

@@ -219,7 +219,7 @@ pub(super) async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMa
                 StatusCode::OK,
                 [(
                     http::header::CONTENT_TYPE,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    crate::app::metrics::CONTENT_TYPE,
                 )],
                 text,
             )
