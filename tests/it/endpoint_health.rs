@@ -362,6 +362,11 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
         let completed = json!({"method": "turn/completed", "params": {"threadId": thread, "turn": {"id": turn, "items": [], "status": "completed"}}});
         let item = |kind: &str| json!({"method": "item/completed", "params": {"threadId": thread, "turnId": turn, "item": {"type": kind, "id": format!("{turn}-item"), "text": "done"}}});
         send(0.05, started);
+        // The account's rate limits, as Codex tells them during a turn (no thread).
+        send(
+            0.06,
+            json!({"method": "account/rateLimits/updated", "params": {"rateLimits": {"primary": {"usedPercent": 42}}}}),
+        );
         match turns {
             1 => {
                 send(0.1, item("agentMessage"));
@@ -427,6 +432,12 @@ async fn stalled_turns_are_told_once_shown_and_a_missing_completion_is_recovered
         .await;
     assert_eq!(done["params"]["turn"]["id"], "turn-1");
     assert_eq!(done["params"]["turn"]["status"], "completed");
+    // The account's latest rate limits are in the status, as Codex told them.
+    let status = serde_json::to_value(endpoint.status()).expect("status");
+    assert_eq!(
+        status["identities"][0]["rateLimits"]["rateLimits"]["primary"]["usedPercent"], 42,
+        "{status}"
+    );
     assert!(
         began.elapsed() < Duration::from_millis(1900),
         "before Codex's own: {:?}",

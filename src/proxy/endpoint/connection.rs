@@ -209,6 +209,7 @@ impl Connection {
                 turn: followed.feed.turn(),
                 followers: followed.feed.followers().len(),
                 stall: lock(&followed.feed.watch).status(),
+                token_usage: lock(&followed.feed.token_usage).clone(),
             })
             .collect();
         threads.sort_by(|a, b| a.id.cmp(&b.id));

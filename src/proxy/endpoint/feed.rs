@@ -49,7 +49,13 @@ pub(super) struct Feed {
     /// The running turn, watched for stalls.
     pub(super) watch: Mutex<TurnWatch>,
     pub(super) stalls: Arc<StallCounts>,
+    /// Codex's latest `thread/tokenUsage/updated` of the thread (its params, at most
+    /// [`MAX_KEPT_USAGE`] bytes), shown in the status.
+    pub(super) token_usage: Mutex<Option<Box<serde_json::value::RawValue>>>,
 }
+
+/// The largest usage or rate-limits notification kept for the status.
+pub(super) const MAX_KEPT_USAGE: usize = 64 * 1024;
 
 /// Stalls seen so far, by kind, and turns completed for their clients.
 #[derive(Default)]
@@ -229,6 +235,14 @@ impl Feed {
                     notification.params.get()
                 );
                 let followers = self.followers();
+                if notification.method == method::THREAD_TOKEN_USAGE_UPDATED
+                    && notification.params.get().len() <= MAX_KEPT_USAGE
+                {
+                    *lock(&self.token_usage) = serde_json::value::RawValue::from_string(
+                        notification.params.get().to_string(),
+                    )
+                    .ok();
+                }
                 match notification.method.as_str() {
                     method::TURN_STARTED => {
                         if let Some(turn) = notification.scope().turn_id {

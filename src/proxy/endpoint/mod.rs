@@ -207,6 +207,8 @@ struct Shared {
     accepting: CancellationToken,
     /// Cancelled last: every connection closes.
     cancel: CancellationToken,
+    /// Each account's latest `account/rateLimits/updated` (by identity key).
+    rate_limits: Mutex<HashMap<String, Box<serde_json::value::RawValue>>>,
     /// The accept loop, each feed's relay, the watchers of app-servers' threadless messages
     /// and the stops of recycled members; cancelled and joined on stop.
     tasks: Tasks,
@@ -308,6 +310,7 @@ impl Endpoint {
             accepting: CancellationToken::new(),
             cancel: CancellationToken::new(),
             tasks: Tasks::new(),
+            rate_limits: Mutex::new(HashMap::new()),
         });
         let router = axum::Router::new()
             .route("/status", axum::routing::get(status))
@@ -369,6 +372,22 @@ impl Endpoint {
 }
 
 impl Shared {
+    /// Keep an account's latest rate limits for the status (bounded: one entry per identity
+    /// the fleet allows, each at most `MAX_KEPT_USAGE` bytes).
+    fn keep_rate_limits(&self, identity: &Identity, params: &str) {
+        if params.len() > feed::MAX_KEPT_USAGE {
+            return;
+        }
+        let Ok(raw) = serde_json::value::RawValue::from_string(params.to_string()) else {
+            return;
+        };
+        let mut kept = lock(&self.rate_limits);
+        let key = identity.key();
+        if kept.len() < crate::codex::client::fleet::MAX_IDENTITIES || kept.contains_key(&key) {
+            kept.insert(key, raw);
+        }
+    }
+
     /// What `/readyz` answers.
     fn ready(&self) -> bool {
         metrics::ready(&self.status(), self.accepting.is_cancelled())
@@ -427,6 +446,7 @@ impl Shared {
             relay: Mutex::new(None),
             watch: Mutex::new(TurnWatch::new(self.stall_settings)),
             stalls: Arc::clone(&self.stalls),
+            token_usage: Mutex::new(None),
         });
         let relayed = Arc::clone(&feed);
         let shared = Arc::downgrade(self);
@@ -538,6 +558,11 @@ impl Shared {
                     .collect();
                 match message {
                     Inbound::Notification(notification) => {
+                        if notification.method
+                            == crate::codex::protocol::table::name::ACCOUNT_RATE_LIMITS_UPDATED
+                        {
+                            shared.keep_rate_limits(&identity, notification.params.get());
+                        }
                         let text = format!(
                             r#"{{"method":{},"params":{}}}"#,
                             Value::from(notification.method.as_str()),
@@ -595,6 +620,7 @@ impl Shared {
                     .filter(|connection| connection.identity == identity.identity)
                     .count(),
                 threads: threads.get(&identity.identity).copied().unwrap_or(0),
+                rate_limits: lock(&self.rate_limits).get(&identity.identity).cloned(),
                 identity: identity.identity,
                 members: identity.members,
             })

@@ -41,6 +41,9 @@ pub struct IdentityStatus {
     /// Threads it opened that the endpoint remembers.
     pub threads: usize,
     pub members: Vec<MemberStatus>,
+    /// Codex's latest `account/rateLimits/updated` for the account (its params).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limits: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// One client connection in [`EndpointStatus`].
@@ -73,6 +76,10 @@ pub struct ThreadStatus {
     /// The running turn's stall, if it has gone quiet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stall: Option<StallStatus>,
+    /// Codex's latest `thread/tokenUsage/updated` for the thread (its params: the last turn's
+    /// and the thread's total tokens, and the model's context window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_usage: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// `clawbridge app-server status`: a running endpoint's [`EndpointStatus`] document, read with
