@@ -379,6 +379,28 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
     }
 }
 
+/// A new thread and one turn on it (`text`), to its `turn/completed`: (the thread, that message).
+pub(crate) async fn one_turn<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    client: &mut Client<T>,
+    text: &str,
+) -> (String, Value) {
+    let started = client.request("thread/start", json!({})).await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_string();
+    client
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
+        )
+        .await;
+    let done = client
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    (thread, done)
+}
+
 pub(crate) fn turn_completed(thread: &str) -> impl Fn(&Value) -> bool + '_ {
     move |message| message["method"] == "turn/completed" && message["params"]["threadId"] == thread
 }

@@ -598,6 +598,19 @@ async fn a_named_client_sees_and_acts_on_only_its_own_threads() {
     fake.abort();
 }
 
+/// An endpoint whose only members are `pool`'s (remote ones, in these tests).
+async fn remote_only(pool: PoolConfig) -> Endpoint {
+    Endpoint::start(
+        EndpointSettings {
+            fleet: fleet(pool),
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint")
+}
+
 /// Protection: the endpoint forwards a client's params to Codex byte for byte: key order,
 /// spacing and escapes as the client wrote them (once they were re-serialized, keys sorted).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -608,15 +621,7 @@ async fn a_client_s_params_reach_codex_byte_for_byte() {
         remotes: vec![remote(&remote_app_server.url)],
         ..PoolConfig::new(Err("no local members".into()), std::env::temp_dir())
     };
-    let endpoint = Endpoint::start(
-        EndpointSettings {
-            fleet: fleet(pool),
-            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
-        },
-        false,
-    )
-    .await
-    .expect("endpoint");
+    let endpoint = remote_only(pool).await;
     let mut client = tcp_client(&endpoint).await;
     client.initialize().await;
     let params = r#"{ "zeta":1,"alpha" : {"b":2,"a":1},"text":"caf\u00e9 \"q\"","n":1.50 }"#;
@@ -652,15 +657,7 @@ async fn probes_tell_the_truth_and_metrics_are_the_operator_s() {
         ..PoolConfig::new(Err("no local members".into()), std::env::temp_dir())
     };
     pool.peer.request_timeout = Duration::from_secs(2);
-    let endpoint = Endpoint::start(
-        EndpointSettings {
-            fleet: fleet(pool),
-            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
-        },
-        false,
-    )
-    .await
-    .expect("endpoint");
+    let endpoint = remote_only(pool).await;
     let addr = endpoint.tcp_addr().expect("tcp");
     let (status, body) = crate::endpoint::http_get(addr, "/healthz", None).await;
     assert_eq!((status, body.ends_with("ok\n")), (200, true), "{body}");

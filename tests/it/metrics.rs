@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::endpoint::{endpoint, tcp_client, turn_completed, TOKEN};
+use crate::endpoint::{endpoint, one_turn, tcp_client, TOKEN};
 
 fn prometheus_bin() -> std::path::PathBuf {
     std::env::var_os("CLAWBRIDGE_PROMETHEUS_BIN")
@@ -34,20 +34,7 @@ async fn prometheus_scrapes_the_endpoint_and_counts_its_turns() {
     let (endpoint, offline) = endpoint(vec![clawbridge::StubStep::Text("COUNTED".into())]).await;
     let mut client = tcp_client(&endpoint).await;
     client.initialize().await;
-    let started = client.request("thread/start", json!({})).await;
-    let thread = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{started}"))
-        .to_string();
-    client
-        .request(
-            "turn/start",
-            json!({"threadId": thread, "input": [{"type": "text", "text": "count me"}]}),
-        )
-        .await;
-    let done = client
-        .until("turn/completed", turn_completed(&thread))
-        .await;
+    let (_, done) = one_turn(&mut client, "count me").await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
 
     let dir = tempfile::tempdir().expect("dir");

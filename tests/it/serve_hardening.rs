@@ -452,6 +452,18 @@ async fn oversized_documents_and_identifiers_are_refused_naming_the_bound() {
     assert!(fine["threadStart"].is_object());
 }
 
+/// A stub script whose first answer calls the `message` tool, then `done`, then `more`.
+fn tool_call_script(fixture: &Fixture, more: &[Value]) -> std::path::PathBuf {
+    let script = fixture.state.parent().expect("base").join("script.json");
+    let mut responses = vec![
+        json!({"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}}),
+        json!({"text": "done"}),
+    ];
+    responses.extend_from_slice(more);
+    std::fs::write(&script, json!({ "responses": responses }).to_string()).expect("script");
+    script
+}
+
 /// Protection: runs in progress are bounded (`--max-runs`). With one run waiting on its tool
 /// call, a second is refused with 4290, and once the first ends a new one starts.
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
@@ -459,16 +471,7 @@ async fn oversized_documents_and_identifiers_are_refused_naming_the_bound() {
 async fn runs_in_progress_are_bounded() {
     codex_bin();
     let fixture = Fixture::new();
-    let script = fixture.state.parent().expect("base").join("script.json");
-    std::fs::write(
-        &script,
-        json!({"responses": [
-            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}},
-            {"text": "done"}
-        ]})
-        .to_string(),
-    )
-    .expect("script");
+    let script = tool_call_script(&fixture, &[]);
     let serve = fixture.serve(&[
         "--stub-script",
         &script.display().to_string(),
@@ -978,17 +981,7 @@ async fn answer_methods_refuse_bad_params_naming_the_field() {
 async fn an_http_run_start_queued_past_the_handshake_deadline_gets_its_answer() {
     codex_bin();
     let fixture = Fixture::new();
-    let script = fixture.state.parent().expect("base").join("script.json");
-    std::fs::write(
-        &script,
-        json!({"responses": [
-            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hi"}}},
-            {"text": "done"},
-            {"text": "second"}
-        ]})
-        .to_string(),
-    )
-    .expect("script");
+    let script = tool_call_script(&fixture, &[json!({"text": "second"})]);
     let serve = fixture.serve(&["--stub-script", &script.display().to_string()]);
     let client = serve.client().await;
     let mut document = fixture.document();
