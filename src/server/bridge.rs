@@ -39,6 +39,68 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use tokio::sync::{oneshot, watch};
 
+/// The runs the service knows, and what waits on their clients.
+pub(super) struct RunRegistry {
+    pub(super) runs: Mutex<HashMap<String, Arc<RunState>>>,
+    /// One permit per run in progress (`--max-runs`): taken when a run is admitted, before
+    /// anything is read or started, and held by the run until it ends (`RunState::finish`), so
+    /// starts that come together cannot all pass the bound.
+    pub(super) run_slots: Arc<tokio::sync::Semaphore>,
+    /// Tool call id -> the call waiting for a client's `bridge.toolResult`.
+    pub(super) pending_tools: Mutex<HashMap<String, PendingCall>>,
+    /// Approval id -> (its run, the answer).
+    pub(super) pending_approvals: Mutex<HashMap<String, (String, oneshot::Sender<bool>)>>,
+}
+
+impl RunRegistry {
+    pub(super) fn new(max_runs: usize) -> Self {
+        RunRegistry {
+            runs: Mutex::new(HashMap::new()),
+            run_slots: Arc::new(tokio::sync::Semaphore::new(max_runs.max(1))),
+            pending_tools: Mutex::new(HashMap::new()),
+            pending_approvals: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// The sessions: `sessionKey` -> thread bindings (written to the state dir as they change) and
+/// each session's queue (its runs in order).
+pub(super) struct SessionBindings {
+    pub(super) bindings: Mutex<BindingFile>,
+    pub(super) session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl SessionBindings {
+    pub(super) fn new(bindings: BindingFile) -> Self {
+        SessionBindings {
+            bindings: Mutex::new(bindings),
+            session_locks: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// The threads runs are using: one run per thread at a time.
+#[derive(Default)]
+pub(super) struct ThreadBroker {
+    busy: Mutex<HashSet<String>>,
+}
+
+impl ThreadBroker {
+    /// Take `thread` for a run; false when another run has it.
+    pub(super) fn claim(&self, thread: &str) -> bool {
+        lock(&self.busy).insert(thread.to_string())
+    }
+
+    pub(super) fn release(&self, thread: &str) {
+        lock(&self.busy).remove(thread);
+    }
+
+    /// The threads in use now.
+    pub(super) fn busy(&self) -> HashSet<String> {
+        lock(&self.busy).clone()
+    }
+}
+
 /// Shared state of the service.
 pub struct Bridge {
     pub(super) config: ServeConfig,
@@ -60,18 +122,12 @@ pub struct Bridge {
     pub(super) plane: Mutex<Option<crate::traffic::plane::Plane>>,
     /// The `CODEX_HOME` local app-servers get.
     pub(super) codex_home: PathBuf,
-    pub(super) bindings: Mutex<BindingFile>,
-    pub(super) session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    pub(super) runs: Mutex<HashMap<String, Arc<RunState>>>,
-    /// One permit per run in progress (`--max-runs`): taken when a run is admitted, before
-    /// anything is read or started, and held by the run until it ends (`RunState::finish`), so
-    /// starts that come together cannot all pass the bound.
-    pub(super) run_slots: Arc<tokio::sync::Semaphore>,
-    pub(super) pending_tools: Mutex<HashMap<String, PendingCall>>,
-    /// Approval id -> (its run, the answer).
-    pub(super) pending_approvals: Mutex<HashMap<String, (String, oneshot::Sender<bool>)>>,
-    /// Threads a run is using right now: one run per thread at a time.
-    pub(super) busy_threads: Mutex<HashSet<String>>,
+    /// Sessions: their thread bindings (persisted) and their queues.
+    pub(super) sessions: SessionBindings,
+    /// Runs: the registry, the `--max-runs` places, and what waits on a client's answer.
+    pub(super) registry: RunRegistry,
+    /// Threads a run is using right now.
+    pub(super) threads: ThreadBroker,
     pub(super) roots: Roots,
     pub(super) skill_cache: Arc<SkillCache>,
     /// One serve per state dir, for as long as this one runs (released by [`Running::stop`]).
@@ -85,7 +141,7 @@ impl Bridge {
 
     pub(super) fn save_bindings(&self) -> Result<(), ErrorObjectOwned> {
         let text = {
-            let bindings = lock(&self.bindings);
+            let bindings = lock(&self.sessions.bindings);
             // A failed serialization writes nothing: the file on disk stays as it was.
             serde_json::to_string_pretty(&*bindings)
                 .map_err(|error| rpc_error(codes::INTERNAL, format!("sessions.json: {error}")))?
@@ -190,7 +246,7 @@ impl Bridge {
     pub(super) fn prune(&self) {
         let now = std::time::Instant::now();
         let ttl = self.config.finished_run_ttl;
-        let mut runs = lock(&self.runs);
+        let mut runs = lock(&self.registry.runs);
         let mut finished: Vec<(std::time::Instant, String)> = runs
             .values()
             .filter_map(|run| lock(&run.ended_at).map(|ended| (ended, run.run_id.clone())))
@@ -203,17 +259,17 @@ impl Bridge {
             }
         }
         drop(runs);
-        lock(&self.session_locks).retain(|_, queue| Arc::strong_count(queue) > 1);
+        lock(&self.sessions.session_locks).retain(|_, queue| Arc::strong_count(queue) > 1);
     }
 
     /// The runs that have not ended.
     /// Runs kept: running, and ended ones not yet pruned.
     pub(super) fn run_count(&self) -> usize {
-        lock(&self.runs).len()
+        lock(&self.registry.runs).len()
     }
 
     pub(super) fn running_runs(&self) -> Vec<Arc<RunState>> {
-        lock(&self.runs)
+        lock(&self.registry.runs)
             .values()
             .filter(|run| !run.progress.borrow().1)
             .cloned()
@@ -304,7 +360,7 @@ impl Bridge {
         caller: &Caller,
         run_id: &str,
     ) -> Result<Arc<RunState>, ErrorObjectOwned> {
-        lock(&self.runs)
+        lock(&self.registry.runs)
             .get(run_id)
             .filter(|run| caller.may_use(&run.owner))
             .cloned()
@@ -324,7 +380,7 @@ impl Bridge {
         run: &Run,
     ) -> Result<(), ErrorObjectOwned> {
         if let Some(key) = &run.session_key {
-            let owner = lock(&self.bindings)
+            let owner = lock(&self.sessions.bindings)
                 .sessions
                 .get(key)
                 .map(|binding| binding.owner_name().to_string());
@@ -336,13 +392,16 @@ impl Bridge {
             }
         }
         if let Some(thread_id) = &run.thread_id {
-            let foreign = lock(&self.runs).values().any(|other| {
+            let foreign = lock(&self.registry.runs).values().any(|other| {
                 !caller.may_use(&other.owner)
                     && lock(&other.thread_id).as_deref() == Some(thread_id.as_str())
             });
-            let bound_elsewhere = lock(&self.bindings).sessions.values().any(|binding| {
-                &binding.thread_id == thread_id && !caller.may_use(binding.owner_name())
-            });
+            let bound_elsewhere = lock(&self.sessions.bindings)
+                .sessions
+                .values()
+                .any(|binding| {
+                    &binding.thread_id == thread_id && !caller.may_use(binding.owner_name())
+                });
             if foreign || bound_elsewhere {
                 return Err(rpc_error(
                     codes::FORBIDDEN,
@@ -374,7 +433,7 @@ impl Bridge {
         thread_id: &str,
         session_key: Option<&str>,
     ) -> Result<(), ErrorObjectOwned> {
-        let owner = lock(&self.bindings)
+        let owner = lock(&self.sessions.bindings)
             .sessions
             .iter()
             .find(|(_, binding)| binding.thread_id == thread_id)
@@ -391,14 +450,14 @@ impl Bridge {
         {
             return Err(refused("belongs to another session"));
         }
-        if !lock(&self.busy_threads).insert(thread_id.to_string()) {
+        if !self.threads.claim(thread_id) {
             return Err(refused("is in use by another run"));
         }
         Ok(())
     }
 
     pub(super) fn release_thread(&self, thread_id: &str) {
-        lock(&self.busy_threads).remove(thread_id);
+        self.threads.release(thread_id);
     }
 }
 

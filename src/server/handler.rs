@@ -38,7 +38,7 @@ impl ServerRequestHandler for BridgeHandler {
                         call.tool.clone()
                     };
                     let (answer, receiver) = oneshot::channel();
-                    lock(&self.bridge.pending_tools).insert(
+                    lock(&self.bridge.registry.pending_tools).insert(
                         call_id.clone(),
                         PendingCall {
                             run_id: self.run.run_id.clone(),
@@ -55,7 +55,7 @@ impl ServerRequestHandler for BridgeHandler {
                     let result = match tokio::time::timeout(timeout, receiver).await {
                         Ok(Ok(answer)) => answer,
                         _ => {
-                            lock(&self.bridge.pending_tools).remove(&call_id);
+                            lock(&self.bridge.registry.pending_tools).remove(&call_id);
                             json!({"contentItems": [{"type": "inputText", "text": format!("The tool `{tool}` got no answer from OpenClaw within {timeout:?}.")}], "success": false})
                         }
                     };
@@ -79,7 +79,7 @@ impl ServerRequestHandler for BridgeHandler {
                 RequestKind::Approval(kind) => {
                     let approval_id = random_id("approval");
                     let (answer, receiver) = oneshot::channel();
-                    lock(&self.bridge.pending_approvals)
+                    lock(&self.bridge.registry.pending_approvals)
                         .insert(approval_id.clone(), (self.run.run_id.clone(), answer));
                     self.run.push(RunEvent::ApprovalRequest {
                         approval_id: approval_id.clone(),
@@ -91,7 +91,7 @@ impl ServerRequestHandler for BridgeHandler {
                         .ok()
                         .and_then(Result::ok)
                         .unwrap_or(false);
-                    lock(&self.bridge.pending_approvals).remove(&approval_id);
+                    lock(&self.bridge.registry.pending_approvals).remove(&approval_id);
                     Ok(kind.answer(approve))
                 }
                 RequestKind::Other => DefaultHandler::default().handle(request).await,

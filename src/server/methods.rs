@@ -391,14 +391,14 @@ async fn tool_result(
         .answer()
         .map_err(|why| rpc_error(codes::INVALID_PARAMS, format!("the tool result {why}")))?;
     let not_found = || rpc_error(codes::NOT_FOUND, format!("no pending tool call {call_id}"));
-    let run_id = lock(&bridge.pending_tools)
+    let run_id = lock(&bridge.registry.pending_tools)
         .get(call_id)
         .map(|pending| pending.run_id.clone())
         .ok_or_else(not_found)?;
     if !bridge.may_use_run(&caller, &run_id) {
         return Err(not_found());
     }
-    let pending = lock(&bridge.pending_tools)
+    let pending = lock(&bridge.registry.pending_tools)
         .remove(call_id)
         .ok_or_else(not_found)?;
     let _ = pending.answer.send(answer);
@@ -418,14 +418,14 @@ async fn approval(
             format!("no pending approval {approval_id}"),
         )
     };
-    let run_id = lock(&bridge.pending_approvals)
+    let run_id = lock(&bridge.registry.pending_approvals)
         .get(approval_id)
         .map(|(run_id, _)| run_id.clone())
         .ok_or_else(not_found)?;
     if !bridge.may_use_run(&caller, &run_id) {
         return Err(not_found());
     }
-    let (_, pending) = lock(&bridge.pending_approvals)
+    let (_, pending) = lock(&bridge.registry.pending_approvals)
         .remove(approval_id)
         .ok_or_else(not_found)?;
     let _ = pending.send(approve);
@@ -465,7 +465,7 @@ async fn status(
     caller: Caller,
     _: api::NoParams,
 ) -> Result<api::Status, ErrorObjectOwned> {
-    let runs: Vec<api::RunSummary> = lock(&bridge.runs)
+    let runs: Vec<api::RunSummary> = lock(&bridge.registry.runs)
         .values()
         .filter(|run| caller.may_use(&run.owner))
         .map(|run| {
@@ -483,16 +483,16 @@ async fn status(
     let codex = codex_status(&bridge);
     Ok(api::Status {
         codex,
-        sessions: lock(&bridge.bindings)
+        sessions: lock(&bridge.sessions.bindings)
             .sessions
             .values()
             .filter(|binding| caller.may_use(binding.owner_name()))
             .count(),
-        pending_tool_calls: lock(&bridge.pending_tools)
+        pending_tool_calls: lock(&bridge.registry.pending_tools)
             .values()
             .filter(|call| runs.iter().any(|run| run.run_id == call.run_id))
             .count(),
-        pending_approvals: lock(&bridge.pending_approvals)
+        pending_approvals: lock(&bridge.registry.pending_approvals)
             .values()
             .filter(|(run_id, _)| runs.iter().any(|run| &run.run_id == run_id))
             .count(),

@@ -29,8 +29,6 @@
 //! `bridge.approval`, `bridge.runInterrupt`, `bridge.runSteer`, `bridge.status`, `rpc.discover`
 //! ([`api`] describes them all as OpenRPC, from the types the handlers parse and answer with).
 
-use std::collections::HashMap;
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -113,13 +111,9 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         tasks: tokio_util::task::TaskTracker::new(),
         cancel: tokio_util::sync::CancellationToken::new(),
         blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),
-        bindings: Mutex::new(bindings),
-        session_locks: Mutex::new(HashMap::new()),
-        runs: Mutex::new(HashMap::new()),
-        run_slots: Arc::new(tokio::sync::Semaphore::new(config.max_runs.max(1))),
-        pending_tools: Mutex::new(HashMap::new()),
-        pending_approvals: Mutex::new(HashMap::new()),
-        busy_threads: Mutex::new(HashSet::new()),
+        sessions: bridge::SessionBindings::new(bindings),
+        registry: bridge::RunRegistry::new(config.max_runs),
+        threads: bridge::ThreadBroker::default(),
         roots: Roots::new(config.workspace_roots.clone()),
         skill_cache: Arc::new(SkillCache::default()),
         config: config.clone(),

@@ -159,7 +159,7 @@ fn admit(bridge: &Bridge) -> Result<tokio::sync::OwnedSemaphorePermit, ErrorObje
             "clawbridge serve is shutting down",
         ));
     }
-    Arc::clone(&bridge.run_slots).try_acquire_owned().map_err(|_| {
+    Arc::clone(&bridge.registry.run_slots).try_acquire_owned().map_err(|_| {
         rpc_error(
             codes::BUSY,
             format!(
@@ -275,8 +275,12 @@ async fn register(
         slot: Mutex::new(Some(slot)),
     });
     bridge.prune();
-    lock(&bridge.runs).insert(run_id, Arc::clone(&state));
-    let session_lock = Arc::clone(lock(&bridge.session_locks).entry(session_key).or_default());
+    lock(&bridge.registry.runs).insert(run_id, Arc::clone(&state));
+    let session_lock = Arc::clone(
+        lock(&bridge.sessions.session_locks)
+            .entry(session_key)
+            .or_default(),
+    );
     (state, session_lock.lock_owned().await)
 }
 
@@ -333,7 +337,7 @@ fn find_thread(
     };
     let bound = session
         .filter(|_| !new_thread)
-        .and_then(|key| lock(&bridge.bindings).sessions.get(key).cloned());
+        .and_then(|key| lock(&bridge.sessions.bindings).sessions.get(key).cloned());
     let mut affinity = None;
     match (&run.thread_id, bound) {
         (None, Some(binding)) if binding.fingerprint == fingerprint => {
@@ -408,10 +412,10 @@ fn bind_session(
         return Ok(());
     };
     {
-        let mut bindings = lock(&bridge.bindings);
+        let mut bindings = lock(&bridge.sessions.bindings);
         let bound = bridge.config.max_sessions.clamp(1, MAX_SESSIONS_LIMIT);
         if !bindings.sessions.contains_key(key) && bindings.sessions.len() >= bound {
-            let busy = lock(&bridge.busy_threads).clone();
+            let busy = bridge.threads.busy();
             let idle = bindings
                 .sessions
                 .iter()
@@ -509,7 +513,7 @@ impl RunTask {
             Err(error) => RunEvent::failed(Some(handle.thread_id.clone()), error.to_string()),
         };
         // Tool calls of this run that nobody answered are dropped with it.
-        lock(&bridge.pending_tools).retain(|_, call| call.run_id != state.run_id);
+        lock(&bridge.registry.pending_tools).retain(|_, call| call.run_id != state.run_id);
         state.finish(end);
         // Keep a thread whose turn went well loaded for the session's next run (bounded: the
         // least recently used falls out); let Codex unload any other.
