@@ -93,6 +93,11 @@ pub struct AppServerArgs {
     /// result is told as a stall (logged once, shown in `app-server status`).
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub stall_after: u64,
+    /// With --listen ws:// or unix://: tokens each account may use per day (UTC), counted from
+    /// Codex's `thread/tokenUsage/updated`. Past it, the running turn is interrupted and new
+    /// turns are refused with a message naming the budget, until the next day.
+    #[arg(long, value_name = "TOKENS")]
+    pub budget_tokens: Option<u64>,
     /// With --listen ws:// or unix://: the pool the endpoint serves from.
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -497,6 +502,7 @@ mod tests {
                 "--allow-remote",
                 "--completion-grace",
                 "--stall-after",
+                "--budget-tokens",
                 "--app-servers",
                 "--app-server",
                 "--app-server-token-file",
@@ -510,7 +516,7 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, true, true, true, true,
-                false, true, true, true, true, true, true, true, true
+                false, true, true, true, true, true, true, true, true, true
             ]
         );
     }

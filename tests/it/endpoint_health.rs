@@ -351,6 +351,14 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
             _ => json!({}),
         };
         send(0.0, json!({"id": id, "result": result}));
+        if method == "turn/interrupt" {
+            // As Codex does: the turn ends, interrupted.
+            let turn = message["params"]["turnId"].as_str().unwrap_or_default();
+            send(
+                0.0,
+                json!({"method": "turn/completed", "params": {"threadId": named, "turn": {"id": turn, "items": [], "status": "interrupted"}}}),
+            );
+        }
         if method != "turn/start" {
             continue;
         }
@@ -369,6 +377,13 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
         );
         match turns {
             1 => {
+                // What the model call cost, as Codex tells it.
+                send(
+                    0.07,
+                    json!({"method": "thread/tokenUsage/updated", "params": {"threadId": thread, "turnId": turn, "tokenUsage": {
+                        "last": {"totalTokens": 600, "inputTokens": 500, "cachedInputTokens": 100, "outputTokens": 100, "reasoningOutputTokens": 0},
+                        "total": {"totalTokens": 600, "inputTokens": 500, "cachedInputTokens": 100, "outputTokens": 100, "reasoningOutputTokens": 0}}}}),
+                );
                 send(0.1, item("agentMessage"));
                 send(2.0, completed);
             }
@@ -706,4 +721,60 @@ async fn probes_tell_the_truth_and_metrics_are_the_operator_s() {
     drop(client);
     endpoint.stop().await;
     back.task.abort();
+}
+
+/// Protection (`--budget-tokens`): an account that goes past its daily budget has its running
+/// turn interrupted and its next turn refused with a message naming the budget; the tokens are
+/// in the status and the metrics. (A scripted fake member: no Codex needed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_stops_a_runaway_account() {
+    let (url, fake) = scripted_remote().await;
+    let mut pool = PoolConfig {
+        locals: 0,
+        remotes: vec![remote(&url)],
+        ..PoolConfig::new(Err("remote only".into()), std::env::temp_dir())
+    };
+    pool.peer.request_timeout = Duration::from_secs(5);
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            fleet: fleet(pool),
+            budget_tokens: Some(500),
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let mut client = tcp_client(&endpoint).await;
+    client.initialize().await;
+    let started = client.request("thread/start", json!({})).await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .expect("thread")
+        .to_string();
+    let turn = json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]});
+    // The first turn's model call costs 600 tokens, past the budget of 500: it is interrupted.
+    client.request("turn/start", turn.clone()).await;
+    let ended = client
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    assert_eq!(ended["params"]["turn"]["status"], "interrupted", "{ended}");
+    let refused = client.request("turn/start", turn).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("--budget-tokens") && message.contains("600"),
+        "{refused}"
+    );
+    let status = serde_json::to_value(endpoint.status()).expect("status");
+    assert_eq!(status["identities"][0]["tokensToday"], 600, "{status}");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let (_, metrics) =
+        crate::endpoint::http_get(addr, "/metrics", Some(crate::endpoint::TOKEN)).await;
+    assert!(
+        metrics.contains("clawbridge_tokens_total{kind=\"input\"} 500"),
+        "{metrics}"
+    );
+    drop(client);
+    endpoint.stop().await;
+    fake.abort();
 }

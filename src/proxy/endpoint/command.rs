@@ -197,6 +197,7 @@ pub(crate) async fn run_endpoint(
             recover: args.completion_grace.is_some(),
             silence: Duration::from_secs(args.stall_after.max(1)),
         },
+        budget_tokens: args.budget_tokens,
     };
     let running = Endpoint::start(settings, args.allow_remote).await?;
     match &running.listen {

@@ -508,6 +508,12 @@ impl Connection {
             _ => {}
         }
         let identity = self.identity();
+        // An account past its daily budget starts no turn (`--budget-tokens`).
+        if matches!(method.as_str(), method::TURN_START | method::TURN_STEER) {
+            if let Some(why) = self.shared.usage.refusal(&identity.key()) {
+                return self.fail(&id, INVALID_REQUEST, why).await;
+            }
+        }
         // The method table says which requests are about a thread (`thread/start` is, but
         // names none yet); an unknown method is looked at for a `threadId` as well.
         let known = CodexMethod::from_name(&method);

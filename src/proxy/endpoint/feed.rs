@@ -52,6 +52,104 @@ pub(super) struct Feed {
     /// Codex's latest `thread/tokenUsage/updated` of the thread (its params, at most
     /// [`MAX_KEPT_USAGE`] bytes), shown in the status.
     pub(super) token_usage: Mutex<Option<Box<serde_json::value::RawValue>>>,
+    pub(super) usage: Arc<UsageCounts>,
+}
+
+/// Tokens Codex reported, for `/metrics` and the accounts' daily budget (`--budget-tokens`).
+#[derive(Debug, Default)]
+pub(super) struct UsageCounts {
+    /// Tokens by kind (`input`, `cachedInput`, `output`, `reasoningOutput`), all accounts.
+    pub(super) tokens: Mutex<BTreeMap<&'static str, u64>>,
+    /// Identity key -> (the UTC day, tokens that day); one entry per identity the fleet allows.
+    pub(super) today: Mutex<std::collections::HashMap<String, (u64, u64)>>,
+    /// Tokens an account may use per day.
+    pub(super) budget: Option<u64>,
+}
+
+/// Days since the Unix epoch (UTC).
+fn day_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() / 86_400)
+}
+
+impl UsageCounts {
+    /// Count one `thread/tokenUsage/updated` (its `last` breakdown) for `identity`; true when it
+    /// takes the account past its budget (the first time that day).
+    pub(super) fn add(&self, identity: &str, params: &str) -> bool {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(rename_all = "camelCase", default)]
+        struct Breakdown {
+            total_tokens: u64,
+            input_tokens: u64,
+            cached_input_tokens: u64,
+            output_tokens: u64,
+            reasoning_output_tokens: u64,
+        }
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Usage {
+            last: Breakdown,
+        }
+        #[derive(serde::Deserialize, Default)]
+        #[serde(rename_all = "camelCase", default)]
+        struct Updated {
+            token_usage: Usage,
+        }
+        let Ok(updated) = serde_json::from_str::<Updated>(params) else {
+            return false;
+        };
+        let last = updated.token_usage.last;
+        {
+            let mut tokens = lock(&self.tokens);
+            for (kind, count) in [
+                ("input", last.input_tokens),
+                ("cachedInput", last.cached_input_tokens),
+                ("output", last.output_tokens),
+                ("reasoningOutput", last.reasoning_output_tokens),
+            ] {
+                *tokens.entry(kind).or_default() += count;
+            }
+        }
+        let used = match last.total_tokens {
+            0 => last.input_tokens + last.output_tokens,
+            total => total,
+        };
+        let day = day_now();
+        let mut today = lock(&self.today);
+        if today.len() >= crate::codex::client::fleet::MAX_IDENTITIES
+            && !today.contains_key(identity)
+        {
+            today.retain(|_, (seen, _)| *seen == day);
+        }
+        let entry = today.entry(identity.to_string()).or_insert((day, 0));
+        if entry.0 != day {
+            *entry = (day, 0);
+        }
+        let before = entry.1;
+        entry.1 = before.saturating_add(used);
+        self.budget
+            .is_some_and(|budget| before <= budget && entry.1 > budget)
+    }
+
+    /// Tokens `identity` used today.
+    pub(super) fn used_today(&self, identity: &str) -> u64 {
+        lock(&self.today)
+            .get(identity)
+            .filter(|(day, _)| *day == day_now())
+            .map_or(0, |(_, used)| *used)
+    }
+
+    /// Why `identity` may not start a turn now (past its budget), if so.
+    pub(super) fn refusal(&self, identity: &str) -> Option<String> {
+        let budget = self.budget?;
+        let used = self.used_today(identity);
+        (used > budget).then(|| {
+            format!(
+                "clawbridge: this account used {used} tokens today, past its budget of {budget} (--budget-tokens); new turns are refused until tomorrow (UTC)"
+            )
+        })
+    }
 }
 
 /// The largest usage or rate-limits notification kept for the status.
@@ -214,6 +312,33 @@ impl Feed {
         }
     }
 
+    /// The account just went past its daily budget: told once, and the running turn of this
+    /// thread is interrupted (its followers get Codex's `turn/completed`, interrupted).
+    async fn over_budget(&self) {
+        tracing::warn!(
+            "account {} went past its token budget (--budget-tokens): its running turn on {} is interrupted and new turns are refused until tomorrow (UTC)",
+            self.identity.key(),
+            self.thread
+        );
+        let Some(turn_id) = self.turn() else {
+            return;
+        };
+        let params = crate::codex::protocol::methods::TurnInterruptParams {
+            thread_id: self.thread.clone(),
+            turn_id,
+        };
+        let interrupt = self
+            .lease
+            .hub
+            .peer()
+            .call::<crate::codex::protocol::methods::TurnInterrupt>(&params);
+        if let Ok(Err(error)) =
+            tokio::time::timeout(std::time::Duration::from_secs(2), interrupt).await
+        {
+            tracing::debug!("turn/interrupt of {}: {error}", self.thread);
+        }
+    }
+
     /// One message of the thread to its followers.
     pub(super) async fn deliver(&self, message: Inbound) {
         match message {
@@ -242,6 +367,12 @@ impl Feed {
                         notification.params.get().to_string(),
                     )
                     .ok();
+                    if self
+                        .usage
+                        .add(&self.identity.key(), notification.params.get())
+                    {
+                        self.over_budget().await;
+                    }
                 }
                 match notification.method.as_str() {
                     method::TURN_STARTED => {

@@ -23,6 +23,7 @@ pub(super) fn ready(status: &EndpointStatus, draining: bool) -> bool {
 pub(super) fn prometheus_text(
     status: &EndpointStatus,
     turns_ended: &BTreeMap<&'static str, u64>,
+    tokens: &BTreeMap<&'static str, u64>,
     ready: bool,
 ) -> Result<String, std::fmt::Error> {
     let mut metrics = Metrics::default();
@@ -60,6 +61,12 @@ pub(super) fn prometheus_text(
         "recovered_turns",
         "Turns whose missing turn/completed the endpoint supplied",
         u64::try_from(status.recovered_turns).unwrap_or(u64::MAX),
+    );
+    metrics.counters(
+        "tokens",
+        "Tokens Codex reported (thread/tokenUsage/updated), by kind",
+        "kind",
+        tokens.iter().map(|(kind, count)| (*kind, *count)),
     );
     metrics.members(&status.members);
     metrics.text()

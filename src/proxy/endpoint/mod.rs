@@ -140,6 +140,8 @@ pub struct EndpointSettings {
     pub observe: Option<crate::proxy::observe::ObserverQueue>,
     /// What is a stalled turn, and whether the missing `turn/completed` is supplied.
     pub stalls: StallSettings,
+    /// `--budget-tokens`: tokens each account may use per day (UTC).
+    pub budget_tokens: Option<u64>,
 }
 
 /// Why the endpoint could not start, or its status could not be read.
@@ -194,6 +196,8 @@ struct Shared {
     feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
     stall_settings: StallSettings,
     stalls: Arc<StallCounts>,
+    /// Tokens Codex reported, by kind and per account today (`--budget-tokens`).
+    usage: Arc<feed::UsageCounts>,
     transcript: Option<PathBuf>,
     observe: Option<crate::proxy::observe::ObserverQueue>,
     /// Connections so far (each one's transcript folder is named after its number).
@@ -301,6 +305,10 @@ impl Endpoint {
             feeds: Mutex::new(HashMap::new()),
             stall_settings: settings.stalls,
             stalls: Arc::default(),
+            usage: Arc::new(feed::UsageCounts {
+                budget: settings.budget_tokens,
+                ..Default::default()
+            }),
             transcript: settings.transcript,
             observe: settings.observe,
             opened: AtomicUsize::new(first_connection),
@@ -398,7 +406,8 @@ impl Shared {
         let status = self.status();
         let ready = metrics::ready(&status, self.accepting.is_cancelled());
         let turns = lock(&self.stalls.turns_ended).clone();
-        metrics::prometheus_text(&status, &turns, ready)
+        let tokens = lock(&self.usage.tokens).clone();
+        metrics::prometheus_text(&status, &turns, &tokens, ready)
     }
 
     fn live_connections(&self) -> Vec<Arc<Connection>> {
@@ -447,6 +456,7 @@ impl Shared {
             watch: Mutex::new(TurnWatch::new(self.stall_settings)),
             stalls: Arc::clone(&self.stalls),
             token_usage: Mutex::new(None),
+            usage: Arc::clone(&self.usage),
         });
         let relayed = Arc::clone(&feed);
         let shared = Arc::downgrade(self);
@@ -621,6 +631,7 @@ impl Shared {
                     .count(),
                 threads: threads.get(&identity.identity).copied().unwrap_or(0),
                 rate_limits: lock(&self.rate_limits).get(&identity.identity).cloned(),
+                tokens_today: self.usage.used_today(&identity.identity),
                 identity: identity.identity,
                 members: identity.members,
             })

@@ -44,6 +44,8 @@ pub struct IdentityStatus {
     /// Codex's latest `account/rateLimits/updated` for the account (its params).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limits: Option<Box<serde_json::value::RawValue>>,
+    /// Tokens it used today (UTC), as Codex reported them (what `--budget-tokens` counts).
+    pub tokens_today: u64,
 }
 
 /// One client connection in [`EndpointStatus`].
