@@ -84,6 +84,11 @@ pub struct AppServerArgs {
     /// clear).
     #[arg(long)]
     pub allow_remote: bool,
+    /// With --listen ws://: another name clients and scrapers may use in `Host` (`name`,
+    /// `name:port` or `name:*`; repeatable), as `serve --allow-host`. Only the bound address
+    /// and loopback names pass otherwise.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
     /// With --listen ws:// or unix://: a turn whose final agent message came without its
     /// `turn/completed` is completed for the client after SECS (marked recovered in `app-server
     /// status`), as `serve` does. Without it such turns are only told (after 30 s).
@@ -500,6 +505,7 @@ mod tests {
                 "--state-dir",
                 "--clients",
                 "--allow-remote",
+                "--allow-host",
                 "--completion-grace",
                 "--stall-after",
                 "--budget-tokens",
@@ -516,7 +522,7 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, true, true, true, true,
-                false, true, true, true, true, true, true, true, true, true
+                false, true, true, true, true, true, true, true, true, true, true
             ]
         );
     }

@@ -1,7 +1,10 @@
-//! `clawbridge app-server`: a transparent stdio proxy for OpenClaw's Codex slot
-//! (`plugins.entries.codex.config.appServer.command`).
+//! `clawbridge app-server`, in two faces: the WebSocket endpoint ([`endpoint`], `--listen ws://`
+//! or `unix://`) and the transparent stdio proxy for OpenClaw's Codex slot
+//! (`plugins.entries.codex.config.appServer.command`; [`stdio`]). Both start the model-traffic
+//! plane they are asked for (`traffic::plane`) and the taps ([`tap`]); this file dispatches the
+//! command and its `report` and `status` subcommands.
 //!
-//! It starts the real `codex app-server` with the arguments OpenClaw passes
+//! The stdio proxy starts the real `codex app-server` with the arguments OpenClaw passes
 //! (`[-c key=value]... app-server --listen stdio://`, read by [`args`]) and forwards every line
 //! both ways, byte for byte, whatever the method: the proxy never rewrites what it forwards, so
 //! ids keep their JSON type and a method it does not know passes like any other. It sends
@@ -18,8 +21,9 @@
 //!   per method at the end, read by `clawbridge app-server report DIR`: [`report`]);
 //! - `--offline`: clawbridge's loopback Responses stub answers the model requests (Codex is
 //!   given `-c openai_base_url=...`, which wins over OpenClaw's `modelProvider: "openai"`), and
-//!   each request is written with its `layers.md` per thread and turn (`--capture DIR`, else
-//!   `DIR/model-requests` of the transcript).
+//!   each request and its answer are written with the request's `layers.md` per thread and turn
+//!   (`--capture DIR`, else `DIR/model-requests` of the transcript), through the recording
+//!   forwarder in front of the stub, as `run` and `serve` do.
 //!
 //! It ends when Codex exits (with Codex's exit code, or 128 + the signal that killed it; at once,
 //! even while the client keeps stdin open, so stdout closes with it) or when its stdin closes (Codex's stdin is

@@ -42,6 +42,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         observe: None,
         stalls: StallSettings::default(),
         budget_tokens: None,
+        allow_hosts: Vec::new(),
     }
 }
 

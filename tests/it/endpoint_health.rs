@@ -778,3 +778,31 @@ async fn a_budget_stops_a_runaway_account() {
     endpoint.stop().await;
     fake.abort();
 }
+
+/// `--allow-host`: a scraper that names the endpoint by another name (a pod's) is served when
+/// the operator allowed that name, and refused (403) otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_host_reaches_the_metrics_and_no_other_does() {
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            allow_hosts: vec!["metrics.internal:*".to_string()],
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let scrape = |host: &'static str| async move {
+        let request = format!(
+            "GET /metrics HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            crate::endpoint::TOKEN
+        );
+        tokio::task::spawn_blocking(move || crate::serve_security::raw_http(addr, &request).0)
+            .await
+            .expect("scrape")
+    };
+    assert_eq!(scrape("metrics.internal:9090").await, 200);
+    assert_eq!(scrape("evil.example:9090").await, 403);
+    endpoint.stop().await;
+}

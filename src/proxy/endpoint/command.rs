@@ -198,6 +198,7 @@ pub(crate) async fn run_endpoint(
             silence: Duration::from_secs(args.stall_after.max(1)),
         },
         budget_tokens: args.budget_tokens,
+        allow_hosts: args.allow_hosts.clone(),
     };
     let running = Endpoint::start(settings, args.allow_remote).await?;
     match &running.listen {

@@ -142,6 +142,8 @@ pub struct EndpointSettings {
     pub stalls: StallSettings,
     /// `--budget-tokens`: tokens each account may use per day (UTC).
     pub budget_tokens: Option<u64>,
+    /// `--allow-host`: names besides the bound address and loopback that `Host` may carry.
+    pub allow_hosts: Vec<String>,
 }
 
 /// Why the endpoint could not start, or its status could not be read.
@@ -276,12 +278,14 @@ impl Endpoint {
             .map_or(0, highest_connection_folder);
         let host = match &listen {
             ListenAddr::Tcp(addr) => Some(
-                HostCheck::new(&crate::app::guard::allowed_hosts(*addr, &[])).map_err(
-                    |message| EndpointError::Bind {
-                        addr: addr.to_string(),
-                        source: std::io::Error::other(message),
-                    },
-                )?,
+                HostCheck::new(&crate::app::guard::allowed_hosts(
+                    *addr,
+                    &settings.allow_hosts,
+                ))
+                .map_err(|message| EndpointError::Bind {
+                    addr: addr.to_string(),
+                    source: std::io::Error::other(message),
+                })?,
             ),
             // A Unix socket is reached through the file system, never by a browser's name.
             ListenAddr::Unix(_) => None,
