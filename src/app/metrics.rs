@@ -67,6 +67,20 @@ impl Metrics {
         self.registry.register(name, help, family);
     }
 
+    /// A counter per set of labels.
+    pub fn labelled_counters(
+        &mut self,
+        name: &str,
+        help: &str,
+        values: impl IntoIterator<Item = (Vec<(String, String)>, u64)>,
+    ) {
+        let family = Family::<Labels, Counter>::default();
+        for (labels, count) in values {
+            family.get_or_create(&labels).inc_by(count);
+        }
+        self.registry.register(name, help, family);
+    }
+
     /// The app-servers: by state, each one's restarts and running threads.
     pub fn members(&mut self, members: &[MemberStatus]) {
         let by_state = Family::<Labels, Gauge<i64>>::default();

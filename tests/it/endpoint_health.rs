@@ -343,7 +343,7 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
             "initialize" => json!({"userAgent": "fake_remote/0.169.0 (test)"}),
             "thread/start" => {
                 threads.push(format!("thread-{}", threads.len() + 1));
-                json!({"thread": {"id": threads.last()}})
+                json!({"thread": {"id": threads.last()}, "model": "gpt-5.5"})
             }
             "thread/resume" => json!({"thread": {"id": named}}),
             "turn/start" => json!({"turn": {"id": format!("turn-{}", turns + 1)}}),
@@ -771,7 +771,11 @@ async fn a_budget_stops_a_runaway_account() {
     let (_, metrics) =
         crate::endpoint::http_get(addr, "/metrics", Some(crate::endpoint::TOKEN)).await;
     assert!(
-        metrics.contains("clawbridge_tokens_total{kind=\"input\"} 500"),
+        metrics.contains("clawbridge_tokens_total{model=\"gpt-5.5\",kind=\"input\"} 500"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("clawbridge_model_calls_total{model=\"gpt-5.5\"} 1"),
         "{metrics}"
     );
     drop(client);

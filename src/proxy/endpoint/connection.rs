@@ -621,12 +621,17 @@ impl Connection {
                 let mut answered = thread.clone();
                 match method.as_str() {
                     method::THREAD_START | method::THREAD_RESUME => {
-                        let opened = serde_json::from_str::<Value>(raw.get())
-                            .ok()
-                            .and_then(|answer| answer["thread"]["id"].as_str().map(str::to_string));
+                        let answer = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
+                        let opened = answer["thread"]["id"].as_str().map(str::to_string);
                         if let Some(opened) = opened {
                             lease.hub.note_opened();
                             self.follow(&opened, &lease, &identity);
+                            // The model the thread runs on labels its tokens in `/metrics`.
+                            if let (Some(feed), Some(model)) =
+                                (self.feed_of(&opened), answer["model"].as_str())
+                            {
+                                feed.set_model(model);
+                            }
                             if method == method::THREAD_START {
                                 if let Some(feed) = self.feed_of(&opened) {
                                     feed.started_here();

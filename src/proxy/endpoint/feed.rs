@@ -53,18 +53,26 @@ pub(super) struct Feed {
     /// [`MAX_KEPT_USAGE`] bytes), shown in the status.
     pub(super) token_usage: Mutex<Option<Box<serde_json::value::RawValue>>>,
     pub(super) usage: Arc<UsageCounts>,
+    /// The model the thread runs on, as Codex answered its start or resume.
+    pub(super) model: Mutex<Option<String>>,
 }
 
 /// Tokens Codex reported, for `/metrics` and the accounts' daily budget (`--budget-tokens`).
 #[derive(Debug, Default)]
 pub(super) struct UsageCounts {
-    /// Tokens by kind (`input`, `cachedInput`, `output`, `reasoningOutput`), all accounts.
-    pub(super) tokens: Mutex<BTreeMap<&'static str, u64>>,
+    /// Tokens by model and kind (`input`, `cachedInput`, `output`, `reasoningOutput`), all
+    /// accounts; at most [`MAX_MODELS`] models (the rest count as `other`).
+    pub(super) tokens: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Model calls (`thread/tokenUsage/updated` notifications) by model.
+    pub(super) calls: Mutex<BTreeMap<String, u64>>,
     /// Identity key -> (the UTC day, tokens that day); one entry per identity the fleet allows.
     pub(super) today: Mutex<std::collections::HashMap<String, (u64, u64)>>,
     /// Tokens an account may use per day.
     pub(super) budget: Option<u64>,
 }
+
+/// Models told apart in the token metrics.
+const MAX_MODELS: usize = 64;
 
 /// Days since the Unix epoch (UTC).
 fn day_now() -> u64 {
@@ -76,7 +84,7 @@ fn day_now() -> u64 {
 impl UsageCounts {
     /// Count one `thread/tokenUsage/updated` (its `last` breakdown) for `identity`; true when it
     /// takes the account past its budget (the first time that day).
-    pub(super) fn add(&self, identity: &str, params: &str) -> bool {
+    pub(super) fn add(&self, identity: &str, model: Option<&str>, params: &str) -> bool {
         #[derive(serde::Deserialize, Default)]
         #[serde(rename_all = "camelCase", default)]
         struct Breakdown {
@@ -101,6 +109,14 @@ impl UsageCounts {
         };
         let last = updated.token_usage.last;
         {
+            let mut calls = lock(&self.calls);
+            let model = match model {
+                Some(model) if calls.contains_key(model) || calls.len() < MAX_MODELS => model,
+                Some(_) => "other",
+                None => "unknown",
+            }
+            .to_string();
+            *calls.entry(model.clone()).or_default() += 1;
             let mut tokens = lock(&self.tokens);
             for (kind, count) in [
                 ("input", last.input_tokens),
@@ -108,7 +124,7 @@ impl UsageCounts {
                 ("output", last.output_tokens),
                 ("reasoningOutput", last.reasoning_output_tokens),
             ] {
-                *tokens.entry(kind).or_default() += count;
+                *tokens.entry((model.clone(), kind)).or_default() += count;
             }
         }
         let used = match last.total_tokens {
@@ -312,6 +328,15 @@ impl Feed {
         }
     }
 
+    /// The model the thread runs on (kept short and printable: it labels metrics).
+    pub(super) fn set_model(&self, model: &str) {
+        let model: String = crate::support::text::printable(model)
+            .chars()
+            .take(100)
+            .collect();
+        *lock(&self.model) = Some(model);
+    }
+
     /// The account just went past its daily budget: told once, and the running turn of this
     /// thread is interrupted (its followers get Codex's `turn/completed`, interrupted).
     async fn over_budget(&self) {
@@ -367,10 +392,12 @@ impl Feed {
                         notification.params.get().to_string(),
                     )
                     .ok();
-                    if self
-                        .usage
-                        .add(&self.identity.key(), notification.params.get())
-                    {
+                    let model = lock(&self.model).clone();
+                    if self.usage.add(
+                        &self.identity.key(),
+                        model.as_deref(),
+                        notification.params.get(),
+                    ) {
                         self.over_budget().await;
                     }
                 }

@@ -23,7 +23,8 @@ pub(super) fn ready(status: &EndpointStatus, draining: bool) -> bool {
 pub(super) fn prometheus_text(
     status: &EndpointStatus,
     turns_ended: &BTreeMap<&'static str, u64>,
-    tokens: &BTreeMap<&'static str, u64>,
+    tokens: &BTreeMap<(String, &'static str), u64>,
+    calls: &BTreeMap<String, u64>,
     ready: bool,
 ) -> Result<String, std::fmt::Error> {
     let mut metrics = Metrics::default();
@@ -62,11 +63,24 @@ pub(super) fn prometheus_text(
         "Turns whose missing turn/completed the endpoint supplied",
         u64::try_from(status.recovered_turns).unwrap_or(u64::MAX),
     );
-    metrics.counters(
+    metrics.labelled_counters(
         "tokens",
-        "Tokens Codex reported (thread/tokenUsage/updated), by kind",
-        "kind",
-        tokens.iter().map(|(kind, count)| (*kind, *count)),
+        "Tokens Codex reported (thread/tokenUsage/updated), by model and kind",
+        tokens.iter().map(|((model, kind), count)| {
+            (
+                vec![
+                    ("model".to_string(), model.clone()),
+                    ("kind".to_string(), (*kind).to_string()),
+                ],
+                *count,
+            )
+        }),
+    );
+    metrics.counters(
+        "model_calls",
+        "Model calls Codex reported (one thread/tokenUsage/updated each), by model",
+        "model",
+        calls.iter().map(|(model, count)| (model.as_str(), *count)),
     );
     metrics.members(&status.members);
     metrics.text()

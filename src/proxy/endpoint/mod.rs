@@ -411,7 +411,8 @@ impl Shared {
         let ready = metrics::ready(&status, self.accepting.is_cancelled());
         let turns = lock(&self.stalls.turns_ended).clone();
         let tokens = lock(&self.usage.tokens).clone();
-        metrics::prometheus_text(&status, &turns, &tokens, ready)
+        let calls = lock(&self.usage.calls).clone();
+        metrics::prometheus_text(&status, &turns, &tokens, &calls, ready)
     }
 
     fn live_connections(&self) -> Vec<Arc<Connection>> {
@@ -461,6 +462,7 @@ impl Shared {
             stalls: Arc::clone(&self.stalls),
             token_usage: Mutex::new(None),
             usage: Arc::clone(&self.usage),
+            model: Mutex::new(None),
         });
         let relayed = Arc::clone(&feed);
         let shared = Arc::downgrade(self);
