@@ -377,20 +377,7 @@ async fn endpoint_members_are_recycled_past_their_thread_budget() {
     let mut client = tcp_client(&accounts.endpoint).await;
     client.initialize().await;
     for round in 0..3 {
-        let started = client.request("thread/start", json!({})).await;
-        let thread = started["result"]["thread"]["id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{started}"))
-            .to_string();
-        client
-            .request(
-                "turn/start",
-                json!({"threadId": thread, "input": [{"type": "text", "text": format!("round {round}")}]}),
-            )
-            .await;
-        let done = client
-            .until("turn/completed", turn_completed(&thread))
-            .await;
+        let (_, done) = crate::endpoint::one_turn(&mut client, &format!("round {round}")).await;
         assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
         client.seen.clear();
     }

@@ -396,12 +396,11 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
     }
 }
 
-/// Stalls on the endpoint: a final agent message without `turn/completed` is completed for the
-/// client after `--completion-grace` (marked recovered, and Codex's late one is not relayed
-/// twice); silence after `turn/started` and after a tool's result are told once each and shown
-/// in the status on their thread while they last. (A scripted fake member: no Codex needed.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stalled_turns_are_told_once_shown_and_a_missing_completion_is_recovered() {
+/// An endpoint over one scripted fake member (requests time out after 5 s), its settings as
+/// `tweak` makes them; the fake's task.
+async fn scripted_endpoint(
+    tweak: impl FnOnce(EndpointSettings) -> EndpointSettings,
+) -> (Endpoint, tokio::task::JoinHandle<()>) {
     let (url, fake) = scripted_remote().await;
     let mut pool = PoolConfig {
         locals: 0,
@@ -409,20 +408,29 @@ async fn stalled_turns_are_told_once_shown_and_a_missing_completion_is_recovered
         ..PoolConfig::new(Err("remote only".into()), std::env::temp_dir())
     };
     pool.peer.request_timeout = Duration::from_secs(5);
-    let endpoint = Endpoint::start(
-        EndpointSettings {
-            fleet: fleet(pool),
-            stalls: clawbridge::StallSettings {
-                completion_grace: Duration::from_secs(1),
-                recover: true,
-                silence: Duration::from_secs(1),
-            },
-            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+    let base = EndpointSettings {
+        fleet: fleet(pool),
+        ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+    };
+    let endpoint = Endpoint::start(tweak(base), false).await.expect("endpoint");
+    (endpoint, fake)
+}
+
+/// Stalls on the endpoint: a final agent message without `turn/completed` is completed for the
+/// client after `--completion-grace` (marked recovered, and Codex's late one is not relayed
+/// twice); silence after `turn/started` and after a tool's result are told once each and shown
+/// in the status on their thread while they last. (A scripted fake member: no Codex needed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_turns_are_told_once_shown_and_a_missing_completion_is_recovered() {
+    let (endpoint, fake) = scripted_endpoint(|settings| EndpointSettings {
+        stalls: clawbridge::StallSettings {
+            completion_grace: Duration::from_secs(1),
+            recover: true,
+            silence: Duration::from_secs(1),
         },
-        false,
-    )
-    .await
-    .expect("endpoint");
+        ..settings
+    })
+    .await;
     let mut client = tcp_client(&endpoint).await;
     client.initialize().await;
     let started = client.request("thread/start", json!({})).await;
@@ -728,23 +736,11 @@ async fn probes_tell_the_truth_and_metrics_are_the_operator_s() {
 /// in the status and the metrics. (A scripted fake member: no Codex needed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_stops_a_runaway_account() {
-    let (url, fake) = scripted_remote().await;
-    let mut pool = PoolConfig {
-        locals: 0,
-        remotes: vec![remote(&url)],
-        ..PoolConfig::new(Err("remote only".into()), std::env::temp_dir())
-    };
-    pool.peer.request_timeout = Duration::from_secs(5);
-    let endpoint = Endpoint::start(
-        EndpointSettings {
-            fleet: fleet(pool),
-            budget_tokens: Some(500),
-            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
-        },
-        false,
-    )
-    .await
-    .expect("endpoint");
+    let (endpoint, fake) = scripted_endpoint(|settings| EndpointSettings {
+        budget_tokens: Some(500),
+        ..settings
+    })
+    .await;
     let mut client = tcp_client(&endpoint).await;
     client.initialize().await;
     let started = client.request("thread/start", json!({})).await;
