@@ -153,6 +153,12 @@ impl RequestCheck for HostCheck {
 
 type BoxFuture<T, E> = Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send>>;
 
+/// Set by the guard when a request of its connection passes every check (the token's names
+/// the caller): serve's handshake deadline reads it, so a request counts as authenticated when
+/// it is read, not when it is answered.
+#[derive(Clone, Debug, Default)]
+pub struct Admitted(pub Arc<std::sync::atomic::AtomicBool>);
+
 /// One check on a request's headers: `Err(response)` refuses the request with that response;
 /// an admitted one may say who it comes from (set as a request extension the methods read).
 pub trait RequestCheck: Clone + Send + Sync + 'static {
@@ -203,6 +209,11 @@ where
             }
             Ok(caller) => {
                 if let Some(caller) = caller {
+                    // The check that names a caller is the token's, the last of the guard:
+                    // the connection this request came on is now authenticated.
+                    if let Some(Admitted(flag)) = request.extensions().get::<Admitted>() {
+                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
                     request.extensions_mut().insert(caller);
                 }
                 Box::pin(self.inner.call(request))

@@ -187,16 +187,16 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     bridge.tasks.spawn(accept.run(move |stream, permit| {
         let authenticated = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = Arc::clone(&authenticated);
-        let checks = checks.clone();
         // A request that passes the guard authenticates its connection when it is read, not
         // when it is answered: a `runStart` queued behind a session's running turn may take
         // longer than the handshake deadline to answer, and must get its answer (its run
-        // starts either way).
+        // starts either way). The guard sets the flag as it admits the request (no second
+        // check).
         let service = tower::ServiceBuilder::new()
-            .map_request(move |request: http::Request<_>| {
-                if checks.admit(request.headers()).is_ok() {
-                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
-                }
+            .map_request(move |mut request: http::Request<_>| {
+                request
+                    .extensions_mut()
+                    .insert(guard::Admitted(Arc::clone(&flag)));
                 request
             })
             .service(services.clone().build(methods.clone(), stop.clone()));

@@ -55,10 +55,14 @@ fn answer(status: http::StatusCode, content_type: &'static str, body: String) ->
 impl ProbeLayer {
     /// A run can start.
     fn ready(&self) -> bool {
+        self.ready_with(&self.bridge.pool.status())
+    }
+
+    /// A run can start, `members` being the pool's now.
+    fn ready_with(&self, members: &[crate::codex::client::pool::MemberStatus]) -> bool {
         let bridge = &self.bridge;
         let codex = matches!(bridge.config.codex_bin, CodexBinary::Found(_))
             || !bridge.config.remote_app_servers.is_empty();
-        let members = bridge.pool.status();
         !bridge
             .shutting_down
             .load(std::sync::atomic::Ordering::SeqCst)
@@ -67,11 +71,12 @@ impl ProbeLayer {
     }
 
     fn metrics(&self) -> Result<String, std::fmt::Error> {
+        let members = self.bridge.pool.status();
         let mut metrics = Metrics::default();
         metrics.gauge(
             "ready",
             "1 when serve can start a run (what /readyz answers)",
-            usize::from(self.ready()),
+            usize::from(self.ready_with(&members)),
         );
         metrics.gauge(
             "runs_running",
@@ -83,7 +88,7 @@ impl ProbeLayer {
             "Runs serve keeps (running, and ended ones not yet pruned)",
             self.bridge.run_count(),
         );
-        metrics.members(&self.bridge.pool.status());
+        metrics.members(&members);
         metrics.text()
     }
 
