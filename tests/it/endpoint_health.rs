@@ -26,6 +26,8 @@ enum Fault {
     Healthy,
     /// Answers every request with the line it received (`{"received": LINE}`).
     Echo,
+    /// Closes every connection as it is accepted: a listener that is gone.
+    Closed,
 }
 
 /// A fake Codex WebSocket listener: it completes the handshake and answers `initialize` (as
@@ -33,40 +35,49 @@ enum Fault {
 struct FakeRemote {
     url: String,
     connections: Arc<AtomicUsize>,
+    /// The fault new connections get; changed with [`FakeRemote::become_`].
+    fault: Arc<std::sync::Mutex<Fault>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl FakeRemote {
-    async fn start(fault: Fault, port: u16) -> FakeRemote {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+    async fn start(fault: Fault) -> FakeRemote {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let connections = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&connections);
+        let fault = Arc::new(std::sync::Mutex::new(fault));
+        let current = Arc::clone(&fault);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 counted.fetch_add(1, Ordering::SeqCst);
+                let fault = *current.lock().expect("fault");
+                if fault == Fault::Closed {
+                    drop(stream);
+                    continue;
+                }
                 tokio::spawn(serve_fake(stream, fault));
             }
         });
         FakeRemote {
             url: format!("ws://{addr}"),
             connections,
+            fault,
             task,
         }
     }
 
-    fn port(&self) -> u16 {
-        self.url
-            .rsplit(':')
-            .next()
-            .and_then(|port| port.parse().ok())
-            .expect("port")
+    /// New connections get `fault` from now on. The port stays this listener's: a test that
+    /// let it go and bound it again could find it taken by another test meanwhile.
+    fn become_(&self, fault: Fault) {
+        *self.fault.lock().expect("fault") = fault;
     }
+
 }
 
 /// The two halves of a fake remote's WebSocket, once its handshake is accepted.
@@ -117,6 +128,7 @@ async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
                 }
                 Fault::MuteAfterOne => continue,
                 Fault::Healthy => json!({"id": id, "result": {"data": []}}).to_string(),
+                Fault::Closed => return,
                 Fault::Echo => {
                     json!({"id": id, "result": {"received": String::from_utf8_lossy(&data)}})
                         .to_string()
@@ -213,7 +225,7 @@ async fn ten_clients(endpoint: &Endpoint) -> (usize, Vec<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_or_garbage_remote_member_never_takes_work_from_a_healthy_one() {
     for fault in [Fault::Mute, Fault::Garbage, Fault::MuteAfterOne] {
-        let fake = FakeRemote::start(fault, 0).await;
+        let fake = FakeRemote::start(fault).await;
         let (endpoint, _stub, _home) = endpoint_with(vec![remote(&fake.url)]).await;
         let (served, failures) = ten_clients(&endpoint).await;
         // One that passes its probe and then stalls costs the one request it timed out (the
@@ -240,12 +252,9 @@ async fn a_stalled_or_garbage_remote_member_never_takes_work_from_a_healthy_one(
 async fn a_dead_remote_member_comes_back_when_its_listener_does() {
     // A listener that answers the probe: the endpoint itself over a second local Codex would do,
     // but a fake that answers everything with an empty result is enough for the pool's health.
-    let fake = FakeRemote::start(Fault::Mute, 0).await;
-    let port = fake.port();
-    fake.task.abort();
-    // Nothing listens there now.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let url = format!("ws://127.0.0.1:{port}");
+    // Its listener is gone: each connection is closed as it is accepted.
+    let fake = FakeRemote::start(Fault::Closed).await;
+    let url = fake.url.clone();
     let (endpoint, _stub, _home) = endpoint_with(vec![remote(&url)]).await;
     // New clients are served by the local member while the remote one fails and dies.
     let (served, failures) = ten_clients(&endpoint).await;
@@ -263,13 +272,13 @@ async fn a_dead_remote_member_comes_back_when_its_listener_does() {
     })
     .await;
     // Its listener comes back (answering the probe): the member is tried again and is ready.
-    let back = FakeRemote::start(Fault::Healthy, port).await;
+    fake.become_(Fault::Healthy);
     crate::util::wait_until_async("the remote member back", Duration::from_secs(20), || {
         state(&endpoint).0 == clawbridge::MemberState::Ready
     })
     .await;
     endpoint.stop().await;
-    back.task.abort();
+    fake.task.abort();
 }
 
 /// A fake app-server with a scripted thread: each `turn/start` answers `turn-N` and then goes
@@ -638,7 +647,7 @@ async fn remote_only(pool: PoolConfig) -> Endpoint {
 /// spacing and escapes as the client wrote them (once they were re-serialized, keys sorted).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_s_params_reach_codex_byte_for_byte() {
-    let remote_app_server = FakeRemote::start(Fault::Echo, 0).await;
+    let remote_app_server = FakeRemote::start(Fault::Echo).await;
     let pool = PoolConfig {
         locals: 0,
         remotes: vec![remote(&remote_app_server.url)],
@@ -666,11 +675,9 @@ async fn a_client_s_params_reach_codex_byte_for_byte() {
 /// needs the operator's token and tells the members by state and the turns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probes_tell_the_truth_and_metrics_are_the_operator_s() {
-    let fake = FakeRemote::start(Fault::Mute, 0).await;
-    let port = fake.port();
-    fake.task.abort();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let url = format!("ws://127.0.0.1:{port}");
+    // Its listener is gone: each connection is closed as it is accepted.
+    let fake = FakeRemote::start(Fault::Closed).await;
+    let url = fake.url.clone();
     let mut pool = PoolConfig {
         locals: 0,
         remotes: vec![remote(&url)],
@@ -714,7 +721,7 @@ async fn probes_tell_the_truth_and_metrics_are_the_operator_s() {
     assert!(text.contains("clawbridge_ready 0"), "{text}");
     assert!(text.contains("clawbridge_members{state="), "{text}");
     // The listener comes back: ready again.
-    let back = FakeRemote::start(Fault::Healthy, port).await;
+    fake.become_(Fault::Healthy);
     crate::util::wait_until_async("the member back", Duration::from_secs(20), || {
         endpoint
             .members()
@@ -728,7 +735,7 @@ async fn probes_tell_the_truth_and_metrics_are_the_operator_s() {
     assert!(text.contains("clawbridge_ready 1"), "{text}");
     drop(client);
     endpoint.stop().await;
-    back.task.abort();
+    fake.task.abort();
 }
 
 /// Protection (`--budget-tokens`): an account that goes past its daily budget has its running

@@ -14,13 +14,6 @@ fn prometheus_bin() -> std::path::PathBuf {
         .unwrap_or_else(|| crate::util::repo_root().join(".tools/prometheus/usr/bin/prometheus"))
 }
 
-/// A free loopback port (bound, then released for Prometheus to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free port")
-}
 
 #[ignore = "pairs with the Codex CLI and Prometheus: scripts/test installs them and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,7 +43,7 @@ async fn prometheus_scrapes_the_endpoint_and_counts_its_turns() {
         ),
     )
     .expect("config");
-    let port = free_port();
+    let port = crate::util::free_port();
     let mut prometheus = std::process::Command::new(&binary)
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(

@@ -166,13 +166,6 @@ async fn a_killed_member_loses_only_its_run_and_its_session_resumes_there() {
     running.stop().await;
 }
 
-/// A free loopback port (bound, then released for the child to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("port")
-}
 
 /// A real `codex app-server --listen ws://127.0.0.1:PORT --ws-auth capability-token` over its
 /// own offline home and stub, killed with the guard.
@@ -209,7 +202,7 @@ impl RemoteCodex {
         .expect("home");
         let token_file = dir.path().join("token");
         std::fs::write(&token_file, token).expect("token");
-        let port = free_port();
+        let port = crate::util::free_port();
         let url = format!("ws://127.0.0.1:{port}");
         let mut command =
             std::process::Command::new(clawbridge::resolve_native_binary(&codex_bin()));

@@ -285,3 +285,22 @@ pub fn write_private(path: &Path, contents: &str) {
         .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     file.write_all(contents.as_bytes()).expect("write");
 }
+
+/// A free loopback port for a child that binds it itself (Codex's `--listen`, Prometheus).
+/// It is taken below the kernel's ephemeral range (32768 and up), where no `bind(0)` of
+/// another test can be handed it between this check and the child's bind; successive calls
+/// in one process never repeat a port.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    // Spread processes apart (two test binaries running at once start at different ports).
+    let base = 20_000 + (std::process::id() % 500) as u16 * 20;
+    for _ in 0..2_000 {
+        let offset = NEXT.fetch_add(1, Ordering::SeqCst) % 12_000;
+        let port = 20_000 + (base - 20_000 + offset) % 12_000;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port between 20000 and 32000");
+}
