@@ -457,6 +457,7 @@ fn completions_name_every_command() {
 /// commands still work and the others say what is missing.
 #[test]
 fn the_front_runs_one_shot_commands_and_hands_the_rest_to_the_runtime() {
+    use crate::util::OutputRetryingBusy;
     use std::os::unix::process::CommandExt;
     let alone = tempfile::tempdir().expect("dir");
     let front = alone.path().join("clawbridge");
@@ -467,7 +468,7 @@ fn the_front_runs_one_shot_commands_and_hands_the_rest_to_the_runtime() {
     let state = state.path().display().to_string();
     let output = std::process::Command::new(&front)
         .args(["params", &run, "--state-dir", &state])
-        .output()
+        .output_retrying_busy()
         .expect("spawn the front alone");
     assert!(output.status.success(), "{output:?}");
     let params: Value = serde_json::from_slice(&output.stdout).expect("params JSON");
@@ -475,7 +476,7 @@ fn the_front_runs_one_shot_commands_and_hands_the_rest_to_the_runtime() {
     // Anything else needs the runtime, and says so.
     let output = std::process::Command::new(&front)
         .args(["schema", "run-document"])
-        .output()
+        .output_retrying_busy()
         .expect("spawn the front alone");
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -119,7 +119,7 @@ async fn connections_are_capped_and_the_refusal_says_why() {
     assert!(text.contains("Too many connections"), "{text}");
     drop(held);
     // Slots come back when clients leave.
-    let accepted = crate::util::poll_async(Duration::from_secs(3), || {
+    let accepted = crate::util::poll_async(Duration::from_secs(20), || {
         let (status, _) = crate::serve_security::upgrade(
             serve.addr,
             &serve.addr.to_string(),

@@ -345,7 +345,7 @@ fn a_missing_or_wrong_token_is_refused_and_the_token_file_is_private() {
     let serve = fixture.serve(&[]);
     let host = serve.addr.to_string();
     let token_file = fixture.state.join("token");
-    crate::util::poll(Duration::from_secs(5), || {
+    crate::util::poll(Duration::from_secs(20), || {
         serve
             .stderr()
             .contains(&token_file.display().to_string())
@@ -588,7 +588,7 @@ async fn config_extra_dirs_and_symlinked_skills_stay_inside_the_roots() {
     // would be refused too; this is the first of the two checks).
     #[cfg(unix)]
     {
-        crate::util::poll_async(Duration::from_secs(2), || {
+        crate::util::poll_async(Duration::from_secs(20), || {
             serve
                 .stderr()
                 .contains("environ/SKILL.md: symlink leaves")
@@ -909,7 +909,7 @@ async fn serve_starts_without_codex_and_says_how_to_get_one() {
     let empty = tempfile::tempdir().expect("empty PATH dir");
     let serve = Serve::start_without_codex(&fixture.root, &fixture.state, empty.path());
     // The notice may arrive a moment after the address.
-    crate::util::poll(Duration::from_secs(5), || {
+    crate::util::poll(Duration::from_secs(20), || {
         serve.stderr().contains("no Codex CLI").then_some(())
     });
     assert!(

@@ -304,3 +304,27 @@ pub fn free_port() -> u16 {
     }
     panic!("no free loopback port between 20000 and 32000");
 }
+
+/// `Command::output`, again while the program is "text file busy": a binary the test has just
+/// copied can still be open for writing in a child another test thread forked meanwhile (the
+/// child holds the descriptor until it execs), and the kernel refuses to run it until then.
+pub trait OutputRetryingBusy {
+    fn output_retrying_busy(&mut self) -> std::io::Result<std::process::Output>;
+}
+
+impl OutputRetryingBusy for std::process::Command {
+    fn output_retrying_busy(&mut self) -> std::io::Result<std::process::Output> {
+        let mut tries = 0;
+        loop {
+            match self.output() {
+                Err(error)
+                    if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+}
