@@ -70,6 +70,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Spans a collector did not take.
+    #[error("traces to {target}: {message}")]
+    Export { target: String, message: String },
     /// The requested operation does not apply to this run.
     #[error("{}: field `{field}`: {message}", path.display())]
     Unsupported {
@@ -83,7 +86,7 @@ impl Error {
     /// The class of this failure; exit codes and JSON-RPC codes map from it.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Write { .. } | Error::Bind { .. } => ErrorKind::Io,
+            Error::Write { .. } | Error::Bind { .. } | Error::Export { .. } => ErrorKind::Io,
             Error::OutsideRoots { .. } => ErrorKind::OutsideRoots,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Read { .. }

@@ -286,6 +286,43 @@ pub fn cache_report(
     Ok(report)
 }
 
+/// `clawbridge export-otel DIR`: the transcript folder read back into spans and sent where
+/// `settings` (or the OpenTelemetry variables) say; fails when no collector is named or when a
+/// span could not be sent.
+pub fn export_otel(
+    dir: &Path,
+    settings: &crate::traffic::trace::TraceSettings,
+) -> Result<crate::traffic::trace::offline::Exported> {
+    let Some(export) = crate::traffic::trace::TraceExport::start(settings)? else {
+        return Err(Error::InvalidArgument {
+            flag: "--otel-endpoint".to_string(),
+            message:
+                "no collector named: give --otel-endpoint URL (or set OTEL_EXPORTER_OTLP_ENDPOINT)"
+                    .to_string(),
+        });
+    };
+    let mut book = crate::traffic::trace::SpanBook::new(export.tracer(), settings.content, false);
+    let mut exported = crate::traffic::trace::offline::export_folder(dir, &mut book);
+    drop(book);
+    export.shutdown();
+    let (_, sent, failed, dropped) = export.counters.snapshot();
+    if let Ok(exported) = exported.as_mut() {
+        exported.spans = sent;
+        exported.target = export.target.clone();
+    }
+    if failed + dropped > 0 {
+        return Err(Error::Export {
+            target: export.target.clone(),
+            message: format!(
+                "{} of {} spans were not taken (is the collector listening, and does it take OTLP over HTTP?)",
+                failed + dropped,
+                failed + dropped + sent
+            ),
+        });
+    }
+    exported
+}
+
 /// The native `clawbridge` executable (the front), absolute and with links resolved: the file
 /// beside this process's own executable (`clawbridge-runtime` runs every command but the three
 /// one-shot ones, and always sits beside it). `clawbridge path` prints it for OpenClaw's

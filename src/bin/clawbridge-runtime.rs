@@ -63,7 +63,7 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             let settings = args.settings().map_err(sync)?;
             print_output(fixtures::sync_codex_model(settings).map_err(sync)?)
         }
-        Command::AppServer(args) => app_server(args),
+        Command::AppServer(args) => app_server(*args),
         Command::AppServerReport(args) => {
             let code = clawbridge::app_server_report(&args, &front::console())?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -117,6 +117,22 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
                 print_stdout(&report.render_text())?;
             }
             Ok(exit_code(!(fail_on_break && report.breaks > 0)))
+        }
+        Command::ExportOtel { dir, otel, json } => {
+            let exported = commands::export_otel(&dir, &otel.settings())?;
+            if json {
+                print_json(&exported)?;
+            } else {
+                print_stdout(&format!(
+                    "exported {} spans: {} threads, {} turns, {} model calls, to {}\n",
+                    exported.spans,
+                    exported.threads,
+                    exported.turns,
+                    exported.model_calls,
+                    exported.target
+                ))?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => serve_command(*args),
         Command::Snapshots(SnapshotsCommand::Gen {

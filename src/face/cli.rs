@@ -220,6 +220,19 @@ pub enum Command {
         #[arg(long)]
         fail_on_break: bool,
     },
+    /// Send a recorded session to an OpenTelemetry collector: an `app-server --transcript`
+    /// folder (with its `model-requests/` capture, if any) read back into the traces the live
+    /// export (`app-server --otel-endpoint`) sends: one trace per turn, its model calls, tool
+    /// calls and approvals under it, a thread's turns one session.
+    ExportOtel {
+        /// The `--transcript` folder of `app-server`.
+        dir: PathBuf,
+        #[command(flatten)]
+        otel: Box<crate::proxy::args::OtelArgs>,
+        /// Print what was sent as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) for OpenClaw-side clients.
     Serve(Box<ServeArgs>),
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
@@ -241,7 +254,7 @@ pub enum Command {
     /// Also `clawbridge app-server report DIR [--json]` (the per-method conformance table of a
     /// `--transcript` folder) and `clawbridge app-server status --listen URL` (a running
     /// endpoint's connections, threads, members, accounts and stalls); each has its `--help`.
-    AppServer(crate::AppServerArgs),
+    AppServer(Box<crate::AppServerArgs>),
     /// The per-method conformance table of an `app-server --transcript` folder: every message
     /// both ways checked against the running Codex's schema (exit 1 when any had problems).
     #[command(name = "app-server-report", hide = true)]

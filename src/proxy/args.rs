@@ -103,6 +103,9 @@ pub struct AppServerArgs {
     /// turns are refused with a message naming the budget, until the next day.
     #[arg(long, value_name = "TOKENS")]
     pub budget_tokens: Option<u64>,
+    /// Traces of every turn, model call and tool call (OTLP over HTTP).
+    #[command(flatten)]
+    pub otel: OtelArgs,
     /// With --listen ws:// or unix://: the pool the endpoint serves from.
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -138,6 +141,35 @@ pub struct PoolArgs {
     /// Recycle an app-server once its resident memory passes this many MiB.
     #[arg(long, default_value_t = crate::codex::client::pool::DEFAULT_RECYCLE_RSS_MB)]
     pub recycle_rss_mb: u64,
+}
+
+/// Where traces go and what they carry (`app-server` and `export-otel`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct OtelArgs {
+    /// Send OpenTelemetry traces over OTLP/HTTP to this collector (its base URL, e.g. Phoenix's
+    /// `http://127.0.0.1:6006`; `/v1/traces` is added). Without it the standard
+    /// OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT variables decide; with neither nothing is traced.
+    #[arg(long, value_name = "URL")]
+    pub otel_endpoint: Option<String>,
+    /// The OTLP body: http/protobuf (the default, else OTEL_EXPORTER_OTLP_PROTOCOL) or
+    /// http/json.
+    #[arg(long, value_name = "PROTOCOL")]
+    pub otel_protocol: Option<crate::traffic::trace::OtlpProtocol>,
+    /// What of the conversation spans carry: off (names, ids, timings), metadata (also models,
+    /// tokens, tools and decisions; the default) or full (also prompts, answers, tool input and
+    /// output, redacted as transcripts are).
+    #[arg(long, value_name = "POLICY", default_value = "metadata")]
+    pub otel_content: crate::traffic::trace::ContentPolicy,
+}
+
+impl OtelArgs {
+    pub fn settings(&self) -> crate::traffic::trace::TraceSettings {
+        crate::traffic::trace::TraceSettings {
+            endpoint: self.otel_endpoint.clone(),
+            protocol: self.otel_protocol,
+            content: self.otel_content,
+        }
+    }
 }
 
 impl Default for PoolArgs {
@@ -509,6 +541,9 @@ mod tests {
                 "--completion-grace",
                 "--stall-after",
                 "--budget-tokens",
+                "--otel-endpoint",
+                "--otel-protocol",
+                "--otel-content",
                 "--app-servers",
                 "--app-server",
                 "--app-server-token-file",
@@ -522,7 +557,8 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, true, true, true, true,
-                false, true, true, true, true, true, true, true, true, true, true
+                false, true, true, true, true, true, true, true, true, true, true, true, true,
+                true
             ]
         );
     }

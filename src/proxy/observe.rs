@@ -173,6 +173,8 @@ pub struct Observer {
     pending: HashMap<PendingKey, (String, u64)>,
     arrivals: u64,
     tally: BTreeMap<(String, Flow), Counts>,
+    /// The live trace, told every message (`--otel-endpoint`).
+    trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
 }
 
 /// The method of a message, cut to [`MAX_METHOD_CHARS`].
@@ -207,7 +209,9 @@ impl Observer {
         log: Option<PathBuf>,
         known: Arc<Mutex<Known>>,
     ) -> Self {
+        let trace = known.lock().ok().and_then(|known| known.trace.clone());
         Self {
+            trace,
             schema,
             schemas: None,
             wire: None,
@@ -250,6 +254,13 @@ impl Observer {
             self.malformed("(not JSON)", tapped.direction);
             return;
         };
+        if let Some(trace) = &self.trace {
+            let side = match tapped.direction {
+                Direction::In => crate::traffic::trace::Side::Client,
+                Direction::Out => crate::traffic::trace::Side::Codex,
+            };
+            trace.message(tapped.stream, side, &message);
+        }
         self.observe(tapped.direction, &message).await;
         self.conform(tapped.stream, tapped.direction, &message);
     }

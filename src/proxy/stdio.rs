@@ -42,6 +42,8 @@ pub struct ProxySettings {
     pub upstream_ca: Option<PathBuf>,
     /// `--no-websocket`: the forwarder sends Codex to HTTP.
     pub no_websocket: bool,
+    /// `--otel-*`: where traces go and what they carry.
+    pub otel: crate::traffic::trace::TraceSettings,
 }
 
 impl From<AppServerArgs> for ProxySettings {
@@ -64,6 +66,7 @@ impl From<AppServerArgs> for ProxySettings {
             upstream: args.upstream,
             upstream_ca: args.upstream_ca,
             no_websocket: args.no_websocket,
+            otel: args.otel.settings(),
         }
     }
 }
@@ -109,6 +112,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     for value in plane.config_overrides() {
         codex = args::with_override(&codex, value);
     }
+    let trace = super::tap::start_trace(&settings.otel, plane.captures(), &known)?;
 
     let schema = settings
         .check
@@ -197,6 +201,9 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     plane.finish().await;
+    if let Some(trace) = trace {
+        trace.finish().await;
+    }
     Ok(code)
 }
 

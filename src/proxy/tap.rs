@@ -44,6 +44,27 @@ impl ObserverTap {
     }
 }
 
+/// The live trace `settings` (or the OpenTelemetry variables) ask for, told to `known` so that
+/// the observer and the capture writer feed it; its target is logged once.
+pub(crate) fn start_trace(
+    settings: &crate::traffic::trace::TraceSettings,
+    captured_calls: bool,
+    known: &Arc<Mutex<Known>>,
+) -> Result<Option<Arc<crate::traffic::trace::LiveTrace>>, ProxyError> {
+    let trace = crate::traffic::trace::LiveTrace::start(settings, captured_calls)?;
+    if let Some(trace) = &trace {
+        tracing::info!(
+            "traces: OTLP to {} (content: {:?})",
+            trace.target(),
+            trace.content()
+        );
+        if let Ok(mut known) = known.lock() {
+            known.trace = Some(Arc::clone(trace));
+        }
+    }
+    Ok(trace)
+}
+
 /// The schemas of `binary`, from the cache or generated, on a blocking thread: the params
 /// schemas (required) and the whole protocol's (the checks of every message; a folder without
 /// them, such as an older cache entry, leaves only the params checked).
@@ -89,11 +110,14 @@ pub(crate) fn transcript_writer(
     tasks: &Tasks,
 ) -> Result<(TranscriptQueue, tokio::task::JoinHandle<()>), ProxyError> {
     let mut transcript = Transcript::open(dir)?;
-    let (sender, mut lines) =
-        crate::support::queue::byte_queue::<(Direction, Vec<u8>)>(TRANSCRIPT_QUEUE_BYTES, None);
+    let (sender, mut lines) = crate::support::queue::byte_queue::<(
+        Direction,
+        Vec<u8>,
+        std::time::SystemTime,
+    )>(TRANSCRIPT_QUEUE_BYTES, None);
     let task = tasks.spawn_blocking(move || {
-        while let Some((direction, line)) = lines.blocking_recv() {
-            transcript.record(direction, &line);
+        while let Some((direction, line, at)) = lines.blocking_recv() {
+            transcript.record_at(direction, &line, at);
         }
     });
     let queue = TranscriptQueue {
@@ -106,14 +130,16 @@ pub(crate) fn transcript_writer(
 /// The pumps' side of the transcript writer.
 #[derive(Clone)]
 pub(crate) struct TranscriptQueue {
-    sender: crate::support::queue::ByteSender<(Direction, Vec<u8>)>,
+    sender: crate::support::queue::ByteSender<(Direction, Vec<u8>, std::time::SystemTime)>,
     warned: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl TranscriptQueue {
     /// Queue a line if the byte budget has room; never waits.
     pub(crate) fn offer(&self, direction: Direction, line: Vec<u8>) {
-        if !self.sender.offer(line.len(), (direction, line))
+        if !self
+            .sender
+            .offer(line.len(), (direction, line, std::time::SystemTime::now()))
             && !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
             tracing::warn!(

@@ -88,7 +88,13 @@ impl Transcript {
         })
     }
 
+    #[cfg(test)]
     pub fn record(&mut self, direction: Direction, line: &[u8]) {
+        self.record_at(direction, line, std::time::SystemTime::now());
+    }
+
+    /// Record `line`, forwarded at `at` (the entry's `atMs`: `export-otel` times spans by it).
+    pub fn record_at(&mut self, direction: Direction, line: &[u8], at: std::time::SystemTime) {
         let text = String::from_utf8_lossy(line);
         let text = text.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {
@@ -124,7 +130,11 @@ impl Transcript {
             self.pending_order.push_back(id);
         }
         redact(&mut message);
+        let at_ms = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        });
         let entry = serde_json::json!({
+            "atMs": at_ms,
             "direction": direction.as_str(),
             "message": message,
         })

@@ -21,3 +21,4 @@ pub mod forward;
 pub mod plane;
 pub mod record;
 pub mod stub;
+pub mod trace;

@@ -149,6 +149,12 @@ impl Plane {
     }
 
     /// The `CODEX_HOME` Codex runs with.
+    /// Whether a capture writer files each model call (a trace then takes its model calls
+    /// from it, with their timings).
+    pub fn captures(&self) -> bool {
+        self.live.is_some()
+    }
+
     pub fn codex_home(&self) -> &Path {
         &self.codex_home
     }

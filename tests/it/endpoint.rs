@@ -40,6 +40,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         cwd: std::env::temp_dir(),
         transcript: None,
         observe: None,
+        trace: None,
         stalls: StallSettings::default(),
         budget_tokens: None,
         allow_hosts: Vec::new(),
@@ -303,7 +304,7 @@ pub(crate) async fn tcp_client(endpoint: &Endpoint) -> Client<tokio::net::TcpStr
 }
 
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
-    async fn send(&mut self, message: Value) {
+    pub(crate) async fn send(&mut self, message: Value) {
         self.sender
             .send_text(message.to_string())
             .await

@@ -77,7 +77,6 @@ impl FakeRemote {
     fn become_(&self, fault: Fault) {
         *self.fault.lock().expect("fault") = fault;
     }
-
 }
 
 /// The two halves of a fake remote's WebSocket, once its handshake is accepted.

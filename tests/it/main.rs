@@ -11,6 +11,7 @@ mod endpoint_health;
 mod endpoint_soak;
 mod layers;
 mod metrics;
+mod otel;
 mod peer;
 mod pool;
 mod prompt;

@@ -14,7 +14,6 @@ fn prometheus_bin() -> std::path::PathBuf {
         .unwrap_or_else(|| crate::util::repo_root().join(".tools/prometheus/usr/bin/prometheus"))
 }
 
-
 #[ignore = "pairs with the Codex CLI and Prometheus: scripts/test installs them and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_scrapes_the_endpoint_and_counts_its_turns() {

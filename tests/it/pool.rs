@@ -166,7 +166,6 @@ async fn a_killed_member_loses_only_its_run_and_its_session_resumes_there() {
     running.stop().await;
 }
 
-
 /// A real `codex app-server --listen ws://127.0.0.1:PORT --ws-auth capability-token` over its
 /// own offline home and stub, killed with the guard.
 struct RemoteCodex {

@@ -221,6 +221,9 @@ codex_methods! {
         files: [], params: None, answer: None, kept: true;
     ThreadTokenUsageUpdated, THREAD_TOKEN_USAGE_UPDATED = "thread/tokenUsage/updated", Notification, Thread,
         files: [], params: None, answer: None, kept: true;
+    /// The thread's context was compacted (traces count compactions per turn).
+    ThreadCompacted, THREAD_COMPACTED = "thread/compacted", Notification, Thread,
+        files: [], params: None, answer: None, kept: false;
     AccountRateLimitsUpdated, ACCOUNT_RATE_LIMITS_UPDATED = "account/rateLimits/updated", Notification, Connection,
         files: [], params: None, answer: None, kept: true;
     /// Codex's error notification (a turn's failure, told before `turn/completed`).

@@ -115,6 +115,7 @@ pub(crate) async fn run_endpoint(
     )
     .await
     .map_err(ProxyError::Offline)?;
+    let trace = tap::start_trace(&args.otel.settings(), plane.captures(), &known)?;
     let codex_home = plane.codex_home().to_path_buf();
     // Over WebSocket, OpenClaw's threads name Codex's `openai` provider: it is pointed at the
     // stub offline (after the home's own config, so it wins), at the forwarder with a live
@@ -188,6 +189,7 @@ pub(crate) async fn run_endpoint(
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         transcript: args.transcript.clone(),
         observe: Some(observer.lines.clone()),
+        trace: trace.clone(),
         stalls: stall::StallSettings {
             completion_grace: args
                 .completion_grace
@@ -221,5 +223,8 @@ pub(crate) async fn run_endpoint(
     observer.finish().await;
     tasks.shutdown(Duration::from_secs(5)).await;
     plane.finish().await;
+    if let Some(trace) = trace {
+        trace.finish().await;
+    }
     Ok(0)
 }

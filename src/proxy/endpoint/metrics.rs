@@ -25,6 +25,7 @@ pub(super) fn prometheus_text(
     turns_ended: &BTreeMap<&'static str, u64>,
     tokens: &BTreeMap<(String, &'static str), u64>,
     calls: &BTreeMap<String, u64>,
+    spans: Option<(u64, u64, u64, u64)>,
     ready: bool,
 ) -> Result<String, std::fmt::Error> {
     let mut metrics = Metrics::default();
@@ -82,6 +83,19 @@ pub(super) fn prometheus_text(
         "model",
         calls.iter().map(|(model, count)| (model.as_str(), *count)),
     );
+    if let Some((ended, exported, failed, dropped)) = spans {
+        metrics.counters(
+            "spans",
+            "Trace spans (--otel-endpoint), by what became of them",
+            "outcome",
+            [
+                ("ended", ended),
+                ("exported", exported),
+                ("failed", failed),
+                ("dropped", dropped),
+            ],
+        );
+    }
     metrics.members(&status.members);
     metrics.text()
 }

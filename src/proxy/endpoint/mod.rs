@@ -144,6 +144,8 @@ pub struct EndpointSettings {
     pub budget_tokens: Option<u64>,
     /// `--allow-host`: names besides the bound address and loopback that `Host` may carry.
     pub allow_hosts: Vec<String>,
+    /// `--otel-endpoint`: the live trace (its span counters show in `/metrics`).
+    pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
 }
 
 /// Why the endpoint could not start, or its status could not be read.
@@ -202,6 +204,8 @@ struct Shared {
     usage: Arc<feed::UsageCounts>,
     transcript: Option<PathBuf>,
     observe: Option<crate::proxy::observe::ObserverQueue>,
+    /// The live trace, for its span counters.
+    trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
     /// Connections so far (each one's transcript folder is named after its number).
     opened: AtomicUsize,
     /// The open connections, by number (at most `max_connections`).
@@ -315,6 +319,7 @@ impl Endpoint {
             }),
             transcript: settings.transcript,
             observe: settings.observe,
+            trace: settings.trace,
             opened: AtomicUsize::new(first_connection),
             live: Mutex::new(BTreeMap::new()),
             connections: TaskTracker::new(),
@@ -412,7 +417,8 @@ impl Shared {
         let turns = lock(&self.stalls.turns_ended).clone();
         let tokens = lock(&self.usage.tokens).clone();
         let calls = lock(&self.usage.calls).clone();
-        metrics::prometheus_text(&status, &turns, &tokens, &calls, ready)
+        let spans = self.trace.as_ref().map(|trace| trace.counters().snapshot());
+        metrics::prometheus_text(&status, &turns, &tokens, &calls, spans, ready)
     }
 
     fn live_connections(&self) -> Vec<Arc<Connection>> {

@@ -81,6 +81,8 @@ pub struct Known {
     injected: VecDeque<String>,
     pub client: Option<String>,
     pub codex_version: Option<String>,
+    /// The live trace each filed model call is told to (`app-server --otel-endpoint`).
+    pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
 }
 
 impl Known {
@@ -157,6 +159,20 @@ pub fn spawn_recorder(
     )
 }
 
+/// Where a request went, how it was redacted, and what a trace needs of it once its response
+/// comes.
+struct Filed {
+    folder: PathBuf,
+    suffix: String,
+    redactions: Redactions,
+    thread: String,
+    turn: String,
+    /// The redacted body when a trace carries content, else only its model.
+    body: Value,
+    /// When the writer was told of the request (a trace's model call starts there).
+    seen: std::time::SystemTime,
+}
+
 /// Writes each model request the offline stub gets into `<dir>/<thread>/turn-NN/`, as `capture`
 /// does: `model-request.json` (then `.2`, `.3` for the requests after tool results) and
 /// `layers.md`, redacted.
@@ -164,7 +180,7 @@ pub struct CaptureWriter {
     dir: PathBuf,
     /// Recorded request id -> where its request went and how it was redacted (for its
     /// response), the oldest forgotten first.
-    written: HashMap<u64, (PathBuf, String, Redactions)>,
+    written: HashMap<u64, Filed>,
     written_order: VecDeque<u64>,
     known: Arc<Mutex<Known>>,
     /// Thread -> (turn folders already there from an earlier process, turn ids in order with
@@ -245,11 +261,23 @@ impl CaptureWriter {
                     self.written_order.push_back(id);
                 }),
                 Recorded::Response { id, response } => match self.written.remove(&id) {
-                    Some((folder, suffix, redactions)) => {
-                        let document = redactions.redact(&response);
+                    Some(filed) => {
+                        let document = filed.redactions.redact(&response);
                         let text = format!("{}\n", crate::support::json::to_pretty(&document));
+                        let trace = self.known.lock().ok().and_then(|known| known.trace.clone());
+                        if let Some(trace) = trace {
+                            trace.model_call(&crate::traffic::trace::ModelCall {
+                                thread: filed.thread,
+                                turn: filed.turn,
+                                request: filed.body,
+                                response: document,
+                                started: Some(filed.seen),
+                            });
+                        }
                         self.put(
-                            &folder.join(format!("model-response{suffix}.json")),
+                            &filed
+                                .folder
+                                .join(format!("model-response{}.json", filed.suffix)),
                             text.as_bytes(),
                         )
                     }
@@ -279,10 +307,8 @@ impl CaptureWriter {
     }
 
     /// Write one request; where it went (its folder, its file suffix) and its redactions.
-    fn write(
-        &mut self,
-        request: &CapturedRequest,
-    ) -> crate::error::Result<(PathBuf, String, Redactions)> {
+    fn write(&mut self, request: &CapturedRequest) -> crate::error::Result<Filed> {
+        let seen = std::time::SystemTime::now();
         let metadata: Value = request
             .headers
             .get("x-codex-turn-metadata")
@@ -386,7 +412,19 @@ impl CaptureWriter {
             &folder.join(format!("layers{suffix}.md")),
             render_layers(&layers, &title).as_bytes(),
         )?;
-        Ok((folder, suffix, redactions))
+        let body = match known.trace.as_ref().map(|trace| trace.content()) {
+            Some(crate::traffic::trace::ContentPolicy::Full) => document["body"].clone(),
+            _ => serde_json::json!({"model": document["body"]["model"]}),
+        };
+        Ok(Filed {
+            folder,
+            suffix,
+            redactions,
+            thread,
+            turn,
+            body,
+            seen,
+        })
     }
 
     /// What a capture replaces with placeholders.

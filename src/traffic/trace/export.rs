@@ -1,0 +1,324 @@
+//! Where spans go: OTLP over HTTP (protobuf or JSON) through the OpenTelemetry project's own
+//! crates, behind a bounded queue that never holds up the caller.
+//!
+//! The SDK's batch processor runs its exports on a thread of its own; in front of it
+//! [`Counting`] keeps the spans waiting under [`MAX_QUEUED_SPANS`] and counts every span ended,
+//! exported, failed and dropped ([`SpanCounters`], shown in `/metrics`), so a collector that is
+//! slow or gone costs spans, counted, never a forwarded message.
+//!
+//! The target follows the OpenTelemetry exporter variables when no flag names it:
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as it is), `OTEL_EXPORTER_OTLP_ENDPOINT` (plus
+//! `/v1/traces`), `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` (`http/protobuf`, the default, or
+//! `http/json`), `OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`, `OTEL_SDK_DISABLED=true`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::Context;
+use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider, Span, SpanData,
+    SpanExporter, SpanProcessor,
+};
+use opentelemetry_sdk::Resource;
+
+use super::spans::ContentPolicy;
+use crate::error::Error;
+
+/// Spans ended and not yet exported at most; past it a span is dropped (counted).
+pub const MAX_QUEUED_SPANS: u64 = 4096;
+/// How long one export may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The wire format of OTLP over HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    Protobuf,
+    Json,
+}
+
+impl std::str::FromStr for OtlpProtocol {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "http/protobuf" => Ok(Self::Protobuf),
+            "http/json" => Ok(Self::Json),
+            "grpc" => Err("OTLP over gRPC is not supported: use http/protobuf or http/json (a Collector or Phoenix takes both on its HTTP port)".to_string()),
+            other => Err(format!("`{other}` is not an OTLP protocol (http/protobuf or http/json)")),
+        }
+    }
+}
+
+/// What the operator asked for (`--otel-endpoint`, `--otel-content`, `--otel-protocol`).
+#[derive(Clone, Debug, Default)]
+pub struct TraceSettings {
+    /// The collector's base URL (`/v1/traces` is added unless the path already ends with it);
+    /// `None`: the OpenTelemetry variables decide, and without them nothing is traced.
+    pub endpoint: Option<String>,
+    pub protocol: Option<OtlpProtocol>,
+    pub content: ContentPolicy,
+}
+
+/// Spans by what became of them.
+#[derive(Debug, Default)]
+pub struct SpanCounters {
+    pub ended: AtomicU64,
+    pub exported: AtomicU64,
+    pub failed: AtomicU64,
+    pub dropped: AtomicU64,
+    queued: AtomicU64,
+}
+
+impl SpanCounters {
+    /// `(ended, exported, failed, dropped)`.
+    pub fn snapshot(&self) -> (u64, u64, u64, u64) {
+        (
+            self.ended.load(Ordering::Relaxed),
+            self.exported.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The batch processor behind a bound that counts.
+#[derive(Debug)]
+struct Counting {
+    inner: BatchSpanProcessor,
+    counters: Arc<SpanCounters>,
+}
+
+impl SpanProcessor for Counting {
+    fn on_start(&self, span: &mut Span, context: &Context) {
+        self.inner.on_start(span, context);
+    }
+
+    fn on_end(&self, span: SpanData) {
+        self.counters.ended.fetch_add(1, Ordering::Relaxed);
+        let queued = self.counters.queued.fetch_add(1, Ordering::Relaxed);
+        if queued >= MAX_QUEUED_SPANS {
+            self.counters.queued.fetch_sub(1, Ordering::Relaxed);
+            if self.counters.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    "traces: the exporter is behind ({MAX_QUEUED_SPANS} spans waiting); spans are dropped and counted (clawbridge_spans_total{{outcome=\"dropped\"}})"
+                );
+            }
+            return;
+        }
+        self.inner.on_end(span);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+}
+
+/// The OTLP exporter, counting what it sent.
+#[derive(Debug)]
+struct CountingExporter<E> {
+    inner: E,
+    counters: Arc<SpanCounters>,
+    warned: std::sync::atomic::AtomicBool,
+}
+
+impl<E: SpanExporter> SpanExporter for CountingExporter<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let spans = batch.len() as u64;
+        let result = self.inner.export(batch).await;
+        self.counters.queued.fetch_sub(spans, Ordering::Relaxed);
+        match &result {
+            Ok(()) => self.counters.exported.fetch_add(spans, Ordering::Relaxed),
+            Err(error) => {
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("traces: an export failed ({error}); failures are counted");
+                }
+                self.counters.failed.fetch_add(spans, Ordering::Relaxed)
+            }
+        };
+        result
+    }
+
+    fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// A running export: the provider, its tracer and counters, and where it sends.
+pub struct TraceExport {
+    provider: SdkTracerProvider,
+    pub counters: Arc<SpanCounters>,
+    /// The traces URL, for the start notice.
+    pub target: String,
+    pub content: ContentPolicy,
+}
+
+impl std::fmt::Debug for TraceExport {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("TraceExport")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The traces URL a base URL names.
+fn traces_url(base: &str) -> String {
+    if base.trim_end_matches('/').ends_with("/v1/traces") {
+        base.to_string()
+    } else {
+        format!("{}/v1/traces", base.trim_end_matches('/'))
+    }
+}
+
+fn variable(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
+impl TraceExport {
+    /// The export `settings` and the environment ask for; `None` when nothing asks for traces.
+    /// Builds the HTTP client on a thread of its own (it may not be built inside the runtime).
+    pub fn start(settings: &TraceSettings) -> Result<Option<TraceExport>, Error> {
+        let flag = |message: String| Error::InvalidArgument {
+            flag: "--otel-endpoint".to_string(),
+            message,
+        };
+        if settings.endpoint.is_none()
+            && variable("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true"))
+        {
+            return Ok(None);
+        }
+        let target = match &settings.endpoint {
+            Some(base) => traces_url(base),
+            None => match (
+                variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+                variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            ) {
+                (Some(url), _) => url,
+                (None, Some(base)) => traces_url(&base),
+                (None, None) => return Ok(None),
+            },
+        };
+        if !(target.starts_with("http://") || target.starts_with("https://")) {
+            return Err(flag(format!(
+                "`{target}` is not an http:// or https:// URL (OTLP over HTTP)"
+            )));
+        }
+        let protocol = match settings.protocol {
+            Some(protocol) => protocol,
+            None => match variable("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                .or_else(|| variable("OTEL_EXPORTER_OTLP_PROTOCOL"))
+            {
+                Some(text) => text.parse().map_err(|message| Error::InvalidArgument {
+                    flag: "OTEL_EXPORTER_OTLP_PROTOCOL".to_string(),
+                    message,
+                })?,
+                None => OtlpProtocol::Protobuf,
+            },
+        };
+        let counters = Arc::new(SpanCounters::default());
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(match protocol {
+                OtlpProtocol::Protobuf => Protocol::HttpBinary,
+                OtlpProtocol::Json => Protocol::HttpJson,
+            })
+            .with_endpoint(target.clone())
+            .with_timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|error| flag(format!("{target}: {error}")))?;
+        let exporter = CountingExporter {
+            inner: exporter,
+            counters: Arc::clone(&counters),
+            warned: Default::default(),
+        };
+        let batch = BatchSpanProcessor::builder(exporter)
+            .with_batch_config(
+                BatchConfigBuilder::default()
+                    // Room beyond the counting bound, so the SDK itself never drops uncounted.
+                    .with_max_queue_size(MAX_QUEUED_SPANS as usize + 512)
+                    .with_max_export_batch_size(512)
+                    .with_scheduled_delay(Duration::from_millis(500))
+                    .build(),
+            )
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(Counting {
+                inner: batch,
+                counters: Arc::clone(&counters),
+            })
+            .with_resource(
+                Resource::builder()
+                    .with_service_name("clawbridge")
+                    .with_attribute(opentelemetry::KeyValue::new(
+                        "service.version",
+                        env!("CARGO_PKG_VERSION"),
+                    ))
+                    .build(),
+            )
+            .build();
+        Ok(Some(TraceExport {
+            provider,
+            counters,
+            target,
+            content: settings.content,
+        }))
+    }
+
+    /// The tracer spans are made with.
+    pub fn tracer(&self) -> SdkTracer {
+        self.provider.tracer("clawbridge")
+    }
+
+    /// Export what is queued, then stop (blocks up to the export timeout: call it off the
+    /// runtime's threads, e.g. in `spawn_blocking`).
+    pub fn shutdown(&self) {
+        if let Err(error) = self.provider.force_flush() {
+            tracing::warn!("traces: the last export failed: {error}");
+        }
+        let _ = self.provider.shutdown_with_timeout(EXPORT_TIMEOUT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_gets_the_traces_path_once() {
+        assert_eq!(
+            traces_url("http://127.0.0.1:6006"),
+            "http://127.0.0.1:6006/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://127.0.0.1:6006/"),
+            "http://127.0.0.1:6006/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://127.0.0.1:4318/v1/traces"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+    }
+
+    #[test]
+    fn grpc_and_unknown_protocols_are_refused_with_a_reason() {
+        assert!("grpc"
+            .parse::<OtlpProtocol>()
+            .expect_err("grpc")
+            .contains("http/protobuf"));
+        assert!("thrift".parse::<OtlpProtocol>().is_err());
+        assert_eq!("http/json".parse::<OtlpProtocol>(), Ok(OtlpProtocol::Json));
+    }
+}

@@ -1,0 +1,106 @@
+//! Traces: what clawbridge sees of a Codex turn, as OpenTelemetry spans an operator's own tools
+//! read (Arize Phoenix, Jaeger, Langfuse, an OpenTelemetry Collector).
+//!
+//! clawbridge sees more of a turn than any other component: the JSON-RPC both ways and, with a
+//! capture, every model request and response with its usage. [`spans::SpanBook`] turns that into
+//! one trace per turn (model calls, tool calls and approvals under it, a thread's turns one
+//! session); [`export::TraceExport`] sends the spans over OTLP/HTTP behind a bounded, counted
+//! queue. Two ways in, one book:
+//! - live ([`LiveTrace`]): `app-server` (the stdio slot and the endpoint) hands the book each
+//!   message its observer sees and each model call its capture writer files, off the
+//!   forwarding path;
+//! - afterwards ([`offline::export_folder`], `clawbridge export-otel DIR`): the same messages
+//!   and model calls read back from a transcript and capture folder, timed by Codex's own
+//!   `emittedAtMs`.
+//!
+//! Attribute names: [`semconv`] (OpenTelemetry GenAI and OpenInference, cited there).
+
+pub mod export;
+pub mod offline;
+pub mod semconv;
+pub mod spans;
+
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+pub use export::{OtlpProtocol, SpanCounters, TraceExport, TraceSettings};
+pub use spans::{ContentPolicy, ModelCall, Side, SpanBook};
+
+/// A live trace: the book, fed by the observer and the capture writer, and its export.
+pub struct LiveTrace {
+    book: Mutex<SpanBook>,
+    export: TraceExport,
+}
+
+impl std::fmt::Debug for LiveTrace {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("LiveTrace")
+            .field("export", &self.export)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveTrace {
+    /// A live trace when `settings` or the environment ask for one; `captured_calls` when a
+    /// capture writer will hand in the model calls.
+    pub fn start(
+        settings: &TraceSettings,
+        captured_calls: bool,
+    ) -> Result<Option<Arc<LiveTrace>>, crate::error::Error> {
+        let Some(export) = TraceExport::start(settings)? else {
+            return Ok(None);
+        };
+        let book = SpanBook::new(export.tracer(), settings.content, captured_calls);
+        Ok(Some(Arc::new(LiveTrace {
+            book: Mutex::new(book),
+            export,
+        })))
+    }
+
+    /// Where the spans go (for the start notice).
+    pub fn target(&self) -> &str {
+        &self.export.target
+    }
+
+    /// What of the conversation spans carry.
+    pub fn content(&self) -> ContentPolicy {
+        self.export.content
+    }
+
+    pub fn counters(&self) -> &SpanCounters {
+        &self.export.counters
+    }
+
+    /// A message seen now.
+    pub fn message(&self, stream: usize, side: Side, message: &Value) {
+        if let Ok(mut book) = self.book.lock() {
+            book.message(stream, side, message, SystemTime::now());
+        }
+    }
+
+    /// A model call filed now.
+    pub fn model_call(&self, call: &ModelCall) {
+        if let Ok(mut book) = self.book.lock() {
+            book.model_call(call, SystemTime::now());
+        }
+    }
+
+    /// A member of the pool back (or given up) now, down since `since`.
+    pub fn member_restart(&self, member: &str, reason: &str, since: SystemTime) {
+        if let Ok(mut book) = self.book.lock() {
+            book.member_restart(member, reason, since, SystemTime::now());
+        }
+    }
+
+    /// End what is open and send what is queued (off the runtime's threads).
+    pub async fn finish(self: Arc<Self>) {
+        if let Ok(mut book) = self.book.lock() {
+            book.finish(SystemTime::now());
+        }
+        let this = Arc::clone(&self);
+        let _ = tokio::task::spawn_blocking(move || this.export.shutdown()).await;
+    }
+}

@@ -1,0 +1,258 @@
+//! `clawbridge export-otel DIR`: a transcript and capture folder of `app-server` read back into
+//! the same span book the live export uses, so a session recorded without a collector can be
+//! looked at in one afterwards.
+//!
+//! Times: each transcript entry carries when clawbridge forwarded it (`atMs`); an older
+//! transcript without it falls back on Codex's `emittedAtMs` (a client's message taking the time
+//! of the next message that has one). Model calls come from `model-requests/<thread>/turn-NN/`: the turn folders
+//! of a thread in order are its turns with model calls in order, and each call ends at the
+//! `thread/tokenUsage/updated` Codex sent for it (the rest at the turn's end).
+//!
+//! Bounded and confined: only regular files directly in `DIR` and in its `model-requests/`
+//! tree are read, each capped ([`MAX_FILE_BYTES`]), at most [`MAX_FILES`] of them.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::spans::{ModelCall, Side, SpanBook};
+use crate::codex::protocol::table::name as method;
+use crate::error::Error;
+
+/// Largest file read.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+/// Files read at most (thread files and model call documents together).
+pub const MAX_FILES: usize = 100_000;
+
+/// What an export read and sent.
+#[derive(Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Exported {
+    pub threads: usize,
+    pub turns: usize,
+    pub model_calls: usize,
+    /// Spans the collector took.
+    pub spans: u64,
+    /// Where they went.
+    pub target: String,
+}
+
+fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
+    let bytes = crate::support::fs::read_file_capped(path, MAX_FILE_BYTES)?;
+    Ok(bytes
+        .split(|byte| *byte == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect())
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let bytes = crate::support::fs::read_file_capped(path, MAX_FILE_BYTES).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Regular files (not links) directly in `dir`, sorted by name.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+        .map(|entry| entry.path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Folders (not links) directly in `dir`, sorted by name.
+fn folders_in(dir: &Path) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .map(|entry| entry.path())
+        .collect();
+    folders.sort();
+    folders
+}
+
+/// The model calls of one turn folder, in order (`model-request.json`, `.2`, `.3`, ...).
+fn calls_in(folder: &Path, thread: &str, budget: &mut usize) -> Vec<ModelCall> {
+    let mut calls = Vec::new();
+    for number in 1.. {
+        let suffix = if number == 1 {
+            String::new()
+        } else {
+            format!(".{number}")
+        };
+        let request = folder.join(format!("model-request{suffix}.json"));
+        if !request.is_file() || *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        let request = read_json(&request).unwrap_or(Value::Null);
+        let response =
+            read_json(&folder.join(format!("model-response{suffix}.json"))).unwrap_or(Value::Null);
+        calls.push(ModelCall {
+            thread: thread.to_string(),
+            turn: String::new(),
+            request: request["body"].clone(),
+            response,
+            started: None,
+        });
+    }
+    calls
+}
+
+fn at_ms(ms: f64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+}
+
+/// The folders holding a transcript's files: `dir` itself (the stdio slot writes there) and its
+/// `connection-N/` folders in order (the endpoint writes one per connection).
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut connections: Vec<(usize, PathBuf)> = folders_in(dir)
+        .into_iter()
+        .filter_map(|folder| {
+            let number = folder
+                .file_name()?
+                .to_str()?
+                .strip_prefix("connection-")?
+                .parse::<usize>()
+                .ok()?;
+            Some((number, folder))
+        })
+        .collect();
+    connections.sort();
+    std::iter::once(dir.to_path_buf())
+        .chain(connections.into_iter().map(|(_, folder)| folder))
+        .collect()
+}
+
+/// Read `dir` into `book`; what it read.
+pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| Error::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::InvalidArgument {
+            flag: "DIR".to_string(),
+            message: format!(
+                "{} is not a folder (give the --transcript folder of app-server)",
+                dir.display()
+            ),
+        });
+    }
+    let mut budget = MAX_FILES;
+    let mut exported = Exported::default();
+    let captures = dir.join("model-requests");
+    // Each thread's captured turns, in order, taken as its turns are met (a thread resumed on
+    // a later connection goes on where it left off).
+    let mut captured: HashMap<String, VecDeque<VecDeque<ModelCall>>> = HashMap::new();
+    let mut last_time = UNIX_EPOCH;
+    let mut threads = std::collections::HashSet::new();
+    for (stream, source) in sources(dir).into_iter().enumerate() {
+        // The client's name, from the connection file (initialize).
+        let connection = source.join("connection.jsonl");
+        if connection.is_file() {
+            for entry in read_json_lines(&connection)? {
+                if entry["message"]["method"] == method::INITIALIZE {
+                    book.message(stream, Side::Client, &entry["message"], UNIX_EPOCH);
+                }
+            }
+        }
+        for file in files_in(&source) {
+            let name = file
+                .file_name()
+                .map(|name| name.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let Some(thread_name) = name.strip_suffix(".jsonl") else {
+                continue;
+            };
+            if matches!(thread_name, "connection" | "conformance") || budget == 0 {
+                continue;
+            }
+            budget -= 1;
+            threads.insert(thread_name.to_string());
+            let entries = read_json_lines(&file)?;
+            // Each message's time: when clawbridge forwarded it (`atMs`), else Codex's
+            // `emittedAtMs`, else the next message's, else the last seen.
+            let mut times = vec![None; entries.len()];
+            let mut next: Option<f64> = None;
+            for (index, entry) in entries.iter().enumerate().rev() {
+                if let Some(ms) = entry["atMs"]
+                    .as_f64()
+                    .or_else(|| entry["message"]["emittedAtMs"].as_f64())
+                {
+                    next = Some(ms);
+                }
+                times[index] = next;
+            }
+            let turns = captured.entry(thread_name.to_string()).or_insert_with(|| {
+                folders_in(&captures.join(thread_name))
+                    .iter()
+                    .filter(|folder| {
+                        folder
+                            .file_name()
+                            .is_some_and(|name| name.to_string_lossy().starts_with("turn-"))
+                    })
+                    .map(|folder| calls_in(folder, thread_name, &mut budget).into())
+                    .collect()
+            });
+            let with_captures = !turns.is_empty();
+            book.set_captured_calls(with_captures);
+            let mut current: VecDeque<ModelCall> = VecDeque::new();
+            for (entry, time) in entries.iter().zip(times) {
+                let at = time.map(at_ms).unwrap_or(last_time);
+                last_time = at;
+                let message = &entry["message"];
+                let side = match entry["direction"].as_str() {
+                    Some("in") => Side::Client,
+                    Some("out") => Side::Codex,
+                    _ => continue,
+                };
+                let name = message["method"].as_str().unwrap_or_default();
+                match (side, name) {
+                    (Side::Client, method::TURN_START) => {
+                        exported.turns += 1;
+                        if with_captures {
+                            current = turns.pop_front().unwrap_or_default();
+                        }
+                    }
+                    (Side::Codex, method::THREAD_TOKEN_USAGE_UPDATED) if with_captures => {
+                        // The turn counts the update; the capture tells the call.
+                        book.message(stream, side, message, at);
+                        if let Some(call) = current.pop_front() {
+                            book.model_call(&call, at);
+                            exported.model_calls += 1;
+                        }
+                        continue;
+                    }
+                    (Side::Codex, method::TURN_COMPLETED) => {
+                        while let Some(call) = current.pop_front() {
+                            book.model_call(&call, at);
+                            exported.model_calls += 1;
+                        }
+                    }
+                    _ => {}
+                }
+                book.message(stream, side, message, at);
+            }
+        }
+    }
+    if threads.is_empty() {
+        return Err(Error::InvalidArgument {
+            flag: "DIR".to_string(),
+            message: format!(
+                "{} holds no thread files (<thread>.jsonl, or connection-N/<thread>.jsonl): give the --transcript folder of app-server",
+                dir.display()
+            ),
+        });
+    }
+    exported.threads = threads.len();
+    book.finish(last_time);
+    Ok(exported)
+}

@@ -1,0 +1,465 @@
+//! Traces: a real Codex turn with a tool call through `app-server --listen` becomes one trace in
+//! an OTLP collector (a loopback stub that decodes what the exporter sends, protobuf and JSON),
+//! live and again from the transcript folder with `clawbridge export-otel`.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use serde_json::{json, Value};
+
+/// One span as the collector received it.
+#[derive(Clone, Debug)]
+struct Received {
+    trace: String,
+    id: String,
+    parent: String,
+    name: String,
+    attributes: BTreeMap<String, Value>,
+    start: u64,
+    end: u64,
+    /// 0 unset, 1 ok, 2 error.
+    status: i32,
+}
+
+impl Received {
+    fn text(&self, key: &str) -> Option<&str> {
+        self.attributes.get(key).and_then(Value::as_str)
+    }
+    fn int(&self, key: &str) -> Option<i64> {
+        self.attributes.get(key).and_then(Value::as_i64)
+    }
+}
+
+/// A loopback OTLP/HTTP collector: every span it was sent, and the content types it got.
+struct Collector {
+    url: String,
+    spans: Arc<Mutex<Vec<Received>>>,
+    content_types: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn received(request: ExportTraceServiceRequest) -> Vec<Received> {
+    let mut out = Vec::new();
+    for resource in request.resource_spans {
+        for scope in resource.scope_spans {
+            for span in scope.spans {
+                let attributes = span
+                    .attributes
+                    .iter()
+                    .filter_map(|pair| {
+                        let value = match pair.value.as_ref()?.value.as_ref()? {
+                            AnyValue::StringValue(text) => json!(text),
+                            AnyValue::IntValue(number) => json!(number),
+                            AnyValue::DoubleValue(number) => json!(number),
+                            AnyValue::BoolValue(flag) => json!(flag),
+                            _ => Value::Null,
+                        };
+                        Some((pair.key.clone(), value))
+                    })
+                    .collect();
+                out.push(Received {
+                    trace: hex(&span.trace_id),
+                    id: hex(&span.span_id),
+                    parent: hex(&span.parent_span_id),
+                    name: span.name,
+                    attributes,
+                    start: span.start_time_unix_nano,
+                    end: span.end_time_unix_nano,
+                    status: span.status.map_or(0, |status| status.code),
+                });
+            }
+        }
+    }
+    out
+}
+
+impl Collector {
+    async fn start() -> Collector {
+        use axum::routing::post;
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let content_types = Arc::new(Mutex::new(Vec::new()));
+        let (kept, types) = (Arc::clone(&spans), Arc::clone(&content_types));
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            post(move |headers: http::HeaderMap, body: axum::body::Bytes| {
+                let (kept, types) = (Arc::clone(&kept), Arc::clone(&types));
+                async move {
+                    use prost::Message as _;
+                    let content_type = headers
+                        .get("content-type")
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    let request = if content_type.contains("json") {
+                        serde_json::from_slice::<ExportTraceServiceRequest>(&body)
+                            .map_err(|error| error.to_string())
+                    } else {
+                        ExportTraceServiceRequest::decode(body.as_ref())
+                            .map_err(|error| error.to_string())
+                    };
+                    types.lock().expect("types").push(content_type);
+                    match request {
+                        Ok(request) => {
+                            kept.lock().expect("spans").extend(received(request));
+                            (http::StatusCode::OK, Vec::new())
+                        }
+                        Err(error) => (http::StatusCode::BAD_REQUEST, error.into_bytes()),
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Collector {
+            url,
+            spans,
+            content_types,
+            task,
+        }
+    }
+
+    fn spans(&self) -> Vec<Received> {
+        self.spans.lock().expect("spans").clone()
+    }
+
+    fn clear(&self) {
+        self.spans.lock().expect("spans").clear();
+    }
+}
+
+/// The stub's answers: the model calls the client's `message` tool, then says it is done.
+fn tool_call_script(dir: &std::path::Path) -> std::path::PathBuf {
+    let script = dir.join("stub-script.json");
+    std::fs::write(
+        &script,
+        json!({"responses": [
+            {"toolCall": {"name": "message", "arguments": {"action": "send", "message": "hello Pash"}}},
+            {"text": "sent it"}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    script
+}
+
+/// The tree the collector holds for the turn on `thread`: the turn span (a root), its model
+/// calls, its tool span; checked as the issue asks (one trace, tokens, time to first token).
+fn check_turn_tree(spans: &[Received], thread: &str, live: bool) {
+    let turns: Vec<&Received> = spans
+        .iter()
+        .filter(|span| {
+            span.text("gen_ai.operation.name") == Some("invoke_agent")
+                && span.text("session.id") == Some(thread)
+        })
+        .collect();
+    assert_eq!(turns.len(), 1, "one turn span: {spans:#?}");
+    let turn = turns[0];
+    assert_eq!(turn.parent, "", "the turn is its trace's root");
+    assert_eq!(
+        turn.name, "invoke_agent endpoint-test",
+        "named by its client"
+    );
+    assert_eq!(turn.text("openinference.span.kind"), Some("AGENT"));
+    assert_eq!(turn.text("codex.turn.status"), Some("completed"));
+    assert_eq!(turn.status, 1, "ok");
+    assert!(turn.end > turn.start, "{turn:?}");
+    let in_trace: Vec<&Received> = spans
+        .iter()
+        .filter(|span| span.trace == turn.trace)
+        .collect();
+    let chats: Vec<&&Received> = in_trace
+        .iter()
+        .filter(|span| span.text("gen_ai.operation.name") == Some("chat"))
+        .collect();
+    assert_eq!(
+        chats.len(),
+        2,
+        "two model calls (the tool call, then the answer): {in_trace:#?}"
+    );
+    for chat in &chats {
+        assert_eq!(chat.parent, turn.id, "a model call is the turn's child");
+        assert_eq!(chat.text("openinference.span.kind"), Some("LLM"));
+        assert_eq!(chat.text("gen_ai.request.model"), Some("gpt-5.5"));
+        assert_eq!(chat.text("llm.model_name"), Some("gpt-5.5"));
+        assert!(
+            chat.int("gen_ai.usage.input_tokens").unwrap_or(0) > 0,
+            "{chat:?}"
+        );
+        assert!(
+            chat.int("llm.token_count.prompt").unwrap_or(0) > 0,
+            "{chat:?}"
+        );
+        assert!(
+            chat.int("gen_ai.usage.output_tokens").unwrap_or(0) > 0,
+            "{chat:?}"
+        );
+        assert!(
+            chat.attributes
+                .contains_key("clawbridge.time_to_first_token_ms"),
+            "a captured model call tells its time to first token: {chat:?}"
+        );
+        // Within the turn (a live call starts when the capture writer is told of it, a few
+        // milliseconds at most after it went out).
+        assert!(
+            chat.start >= turn.start && chat.end <= turn.end + 50_000_000,
+            "{chat:?} within {turn:?}"
+        );
+    }
+    let input: i64 = chats
+        .iter()
+        .map(|chat| chat.int("gen_ai.usage.input_tokens").unwrap_or(0))
+        .sum();
+    assert_eq!(
+        turn.int("gen_ai.usage.input_tokens"),
+        Some(input),
+        "the turn adds its calls up"
+    );
+    let tools: Vec<&&Received> = in_trace
+        .iter()
+        .filter(|span| span.text("openinference.span.kind") == Some("TOOL"))
+        .collect();
+    assert!(
+        !tools.is_empty(),
+        "the tool call is in the trace: {in_trace:#?}"
+    );
+    assert!(
+        tools
+            .iter()
+            .any(|tool| tool.text("tool.name") == Some("message")),
+        "{tools:#?}"
+    );
+    for tool in &tools {
+        assert_ne!(tool.parent, "", "no tool span is an orphan root");
+        assert!(
+            in_trace.iter().any(|span| span.id == tool.parent),
+            "its parent is in the trace: {tool:?}"
+        );
+    }
+    // Metadata is the default: no prompt, answer or tool argument on any span.
+    for span in spans {
+        for key in ["input.value", "output.value"] {
+            assert!(
+                !span.attributes.contains_key(key),
+                "{key} under metadata: {span:?}"
+            );
+        }
+        let text = format!("{:?}", span.attributes);
+        assert!(
+            !text.contains("hello Pash") && !text.contains("hello traces"),
+            "{text}"
+        );
+    }
+    let starts: Vec<&Received> = spans
+        .iter()
+        .filter(|span| span.text("gen_ai.operation.name") == Some("create_agent"))
+        .collect();
+    assert_eq!(starts.len(), 1, "the thread's start: {spans:#?}");
+    assert_eq!(starts[0].text("session.id"), Some(thread));
+    let _ = live;
+}
+
+/// A real Codex turn through the endpoint, the model calling a tool the client runs: one trace
+/// in the collector with the turn, both model calls (tokens, time to first token) and the tool
+/// call; then `export-otel` sends the same tree from the transcript folder (as JSON this time),
+/// and a collector that is gone makes it fail naming the spans it lost.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
+    let collector = Collector::start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let transcript = dir.path().join("transcript");
+    let token = "otel-endpoint-token-0123456789abcdef";
+    crate::util::write_private(&dir.path().join("token"), token);
+    std::fs::create_dir(dir.path().join("codex-home")).expect("home");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args([
+            "app-server",
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--no-check",
+            "--offline",
+        ])
+        .arg("--stub-script")
+        .arg(tool_call_script(dir.path()))
+        .arg("--transcript")
+        .arg(&transcript)
+        .arg("--capture")
+        .arg(transcript.join("model-requests"))
+        .arg("--otel-endpoint")
+        .arg(&collector.url)
+        .arg("--token-file")
+        .arg(dir.path().join("token"))
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .arg("--codex-bin")
+        .arg(crate::e2e::codex_bin())
+        .env("CODEX_HOME", dir.path().join("codex-home"))
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("endpoint");
+    let mut line = String::new();
+    {
+        use tokio::io::AsyncBufReadExt;
+        let stdout = child.stdout.take().expect("stdout");
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .expect("address");
+    }
+    let addr = line.trim().to_string();
+    let io = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let mut client = crate::endpoint::ws_client(io, &addr, token)
+        .await
+        .expect("upgraded");
+    client.initialize().await;
+    let started = client
+        .request(
+            "thread/start",
+            json!({"cwd": dir.path(), "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai",
+                   "dynamicTools": [{"type": "function", "name": "message", "description": "Send a message.",
+                                     "inputSchema": {"type": "object", "properties": {"action": {"type": "string"}, "message": {"type": "string"}}}}]}),
+        )
+        .await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_string();
+    client
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "hello traces"}]}),
+        )
+        .await;
+    let call = client
+        .until("item/tool/call", |message| {
+            message["method"] == "item/tool/call"
+        })
+        .await;
+    client
+        .send(json!({"id": call["id"], "result": {"contentItems": [{"type": "inputText", "text": "delivered"}], "success": true}}))
+        .await;
+    let done = client
+        .until("turn/completed", crate::endpoint::turn_completed(&thread))
+        .await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    // SIGTERM: the endpoint drains, and its trace sends what it holds.
+    if let Some(pid) = child.id() {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+    let live = collector.spans();
+    check_turn_tree(&live, &thread, true);
+    assert!(
+        collector
+            .content_types
+            .lock()
+            .expect("types")
+            .iter()
+            .all(|kind| kind == "application/x-protobuf"),
+        "protobuf is the default body"
+    );
+
+    // The same session, from the files, as JSON.
+    collector.clear();
+    let dir_text = transcript.display().to_string();
+    let url = collector.url.clone();
+    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        crate::util::run_cli(&[
+            "export-otel",
+            &dir_text,
+            "--otel-endpoint",
+            &url,
+            "--otel-protocol",
+            "http/json",
+            "--json",
+        ])
+    })
+    .await
+    .expect("export");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let exported: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(exported["turns"], 1, "{exported}");
+    assert_eq!(exported["modelCalls"], 2, "{exported}");
+    let offline = collector.spans();
+    assert_eq!(exported["spans"], json!(offline.len()), "{exported}");
+    check_turn_tree(&offline, &thread, false);
+    assert!(collector
+        .content_types
+        .lock()
+        .expect("types")
+        .iter()
+        .any(|kind| kind.contains("json")));
+
+    // A collector that is gone: the command fails, naming what it could not send.
+    collector.task.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while tokio::net::TcpStream::connect(collector.url.trim_start_matches("http://"))
+            .await
+            .is_ok()
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let dir_text = transcript.display().to_string();
+    let url = collector.url.clone();
+    let (code, _, stderr) = tokio::task::spawn_blocking(move || {
+        crate::util::run_cli(&["export-otel", &dir_text, "--otel-endpoint", &url])
+    })
+    .await
+    .expect("export");
+    assert_ne!(code, 0);
+    assert!(stderr.contains("spans were not taken"), "{stderr}");
+}
+
+/// `export-otel` refuses what it cannot use, naming it: no collector named, a folder with no
+/// thread file, gRPC.
+#[test]
+fn export_otel_names_what_is_wrong() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().display().to_string();
+    let (code, _, stderr) = crate::util::run_cli(&["export-otel", &path]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--otel-endpoint"), "{stderr}");
+    let (code, _, stderr) = crate::util::run_cli(&[
+        "export-otel",
+        &path,
+        "--otel-endpoint",
+        "http://127.0.0.1:9",
+    ]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("no thread files"), "{stderr}");
+    let (code, _, stderr) = crate::util::run_cli(&[
+        "export-otel",
+        &path,
+        "--otel-endpoint",
+        "http://127.0.0.1:9",
+        "--otel-protocol",
+        "grpc",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("gRPC is not supported"), "{stderr}");
+}
