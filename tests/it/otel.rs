@@ -271,19 +271,18 @@ fn check_turn_tree(spans: &[Received], thread: &str, live: bool) {
     let _ = live;
 }
 
-/// A real Codex turn through the endpoint, the model calling a tool the client runs: one trace
-/// in the collector with the turn, both model calls (tokens, time to first token) and the tool
-/// call; then `export-otel` sends the same tree from the transcript folder (as JSON this time),
-/// and a collector that is gone makes it fail naming the spans it lost.
-#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
-    let collector = Collector::start().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let transcript = dir.path().join("transcript");
+/// A real Codex turn through `clawbridge app-server --listen ws://...` (offline, captured,
+/// traced to `otel_endpoint`): the model calls the client's `message` tool, the client answers,
+/// the model says it is done; then the endpoint is stopped (SIGTERM: it drains and its trace
+/// sends what it holds). The thread and the transcript folder.
+async fn endpoint_tool_turn(
+    dir: &std::path::Path,
+    otel_endpoint: &str,
+) -> (String, std::path::PathBuf) {
+    let transcript = dir.join("transcript");
     let token = "otel-endpoint-token-0123456789abcdef";
-    crate::util::write_private(&dir.path().join("token"), token);
-    std::fs::create_dir(dir.path().join("codex-home")).expect("home");
+    crate::util::write_private(&dir.join("token"), token);
+    std::fs::create_dir(dir.join("codex-home")).expect("home");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args([
             "app-server",
@@ -293,24 +292,24 @@ async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
             "--offline",
         ])
         .arg("--stub-script")
-        .arg(tool_call_script(dir.path()))
+        .arg(tool_call_script(dir))
         .arg("--transcript")
         .arg(&transcript)
         .arg("--capture")
         .arg(transcript.join("model-requests"))
         .arg("--otel-endpoint")
-        .arg(&collector.url)
+        .arg(otel_endpoint)
         .arg("--token-file")
-        .arg(dir.path().join("token"))
+        .arg(dir.join("token"))
         .arg("--state-dir")
-        .arg(dir.path().join("state"))
+        .arg(dir.join("state"))
         .arg("--codex-bin")
         .arg(crate::e2e::codex_bin())
-        .env("CODEX_HOME", dir.path().join("codex-home"))
+        .env("CODEX_HOME", dir.join("codex-home"))
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
-        .current_dir(dir.path())
+        .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -336,7 +335,7 @@ async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
     let started = client
         .request(
             "thread/start",
-            json!({"cwd": dir.path(), "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai",
+            json!({"cwd": dir, "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai",
                    "dynamicTools": [{"type": "function", "name": "message", "description": "Send a message.",
                                      "inputSchema": {"type": "object", "properties": {"action": {"type": "string"}, "message": {"type": "string"}}}}]}),
         )
@@ -370,6 +369,19 @@ async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
             .status();
     }
     let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+    (thread, transcript)
+}
+
+/// A real Codex turn through the endpoint, the model calling a tool the client runs: one trace
+/// in the collector with the turn, both model calls (tokens, time to first token) and the tool
+/// call; then `export-otel` sends the same tree from the transcript folder (as JSON this time),
+/// and a collector that is gone makes it fail naming the spans it lost.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
+    let collector = Collector::start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (thread, transcript) = endpoint_tool_turn(dir.path(), &collector.url).await;
     let live = collector.spans();
     check_turn_tree(&live, &thread, true);
     assert!(
@@ -462,4 +474,194 @@ fn export_otel_names_what_is_wrong() {
     ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("gRPC is not supported"), "{stderr}");
+}
+
+/// The Phoenix binary `scripts/install-phoenix` put in `.tools/` (CLAWBRIDGE_PHOENIX_BIN).
+fn phoenix_bin() -> std::path::PathBuf {
+    std::env::var_os("CLAWBRIDGE_PHOENIX_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::util::repo_root().join(".tools/phoenix/bin/phoenix"))
+}
+
+/// A running Phoenix (one process: uvicorn serves in it), killed on drop.
+struct Phoenix {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Phoenix {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn get_json(url: &str) -> Option<Value> {
+    let text = reqwest::get(url).await.ok()?.text().await.ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// A real Arize Phoenix on loopback (its own working folder, no telemetry), ready.
+async fn phoenix() -> Phoenix {
+    let binary = phoenix_bin();
+    assert!(
+        binary.is_file(),
+        "{} is missing: scripts/install-phoenix installs it",
+        binary.display()
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let port = crate::util::free_port();
+    let grpc = crate::util::free_port();
+    let child = std::process::Command::new(&binary)
+        .arg("serve")
+        .env("PHOENIX_WORKING_DIR", dir.path())
+        .env("PHOENIX_HOST", "127.0.0.1")
+        .env("PHOENIX_PORT", port.to_string())
+        .env("PHOENIX_GRPC_PORT", grpc.to_string())
+        .env("PHOENIX_TELEMETRY_ENABLED", "false")
+        .env("DO_NOT_TRACK", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("phoenix serve");
+    let url = format!("http://127.0.0.1:{port}");
+    let health = format!("{url}/healthz");
+    let ready = crate::util::poll_with(Duration::from_secs(90), || {
+        let health = health.clone();
+        async move {
+            let answer = reqwest::get(&health).await.ok()?;
+            answer.status().is_success().then_some(())
+        }
+    })
+    .await;
+    let phoenix = Phoenix {
+        child,
+        url,
+        _dir: dir,
+    };
+    assert!(ready.is_some(), "Phoenix did not start within 90 s");
+    phoenix
+}
+
+/// The test: a real Codex turn through the endpoint, with a tool call, shows up in a
+/// real Arize Phoenix as one trace: the turn at its root (an agent span), both model calls
+/// under it with their token counts, the tool call in the same tree, the thread as a session.
+/// With Chromium on the machine, the trace page is also written to
+/// `target/phoenix-trace.png` for a person to look at.
+#[ignore = "pairs with the Codex CLI and Arize Phoenix: scripts/test installs them and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn phoenix_shows_a_real_turn_as_one_trace_with_its_tool_call_and_tokens() {
+    let phoenix = phoenix().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (thread, _) = endpoint_tool_turn(dir.path(), &phoenix.url).await;
+    let spans_url = format!("{}/v1/projects/default/spans?limit=100", phoenix.url);
+    let spans = crate::util::poll_with(Duration::from_secs(30), || {
+        let spans_url = spans_url.clone();
+        let thread = thread.clone();
+        async move {
+            let page = get_json(&spans_url).await?;
+            let spans = page["data"].as_array()?.clone();
+            let turn_done = spans.iter().any(|span| {
+                span["span_kind"] == "AGENT" && span["attributes"]["session.id"] == thread.as_str()
+            });
+            let chats = spans
+                .iter()
+                .filter(|span| span["span_kind"] == "LLM")
+                .count();
+            (turn_done && chats >= 2).then_some(spans)
+        }
+    })
+    .await
+    .unwrap_or_else(|| panic!("Phoenix holds no finished trace of {thread}"));
+    let turn = spans
+        .iter()
+        .find(|span| {
+            span["span_kind"] == "AGENT" && span["attributes"]["session.id"] == thread.as_str()
+        })
+        .expect("the turn");
+    assert!(turn["parent_id"].is_null(), "the turn is the root: {turn}");
+    assert_eq!(turn["status_code"], "OK", "{turn}");
+    let trace = turn["context"]["trace_id"].as_str().expect("trace id");
+    let turn_id = turn["context"]["span_id"].as_str().expect("span id");
+    let in_trace: Vec<&Value> = spans
+        .iter()
+        .filter(|span| span["context"]["trace_id"] == trace)
+        .collect();
+    let chats: Vec<&&Value> = in_trace
+        .iter()
+        .filter(|span| span["span_kind"] == "LLM")
+        .collect();
+    assert_eq!(chats.len(), 2, "{in_trace:#?}");
+    for chat in &chats {
+        assert_eq!(chat["parent_id"], turn_id, "{chat}");
+        assert!(
+            chat["attributes"]["llm.token_count.prompt"]
+                .as_i64()
+                .unwrap_or(0)
+                > 0
+                && chat["attributes"]["llm.token_count.completion"]
+                    .as_i64()
+                    .unwrap_or(0)
+                    > 0,
+            "Phoenix reads the token counts: {chat}"
+        );
+        assert_eq!(chat["attributes"]["llm.model_name"], "gpt-5.5");
+    }
+    let tools: Vec<&&Value> = in_trace
+        .iter()
+        .filter(|span| span["span_kind"] == "TOOL")
+        .collect();
+    assert!(
+        tools
+            .iter()
+            .any(|tool| tool["attributes"]["tool.name"] == "message"),
+        "the tool call is in the tree: {in_trace:#?}"
+    );
+    assert_eq!(
+        in_trace
+            .iter()
+            .filter(|span| span["parent_id"].is_null())
+            .count(),
+        1,
+        "one root, no orphans: {in_trace:#?}"
+    );
+    // The trace page, for a person to look at (Chromium is not needed for the test to pass).
+    let screenshot = std::env::var_os("CLAWBRIDGE_NO_SCREENSHOT").is_none();
+    if let (true, Ok(chromium)) = (screenshot, which::which("chromium")) {
+        let projects = get_json(&format!("{}/v1/projects", phoenix.url))
+            .await
+            .expect("projects");
+        let project = projects["data"][0]["id"]
+            .as_str()
+            .expect("project")
+            .to_string();
+        let shot = crate::util::repo_root().join("target/phoenix-trace.png");
+        let page = format!("{}/projects/{project}/traces/{trace}", phoenix.url);
+        let status = tokio::process::Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+            ])
+            .args(["--window-size=1500,950", "--virtual-time-budget=8000"])
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(&page)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .status();
+        let status = tokio::time::timeout(Duration::from_secs(60), status).await;
+        assert!(
+            matches!(status, Ok(Ok(done)) if done.success()),
+            "chromium --screenshot {page}"
+        );
+        let size = std::fs::metadata(&shot).map_or(0, |meta| meta.len());
+        assert!(
+            size > 10_000,
+            "a screenshot of the trace page: {size} bytes"
+        );
+        eprintln!("Phoenix's trace page: {}", shot.display());
+    }
 }
