@@ -13,33 +13,33 @@ use serde_json::{json, Value};
 
 /// One span as the collector received it.
 #[derive(Clone, Debug)]
-struct Received {
-    trace: String,
-    id: String,
-    parent: String,
-    name: String,
-    attributes: BTreeMap<String, Value>,
-    start: u64,
-    end: u64,
+pub(crate) struct Received {
+    pub(crate) trace: String,
+    pub(crate) id: String,
+    pub(crate) parent: String,
+    pub(crate) name: String,
+    pub(crate) attributes: BTreeMap<String, Value>,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
     /// 0 unset, 1 ok, 2 error.
-    status: i32,
+    pub(crate) status: i32,
 }
 
 impl Received {
-    fn text(&self, key: &str) -> Option<&str> {
+    pub(crate) fn text(&self, key: &str) -> Option<&str> {
         self.attributes.get(key).and_then(Value::as_str)
     }
-    fn int(&self, key: &str) -> Option<i64> {
+    pub(crate) fn int(&self, key: &str) -> Option<i64> {
         self.attributes.get(key).and_then(Value::as_i64)
     }
 }
 
 /// A loopback OTLP/HTTP collector: every span it was sent, and the content types it got.
-struct Collector {
-    url: String,
-    spans: Arc<Mutex<Vec<Received>>>,
-    content_types: Arc<Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
+pub(crate) struct Collector {
+    pub(crate) url: String,
+    pub(crate) spans: Arc<Mutex<Vec<Received>>>,
+    pub(crate) content_types: Arc<Mutex<Vec<String>>>,
+    pub(crate) task: tokio::task::JoinHandle<()>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -82,7 +82,7 @@ fn received(request: ExportTraceServiceRequest) -> Vec<Received> {
 }
 
 impl Collector {
-    async fn start() -> Collector {
+    pub(crate) async fn start() -> Collector {
         use axum::routing::post;
         let spans = Arc::new(Mutex::new(Vec::new()));
         let content_types = Arc::new(Mutex::new(Vec::new()));
@@ -131,7 +131,7 @@ impl Collector {
         }
     }
 
-    fn spans(&self) -> Vec<Received> {
+    pub(crate) fn spans(&self) -> Vec<Received> {
         self.spans.lock().expect("spans").clone()
     }
 

@@ -380,10 +380,11 @@ impl Drop for WsEndpoint {
     }
 }
 
-fn ws_endpoint(token_file: &Path, transcript: &Path, script: &Path) -> WsEndpoint {
+fn ws_endpoint(token_file: &Path, transcript: &Path, script: &Path, otel: &str) -> WsEndpoint {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["app-server", "--listen", "ws://127.0.0.1:0", "--offline"])
+        .args(["--otel-endpoint", otel])
         .args(["--app-servers", "2", "--transcript"])
         .arg(transcript)
         .arg("--stub-script")
@@ -585,7 +586,10 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         serde_json::json!({"responses": [], "byInput": rules}).to_string(),
     )
     .expect("script");
-    let endpoint = ws_endpoint(&token_file, &transcript, &script);
+    // Traces go to a loopback OTLP collector (the same stub as the trace tests').
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let collector = runtime.block_on(crate::otel::Collector::start());
+    let endpoint = ws_endpoint(&token_file, &transcript, &script, &collector.url);
     let endpoint_pid = endpoint.child.id();
     let memory =
         PeakSampler::start(move || process_tree(endpoint_pid).into_iter().map(rss_kib).sum());
@@ -833,6 +837,45 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         stdout.contains("401") || stderr.contains("401"),
         "OpenClaw says why: {stdout}\n{stderr}"
     );
+
+    // The traces: the endpoint stops (SIGTERM: it drains and sends what it holds); each
+    // agent's tool-call turn is one trace, OpenClaw's turn at its root, its two model calls
+    // with their tokens and the agents_list call under it, nothing orphaned.
+    drop(endpoint);
+    let spans = collector.spans();
+    let tool_traces: Vec<&str> = spans
+        .iter()
+        .filter(|span| span.text("tool.name") == Some("agents_list"))
+        .map(|span| span.trace.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        tool_traces.len(),
+        2,
+        "one traced tool call per agent: {spans:#?}"
+    );
+    for trace in tool_traces {
+        let tree: Vec<_> = spans.iter().filter(|span| span.trace == trace).collect();
+        let roots: Vec<_> = tree.iter().filter(|span| span.parent.is_empty()).collect();
+        assert_eq!(roots.len(), 1, "{tree:#?}");
+        assert_eq!(roots[0].name, "invoke_agent openclaw", "{tree:#?}");
+        assert_eq!(roots[0].text("codex.turn.status"), Some("completed"));
+        let chats: Vec<_> = tree
+            .iter()
+            .filter(|span| span.text("openinference.span.kind") == Some("LLM"))
+            .collect();
+        assert_eq!(chats.len(), 2, "{tree:#?}");
+        assert!(chats
+            .iter()
+            .all(|chat| chat.int("llm.token_count.prompt").unwrap_or(0) > 0));
+        for span in &tree {
+            assert!(
+                span.parent.is_empty() || tree.iter().any(|other| other.id == span.parent),
+                "no orphan: {span:?}"
+            );
+        }
+    }
 }
 
 /// The API key of an agent's auth profile (a test key: the loopback stub checks nothing).
