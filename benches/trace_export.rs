@@ -21,7 +21,7 @@ mod timing;
 use timing::median;
 
 const TURNS: usize = 400;
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 15;
 
 const FAKE_CODEX: &str = r#"
 import json, sys

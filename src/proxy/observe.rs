@@ -58,6 +58,8 @@ pub struct Tapped {
 pub struct ObserverQueue {
     queue: ByteSender<Tapped>,
     skipped: Arc<AtomicU64>,
+    /// Messages with schema problems, by method (for `/metrics`).
+    problems: Arc<Mutex<BTreeMap<String, u64>>>,
     warned: Arc<AtomicBool>,
 }
 
@@ -74,6 +76,7 @@ impl std::fmt::Debug for ObserverQueue {
 pub struct ObserverFeed {
     lines: ByteReceiver<Tapped>,
     skipped: Arc<AtomicU64>,
+    problems: Arc<Mutex<BTreeMap<String, u64>>>,
 }
 
 impl ObserverFeed {
@@ -88,17 +91,36 @@ impl ObserverFeed {
 pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
     let (queue, lines) = byte_queue(bytes, None);
     let skipped = Arc::new(AtomicU64::new(0));
+    let problems = Arc::new(Mutex::new(BTreeMap::new()));
     (
         ObserverQueue {
             queue,
             skipped: Arc::clone(&skipped),
+            problems: Arc::clone(&problems),
             warned: Arc::new(AtomicBool::new(false)),
         },
-        ObserverFeed { lines, skipped },
+        ObserverFeed {
+            lines,
+            skipped,
+            problems,
+        },
     )
 }
 
 impl ObserverQueue {
+    /// Copies the checker had no room for.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
+    /// Messages with schema problems so far, by method.
+    pub fn problems(&self) -> BTreeMap<String, u64> {
+        self.problems
+            .lock()
+            .map(|problems| problems.clone())
+            .unwrap_or_default()
+    }
+
     /// Queue a copy of a line if the byte budget has room; never waits.
     pub fn offer(&self, stream: usize, direction: Direction, line: Vec<u8>) {
         // A line counts at least 256 bytes: many tiny lines cost their bookkeeping too.
@@ -160,6 +182,8 @@ type PendingKey = (usize, Direction, String);
 
 /// The observer's state.
 pub struct Observer {
+    /// Where problems per method are told (`/metrics`), once running.
+    shared_problems: Option<Arc<Mutex<BTreeMap<String, u64>>>>,
     schema: Option<SchemaSource>,
     schemas: Option<ParamsSchemas>,
     wire: Option<WireSchemas>,
@@ -211,6 +235,7 @@ impl Observer {
     ) -> Self {
         let trace = known.lock().ok().and_then(|known| known.trace.clone());
         Self {
+            shared_problems: None,
             trace,
             schema,
             schemas: None,
@@ -230,6 +255,7 @@ impl Observer {
     /// Take lines until the pumps are done or `stop` fires (what is queued then is still
     /// taken), then write the summary.
     pub async fn run(mut self, mut feed: ObserverFeed, stop: tokio::sync::oneshot::Receiver<()>) {
+        self.shared_problems = Some(Arc::clone(&feed.problems));
         let mut stop = stop;
         loop {
             tokio::select! {
@@ -393,6 +419,16 @@ impl Observer {
             }
             Verdict::Problems(problems) => {
                 row.problems += 1;
+                if let Some(Ok(mut shared)) =
+                    self.shared_problems.as_ref().map(|shared| shared.lock())
+                {
+                    let key = if shared.len() >= MAX_METHODS && !shared.contains_key(&method) {
+                        "(other methods)".to_string()
+                    } else {
+                        method.clone()
+                    };
+                    *shared.entry(key).or_default() += 1;
+                }
                 for problem in &problems {
                     if row.examples.len() < MAX_EXAMPLES && !row.examples.contains(problem) {
                         row.examples.push(problem.clone());

@@ -41,6 +41,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         transcript: None,
         observe: None,
         trace: None,
+        first_tokens: None,
         stalls: StallSettings::default(),
         budget_tokens: None,
         allow_hosts: Vec::new(),

@@ -362,6 +362,24 @@ async fn endpoint_tool_turn(
         .until("turn/completed", crate::endpoint::turn_completed(&thread))
         .await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    // The endpoint's metrics tell both model calls' time to first token (from the capture),
+    // the spans so far, and that the checker skipped no copy.
+    let socket: std::net::SocketAddr = addr.parse().expect("addr");
+    let metrics = crate::util::poll_with(Duration::from_secs(10), || async move {
+        let (status, text) = crate::endpoint::http_get(socket, "/metrics", Some(token)).await;
+        (status == 200 && text.contains("clawbridge_first_tokens_total{model=\"gpt-5.5\"} 2"))
+            .then_some(text)
+    })
+    .await
+    .expect("metrics with both model calls timed");
+    for line in [
+        "clawbridge_dropped_copies_total{tap=\"checker\"} 0",
+        "clawbridge_first_token_milliseconds_total{model=\"gpt-5.5\"}",
+        "clawbridge_spans_total{outcome=\"ended\"}",
+        "clawbridge_spans_total{outcome=\"dropped\"} 0",
+    ] {
+        assert!(metrics.contains(line), "{line}: {metrics}");
+    }
     // SIGTERM: the endpoint drains, and its trace sends what it holds.
     if let Some(pid) = child.id() {
         let _ = std::process::Command::new("kill")

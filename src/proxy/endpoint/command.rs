@@ -190,6 +190,10 @@ pub(crate) async fn run_endpoint(
         transcript: args.transcript.clone(),
         observe: Some(observer.lines.clone()),
         trace: trace.clone(),
+        first_tokens: known
+            .lock()
+            .ok()
+            .map(|known| Arc::clone(&known.first_tokens)),
         stalls: stall::StallSettings {
             completion_grace: args
                 .completion_grace

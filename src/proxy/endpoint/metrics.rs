@@ -19,13 +19,23 @@ pub(super) fn ready(status: &EndpointStatus, draining: bool) -> bool {
         && (status.members.is_empty() || status.members.iter().any(|member| healthy(member.state)))
 }
 
+/// What the taps saw: trace spans by outcome, copies the checker skipped, schema problems by
+/// method, time to first token by model.
+#[derive(Debug, Default)]
+pub(super) struct Taps {
+    pub spans: Option<(u64, u64, u64, u64)>,
+    pub skipped: u64,
+    pub problems: BTreeMap<String, u64>,
+    pub first_tokens: BTreeMap<String, (u64, u64)>,
+}
+
 /// The OpenMetrics text of `status`, with the turns ended by status and whether it is ready.
 pub(super) fn prometheus_text(
     status: &EndpointStatus,
     turns_ended: &BTreeMap<&'static str, u64>,
     tokens: &BTreeMap<(String, &'static str), u64>,
     calls: &BTreeMap<String, u64>,
-    spans: Option<(u64, u64, u64, u64)>,
+    taps: &Taps,
     ready: bool,
 ) -> Result<String, std::fmt::Error> {
     let mut metrics = Metrics::default();
@@ -83,7 +93,35 @@ pub(super) fn prometheus_text(
         "model",
         calls.iter().map(|(model, count)| (model.as_str(), *count)),
     );
-    if let Some((ended, exported, failed, dropped)) = spans {
+    metrics.counters(
+        "dropped_copies",
+        "Copies of messages a tap had no room for (the message was forwarded all the same), by tap",
+        "tap",
+        [("checker", taps.skipped)],
+    );
+    metrics.counters(
+        "schema_problems",
+        "Messages that did not conform to the running Codex's schema, by method",
+        "method",
+        taps.problems
+            .iter()
+            .map(|(method, count)| (method.as_str(), *count)),
+    );
+    metrics.counters(
+        "first_tokens",
+        "Model calls timed to their first token (from the capture), by model",
+        "model",
+        taps.first_tokens
+            .iter()
+            .map(|(model, (count, _))| (model.as_str(), *count)),
+    );
+    metrics.counters(
+        "first_token_milliseconds",
+        "Milliseconds to the first token of the timed model calls, summed, by model (divided by clawbridge_first_tokens_total: the mean)",
+        "model",
+        taps.first_tokens.iter().map(|(model, (_, sum))| (model.as_str(), *sum)),
+    );
+    if let Some((ended, exported, failed, dropped)) = taps.spans {
         metrics.counters(
             "spans",
             "Trace spans (--otel-endpoint), by what became of them",

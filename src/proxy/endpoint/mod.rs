@@ -146,6 +146,8 @@ pub struct EndpointSettings {
     pub allow_hosts: Vec<String>,
     /// `--otel-endpoint`: the live trace (its span counters show in `/metrics`).
     pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
+    /// Time to first token per model, from the capture (`/metrics`).
+    pub first_tokens: Option<Arc<crate::traffic::capture::live::FirstTokens>>,
 }
 
 /// Why the endpoint could not start, or its status could not be read.
@@ -206,6 +208,7 @@ struct Shared {
     observe: Option<crate::proxy::observe::ObserverQueue>,
     /// The live trace, for its span counters.
     trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
+    first_tokens: Option<Arc<crate::traffic::capture::live::FirstTokens>>,
     /// Connections so far (each one's transcript folder is named after its number).
     opened: AtomicUsize,
     /// The open connections, by number (at most `max_connections`).
@@ -320,6 +323,7 @@ impl Endpoint {
             transcript: settings.transcript,
             observe: settings.observe,
             trace: settings.trace,
+            first_tokens: settings.first_tokens,
             opened: AtomicUsize::new(first_connection),
             live: Mutex::new(BTreeMap::new()),
             connections: TaskTracker::new(),
@@ -418,7 +422,21 @@ impl Shared {
         let tokens = lock(&self.usage.tokens).clone();
         let calls = lock(&self.usage.calls).clone();
         let spans = self.trace.as_ref().map(|trace| trace.counters().snapshot());
-        metrics::prometheus_text(&status, &turns, &tokens, &calls, spans, ready)
+        let taps = metrics::Taps {
+            spans,
+            skipped: self.observe.as_ref().map_or(0, |observe| observe.skipped()),
+            problems: self
+                .observe
+                .as_ref()
+                .map(|observe| observe.problems())
+                .unwrap_or_default(),
+            first_tokens: self
+                .first_tokens
+                .as_ref()
+                .map(|first| first.snapshot())
+                .unwrap_or_default(),
+        };
+        metrics::prometheus_text(&status, &turns, &tokens, &calls, &taps, ready)
     }
 
     fn live_connections(&self) -> Vec<Arc<Connection>> {

@@ -83,6 +83,43 @@ pub struct Known {
     pub codex_version: Option<String>,
     /// The live trace each filed model call is told to (`app-server --otel-endpoint`).
     pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
+    /// Each filed model call's time to first token, by model (`/metrics`).
+    pub first_tokens: Arc<FirstTokens>,
+}
+
+/// Models whose time to first token is kept apart; further ones share `other`.
+const MAX_TIMED_MODELS: usize = 64;
+
+/// Time to first token per model, from each filed model call: how many, and their sum in
+/// milliseconds (a rate of one over the other is the mean; `/metrics` tells both).
+#[derive(Debug, Default)]
+pub struct FirstTokens(Mutex<std::collections::BTreeMap<String, (u64, u64)>>);
+
+impl FirstTokens {
+    pub fn add(&self, model: &str, milliseconds: f64) {
+        let Ok(mut models) = self.0.lock() else {
+            return;
+        };
+        let key = if models.len() >= MAX_TIMED_MODELS && !models.contains_key(model) {
+            "other".to_string()
+        } else {
+            crate::support::text::printable(model)
+                .chars()
+                .take(64)
+                .collect()
+        };
+        let entry = models.entry(key).or_default();
+        entry.0 += 1;
+        entry.1 += milliseconds.clamp(0.0, 86_400_000.0).round() as u64;
+    }
+
+    /// Model -> (calls, milliseconds to their first tokens, summed).
+    pub fn snapshot(&self) -> std::collections::BTreeMap<String, (u64, u64)> {
+        self.0
+            .lock()
+            .map(|models| models.clone())
+            .unwrap_or_default()
+    }
 }
 
 impl Known {
@@ -264,7 +301,20 @@ impl CaptureWriter {
                     Some(filed) => {
                         let document = filed.redactions.redact(&response);
                         let text = format!("{}\n", crate::support::json::to_pretty(&document));
-                        let trace = self.known.lock().ok().and_then(|known| known.trace.clone());
+                        let (trace, first_tokens) = self
+                            .known
+                            .lock()
+                            .map(|known| {
+                                (known.trace.clone(), Some(Arc::clone(&known.first_tokens)))
+                            })
+                            .unwrap_or_default();
+                        if let (Some(first_tokens), Some(first), Some(model)) = (
+                            first_tokens,
+                            document["timings"]["firstByteMs"].as_f64(),
+                            filed.body["model"].as_str(),
+                        ) {
+                            first_tokens.add(model, first);
+                        }
                         if let Some(trace) = trace {
                             trace.model_call(&crate::traffic::trace::ModelCall {
                                 thread: filed.thread,

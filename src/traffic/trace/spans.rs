@@ -557,6 +557,18 @@ impl SpanBook {
     }
 
     fn notification(&mut self, name: &str, params: &Value, at: SystemTime) {
+        // Most of a turn's notifications are deltas: nothing to do for them, decided first.
+        if !matches!(
+            name,
+            method::TURN_STARTED
+                | method::TURN_COMPLETED
+                | method::THREAD_TOKEN_USAGE_UPDATED
+                | method::THREAD_COMPACTED
+                | method::ITEM_STARTED
+                | method::ITEM_COMPLETED
+        ) {
+            return;
+        }
         let Some(thread_id) = params["threadId"].as_str() else {
             return;
         };
