@@ -13,6 +13,10 @@ pub struct CapturedRequest {
     pub path: String,
     pub headers: BTreeMap<String, String>,
     pub body: Value,
+    /// When the request reached the forwarder or the stub (a trace's model call starts here;
+    /// never written: captures carry no timestamps).
+    #[serde(skip)]
+    pub at: Option<std::time::SystemTime>,
 }
 
 /// What the forwarder records, in the order it happens.
@@ -30,6 +34,7 @@ impl CapturedRequest {
             path: "/v1/responses".to_string(),
             headers,
             body: serde_json::from_slice(body).unwrap_or(Value::Null),
+            at: Some(std::time::SystemTime::now()),
         }
     }
 }

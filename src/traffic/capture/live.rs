@@ -206,7 +206,7 @@ struct Filed {
     turn: String,
     /// The redacted body when a trace carries content, else only its model.
     body: Value,
-    /// When the writer was told of the request (a trace's model call starts there).
+    /// When the forwarder took the request (a trace's model call starts there).
     seen: std::time::SystemTime,
 }
 
@@ -358,7 +358,8 @@ impl CaptureWriter {
 
     /// Write one request; where it went (its folder, its file suffix) and its redactions.
     fn write(&mut self, request: &CapturedRequest) -> crate::error::Result<Filed> {
-        let seen = std::time::SystemTime::now();
+        // When the forwarder took the request (the writer may be behind).
+        let seen = request.at.unwrap_or_else(std::time::SystemTime::now);
         let metadata: Value = request
             .headers
             .get("x-codex-turn-metadata")
@@ -523,6 +524,7 @@ mod tests {
                 {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "SOUL of thr-9"}]},
                 {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
             ]}),
+            at: None,
         }
     }
 

@@ -425,6 +425,7 @@ impl Conversation {
                 path: WEBSOCKET_PATH.to_string(),
                 headers,
                 body: Value::Object(body),
+                at: Some(std::time::SystemTime::now()),
             };
             super::file_request(&self.sink, id, request);
         }
