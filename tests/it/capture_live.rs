@@ -1116,52 +1116,13 @@ async fn the_offline_endpoint_files_each_request_and_its_response() {
 /// captured turn's folder.
 async fn endpoint_turn_captured(dir: &std::path::Path, flags: &[&str]) -> std::path::PathBuf {
     let capture = dir.join("capture");
-    let token = "capture-endpoint-token-0123456789";
-    crate::util::write_private(&dir.join("token"), token);
-    std::fs::create_dir(dir.join("codex-home")).expect("home");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
-        .args([
-            "app-server",
-            "--listen",
-            "ws://127.0.0.1:0",
-            "--app-servers",
-            "1",
-            "--no-check",
-        ])
-        .arg("--capture")
-        .arg(&capture)
-        .args(flags)
-        .arg("--token-file")
-        .arg(dir.join("token"))
-        .arg("--state-dir")
-        .arg(dir.join("state"))
-        .arg("--codex-bin")
-        .arg(crate::e2e::codex_bin())
-        .env("CODEX_HOME", dir.join("codex-home"))
-        .env_remove("OPENAI_BASE_URL")
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("endpoint");
-    let mut line = String::new();
-    {
-        use tokio::io::AsyncBufReadExt;
-        let stdout = child.stdout.take().expect("stdout");
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .await
-            .expect("address");
-    }
-    let addr = line.trim().to_string();
-    let io = tokio::net::TcpStream::connect(&addr)
-        .await
-        .expect("connect");
-    let mut client = crate::endpoint::ws_client(io, &addr, token)
-        .await
-        .expect("upgraded");
-    client.initialize().await;
+    let mut args: Vec<std::ffi::OsString> = ["--app-servers", "1", "--no-check", "--capture"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    args.push(capture.clone().into());
+    args.extend(flags.iter().map(Into::into));
+    let (child, _, mut client) = crate::endpoint::spawned_endpoint(dir, &args).await;
     let started = client
         .request("thread/start", json!({"cwd": dir, "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai"}))
         .await;
@@ -1180,12 +1141,7 @@ async fn endpoint_turn_captured(dir: &std::path::Path, flags: &[&str]) -> std::p
         .await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
     // SIGTERM: the endpoint drains and its capture writer finishes what it holds.
-    if let Some(pid) = child.id() {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status();
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
+    crate::endpoint::stop_spawned(child).await;
     capture.join(&thread).join("turn-01")
 }
 

@@ -1098,3 +1098,61 @@ async fn transcript_folders_are_not_shared_across_restarts() {
         "an earlier run's folder is left alone"
     );
 }
+
+/// `clawbridge app-server --listen ws://127.0.0.1:0` as a child started in `dir` (with a Codex
+/// home of its own there, `DIR/token` and `DIR/state`, the pinned Codex) and `flags`; the child
+/// (killed on drop), its address and a client that passed the handshake.
+pub(crate) async fn spawned_endpoint(
+    dir: &std::path::Path,
+    flags: &[std::ffi::OsString],
+) -> (tokio::process::Child, String, Client<tokio::net::TcpStream>) {
+    let token = "spawned-endpoint-token-0123456789";
+    crate::util::write_private(&dir.join("token"), token);
+    std::fs::create_dir_all(dir.join("codex-home")).expect("home");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+        .args(flags)
+        .arg("--token-file")
+        .arg(dir.join("token"))
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .arg("--codex-bin")
+        .arg(crate::e2e::codex_bin())
+        .env("CODEX_HOME", dir.join("codex-home"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("endpoint");
+    let mut line = String::new();
+    {
+        use tokio::io::AsyncBufReadExt;
+        let stdout = child.stdout.take().expect("stdout");
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .expect("address");
+    }
+    let addr = line.trim().to_string();
+    let io = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let mut client = ws_client(io, &addr, token).await.expect("upgraded");
+    client.initialize().await;
+    (child, addr, client)
+}
+
+/// SIGTERM to a spawned endpoint, then its end (it drains: captures and traces are flushed).
+pub(crate) async fn stop_spawned(mut child: tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+}

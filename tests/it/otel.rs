@@ -280,58 +280,20 @@ async fn endpoint_tool_turn(
     otel_endpoint: &str,
 ) -> (String, std::path::PathBuf) {
     let transcript = dir.join("transcript");
-    let token = "otel-endpoint-token-0123456789abcdef";
-    crate::util::write_private(&dir.join("token"), token);
-    std::fs::create_dir(dir.join("codex-home")).expect("home");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
-        .args([
-            "app-server",
-            "--listen",
-            "ws://127.0.0.1:0",
-            "--no-check",
-            "--offline",
-        ])
-        .arg("--stub-script")
-        .arg(tool_call_script(dir))
-        .arg("--transcript")
-        .arg(&transcript)
-        .arg("--capture")
-        .arg(transcript.join("model-requests"))
-        .arg("--otel-endpoint")
-        .arg(otel_endpoint)
-        .arg("--token-file")
-        .arg(dir.join("token"))
-        .arg("--state-dir")
-        .arg(dir.join("state"))
-        .arg("--codex-bin")
-        .arg(crate::e2e::codex_bin())
-        .env("CODEX_HOME", dir.join("codex-home"))
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("endpoint");
-    let mut line = String::new();
-    {
-        use tokio::io::AsyncBufReadExt;
-        let stdout = child.stdout.take().expect("stdout");
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .await
-            .expect("address");
-    }
-    let addr = line.trim().to_string();
-    let io = tokio::net::TcpStream::connect(&addr)
-        .await
-        .expect("connect");
-    let mut client = crate::endpoint::ws_client(io, &addr, token)
-        .await
-        .expect("upgraded");
-    client.initialize().await;
+    let mut args: Vec<std::ffi::OsString> = vec!["--no-check".into(), "--offline".into()];
+    args.extend([
+        "--stub-script".into(),
+        tool_call_script(dir).into(),
+        "--transcript".into(),
+        transcript.clone().into(),
+        "--capture".into(),
+        transcript.join("model-requests").into(),
+        "--otel-endpoint".into(),
+        otel_endpoint.into(),
+    ]);
+    let (child, addr, mut client) = crate::endpoint::spawned_endpoint(dir, &args).await;
+    let token = std::fs::read_to_string(dir.join("token")).expect("token");
+    let token = token.trim();
     let started = client
         .request(
             "thread/start",
@@ -381,12 +343,7 @@ async fn endpoint_tool_turn(
         assert!(metrics.contains(line), "{line}: {metrics}");
     }
     // SIGTERM: the endpoint drains, and its trace sends what it holds.
-    if let Some(pid) = child.id() {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status();
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+    crate::endpoint::stop_spawned(child).await;
     (thread, transcript)
 }
 

@@ -588,15 +588,18 @@ async fn config_extra_dirs_and_symlinked_skills_stay_inside_the_roots() {
     // would be refused too; this is the first of the two checks).
     #[cfg(unix)]
     {
+        // The walk tells each link as it meets it, in no set order: wait for all three.
+        let names = ["linked-folder", "linked-file/SKILL.md", "environ/SKILL.md"];
         crate::util::poll_async(Duration::from_secs(20), || {
-            serve
-                .stderr()
-                .contains("environ/SKILL.md: symlink leaves")
+            let logged = serve.stderr();
+            names
+                .iter()
+                .all(|name| logged.contains(&format!("{name}: symlink leaves")))
                 .then_some(())
         })
         .await;
         let logged = serve.stderr();
-        for name in ["linked-folder", "linked-file/SKILL.md", "environ/SKILL.md"] {
+        for name in names {
             assert!(
                 logged.contains(&format!("{name}: symlink leaves every --workspace-root")),
                 "{name}: {logged}"

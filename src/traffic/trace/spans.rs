@@ -452,20 +452,7 @@ impl SpanBook {
             span.set_attribute(KeyValue::new(attr::TURN_ID, id.clone()));
         }
         if content != ContentPolicy::Off {
-            let [input, cached, output, reasoning] = turn.tokens;
-            span.set_attribute(KeyValue::new(attr::GEN_AI_USAGE_INPUT_TOKENS, input));
-            span.set_attribute(KeyValue::new(attr::GEN_AI_USAGE_OUTPUT_TOKENS, output));
-            span.set_attribute(KeyValue::new(
-                attr::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-                cached,
-            ));
-            span.set_attribute(KeyValue::new(
-                attr::GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
-                reasoning,
-            ));
-            span.set_attribute(KeyValue::new(attr::LLM_TOKEN_COUNT_PROMPT, input));
-            span.set_attribute(KeyValue::new(attr::LLM_TOKEN_COUNT_COMPLETION, output));
-            span.set_attribute(KeyValue::new(attr::LLM_TOKEN_COUNT_TOTAL, input + output));
+            Self::usage_attributes(span, turn.tokens);
         }
         if content == ContentPolicy::Full && !turn.answer.is_empty() {
             span.set_attribute(KeyValue::new(attr::OUTPUT_VALUE, clip(&turn.answer)));
