@@ -515,6 +515,16 @@ pub struct RunSummary {
     /// OpenClaw keeps for diagnostics such as `/status`).
     #[serde(default)]
     pub bootstrap: Vec<BootstrapCount>,
+    /// The latest `thread/tokenUsage/updated` of its turn, as Codex sent it (`last`, `total`,
+    /// `modelContextWindow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_usage: Option<Value>,
+    /// `thread/compacted` seen during its turn.
+    #[serde(default)]
+    pub compactions: u64,
+    /// The input stayed above the context window after two compactions or more (also logged).
+    #[serde(default)]
+    pub context_alarm: bool,
 }
 
 /// One bootstrap file of a run, as `bridge.status` counts it.

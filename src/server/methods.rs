@@ -477,6 +477,12 @@ async fn status(
                 state: if done { "ended" } else { "running" }.to_string(),
                 client: run.owner.clone(),
                 bootstrap: lock(&run.bootstrap).clone(),
+                token_usage: lock(&run.token_usage).clone(),
+                compactions: run.compactions.load(std::sync::atomic::Ordering::Relaxed),
+                context_alarm: run.compactions.load(std::sync::atomic::Ordering::Relaxed) >= 2
+                    && lock(&run.token_usage)
+                        .as_ref()
+                        .is_some_and(super::run_start::above_window),
             }
         })
         .collect();

@@ -271,6 +271,8 @@ async fn register(
         ended_at: Mutex::new(None),
         hub: Mutex::new(None),
         bootstrap: Mutex::new(Vec::new()),
+        token_usage: Mutex::new(None),
+        compactions: std::sync::atomic::AtomicU64::new(0),
         progress,
         slot: Mutex::new(Some(slot)),
     });
@@ -486,6 +488,29 @@ impl RunTask {
             {
                 *lock(&observer_state.turn_id) = Some(turn_id.to_string());
             }
+            if let TurnEvent::Notification { method, params, .. } = &event {
+                match *method {
+                    crate::codex::protocol::table::name::THREAD_TOKEN_USAGE_UPDATED => {
+                        if let Ok(params) = params.parse::<serde_json::Value>() {
+                            *lock(&observer_state.token_usage) = Some(params["tokenUsage"].clone());
+                        }
+                    }
+                    crate::codex::protocol::table::name::THREAD_COMPACTED => {
+                        let compactions = observer_state
+                            .compactions
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                            + 1;
+                        let usage = lock(&observer_state.token_usage).clone();
+                        if compactions >= 2 && usage.as_ref().is_some_and(above_window) {
+                            tracing::warn!(
+                                "run {}: the input is still above the model's context window after {compactions} compactions",
+                                observer_state.run_id
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
             if let Some(value) = logged_event(&event) {
                 observer_state.push(value);
             }
@@ -534,5 +559,33 @@ impl RunTask {
             }
         }
         bridge.pool.after_run(&lease).await;
+    }
+}
+
+/// Whether a `tokenUsage` says the last model call's input did not fit the model's context
+/// window (what repeated compactions should have prevented).
+pub(super) fn above_window(usage: &serde_json::Value) -> bool {
+    match (
+        usage["last"]["inputTokens"].as_u64(),
+        usage["modelContextWindow"].as_u64(),
+    ) {
+        (Some(input), Some(window)) => window > 0 && input >= window,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::above_window;
+    use serde_json::json;
+
+    #[test]
+    fn the_context_alarm_is_an_input_at_or_past_the_window() {
+        let usage = |input: u64, window: u64| json!({"last": {"inputTokens": input}, "modelContextWindow": window});
+        assert!(above_window(&usage(258_400, 258_400)));
+        assert!(above_window(&usage(300_000, 258_400)));
+        assert!(!above_window(&usage(200_000, 258_400)));
+        assert!(!above_window(&usage(10, 0)), "no window told: no alarm");
+        assert!(!above_window(&json!({})));
     }
 }

@@ -26,6 +26,10 @@ pub(super) struct RunState {
     pub(super) hub: Mutex<Option<Arc<CodexHub>>>,
     /// Its bootstrap files' counts, once translated (for `bridge.status`).
     pub(super) bootstrap: Mutex<Vec<super::api::BootstrapCount>>,
+    /// The latest `thread/tokenUsage/updated` of its turn (for `bridge.status`).
+    pub(super) token_usage: Mutex<Option<serde_json::Value>>,
+    /// `thread/compacted` seen during its turn.
+    pub(super) compactions: std::sync::atomic::AtomicU64,
     /// Its place under `--max-runs`, given back the moment it ends (before its last event is
     /// published: a client that sees the run end may start the next one at once).
     pub(super) slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,

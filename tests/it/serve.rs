@@ -229,6 +229,15 @@ async fn params_run_stream_tool_call_and_status() {
     assert!(soul["rawChars"].as_u64().is_some_and(|n| n > 0), "{soul}");
     assert_eq!(soul["injectedChars"], soul["rawChars"]);
     assert_eq!(soul["truncated"], false);
+    // Its latest token usage as Codex reported it, and no compaction.
+    let usage = &status["runs"][0]["tokenUsage"];
+    assert!(
+        usage["last"]["inputTokens"].as_u64().is_some_and(|n| n > 0)
+            && usage["total"]["inputTokens"].as_u64() > usage["last"]["inputTokens"].as_u64(),
+        "two model calls, the last and the total: {status}"
+    );
+    assert_eq!(status["runs"][0]["compactions"], 0);
+    assert_eq!(status["runs"][0]["contextAlarm"], false);
 }
 
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]

@@ -1016,6 +1016,14 @@ bootstrap?: BootstrapCount[]
  * The client that started it (`operator` for the service's own token).
  */
 client: string
+/**
+ * `thread/compacted` seen during its turn.
+ */
+compactions?: number
+/**
+ * The input stayed above the context window after two compactions or more (also logged).
+ */
+contextAlarm?: boolean
 runId: string
 sessionKey: string
 /**
@@ -1023,6 +1031,13 @@ sessionKey: string
  */
 state: string
 threadId?: (string | null)
+/**
+ * The latest `thread/tokenUsage/updated` of its turn, as Codex sent it (`last`, `total`,
+ * `modelContextWindow`).
+ */
+tokenUsage?: {
+[k: string]: unknown
+}
 }
 /**
  * Runtime facts for the Runtime line.
