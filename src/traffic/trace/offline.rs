@@ -8,8 +8,9 @@
 //! of a thread in order are its turns with model calls in order, and each call ends at the
 //! `thread/tokenUsage/updated` Codex sent for it (the rest at the turn's end).
 //!
-//! Bounded and confined: only regular files directly in `DIR` and in its `model-requests/`
-//! tree are read, each capped ([`MAX_FILE_BYTES`]), at most [`MAX_FILES`] of them.
+//! Bounded and confined: only regular files (never a link) directly in `DIR`, its
+//! `connection-N/` folders and its `model-requests/` tree are read, each capped
+//! ([`MAX_FILE_BYTES`]), at most [`MAX_FILES`] of them.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -47,7 +48,16 @@ fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
         .collect())
 }
 
+/// A regular file itself, not a link to one (a link planted in a transcript folder could point
+/// anywhere, and `--otel-content full` would send what it reads).
+fn regular_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file())
+}
+
 fn read_json(path: &Path) -> Option<Value> {
+    if !regular_file(path) {
+        return None;
+    }
     let bytes = crate::support::fs::read_file_capped(path, MAX_FILE_BYTES).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -88,7 +98,7 @@ fn calls_in(folder: &Path, thread: &str, budget: &mut usize) -> Vec<ModelCall> {
             format!(".{number}")
         };
         let request = folder.join(format!("model-request{suffix}.json"));
-        if !request.is_file() || *budget == 0 {
+        if !regular_file(&request) || *budget == 0 {
             break;
         }
         *budget -= 1;
@@ -157,7 +167,7 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
     for (stream, source) in sources(dir).into_iter().enumerate() {
         // The client's name, from the connection file (initialize).
         let connection = source.join("connection.jsonl");
-        if connection.is_file() {
+        if regular_file(&connection) {
             for entry in read_json_lines(&connection)? {
                 if entry["message"]["method"] == method::INITIALIZE {
                     book.message(stream, Side::Client, &entry["message"], UNIX_EPOCH);
@@ -255,4 +265,65 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
     exported.threads = threads.len();
     book.finish(last_time);
     Ok(exported)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::trace::ContentPolicy;
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    /// Protection: a model call document that is a link is not read (under `full`, its text
+    /// would go to the collector); the real one beside it is.
+    #[cfg(unix)]
+    #[test]
+    fn linked_files_in_a_transcript_folder_are_not_read() {
+        let dir = tempfile::tempdir().expect("dir");
+        let outside = tempfile::tempdir().expect("outside");
+        std::fs::write(
+            dir.path().join("thr.jsonl"),
+            [
+                r#"{"atMs": 1000, "direction": "in", "message": {"id": 1, "method": "turn/start", "params": {"threadId": "thr", "input": []}}}"#,
+                r#"{"atMs": 1001, "direction": "out", "message": {"id": 1, "result": {"turn": {"id": "u1"}}}}"#,
+                r#"{"atMs": 1005, "direction": "out", "message": {"method": "turn/completed", "params": {"threadId": "thr", "turn": {"id": "u1", "status": "completed"}}}}"#,
+                r#"{"atMs": 2000, "direction": "in", "message": {"id": 2, "method": "turn/start", "params": {"threadId": "thr", "input": []}}}"#,
+                r#"{"atMs": 2001, "direction": "out", "message": {"id": 2, "result": {"turn": {"id": "u2"}}}}"#,
+                r#"{"atMs": 2005, "direction": "out", "message": {"method": "turn/completed", "params": {"threadId": "thr", "turn": {"id": "u2", "status": "completed"}}}}"#,
+            ]
+            .join("\n"),
+        )
+        .expect("thread");
+        let secret = outside.path().join("secret.json");
+        std::fs::write(
+            &secret,
+            r#"{"body": {"model": "gpt-5.5", "input": "OUTSIDE-SECRET"}}"#,
+        )
+        .expect("secret");
+        let turns = dir.path().join("model-requests/thr");
+        std::fs::create_dir_all(turns.join("turn-01")).expect("turn 1");
+        std::fs::create_dir_all(turns.join("turn-02")).expect("turn 2");
+        std::os::unix::fs::symlink(&secret, turns.join("turn-01/model-request.json"))
+            .expect("link");
+        std::fs::write(
+            turns.join("turn-02/model-request.json"),
+            r#"{"body": {"model": "gpt-5.5", "input": "inside"}}"#,
+        )
+        .expect("request");
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let mut book = SpanBook::new(provider.tracer("test"), ContentPolicy::Full, false);
+        let exported = export_folder(dir.path(), &mut book).expect("export");
+        assert_eq!(
+            (exported.turns, exported.model_calls),
+            (2, 1),
+            "{exported:?}"
+        );
+        let spans = exporter.get_finished_spans().expect("spans");
+        let text = format!("{spans:?}");
+        assert!(!text.contains("OUTSIDE-SECRET"), "a link was read: {text}");
+        assert!(text.contains("inside"), "the real file was read: {text}");
+    }
 }
