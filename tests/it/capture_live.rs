@@ -1123,19 +1123,12 @@ async fn endpoint_turn_captured(dir: &std::path::Path, flags: &[&str]) -> std::p
     args.push(capture.clone().into());
     args.extend(flags.iter().map(Into::into));
     let (child, _, mut client) = crate::endpoint::spawned_endpoint(dir, &args).await;
-    let started = client
-        .request("thread/start", json!({"cwd": dir, "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai"}))
-        .await;
-    let thread = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{started}"))
-        .to_string();
-    client
-        .request(
-            "turn/start",
-            json!({"threadId": thread, "input": [{"type": "text", "text": "hello endpoint"}]}),
-        )
-        .await;
+    let thread = crate::endpoint::start_turn(
+        &mut client,
+        json!({"cwd": dir, "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai"}),
+        "hello endpoint",
+    )
+    .await;
     let done = client
         .until("turn/completed", crate::endpoint::turn_completed(&thread))
         .await;

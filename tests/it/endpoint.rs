@@ -388,7 +388,20 @@ pub(crate) async fn one_turn<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + U
     client: &mut Client<T>,
     text: &str,
 ) -> (String, Value) {
-    let started = client.request("thread/start", json!({})).await;
+    let thread = start_turn(client, json!({}), text).await;
+    let done = client
+        .until("turn/completed", turn_completed(&thread))
+        .await;
+    (thread, done)
+}
+
+/// A new thread (`thread/start` with `params`) and a turn on it (`text`) started: the thread.
+pub(crate) async fn start_turn<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    client: &mut Client<T>,
+    params: Value,
+    text: &str,
+) -> String {
+    let started = client.request("thread/start", params).await;
     let thread = started["result"]["thread"]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{started}"))
@@ -399,10 +412,7 @@ pub(crate) async fn one_turn<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + U
             json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
         )
         .await;
-    let done = client
-        .until("turn/completed", turn_completed(&thread))
-        .await;
-    (thread, done)
+    thread
 }
 
 pub(crate) fn turn_completed(thread: &str) -> impl Fn(&Value) -> bool + '_ {

@@ -294,24 +294,14 @@ async fn endpoint_tool_turn(
     let (child, addr, mut client) = crate::endpoint::spawned_endpoint(dir, &args).await;
     let token = std::fs::read_to_string(dir.join("token")).expect("token");
     let token = token.trim();
-    let started = client
-        .request(
-            "thread/start",
-            json!({"cwd": dir, "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai",
+    let thread = crate::endpoint::start_turn(
+        &mut client,
+        json!({"cwd": dir, "approvalPolicy": "never", "model": "gpt-5.5", "modelProvider": "openai",
                    "dynamicTools": [{"type": "function", "name": "message", "description": "Send a message.",
                                      "inputSchema": {"type": "object", "properties": {"action": {"type": "string"}, "message": {"type": "string"}}}}]}),
-        )
-        .await;
-    let thread = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{started}"))
-        .to_string();
-    client
-        .request(
-            "turn/start",
-            json!({"threadId": thread, "input": [{"type": "text", "text": "hello traces"}]}),
-        )
-        .await;
+        "hello traces",
+    )
+    .await;
     let call = client
         .until("item/tool/call", |message| {
             message["method"] == "item/tool/call"

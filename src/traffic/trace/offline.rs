@@ -62,30 +62,28 @@ fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// Regular files (not links) directly in `dir`, sorted by name.
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+/// The entries directly in `dir` whose own type (a link is not followed) `keep` takes, sorted
+/// by name.
+fn entries_in(dir: &Path, keep: fn(&std::fs::FileType) -> bool) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+        .filter(|entry| entry.file_type().is_ok_and(|kind| keep(&kind)))
         .map(|entry| entry.path())
         .collect();
-    files.sort();
-    files
+    entries.sort();
+    entries
+}
+
+/// Regular files (not links) directly in `dir`, sorted by name.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    entries_in(dir, std::fs::FileType::is_file)
 }
 
 /// Folders (not links) directly in `dir`, sorted by name.
 fn folders_in(dir: &Path) -> Vec<PathBuf> {
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
-        .map(|entry| entry.path())
-        .collect();
-    folders.sort();
-    folders
+    entries_in(dir, std::fs::FileType::is_dir)
 }
 
 /// The model calls of one turn folder, in order (`model-request.json`, `.2`, `.3`, ...).
