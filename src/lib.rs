@@ -75,7 +75,7 @@ pub use codex::client::framing::FrameReader;
 pub use codex::client::handler::DefaultHandler;
 pub use codex::client::hub::{CodexHub, MAX_LOADED_THREADS};
 pub use codex::client::peer::{Events, Peer, PeerConfig, PeerError};
-pub use codex::client::pool::{MemberState, PoolConfig};
+pub use codex::client::pool::{MemberState, PoolConfig, Restart, RestartHook};
 pub use codex::client::process::{find_codex_binary, resolve_native_binary, SpawnOptions};
 pub use codex::client::remote::remote_endpoints;
 pub use codex::client::remote::RemoteEndpoint;

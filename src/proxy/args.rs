@@ -403,6 +403,44 @@ pub fn codex_args(args: &[OsString]) -> Vec<OsString> {
     out
 }
 
+/// The `-c key=value` overrides among the Codex arguments given to the endpoint
+/// (`app-server --listen ws://... -c key=value`): each of its app-servers starts with them. The
+/// endpoint starts its app-servers itself, so any other Codex argument has nowhere to go and is
+/// refused by name rather than dropped.
+pub fn endpoint_config_overrides(args: &[OsString]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < args.len() {
+        let Some(text) = args[at].to_str() else {
+            return Err(format!("`{}` is not UTF-8", args[at].to_string_lossy()));
+        };
+        let value = if text == "-c" || text == "--config" {
+            at += 1;
+            match args.get(at).and_then(|value| value.to_str()) {
+                Some(value) => value.to_string(),
+                None => return Err(format!("`{text}` needs a key=value")),
+            }
+        } else if let Some(value) = text.strip_prefix("--config=") {
+            value.to_string()
+        } else if text.starts_with("-c") && !text.starts_with("--") {
+            text[2..].to_string()
+        } else if text == "app-server" || text == "--" {
+            at += 1;
+            continue;
+        } else {
+            return Err(format!(
+                "`{text}`: the endpoint starts its app-servers itself and passes them only `-c key=value` overrides"
+            ));
+        };
+        if !value.contains('=') {
+            return Err(format!("`-c {value}` is not key=value"));
+        }
+        out.push(value);
+        at += 1;
+    }
+    Ok(out)
+}
+
 /// `args` with `-c override` added just before `app-server` (so it wins over OpenClaw's own
 /// `-c` of the same key, which Codex applies first).
 pub fn with_override(args: &[OsString], override_: &str) -> Vec<OsString> {
@@ -442,6 +480,28 @@ mod tests {
         let cli = Cli::try_parse_from(std::iter::once(OsString::from("clawbridge")).chain(args))?;
         let Command::AppServer(args) = cli.command;
         Ok(args)
+    }
+
+    #[test]
+    fn the_endpoint_takes_config_overrides_and_refuses_other_codex_arguments() {
+        assert_eq!(
+            endpoint_config_overrides(&os(&["-c", "a=1", "--config=b=2", "-cc=3", "app-server"])),
+            Ok(vec![
+                "a=1".to_string(),
+                "b=2".to_string(),
+                "c=3".to_string()
+            ])
+        );
+        assert_eq!(endpoint_config_overrides(&[]), Ok(Vec::new()));
+        for bad in [
+            &["--profile", "x"][..],
+            &["-c"],
+            &["-c", "novalue"],
+            &["--enable", "x"],
+        ] {
+            let error = endpoint_config_overrides(&os(bad)).expect_err("refused");
+            assert!(error.contains('`'), "{error}");
+        }
     }
 
     #[test]

@@ -142,7 +142,10 @@ async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
 
 /// An endpoint with one local member (the real Codex over the offline stub) and `remotes`,
 /// requests timing out after 2 s, backoffs short.
-async fn endpoint_with(remotes: Vec<RemoteEndpoint>) -> (Endpoint, ResponsesStub, OfflineHome) {
+async fn endpoint_with(
+    remotes: Vec<RemoteEndpoint>,
+    on_restart: Option<clawbridge::RestartHook>,
+) -> (Endpoint, ResponsesStub, OfflineHome) {
     let stub = ResponsesStub::start(StubScript::default())
         .await
         .expect("stub");
@@ -157,6 +160,7 @@ async fn endpoint_with(remotes: Vec<RemoteEndpoint>) -> (Endpoint, ResponsesStub
         backoff_first: Duration::from_millis(100),
         backoff_max: Duration::from_millis(500),
         crash_limit: 2,
+        on_restart,
         ..PoolConfig::new(Ok(codex_bin()), home.path.clone())
     };
     pool.peer.request_timeout = Duration::from_secs(2);
@@ -225,7 +229,7 @@ async fn ten_clients(endpoint: &Endpoint) -> (usize, Vec<String>) {
 async fn a_stalled_or_garbage_remote_member_never_takes_work_from_a_healthy_one() {
     for fault in [Fault::Mute, Fault::Garbage, Fault::MuteAfterOne] {
         let fake = FakeRemote::start(fault).await;
-        let (endpoint, _stub, _home) = endpoint_with(vec![remote(&fake.url)]).await;
+        let (endpoint, _stub, _home) = endpoint_with(vec![remote(&fake.url)], None).await;
         let (served, failures) = ten_clients(&endpoint).await;
         // One that passes its probe and then stalls costs the one request it timed out (the
         // client hears an error naming the member, after 2 s here), never more.
@@ -254,7 +258,14 @@ async fn a_dead_remote_member_comes_back_when_its_listener_does() {
     // Its listener is gone: each connection is closed as it is accepted.
     let fake = FakeRemote::start(Fault::Closed).await;
     let url = fake.url.clone();
-    let (endpoint, _stub, _home) = endpoint_with(vec![remote(&url)]).await;
+    // The pool tells each member that is back (the live trace makes a `member restart` span of
+    // it): here, the remote one, once.
+    let restarts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let told = std::sync::Arc::clone(&restarts);
+    let hook = clawbridge::RestartHook(std::sync::Arc::new(move |restart| {
+        told.lock().expect("restarts").push(restart);
+    }));
+    let (endpoint, _stub, _home) = endpoint_with(vec![remote(&url)], Some(hook)).await;
     // New clients are served by the local member while the remote one fails and dies.
     let (served, failures) = ten_clients(&endpoint).await;
     assert_eq!(served, 10, "{failures:#?}");
@@ -276,6 +287,11 @@ async fn a_dead_remote_member_comes_back_when_its_listener_does() {
         state(&endpoint).0 == clawbridge::MemberState::Ready
     })
     .await;
+    let told = restarts.lock().expect("restarts").clone();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].member, url);
+    assert!(!told[0].reason.is_empty(), "{told:?}");
+    assert!(told[0].down_since < std::time::SystemTime::now());
     endpoint.stop().await;
     fake.task.abort();
 }

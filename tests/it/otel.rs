@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 /// One span as the collector received it.
 #[derive(Clone, Debug)]
 pub(crate) struct Received {
+    /// The `service.name` of the resource that sent it.
+    pub(crate) service: String,
     pub(crate) trace: String,
     pub(crate) id: String,
     pub(crate) parent: String,
@@ -49,6 +51,16 @@ fn hex(bytes: &[u8]) -> String {
 fn received(request: ExportTraceServiceRequest) -> Vec<Received> {
     let mut out = Vec::new();
     for resource in request.resource_spans {
+        let service = resource
+            .resource
+            .iter()
+            .flat_map(|resource| resource.attributes.iter())
+            .find(|pair| pair.key == "service.name")
+            .and_then(|pair| match pair.value.as_ref()?.value.as_ref()? {
+                AnyValue::StringValue(text) => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
         for scope in resource.scope_spans {
             for span in scope.spans {
                 let attributes = span
@@ -66,6 +78,7 @@ fn received(request: ExportTraceServiceRequest) -> Vec<Received> {
                     })
                     .collect();
                 out.push(Received {
+                    service: service.clone(),
                     trace: hex(&span.trace_id),
                     id: hex(&span.span_id),
                     parent: hex(&span.parent_span_id),
@@ -131,8 +144,26 @@ impl Collector {
         }
     }
 
+    /// The spans clawbridge sent.
     pub(crate) fn spans(&self) -> Vec<Received> {
-        self.spans.lock().expect("spans").clone()
+        self.spans
+            .lock()
+            .expect("spans")
+            .iter()
+            .filter(|span| span.service == "clawbridge")
+            .cloned()
+            .collect()
+    }
+
+    /// The spans anyone else sent (Codex's own, with its trace exporter on).
+    pub(crate) fn others(&self) -> Vec<Received> {
+        self.spans
+            .lock()
+            .expect("spans")
+            .iter()
+            .filter(|span| span.service != "clawbridge")
+            .cloned()
+            .collect()
     }
 
     fn clear(&self) {
@@ -290,6 +321,13 @@ async fn endpoint_tool_turn(
         transcript.join("model-requests").into(),
         "--otel-endpoint".into(),
         otel_endpoint.into(),
+        // Codex's own spans to the same collector: they join the turn's trace through the
+        // W3C context the endpoint puts on `turn/start`.
+        "-c".into(),
+        format!(
+            "otel.trace_exporter={{otlp-http={{endpoint=\"{otel_endpoint}/v1/traces\",protocol=\"binary\"}}}}"
+        )
+        .into(),
     ]);
     let (child, addr, mut client) = crate::endpoint::spawned_endpoint(dir, &args).await;
     let token = std::fs::read_to_string(dir.join("token")).expect("token");
@@ -349,6 +387,51 @@ async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
     let (thread, transcript) = endpoint_tool_turn(dir.path(), &collector.url).await;
     let live = collector.spans();
     check_turn_tree(&live, &thread, true);
+    // Codex's own spans (its trace exporter on, to the same collector) join the turn's trace:
+    // the W3C context the endpoint put on `turn/start` makes Codex's span of that request a
+    // child of the turn span.
+    let turn = live
+        .iter()
+        .find(|span| span.text("gen_ai.operation.name") == Some("invoke_agent"))
+        .expect("the turn span")
+        .clone();
+    let joined = crate::util::poll_with(Duration::from_secs(20), || {
+        let others = collector.others();
+        let turn = turn.clone();
+        async move {
+            others
+                .iter()
+                .find(|span| {
+                    span.name == "turn/start" && span.trace == turn.trace && span.parent == turn.id
+                })
+                .map(|span| {
+                    (
+                        span.service.clone(),
+                        others
+                            .iter()
+                            .filter(|other| other.trace == turn.trace)
+                            .count(),
+                    )
+                })
+        }
+    })
+    .await;
+    let (service, in_trace) = joined.unwrap_or_else(|| {
+        panic!(
+            "Codex's turn/start span under the turn span {}: {:#?}",
+            turn.id,
+            collector
+                .others()
+                .iter()
+                .filter(|span| span.name == "turn/start")
+                .collect::<Vec<_>>()
+        )
+    });
+    assert_eq!(service, "codex-app-server");
+    assert!(
+        in_trace > 10,
+        "Codex's spans of the turn are in its trace: {in_trace}"
+    );
     assert!(
         collector
             .content_types

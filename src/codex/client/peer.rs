@@ -20,7 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
 use crate::codex::protocol::wire::{
-    encode, own_json, Incoming, Outgoing, RawJson, RequestId, RpcError,
+    encode, own_json, Incoming, Outgoing, RawJson, RequestId, RpcError, W3cTraceContext,
 };
 use crate::support::sync::lock;
 
@@ -259,10 +259,24 @@ impl Peer {
         method: &str,
         params: &serde_json::value::RawValue,
     ) -> Result<RawJson, PeerError> {
+        self.forward_traced(method, params, None).await
+    }
+
+    /// [`Peer::forward_request`] with a W3C trace context on the request, so Codex's own spans
+    /// of it join the caller's trace.
+    pub async fn forward_traced(
+        &self,
+        method: &str,
+        params: &serde_json::value::RawValue,
+        trace: Option<W3cTraceContext>,
+    ) -> Result<RawJson, PeerError> {
         let config = &self.shared.config;
         let mut attempt = 0;
         loop {
-            match self.request_once(method, params.to_owned()).await {
+            match self
+                .request_once(method, params.to_owned(), trace.clone())
+                .await
+            {
                 Err(PeerError::Rpc { error, .. })
                     if error.code == SERVER_OVERLOADED && attempt < config.overload_retries =>
                 {
@@ -286,6 +300,7 @@ impl Peer {
         &self,
         method: &str,
         params: Box<serde_json::value::RawValue>,
+        trace: Option<W3cTraceContext>,
     ) -> Result<RawJson, PeerError> {
         let codec = |error: serde_json::Error| PeerError::Codec {
             method: method.to_string(),
@@ -296,6 +311,7 @@ impl Peer {
             id: id.clone(),
             method: method.to_string(),
             params,
+            trace,
         })
         .map_err(codec)?;
         let (reply, answer) = oneshot::channel();

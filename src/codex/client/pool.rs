@@ -70,6 +70,27 @@ pub struct PoolConfig {
     /// Appended to every local member's name (`local-0@apiKey-1a2b…`): a pool of one
     /// identity names its members apart from another's.
     pub member_suffix: String,
+    /// Told each time a member that went away is up again (for the trace's restart spans).
+    pub on_restart: Option<RestartHook>,
+}
+
+/// What the pool tells its [`PoolConfig::on_restart`] hook: the member, why it went away, and
+/// since when it was down.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Restart {
+    pub member: String,
+    pub reason: String,
+    pub down_since: std::time::SystemTime,
+}
+
+/// A callback for [`Restart`]s (called outside the pool's locks; it must not block).
+#[derive(Clone)]
+pub struct RestartHook(pub Arc<dyn Fn(Restart) + Send + Sync>);
+
+impl std::fmt::Debug for RestartHook {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("RestartHook")
+    }
 }
 
 impl PoolConfig {
@@ -97,6 +118,7 @@ impl PoolConfig {
             recycle_after_threads: DEFAULT_RECYCLE_AFTER_THREADS,
             recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
             member_suffix: String::new(),
+            on_restart: None,
         }
     }
 }
@@ -222,6 +244,8 @@ struct Slot {
     reviving: bool,
     /// Why the current app-server was ended as unhealthy (its watcher files it as the crash).
     unhealthy: Option<String>,
+    /// Since when the member has been down, and why (from its first crash until it is back).
+    down: Option<(std::time::SystemTime, String)>,
 }
 
 impl Slot {
@@ -282,6 +306,9 @@ impl Member {
             .is_some_and(|at| now.duration_since(*at) > config.crash_window)
         {
             slot.crashes.pop_front();
+        }
+        if slot.down.is_none() {
+            slot.down = Some((std::time::SystemTime::now(), error.clone()));
         }
         slot.error = Some(error);
         if slot.crashes.len() >= config.crash_limit.max(1) {
@@ -410,6 +437,7 @@ impl Pool {
                     cwd: None,
                     reviving: false,
                     unhealthy: None,
+                    down: None,
                 }),
                 starting: tokio::sync::Mutex::new(()),
                 draining: Mutex::new(Vec::new()),
@@ -652,7 +680,7 @@ impl Pool {
         };
         match connected {
             Ok((hub, carriers)) => {
-                let generation = {
+                let (generation, was_down) = {
                     let mut slot = lock(&member.slot);
                     slot.generation += 1;
                     slot.starts += 1;
@@ -661,8 +689,15 @@ impl Pool {
                     slot.state = MemberState::Ready;
                     slot.not_before = None;
                     slot.cwd = Some(cwd);
-                    slot.generation
+                    (slot.generation, slot.down.take())
                 };
+                if let (Some((since, reason)), Some(hook)) = (was_down, &self.config.on_restart) {
+                    (hook.0)(Restart {
+                        member: member.name.clone(),
+                        reason,
+                        down_since: since,
+                    });
+                }
                 tracing::info!(
                     "app-server {} ready (generation {generation}, Codex {}, pid {:?})",
                     member.name,
@@ -993,6 +1028,7 @@ mod tests {
             recycle_after_threads: 10,
             recycle_rss_bytes: u64::MAX,
             member_suffix: String::new(),
+            on_restart: None,
         }
     }
 

@@ -356,6 +356,9 @@ pub enum Outgoing {
         id: RequestId,
         method: String,
         params: Box<serde_json::value::RawValue>,
+        /// W3C trace context, so Codex's own spans of the request join the caller's trace.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trace: Option<W3cTraceContext>,
     },
     Notification {
         method: String,
@@ -370,6 +373,16 @@ pub enum Outgoing {
         id: RequestId,
         error: RpcError,
     },
+}
+
+/// The W3C Trace Context a request may carry (Codex's `JSONRPCRequest.trace`: its spans of the
+/// request become children of `traceparent`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct W3cTraceContext {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// clawbridge's own params or answer as the bytes that go out: serialized through a `Value`,

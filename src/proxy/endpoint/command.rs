@@ -120,7 +120,15 @@ pub(crate) async fn run_endpoint(
     // Over WebSocket, OpenClaw's threads name Codex's `openai` provider: it is pointed at the
     // stub offline (after the home's own config, so it wins), at the forwarder with a live
     // capture.
-    let config_overrides = plane.config_overrides().to_vec();
+    // The operator's own `-c` overrides first, the plane's after them (its provider wins).
+    let mut config_overrides =
+        crate::proxy::args::endpoint_config_overrides(&args.args).map_err(|message| {
+            ProxyError::Setup(crate::error::Error::InvalidArgument {
+                flag: "-c".into(),
+                message,
+            })
+        })?;
+    config_overrides.extend(plane.config_overrides().iter().cloned());
     // Each account a connection logs in with gets app-servers over a Codex home of its own,
     // in the state dir (kept across restarts: a resumed thread finds its rollout there), with
     // the native home's `config.toml` (or the offline one) and never its login.
@@ -141,6 +149,12 @@ pub(crate) async fn run_endpoint(
         config_overrides,
         recycle_after_threads: args.pool.recycle_after_threads.max(1),
         recycle_rss_bytes: args.pool.recycle_rss_mb.max(1).saturating_mul(1024 * 1024),
+        // A member that is back becomes a `member restart` span of the live trace.
+        on_restart: trace.clone().map(|trace| {
+            crate::codex::client::pool::RestartHook(Arc::new(move |restart| {
+                trace.member_restart(&restart.member, &restart.reason, restart.down_since);
+            }))
+        }),
         ..PoolConfig::new(binary, codex_home)
     };
     // The schema check of every client's thread and turn params, against the local Codex.

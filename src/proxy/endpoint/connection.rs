@@ -27,7 +27,7 @@ use crate::codex::client::pool::Lease;
 use crate::codex::protocol::methods::{
     ThreadUnsubscribe, ThreadUnsubscribeParams, TurnInterrupt, TurnInterruptParams,
 };
-use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError};
+use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError, W3cTraceContext};
 use crate::support::sync::lock;
 use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
 
@@ -255,6 +255,14 @@ impl Connection {
     /// One message from the client.
     pub(super) async fn receive(self: &Arc<Self>, text: String) {
         self.tap(crate::proxy::Direction::In, &text);
+        // A client's W3C trace context goes on with its request (the envelope is made anew).
+        let trace = if text.contains("\"trace\"") {
+            serde_json::from_str::<TraceField>(&text)
+                .ok()
+                .and_then(|field| field.trace)
+        } else {
+            None
+        };
         match crate::codex::protocol::wire::decode(text) {
             Ok(Incoming::Request { id, method, params }) => {
                 let method = method.to_string();
@@ -279,7 +287,7 @@ impl Connection {
                 let connection = Arc::clone(self);
                 self.tasks.spawn(async move {
                     let _permit = permit;
-                    connection.forward(id, method, params).await;
+                    connection.forward(id, method, params, trace).await;
                 });
             }
             Ok(Incoming::Notification { method, params, .. }) => {
@@ -495,6 +503,7 @@ impl Connection {
         id: RequestId,
         method: String,
         params: RawParams,
+        trace: Option<W3cTraceContext>,
     ) {
         match method.as_str() {
             method::THREAD_LOADED_LIST => return self.loaded_list(&id).await,
@@ -614,8 +623,23 @@ impl Connection {
             }
             _ => {}
         }
+        // A traced turn carries its span's context to Codex, so Codex's own spans join the
+        // turn's trace; any other request carries the client's context, if it sent one.
+        let trace = match (&self.shared.trace, method.as_str()) {
+            (Some(live), method::TURN_START) => Some(live.turn_trace(
+                self.number,
+                &serde_json::to_string(&id).unwrap_or_default(),
+                trace.as_ref(),
+            )),
+            _ => trace,
+        };
         // The client's params go to Codex byte for byte (validated above, never re-serialized).
-        match lease.hub.peer().forward_request(&method, params).await {
+        match lease
+            .hub
+            .peer()
+            .forward_traced(&method, params, trace)
+            .await
+        {
             Ok(raw) => {
                 // The thread the answer is about: the one opened, or the one named.
                 let mut answered = thread.clone();
@@ -980,6 +1004,12 @@ impl Connection {
 }
 
 /// The `threadId` a message's params name, if any.
+/// The one envelope field of a client's request read besides the wire's own.
+#[derive(serde::Deserialize)]
+struct TraceField {
+    trace: Option<W3cTraceContext>,
+}
+
 pub(super) fn thread_of(params: &RawParams) -> Option<String> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]

@@ -118,6 +118,12 @@ impl SpanProcessor for Counting {
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
         self.inner.shutdown_with_timeout(timeout)
     }
+
+    /// The provider's resource (`service.name` and the rest) reaches the exporter only through
+    /// this: without it every span would go out as an unknown service.
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
 }
 
 /// The OTLP exporter, counting what it sent.

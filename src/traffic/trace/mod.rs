@@ -15,6 +15,7 @@
 //!
 //! Attribute names: [`semconv`] (OpenTelemetry GenAI and OpenInference, cited there).
 
+pub mod context;
 pub mod export;
 pub mod offline;
 pub mod semconv;
@@ -25,6 +26,8 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
+use crate::codex::protocol::wire::W3cTraceContext;
+
 pub use export::{OtlpProtocol, SpanCounters, TraceExport, TraceSettings};
 pub use spans::{ContentPolicy, ModelCall, Side, SpanBook};
 
@@ -32,6 +35,7 @@ pub use spans::{ContentPolicy, ModelCall, Side, SpanBook};
 pub struct LiveTrace {
     book: Mutex<SpanBook>,
     export: TraceExport,
+    salt: context::Salt,
 }
 
 impl std::fmt::Debug for LiveTrace {
@@ -53,10 +57,13 @@ impl LiveTrace {
         let Some(export) = TraceExport::start(settings)? else {
             return Ok(None);
         };
-        let book = SpanBook::new(export.tracer(), settings.content, captured_calls);
+        let salt = context::Salt::draw();
+        let mut book = SpanBook::new(export.tracer(), settings.content, captured_calls);
+        book.set_salt(salt);
         Ok(Some(Arc::new(LiveTrace {
             book: Mutex::new(book),
             export,
+            salt,
         })))
     }
 
@@ -72,6 +79,24 @@ impl LiveTrace {
 
     pub fn counters(&self) -> &SpanCounters {
         &self.export.counters
+    }
+
+    /// The `trace` to put on a `turn/start` that connection `stream` forwards as request
+    /// `request` (its id as JSON text): the ids the book gives the turn's span, under the
+    /// client's own `trace` when it sent one.
+    pub fn turn_trace(
+        &self,
+        stream: usize,
+        request: &str,
+        client: Option<&W3cTraceContext>,
+    ) -> W3cTraceContext {
+        let parent = client.and_then(context::parent_of);
+        context::to_wire(&context::turn_context(
+            &self.salt,
+            stream,
+            request,
+            parent.as_ref(),
+        ))
     }
 
     /// A message seen now.

@@ -140,6 +140,9 @@ pub struct SpanBook {
     pending_order: VecDeque<(usize, String)>,
     threads: HashMap<String, Thread>,
     order: VecDeque<String>,
+    /// Live: the secret the turn spans' ids are derived from, shared with the forwarder that
+    /// passes them on to Codex ([`super::context`]).
+    salt: Option<super::context::Salt>,
 }
 
 fn text_of(value: &Value) -> Option<&str> {
@@ -261,7 +264,14 @@ impl SpanBook {
             pending_order: VecDeque::new(),
             threads: HashMap::new(),
             order: VecDeque::new(),
+            salt: None,
         }
+    }
+
+    /// Derive each turn span's ids from `salt`, as the forwarder does for the `trace` it puts
+    /// on the `turn/start` it sends Codex.
+    pub fn set_salt(&mut self, salt: super::context::Salt) {
+        self.salt = Some(salt);
     }
 
     /// Whether model calls come from a capture from now on (`export-otel` reads threads with
@@ -346,7 +356,14 @@ impl SpanBook {
             }
             method::TURN_START => {
                 if let Some(thread) = &thread {
-                    self.start_turn(thread, params, at);
+                    let parent = message
+                        .get("trace")
+                        .and_then(|trace| serde_json::from_value(trace.clone()).ok())
+                        .and_then(|trace| super::context::parent_of(&trace));
+                    let ours = self.salt.as_ref().map(|salt| {
+                        super::context::turn_context(salt, stream, &id.to_string(), parent.as_ref())
+                    });
+                    self.start_turn(thread, params, parent, ours, at);
                 }
             }
             method::TURN_STEER => {
@@ -379,7 +396,16 @@ impl SpanBook {
         );
     }
 
-    fn start_turn(&mut self, thread_id: &str, params: &Value, at: SystemTime) {
+    /// A turn opens: its span is a child of the client's `parent` when it sent one, and has the
+    /// ids `ours` when they were passed on to Codex.
+    fn start_turn(
+        &mut self,
+        thread_id: &str,
+        params: &Value,
+        parent: Option<SpanContext>,
+        ours: Option<SpanContext>,
+        at: SystemTime,
+    ) {
         let content = self.content;
         let client = self.client.clone();
         let metadata = self.metadata();
@@ -414,13 +440,19 @@ impl SpanBook {
             ));
             attributes.push(KeyValue::new(attr::INPUT_MIME_TYPE, "text/plain"));
         }
-        let span = self
+        let mut builder = self
             .tracer
             .span_builder(format!("{} {client}", attr::OPERATION_INVOKE_AGENT))
             .with_kind(SpanKind::Internal)
             .with_start_time(at)
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &Context::new());
+            .with_attributes(attributes);
+        if let Some(ours) = ours {
+            builder = builder
+                .with_trace_id(ours.trace_id())
+                .with_span_id(ours.span_id());
+        }
+        let parent = parent.map_or_else(Context::new, |parent| Self::parent(&parent));
+        let span = builder.start_with_context(&self.tracer, &parent);
         let context = span.span_context().clone();
         let thread = self.thread(thread_id, at);
         thread.turn = Some(Turn {
@@ -1291,6 +1323,59 @@ mod tests {
             exporter.get_finished_spans().expect("spans").len(),
             spans.len()
         );
+    }
+
+    #[test]
+    fn a_member_restart_is_a_span_from_down_to_back() {
+        let (mut book, exporter, _provider) = new_book(ContentPolicy::Metadata, false);
+        book.member_restart("local-0", "generation 1 went away", at(0), at(900));
+        let spans = exporter.get_finished_spans().expect("spans");
+        let restart = named(&spans, "member restart");
+        assert_eq!(restart.len(), 1, "{spans:#?}");
+        assert_eq!(restart[0].start_time, at(0));
+        assert_eq!(restart[0].end_time, at(900));
+        assert_eq!(
+            attribute(restart[0], attr::MEMBER).map(|value| value.as_str().into_owned()),
+            Some("local-0".to_string())
+        );
+        assert_eq!(
+            attribute(restart[0], attr::MEMBER_REASON).map(|value| value.as_str().into_owned()),
+            Some("generation 1 went away".to_string())
+        );
+    }
+
+    #[test]
+    fn a_turn_span_takes_the_ids_passed_on_to_codex_under_the_clients_parent() {
+        let (mut book, exporter, _provider) = new_book(ContentPolicy::Metadata, false);
+        let salt = super::super::context::Salt::draw();
+        book.set_salt(salt);
+        let client = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        book.message(4, Side::Client, &json!({"id": 9, "method": "turn/start", "trace": {"traceparent": client}, "params": {"threadId": "thr", "input": []}}), at(0));
+        book.message(4, Side::Client, &json!({"id": "b", "method": "turn/start", "params": {"threadId": "other", "input": []}}), at(0));
+        book.finish(at(10));
+        let spans = exporter.get_finished_spans().expect("spans");
+        let turns = named(&spans, "invoke_agent");
+        assert_eq!(turns.len(), 2, "{spans:#?}");
+        let under = turns
+            .iter()
+            .find(|span| span.parent_span_id != opentelemetry::trace::SpanId::INVALID)
+            .expect("the turn under the client's span");
+        let wire = crate::codex::protocol::wire::W3cTraceContext {
+            traceparent: Some(client.to_string()),
+            tracestate: None,
+        };
+        let parent = super::super::context::parent_of(&wire).expect("parent");
+        let ours = super::super::context::turn_context(&salt, 4, "9", Some(&parent));
+        assert_eq!(under.span_context.trace_id(), parent.trace_id());
+        assert_eq!(under.parent_span_id, parent.span_id());
+        assert_eq!(under.span_context.span_id(), ours.span_id());
+        let root = turns
+            .iter()
+            .find(|span| span.parent_span_id == opentelemetry::trace::SpanId::INVALID)
+            .expect("the other turn is a root");
+        let derived = super::super::context::turn_context(&salt, 4, "\"b\"", None);
+        assert_eq!(root.span_context.trace_id(), derived.trace_id());
+        assert_eq!(root.span_context.span_id(), derived.span_id());
     }
 
     #[test]
