@@ -286,6 +286,33 @@ pub fn cache_report(
     Ok(report)
 }
 
+/// `clawbridge audit DIR`: the audit, its HTML page written when asked (as private as the
+/// transcript folder: it may show file contents), and whether it fails `fail_on`.
+pub fn audit(
+    dir: &Path,
+    html: Option<&Path>,
+    fail_on: &[String],
+    show_content: bool,
+) -> Result<(crate::app::audit::AuditReport, bool)> {
+    let verdicts = fail_on
+        .iter()
+        .map(|name| {
+            crate::app::audit::Verdict::parse(name).ok_or_else(|| Error::InvalidArgument {
+                flag: "--fail-on".to_string(),
+                message: format!(
+                    "`{name}` is not a verdict (missing, truncated, moved, extra, as-spec)"
+                ),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let report = crate::app::audit::audit(dir, &crate::app::audit::AuditOptions { show_content })?;
+    if let Some(file) = html {
+        crate::support::fs::write_private(file, report.render_html().as_bytes())?;
+    }
+    let failed = report.any(&verdicts);
+    Ok((report, failed))
+}
+
 /// `clawbridge export-otel DIR`: the transcript folder read back into spans and sent where
 /// `settings` (or the OpenTelemetry variables) say; fails when no collector is named or when a
 /// span could not be sent.

@@ -13,6 +13,7 @@
 //! May use every layer below it (docs/architecture.md); only `server`, `proxy` and the binary
 //! use it.
 
+pub mod audit;
 pub mod clients;
 pub mod commands;
 pub mod context;

@@ -118,6 +118,21 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             }
             Ok(exit_code(!(fail_on_break && report.breaks > 0)))
         }
+        Command::Audit {
+            dir,
+            json,
+            html,
+            fail_on,
+            show_content,
+        } => {
+            let (report, failed) = commands::audit(&dir, html.as_deref(), &fail_on, show_content)?;
+            if json {
+                print_json(&report)?;
+            } else {
+                print_stdout(&report.render_text())?;
+            }
+            Ok(exit_code(!failed))
+        }
         Command::ExportOtel { dir, otel, json } => {
             let exported = commands::export_otel(&dir, &otel.settings())?;
             if json {

@@ -233,6 +233,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Where each workspace file of a real OpenClaw run went, against where the system-prompt
+    /// spec puts it: for every `turn/start` in an `app-server --transcript` folder, each
+    /// bootstrap file of the thread's cwd, the layer clawbridge's routing gives it for the same
+    /// run, the layer OpenClaw put it in, whether the model request held it, and a verdict
+    /// (as spec, moved, missing, truncated, extra).
+    Audit {
+        /// The `--transcript` folder of `app-server` (with its `model-requests/`, if any).
+        dir: PathBuf,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the audit as one self-contained HTML page.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Exit 1 when any row has one of these verdicts (comma-separated: missing, truncated,
+        /// moved, extra).
+        #[arg(long, value_name = "VERDICTS", value_delimiter = ',')]
+        fail_on: Vec<String>,
+        /// Put each file's text (redacted) in the report.
+        #[arg(long)]
+        show_content: bool,
+    },
     /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) for OpenClaw-side clients.
     Serve(Box<ServeArgs>),
     /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
