@@ -1,5 +1,6 @@
 //! The one integration-test crate: shared helpers in `util`, one module per area.
 
+mod audit;
 mod capture_live;
 mod catalog;
 mod cli;

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::util::*;
 
@@ -145,6 +145,45 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         methods(&entries, "out").contains(&"turn/completed".to_string()),
         "{:?}",
         methods(&entries, "out")
+    );
+
+    // `clawbridge audit` on this transcript: where OpenClaw 2026.9.6 put each workspace file,
+    // against the spec's routing of the same run. Its facts: the persona files are turn-scoped
+    // collaboration text (moved from thread developer instructions), TOOLS.md is not sent,
+    // runtime context goes in `additionalContext`, AGENTS.md is left to Codex (which the model
+    // request shows it read).
+    let out_text = out.display().to_string();
+    let (code, stdout, stderr) = run_cli(&["audit", &out_text, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let audit: Value = serde_json::from_str(&stdout).expect("audit json");
+    let turn = &audit["threads"][0]["turns"][0];
+    let row = |file: &str| {
+        turn["rows"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|row| row["file"] == file))
+            .cloned()
+            .unwrap_or_else(|| panic!("{file}: {audit:#}"))
+    };
+    assert_eq!(row("TOOLS.md")["verdict"], "missing", "{audit:#}");
+    assert_eq!(row("TOOLS.md")["openclaw"], json!([]));
+    for persona in ["SOUL.md", "IDENTITY.md", "USER.md"] {
+        let found = row(persona);
+        assert_eq!(found["verdict"], "moved", "{found:#}");
+        assert_eq!(found["spec"][0]["layer"], "threadDeveloperInstructions");
+        assert_eq!(
+            found["openclaw"][0]["layer"], "collaborationInstructions",
+            "{found:#}"
+        );
+        assert_eq!(found["model"], "whole", "the model saw it: {found:#}");
+    }
+    assert_eq!(row("AGENTS.md")["verdict"], "asSpec");
+    assert_eq!(row("AGENTS.md")["model"], "whole");
+    let notes = turn["notes"].to_string();
+    assert!(notes.contains("additionalContext ("), "{notes}");
+    assert!(notes.contains("project_doc_max_bytes"), "{notes}");
+    eprintln!(
+        "clawbridge audit (real OpenClaw 2026.9.6):\n{}",
+        run_cli(&["audit", &out_text]).1
     );
 
     // The versions and the conformance checks.
