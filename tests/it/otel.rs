@@ -309,6 +309,7 @@ fn check_turn_tree(spans: &[Received], thread: &str, live: bool) {
 async fn endpoint_tool_turn(
     dir: &std::path::Path,
     otel_endpoint: &str,
+    codex_spans: Option<&Collector>,
 ) -> (String, std::path::PathBuf) {
     let transcript = dir.join("transcript");
     let mut args: Vec<std::ffi::OsString> = vec!["--no-check".into(), "--offline".into()];
@@ -321,14 +322,18 @@ async fn endpoint_tool_turn(
         transcript.join("model-requests").into(),
         "--otel-endpoint".into(),
         otel_endpoint.into(),
+    ]);
+    if codex_spans.is_some() {
         // Codex's own spans to the same collector: they join the turn's trace through the
         // W3C context the endpoint puts on `turn/start`.
-        "-c".into(),
-        format!(
-            "otel.trace_exporter={{otlp-http={{endpoint=\"{otel_endpoint}/v1/traces\",protocol=\"binary\"}}}}"
-        )
-        .into(),
-    ]);
+        args.extend([
+            "-c".into(),
+            format!(
+                "otel.trace_exporter={{otlp-http={{endpoint=\"{otel_endpoint}/v1/traces\",protocol=\"binary\"}}}}"
+            )
+            .into(),
+        ]);
+    }
     let (child, addr, mut client) = crate::endpoint::spawned_endpoint(dir, &args).await;
     let token = std::fs::read_to_string(dir.join("token")).expect("token");
     let token = token.trim();
@@ -370,6 +375,19 @@ async fn endpoint_tool_turn(
     ] {
         assert!(metrics.contains(line), "{line}: {metrics}");
     }
+    // Codex exports its spans on its own schedule: its span of `turn/start` is awaited while its
+    // app-server runs (stopping it may not leave it time to send them).
+    if let Some(collector) = codex_spans {
+        let seen = crate::util::poll_with(Duration::from_secs(30), || {
+            let found = collector
+                .others()
+                .iter()
+                .any(|span| span.name == "turn/start");
+            async move { found.then_some(()) }
+        })
+        .await;
+        assert!(seen.is_some(), "Codex sent no span of turn/start");
+    }
     // SIGTERM: the endpoint drains, and its trace sends what it holds.
     crate::endpoint::stop_spawned(child).await;
     (thread, transcript)
@@ -384,7 +402,8 @@ async fn endpoint_tool_turn(
 async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
     let collector = Collector::start().await;
     let dir = tempfile::tempdir().expect("dir");
-    let (thread, transcript) = endpoint_tool_turn(dir.path(), &collector.url).await;
+    let (thread, transcript) =
+        endpoint_tool_turn(dir.path(), &collector.url, Some(&collector)).await;
     let live = collector.spans();
     check_turn_tree(&live, &thread, true);
     // Codex's own spans (its trace exporter on, to the same collector) join the turn's trace:
@@ -602,7 +621,7 @@ async fn phoenix() -> Phoenix {
 async fn phoenix_shows_a_real_turn_as_one_trace_with_its_tool_call_and_tokens() {
     let phoenix = phoenix().await;
     let dir = tempfile::tempdir().expect("dir");
-    let (thread, _) = endpoint_tool_turn(dir.path(), &phoenix.url).await;
+    let (thread, _) = endpoint_tool_turn(dir.path(), &phoenix.url, None).await;
     let spans_url = format!("{}/v1/projects/default/spans?limit=100", phoenix.url);
     let spans = crate::util::poll_with(Duration::from_secs(30), || {
         let spans_url = spans_url.clone();
