@@ -21,7 +21,7 @@
 //! capped), never through a link out of it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -29,6 +29,9 @@ use serde_json::Value;
 use crate::codex::protocol::table::name as method;
 use crate::error::{Error, Result};
 use crate::routing::Surface;
+use crate::traffic::trace::offline::{
+    files_in, read_json_lines, regular_file, sources, transcript_folder,
+};
 
 /// Largest transcript or capture file read.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -394,51 +397,10 @@ pub fn verdict(spec: &[Landing], openclaw: &[Landing]) -> (Verdict, String) {
 
 /// A regular file itself (never a link), read capped.
 fn read_regular(path: &Path) -> Option<Vec<u8>> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() {
+    if !regular_file(path) {
         return None;
     }
     crate::support::fs::read_file_capped(path, MAX_FILE_BYTES).ok()
-}
-
-fn read_json_lines(path: &Path) -> Vec<Value> {
-    read_regular(path)
-        .unwrap_or_default()
-        .split(|byte| *byte == b'\n')
-        .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect()
-}
-
-/// Regular files (or folders) directly in `dir`, never through a link, sorted.
-fn entries(dir: &Path, folders: bool) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| {
-            entry.file_type().is_ok_and(|kind| {
-                if folders {
-                    kind.is_dir()
-                } else {
-                    kind.is_file()
-                }
-            })
-        })
-        .map(|entry| entry.path())
-        .collect();
-    out.sort();
-    out
-}
-
-/// The folders holding thread files: `dir` and its `connection-N/` folders.
-fn sources(dir: &Path) -> Vec<PathBuf> {
-    std::iter::once(dir.to_path_buf())
-        .chain(entries(dir, true).into_iter().filter(|folder| {
-            folder
-                .file_name()
-                .is_some_and(|name| name.to_string_lossy().starts_with("connection-"))
-        }))
-        .collect()
 }
 
 /// An OpenClaw session key in a text (`agent:<id>:<rest>`), the first one.
@@ -581,23 +543,16 @@ fn notes_of(thread: &Value, turn: &Value) -> Vec<String> {
 
 /// Audit the transcript folder `dir`.
 pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
-    let meta = std::fs::symlink_metadata(dir).map_err(|source| Error::Read {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    if !meta.is_dir() {
-        return Err(Error::InvalidArgument {
-            flag: "DIR".into(),
-            message: format!(
-                "{} is not a folder (give the --transcript folder of app-server)",
-                dir.display()
-            ),
-        });
-    }
+    transcript_folder(dir)?;
     let mut client = None;
     let mut threads = Vec::new();
     for source in sources(dir) {
-        for entry in read_json_lines(&source.join("connection.jsonl")) {
+        let connection = source.join("connection.jsonl");
+        let connection = match regular_file(&connection) {
+            true => read_json_lines(&connection)?,
+            false => Vec::new(),
+        };
+        for entry in connection {
             if entry["message"]["method"] == method::INITIALIZE {
                 let name = entry["message"]["params"]["clientInfo"]["name"].as_str();
                 let version = entry["message"]["params"]["clientInfo"]["version"].as_str();
@@ -613,7 +568,7 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
                 }
             }
         }
-        for file in entries(&source, false) {
+        for file in files_in(&source) {
             let Some(name) = file
                 .file_name()
                 .map(|name| name.to_string_lossy().to_string())
@@ -632,7 +587,7 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
             threads.push(audit_thread(
                 dir,
                 thread_name,
-                &read_json_lines(&file),
+                &read_json_lines(&file)?,
                 options,
             ));
         }

@@ -40,7 +40,7 @@ pub struct Exported {
     pub target: String,
 }
 
-fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
+pub(crate) fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
     let bytes = crate::support::fs::read_file_capped(path, MAX_FILE_BYTES)?;
     Ok(bytes
         .split(|byte| *byte == b'\n')
@@ -50,7 +50,7 @@ fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
 
 /// A regular file itself, not a link to one (a link planted in a transcript folder could point
 /// anywhere, and `--otel-content full` would send what it reads).
-fn regular_file(path: &Path) -> bool {
+pub(crate) fn regular_file(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file())
 }
 
@@ -77,7 +77,7 @@ fn entries_in(dir: &Path, keep: fn(&std::fs::FileType) -> bool) -> Vec<PathBuf> 
 }
 
 /// Regular files (not links) directly in `dir`, sorted by name.
-fn files_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn files_in(dir: &Path) -> Vec<PathBuf> {
     entries_in(dir, std::fs::FileType::is_file)
 }
 
@@ -120,7 +120,7 @@ fn at_ms(ms: f64) -> SystemTime {
 
 /// The folders holding a transcript's files: `dir` itself (the stdio slot writes there) and its
 /// `connection-N/` folders in order (the endpoint writes one per connection).
-fn sources(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn sources(dir: &Path) -> Vec<PathBuf> {
     let mut connections: Vec<(usize, PathBuf)> = folders_in(dir)
         .into_iter()
         .filter_map(|folder| {
@@ -139,8 +139,8 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Read `dir` into `book`; what it read.
-pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error> {
+/// `dir` is a folder itself (not a link to one), or the error naming it.
+pub(crate) fn transcript_folder(dir: &Path) -> Result<(), Error> {
     let meta = std::fs::symlink_metadata(dir).map_err(|source| Error::Read {
         path: dir.to_path_buf(),
         source,
@@ -154,6 +154,12 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
             ),
         });
     }
+    Ok(())
+}
+
+/// Read `dir` into `book`; what it read.
+pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error> {
+    transcript_folder(dir)?;
     let mut budget = MAX_FILES;
     let mut exported = Exported::default();
     let captures = dir.join("model-requests");
