@@ -86,6 +86,7 @@ impl Metrics {
         let by_state = Family::<Labels, Gauge<i64>>::default();
         let restarts = Family::<Labels, Counter>::default();
         let active = Family::<Labels, Gauge<i64>>::default();
+        let rss = Family::<Labels, Gauge<i64>>::default();
         for member in members {
             let state = format!("{:?}", member.state).to_lowercase();
             by_state
@@ -98,6 +99,10 @@ impl Metrics {
             active
                 .get_or_create(&name)
                 .set(saturating(member.active_threads));
+            if let Some(bytes) = member.rss_bytes {
+                rss.get_or_create(&name)
+                    .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+            }
         }
         self.registry
             .register("members", "App-servers, by state", by_state);
@@ -107,6 +112,11 @@ impl Metrics {
             "member_active_threads",
             "Threads each app-server is running",
             active,
+        );
+        self.registry.register(
+            "member_rss_bytes",
+            "Resident memory of each running local app-server",
+            rss,
         );
     }
 

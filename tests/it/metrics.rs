@@ -90,6 +90,10 @@ async fn prometheus_scrapes_the_endpoint_and_counts_its_turns() {
     let up = tokio::task::spawn_blocking(move || query("up%7Bjob%3D%22clawbridge%22%7D"))
         .await
         .expect("up");
+    // The local app-server's resident memory, as Prometheus scraped it.
+    let rss = tokio::task::spawn_blocking(move || query("max(clawbridge_member_rss_bytes)"))
+        .await
+        .expect("rss");
     let _ = prometheus.kill();
     let _ = prometheus.wait();
     assert_eq!(
@@ -100,6 +104,15 @@ async fn prometheus_scrapes_the_endpoint_and_counts_its_turns() {
         up.1["data"]["result"][0]["value"][1], "1",
         "the scrape is up (the token was accepted): {}",
         up.1
+    );
+    let rss_bytes: f64 = rss.1["data"]["result"][0]["value"][1]
+        .as_str()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0.0);
+    assert!(
+        rss_bytes > 10.0 * 1024.0 * 1024.0,
+        "a running Codex app-server holds more than 10 MiB: {}",
+        rss.1
     );
     drop(client);
     endpoint.stop().await;

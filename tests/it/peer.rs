@@ -836,3 +836,24 @@ async fn an_overloaded_answer_is_retried_then_succeeds() {
         "{answer:?}"
     );
 }
+
+/// A hub keeps Codex's latest `account/rateLimits/updated` (a message of no thread) for the
+/// status, though nobody subscribed to the app-server's unscoped messages.
+#[tokio::test]
+async fn a_hub_keeps_the_latest_rate_limits() {
+    use clawbridge::CodexHub;
+    let (session, mut server) = session_with("clawbridge/0.169.0 (x)").await;
+    let hub = CodexHub::from_session(session.expect("session"));
+    assert_eq!(hub.rate_limits(), None);
+    for used in [10, 42] {
+        server
+            .send(json!({"method": "account/rateLimits/updated", "params": {"rateLimits": {"primary": {"usedPercent": used}}}}))
+            .await;
+    }
+    let kept = crate::util::poll_with(Duration::from_secs(5), || {
+        let kept = hub.rate_limits();
+        async move { kept.filter(|kept| kept["rateLimits"]["primary"]["usedPercent"] == 42) }
+    })
+    .await;
+    assert!(kept.is_some(), "{:?}", hub.rate_limits());
+}

@@ -81,7 +81,12 @@ pub struct CodexHub {
     held: std::sync::atomic::AtomicUsize,
     /// Taken out of its pool to be stopped (see [`CodexHub::retire`]).
     retired: AtomicBool,
+    /// Codex's latest `account/rateLimits/updated` (its params), whoever else hears it.
+    rate_limits: RateLimits,
 }
+
+/// The latest `account/rateLimits/updated` params of an app-server.
+type RateLimits = Arc<Mutex<Option<serde_json::Value>>>;
 
 /// The receiver of an app-server's messages that name no thread, taken once.
 type Unscoped = Arc<Mutex<UnscopedRoute>>;
@@ -156,6 +161,7 @@ struct Router {
     gone: CancellationToken,
     routed: Arc<tokio::sync::watch::Sender<u64>>,
     unscoped: Unscoped,
+    rate_limits: RateLimits,
 }
 
 async fn route_loop(router: Router) {
@@ -168,6 +174,7 @@ async fn route_loop(router: Router) {
         gone,
         routed,
         unscoped,
+        rate_limits,
     } = router;
     // However the router ends, the hub is gone after it.
     let _gone = gone.drop_guard();
@@ -180,6 +187,16 @@ async fn route_loop(router: Router) {
         // Typed once here; the turn driver consumes the typed message.
         let message = Inbound::from_incoming(message);
         let Some(thread_id) = thread_of(&message) else {
+            // The account's rate limits are kept for the status, whoever takes the message.
+            if let Inbound::Notification(notification) = &message {
+                if notification.method.as_str()
+                    == crate::codex::protocol::table::name::ACCOUNT_RATE_LIMITS_UPDATED
+                {
+                    if let Ok(params) = serde_json::from_str(notification.params.get()) {
+                        *lock(&rate_limits) = Some(params);
+                    }
+                }
+            }
             // A subscriber of the whole app-server takes it; a full or gone one loses it (a
             // request among them is refused below, so Codex never waits for it).
             let sender = lock(&unscoped).sender.clone();
@@ -357,6 +374,7 @@ impl CodexHub {
         let gone = CancellationToken::new();
         let routed = Arc::new(tokio::sync::watch::Sender::new(0));
         let unscoped = Unscoped::default();
+        let rate_limits = RateLimits::default();
         tasks.spawn(route_loop(Router {
             events: parts.events,
             routes: Arc::clone(&routes),
@@ -366,6 +384,7 @@ impl CodexHub {
             gone: gone.clone(),
             routed: Arc::clone(&routed),
             unscoped: Arc::clone(&unscoped),
+            rate_limits: Arc::clone(&rate_limits),
         }));
         tasks.close();
         Arc::new(CodexHub {
@@ -386,7 +405,13 @@ impl CodexHub {
             unscoped,
             held: std::sync::atomic::AtomicUsize::new(0),
             retired: AtomicBool::new(false),
+            rate_limits,
         })
+    }
+
+    /// Codex's latest `account/rateLimits/updated` params, if it sent one.
+    pub fn rate_limits(&self) -> Option<serde_json::Value> {
+        lock(&self.rate_limits).clone()
     }
 
     /// The messages of no thread from now on (notifications such as `account/updated`, server

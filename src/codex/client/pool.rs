@@ -173,6 +173,12 @@ pub struct MemberStatus {
     pub recycled: usize,
     /// Crashes within the crash window.
     pub recent_crashes: usize,
+    /// The running app-server's resident memory (local members, Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// Codex's latest `account/rateLimits/updated` on this app-server (its params).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limits: Option<serde_json::Value>,
     /// Why the last start or the last app-server failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -364,6 +370,8 @@ impl Member {
             restarts: slot.starts.saturating_sub(1),
             recycled: slot.recycled,
             recent_crashes: slot.crashes.len(),
+            rss_bytes: hub.and_then(|hub| hub.rss_bytes()),
+            rate_limits: hub.and_then(|hub| hub.rate_limits()),
             error: slot.error.clone(),
         }
     }

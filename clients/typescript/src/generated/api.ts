@@ -635,6 +635,12 @@ pendingRequests: number
  */
 pid?: (number | null)
 /**
+ * Codex's latest `account/rateLimits/updated` on this app-server (its params).
+ */
+rateLimits?: {
+[k: string]: unknown
+}
+/**
  * Crashes within the crash window.
  */
 recentCrashes: number
@@ -643,6 +649,10 @@ recycled: number
  * Starts after the first (after crashes and recycling).
  */
 restarts: number
+/**
+ * The running app-server's resident memory (local members, Linux).
+ */
+rssBytes?: (number | null)
 state: MemberState
 /**
  * Threads the running app-server opened so far.
