@@ -153,6 +153,7 @@ pub use traffic::stub::{
     offline_account_config, offline_config, OfflineHome, ResponsesStub, StubRule, StubScript,
     StubStep,
 };
+pub use traffic::trace::{ContentPolicy, TraceSettings};
 pub use translate::params::{build_params, dynamic_tools};
 pub use translate::{translate, NoticeMemory, TranslateOptions, Translation};
 pub use workspace::{

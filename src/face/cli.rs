@@ -459,6 +459,8 @@ pub struct ServeArgs {
     pub completion_grace: u64,
     #[command(flatten)]
     pub capture: LiveCaptureArgs,
+    #[command(flatten)]
+    pub otel: crate::proxy::args::OtelArgs,
     /// Named client tokens (default `<state-dir>/clients.json`; `clawbridge client add` writes
     /// it): each client sees and acts on only its own sessions and runs.
     #[arg(long)]
@@ -645,6 +647,7 @@ impl ServeArgs {
                 ..crate::TurnLimits::default()
             },
             live_capture: self.capture.settings(),
+            trace: self.otel.settings(),
             ..crate::ServeConfig::new(binary, self.workspace_roots, state_dir)
         })
     }

@@ -132,6 +132,10 @@ pub struct Bridge {
     pub(super) skill_cache: Arc<SkillCache>,
     /// One serve per state dir, for as long as this one runs (released by [`Running::stop`]).
     pub(super) state_lock: Mutex<Option<state::StateLock>>,
+    /// `--otel-endpoint`: each run's turn as a trace (finished on stop).
+    pub(super) trace: Mutex<Option<Arc<crate::traffic::trace::LiveTrace>>>,
+    /// The next run's stream number in the trace (each run is a conversation of its own).
+    pub(super) trace_streams: std::sync::atomic::AtomicUsize,
 }
 
 impl Bridge {

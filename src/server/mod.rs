@@ -76,6 +76,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     // The model-traffic plane: the stub offline (its home in the 0700 state dir, not under
     // $TMPDIR, where a sandboxed turn could rewrite its config; and kept across a restart, so
     // bound threads can be resumed), the recording forwarder with `--capture DIR`.
+    let known = std::sync::Arc::new(Mutex::new(crate::traffic::capture::live::Known::default()));
     let plane = Plane::start(
         &PlaneSettings {
             offline: config.offline.then(|| OfflineSettings {
@@ -92,9 +93,21 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
             codex_home: config.codex_home.clone(),
             codex_args: Vec::new(),
         },
-        Default::default(),
+        std::sync::Arc::clone(&known),
     )
     .await?;
+    // Each run's turn as a trace; with `--capture`, the model calls from the capture.
+    let trace = crate::traffic::trace::LiveTrace::start(&config.trace, plane.captures())?;
+    if let Some(trace) = &trace {
+        tracing::info!(
+            "traces: OTLP to {} (content: {:?})",
+            trace.target(),
+            trace.content()
+        );
+        if let Ok(mut known) = known.lock() {
+            known.trace = Some(std::sync::Arc::clone(trace));
+        }
+    }
     let codex_home = plane.codex_home().to_path_buf();
     let config_overrides = plane.config_overrides().to_vec();
     let bindings = state::load_bindings(&config.state_dir)?;
@@ -117,6 +130,8 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         roots: Roots::new(config.workspace_roots.clone()),
         skill_cache: Arc::new(SkillCache::default()),
         config: config.clone(),
+        trace: Mutex::new(trace),
+        trace_streams: std::sync::atomic::AtomicUsize::new(0),
     });
     let (token, token_file) = resolve_auth(&config)?;
     let clients_path = config

@@ -115,7 +115,16 @@ impl Running {
             plane.finish().await;
         }
         self.join_tasks(deadline).await;
+        self.finish_trace().await;
         lock(&self.bridge.state_lock).take();
+    }
+
+    /// End what the trace holds open and send what it queued.
+    async fn finish_trace(&self) {
+        let trace = lock(&self.bridge.trace).take();
+        if let Some(trace) = trace {
+            trace.finish().await;
+        }
     }
 
     /// Cancel what is left of the service's tasks and wait for them (until `deadline`).
@@ -170,6 +179,7 @@ impl Running {
         }
         self.join_tasks(tokio::time::Instant::now() + Duration::from_secs(5))
             .await;
+        self.finish_trace().await;
         lock(&self.bridge.state_lock).take();
     }
 

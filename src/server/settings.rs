@@ -34,6 +34,8 @@ pub struct ServeConfig {
     pub stub_script: StubScript,
     /// `--capture DIR`: the members' model traffic recorded on its way (to the stub offline).
     pub live_capture: Option<crate::traffic::forward::LiveCaptureSettings>,
+    /// `--otel-endpoint` and the rest: each run's turn traced (or the OpenTelemetry variables').
+    pub trace: crate::traffic::trace::TraceSettings,
     pub limits: TurnLimits,
     /// How long a dynamic tool call or approval waits for the client's answer.
     pub answer_timeout: Duration,
@@ -142,6 +144,7 @@ impl ServeConfig {
             offline: false,
             stub_script: StubScript::default(),
             live_capture: None,
+            trace: crate::traffic::trace::TraceSettings::default(),
             limits: TurnLimits::default(),
             answer_timeout: DEFAULT_ANSWER_TIMEOUT,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,

@@ -163,6 +163,12 @@ async fn params_run_stream_tool_call_and_status() {
     // The CLI's default sandbox, so the params equal the CLI's.
     let mut settings = config(bin, state.path(), None, script);
     settings.max_sandbox = SandboxMode::DangerFullAccess;
+    // `--otel-endpoint`: the run's turn is traced to a loopback collector.
+    let collector = crate::otel::Collector::start().await;
+    settings.trace = clawbridge::TraceSettings {
+        endpoint: Some(collector.url.clone()),
+        ..Default::default()
+    };
     let running = serve(settings).await.expect("serve");
     let client = connect(&running).await;
 
@@ -238,6 +244,39 @@ async fn params_run_stream_tool_call_and_status() {
     );
     assert_eq!(status["runs"][0]["compactions"], 0);
     assert_eq!(status["runs"][0]["contextAlarm"], false);
+
+    // The run's turn as one trace: the turn, named by its agent, both model calls (from Codex's
+    // token usage, no capture here) and the client's tool call under Codex's tool item.
+    let thread = status["runs"][0]["threadId"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{status}"));
+    running.stop().await;
+    let spans = collector.spans();
+    let turn = spans
+        .iter()
+        .find(|span| {
+            span.text("gen_ai.operation.name") == Some("invoke_agent")
+                && span.text("session.id") == Some(thread.as_str())
+        })
+        .unwrap_or_else(|| panic!("the turn's span: {spans:#?}"));
+    assert_eq!(turn.name, "invoke_agent main");
+    assert_eq!(turn.text("codex.turn.status"), Some("completed"));
+    assert_eq!(turn.parent, "", "the trace's root");
+    let in_trace: Vec<_> = spans
+        .iter()
+        .filter(|span| span.trace == turn.trace)
+        .collect();
+    let chats = in_trace
+        .iter()
+        .filter(|span| span.text("gen_ai.operation.name") == Some("chat"))
+        .count();
+    assert_eq!(chats, 2, "{in_trace:#?}");
+    let tool = in_trace
+        .iter()
+        .find(|span| span.name == "client tool message")
+        .unwrap_or_else(|| panic!("the client's tool call: {in_trace:#?}"));
+    assert_eq!(tool.status, 1, "the client answered with success: {tool:?}");
 }
 
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]

@@ -99,6 +99,15 @@ impl LiveTrace {
         ))
     }
 
+    /// A turn that `client` starts now on connection `stream` (its `turn/start` message): the
+    /// name and the message under one lock, so turns of several clients at once keep theirs.
+    pub fn client_turn(&self, stream: usize, client: &str, message: &Value) {
+        if let Ok(mut book) = self.book.lock() {
+            book.set_client(client);
+            book.message(stream, Side::Client, message, SystemTime::now());
+        }
+    }
+
     /// A message seen now.
     pub fn message(&self, stream: usize, side: Side, message: &Value) {
         if let Ok(mut book) = self.book.lock() {

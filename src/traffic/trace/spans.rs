@@ -274,6 +274,14 @@ impl SpanBook {
         self.salt = Some(salt);
     }
 
+    /// The name turn spans carry from now on (a client's `initialize` sets it otherwise).
+    pub fn set_client(&mut self, client: &str) {
+        self.client = crate::support::text::printable(client)
+            .chars()
+            .take(64)
+            .collect();
+    }
+
     /// Whether model calls come from a capture from now on (`export-otel` reads threads with
     /// and without one).
     pub fn set_captured_calls(&mut self, captured: bool) {
