@@ -553,7 +553,11 @@ impl RunTask {
             trace.client_turn(
                 stream,
                 agent,
-                &serde_json::json!({"id": state.run_id, "method": "turn/start", "params": turn}),
+                &serde_json::json!({
+                    "id": state.run_id,
+                    "method": crate::codex::protocol::table::name::TURN_START,
+                    "params": turn,
+                }),
             );
         }
         let traced = trace.clone();
