@@ -551,9 +551,9 @@ fn phoenix_bin() -> std::path::PathBuf {
 }
 
 /// A running Phoenix (one process: uvicorn serves in it), killed on drop.
-struct Phoenix {
+pub(crate) struct Phoenix {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
@@ -570,7 +570,15 @@ async fn get_json(url: &str) -> Option<Value> {
 }
 
 /// A real Arize Phoenix on loopback (its own working folder, no telemetry), ready.
-async fn phoenix() -> Phoenix {
+pub(crate) async fn phoenix() -> Phoenix {
+    let phoenix = spawn_phoenix();
+    phoenix.ready().await;
+    phoenix
+}
+
+/// A real Arize Phoenix on loopback, starting (it takes seconds: start it early, then
+/// [`Phoenix::ready`]).
+pub(crate) fn spawn_phoenix() -> Phoenix {
     let binary = phoenix_bin();
     assert!(
         binary.is_file(),
@@ -592,23 +600,80 @@ async fn phoenix() -> Phoenix {
         .stderr(Stdio::null())
         .spawn()
         .expect("phoenix serve");
-    let url = format!("http://127.0.0.1:{port}");
-    let health = format!("{url}/healthz");
-    let ready = crate::util::poll_with(Duration::from_secs(90), || {
-        let health = health.clone();
-        async move {
-            let answer = reqwest::get(&health).await.ok()?;
-            answer.status().is_success().then_some(())
-        }
-    })
-    .await;
-    let phoenix = Phoenix {
+    Phoenix {
         child,
-        url,
+        url: format!("http://127.0.0.1:{port}"),
         _dir: dir,
-    };
-    assert!(ready.is_some(), "Phoenix did not start within 90 s");
-    phoenix
+    }
+}
+
+impl Phoenix {
+    /// Wait until it answers its health check (90 s at most).
+    pub(crate) async fn ready(&self) {
+        let health = format!("{}/healthz", self.url);
+        let ready = crate::util::poll_with(Duration::from_secs(90), || {
+            let health = health.clone();
+            async move {
+                let answer = reqwest::get(&health).await.ok()?;
+                answer.status().is_success().then_some(())
+            }
+        })
+        .await;
+        assert!(ready.is_some(), "Phoenix did not start within 90 s");
+    }
+
+    /// The spans of its default project (the latest `limit`).
+    pub(crate) async fn spans(&self, limit: usize) -> Option<Vec<Value>> {
+        let page = get_json(&format!(
+            "{}/v1/projects/default/spans?limit={limit}",
+            self.url
+        ))
+        .await?;
+        page["data"].as_array().cloned()
+    }
+
+    /// With Chromium on the machine (and no CLAWBRIDGE_NO_SCREENSHOT), the page of `trace`
+    /// written to `target/<file>` for a person to look at; without it, nothing.
+    pub(crate) async fn screenshot(&self, trace: &str, file: &str) {
+        let chromium = match which::which("chromium") {
+            Ok(chromium) if std::env::var_os("CLAWBRIDGE_NO_SCREENSHOT").is_none() => chromium,
+            _ => return,
+        };
+        let projects = get_json(&format!("{}/v1/projects", self.url))
+            .await
+            .expect("projects");
+        let project = projects["data"][0]["id"]
+            .as_str()
+            .expect("project")
+            .to_string();
+        let shot = crate::util::repo_root().join("target").join(file);
+        let page = format!("{}/projects/{project}/traces/{trace}", self.url);
+        let status = tokio::process::Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+            ])
+            .args(["--window-size=1500,950", "--virtual-time-budget=8000"])
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(&page)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .status();
+        let status = tokio::time::timeout(Duration::from_secs(60), status).await;
+        assert!(
+            matches!(status, Ok(Ok(done)) if done.success()),
+            "chromium --screenshot {page}"
+        );
+        let size = std::fs::metadata(&shot).map_or(0, |meta| meta.len());
+        assert!(
+            size > 10_000,
+            "a screenshot of the trace page: {size} bytes"
+        );
+        eprintln!("Phoenix's trace page: {}", shot.display());
+    }
 }
 
 /// The test: a real Codex turn through the endpoint, with a tool call, shows up in a
@@ -694,41 +759,5 @@ async fn phoenix_shows_a_real_turn_as_one_trace_with_its_tool_call_and_tokens() 
         "one root, no orphans: {in_trace:#?}"
     );
     // The trace page, for a person to look at (Chromium is not needed for the test to pass).
-    let screenshot = std::env::var_os("CLAWBRIDGE_NO_SCREENSHOT").is_none();
-    if let (true, Ok(chromium)) = (screenshot, which::which("chromium")) {
-        let projects = get_json(&format!("{}/v1/projects", phoenix.url))
-            .await
-            .expect("projects");
-        let project = projects["data"][0]["id"]
-            .as_str()
-            .expect("project")
-            .to_string();
-        let shot = crate::util::repo_root().join("target/phoenix-trace.png");
-        let page = format!("{}/projects/{project}/traces/{trace}", phoenix.url);
-        let status = tokio::process::Command::new(chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-            ])
-            .args(["--window-size=1500,950", "--virtual-time-budget=8000"])
-            .arg(format!("--screenshot={}", shot.display()))
-            .arg(&page)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .status();
-        let status = tokio::time::timeout(Duration::from_secs(60), status).await;
-        assert!(
-            matches!(status, Ok(Ok(done)) if done.success()),
-            "chromium --screenshot {page}"
-        );
-        let size = std::fs::metadata(&shot).map_or(0, |meta| meta.len());
-        assert!(
-            size > 10_000,
-            "a screenshot of the trace page: {size} bytes"
-        );
-        eprintln!("Phoenix's trace page: {}", shot.display());
-    }
+    phoenix.screenshot(trace, "phoenix-trace.png").await;
 }

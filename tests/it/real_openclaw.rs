@@ -628,6 +628,8 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     // Traces go to a loopback OTLP collector (the same stub as the trace tests').
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let collector = runtime.block_on(crate::otel::Collector::start());
+    // A real Arize Phoenix starts meanwhile (it takes seconds); the transcripts go to it at the end.
+    let phoenix = crate::otel::spawn_phoenix();
     let endpoint = ws_endpoint(&token_file, &transcript, &script, &collector.url);
     let endpoint_pid = endpoint.child.id();
     let memory =
@@ -914,6 +916,95 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                 "no orphan: {span:?}"
             );
         }
+    }
+
+    // The same turns in a real Arize Phoenix, from the transcript folder (`export-otel`): each
+    // agent's tool-call turn is one trace there, an agent span at its root, both model calls
+    // with the token counts Phoenix reads, and the agents_list call, in one tree.
+    runtime.block_on(phoenix.ready());
+    let (code, stdout, stderr) = crate::util::run_cli(&[
+        "export-otel",
+        &transcript.display().to_string(),
+        "--otel-endpoint",
+        &phoenix.url,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let exported: Value = serde_json::from_str(&stdout).expect("export-otel --json");
+    assert_eq!(exported["turns"], 4, "two turns per agent: {exported}");
+    let spans = runtime
+        .block_on(crate::util::poll_with(
+            std::time::Duration::from_secs(30),
+            || async {
+                let spans = phoenix.spans(200).await?;
+                (spans.len() as u64 >= exported["spans"].as_u64()?).then_some(spans)
+            },
+        ))
+        .unwrap_or_else(|| {
+            let held = runtime.block_on(phoenix.spans(200)).unwrap_or_default();
+            let names: Vec<String> = held
+                .iter()
+                .map(|span| format!("{} {}", span["name"], span["attributes"]["tool.name"]))
+                .collect();
+            panic!("Phoenix did not take the exported spans: {exported}\nit holds: {names:#?}")
+        });
+    // Codex's tool item (`execute_tool`) and OpenClaw's answer to it (`client tool`) are both in
+    // the trace of the turn that made the call.
+    let tool_traces: std::collections::BTreeSet<&str> = spans
+        .iter()
+        .filter(|span| span["attributes"]["tool.name"] == "agents_list")
+        .filter_map(|span| span["context"]["trace_id"].as_str())
+        .collect();
+    assert_eq!(
+        tool_traces.len(),
+        2,
+        "one tool-call turn per agent: {spans:#?}"
+    );
+    let mut shown = None;
+    for trace in tool_traces {
+        let tree: Vec<&Value> = spans
+            .iter()
+            .filter(|span| span["context"]["trace_id"] == trace)
+            .collect();
+        let roots: Vec<&&Value> = tree
+            .iter()
+            .filter(|span| span["parent_id"].is_null())
+            .collect();
+        assert_eq!(roots.len(), 1, "one root: {tree:#?}");
+        assert_eq!(roots[0]["span_kind"], "AGENT", "{tree:#?}");
+        assert_eq!(roots[0]["status_code"], "OK", "{tree:#?}");
+        assert!(
+            tree.iter().any(|span| span["span_kind"] == "TOOL"
+                && span["attributes"]["tool.name"] == "agents_list"),
+            "Phoenix shows the call as a tool: {tree:#?}"
+        );
+        let chats: Vec<&&Value> = tree
+            .iter()
+            .filter(|span| span["span_kind"] == "LLM")
+            .collect();
+        assert_eq!(chats.len(), 2, "{tree:#?}");
+        for chat in chats {
+            assert!(
+                chat["attributes"]["llm.token_count.prompt"]
+                    .as_i64()
+                    .unwrap_or(0)
+                    > 0,
+                "Phoenix reads the token counts: {chat}"
+            );
+        }
+        for span in &tree {
+            assert!(
+                span["parent_id"].is_null()
+                    || tree
+                        .iter()
+                        .any(|other| other["context"]["span_id"] == span["parent_id"]),
+                "no orphan: {span}"
+            );
+        }
+        shown = Some(trace.to_string());
+    }
+    if let Some(trace) = shown {
+        runtime.block_on(phoenix.screenshot(&trace, "phoenix-openclaw-trace.png"));
     }
 }
 
