@@ -94,8 +94,33 @@ fn received(request: ExportTraceServiceRequest) -> Vec<Received> {
     out
 }
 
+/// Sends one export request's bytes on to `to` (a collector that may still be starting: tried
+/// again every half second for a minute and a half).
+async fn forward(to: String, content_type: String, body: axum::body::Bytes) {
+    let client = reqwest::Client::new();
+    for _ in 0..180 {
+        let sent = client
+            .post(format!("{to}/v1/traces"))
+            .header("content-type", &content_type)
+            .body(body.clone())
+            .send()
+            .await;
+        if sent.is_ok_and(|answer| answer.status().is_success()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!("collector: {to} never took a forwarded export");
+}
+
 impl Collector {
     pub(crate) async fn start() -> Collector {
+        Collector::start_forwarding(None).await
+    }
+
+    /// A collector that also passes every export request, byte for byte, on to `to` (a real
+    /// Phoenix): what clawbridge sent live reaches both.
+    pub(crate) async fn start_forwarding(to: Option<String>) -> Collector {
         use axum::routing::post;
         let spans = Arc::new(Mutex::new(Vec::new()));
         let content_types = Arc::new(Mutex::new(Vec::new()));
@@ -103,7 +128,7 @@ impl Collector {
         let app = axum::Router::new().route(
             "/v1/traces",
             post(move |headers: http::HeaderMap, body: axum::body::Bytes| {
-                let (kept, types) = (Arc::clone(&kept), Arc::clone(&types));
+                let (kept, types, to) = (Arc::clone(&kept), Arc::clone(&types), to.clone());
                 async move {
                     use prost::Message as _;
                     let content_type = headers
@@ -111,6 +136,9 @@ impl Collector {
                         .and_then(|value| value.to_str().ok())
                         .unwrap_or("")
                         .to_string();
+                    if let Some(to) = to {
+                        tokio::spawn(forward(to, content_type.clone(), body.clone()));
+                    }
                     let request = if content_type.contains("json") {
                         serde_json::from_slice::<ExportTraceServiceRequest>(&body)
                             .map_err(|error| error.to_string())
@@ -166,7 +194,7 @@ impl Collector {
             .collect()
     }
 
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.spans.lock().expect("spans").clear();
     }
 }

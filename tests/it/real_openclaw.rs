@@ -627,9 +627,12 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     .expect("script");
     // Traces go to a loopback OTLP collector (the same stub as the trace tests').
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let collector = runtime.block_on(crate::otel::Collector::start());
-    // A real Arize Phoenix starts meanwhile (it takes seconds); the transcripts go to it at the end.
+    // A real Arize Phoenix starts meanwhile (it takes seconds): the collector passes everything
+    // on to it, and holds on to what Phoenix is not ready for yet.
     let phoenix = crate::otel::spawn_phoenix();
+    let collector = runtime.block_on(crate::otel::Collector::start_forwarding(Some(
+        phoenix.url.clone(),
+    )));
     let endpoint = ws_endpoint(&token_file, &transcript, &script, &collector.url);
     let endpoint_pid = endpoint.child.id();
     let memory =
@@ -883,61 +886,19 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     // agent's tool-call turn is one trace, OpenClaw's turn at its root, its two model calls
     // with their tokens and the agents_list call under it, nothing orphaned.
     drop(endpoint);
-    let spans = collector.spans();
-    let tool_traces: Vec<&str> = spans
-        .iter()
-        .filter(|span| span.text("tool.name") == Some("agents_list"))
-        .map(|span| span.trace.as_str())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    assert_eq!(
-        tool_traces.len(),
-        2,
-        "one traced tool call per agent: {spans:#?}"
-    );
-    for trace in tool_traces {
-        let tree: Vec<_> = spans.iter().filter(|span| span.trace == trace).collect();
-        let roots: Vec<_> = tree.iter().filter(|span| span.parent.is_empty()).collect();
-        assert_eq!(roots.len(), 1, "{tree:#?}");
-        assert_eq!(roots[0].name, "invoke_agent openclaw", "{tree:#?}");
-        assert_eq!(roots[0].text("codex.turn.status"), Some("completed"));
-        let chats: Vec<_> = tree
-            .iter()
-            .filter(|span| span.text("openinference.span.kind") == Some("LLM"))
-            .collect();
-        assert_eq!(chats.len(), 2, "{tree:#?}");
-        assert!(chats
-            .iter()
-            .all(|chat| chat.int("llm.token_count.prompt").unwrap_or(0) > 0));
-        for span in &tree {
-            assert!(
-                span.parent.is_empty() || tree.iter().any(|other| other.id == span.parent),
-                "no orphan: {span:?}"
-            );
-        }
-    }
+    let live = collector.spans();
+    check_openclaw_tool_traces(&live);
 
-    // The same turns in a real Arize Phoenix, from the transcript folder (`export-otel`): each
+    // What the endpoint sent live also went, byte for byte, to a real Arize Phoenix: each
     // agent's tool-call turn is one trace there, an agent span at its root, both model calls
     // with the token counts Phoenix reads, and the agents_list call, in one tree.
     runtime.block_on(phoenix.ready());
-    let (code, stdout, stderr) = crate::util::run_cli(&[
-        "export-otel",
-        &transcript.display().to_string(),
-        "--otel-endpoint",
-        &phoenix.url,
-        "--json",
-    ]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let exported: Value = serde_json::from_str(&stdout).expect("export-otel --json");
-    assert_eq!(exported["turns"], 4, "two turns per agent: {exported}");
     let spans = runtime
         .block_on(crate::util::poll_with(
             std::time::Duration::from_secs(30),
             || async {
                 let spans = phoenix.spans(200).await?;
-                (spans.len() as u64 >= exported["spans"].as_u64()?).then_some(spans)
+                (spans.len() >= live.len()).then_some(spans)
             },
         ))
         .unwrap_or_else(|| {
@@ -946,7 +907,10 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                 .iter()
                 .map(|span| format!("{} {}", span["name"], span["attributes"]["tool.name"]))
                 .collect();
-            panic!("Phoenix did not take the exported spans: {exported}\nit holds: {names:#?}")
+            panic!(
+                "Phoenix did not take the {} live spans; it holds: {names:#?}",
+                live.len()
+            )
         });
     // Codex's tool item (`execute_tool`) and OpenClaw's answer to it (`client tool`) are both in
     // the trace of the turn that made the call.
@@ -1005,6 +969,57 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     }
     if let Some(trace) = shown {
         runtime.block_on(phoenix.screenshot(&trace, "phoenix-openclaw-trace.png"));
+    }
+
+    // The same turns again from the transcript folder (`export-otel`), to the same collector
+    // (after Phoenix was checked: the collector passes these on to it too).
+    collector.clear();
+    let (code, stdout, stderr) = crate::util::run_cli(&[
+        "export-otel",
+        &transcript.display().to_string(),
+        "--otel-endpoint",
+        &collector.url,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let exported: Value = serde_json::from_str(&stdout).expect("export-otel --json");
+    assert_eq!(exported["turns"], 4, "two turns per agent: {exported}");
+    check_openclaw_tool_traces(&collector.spans());
+}
+
+/// Each agent's tool-call turn is one trace: OpenClaw's turn at its root, its two model calls
+/// with their tokens and the agents_list call under it, nothing orphaned.
+fn check_openclaw_tool_traces(spans: &[crate::otel::Received]) {
+    let tool_traces: std::collections::BTreeSet<&str> = spans
+        .iter()
+        .filter(|span| span.text("tool.name") == Some("agents_list"))
+        .map(|span| span.trace.as_str())
+        .collect();
+    assert_eq!(
+        tool_traces.len(),
+        2,
+        "one traced tool call per agent: {spans:#?}"
+    );
+    for trace in tool_traces {
+        let tree: Vec<_> = spans.iter().filter(|span| span.trace == trace).collect();
+        let roots: Vec<_> = tree.iter().filter(|span| span.parent.is_empty()).collect();
+        assert_eq!(roots.len(), 1, "{tree:#?}");
+        assert_eq!(roots[0].name, "invoke_agent openclaw", "{tree:#?}");
+        assert_eq!(roots[0].text("codex.turn.status"), Some("completed"));
+        let chats: Vec<_> = tree
+            .iter()
+            .filter(|span| span.text("openinference.span.kind") == Some("LLM"))
+            .collect();
+        assert_eq!(chats.len(), 2, "{tree:#?}");
+        assert!(chats
+            .iter()
+            .all(|chat| chat.int("llm.token_count.prompt").unwrap_or(0) > 0));
+        for span in &tree {
+            assert!(
+                span.parent.is_empty() || tree.iter().any(|other| other.id == span.parent),
+                "no orphan: {span:?}"
+            );
+        }
     }
 }
 
