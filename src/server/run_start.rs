@@ -650,27 +650,6 @@ impl RunTask {
 /// Whether a `tokenUsage` says the last model call's input did not fit the model's context
 /// window (what repeated compactions should have prevented).
 pub(super) fn above_window(usage: &serde_json::Value) -> bool {
-    match (
-        usage["last"]["inputTokens"].as_u64(),
-        usage["modelContextWindow"].as_u64(),
-    ) {
-        (Some(input), Some(window)) => window > 0 && input >= window,
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::above_window;
-    use serde_json::json;
-
-    #[test]
-    fn the_context_alarm_is_an_input_at_or_past_the_window() {
-        let usage = |input: u64, window: u64| json!({"last": {"inputTokens": input}, "modelContextWindow": window});
-        assert!(above_window(&usage(258_400, 258_400)));
-        assert!(above_window(&usage(300_000, 258_400)));
-        assert!(!above_window(&usage(200_000, 258_400)));
-        assert!(!above_window(&usage(10, 0)), "no window told: no alarm");
-        assert!(!above_window(&json!({})));
-    }
+    serde_json::from_value::<crate::codex::protocol::inbound::TokenUsage>(usage.clone())
+        .is_ok_and(|usage| usage.input_fills_window())
 }

@@ -393,6 +393,32 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
             json!({"method": "turn/started", "params": {"threadId": thread, "turn": {"id": turn}}});
         let completed = json!({"method": "turn/completed", "params": {"threadId": thread, "turn": {"id": turn, "items": [], "status": "completed"}}});
         let item = |kind: &str| json!({"method": "item/completed", "params": {"threadId": thread, "turnId": turn, "item": {"type": kind, "id": format!("{turn}-item"), "text": "done"}}});
+        // "compact N": Codex compacts the context N times, and the model call after it still
+        // fills the window.
+        let asked = message["params"]["input"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        if let Some(times) = asked
+            .strip_prefix("compact ")
+            .and_then(|times| times.parse::<u32>().ok())
+        {
+            send(0.05, started);
+            for index in 0..times {
+                send(
+                    0.06 + f64::from(index) * 0.01,
+                    json!({"method": "thread/compacted", "params": {"threadId": thread, "turnId": turn}}),
+                );
+            }
+            send(
+                0.2,
+                json!({"method": "thread/tokenUsage/updated", "params": {"threadId": thread, "turnId": turn, "tokenUsage": {
+                    "last": {"totalTokens": 258_500, "inputTokens": 258_400, "cachedInputTokens": 0, "outputTokens": 100, "reasoningOutputTokens": 0},
+                    "total": {"totalTokens": 258_500, "inputTokens": 258_400, "cachedInputTokens": 0, "outputTokens": 100, "reasoningOutputTokens": 0},
+                    "modelContextWindow": 258_400}}}),
+            );
+            send(0.3, completed);
+            continue;
+        }
         send(0.05, started);
         // The account's rate limits, as Codex tells them during a turn (no thread).
         send(
@@ -796,6 +822,46 @@ async fn a_budget_stops_a_runaway_account() {
         metrics.contains("clawbridge_model_calls_total{model=\"gpt-5.5\"} 1"),
         "{metrics}"
     );
+    drop(client);
+    endpoint.stop().await;
+    fake.abort();
+}
+
+/// A turn that compacted twice and still fills the model's context window raises the thread's
+/// context alarm (status and `/metrics`); the next turn starts its count again, and one
+/// compaction is no alarm. (A scripted fake member: no Codex needed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_compactions_that_still_fill_the_window_raise_the_context_alarm() {
+    let (endpoint, fake) = scripted_endpoint(|settings| settings).await;
+    let mut client = tcp_client(&endpoint).await;
+    client.initialize().await;
+    let started = client.request("thread/start", json!({})).await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .expect("thread")
+        .to_string();
+    let addr = endpoint.tcp_addr().expect("tcp");
+    for (times, alarm, alarms) in [(2, true, 1), (1, false, 1)] {
+        let turn = json!({"threadId": thread, "input": [{"type": "text", "text": format!("compact {times}")}]});
+        let answer = client.request("turn/start", turn).await;
+        let id = answer["result"]["turn"]["id"].clone();
+        client
+            .until("turn/completed", |message| {
+                turn_completed(&thread)(message) && message["params"]["turn"]["id"] == id
+            })
+            .await;
+        let status = serde_json::to_value(endpoint.status()).expect("status");
+        let shown = &status["connections"][0]["threads"][0];
+        assert_eq!(shown["compactions"], times, "{status}");
+        assert_eq!(shown["contextAlarm"], alarm, "{status}");
+        assert_eq!(status["contextAlarms"], alarms, "{status}");
+        let (_, metrics) =
+            crate::endpoint::http_get(addr, "/metrics", Some(crate::endpoint::TOKEN)).await;
+        assert!(
+            metrics.contains(&format!("clawbridge_context_alarms_total {alarms}")),
+            "{metrics}"
+        );
+    }
     drop(client);
     endpoint.stop().await;
     fake.abort();

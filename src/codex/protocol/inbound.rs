@@ -327,6 +327,49 @@ impl Request {
     }
 }
 
+/// One breakdown of `thread/tokenUsage/updated`'s `tokenUsage` (`last` model call or `total`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TokenBreakdown {
+    pub total_tokens: u64,
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    pub reasoning_output_tokens: u64,
+}
+
+/// `thread/tokenUsage/updated`'s `tokenUsage`: the last model call's tokens, the thread's, and
+/// the model's context window when Codex knows it. Read leniently: a missing field is zero.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TokenUsage {
+    pub last: TokenBreakdown,
+    pub total: TokenBreakdown,
+    pub model_context_window: Option<u64>,
+}
+
+impl TokenUsage {
+    /// The usage in a `thread/tokenUsage/updated` notification's params (their `tokenUsage`);
+    /// `None` when they are not that shape.
+    pub fn of_params(params: &str) -> Option<TokenUsage> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Updated {
+            token_usage: TokenUsage,
+        }
+        serde_json::from_str::<Updated>(params)
+            .ok()
+            .map(|updated| updated.token_usage)
+    }
+
+    /// Whether the last model call's input filled the model's context window (at or past it):
+    /// what repeated compactions should have prevented. False when no window is told.
+    pub fn input_fills_window(&self) -> bool {
+        self.model_context_window
+            .is_some_and(|window| window > 0 && self.last.input_tokens >= window)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,5 +565,25 @@ mod tests {
         // A method that merely ends like an approval is not one.
         let unknown = Request::new(id, "account/someApproval".into(), json!({}));
         assert_eq!(unknown.kind, RequestKind::Other);
+    }
+
+    #[test]
+    fn the_context_alarm_is_an_input_at_or_past_the_window() {
+        let usage = |input: u64, window: u64| {
+            TokenUsage::of_params(
+                &json!({"threadId": "t", "turnId": "u", "tokenUsage": {"last": {"inputTokens": input}, "total": {}, "modelContextWindow": window}})
+                    .to_string(),
+            )
+            .expect("usage")
+        };
+        assert!(usage(258_400, 258_400).input_fills_window());
+        assert!(usage(300_000, 258_400).input_fills_window());
+        assert!(!usage(200_000, 258_400).input_fills_window());
+        assert!(
+            !usage(10, 0).input_fills_window(),
+            "no window told: no alarm"
+        );
+        assert!(!TokenUsage::default().input_fills_window());
+        assert_eq!(TokenUsage::of_params("{}"), None);
     }
 }

@@ -210,6 +210,8 @@ impl Connection {
                 followers: followed.feed.followers().len(),
                 stall: lock(&followed.feed.watch).status(),
                 token_usage: lock(&followed.feed.token_usage).clone(),
+                compactions: followed.feed.compactions.load(Ordering::SeqCst),
+                context_alarm: followed.feed.context_alarm.load(Ordering::SeqCst),
             })
             .collect();
         threads.sort_by(|a, b| a.id.cmp(&b.id));

@@ -3,7 +3,7 @@
 
 use crate::codex::protocol::table::name as method;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
@@ -14,7 +14,7 @@ use super::INTERNAL_ERROR;
 use crate::codex::client::fleet::{Fleet, Identity};
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::pool::Lease;
-use crate::codex::protocol::inbound::{Inbound, NotificationKind};
+use crate::codex::protocol::inbound::{Inbound, NotificationKind, TokenUsage};
 use crate::proxy::stall::{StallKind, TurnWatch, Verdict};
 use crate::support::sync::lock;
 
@@ -52,6 +52,11 @@ pub(super) struct Feed {
     /// Codex's latest `thread/tokenUsage/updated` of the thread (its params, at most
     /// [`MAX_KEPT_USAGE`] bytes), shown in the status.
     pub(super) token_usage: Mutex<Option<Box<serde_json::value::RawValue>>>,
+    /// `thread/compacted` seen in the running (or last) turn.
+    pub(super) compactions: AtomicU64,
+    /// The running (or last) turn compacted twice or more and the input still filled the
+    /// model's context window: told once per turn, shown in the status.
+    pub(super) context_alarm: AtomicBool,
     pub(super) usage: Arc<UsageCounts>,
     /// The model the thread runs on, as Codex answered its start or resume.
     pub(super) model: Mutex<Option<String>>,
@@ -85,29 +90,10 @@ impl UsageCounts {
     /// Count one `thread/tokenUsage/updated` (its `last` breakdown) for `identity`; true when it
     /// takes the account past its budget (the first time that day).
     pub(super) fn add(&self, identity: &str, model: Option<&str>, params: &str) -> bool {
-        #[derive(serde::Deserialize, Default)]
-        #[serde(rename_all = "camelCase", default)]
-        struct Breakdown {
-            total_tokens: u64,
-            input_tokens: u64,
-            cached_input_tokens: u64,
-            output_tokens: u64,
-            reasoning_output_tokens: u64,
-        }
-        #[derive(serde::Deserialize, Default)]
-        #[serde(default)]
-        struct Usage {
-            last: Breakdown,
-        }
-        #[derive(serde::Deserialize, Default)]
-        #[serde(rename_all = "camelCase", default)]
-        struct Updated {
-            token_usage: Usage,
-        }
-        let Ok(updated) = serde_json::from_str::<Updated>(params) else {
+        let Some(usage) = TokenUsage::of_params(params) else {
             return false;
         };
-        let last = updated.token_usage.last;
+        let last = usage.last;
         {
             let mut calls = lock(&self.calls);
             let model = match model {
@@ -176,6 +162,8 @@ pub(super) const MAX_KEPT_USAGE: usize = 64 * 1024;
 pub(super) struct StallCounts {
     pub(super) by_kind: Mutex<BTreeMap<&'static str, usize>>,
     pub(super) recovered: AtomicUsize,
+    /// Turns that compacted twice or more and still filled the model's context window.
+    pub(super) context_alarms: AtomicUsize,
     /// Turns Codex ended, by the status it gave (`/metrics`).
     pub(super) turns_ended: Mutex<BTreeMap<&'static str, u64>>,
 }
@@ -230,9 +218,32 @@ impl Feed {
         self.update_turn(turn, false);
     }
 
-    /// Codex said `turn/started`: the turn is active (it can be interrupted).
+    /// Codex said `turn/started`: the turn is active (it can be interrupted), and its
+    /// compactions are counted from zero.
     fn turn_started(&self, turn: String) {
+        self.compactions.store(0, Ordering::SeqCst);
+        self.context_alarm.store(false, Ordering::SeqCst);
         self.update_turn(Some(turn), true);
+    }
+
+    /// After a compaction or a usage update: two or more compactions in this turn and the
+    /// latest model call's input still filled the context window raise the turn's alarm (once).
+    fn check_context(&self) {
+        let compactions = self.compactions.load(Ordering::SeqCst);
+        if compactions < 2 {
+            return;
+        }
+        let fills = lock(&self.token_usage)
+            .as_ref()
+            .and_then(|params| TokenUsage::of_params(params.get()))
+            .is_some_and(|usage| usage.input_fills_window());
+        if fills && !self.context_alarm.swap(true, Ordering::SeqCst) {
+            self.stalls.context_alarms.fetch_add(1, Ordering::SeqCst);
+            tracing::warn!(
+                "thread {}: the input still fills the model's context window after {compactions} compactions in one turn",
+                self.thread
+            );
+        }
     }
 
     fn update_turn(&self, turn: Option<String>, started: bool) {
@@ -400,8 +411,13 @@ impl Feed {
                     ) {
                         self.over_budget().await;
                     }
+                    self.check_context();
                 }
                 match notification.method.as_str() {
+                    method::THREAD_COMPACTED => {
+                        self.compactions.fetch_add(1, Ordering::SeqCst);
+                        self.check_context();
+                    }
                     method::TURN_STARTED => {
                         if let Some(turn) = notification.scope().turn_id {
                             self.turn_started(turn.into_owned());

@@ -74,6 +74,11 @@ pub(super) fn prometheus_text(
         "Turns whose missing turn/completed the endpoint supplied",
         u64::try_from(status.recovered_turns).unwrap_or(u64::MAX),
     );
+    metrics.counter(
+        "context_alarms",
+        "Turns that compacted twice or more and still filled the model's context window",
+        u64::try_from(status.context_alarms).unwrap_or(u64::MAX),
+    );
     metrics.labelled_counters(
         "tokens",
         "Tokens Codex reported (thread/tokenUsage/updated), by model and kind",

@@ -485,6 +485,8 @@ impl Shared {
             watch: Mutex::new(TurnWatch::new(self.stall_settings)),
             stalls: Arc::clone(&self.stalls),
             token_usage: Mutex::new(None),
+            compactions: std::sync::atomic::AtomicU64::new(0),
+            context_alarm: AtomicBool::new(false),
             usage: Arc::clone(&self.usage),
             model: Mutex::new(None),
         });
@@ -680,6 +682,7 @@ impl Shared {
                 .map(|(kind, count)| (kind.to_string(), *count))
                 .collect(),
             recovered_turns: self.stalls.recovered.load(Ordering::SeqCst),
+            context_alarms: self.stalls.context_alarms.load(Ordering::SeqCst),
         }
     }
 }

@@ -29,6 +29,8 @@ pub struct EndpointStatus {
     pub stalls: BTreeMap<String, usize>,
     /// Turns completed for their clients after a missing `turn/completed` (`--completion-grace`).
     pub recovered_turns: usize,
+    /// Turns that compacted twice or more and still filled the model's context window.
+    pub context_alarms: usize,
 }
 
 /// One identity in [`EndpointStatus`].
@@ -82,6 +84,11 @@ pub struct ThreadStatus {
     /// and the thread's total tokens, and the model's context window).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_usage: Option<Box<serde_json::value::RawValue>>,
+    /// `thread/compacted` in the running (or last) turn.
+    pub compactions: u64,
+    /// That turn compacted twice or more and the input still filled the model's context window
+    /// (what compaction should have prevented: the thread needs a person).
+    pub context_alarm: bool,
 }
 
 /// `clawbridge app-server status`: a running endpoint's [`EndpointStatus`] document, read with
