@@ -578,7 +578,7 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
             let Some(thread_name) = name.strip_suffix(".jsonl") else {
                 continue;
             };
-            if matches!(thread_name, "connection" | "conformance") {
+            if crate::traffic::capture::live::RESERVED_NAMES.contains(&thread_name) {
                 continue;
             }
             if threads.len() >= MAX_THREADS {
@@ -677,10 +677,33 @@ fn audit_turn(
     turn: &Value,
     options: &AuditOptions,
 ) -> Result<TurnAudit> {
+    let model = model_text(dir, thread, number);
+    turn_audit(cwd, opened, turn, number, model, options)
+}
+
+/// One turn audited as it happens (`app-server --audit`): the thread's latest start or resume
+/// params (`opened`) and the turn's, the workspace read at `cwd`; no model column (the model
+/// request is not made yet).
+pub fn audit_live_turn(
+    cwd: &str,
+    opened: &Value,
+    turn: &Value,
+    number: usize,
+) -> Result<TurnAudit> {
+    turn_audit(cwd, opened, turn, number, None, &AuditOptions::default())
+}
+
+fn turn_audit(
+    cwd: &str,
+    opened: &Value,
+    turn: &Value,
+    number: usize,
+    model: Option<String>,
+    options: &AuditOptions,
+) -> Result<TurnAudit> {
     let (document, inferred) = inferred_run(cwd, opened, turn);
     let (routed, files) = spec_of(document, Path::new(cwd))?;
     let layers = Layers::of(opened, turn);
-    let model = model_text(dir, thread, number);
     let mut rows = Vec::new();
     for routed_file in &routed.files {
         let content = files
@@ -713,6 +736,56 @@ fn audit_turn(
     })
 }
 
+impl TurnAudit {
+    /// The turn's part of the terminal table: what was inferred, what else OpenClaw sent, and
+    /// one row per file.
+    pub fn render_text(&self) -> String {
+        let mut out = format!("  turn {}\n", self.turn);
+        for fact in &self.inferred {
+            out.push_str(&format!("    inferred {fact}\n"));
+        }
+        for note in &self.notes {
+            out.push_str(&format!("    OpenClaw also sent: {note}\n"));
+        }
+        let header = ["file", "spec", "OpenClaw", "model", "verdict"];
+        let rows: Vec<[String; 5]> = self
+            .rows
+            .iter()
+            .map(|row| {
+                [
+                    row.file.clone(),
+                    landings_label(&row.spec),
+                    landings_label(&row.openclaw),
+                    row.model
+                        .map_or("-".to_string(), |how| how.label().to_string()),
+                    row.verdict.label().to_string(),
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut text = String::from("    ");
+            for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+                text.push_str(cell);
+                if index + 1 < cells.len() {
+                    text.push_str(&" ".repeat(width - cell.chars().count() + 2));
+                }
+            }
+            text.trim_end().to_string() + "\n"
+        };
+        out.push_str(&line(&header.map(str::to_string)));
+        for row in &rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+}
+
 impl AuditReport {
     /// Whether any row has one of `verdicts`.
     pub fn any(&self, verdicts: &[Verdict]) -> bool {
@@ -736,48 +809,7 @@ impl AuditReport {
                 out.push_str(&format!("  not audited: {why}\n"));
             }
             for turn in &thread.turns {
-                out.push_str(&format!("  turn {}\n", turn.turn));
-                for fact in &turn.inferred {
-                    out.push_str(&format!("    inferred {fact}\n"));
-                }
-                for note in &turn.notes {
-                    out.push_str(&format!("    OpenClaw also sent: {note}\n"));
-                }
-                let header = ["file", "spec", "OpenClaw", "model", "verdict"];
-                let rows: Vec<[String; 5]> = turn
-                    .rows
-                    .iter()
-                    .map(|row| {
-                        [
-                            row.file.clone(),
-                            landings_label(&row.spec),
-                            landings_label(&row.openclaw),
-                            row.model
-                                .map_or("-".to_string(), |how| how.label().to_string()),
-                            row.verdict.label().to_string(),
-                        ]
-                    })
-                    .collect();
-                let mut widths = header.map(str::len);
-                for row in &rows {
-                    for (width, cell) in widths.iter_mut().zip(row) {
-                        *width = (*width).max(cell.chars().count());
-                    }
-                }
-                let line = |cells: &[String]| {
-                    let mut text = String::from("    ");
-                    for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
-                        text.push_str(cell);
-                        if index + 1 < cells.len() {
-                            text.push_str(&" ".repeat(width - cell.chars().count() + 2));
-                        }
-                    }
-                    text.trim_end().to_string() + "\n"
-                };
-                out.push_str(&line(&header.map(str::to_string)));
-                for row in &rows {
-                    out.push_str(&line(row));
-                }
+                out.push_str(&turn.render_text());
             }
         }
         let summary: Vec<String> = self
@@ -788,7 +820,6 @@ impl AuditReport {
         out.push_str(&format!("\n{}\n", summary.join(", ")));
         out
     }
-
     /// One self-contained HTML page (no script, no outside resource).
     pub fn render_html(&self) -> String {
         let escape = |text: &str| {

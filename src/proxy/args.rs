@@ -58,6 +58,11 @@ pub struct AppServerArgs {
     /// The offline stub's answers (`{"responses": [...]}`, as for `run --stub-script`).
     #[arg(long)]
     pub stub_script: Option<PathBuf>,
+    /// Audit each turn as it starts: where each workspace file went against where the spec puts
+    /// it (the table on stderr; the rows in `audit.jsonl` of --transcript), as `clawbridge audit`
+    /// does for a finished transcript.
+    #[arg(long)]
+    pub audit: bool,
     /// Do not check params against the running Codex's schema.
     #[arg(long)]
     pub no_check: bool,
@@ -591,6 +596,7 @@ mod tests {
                 "--upstream-ca",
                 "--no-websocket",
                 "--stub-script",
+                "--audit",
                 "--no-check",
                 "--listen",
                 "--token-file",
@@ -616,9 +622,9 @@ mod tests {
         assert_eq!(
             takes,
             [
-                true, true, false, true, true, true, false, true, false, true, true, true, true,
-                false, true, true, true, true, true, true, true, true, true, true, true, true,
-                true
+                true, true, false, true, true, true, false, true, false, false, true, true, true,
+                true, false, true, true, true, true, true, true, true, true, true, true, true,
+                true, true
             ]
         );
     }

@@ -34,6 +34,7 @@
 //! [`observe::OBSERVER_QUEUE_BYTES`] of lines wait for the observer.
 
 pub mod args;
+pub mod audit;
 pub mod endpoint;
 pub mod observe;
 pub mod report;

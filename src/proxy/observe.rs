@@ -182,6 +182,8 @@ type PendingKey = (usize, Direction, String);
 
 /// The observer's state.
 pub struct Observer {
+    /// `app-server --audit`: each turn audited as it starts.
+    audit: Option<super::audit::LiveAudit>,
     /// Where problems per method are told (`/metrics`), once running.
     shared_problems: Option<Arc<Mutex<BTreeMap<String, u64>>>>,
     schema: Option<SchemaSource>,
@@ -235,6 +237,7 @@ impl Observer {
     ) -> Self {
         let trace = known.lock().ok().and_then(|known| known.trace.clone());
         Self {
+            audit: None,
             shared_problems: None,
             trace,
             schema,
@@ -250,6 +253,12 @@ impl Observer {
             arrivals: 0,
             tally: BTreeMap::new(),
         }
+    }
+
+    /// Also audit each turn a client starts (`app-server --audit`).
+    pub fn with_audit(mut self, audit: Option<super::audit::LiveAudit>) -> Self {
+        self.audit = audit;
+        self
     }
 
     /// Take lines until the pumps are done or `stop` fires (what is queued then is still
@@ -288,6 +297,11 @@ impl Observer {
             trace.message(tapped.stream, side, &message);
         }
         self.observe(tapped.direction, &message).await;
+        if let Some(audit) = &mut self.audit {
+            audit
+                .observe(tapped.stream, tapped.direction, &message)
+                .await;
+        }
         self.conform(tapped.stream, tapped.direction, &message);
     }
 
@@ -607,23 +621,27 @@ impl Observer {
         let Some(path) = &self.log else {
             return;
         };
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never through a link: a planted `conformance.jsonl -> ~/.bashrc` must not be appended
-        // to (the transcript's files are opened the same way).
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .and_then(|mut file| writeln!(file, "{entry}"));
-        if let Err(error) = written {
+        if let Err(error) = append_line(path, entry) {
             if !self.failed {
                 tracing::warn!("{}: {error}", path.display());
                 self.failed = true;
             }
         }
     }
+}
+
+/// Append `entry` as one JSON line to `path` (created 0600), never through a link: a planted
+/// `conformance.jsonl -> ~/.bashrc` must not be appended to (the transcript's files are opened
+/// the same way).
+pub(crate) fn append_line(path: &std::path::Path, entry: &Value) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut file| writeln!(file, "{entry}"))
 }
 
 #[cfg(test)]

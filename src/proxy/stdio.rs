@@ -35,6 +35,8 @@ pub struct ProxySettings {
     pub stub_script: Option<PathBuf>,
     /// Check params against the running Codex's schema.
     pub check: bool,
+    /// `--audit`: each turn audited as it starts.
+    pub audit: bool,
     /// Where generated schemas are cached (default: the user's cache folder).
     pub schema_cache: Option<PathBuf>,
     /// `--capture` without `--offline`: where model requests are forwarded.
@@ -62,6 +64,7 @@ impl From<AppServerArgs> for ProxySettings {
             capture: args.capture,
             stub_script: args.stub_script,
             check: !args.no_check,
+            audit: args.audit,
             schema_cache: None,
             upstream: args.upstream,
             upstream_ca: args.upstream_ca,
@@ -121,7 +124,15 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         .transcript
         .as_ref()
         .map(|dir| dir.join("conformance.jsonl"));
-    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known));
+    let audit = settings.audit.then(|| {
+        super::audit::LiveAudit::new(
+            settings
+                .transcript
+                .as_ref()
+                .map(|dir| dir.join("audit.jsonl")),
+        )
+    });
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
     let lines = observer.lines.clone();
 
     // Before Codex starts: a SIGTERM from then on ends Codex with the proxy, never orphans it.

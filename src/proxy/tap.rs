@@ -24,16 +24,18 @@ pub(crate) struct ObserverTap {
 
 impl ObserverTap {
     /// Start the observer on `tasks`: `schema` checks what it sees, `log` gets the
-    /// `conformance.jsonl` lines, `known` what captures need.
+    /// `conformance.jsonl` lines, `known` what captures need, `audit` (`--audit`) each turn.
     pub(crate) fn start(
         tasks: &Tasks,
         schema: Option<observe::SchemaSource>,
         log: Option<PathBuf>,
         known: Arc<Mutex<Known>>,
+        audit: Option<super::audit::LiveAudit>,
     ) -> Self {
         let (lines, observed) = observe::observer_queue(observe::OBSERVER_QUEUE_BYTES);
         let (stop, stopped) = tokio::sync::oneshot::channel();
-        let task = tasks.spawn(Observer::new(schema, log, known).run(observed, stopped));
+        let observer = Observer::new(schema, log, known).with_audit(audit);
+        let task = tasks.spawn(observer.run(observed, stopped));
         ObserverTap { lines, stop, task }
     }
 

@@ -149,3 +149,97 @@ fn a_linked_thread_file_is_not_read_and_an_empty_folder_is_named() {
     assert_ne!(code, 0, "{stdout}");
     assert!(stderr.contains("no thread files"), "{stderr}");
 }
+
+/// `app-server --audit`: the stdio slot audits each turn as it starts. A stand-in app-server
+/// answers `thread/start`, and a client that dropped TOOLS.md starts a turn after the answer:
+/// the turn's table on stderr names it missing, and `audit.jsonl` holds the rows; without
+/// `--audit` neither is there, and `clawbridge audit` of the same folder does not take
+/// `audit.jsonl` for a thread.
+#[test]
+fn app_server_audit_tells_each_turn_as_it_starts() {
+    use std::io::{BufRead as _, Write as _};
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("dir");
+    let workspace = workspace(dir.path());
+    let fake = dir.path().join("fake-codex");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nwhile IFS= read -r line; do\n  case \"$line\" in\n    *'\"thread/start\"'*) printf '%s\\n' '{\"id\":1,\"result\":{\"thread\":{\"id\":\"thr-live\"},\"model\":\"gpt-5.5\"}}' ;;\n  esac\ndone\n",
+    )
+    .expect("fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let developer = ["SOUL.md", "IDENTITY.md", "USER.md"]
+        .map(|name| read(&workspace, name))
+        .join("\n\n");
+    let start = [
+        json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "handmade", "version": "1"}}}),
+        json!({"id": 1, "method": "thread/start", "params": {"cwd": workspace, "model": "gpt-5.5", "developerInstructions": developer}}),
+    ];
+    let turn = json!({"id": 2, "method": "turn/start", "params": {"threadId": "thr-live", "input": [{"type": "text", "text": "hello"}]}});
+    let run = |audit: bool, transcript: &std::path::Path| {
+        let mut command = crate::util::clawbridge();
+        command.args(["app-server", "--no-check", "--codex-bin"]);
+        command.arg(&fake).arg("--transcript").arg(transcript);
+        if audit {
+            command.arg("--audit");
+        }
+        let mut child = command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        for line in &start {
+            writeln!(stdin, "{line}").expect("write");
+        }
+        // As a client does: the turn starts once the thread is there.
+        let mut answer = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut answer)
+            .expect("answer");
+        assert!(answer.contains("thr-live"), "{answer}");
+        writeln!(stdin, "{turn}").expect("write");
+        drop(stdin);
+        let output = child.wait_with_output().expect("wait");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    let transcript = dir.path().join("live");
+    let stderr = run(true, &transcript);
+    let tools_row = stderr
+        .lines()
+        .find(|line| line.trim_start().starts_with("TOOLS.md"))
+        .unwrap_or_else(|| panic!("the turn's table: {stderr}"));
+    assert!(tools_row.ends_with("missing"), "{stderr}");
+    assert!(
+        stderr.contains("clawbridge audit: thread thr-live"),
+        "{stderr}"
+    );
+    let logged: Vec<Value> = std::fs::read_to_string(transcript.join("audit.jsonl"))
+        .expect("audit.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    assert_eq!(logged.len(), 1, "{logged:#?}");
+    assert_eq!(logged[0]["thread"], "thr-live");
+    let rows = logged[0]["audit"]["rows"].as_array().expect("rows");
+    assert_eq!(row(rows, "TOOLS.md")["verdict"], "missing");
+    assert_eq!(row(rows, "SOUL.md")["verdict"], "asSpec");
+    // The finished folder audits the same, and audit.jsonl is no thread of it.
+    let path = transcript.display().to_string();
+    let (code, stdout, stderr) = crate::util::run_cli(&["audit", &path, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(
+        report["threads"].as_array().map(Vec::len),
+        Some(1),
+        "{report:#}"
+    );
+    assert_eq!(row(&self::rows(&report), "TOOLS.md")["verdict"], "missing");
+
+    let quiet = dir.path().join("quiet");
+    let stderr = run(false, &quiet);
+    assert!(!stderr.contains("clawbridge audit"), "{stderr}");
+    assert!(!quiet.join("audit.jsonl").exists());
+}

@@ -166,7 +166,12 @@ pub(crate) async fn run_endpoint(
         .transcript
         .as_ref()
         .map(|dir| dir.join("conformance.jsonl"));
-    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known));
+    let audit = args.audit.then(|| {
+        crate::proxy::audit::LiveAudit::new(
+            args.transcript.as_ref().map(|dir| dir.join("audit.jsonl")),
+        )
+    });
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
     let clients_path = args
         .clients
         .clone()

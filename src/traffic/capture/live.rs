@@ -26,14 +26,15 @@ const MAX_CAPTURE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// The marker left in the capture folder when [`MAX_CAPTURE_BYTES`] bites.
 pub const CAPTURE_LIMIT_MARKER: &str = "CAPTURE-LIMIT-REACHED.txt";
 
-/// The files of the transcript folder that are not a thread's.
-const RESERVED_NAMES: [&str; 3] = ["connection", "conformance", "model-requests"];
+/// The files of the transcript folder that are not a thread's (`connection.jsonl`,
+/// `conformance.jsonl`, `audit.jsonl` of `--audit`, the `model-requests/` folder).
+pub const RESERVED_NAMES: [&str; 4] = ["connection", "conformance", "audit", "model-requests"];
 
 /// A thread id as a file name, injectively: a plain id (`[A-Za-z0-9_-]`, at most 100
 /// characters) is its own name; any other (a `/`, a dot, a long or empty id, a reserved name, or
 /// one that already ends like a hashed name) becomes its characters reduced to `[A-Za-z0-9_-]`
 /// (at most 64) plus `-` and 16 hex digits of its SHA-256. Plain names never end in `-` and 16
-/// hex digits, so no two thread ids share a file, and none is `connection` or `conformance`.
+/// hex digits, so no two thread ids share a file, and none is a reserved name.
 pub fn safe_name(name: &str) -> String {
     let plain = !name.is_empty()
         && name.len() <= 100

@@ -1,0 +1,216 @@
+//! `app-server --audit`: each turn a client starts, audited as it goes.
+//!
+//! `clawbridge audit DIR` reads a finished transcript; an operator who pairs OpenClaw with Codex
+//! through clawbridge wants the same answer while the session runs: for the turn just started,
+//! where each workspace file went (thread developer instructions, collaboration instructions,
+//! `additionalContext`, the turn's input, nowhere) against where the spec puts it. The observer
+//! hands this module every message it takes (off the forwarding path); each `turn/start` is
+//! audited with the thread's latest `thread/start` or `thread/resume` params by
+//! [`crate::app::audit::audit_live_turn`] (the workspace read at the thread's `cwd`, confined
+//! and capped as everywhere, on a blocking thread). The turn's table goes to stderr, the rows
+//! to `DIR/audit.jsonl` with a transcript.
+//!
+//! Bounded: at most [`MAX_STARTING`] `thread/start` requests wait for their answer and
+//! [`MAX_THREADS`] threads are remembered (the least recently used is forgotten first).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::Direction;
+use crate::codex::protocol::table::name as method;
+
+/// `thread/start` requests remembered until their answer names the thread.
+pub const MAX_STARTING: usize = 256;
+/// Threads whose opening params are remembered.
+pub const MAX_THREADS: usize = 1024;
+
+/// One remembered thread: its latest start or resume params, turns audited, last use.
+struct Opened {
+    params: Value,
+    turns: usize,
+    used: u64,
+}
+
+/// The live audit's state (owned by the observer task).
+pub struct LiveAudit {
+    /// `DIR/audit.jsonl` with a transcript.
+    log: Option<PathBuf>,
+    /// `thread/start` params by (connection, request id), until the answer.
+    starting: HashMap<(usize, String), (Value, u64)>,
+    threads: HashMap<String, Opened>,
+    clock: u64,
+    failed: bool,
+}
+
+impl LiveAudit {
+    /// An audit that also appends each turn's rows to `log`.
+    pub fn new(log: Option<PathBuf>) -> Self {
+        Self {
+            log,
+            starting: HashMap::new(),
+            threads: HashMap::new(),
+            clock: 0,
+            failed: false,
+        }
+    }
+
+    /// Take one message of connection `stream`; a `turn/start` is audited (and told) here.
+    pub async fn observe(&mut self, stream: usize, direction: Direction, message: &Value) {
+        self.clock += 1;
+        let params = &message["params"];
+        let id = message.get("id").map(Value::to_string);
+        match (direction, message["method"].as_str()) {
+            (Direction::In, Some(method::THREAD_START)) => {
+                if let Some(id) = id {
+                    if self.starting.len() >= MAX_STARTING {
+                        forget_oldest(&mut self.starting, |(_, used)| *used);
+                    }
+                    self.starting
+                        .insert((stream, id), (params.clone(), self.clock));
+                }
+            }
+            (Direction::In, Some(method::THREAD_RESUME)) => {
+                if let Some(thread) = params["threadId"].as_str() {
+                    self.opened(thread.to_string(), params.clone());
+                }
+            }
+            (Direction::Out, None) => {
+                let Some(id) = id else { return };
+                if let Some((params, _)) = self.starting.remove(&(stream, id)) {
+                    if let Some(thread) = message["result"]["thread"]["id"].as_str() {
+                        self.opened(thread.to_string(), params);
+                    }
+                }
+            }
+            (Direction::In, Some(method::TURN_START)) => self.turn(params).await,
+            _ => {}
+        }
+    }
+
+    fn opened(&mut self, thread: String, params: Value) {
+        if !self.threads.contains_key(&thread) && self.threads.len() >= MAX_THREADS {
+            forget_oldest(&mut self.threads, |opened| opened.used);
+        }
+        let turns = self.threads.get(&thread).map_or(0, |opened| opened.turns);
+        self.threads.insert(
+            thread,
+            Opened {
+                params,
+                turns,
+                used: self.clock,
+            },
+        );
+    }
+
+    async fn turn(&mut self, params: &Value) {
+        let Some(thread) = params["threadId"].as_str() else {
+            return;
+        };
+        let clock = self.clock;
+        let opened = self.threads.entry(thread.to_string()).or_insert(Opened {
+            params: Value::Null,
+            turns: 0,
+            used: clock,
+        });
+        opened.turns += 1;
+        opened.used = clock;
+        let number = opened.turns;
+        let Some(cwd) = params["cwd"]
+            .as_str()
+            .or_else(|| opened.params["cwd"].as_str())
+            .map(str::to_string)
+        else {
+            tracing::info!(
+                "audit: thread {thread} turn {number}: no cwd in its params (not audited)"
+            );
+            return;
+        };
+        let (opened, turn) = (opened.params.clone(), params.clone());
+        let workspace = cwd.clone();
+        let audited = tokio::task::spawn_blocking(move || {
+            crate::app::audit::audit_live_turn(&workspace, &opened, &turn, number)
+        })
+        .await;
+        let audited = match audited {
+            Ok(Ok(audited)) => audited,
+            Ok(Err(error)) => {
+                tracing::warn!("audit: thread {thread} turn {number}: {error}");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!("audit: thread {thread} turn {number}: {error}");
+                return;
+            }
+        };
+        // What the operator asked to see, as `clawbridge audit` prints it.
+        eprint!(
+            "clawbridge audit: thread {} (workspace {})\n{}",
+            crate::support::text::printable(thread),
+            crate::support::text::printable(&cwd),
+            audited.render_text()
+        );
+        let Some(log) = &self.log else { return };
+        let entry = json!({"kind": "turn", "thread": thread, "cwd": cwd, "audit": audited});
+        if let Err(error) = super::observe::append_line(log, &entry) {
+            if !self.failed {
+                tracing::warn!("{}: {error}", log.display());
+                self.failed = true;
+            }
+        }
+    }
+}
+
+/// Drop the entry of `map` least recently used.
+fn forget_oldest<K: Clone + Eq + std::hash::Hash, V>(
+    map: &mut HashMap<K, V>,
+    used: impl Fn(&V) -> u64,
+) {
+    if let Some(oldest) = map
+        .iter()
+        .min_by_key(|(_, value)| used(value))
+        .map(|(key, _)| key.clone())
+    {
+        map.remove(&oldest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn remembered_threads_and_starts_are_bounded() {
+        let mut audit = LiveAudit::new(None);
+        for index in 0..MAX_THREADS + 10 {
+            let resume = json!({"id": index, "method": "thread/resume", "params": {"threadId": format!("t{index}")}});
+            audit.observe(0, Direction::In, &resume).await;
+        }
+        assert_eq!(audit.threads.len(), MAX_THREADS);
+        assert!(
+            !audit.threads.contains_key("t0"),
+            "the least recently used went first"
+        );
+        for index in 0..MAX_STARTING + 10 {
+            let start = json!({"id": index, "method": "thread/start", "params": {}});
+            audit.observe(0, Direction::In, &start).await;
+        }
+        assert_eq!(audit.starting.len(), MAX_STARTING);
+    }
+
+    #[tokio::test]
+    async fn a_thread_start_is_known_by_its_answer() {
+        let mut audit = LiveAudit::new(None);
+        let start = json!({"id": "s", "method": "thread/start", "params": {"cwd": "/nowhere"}});
+        audit.observe(3, Direction::In, &start).await;
+        // Another connection's answer with the same id names no thread of this one.
+        let other = json!({"id": "s", "result": {"thread": {"id": "other"}}});
+        audit.observe(4, Direction::Out, &other).await;
+        assert!(audit.threads.is_empty());
+        let answer = json!({"id": "s", "result": {"thread": {"id": "thr"}}});
+        audit.observe(3, Direction::Out, &answer).await;
+        assert_eq!(audit.threads["thr"].params["cwd"], "/nowhere");
+        assert!(audit.starting.is_empty());
+    }
+}
