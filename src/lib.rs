@@ -53,6 +53,7 @@ mod workspace;
 // The public surface: what the binary, the integration tests and the benches use, and nothing
 // else. The modules are private, so the compiler reports whatever the crate no longer uses. The
 // app layer's command modules are public whole: they are the binary's faces of each command.
+pub use app::audit::AuditOptions;
 pub use app::clients::{token_sha256, ClientEntry};
 pub use app::commands::{
     load_provider, load_run_file, state_dir, translate_options, PromptSettings,

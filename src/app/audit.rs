@@ -215,6 +215,11 @@ pub struct AuditReport {
 pub struct AuditOptions {
     /// Put each file's text (redacted) in its rows.
     pub show_content: bool,
+    /// Read the workspace here instead of at each thread's `cwd` (a transcript recorded on
+    /// another machine, or with its paths taken out: `scripts/seed-audit`).
+    pub workspace: Option<std::path::PathBuf>,
+    /// The run's session key, when the params name none (`openclaw agent --session-key`).
+    pub session_key: Option<String>,
 }
 
 /// Text collapsed to single spaces (OpenClaw re-wraps and trims what it injects).
@@ -412,16 +417,30 @@ fn session_key_in(text: &str) -> Option<String> {
 }
 
 /// The run OpenClaw's params describe, as a run document, and what was inferred from what.
-fn inferred_run(cwd: &str, thread: &Value, turn: &Value) -> (Value, Vec<String>) {
-    let mut inferred = vec![format!("workspace: {cwd} (the thread's cwd)")];
+fn inferred_run(
+    cwd: &str,
+    thread: &Value,
+    turn: &Value,
+    options: &AuditOptions,
+) -> (Value, Vec<String>) {
+    let mut inferred = vec![match options.workspace {
+        Some(_) => format!("workspace: {cwd} (given)"),
+        None => format!("workspace: {cwd} (the thread's cwd)"),
+    }];
+    // A given workspace may be relative (to where the command runs); the run document reads
+    // paths relative to itself, so it gets the absolute one.
+    let absolute = std::path::absolute(cwd).unwrap_or_else(|_| Path::new(cwd).to_path_buf());
     let mut document = serde_json::json!({
-        "workspace": cwd,
+        "workspace": absolute,
         // Skills are not audited: only the workspace's own folder is read.
-        "managedSkillsDir": Path::new(cwd).join(".clawbridge-audit-no-skills"),
-        "bundledSkillsDir": Path::new(cwd).join(".clawbridge-audit-no-skills"),
+        "managedSkillsDir": absolute.join(".clawbridge-audit-no-skills"),
+        "bundledSkillsDir": absolute.join(".clawbridge-audit-no-skills"),
     });
     let everything = format!("{} {}", strings_of(thread), strings_of(turn));
-    if let Some(key) = session_key_in(&everything) {
+    if let Some(key) = &options.session_key {
+        inferred.push(format!("session key: {key} (given)"));
+        document["sessionKey"] = Value::String(key.clone());
+    } else if let Some(key) = session_key_in(&everything) {
         inferred.push(format!("session key: {key} (named in the params)"));
         document["sessionKey"] = Value::String(key);
     } else {
@@ -643,6 +662,9 @@ fn audit_thread(
                 if let Some(dir) = params["cwd"].as_str() {
                     cwd = dir.to_string();
                 }
+                if let Some(dir) = &options.workspace {
+                    cwd = dir.display().to_string();
+                }
                 if cwd.is_empty() {
                     skipped = Some("no cwd in the thread's or the turn's params".to_string());
                     continue;
@@ -701,7 +723,7 @@ fn turn_audit(
     model: Option<String>,
     options: &AuditOptions,
 ) -> Result<TurnAudit> {
-    let (document, inferred) = inferred_run(cwd, opened, turn);
+    let (document, inferred) = inferred_run(cwd, opened, turn, options);
     let (routed, files) = spec_of(document, Path::new(cwd))?;
     let layers = Layers::of(opened, turn);
     let mut rows = Vec::new();

@@ -292,7 +292,7 @@ pub fn audit(
     dir: &Path,
     html: Option<&Path>,
     fail_on: &[String],
-    show_content: bool,
+    options: &crate::app::audit::AuditOptions,
 ) -> Result<(crate::app::audit::AuditReport, bool)> {
     let verdicts = fail_on
         .iter()
@@ -305,7 +305,7 @@ pub fn audit(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let report = crate::app::audit::audit(dir, &crate::app::audit::AuditOptions { show_content })?;
+    let report = crate::app::audit::audit(dir, options)?;
     if let Some(file) = html {
         crate::support::fs::write_private(file, report.render_html().as_bytes())?;
     }

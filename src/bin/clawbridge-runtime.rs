@@ -124,8 +124,15 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             html,
             fail_on,
             show_content,
+            workspace,
+            session_key,
         } => {
-            let (report, failed) = commands::audit(&dir, html.as_deref(), &fail_on, show_content)?;
+            let options = clawbridge::AuditOptions {
+                show_content,
+                workspace,
+                session_key,
+            };
+            let (report, failed) = commands::audit(&dir, html.as_deref(), &fail_on, &options)?;
             if json {
                 print_json(&report)?;
             } else {

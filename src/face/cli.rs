@@ -254,6 +254,13 @@ pub enum Command {
         /// Put each file's text (redacted) in the report.
         #[arg(long)]
         show_content: bool,
+        /// Read the workspace from DIR instead of each thread's `cwd` (a transcript recorded on
+        /// another machine).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// The run's OpenClaw session key (`agent:<id>:...`), when the params name none.
+        #[arg(long, value_name = "KEY")]
+        session_key: Option<String>,
     },
     /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) for OpenClaw-side clients.
     Serve(Box<ServeArgs>),

@@ -243,3 +243,61 @@ fn app_server_audit_tells_each_turn_as_it_starts() {
     assert!(!stderr.contains("clawbridge audit"), "{stderr}");
     assert!(!quiet.join("audit.jsonl").exists());
 }
+
+/// `--workspace` and `--session-key`: a transcript recorded elsewhere (its `cwd` is on no disk
+/// here) is audited against the workspace given, and a session key the params do not name
+/// decides the spec's side (a subagent's minimal prompt sends fewer files); both are stated as
+/// given.
+#[test]
+fn a_given_workspace_and_session_key_replace_what_the_params_say() {
+    let dir = tempfile::tempdir().expect("dir");
+    let workspace = workspace(dir.path());
+    let persona = ["SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md"]
+        .map(|name| read(&workspace, name))
+        .join("\n\n");
+    let elsewhere = std::path::Path::new("/nowhere/recorded-elsewhere/workspace");
+    let out = transcript(dir.path(), elsewhere, &persona);
+    let path = out.display().to_string();
+    // As recorded: the workspace is not there.
+    let (_, stdout, _) = crate::util::run_cli(&["audit", &path, "--json"]);
+    let report: Value = serde_json::from_str(&stdout).expect("json");
+    assert!(
+        report["threads"][0]["skipped"].is_string(),
+        "no workspace at the recorded cwd: {report:#}"
+    );
+    let given = workspace.display().to_string();
+    let (code, stdout, stderr) =
+        crate::util::run_cli(&["audit", &path, "--json", "--workspace", &given]);
+    assert_eq!(code, 0, "{stderr}");
+    let main: Value = serde_json::from_str(&stdout).expect("json");
+    let inferred = main["threads"][0]["turns"][0]["inferred"].to_string();
+    assert!(inferred.contains(&format!("{given} (given)")), "{inferred}");
+    assert_eq!(row(&rows(&main), "SOUL.md")["verdict"], "asSpec");
+    let (code, stdout, stderr) = crate::util::run_cli(&[
+        "audit",
+        &path,
+        "--json",
+        "--workspace",
+        &given,
+        "--session-key",
+        "agent:main:subagent:research-1",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let subagent: Value = serde_json::from_str(&stdout).expect("json");
+    let inferred = subagent["threads"][0]["turns"][0]["inferred"].to_string();
+    assert!(
+        inferred.contains("agent:main:subagent:research-1 (given)"),
+        "{inferred}"
+    );
+    let specs = |report: &Value| -> Vec<String> {
+        rows(report)
+            .iter()
+            .map(|row| format!("{} {}", row["file"], row["spec"]))
+            .collect()
+    };
+    assert_ne!(
+        specs(&main),
+        specs(&subagent),
+        "the subagent's spec differs from a direct session's"
+    );
+}
