@@ -597,7 +597,7 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
             let Some(thread_name) = name.strip_suffix(".jsonl") else {
                 continue;
             };
-            if crate::traffic::capture::live::RESERVED_NAMES.contains(&thread_name) {
+            if crate::traffic::record::RESERVED_NAMES.contains(&thread_name) {
                 continue;
             }
             if threads.len() >= MAX_THREADS {

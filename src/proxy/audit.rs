@@ -7,8 +7,8 @@
 //! hands this module every message it takes (off the forwarding path); each `turn/start` is
 //! audited with the thread's latest `thread/start` or `thread/resume` params by
 //! [`crate::app::audit::audit_live_turn`] (the workspace read at the thread's `cwd`, confined
-//! and capped as everywhere, on a blocking thread). The turn's table goes to stderr, the rows
-//! to `DIR/audit.jsonl` with a transcript.
+//! and capped as everywhere, on a blocking thread). The turn's table goes to the console's
+//! notices (stderr), the rows to `DIR/audit.jsonl` with a transcript.
 //!
 //! Bounded: at most [`MAX_STARTING`] `thread/start` requests wait for their answer and
 //! [`MAX_THREADS`] threads are remembered (the least recently used is forgotten first).
@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use super::Direction;
 use crate::codex::protocol::table::name as method;
+use crate::support::console::Console;
 
 /// `thread/start` requests remembered until their answer names the thread.
 pub const MAX_STARTING: usize = 256;
@@ -37,6 +38,8 @@ struct Opened {
 pub struct LiveAudit {
     /// `DIR/audit.jsonl` with a transcript.
     log: Option<PathBuf>,
+    /// Where each turn's table is told.
+    console: Console,
     /// `thread/start` params by (connection, request id), until the answer.
     starting: HashMap<(usize, String), (Value, u64)>,
     threads: HashMap<String, Opened>,
@@ -45,10 +48,11 @@ pub struct LiveAudit {
 }
 
 impl LiveAudit {
-    /// An audit that also appends each turn's rows to `log`.
-    pub fn new(log: Option<PathBuf>) -> Self {
+    /// An audit that tells each turn's table to `console` and appends its rows to `log`.
+    pub fn new(log: Option<PathBuf>, console: Console) -> Self {
         Self {
             log,
+            console,
             starting: HashMap::new(),
             threads: HashMap::new(),
             clock: 0,
@@ -145,12 +149,14 @@ impl LiveAudit {
             }
         };
         // What the operator asked to see, as `clawbridge audit` prints it.
-        eprint!(
-            "clawbridge audit: thread {} (workspace {})\n{}",
+        self.console.note(&format!(
+            "clawbridge audit: thread {} (workspace {})",
             crate::support::text::printable(thread),
             crate::support::text::printable(&cwd),
-            audited.render_text()
-        );
+        ));
+        for line in audited.render_text().lines() {
+            self.console.note(line);
+        }
         let Some(log) = &self.log else { return };
         let entry = json!({"kind": "turn", "thread": thread, "cwd": cwd, "audit": audited});
         if let Err(error) = super::observe::append_line(log, &entry) {
@@ -182,7 +188,7 @@ mod tests {
 
     #[tokio::test]
     async fn remembered_threads_and_starts_are_bounded() {
-        let mut audit = LiveAudit::new(None);
+        let mut audit = LiveAudit::new(None, Console::quiet());
         for index in 0..MAX_THREADS + 10 {
             let resume = json!({"id": index, "method": "thread/resume", "params": {"threadId": format!("t{index}")}});
             audit.observe(0, Direction::In, &resume).await;
@@ -201,7 +207,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_thread_start_is_known_by_its_answer() {
-        let mut audit = LiveAudit::new(None);
+        let mut audit = LiveAudit::new(None, Console::quiet());
         let start = json!({"id": "s", "method": "thread/start", "params": {"cwd": "/nowhere"}});
         audit.observe(3, Direction::In, &start).await;
         // Another connection's answer with the same id names no thread of this one.

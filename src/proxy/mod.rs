@@ -207,7 +207,11 @@ pub async fn run_app_server(args: AppServerArgs, console: &Console) -> Result<i3
     };
     match endpoint {
         Some(listen) => endpoint::command::run_endpoint(args, listen, console).await,
-        None => stdio::run_proxy(args.into()).await,
+        None => {
+            let mut settings = ProxySettings::from(args);
+            settings.console = console.clone();
+            stdio::run_proxy(settings).await
+        }
     }
 }
 

@@ -46,6 +46,8 @@ pub struct ProxySettings {
     pub no_websocket: bool,
     /// `--otel-*`: where traces go and what they carry.
     pub otel: crate::traffic::trace::TraceSettings,
+    /// Where notices go (`--audit`'s tables).
+    pub console: crate::support::console::Console,
 }
 
 impl From<AppServerArgs> for ProxySettings {
@@ -70,6 +72,7 @@ impl From<AppServerArgs> for ProxySettings {
             upstream_ca: args.upstream_ca,
             no_websocket: args.no_websocket,
             otel: args.otel.settings(),
+            console: crate::support::console::Console::quiet(),
         }
     }
 }
@@ -130,6 +133,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
                 .transcript
                 .as_ref()
                 .map(|dir| dir.join("audit.jsonl")),
+            settings.console.clone(),
         )
     });
     let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);

@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(unique.len(), names.len(), "{names:?}");
         assert!(!names
             .iter()
-            .any(|name| crate::traffic::capture::live::RESERVED_NAMES.contains(&name.as_str())));
+            .any(|name| crate::traffic::record::RESERVED_NAMES.contains(&name.as_str())));
         assert_eq!(safe_name("thr-abc"), "thr-abc", "plain ids keep their name");
         assert!(names
             .iter()

@@ -23,6 +23,13 @@ impl std::fmt::Debug for Console {
     }
 }
 
+/// The quiet console: a library caller that hands none gets no words.
+impl Default for Console {
+    fn default() -> Self {
+        Console::quiet()
+    }
+}
+
 impl Console {
     pub fn new(
         out: impl Fn(&str) -> std::io::Result<()> + Send + Sync + 'static,

@@ -38,3 +38,8 @@ impl CapturedRequest {
         }
     }
 }
+
+/// The files of a transcript folder that are not a thread's (`connection.jsonl`,
+/// `conformance.jsonl`, `audit.jsonl` of `app-server --audit`, the `model-requests/` folder):
+/// the writer never names a thread's file so, and the readers skip them.
+pub const RESERVED_NAMES: [&str; 4] = ["connection", "conformance", "audit", "model-requests"];

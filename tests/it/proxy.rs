@@ -681,3 +681,48 @@ fn the_report_prints_no_secret_and_no_control_character() {
     );
     assert!(table.contains("m/"), "{table}");
 }
+
+/// Protection (fail-fast start): an endpoint that could not start an app-server never says it
+/// is listening. Without a Codex CLI, or with a Codex home that cannot be a folder, `app-server
+/// --listen` exits 2 naming the fix, and prints no address.
+#[test]
+fn an_endpoint_that_cannot_start_codex_refuses_to_listen() {
+    let dir = tempfile::tempdir().expect("dir");
+    let state = dir.path().join("state");
+    let run = |codex_bin: &std::path::Path, home: &std::path::Path| {
+        let output = clawbridge()
+            .args(["app-server", "--listen", "ws://127.0.0.1:0", "--codex-bin"])
+            .arg(codex_bin)
+            .arg("--state-dir")
+            .arg(&state)
+            .env_remove("CODEX_BIN")
+            .env("PATH", "/usr/bin:/bin")
+            .env("CODEX_HOME", home)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).to_string(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let home = dir.path().join("codex-home");
+    let (code, stdout, stderr) = run(&dir.path().join("no-codex"), &home);
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
+    assert!(stdout.is_empty(), "no address: {stdout}");
+    assert!(stderr.contains("--codex-bin"), "{stderr}");
+
+    let fake = dir.path().join("fake-codex");
+    std::fs::write(&fake, "#!/bin/sh\nexec cat\n").expect("fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let not_a_folder = dir.path().join("a-file");
+    std::fs::write(&not_a_folder, "").expect("file");
+    let (code, stdout, stderr) = run(&fake, &not_a_folder);
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
+    assert!(stdout.is_empty(), "no address: {stdout}");
+    assert!(
+        stderr.contains("CODEX_HOME") && stderr.contains("a-file"),
+        "{stderr}"
+    );
+}

@@ -35,6 +35,27 @@ fn native_config(codex_home: &Path) -> Option<String> {
     }
 }
 
+/// Refused before listening: a Codex home the app-servers cannot write (Codex writes its
+/// sessions, logs and state there; every turn would fail).
+fn writable_home(home: &Path) -> Result<(), ProxyError> {
+    let refused = |why: String| {
+        ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "CODEX_HOME".into(),
+            message: format!(
+                "{}: {why}. Codex writes its sessions there: make it writable, or point CODEX_HOME \
+                 at a folder that is (or use --offline, which uses a home of its own)",
+                home.display()
+            ),
+        })
+    };
+    std::fs::create_dir_all(home).map_err(|error| refused(error.to_string()))?;
+    tempfile::Builder::new()
+        .prefix(".clawbridge-write-check")
+        .tempfile_in(home)
+        .map(drop)
+        .map_err(|error| refused(format!("not writable ({error})")))
+}
+
 /// The token clients of the endpoint send: from `--token-file`, else
 /// `<state-dir>/app-server-token` (generated, 0600, on first start), read and made as `serve`'s
 /// is ([`crate::app::token`]). It is never printed; its file is named on stderr.
@@ -79,8 +100,18 @@ pub(crate) async fn run_endpoint(
         &args.pool.remote_app_servers,
         &args.pool.app_server_token_files,
     )?;
+    // An endpoint that cannot start an app-server must not say it is listening: every turn
+    // would fail. No Codex binary is refused here, naming the fix.
     let binary = if args.pool.app_servers > 0 {
-        codex_binary(args.codex_bin.as_deref()).map_err(|error| error.to_string())
+        Ok(codex_binary(args.codex_bin.as_deref()).map_err(|error| {
+            ProxyError::Setup(crate::error::Error::InvalidArgument {
+                flag: "--codex-bin".into(),
+                message: format!(
+                    "{error} (the endpoint's app-servers need it; or serve remote app-servers \
+                     only: --app-servers 0 --app-server URL)"
+                ),
+            })
+        })?)
     } else {
         Err("no local app-servers (--app-servers 0)".to_string())
     };
@@ -117,6 +148,9 @@ pub(crate) async fn run_endpoint(
     .map_err(ProxyError::Offline)?;
     let trace = tap::start_trace(&args.otel.settings(), plane.captures(), &known)?;
     let codex_home = plane.codex_home().to_path_buf();
+    if args.pool.app_servers > 0 {
+        writable_home(&codex_home)?;
+    }
     // Over WebSocket, OpenClaw's threads name Codex's `openai` provider: it is pointed at the
     // stub offline (after the home's own config, so it wins), at the forwarder with a live
     // capture.
@@ -169,6 +203,7 @@ pub(crate) async fn run_endpoint(
     let audit = args.audit.then(|| {
         crate::proxy::audit::LiveAudit::new(
             args.transcript.as_ref().map(|dir| dir.join("audit.jsonl")),
+            console.clone(),
         )
     });
     let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);

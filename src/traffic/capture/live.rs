@@ -26,9 +26,7 @@ const MAX_CAPTURE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// The marker left in the capture folder when [`MAX_CAPTURE_BYTES`] bites.
 pub const CAPTURE_LIMIT_MARKER: &str = "CAPTURE-LIMIT-REACHED.txt";
 
-/// The files of the transcript folder that are not a thread's (`connection.jsonl`,
-/// `conformance.jsonl`, `audit.jsonl` of `--audit`, the `model-requests/` folder).
-pub const RESERVED_NAMES: [&str; 4] = ["connection", "conformance", "audit", "model-requests"];
+use crate::traffic::record::RESERVED_NAMES;
 
 /// A thread id as a file name, injectively: a plain id (`[A-Za-z0-9_-]`, at most 100
 /// characters) is its own name; any other (a `/`, a dot, a long or empty id, a reserved name, or

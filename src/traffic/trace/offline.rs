@@ -186,7 +186,7 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
             let Some(thread_name) = name.strip_suffix(".jsonl") else {
                 continue;
             };
-            if crate::traffic::capture::live::RESERVED_NAMES.contains(&thread_name) || budget == 0 {
+            if crate::traffic::record::RESERVED_NAMES.contains(&thread_name) || budget == 0 {
                 continue;
             }
             budget -= 1;
