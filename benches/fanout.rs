@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[path = "common/offline_turn.rs"]
+#[allow(dead_code)]
 mod offline_turn;
 use offline_turn::OfflineTurn;
 
