@@ -177,7 +177,7 @@ async fn agent(
         line,
         1,
         "initialize",
-        json!({"clientInfo": {"name": "openclaw", "version": "fanout-bench"}}),
+        json!({"clientInfo": {"name": "openclaw", "version": "fanout-bench"}, "capabilities": {"experimentalApi": true}}),
     )
     .await;
     line.send(json!({"method": "initialized"})).await;
