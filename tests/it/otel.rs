@@ -1,6 +1,7 @@
 //! Traces: a real Codex turn with a tool call through `app-server --listen` becomes one trace in
 //! an OTLP collector (a loopback stub that decodes what the exporter sends, protobuf and JSON),
-//! live and again from the transcript folder with `clawbridge export-otel`.
+//! live and again from the transcript folder with `clawbridge export-otel`. The real Arize
+//! Phoenix ([`Phoenix`]) is started by the real-OpenClaw test, whose live spans it checks.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -597,13 +598,6 @@ async fn get_json(url: &str) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
-/// A real Arize Phoenix on loopback (its own working folder, no telemetry), ready.
-pub(crate) async fn phoenix() -> Phoenix {
-    let phoenix = spawn_phoenix();
-    phoenix.ready().await;
-    phoenix
-}
-
 /// A real Arize Phoenix on loopback, starting (it takes seconds: start it early, then
 /// [`Phoenix::ready`]).
 pub(crate) fn spawn_phoenix() -> Phoenix {
@@ -702,90 +696,4 @@ impl Phoenix {
         );
         eprintln!("Phoenix's trace page: {}", shot.display());
     }
-}
-
-/// The test: a real Codex turn through the endpoint, with a tool call, shows up in a
-/// real Arize Phoenix as one trace: the turn at its root (an agent span), both model calls
-/// under it with their token counts, the tool call in the same tree, the thread as a session.
-/// With Chromium on the machine, the trace page is also written to
-/// `target/phoenix-trace.png` for a person to look at.
-#[ignore = "pairs with the Codex CLI and Arize Phoenix: scripts/test installs them and runs these (--include-ignored)"]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn phoenix_shows_a_real_turn_as_one_trace_with_its_tool_call_and_tokens() {
-    let phoenix = phoenix().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let (thread, _) = endpoint_tool_turn(dir.path(), &phoenix.url, None).await;
-    let spans_url = format!("{}/v1/projects/default/spans?limit=100", phoenix.url);
-    let spans = crate::util::poll_with(Duration::from_secs(30), || {
-        let spans_url = spans_url.clone();
-        let thread = thread.clone();
-        async move {
-            let page = get_json(&spans_url).await?;
-            let spans = page["data"].as_array()?.clone();
-            let turn_done = spans.iter().any(|span| {
-                span["span_kind"] == "AGENT" && span["attributes"]["session.id"] == thread.as_str()
-            });
-            let chats = spans
-                .iter()
-                .filter(|span| span["span_kind"] == "LLM")
-                .count();
-            (turn_done && chats >= 2).then_some(spans)
-        }
-    })
-    .await
-    .unwrap_or_else(|| panic!("Phoenix holds no finished trace of {thread}"));
-    let turn = spans
-        .iter()
-        .find(|span| {
-            span["span_kind"] == "AGENT" && span["attributes"]["session.id"] == thread.as_str()
-        })
-        .expect("the turn");
-    assert!(turn["parent_id"].is_null(), "the turn is the root: {turn}");
-    assert_eq!(turn["status_code"], "OK", "{turn}");
-    let trace = turn["context"]["trace_id"].as_str().expect("trace id");
-    let turn_id = turn["context"]["span_id"].as_str().expect("span id");
-    let in_trace: Vec<&Value> = spans
-        .iter()
-        .filter(|span| span["context"]["trace_id"] == trace)
-        .collect();
-    let chats: Vec<&&Value> = in_trace
-        .iter()
-        .filter(|span| span["span_kind"] == "LLM")
-        .collect();
-    assert_eq!(chats.len(), 2, "{in_trace:#?}");
-    for chat in &chats {
-        assert_eq!(chat["parent_id"], turn_id, "{chat}");
-        assert!(
-            chat["attributes"]["llm.token_count.prompt"]
-                .as_i64()
-                .unwrap_or(0)
-                > 0
-                && chat["attributes"]["llm.token_count.completion"]
-                    .as_i64()
-                    .unwrap_or(0)
-                    > 0,
-            "Phoenix reads the token counts: {chat}"
-        );
-        assert_eq!(chat["attributes"]["llm.model_name"], "gpt-5.5");
-    }
-    let tools: Vec<&&Value> = in_trace
-        .iter()
-        .filter(|span| span["span_kind"] == "TOOL")
-        .collect();
-    assert!(
-        tools
-            .iter()
-            .any(|tool| tool["attributes"]["tool.name"] == "message"),
-        "the tool call is in the tree: {in_trace:#?}"
-    );
-    assert_eq!(
-        in_trace
-            .iter()
-            .filter(|span| span["parent_id"].is_null())
-            .count(),
-        1,
-        "one root, no orphans: {in_trace:#?}"
-    );
-    // The trace page, for a person to look at (Chromium is not needed for the test to pass).
-    phoenix.screenshot(trace, "phoenix-trace.png").await;
 }

@@ -938,6 +938,13 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         assert_eq!(roots[0]["span_kind"], "AGENT", "{tree:#?}");
         assert_eq!(roots[0]["status_code"], "OK", "{tree:#?}");
         assert!(
+            roots[0]["attributes"]["session.id"]
+                .as_str()
+                .is_some_and(|session| !session.is_empty()),
+            "the thread is Phoenix's session: {tree:#?}"
+        );
+        let root_id = &roots[0]["context"]["span_id"];
+        assert!(
             tree.iter().any(|span| span["span_kind"] == "TOOL"
                 && span["attributes"]["tool.name"] == "agents_list"),
             "Phoenix shows the call as a tool: {tree:#?}"
@@ -948,11 +955,18 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
             .collect();
         assert_eq!(chats.len(), 2, "{tree:#?}");
         for chat in chats {
-            assert!(
-                chat["attributes"]["llm.token_count.prompt"]
+            assert_eq!(
+                &chat["parent_id"], root_id,
+                "a model call of the turn: {chat}"
+            );
+            assert_eq!(chat["attributes"]["llm.model_name"], "gpt-5.5", "{chat}");
+            let tokens = |kind: &str| {
+                chat["attributes"][format!("llm.token_count.{kind}")]
                     .as_i64()
                     .unwrap_or(0)
-                    > 0,
+            };
+            assert!(
+                tokens("prompt") > 0 && tokens("completion") > 0,
                 "Phoenix reads the token counts: {chat}"
             );
         }
