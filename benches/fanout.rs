@@ -19,7 +19,7 @@
 //! `cargo bench --bench fanout -- [--agents 2,6,11] [--members 1,2,3] [--turns 3]`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,23 +31,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 #[path = "common/offline_turn.rs"]
 #[allow(dead_code)]
 mod offline_turn;
-use offline_turn::OfflineTurn;
+use offline_turn::{codex_bin, OfflineTurn};
 
 const TOKEN: &str = "fanout-bench-token-0123456789abcdef";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn codex_bin() -> Option<PathBuf> {
-    std::env::var_os("CLAWBRIDGE_CODEX_BIN")
-        .map(PathBuf::from)
-        .filter(|path| path.is_file())
-        .or_else(|| {
-            Some(root().join(".tools/codex/node_modules/.bin/codex")).filter(|path| path.is_file())
-        })
-        .or_else(|| which::which("codex").ok())
-}
 
 /// Resident memory of one process, in KiB (Linux).
 fn rss_kib(pid: u32) -> u64 {
@@ -270,6 +256,22 @@ impl Line for Socket {
     }
 }
 
+/// Every agent's turn latencies, once all are done, and their connections (kept open, so the
+/// steady memory is measured with every thread still loaded), after a second to settle.
+async fn finished<L>(
+    tasks: Vec<tokio::task::JoinHandle<(Vec<Duration>, L)>>,
+) -> (Vec<Duration>, Vec<L>) {
+    let mut latencies = Vec::new();
+    let mut lines = Vec::new();
+    for task in tasks {
+        let (mut done, line) = task.await.expect("agent");
+        latencies.append(&mut done);
+        lines.push(line);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    (latencies, lines)
+}
+
 /// N app-servers, one per agent, each with a home of its own.
 async fn direct(native: &Path, agents: usize, turns: usize, offline: &OfflineTurn) -> Figures {
     let stub = ResponsesStub::start(StubScript::default())
@@ -311,14 +313,7 @@ async fn direct(native: &Path, agents: usize, turns: usize, offline: &OfflineTur
             (latencies, line)
         }));
     }
-    let mut latencies = Vec::new();
-    let mut lines = Vec::new();
-    for task in tasks {
-        let (mut done, line) = task.await.expect("agent");
-        latencies.append(&mut done);
-        lines.push(line);
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (latencies, lines) = finished(tasks).await;
     let steady_kib = tree(&pids).into_iter().map(rss_kib).sum();
     let peak_kib = sampler.finish();
     drop(lines);
@@ -390,14 +385,7 @@ async fn endpoint(
             (latencies, line)
         }));
     }
-    let mut latencies = Vec::new();
-    let mut lines = Vec::new();
-    for task in tasks {
-        let (mut done, line) = task.await.expect("agent");
-        latencies.append(&mut done);
-        lines.push(line);
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (latencies, lines) = finished(tasks).await;
     let steady_kib = tree(&[pid]).into_iter().map(rss_kib).sum();
     let peak_kib = sampler.finish();
     drop(lines);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 mod offline_turn;
 #[path = "common/timing.rs"]
 mod timing;
-use offline_turn::OfflineTurn;
+use offline_turn::{codex_bin, OfflineTurn};
 use timing::{alternate, median};
 
 use clawbridge::Incoming;
@@ -431,18 +431,6 @@ fn main() {
 // ---------------------------------------------------------------------------------------------
 // One offline turn: through clawbridge vs. driven directly over stdio
 // ---------------------------------------------------------------------------------------------
-
-fn codex_bin() -> Option<std::path::PathBuf> {
-    std::env::var_os("CLAWBRIDGE_CODEX_BIN")
-        .map(std::path::PathBuf::from)
-        .filter(|path| path.is_file())
-        .or_else(|| {
-            let local = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join(".tools/codex/node_modules/.bin/codex");
-            local.is_file().then_some(local)
-        })
-        .or_else(|| which::which("codex").ok())
-}
 
 async fn turn_cost() {
     use clawbridge::DefaultHandler;

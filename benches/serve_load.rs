@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 #[path = "common/offline_turn.rs"]
 mod offline_turn;
-use offline_turn::OfflineTurn;
+use offline_turn::{codex_bin, OfflineTurn};
 
 use clawbridge::TurnLimits;
 use clawbridge::{serve, ServeConfig};
@@ -46,16 +46,6 @@ const TURNS: usize = 4;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn codex_bin() -> Option<PathBuf> {
-    std::env::var_os("CLAWBRIDGE_CODEX_BIN")
-        .map(PathBuf::from)
-        .filter(|path| path.is_file())
-        .or_else(|| {
-            Some(root().join(".tools/codex/node_modules/.bin/codex")).filter(|path| path.is_file())
-        })
-        .or_else(|| which::which("codex").ok())
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -2,7 +2,7 @@
 //! app-server`, without clawbridge in between: the Telegram fixture run's params, the loopback
 //! model stub with its throwaway `CODEX_HOME`, and the app-server process itself.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clawbridge::Run;
 use clawbridge::{translate, TranslateOptions};
@@ -61,4 +61,18 @@ impl OfflineTurn {
             .spawn()
             .expect("spawn app-server")
     }
+}
+
+/// The Codex CLI the benches pair with: CLAWBRIDGE_CODEX_BIN, else the pinned install in
+/// `.tools/` (scripts/install-codex), else `codex` on PATH.
+pub fn codex_bin() -> Option<PathBuf> {
+    std::env::var_os("CLAWBRIDGE_CODEX_BIN")
+        .map(PathBuf::from)
+        .filter(|path| path.is_file())
+        .or_else(|| {
+            let local =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/codex/node_modules/.bin/codex");
+            local.is_file().then_some(local)
+        })
+        .or_else(|| which::which("codex").ok())
 }
