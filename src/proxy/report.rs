@@ -27,6 +27,9 @@ pub struct Report {
     pub clients: Vec<String>,
     /// Copies the checker had no room for.
     pub skipped: u64,
+    /// No run has ended yet (a running endpoint's or proxy's folder): the rows count what the
+    /// log holds so far, the params checks and the messages with problems, not every message.
+    pub partial: bool,
     pub rows: Vec<Row>,
 }
 
@@ -52,6 +55,8 @@ pub fn read(dir: &Path) -> Result<Report, crate::error::Error> {
     let bytes = crate::support::fs::read_file_capped(&path, MAX_LOG_BYTES)?;
     let mut report = Report::default();
     let mut rows: BTreeMap<(String, Flow), Counts> = BTreeMap::new();
+    // What a run that has not ended has written: its params checks and its problem lines.
+    let mut so_far: BTreeMap<(String, Flow), Counts> = BTreeMap::new();
     let note = |list: &mut Vec<String>, value: &Value| {
         if let Some(text) = value.as_str() {
             if !list.iter().any(|known| known == text) {
@@ -82,17 +87,47 @@ pub fn read(dir: &Path) -> Result<Report, crate::error::Error> {
                     .or_default()
                     .add(&counts);
             }
+            Some(kind @ ("check" | "problem")) => {
+                let Some(method) = entry["method"].as_str() else {
+                    continue;
+                };
+                let flow = match kind {
+                    "check" => Flow::Request,
+                    _ => match serde_json::from_value::<Flow>(entry["message"].clone()) {
+                        Ok(flow) => flow,
+                        Err(_) => continue,
+                    },
+                };
+                let problems: Vec<crate::codex::schema::Problem> =
+                    serde_json::from_value(entry["problems"].clone()).unwrap_or_default();
+                let counts = so_far.entry((method.to_string(), flow)).or_default();
+                counts.seen += 1;
+                if problems.is_empty() {
+                    counts.valid += 1;
+                } else {
+                    counts.problems += 1;
+                    for problem in problems {
+                        if counts.examples.len() < 3 {
+                            counts.examples.push(problem);
+                        }
+                    }
+                }
+            }
             _ => {}
         }
     }
     if report.runs == 0 && rows.is_empty() {
-        return Err(crate::error::Error::InvalidArgument {
-            flag: "DIR".into(),
-            message: format!(
-                "{}: no summary yet (the proxy writes one per method when it ends)",
-                path.display()
-            ),
-        });
+        if so_far.is_empty() {
+            return Err(crate::error::Error::InvalidArgument {
+                flag: "DIR".into(),
+                message: format!(
+                    "{}: nothing checked yet (no client has sent a thread or turn, and no message had a problem)",
+                    path.display()
+                ),
+            });
+        }
+        report.partial = true;
+        rows = so_far;
     }
     report.rows = rows
         .into_iter()
@@ -122,6 +157,12 @@ fn render_raw(report: &Report) -> String {
             items.join(", ")
         }
     };
+    if report.partial {
+        out.push_str(
+            "partial: no run has ended yet; the rows count the params checked and the messages \
+             with problems so far (the full table is written when the run ends)\n",
+        );
+    }
     out.push_str(&format!(
         "Codex {} · client {} · {} run{}{}\n\n",
         list(&report.codex_versions),

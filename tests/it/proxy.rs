@@ -726,3 +726,69 @@ fn an_endpoint_that_cannot_start_codex_refuses_to_listen() {
         "{stderr}"
     );
 }
+
+/// `app-server report` on the folder of a run that has not ended (a running endpoint's): the
+/// rows so far, from its params checks and problem lines, marked partial; the exit code says
+/// whether any had problems. A log with nothing checked yet is named as such (exit 2).
+#[test]
+fn the_report_reads_a_running_folder_as_partial() {
+    let dir = tempfile::tempdir().expect("dir");
+    let log = [
+        r#"{"kind":"versions","client":"openclaw 2026.9.6","codexVersion":"0.169.0"}"#,
+        r#"{"kind":"check","method":"thread/start","id":1,"problems":[]}"#,
+        r#"{"kind":"check","method":"turn/start","id":2,"problems":[]}"#,
+        r#"{"kind":"check","method":"turn/start","id":3,"problems":[{"field":"/effort","kind":"invalid","message":"not one of the efforts"}]}"#,
+        r#"{"kind":"problem","method":"item/completed","message":"notification","problems":[{"field":"/item/kind","kind":"unknownKey","message":"no such property"}]}"#,
+    ]
+    .join("\n")
+        + "\n";
+    std::fs::write(dir.path().join("conformance.jsonl"), &log).expect("write");
+    let report = |json: bool| {
+        let mut command = clawbridge();
+        command.args(["app-server", "report"]).arg(dir.path());
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().expect("report");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).to_string(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let (code, table, stderr) = report(false);
+    assert_eq!(code, Some(1), "a problem so far: exit 1\n{table}\n{stderr}");
+    assert!(table.starts_with("partial:"), "{table}");
+    assert!(
+        table.contains("/effort") && table.contains("item/completed"),
+        "{table}"
+    );
+    let (_, json, _) = report(true);
+    let parsed: Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(parsed["partial"], true);
+    let turn = parsed["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["method"] == "turn/start")
+        .expect("turn/start row")
+        .clone();
+    assert_eq!(
+        (
+            turn["seen"].as_u64(),
+            turn["valid"].as_u64(),
+            turn["problems"].as_u64()
+        ),
+        (Some(2), Some(1), Some(1)),
+        "{turn}"
+    );
+
+    std::fs::write(
+        dir.path().join("conformance.jsonl"),
+        format!("{}\n", log.lines().next().expect("line")),
+    )
+    .expect("write");
+    let (code, _, stderr) = report(false);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("nothing checked yet"), "{stderr}");
+}
