@@ -85,7 +85,17 @@ pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
 /// The bootstrap files of a run: raw and injected characters, where each lands, and what was
 /// cut (a warning with the fix when anything was).
 fn bootstrap_counts(path: &std::path::Path, state_dir: Option<&std::path::Path>) -> Finding {
+    // A bootstrap name that is there but is no regular file (a folder, a device) is skipped as
+    // unreadable: said by name, since the file an operator meant is not loaded.
+    let mut not_files = Vec::new();
     let report = crate::app::commands::load_run_file(path).and_then(|run| {
+        for name in crate::workspace::BOOTSTRAP_FILE_NAMES {
+            if let Ok(metadata) = std::fs::metadata(run.workspace.join(name)) {
+                if !metadata.is_file() {
+                    not_files.push(name);
+                }
+            }
+        }
         let options = crate::app::commands::translate_options(state_dir, None, None);
         crate::app::commands::context(&run, &options, false)
     });
@@ -119,16 +129,29 @@ fn bootstrap_counts(path: &std::path::Path, state_dir: Option<&std::path::Path>)
     for file in &report.filtered {
         lines.push(format!("{}: filtered ({})", file.name, file.reason));
     }
+    for name in &not_files {
+        lines.push(format!("{name}: not a regular file, not loaded"));
+    }
     let truncated = report.bootstrap.iter().any(|file| file.truncated);
+    let fix = match (truncated, not_files.is_empty()) {
+        (false, true) => "",
+        (true, true) => {
+            "shorten the cut files, or raise agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars"
+        }
+        (false, false) => "make each bootstrap name a regular file (or remove it)",
+        (true, false) => {
+            "make each bootstrap name a regular file; shorten the cut files, or raise agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars"
+        }
+    };
     finding(
         "bootstrap",
-        if truncated { Level::Warn } else { Level::Ok },
-        lines.join("; "),
-        if truncated {
-            "shorten the cut files, or raise agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars"
+        if fix.is_empty() {
+            Level::Ok
         } else {
-            ""
+            Level::Warn
         },
+        lines.join("; "),
+        fix,
     )
 }
 
@@ -256,6 +279,18 @@ fn codex_home(settings: &DoctorSettings) -> Finding {
             Level::Warn,
             format!("{shown}: no such folder; Codex has never run here"),
             "run `codex login` for real runs; `--offline` runs need no account",
+        );
+    }
+    // Codex writes its sessions, logs and state there: a home it cannot write fails every run.
+    if let Err(error) = tempfile::Builder::new()
+        .prefix(".clawbridge-doctor")
+        .tempfile_in(&home)
+    {
+        return finding(
+            "codex-home",
+            Level::Fail,
+            format!("{shown}: not writable ({error}); Codex writes its sessions there"),
+            "make it writable, or point CODEX_HOME at a folder that is",
         );
     }
     // Only whether a login is stored, never what it holds.
@@ -465,10 +500,12 @@ pub fn render(findings: &[Finding]) -> String {
             out.push_str(&format!("      {:<16} fix: {}\n", "", item.fix));
         }
     }
-    let failed = findings.iter().filter(|f| f.level == Level::Fail).count();
-    out.push_str(&match failed {
-        0 => "nothing is wrong\n".to_string(),
-        n => format!("{n} problem(s) to fix\n"),
+    let count = |level: Level| findings.iter().filter(|f| f.level == level).count();
+    out.push_str(&match (count(Level::Fail), count(Level::Warn)) {
+        (0, 0) => "nothing is wrong\n".to_string(),
+        (0, warnings) => format!("nothing failed; {warnings} warning(s) above\n"),
+        (failed, 0) => format!("{failed} problem(s) to fix\n"),
+        (failed, warnings) => format!("{failed} problem(s) to fix, {warnings} warning(s)\n"),
     });
     out
 }

@@ -211,3 +211,57 @@ fn doctor_run_reports_bootstrap_counts() {
         .is_some_and(|d| d.contains("missing.json")));
     assert_eq!(code, 1);
 }
+
+/// Protection: what the doctor used to call fine. A bootstrap name that is a folder is named
+/// (not loaded), a Codex home Codex cannot write fails, and the last line counts the warnings
+/// instead of saying nothing is wrong.
+#[test]
+fn doctor_names_a_folder_bootstrap_an_unwritable_home_and_counts_warnings() {
+    let dir = tempfile::tempdir().expect("dir");
+    let ws = TestWorkspace::full();
+    std::fs::remove_file(ws.path().join("SOUL.md")).expect("remove");
+    std::fs::create_dir(ws.path().join("SOUL.md")).expect("a folder named SOUL.md");
+    let document = dir.path().join("run.json");
+    std::fs::write(
+        &document,
+        serde_json::json!({"workspace": ws.path()}).to_string(),
+    )
+    .expect("write");
+    let run = document.display().to_string();
+    let state = dir.path().join("state").display().to_string();
+    let (_, findings) = doctor(&["--run", &run, "--state-dir", &state], dir.path());
+    let (level_of, finding) = level(&findings, "bootstrap");
+    assert_eq!(level_of, "warn", "{finding}");
+    assert!(
+        finding["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("SOUL.md: not a regular file")),
+        "{finding}"
+    );
+    // A folder nobody can create a file in, root included.
+    let (code, findings) = doctor(
+        &["--codex-home", "/proc/self", "--state-dir", &state],
+        dir.path(),
+    );
+    let (level_of, finding) = level(&findings, "codex-home");
+    assert_eq!(level_of, "fail", "{finding}");
+    assert!(
+        finding["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("not writable")),
+        "{finding}"
+    );
+    assert_eq!(code, 1);
+    let output = clawbridge()
+        .args(["doctor", "--run", &run, "--state-dir", &state])
+        .env_remove("CODEX_BIN")
+        .env("PATH", dir.path())
+        .output()
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("warning(s)") && !text.contains("nothing is wrong"),
+        "{text}"
+    );
+}
