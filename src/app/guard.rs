@@ -309,6 +309,20 @@ pub struct Guard {
 impl Guard {
     /// The caller the request's token names, or why it is refused.
     pub fn admit(&self, headers: &http::HeaderMap) -> Result<Caller, Refusal> {
+        let admitted = self.check(headers);
+        // For the operator's log (-v): who was turned away and why, never a token; the reason
+        // may quote a header, so its control characters are escaped.
+        if let Err(refusal) = &admitted {
+            tracing::info!(
+                "refused a request: {} {}",
+                refusal.status.as_u16(),
+                crate::support::text::printable(&refusal.message)
+            );
+        }
+        admitted
+    }
+
+    fn check(&self, headers: &http::HeaderMap) -> Result<Caller, Refusal> {
         if let Some(host) = &self.host {
             host.admit(headers)?;
         }

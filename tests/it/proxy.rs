@@ -792,3 +792,72 @@ fn the_report_reads_a_running_folder_as_partial() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("nothing checked yet"), "{stderr}");
 }
+
+/// Operator logs (`-v`): the endpoint tells who it turned away and why (never a token), and
+/// each client connection's opening and closing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_logs_refusals_connects_and_disconnects_at_info() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().expect("dir");
+    let fake = dir.path().join("fake-codex");
+    std::fs::write(&fake, "#!/bin/sh\nexec cat\n").expect("fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{}\n", crate::endpoint::TOKEN)).expect("token");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut child = clawbridge()
+        .args([
+            "-v",
+            "app-server",
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--offline",
+            "--no-check",
+        ])
+        .arg("--codex-bin")
+        .arg(&fake)
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("endpoint");
+    let mut address = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut address)
+        .expect("address");
+    let addr: std::net::SocketAddr = address.trim().parse().expect("the bound address");
+    let (status, _) =
+        crate::endpoint::http_get(addr, "/status", Some("not-the-token-0123456789")).await;
+    assert_eq!(status, 401);
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let client = crate::endpoint::ws_client(stream, &addr.to_string(), crate::endpoint::TOKEN)
+        .await
+        .expect("upgraded");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = child.id().to_string();
+    let _ = std::process::Command::new("kill").arg(&pid).status();
+    let _ = child.wait();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    assert!(stderr.contains("refused a request: 401"), "{stderr}");
+    assert!(
+        !stderr.contains("not-the-token"),
+        "no token in the log: {stderr}"
+    );
+    assert!(
+        stderr.contains("client connection 1 opened (operator)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("client connection 1 closed"), "{stderr}");
+}

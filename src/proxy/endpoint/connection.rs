@@ -68,6 +68,7 @@ impl Connection {
         let (out, mut queue) = mpsc::channel::<String>(CLIENT_QUEUE);
         let cancel = shared.cancel.child_token();
         let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::info!("client connection {number} opened ({})", caller.name);
         let (transcript, transcript_task) = match &shared.transcript {
             Some(dir) => {
                 match crate::proxy::tap::transcript_writer(
@@ -193,6 +194,7 @@ impl Connection {
         connection.close().await;
         let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
         lock(&shared.live).remove(&number);
+        tracing::info!("client connection {number} closed");
         // The transcript's writer ends when the last copy of its queue is gone.
         drop(connection);
         if let Some(task) = transcript_task {
