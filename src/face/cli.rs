@@ -352,7 +352,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
     /// The address serve would listen on.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::support::loopback::parse_listen_addr)]
     pub listen: Option<std::net::SocketAddr>,
     /// Workspace roots serve would be given.
     #[arg(long = "workspace-root")]
@@ -386,8 +386,9 @@ pub enum SchemaCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (`127.0.0.1:0` picks a free port; the bound address is the first stdout line).
-    #[arg(long, default_value = "127.0.0.1:7077")]
+    /// Address to listen on: IP:PORT or localhost:PORT, `ws://` in front or not (`127.0.0.1:0`
+    /// picks a free port; the bound address is the first stdout line).
+    #[arg(long, default_value = "127.0.0.1:7077", value_parser = crate::support::loopback::parse_listen_addr)]
     pub listen: std::net::SocketAddr,
     /// The bearer token clients send (`Authorization: Bearer <TOKEN>`, 16+ visible ASCII
     /// characters). Also read from CLAWBRIDGE_TOKEN. Default: generated once into

@@ -786,3 +786,47 @@ fn schema_diff_never_hangs_on_a_fifo() {
     }
     assert!(ended.is_some(), "schema diff hung on a FIFO");
 }
+
+/// `serve --listen` and `app-server --listen` take the same forms (`ws://` or not, `localhost`
+/// for 127.0.0.1), and a host name is refused saying why (it is not looked up).
+#[test]
+fn listen_takes_localhost_and_ws_forms_and_says_why_a_name_is_refused() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().expect("dir");
+    let roots = dir.path().join("roots");
+    std::fs::create_dir(&roots).expect("roots");
+    let mut child = clawbridge()
+        .args(["serve", "--listen", "ws://localhost:0", "--workspace-root"])
+        .arg(&roots)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve");
+    let mut address = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut address)
+        .expect("address");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(address.starts_with("127.0.0.1:"), "{address}");
+    for args in [
+        vec!["serve", "--listen", "example.com:7077"],
+        vec!["app-server", "--listen", "ws://example.com:39175"],
+    ] {
+        let output = clawbridge()
+            .args(&args)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("host name") && stderr.contains("localhost:PORT"),
+            "{stderr}"
+        );
+    }
+}

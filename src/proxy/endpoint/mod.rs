@@ -90,11 +90,10 @@ impl ListenAddr {
             }
             return Ok(ListenAddr::Unix(PathBuf::from(path)));
         }
-        url.strip_prefix("ws://")
-            .map(|addr| addr.trim_end_matches('/'))
-            .and_then(|addr| addr.parse().ok())
-            .map(ListenAddr::Tcp)
-            .ok_or_else(|| format!("{url}: not ws://IP:PORT or unix://PATH"))
+        match url.strip_prefix("ws://") {
+            Some(_) => crate::support::loopback::parse_listen_addr(url).map(ListenAddr::Tcp),
+            None => Err(format!("{url}: not ws://IP:PORT or unix://PATH")),
+        }
     }
 }
 
