@@ -282,10 +282,7 @@ fn codex_home(settings: &DoctorSettings) -> Finding {
         );
     }
     // Codex writes its sessions, logs and state there: a home it cannot write fails every run.
-    if let Err(error) = tempfile::Builder::new()
-        .prefix(".clawbridge-doctor")
-        .tempfile_in(&home)
-    {
+    if let Err(error) = crate::support::fs::can_write_in(&home) {
         return finding(
             "codex-home",
             Level::Fail,

@@ -41,6 +41,15 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether a process of this user can create a file in `dir` (a probe file, removed at once):
+/// what Codex needs of its home. Permissions alone do not say (root, read-only mounts, ACLs).
+pub fn can_write_in(dir: &Path) -> std::io::Result<()> {
+    tempfile::Builder::new()
+        .prefix(".clawbridge-write-check")
+        .tempfile_in(dir)
+        .map(drop)
+}
+
 /// Write process state (bindings, ledgers, configs with secrets) atomically, mode 0600.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, 0o600)

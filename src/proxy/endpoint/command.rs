@@ -49,10 +49,7 @@ fn writable_home(home: &Path) -> Result<(), ProxyError> {
         })
     };
     std::fs::create_dir_all(home).map_err(|error| refused(error.to_string()))?;
-    tempfile::Builder::new()
-        .prefix(".clawbridge-write-check")
-        .tempfile_in(home)
-        .map(drop)
+    crate::support::fs::can_write_in(home)
         .map_err(|error| refused(format!("not writable ({error})")))
 }
 
