@@ -113,6 +113,11 @@ impl LiveAudit {
             return;
         };
         let clock = self.clock;
+        // A turn on a thread not seen opening (started before --audit's process, or named at
+        // random) is remembered too, within the same bound.
+        if !self.threads.contains_key(thread) && self.threads.len() >= MAX_THREADS {
+            forget_oldest(&mut self.threads, |opened| opened.used);
+        }
         let opened = self.threads.entry(thread.to_string()).or_insert(Opened {
             params: Value::Null,
             turns: 0,
@@ -127,7 +132,8 @@ impl LiveAudit {
             .map(str::to_string)
         else {
             tracing::info!(
-                "audit: thread {thread} turn {number}: no cwd in its params (not audited)"
+                "audit: thread {} turn {number}: no cwd in its params (not audited)",
+                crate::support::text::printable(thread)
             );
             return;
         };
@@ -137,16 +143,10 @@ impl LiveAudit {
             crate::app::audit::audit_live_turn(&workspace, &opened, &turn, number)
         })
         .await;
-        let audited = match audited {
+        let audited = match audited.map_err(|error| error.to_string()) {
             Ok(Ok(audited)) => audited,
-            Ok(Err(error)) => {
-                tracing::warn!("audit: thread {thread} turn {number}: {error}");
-                return;
-            }
-            Err(error) => {
-                tracing::warn!("audit: thread {thread} turn {number}: {error}");
-                return;
-            }
+            Ok(Err(error)) => return self.not_audited(thread, number, &error.to_string()),
+            Err(error) => return self.not_audited(thread, number, &error),
         };
         // What the operator asked to see, as `clawbridge audit` prints it.
         self.console.note(&format!(
@@ -165,6 +165,18 @@ impl LiveAudit {
                 self.failed = true;
             }
         }
+    }
+}
+
+impl LiveAudit {
+    /// A turn that could not be audited (no workspace at its cwd, a failed worker): a warning
+    /// naming it, what the client sent made printable.
+    fn not_audited(&self, thread: &str, number: usize, why: &str) {
+        tracing::warn!(
+            "audit: thread {} turn {number}: {}",
+            crate::support::text::printable(thread),
+            crate::support::text::printable(why)
+        );
     }
 }
 
@@ -203,6 +215,12 @@ mod tests {
             audit.observe(0, Direction::In, &start).await;
         }
         assert_eq!(audit.starting.len(), MAX_STARTING);
+        // Turns on threads never seen opening stay within the bound too.
+        for index in 0..MAX_THREADS + 10 {
+            let turn = json!({"id": index, "method": "turn/start", "params": {"threadId": format!("u{index}")}});
+            audit.observe(0, Direction::In, &turn).await;
+        }
+        assert_eq!(audit.threads.len(), MAX_THREADS);
     }
 
     #[tokio::test]
