@@ -86,9 +86,11 @@ pub type OneShotCli = Program<OneShot>;
 pub enum OneShot {
     /// Print the exact Codex thread/turn params for a run document.
     Params(RunArgs),
-    /// Print OpenClaw's own system prompt for a run (what non-Codex harnesses receive).
+    /// Print OpenClaw's own system prompt (what non-Codex harnesses get).
     Prompt(PromptArgs),
-    /// Show what each bootstrap file, skill and tool costs and where it lands (`/context list`).
+    /// What each bootstrap file, skill and tool costs, and where it lands.
+    ///
+    /// OpenClaw's `/context list`, for a run document.
     Context {
         #[command(flatten)]
         args: RunArgs,
@@ -172,7 +174,7 @@ impl PromptArgs {
 pub enum Command {
     #[command(flatten)]
     OneShot(OneShot),
-    /// Refresh the pinned Codex model-prompt fixture from a Codex model catalog.
+    /// Refresh the pinned model-prompt fixture from a Codex catalog.
     SyncCodexModel(SyncArgs),
     /// Pinned fixture checks.
     #[command(subcommand)]
@@ -192,7 +194,7 @@ pub enum Command {
         #[command(flatten)]
         capture: LiveCaptureArgs,
     },
-    /// Run the turn offline and write the exact model-bound request Codex sent (redacted).
+    /// Run the turn offline and write the model request Codex sent (redacted).
     Capture {
         /// The run document (JSON).
         run: PathBuf,
@@ -202,9 +204,11 @@ pub enum Command {
         #[command(flatten)]
         codex: CodexArgs,
     },
-    /// Where each thread's prompt cache breaks: every captured model request (`capture`,
-    /// `--offline`, `--capture`) compared with the one before it in its thread, element by
-    /// element (instructions, tools, input items), naming the layer of the first difference.
+    /// Where each thread's prompt cache breaks, layer by layer.
+    ///
+    /// Every captured model request (`capture`, `--offline`, `--capture`) is compared with the
+    /// one before it in its thread, element by element (instructions, tools, input items),
+    /// naming the layer of the first difference.
     CacheReport {
         /// Capture folders (walked: `<thread>/turn-NN/model-request[.N].json`), or request files
         /// (one thread, in the order given).
@@ -220,10 +224,11 @@ pub enum Command {
         #[arg(long)]
         fail_on_break: bool,
     },
-    /// Send a recorded session to an OpenTelemetry collector: an `app-server --transcript`
-    /// folder (with its `model-requests/` capture, if any) read back into the traces the live
-    /// export (`app-server --otel-endpoint`) sends: one trace per turn, its model calls, tool
-    /// calls and approvals under it, a thread's turns one session.
+    /// Send a recorded session to an OpenTelemetry collector.
+    ///
+    /// An `app-server --transcript` folder (with its `model-requests/` capture, if any) is read
+    /// back into the traces the live export (`app-server --otel-endpoint`) sends: one trace per
+    /// turn, its model calls, tool calls and approvals under it, a thread's turns one session.
     ExportOtel {
         /// The `--transcript` folder of `app-server`.
         dir: PathBuf,
@@ -233,11 +238,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Where each workspace file of a real OpenClaw run went, against where the system-prompt
-    /// spec puts it: for every `turn/start` in an `app-server --transcript` folder, each
-    /// bootstrap file of the thread's cwd, the layer clawbridge's routing gives it for the same
-    /// run, the layer OpenClaw put it in, whether the model request held it, and a verdict
-    /// (as spec, moved, missing, truncated, extra).
+    /// Where each workspace file of a real OpenClaw run went, against the spec.
+    ///
+    /// For every `turn/start` in an `app-server --transcript` folder: each bootstrap file of
+    /// the thread's cwd, the layer clawbridge's routing gives it for the same run, the layer
+    /// OpenClaw put it in, whether the model request held it, and a verdict (as spec, moved,
+    /// missing, truncated, extra).
     Audit {
         /// The `--transcript` folder of `app-server` (with its `model-requests/`, if any).
         dir: PathBuf,
@@ -262,17 +268,22 @@ pub enum Command {
         #[arg(long, value_name = "KEY")]
         session_key: Option<String>,
     },
-    /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) for OpenClaw-side clients.
+    /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) to OpenClaw clients.
     Serve(Box<ServeArgs>),
-    /// Happy-path prompt snapshots (fixtures/prompt-snapshots/codex-runtime-happy-path/).
+    /// Regenerate or drift-check the happy-path prompt snapshots.
+    ///
+    /// They live in fixtures/prompt-snapshots/codex-runtime-happy-path/.
     #[command(subcommand, alias = "prompt-snapshots")]
     Snapshots(SnapshotsCommand),
     /// Named client tokens of `clawbridge serve`.
     #[command(subcommand)]
     Client(ClientCommand),
-    /// Check what this machine has and lacks for clawbridge, with a fix for each problem (exit 1
-    /// when something is wrong).
+    /// Check this machine (and a running endpoint), with a fix for each problem.
+    ///
+    /// Exits 1 when something is wrong; warnings are counted at the end.
     Doctor(DoctorArgs),
+    /// A checked, recorded proxy in OpenClaw's Codex slot (`appServer.command`).
+    ///
     /// A transparent proxy for OpenClaw's Codex slot (`appServer.command`): starts the real
     /// `codex app-server` with the other arguments and forwards every message both ways
     /// unchanged; checks thread and turn params against that Codex's schema; `--transcript DIR`
@@ -292,18 +303,51 @@ pub enum Command {
     /// stalls, as JSON (read with the operator's token).
     #[command(name = "app-server-status", hide = true)]
     AppServerStatus(crate::StatusArgs),
-    /// Print the absolute path of the native `clawbridge` executable: the value for OpenClaw's
+    /// Print the native executable's path, for OpenClaw's `appServer.command`.
+    ///
+    /// The absolute path of the native `clawbridge` executable: the value for OpenClaw's
     /// `plugins.entries.codex.config.appServer.command` (installed from npm, `clawbridge` on PATH
     /// is a JavaScript launcher, which OpenClaw's verified setup refuses in that slot).
     Path,
-    /// Print a shell completion script (e.g. `clawbridge completions bash > /etc/bash_completion.d/clawbridge`).
+    /// Print a shell completion script.
+    ///
+    /// For example `clawbridge completions bash > /etc/bash_completion.d/clawbridge`.
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print a machine-readable description (generated from the code; committed under docs/).
+    /// Machine-readable descriptions, generated from the code.
+    ///
+    /// Each is committed under docs/, and a test keeps them current.
     #[command(subcommand)]
     Schema(SchemaCommand),
+}
+
+/// Commands that maintain clawbridge's own fixtures and docs rather than operate it: `--help`
+/// lists them apart ([`grouped`]).
+pub const DEVELOPER_COMMANDS: [&str; 4] = ["snapshots", "fixtures", "sync-codex-model", "schema"];
+
+/// The runtime's command line with the [`DEVELOPER_COMMANDS`] listed under their own heading
+/// after the others (clap has one list of subcommands: they are hidden from it and listed in
+/// the help's tail). They parse as before, and completion scripts still offer them.
+pub fn grouped(command: clap::Command) -> clap::Command {
+    use std::fmt::Write as _;
+    let header = clap::builder::Styles::default().get_header().to_owned();
+    let width = DEVELOPER_COMMANDS.iter().map(|name| name.len()).max().unwrap_or(0);
+    let mut tail = format!("{}Developer commands:{}\n", header.render(), header.render_reset());
+    for name in DEVELOPER_COMMANDS {
+        let about = command
+            .find_subcommand(name)
+            .and_then(|sub| sub.get_about())
+            .map(|about| about.to_string())
+            .unwrap_or_default();
+        let _ = writeln!(tail, "  {name:<width$}  {about}");
+    }
+    let mut command = command.after_help(tail.trim_end().to_owned());
+    for name in DEVELOPER_COMMANDS {
+        command = command.mut_subcommand(name, |sub| sub.hide(true));
+    }
+    command
 }
 
 /// `--capture DIR` on real runs (`run`, `serve`).

@@ -36,19 +36,27 @@ pub fn parse() -> Parsed<Cli> {
         crate::Normalised::Clap(args) => args,
         crate::Normalised::Passthrough(args) => return Parsed::Passthrough(args),
     };
-    parse_as(args)
+    parse_as(args, super::cli::grouped)
 }
 
 /// Read a command line the front runs itself ([`is_one_shot_line`]).
 pub fn parse_one_shot() -> Parsed<OneShotCli> {
-    parse_as(std::env::args_os().skip(1).collect())
+    parse_as(std::env::args_os().skip(1).collect(), |command| command)
 }
 
-fn parse_as<T: Parser>(args: Vec<OsString>) -> Parsed<T> {
+fn parse_as<T: Parser>(
+    args: Vec<OsString>,
+    shape: fn(clap::Command) -> clap::Command,
+) -> Parsed<T> {
     let program = std::env::args_os()
         .next()
         .unwrap_or_else(|| "clawbridge".into());
-    match T::try_parse_from(std::iter::once(program).chain(args)) {
+    let mut command = shape(T::command());
+    let parsed = command
+        .try_get_matches_from_mut(std::iter::once(program).chain(args))
+        .and_then(|mut matches| T::from_arg_matches_mut(&mut matches))
+        .map_err(|error| error.format(&mut command));
+    match parsed {
         Ok(cli) => Parsed::Cli(Box::new(cli)),
         Err(error) => {
             let _ = error.print();

@@ -830,3 +830,50 @@ fn listen_takes_localhost_and_ws_forms_and_says_why_a_name_is_refused() {
         );
     }
 }
+
+/// Help fits the terminal: at 80 columns no line of `--help` or `-h` (top level and every
+/// command's) is wider, and the developer commands are listed apart from the operator's ones
+/// while still parsing and completing.
+#[test]
+fn help_is_wrapped_and_groups_developer_commands() {
+    let help = |args: &[&str]| {
+        let output = clawbridge()
+            .args(args)
+            .env("COLUMNS", "80")
+            .output()
+            .expect("help");
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+    let top = help(&["--help"]);
+    let (operator, developer) = top.split_once("Developer commands:").expect("a developer group");
+    for name in clawbridge::face::cli::DEVELOPER_COMMANDS {
+        assert!(
+            developer.lines().any(|line| line.trim_start().starts_with(&format!("{name} "))),
+            "{name} under Developer commands:\n{top}"
+        );
+        assert!(
+            !operator.lines().any(|line| line.trim_start().starts_with(&format!("{name} "))),
+            "{name} among the operator's commands:\n{top}"
+        );
+    }
+    for name in ["run", "app-server", "doctor", "cache-report"] {
+        assert!(operator.contains(&format!("  {name} ")), "{name}:\n{top}");
+    }
+    let mut pages = vec![top, help(&["-h"])];
+    for name in ["run", "serve", "app-server", "doctor", "cache-report", "audit", "snapshots"] {
+        pages.push(help(&[name, "--help"]));
+        pages.push(help(&[name, "-h"]));
+    }
+    for page in &pages {
+        for line in page.lines() {
+            assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+        }
+    }
+    // Hidden from the list, not from the parser or the completion script.
+    let (code, _, _) = run_cli(&["fixtures", "--help"]);
+    assert_eq!(code, 0);
+    let (code, script, _) = run_cli(&["completions", "bash"]);
+    assert_eq!(code, 0);
+    assert!(script.contains("sync-codex-model"), "completions lost a developer command");
+}
