@@ -52,8 +52,20 @@ pub fn load_run_file(path: &Path) -> Result<Run> {
 /// One warning per config key the run carries that clawbridge does not read.
 pub fn warn_unread_keys(run: &Run, source: &str) {
     for key in run.config.unknown_keys() {
-        tracing::warn!("{source}: config key `{key}` is not read by clawbridge");
+        match crate::config::openclaw::nearest_known_key(&key) {
+            Some(near) => tracing::warn!(
+                "{source}: config key `{key}` is not read by clawbridge (did you mean `{near}`?)"
+            ),
+            None => tracing::warn!("{source}: config key `{key}` is not read by clawbridge"),
+        }
     }
+}
+
+/// " (did you mean `x`?)" when a known name is near `given`, else nothing.
+fn did_you_mean<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    crate::support::suggest::closest(given, known)
+        .map(|near| format!(" (did you mean `{near}`?)"))
+        .unwrap_or_default()
 }
 
 /// The exact Codex params for a run (`params`, `bridge.params`). A preview: a `once` notice it
@@ -300,7 +312,8 @@ pub fn audit(
             crate::app::audit::Verdict::parse(name).ok_or_else(|| Error::InvalidArgument {
                 flag: "--fail-on".to_string(),
                 message: format!(
-                    "`{name}` is not a verdict (missing, truncated, moved, extra, as-spec)"
+                    "`{name}` is not a verdict{} (missing, truncated, moved, extra, as-spec)",
+                    did_you_mean(name, ["missing", "truncated", "moved", "extra", "as-spec"])
                 ),
             })
         })

@@ -334,6 +334,31 @@ fn is_known(path: &str) -> bool {
     })
 }
 
+/// The key clawbridge reads that an unread `path` (as [`OpenClawConfig::unknown_keys`] lists
+/// it) is most likely a typo of: the same depth, every segment equal or a near miss
+/// ([`crate::support::suggest`]), `*` in the table standing for the segment as typed.
+pub fn nearest_known_key(path: &str) -> Option<String> {
+    let segments = split_path(path);
+    keys::KNOWN.iter().find_map(|known| {
+        let pattern = split_path(known);
+        if pattern.len() != segments.len() {
+            return None;
+        }
+        let fixed: Option<Vec<&str>> = pattern
+            .iter()
+            .zip(&segments)
+            .map(|(want, typed)| {
+                if want == "*" || want == typed {
+                    Some(typed.as_str())
+                } else {
+                    crate::support::suggest::closest(typed, [want.as_str()])
+                }
+            })
+            .collect();
+        fixed.map(|fixed| fixed.join("."))
+    })
+}
+
 fn split_path(path: &str) -> Vec<String> {
     path.split('.').map(str::to_string).collect()
 }
@@ -440,6 +465,20 @@ mod tests {
         assert_eq!(main.warning, TruncationWarningMode::Once);
         let ops = config.bootstrap_limits("ops");
         assert_eq!((ops.max_chars, ops.total_max_chars), (500, 60_000));
+    }
+
+    #[test]
+    fn unread_keys_name_the_key_they_are_near() {
+        assert_eq!(
+            super::nearest_known_key("agents.defaults.bootstrapMaxChar").as_deref(),
+            Some("agents.defaults.bootstrapMaxChars")
+        );
+        assert_eq!(
+            super::nearest_known_key("agent.defaults.bootstrapMaxChars").as_deref(),
+            Some("agents.defaults.bootstrapMaxChars")
+        );
+        assert_eq!(super::nearest_known_key("gateway.port"), None);
+        assert_eq!(super::nearest_known_key("agents.defaults.zzzzzzzz"), None);
     }
 
     #[test]

@@ -688,7 +688,7 @@ impl RunDocument {
     pub fn from_value(value: Value, source: &Path) -> Result<Self> {
         serde_path_to_error::deserialize(value).map_err(|error| {
             let path = error.path().to_string();
-            let message = error.into_inner().to_string();
+            let message = crate::support::suggest::serde_message(&error.into_inner().to_string());
             if path.is_empty() || path == "." {
                 Error::InvalidDocument {
                     path: source.to_path_buf(),
@@ -1098,7 +1098,11 @@ fn resolve_tools(
                     serde_path_to_error::deserialize(deserializer).map_err(|error| {
                         Error::InvalidDocument {
                             path: path.clone(),
-                            message: format!("at `{}`: {}", error.path(), error.inner()),
+                            message: format!(
+                                "at `{}`: {}",
+                                error.path(),
+                                crate::support::suggest::serde_message(&error.inner().to_string())
+                            ),
                         }
                     })?;
                 for (at, spec) in specs.iter().enumerate() {

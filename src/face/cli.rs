@@ -333,8 +333,16 @@ pub const DEVELOPER_COMMANDS: [&str; 4] = ["snapshots", "fixtures", "sync-codex-
 pub fn grouped(command: clap::Command) -> clap::Command {
     use std::fmt::Write as _;
     let header = clap::builder::Styles::default().get_header().to_owned();
-    let width = DEVELOPER_COMMANDS.iter().map(|name| name.len()).max().unwrap_or(0);
-    let mut tail = format!("{}Developer commands:{}\n", header.render(), header.render_reset());
+    let width = DEVELOPER_COMMANDS
+        .iter()
+        .map(|name| name.len())
+        .max()
+        .unwrap_or(0);
+    let mut tail = format!(
+        "{}Developer commands:{}\n",
+        header.render(),
+        header.render_reset()
+    );
     for name in DEVELOPER_COMMANDS {
         let about = command
             .find_subcommand(name)

@@ -166,7 +166,10 @@ fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorOb
         };
         rpc_error(
             codes::INVALID_PARAMS,
-            format!("{field}{}", error.into_inner()),
+            format!(
+                "{field}{}",
+                crate::support::suggest::serde_message(&error.into_inner().to_string())
+            ),
         )
     })
 }

@@ -14,6 +14,7 @@ pub mod loopback;
 pub mod process;
 pub mod queue;
 pub mod redact;
+pub mod suggest;
 pub mod sync;
 pub mod task;
 pub mod text;

@@ -846,14 +846,20 @@ fn help_is_wrapped_and_groups_developer_commands() {
         String::from_utf8(output.stdout).expect("utf-8")
     };
     let top = help(&["--help"]);
-    let (operator, developer) = top.split_once("Developer commands:").expect("a developer group");
+    let (operator, developer) = top
+        .split_once("Developer commands:")
+        .expect("a developer group");
     for name in clawbridge::face::cli::DEVELOPER_COMMANDS {
         assert!(
-            developer.lines().any(|line| line.trim_start().starts_with(&format!("{name} "))),
+            developer
+                .lines()
+                .any(|line| line.trim_start().starts_with(&format!("{name} "))),
             "{name} under Developer commands:\n{top}"
         );
         assert!(
-            !operator.lines().any(|line| line.trim_start().starts_with(&format!("{name} "))),
+            !operator
+                .lines()
+                .any(|line| line.trim_start().starts_with(&format!("{name} "))),
             "{name} among the operator's commands:\n{top}"
         );
     }
@@ -861,13 +867,25 @@ fn help_is_wrapped_and_groups_developer_commands() {
         assert!(operator.contains(&format!("  {name} ")), "{name}:\n{top}");
     }
     let mut pages = vec![top, help(&["-h"])];
-    for name in ["run", "serve", "app-server", "doctor", "cache-report", "audit", "snapshots"] {
+    for name in [
+        "run",
+        "serve",
+        "app-server",
+        "doctor",
+        "cache-report",
+        "audit",
+        "snapshots",
+    ] {
         pages.push(help(&[name, "--help"]));
         pages.push(help(&[name, "-h"]));
     }
     for page in &pages {
         for line in page.lines() {
-            assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+            assert!(
+                line.chars().count() <= 80,
+                "{} columns: {line}",
+                line.chars().count()
+            );
         }
     }
     // Hidden from the list, not from the parser or the completion script.
@@ -875,5 +893,56 @@ fn help_is_wrapped_and_groups_developer_commands() {
     assert_eq!(code, 0);
     let (code, script, _) = run_cli(&["completions", "bash"]);
     assert_eq!(code, 0);
-    assert!(script.contains("sync-codex-model"), "completions lost a developer command");
+    assert!(
+        script.contains("sync-codex-model"),
+        "completions lost a developer command"
+    );
+}
+
+/// A typo gets the name it is near: a run-document key (an error), an OpenClaw config key (a
+/// warning), a flag value clap checks and one clawbridge checks after it.
+#[test]
+fn typos_get_a_did_you_mean() {
+    let dir = tempfile::tempdir().expect("dir");
+    let run = write_run(&dir, r#"{"workspace": ".", "mesage": "hi"}"#);
+    let (code, _, stderr) = run_cli(&["params", run.as_str()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("unknown field `mesage` (did you mean `message`?)"),
+        "{stderr}"
+    );
+
+    let run = write_run(
+        &dir,
+        r#"{"workspace": ".", "message": "hi",
+            "config": {"agents": {"defaults": {"bootstrapMaxChar": 5}}}}"#,
+    );
+    let (code, _, stderr) = run_cli(&["params", run.as_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "config key `agents.defaults.bootstrapMaxChar` is not read by clawbridge \
+             (did you mean `agents.defaults.bootstrapMaxChars`?)"
+        ),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = run_cli(&["prompt", "--mode", "ful", run.as_str()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("a similar value exists: 'full'"),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = run_cli(&[
+        "audit",
+        "--fail-on",
+        "missin",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("`missin` is not a verdict (did you mean `missing`?)"),
+        "{stderr}"
+    );
 }
