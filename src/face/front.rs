@@ -114,6 +114,7 @@ pub fn one_shot(command: OneShot) -> Result<ExitCode, Failure> {
 
 /// The exit code of a command's result; a failure is printed with the command's name.
 pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
+    super::log::flush();
     match result {
         Ok(code) => code,
         Err(Failure(error, _)) if is_broken_pipe(&error) => ExitCode::SUCCESS,
@@ -126,7 +127,8 @@ pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
 
 /// Logging on stderr: `-v`/`-vv` (or `CLAWBRIDGE_LOG`) for the level; colour only when
 /// `color` says so (by default: stderr is a terminal and `NO_COLOR` is unset), so a log
-/// redirected to a file holds no escape codes.
+/// redirected to a file holds no escape codes; repeated lines counted, not repeated
+/// ([`super::log`]).
 pub fn init_logging(verbose: u8, color: super::cli::Color) {
     use std::io::IsTerminal as _;
     let default = ["warn", "info", "debug"][usize::from(verbose.min(2))];
@@ -138,7 +140,7 @@ pub fn init_logging(verbose: u8, color: super::cli::Color) {
     );
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| super::log::Stderr)
         .with_ansi(ansi)
         .with_target(false)
         .without_time()

@@ -10,4 +10,5 @@
 pub mod cli;
 pub mod exit;
 pub mod front;
+pub mod log;
 pub mod run;

@@ -794,7 +794,8 @@ fn the_report_reads_a_running_folder_as_partial() {
 }
 
 /// Operator logs (`-v`): the endpoint tells who it turned away and why (never a token), and
-/// each client connection's opening and closing.
+/// each client connection's opening and closing; a refusal repeated is printed once and
+/// counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_endpoint_logs_refusals_connects_and_disconnects_at_info() {
     use std::io::Read as _;
@@ -830,9 +831,12 @@ async fn the_endpoint_logs_refusals_connects_and_disconnects_at_info() {
         .read_line(&mut address)
         .expect("address");
     let addr: std::net::SocketAddr = address.trim().parse().expect("the bound address");
-    let (status, _) =
-        crate::endpoint::http_get(addr, "/status", Some("not-the-token-0123456789")).await;
-    assert_eq!(status, 401);
+    // A client with a stale token knocking again and again: one line and a count.
+    for _ in 0..5 {
+        let (status, _) =
+            crate::endpoint::http_get(addr, "/status", Some("not-the-token-0123456789")).await;
+        assert_eq!(status, 401);
+    }
     let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let client = crate::endpoint::ws_client(stream, &addr.to_string(), crate::endpoint::TOKEN)
         .await
@@ -850,7 +854,18 @@ async fn the_endpoint_logs_refusals_connects_and_disconnects_at_info() {
         .expect("stderr")
         .read_to_string(&mut stderr)
         .expect("stderr");
-    assert!(stderr.contains("refused a request: 401"), "{stderr}");
+    assert_eq!(
+        stderr.matches("refused a request: 401").count(),
+        2,
+        "the refusal once, then its count at the end: {stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("refused a request: 401")
+                && line.ends_with("(4 times more, not shown)")),
+        "{stderr}"
+    );
     assert!(
         !stderr.contains("not-the-token"),
         "no token in the log: {stderr}"

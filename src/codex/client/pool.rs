@@ -706,11 +706,15 @@ impl Pool {
                         down_since: since,
                     });
                 }
+                // A remote member has no local process: no pid is said rather than `None`.
+                let pid = hub
+                    .pid
+                    .map(|pid| format!(", pid {pid}"))
+                    .unwrap_or_default();
                 tracing::info!(
-                    "app-server {} ready (generation {generation}, Codex {}, pid {:?})",
+                    "app-server {} ready (generation {generation}, Codex {}{pid})",
                     member.name,
                     hub.codex_version.as_deref().unwrap_or("?"),
-                    hub.pid
                 );
                 self.watch(Arc::clone(member), generation, Arc::clone(&hub));
                 Ok(member.lease(hub, generation, counted))
