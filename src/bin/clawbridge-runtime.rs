@@ -72,9 +72,19 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             let code = clawbridge::app_server_status(&args, &front::console()).await?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }),
-        Command::Doctor(args) => {
+        Command::Doctor(args) => block_on(async move {
             use clawbridge::doctor;
-            let findings = doctor::doctor(&args.settings());
+            let mut findings = doctor::doctor(&args.settings());
+            if let Some(url) = &args.endpoint {
+                findings.extend(
+                    clawbridge::endpoint_findings(
+                        url,
+                        args.token_file.as_ref(),
+                        args.state_dir.as_ref(),
+                    )
+                    .await,
+                );
+            }
             let failed = findings.iter().any(|f| f.level == doctor::Level::Fail);
             if args.json {
                 print_json(&findings)?;
@@ -82,7 +92,7 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
                 print_stdout(&doctor::render(&findings))?;
             }
             Ok(exit_code(!failed))
-        }
+        }),
         Command::Fixtures(FixturesCommand::Verify { root }) => {
             print_output(fixtures::fixtures_verify(&root))
         }

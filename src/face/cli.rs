@@ -413,6 +413,13 @@ pub struct DoctorArgs {
     /// was cut.
     #[arg(long, value_name = "RUN.json")]
     pub run: Option<PathBuf>,
+    /// Also check a running `app-server --listen` endpoint (`ws://IP:PORT` or `unix://PATH`):
+    /// that it answers and takes the token, its app-servers, its stalled turns.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// With --endpoint: the endpoint's token file (default: `<state-dir>/app-server-token`).
+    #[arg(long, value_name = "FILE", requires = "endpoint")]
+    pub token_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

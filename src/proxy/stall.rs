@@ -37,7 +37,9 @@ impl Default for StallSettings {
 }
 
 /// The kinds of stall.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum StallKind {
     /// The turn's final agent message came, its `turn/completed` did not.
@@ -59,7 +61,7 @@ impl StallKind {
 }
 
 /// A stall as `app-server status` shows it on its thread.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StallStatus {
     pub kind: StallKind,

@@ -265,3 +265,74 @@ fn doctor_names_a_folder_bootstrap_an_unwritable_home_and_counts_warnings() {
         "{text}"
     );
 }
+
+/// `doctor --endpoint URL`: a running endpoint that takes the token passes (with its members
+/// and turns); a token it refuses, and an address where nothing listens, fail naming the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_a_running_endpoint() {
+    use crate::endpoint::{no_codex, settings, write_token};
+    let dir = tempfile::tempdir().expect("dir");
+    let good = dir.path().join("token");
+    write_token(&good);
+    let stale = dir.path().join("stale-token");
+    write_private(&stale, "an-old-token-that-no-longer-works\n");
+    let endpoint = clawbridge::Endpoint::start(settings(no_codex()), false)
+        .await
+        .expect("endpoint");
+    let url = format!("ws://{}", endpoint.tcp_addr().expect("tcp"));
+    let ask = |token: std::path::PathBuf, url: String| {
+        let path_var = dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let token = token.display().to_string();
+            doctor(&["--endpoint", &url, "--token-file", &token], &path_var)
+        })
+    };
+
+    let (_, findings) = ask(good.clone(), url.clone()).await.expect("doctor");
+    let (state, endpoint_finding) = level(&findings, "endpoint");
+    assert_eq!(state, "ok", "{endpoint_finding}");
+    assert!(
+        endpoint_finding["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("answers with the token")),
+        "{endpoint_finding}"
+    );
+    assert_eq!(level(&findings, "endpoint members").0, "ok");
+    assert_eq!(level(&findings, "endpoint turns").0, "ok");
+
+    let (code, findings) = ask(stale, url.clone()).await.expect("doctor");
+    assert_eq!(code, 1);
+    let (state, refused) = level(&findings, "endpoint");
+    assert_eq!(state, "fail", "{refused}");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("refused the token")),
+        "{refused}"
+    );
+    assert!(
+        refused["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("--token-file")),
+        "{refused}"
+    );
+    assert!(findings.iter().all(|f| f["check"] != "endpoint members"));
+
+    endpoint.stop().await;
+    let (code, findings) = ask(good, url).await.expect("doctor");
+    assert_eq!(code, 1);
+    let (state, gone) = level(&findings, "endpoint");
+    assert_eq!(state, "fail", "{gone}");
+    assert!(
+        gone["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("nothing answers")),
+        "{gone}"
+    );
+    assert!(
+        gone["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("clawbridge app-server --listen ws://")),
+        "{gone}"
+    );
+}

@@ -68,7 +68,7 @@ pub(crate) fn write_token(path: &std::path::Path) {
 }
 
 /// A pool that is never asked for an app-server (or fails fast when it is).
-fn no_codex() -> PoolConfig {
+pub(crate) fn no_codex() -> PoolConfig {
     PoolConfig {
         isolate_environment: true,
         handshake_timeout: Duration::from_secs(1),

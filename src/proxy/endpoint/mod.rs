@@ -25,7 +25,10 @@ mod listener;
 mod metrics;
 mod status;
 
-pub use status::{fetch_status, ConnectionStatus, EndpointStatus, IdentityStatus, ThreadStatus};
+pub use status::{
+    fetch_status, read_status, ConnectionStatus, EndpointStatus, IdentityStatus, StatusFailure,
+    ThreadStatus,
+};
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;

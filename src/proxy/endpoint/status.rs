@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -12,7 +12,7 @@ use crate::codex::client::pool::MemberStatus;
 use crate::proxy::stall::StallStatus;
 
 /// What `GET /status` answers (and `clawbridge app-server status` prints).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EndpointStatus {
     pub listen: String,
@@ -34,7 +34,7 @@ pub struct EndpointStatus {
 }
 
 /// One identity in [`EndpointStatus`].
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IdentityStatus {
     pub identity: String,
@@ -51,7 +51,7 @@ pub struct IdentityStatus {
 }
 
 /// One client connection in [`EndpointStatus`].
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionStatus {
     /// The connection's number (its transcript folder is `connection-N`).
@@ -67,7 +67,7 @@ pub struct ConnectionStatus {
 }
 
 /// One thread a connection follows.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStatus {
     pub id: String,
@@ -94,7 +94,28 @@ pub struct ThreadStatus {
 /// `clawbridge app-server status`: a running endpoint's [`EndpointStatus`] document, read with
 /// `GET /status` and the token (over TCP or the Unix socket); bounded in time and size.
 pub async fn fetch_status(listen: &ListenAddr, token: &str) -> Result<Value, EndpointError> {
-    let failed = |message: String| EndpointError::Status(format!("{listen}: {message}"));
+    read_status(listen, token)
+        .await
+        .map_err(|failure| EndpointError::Status(format!("{listen}: {failure}")))
+}
+
+/// Why a running endpoint's status could not be read (`doctor --endpoint` says what to do
+/// about each).
+#[derive(Debug, thiserror::Error)]
+pub enum StatusFailure {
+    /// Nothing answered: refused, no socket, or no answer in time.
+    #[error("{0}")]
+    Unreachable(String),
+    /// It answered with another HTTP status than 200.
+    #[error("HTTP {status}: {body}")]
+    Http { status: u16, body: String },
+    /// It answered something that is not a status document.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// [`fetch_status`], its failure typed.
+pub async fn read_status(listen: &ListenAddr, token: &str) -> Result<Value, StatusFailure> {
     let host = match listen {
         ListenAddr::Tcp(addr) => addr.to_string(),
         ListenAddr::Unix(_) => "localhost".to_string(),
@@ -116,20 +137,21 @@ pub async fn fetch_status(listen: &ListenAddr, token: &str) -> Result<Value, End
     };
     let answer = tokio::time::timeout(Duration::from_secs(10), exchange)
         .await
-        .map_err(|_| failed("no answer within 10 s".into()))?
-        .map_err(|error| failed(error.to_string()))?;
+        .map_err(|_| StatusFailure::Unreachable("no answer within 10 s".into()))?
+        .map_err(|error| StatusFailure::Unreachable(error.to_string()))?;
     let text = String::from_utf8_lossy(&answer);
     let (head, body) = text
         .split_once("\r\n\r\n")
-        .ok_or_else(|| failed("not an HTTP answer".into()))?;
+        .ok_or_else(|| StatusFailure::Invalid("not an HTTP answer".into()))?;
     let status = head.split_whitespace().nth(1).unwrap_or("");
     if status != "200" {
-        return Err(failed(format!(
-            "HTTP {status}: {}",
-            body.chars().take(200).collect::<String>()
-        )));
+        return Err(StatusFailure::Http {
+            status: status.parse().unwrap_or(0),
+            body: body.chars().take(200).collect(),
+        });
     }
-    serde_json::from_str(body).map_err(|error| failed(format!("not a status document: {error}")))
+    serde_json::from_str(body)
+        .map_err(|error| StatusFailure::Invalid(format!("not a status document: {error}")))
 }
 
 pub(super) async fn http_exchange(
