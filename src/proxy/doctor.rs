@@ -262,8 +262,16 @@ mod tests {
         );
         let dead = members(&sick);
         assert_eq!(dead.level, Level::Fail);
-        assert!(dead.detail.contains("codex exited: bad login"), "{}", dead.detail);
-        assert!(dead.detail.contains("1 dead, 1 restarting"), "{}", dead.detail);
+        assert!(
+            dead.detail.contains("codex exited: bad login"),
+            "{}",
+            dead.detail
+        );
+        assert!(
+            dead.detail.contains("1 dead, 1 restarting"),
+            "{}",
+            dead.detail
+        );
         let stalled = turns(&sick);
         assert_eq!(stalled.level, Level::Warn);
         assert!(
@@ -271,6 +279,10 @@ mod tests {
             "{}",
             stalled.detail
         );
-        assert!(stalled.detail.contains("context window full"), "{}", stalled.detail);
+        assert!(
+            stalled.detail.contains("context window full"),
+            "{}",
+            stalled.detail
+        );
     }
 }

@@ -1238,3 +1238,48 @@ fn cache_report_escapes_controls_skips_what_it_cannot_read_and_keeps_captures_pr
         "the page is as private as the captures"
     );
 }
+
+/// A model request the upstream never answered is filed with its failure: the capture holds
+/// the request and, as its response, what Codex was answered and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_failed_upstream_is_filed_with_its_failure() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let upstream = format!("http://{}/v1", closed.local_addr().expect("addr"));
+    drop(closed);
+    let (sink, mut recorded) = tokio::sync::mpsc::channel(16);
+    let forwarder = Forwarder::start(
+        ForwarderSettings {
+            upstream: Upstream::Fixed(upstream),
+            extra_ca: None,
+            websocket: true,
+        },
+        sink,
+    )
+    .await
+    .expect("forwarder");
+    let base = forwarder.base_url();
+    let (_, answer) = tokio::task::spawn_blocking(move || post(&base, &request_body()))
+        .await
+        .expect("post");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 502"), "{text}");
+    let Some(Recorded::Request { id, .. }) = recorded.recv().await else {
+        panic!("the request was recorded");
+    };
+    let Some(Recorded::Response {
+        id: answered,
+        response,
+    }) = recorded.recv().await
+    else {
+        panic!("the failure was filed as the response");
+    };
+    assert_eq!(answered, id);
+    assert_eq!(response["httpStatus"], 502, "{response}");
+    assert_eq!(response["status"], "failed", "{response}");
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("cannot connect to the upstream")),
+        "{response}"
+    );
+}

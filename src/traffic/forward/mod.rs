@@ -298,7 +298,17 @@ async fn forward(
             } else {
                 "the upstream request failed"
             };
-            tracing::warn!("capture forwarder: {reason} ({})", describe(error));
+            let detail = describe(error);
+            tracing::warn!("capture forwarder: {reason} ({detail})");
+            if is_responses {
+                file_failure(
+                    &state.sink,
+                    id,
+                    502,
+                    &format!("{reason} ({detail})"),
+                    started,
+                );
+            }
             return (
                 StatusCode::BAD_GATEWAY,
                 format!("capture forwarder: {reason}"),
@@ -306,9 +316,13 @@ async fn forward(
                 .into_response();
         }
         Err(_) => {
+            let reason = "no answer from the upstream";
+            if is_responses {
+                file_failure(&state.sink, id, 504, reason, started);
+            }
             return (
                 StatusCode::GATEWAY_TIMEOUT,
-                "capture forwarder: no answer from the upstream",
+                format!("capture forwarder: {reason}"),
             )
                 .into_response();
         }
@@ -357,6 +371,31 @@ async fn forward(
         )
             .into_response()
     })
+}
+
+/// A request that never reached the upstream (or got no answer) is filed with its failure as
+/// its response (`httpStatus` what Codex was answered, `status` "failed", `error.message` why),
+/// so a capture never shows a request with nothing said about what became of it.
+fn file_failure(
+    sink: &mpsc::Sender<Recorded>,
+    id: u64,
+    status: u16,
+    reason: &str,
+    started: Instant,
+) {
+    let response = json!({
+        "httpStatus": status,
+        "status": "failed",
+        "output": [],
+        "usage": null,
+        "events": 0,
+        "timings": {
+            "firstByteMs": null,
+            "totalMs": (started.elapsed().as_secs_f64() * 1000.0 * 10.0).round() / 10.0,
+        },
+        "error": {"message": format!("capture forwarder: {reason}")},
+    });
+    let _ = sink.try_send(Recorded::Response { id, response });
 }
 
 /// Hand a request copy to the capture writer; a writer that is behind loses the copy, never
