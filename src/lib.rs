@@ -105,6 +105,7 @@ pub use config::keys::KNOWN as KNOWN_CONFIG_KEYS;
 pub use config::run::run_document_schema;
 pub use config::{ApprovalPolicy, Harness, PromptMode, Run, RunDocument, SandboxMode};
 pub use error::{Error, ErrorKind, Result};
+pub use proxy::conversation::{show as transcript_show, Conversation, ShowOptions};
 pub use proxy::doctor::endpoint_findings;
 pub use proxy::endpoint::{
     fetch_status, Endpoint, EndpointError, EndpointSettings, EndpointStatus, ListenAddr,

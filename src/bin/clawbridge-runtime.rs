@@ -150,6 +150,21 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             }
             Ok(exit_code(!failed))
         }
+        Command::Transcript(TranscriptCommand::Show {
+            dir,
+            thread,
+            full,
+            json,
+            html,
+        }) => {
+            let options = clawbridge::ShowOptions { thread };
+            let conversation = clawbridge::transcript_show(&dir, &options, html.as_deref())?;
+            if json {
+                print_json(&conversation)
+            } else {
+                print_stdout(&conversation.render_text(full))
+            }
+        }
         Command::ExportOtel { dir, otel, json } => {
             let exported = commands::export_otel(&dir, &otel.settings())?;
             if json {

@@ -268,6 +268,9 @@ pub enum Command {
         #[arg(long, value_name = "KEY")]
         session_key: Option<String>,
     },
+    /// Read an `app-server --transcript` folder as a conversation.
+    #[command(subcommand)]
+    Transcript(TranscriptCommand),
     /// Serve the bridge API (JSON-RPC over HTTP and WebSocket) to OpenClaw clients.
     Serve(Box<ServeArgs>),
     /// Regenerate or drift-check the happy-path prompt snapshots.
@@ -532,6 +535,28 @@ pub struct ServeArgs {
     /// it): each client sees and acts on only its own sessions and runs.
     #[arg(long)]
     pub clients: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TranscriptCommand {
+    /// Print each thread as a conversation: who said what, tool calls and commands, approvals,
+    /// warnings, errors, each turn's end, with times (UTC).
+    Show {
+        /// The `--transcript` folder of `app-server` (its `connection-N/` folders included).
+        dir: PathBuf,
+        /// Only the threads whose id starts with this.
+        #[arg(long, value_name = "ID")]
+        thread: Option<String>,
+        /// Show long texts whole (else each is cut at 600 characters, saying so).
+        #[arg(long)]
+        full: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write the conversation as one self-contained HTML page.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -35,6 +35,7 @@
 
 pub mod args;
 pub mod audit;
+pub mod conversation;
 pub mod doctor;
 pub mod endpoint;
 pub mod observe;

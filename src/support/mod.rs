@@ -5,6 +5,7 @@
 //! artifact JSON: sorted keys, two-space indent), [`deadline`] (the deadline of one request's
 //! blocking work, which long walks check).
 
+pub mod clock;
 pub mod console;
 pub mod deadline;
 pub mod fs;

@@ -301,3 +301,52 @@ fn a_given_workspace_and_session_key_replace_what_the_params_say() {
         "the subagent's spec differs from a direct session's"
     );
 }
+
+/// `transcript show`: a real OpenClaw heartbeat run's transcript reads as who said what (the
+/// golden), `--thread` picks one thread, `--html` writes the same as a private page, and a
+/// folder with no transcript is refused naming it.
+#[test]
+fn transcript_show_reads_a_real_run_as_a_conversation() {
+    let dir = crate::util::repo_root().join("fixtures/seed-audit/2026.9.6/heartbeat");
+    let dir_text = dir.display().to_string();
+    let (code, text, stderr) = crate::util::run_cli(&["transcript", "show", &dir_text]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("transcript_show_heartbeat", text);
+
+    let (code, one, _) = crate::util::run_cli(&[
+        "transcript",
+        "show",
+        &dir_text,
+        "--thread",
+        "id-9",
+        "--full",
+    ]);
+    assert_eq!(code, 0);
+    assert!(one.starts_with("thread id-9"), "{one}");
+    assert!(
+        !one.contains("thread id-2") && !one.contains("more characters"),
+        "{one}"
+    );
+
+    let out = tempfile::tempdir().expect("out");
+    let page = out.path().join("transcript.html");
+    let (code, _, stderr) = crate::util::run_cli(&[
+        "transcript",
+        "show",
+        &dir_text,
+        "--html",
+        page.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.contains("<td class=\"w\">user</td>"), "{html}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&page).expect("page").permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the page holds the conversation: private");
+
+    let (code, _, stderr) =
+        crate::util::run_cli(&["transcript", "show", out.path().to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no transcript files"), "{stderr}");
+}

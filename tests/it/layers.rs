@@ -298,8 +298,8 @@ fn the_architecture_page_numbers_the_layers_the_code_has() {
 }
 
 /// The Codex method table (`codex/protocol/table.rs`) is the one place a method name is spelled:
-/// no other source file of `src/` writes one as a string outside its tests (`error` is left
-/// out: it is a JSON key too).
+/// no other source file of `src/` writes one as a string outside its tests (`error` and
+/// `warning` are left out: they are JSON keys and labels too).
 #[test]
 fn no_codex_method_is_spelled_outside_the_table() {
     let src = repo_root().join("src");
@@ -318,7 +318,7 @@ fn no_codex_method_is_spelled_outside_the_table() {
             let flow = after.split(',').next()?;
             flows.contains(&flow).then(|| name.to_string())
         })
-        .filter(|name| name != "error")
+        .filter(|name| name != "error" && name != "warning")
         .collect();
     assert!(names.len() > 40, "the table was read: {names:?}");
     let mut files = Vec::new();

@@ -229,6 +229,12 @@ codex_methods! {
     /// Codex's error notification (a turn's failure, told before `turn/completed`).
     Error, ERROR = "error", Notification, Thread,
         files: [], params: None, answer: None, kept: true;
+    /// A warning about a thread (`transcript show` says it).
+    Warning, WARNING = "warning", Notification, Thread,
+        files: [], params: None, answer: None, kept: false;
+    /// A warning about Codex's configuration (`transcript show` says it).
+    ConfigWarning, CONFIG_WARNING = "configWarning", Notification, Connection,
+        files: [], params: None, answer: None, kept: false;
 }
 
 impl CodexMethod {
