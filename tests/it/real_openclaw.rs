@@ -1058,3 +1058,92 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// docs/app-server.md's WebSocket recipe, run as written (`scripts/openclaw-websocket`, which
+/// `cli::the_documented_websocket_recipe_is_the_tested_script` keeps equal to the doc): a fresh
+/// OpenClaw home with the Codex plugin installed and nothing configured, the endpoint started and
+/// waited for, OpenClaw configured with `openclaw config set`, one `openclaw agent` turn through
+/// the endpoint to Codex and the offline stub, and the endpoint stopped at the end. (Named to
+/// sort last: it runs beside the longer tests above, not before them.)
+#[test]
+#[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
+fn websocket_recipe_runs_as_written() {
+    let runtime = Command::new(repo_root().join("scripts/install-openclaw-runtime"))
+        .output()
+        .expect("scripts/install-openclaw-runtime");
+    assert!(runtime.status.success());
+    let runtime = String::from_utf8_lossy(&runtime.stdout).into_owned();
+    let [bin_dir, launcher, template]: [&str; 3] = runtime
+        .lines()
+        .collect::<Vec<_>>()
+        .try_into()
+        .expect("bin dir, launcher, template");
+    let dir = tempfile::tempdir().expect("dir");
+    let home = dir.path().join("home");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(template)
+        .arg(&home)
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let state = dir.path().join("state");
+    let transcript = dir.path().join("transcript");
+    let path = format!("{bin_dir}:{}", std::env::var("PATH").unwrap_or_default());
+    let output = Command::new(repo_root().join("scripts/openclaw-websocket"))
+        .arg("What is on the release checklist?")
+        .current_dir(&home)
+        .env_remove("CODEX_HOME")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENCLAW_STATE_DIR")
+        .env("HOME", &home)
+        .env("PATH", path)
+        // OpenClaw's own npm lookups go nowhere (loopback only).
+        .env("npm_config_registry", "http://127.0.0.1:9/")
+        .env("npm_config_offline", "true")
+        .env("NO_COLOR", "1")
+        .env("CLAWBRIDGE", env!("CARGO_BIN_EXE_clawbridge"))
+        .env("OPENCLAW", format!("node {launcher}"))
+        .env("CODEX_BIN", crate::e2e::codex_bin())
+        .env("PORT", free_port().to_string())
+        .env("STATE_DIR", &state)
+        .env(
+            "ENDPOINT_FLAGS",
+            format!("--offline --transcript {}", transcript.display()),
+        )
+        .output()
+        .expect("scripts/openclaw-websocket");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the recipe failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(
+        stdout.contains("clawbridge offline stub reply 1."),
+        "the agent's reply came back through the endpoint:\n{stdout}\n{stderr}"
+    );
+    // The config step wrote what the doc says.
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".openclaw/openclaw.json")).expect("openclaw.json"),
+    )
+    .expect("config");
+    let app_server = &config["plugins"]["entries"]["codex"]["config"]["appServer"];
+    assert_eq!(app_server["transport"], "websocket", "{config}");
+    assert_eq!(app_server["authToken"], "${CODEX_APP_SERVER_TOKEN}");
+    // The turn went through the endpoint: its transcript holds the user's message.
+    let turns = walk(&transcript)
+        .into_iter()
+        .filter(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
+        .flat_map(|file| jsonl(&file))
+        .filter(|entry| entry["message"]["method"] == "turn/start")
+        .count();
+    assert_eq!(turns, 1, "one turn through the endpoint");
+    // And the endpoint was stopped with the script.
+    let address = std::fs::read_to_string(state.join("endpoint.address")).expect("address");
+    assert!(
+        std::net::TcpStream::connect(address.trim()).is_err(),
+        "the endpoint at {address} still listens"
+    );
+}
