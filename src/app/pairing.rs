@@ -318,12 +318,17 @@ impl CaptureReport {
             summary.push_str(&format!("- {name}\n"));
         }
         summary.push_str("Layers of the first request:\n");
+        // Labels whole, in a column as wide as the longest (a label cut mid-word says nothing).
+        let width = self
+            .layers
+            .iter()
+            .map(|layer| layer.label.chars().count())
+            .max()
+            .unwrap_or(0);
         for layer in &self.layers {
             summary.push_str(&format!(
-                "  {:<40} {:<22} {:>7} chars\n",
-                layer.label.chars().take(40).collect::<String>(),
-                layer.position,
-                layer.chars
+                "  {:<width$} {:<22} {:>7} chars\n",
+                layer.label, layer.position, layer.chars
             ));
         }
         summary

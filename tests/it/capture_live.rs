@@ -1283,3 +1283,116 @@ async fn a_request_that_failed_upstream_is_filed_with_its_failure() {
         "{response}"
     );
 }
+
+/// Every layer of every committed real-OpenClaw capture has a name, OpenClaw's own default model
+/// (`default-model-turn`: the tools in an `additional_tools` item, Codex's base instructions as a
+/// developer message, a `configuration_update` item) included: in `layers.md`, in the cache
+/// report read with the writer's labels and without them (the body alone), and on the HTML page
+/// no bar is left grey.
+#[test]
+fn every_layer_of_the_real_captures_is_named() {
+    let raw = repo_root().join("fixtures/prompt-snapshots/openclaw-raw/2026.9.6");
+    let generic = |label: &str| {
+        label.starts_with("History item")
+            || label == "Input item"
+            || label.ends_with(" message") && !label.starts_with("Assistant")
+            || label.contains("()")
+    };
+    let mut scenarios = 0;
+    for entry in std::fs::read_dir(&raw).expect("captures") {
+        let folder = entry.expect("entry").path();
+        if !folder.is_dir() {
+            continue;
+        }
+        scenarios += 1;
+        for file in std::fs::read_dir(&folder).expect("scenario") {
+            let file = file.expect("file").path();
+            let name = file
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            if name.starts_with("layers") {
+                let text = std::fs::read_to_string(&file).expect("layers.md");
+                for label in clawbridge_labels(&text) {
+                    assert!(
+                        !generic(&label),
+                        "{}: unnamed layer {label:?}",
+                        file.display()
+                    );
+                }
+            }
+        }
+        // With the writer's labels (the folder), and from the body alone (a copy without them).
+        let alone = tempfile::tempdir().expect("alone");
+        let copy = alone.path().join("thread/turn-01");
+        std::fs::create_dir_all(&copy).expect("copy");
+        for file in std::fs::read_dir(&folder).expect("scenario") {
+            let file = file.expect("file").path();
+            let name = file
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            if name.starts_with("model-request") {
+                std::fs::copy(&file, copy.join(&name)).expect("copy");
+            }
+        }
+        for source in [folder.clone(), alone.path().to_path_buf()] {
+            let page = alone.path().join("report.html");
+            let (code, stdout, stderr) = run_cli(&[
+                "cache-report",
+                "--json",
+                &source.display().to_string(),
+                "--html",
+                &page.display().to_string(),
+            ]);
+            assert_eq!(code, 0, "{stderr}");
+            let report: Value = serde_json::from_str(&stdout).expect("report");
+            let mut labels = Vec::new();
+            find_labels(&report, &mut labels);
+            assert!(!labels.is_empty(), "{}", source.display());
+            for label in labels {
+                assert!(
+                    !generic(&label),
+                    "{}: unnamed element {label:?}",
+                    source.display()
+                );
+            }
+            let html = std::fs::read_to_string(&page).expect("page");
+            assert_eq!(
+                html.matches("background:#999999\" title").count(),
+                0,
+                "{}: a grey bar",
+                source.display()
+            );
+        }
+    }
+    assert!(scenarios >= 5, "{scenarios} scenarios");
+    assert!(raw.join("default-model-turn/model-request.json").is_file());
+}
+
+/// The labels of a `layers.md` table.
+fn clawbridge_labels(layers_md: &str) -> Vec<String> {
+    layers_md
+        .lines()
+        .filter(|line| line.starts_with("| ") && line.contains(" | `"))
+        .filter_map(|line| line.trim_matches('|').split(" | ").nth(1))
+        .map(|label| label.trim().to_string())
+        .collect()
+}
+
+fn find_labels(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                match (key.as_str(), child) {
+                    ("label", Value::String(label)) => out.push(label.clone()),
+                    _ => find_labels(child, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| find_labels(item, out)),
+        _ => {}
+    }
+}

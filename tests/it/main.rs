@@ -10,6 +10,7 @@ mod endpoint;
 mod endpoint_accounts;
 mod endpoint_health;
 mod endpoint_soak;
+mod examples;
 mod layers;
 mod metrics;
 mod otel;

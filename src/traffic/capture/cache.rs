@@ -836,11 +836,21 @@ impl CacheReport {
                 "instructions" => "#5b6ee1",
                 "tool" => "#8e7cc3",
                 _ if label.starts_with("Codex base") => "#5b6ee1",
-                _ if label.starts_with("OpenClaw developer") => "#e69138",
+                _ if label.starts_with("Tools (") => "#8e7cc3",
+                _ if label.starts_with("OpenClaw developer")
+                    || label.starts_with("Developer instructions") =>
+                {
+                    "#e69138"
+                }
+                _ if label.starts_with("Tool call") || label.starts_with("Tool result") => {
+                    "#a2c4c9"
+                }
                 _ if label.starts_with("Turn context") || label.starts_with("Collaboration") => {
                     "#f1c232"
                 }
-                _ if label.starts_with("Injected") => "#c27ba0",
+                _ if label.starts_with("Injected") || label.starts_with("Developer text added") => {
+                    "#c27ba0"
+                }
                 _ if label.starts_with("Codex") || label.starts_with("AGENTS.md") => "#6aa84f",
                 _ if label.starts_with("User input") => "#3d85c6",
                 _ if label.starts_with("Assistant") => "#76a5af",
@@ -866,6 +876,7 @@ impl CacheReport {
             ),
             ("user input", "#3d85c6"),
             ("assistant", "#76a5af"),
+            ("tool calls and results", "#a2c4c9"),
             ("history items", "#999999"),
         ] {
             body.push_str(&format!(

@@ -276,7 +276,7 @@ pub fn label_layers_with(
         if contents.is_empty() {
             let text = item.to_string();
             layers.push(Layer {
-                label: format!("History item ({})", item["type"].as_str().unwrap_or("?")),
+                label: history_item_label(item),
                 position: format!("input[{index}]"),
                 role,
                 chars: len16(&text),
@@ -286,7 +286,7 @@ pub fn label_layers_with(
         }
         for (part, content) in contents.iter().enumerate() {
             let text = content["text"].as_str().unwrap_or_default().to_string();
-            let label = if index == 0 && role == "developer" {
+            let label = if is_base_instructions(&inputs, index, &role, part, &text) {
                 "Codex base instructions".to_string()
             } else if Some(text.as_str()) == developer_instructions {
                 "OpenClaw developer instructions (thread/start.developerInstructions)".to_string()
@@ -309,6 +309,40 @@ pub fn label_layers_with(
                 "AGENTS.md (Codex native discovery)".to_string()
             } else if text.starts_with("<environment_context>") {
                 "Codex environment context".to_string()
+            } else if text.starts_with("<multi_agent_role>") {
+                "Codex multi-agent role".to_string()
+            } else if text.starts_with("<multi_agent_mode>") {
+                "Codex multi-agent mode".to_string()
+            } else if text.starts_with("<personality_spec>") {
+                "Codex personality".to_string()
+            } else if role == "developer"
+                && part == 0
+                && !text.starts_with('<')
+                && contents[1..].iter().any(|later| {
+                    later["text"].as_str().is_some_and(|later| {
+                        later.starts_with("<permissions instructions>")
+                            || later.starts_with("<skills_instructions>")
+                    })
+                })
+            {
+                // The head of the developer bundle Codex builds at thread start, when the
+                // writer did not know the text (a capture read back without its layers.md).
+                "Developer instructions (thread/start.developerInstructions)".to_string()
+            } else if let Some(key) = (role == "developer" && context_keys.is_empty())
+                .then(|| context_key(&text))
+                .flatten()
+            {
+                // Read from the body alone (the turn's keys unknown): Codex's shape for them.
+                format!("Turn context `{key}` (turn/start.additionalContext)")
+            } else if role == "developer"
+                && inputs[..index].iter().any(|earlier| {
+                    earlier["role"] == "assistant" || earlier["type"] == "function_call"
+                })
+            {
+                // A developer text after the conversation began, not one of Codex's own: a
+                // client's `thread/inject_items` (the writer names it when it saw the call).
+                "Developer text added to the history (thread/inject_items or an earlier turn)"
+                    .to_string()
             } else if role == "user" {
                 "User input (turn/start.input)".to_string()
             } else if role == "assistant" {
@@ -338,13 +372,105 @@ pub fn label_layers_with(
         .collect();
     let tools_text = crate::support::json::to_pretty(&Value::Array(tools));
     layers.push(Layer {
-        label: format!("Tools ({})", names.join(", ")),
+        label: if names.is_empty() {
+            "Tools (none here: see the additional_tools item)".to_string()
+        } else {
+            format!("Tools ({})", names.join(", "))
+        },
         position: "tools".to_string(),
         role: "tools".to_string(),
         chars: len16(&tools_text),
         text: tools_text,
     });
     layers
+}
+
+/// Codex's base instructions: the first developer text of the request. Codex sends them as the
+/// request's first item for models whose catalog entry asks so, after an `additional_tools` item
+/// when the model takes its tools there (code mode: OpenClaw 2026.9.6's default `gpt-6-astra`).
+fn is_base_instructions(
+    inputs: &[Value],
+    index: usize,
+    role: &str,
+    part: usize,
+    text: &str,
+) -> bool {
+    let first_message = inputs
+        .iter()
+        .position(|item| item["content"].is_array())
+        .unwrap_or(0);
+    role == "developer"
+        && index == first_message
+        && part == 0
+        && inputs[..index]
+            .iter()
+            .all(|item| item["type"] == "additional_tools")
+        && !text.starts_with('<')
+}
+
+/// The key of a developer text shaped as Codex sends a `turn/start.additionalContext` entry
+/// (`<key>value</key>`, the key a lower-case identifier), when the key is none of Codex's own
+/// tags.
+fn context_key(text: &str) -> Option<&str> {
+    const CODEX_TAGS: [&str; 6] = [
+        "skills_instructions",
+        "collaboration_mode",
+        "tools",
+        "environment_context",
+        "multi_agent_role",
+        "multi_agent_mode",
+    ];
+    let key = text.strip_prefix('<')?.split_once('>')?.0;
+    let valid = !key.is_empty()
+        && key
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_');
+    (valid && !CODEX_TAGS.contains(&key) && text.trim_end().ends_with(&format!("</{key}>")))
+        .then_some(key)
+}
+
+/// The label of an input item that is not a message: what Codex put there.
+fn history_item_label(item: &Value) -> String {
+    let names = |tools: &Value| -> Vec<String> {
+        tools
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|tool| {
+                let own = tool["name"].as_str().unwrap_or("?").to_string();
+                match tool["tools"].as_array() {
+                    Some(inner) => inner
+                        .iter()
+                        .map(|nested| format!("{own}.{}", nested["name"].as_str().unwrap_or("?")))
+                        .collect(),
+                    None => vec![own],
+                }
+            })
+            .collect()
+    };
+    match item["type"].as_str().unwrap_or("?") {
+        "additional_tools" => format!(
+            "Tools (additional_tools: {})",
+            names(&item["tools"]).join(", ")
+        ),
+        "configuration_update" => {
+            let settings: Vec<&str> = item
+                .as_object()
+                .into_iter()
+                .flat_map(|map| map.keys())
+                .map(String::as_str)
+                .filter(|key| *key != "type")
+                .collect();
+            format!("Codex configuration update ({})", settings.join(", "))
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" => {
+            format!("Tool call `{}`", item["name"].as_str().unwrap_or("?"))
+        }
+        "function_call_output" | "custom_tool_call_output" => "Tool result".to_string(),
+        "reasoning" => "Reasoning (earlier turn)".to_string(),
+        "compaction" | "compaction_summary" => "Compacted history".to_string(),
+        other => format!("History item ({other})"),
+    }
 }
 
 /// `layers.md`: a table of the layers, then each layer's text.
@@ -465,7 +591,18 @@ mod tests {
         assert_eq!(labels[2], "Injected into the history (thread/inject_items)");
         assert_eq!(
             labels[3], "developer message",
-            "an unknown tag is not guessed"
+            "when the turn's keys are known, an unknown tag is not guessed"
+        );
+        // From the body alone (a capture read back without its layers.md), Codex's shape for a
+        // context entry names it.
+        let labels: Vec<String> = label_layers(&body, None)
+            .into_iter()
+            .map(|l| l.label)
+            .collect();
+        assert_eq!(labels[0], "Codex base instructions");
+        assert_eq!(
+            labels[3],
+            "Turn context `other` (turn/start.additionalContext)"
         );
     }
 }
