@@ -85,6 +85,10 @@ pub fn load_bindings(state_dir: &Path) -> Result<BindingFile, ServeError> {
     }
 }
 
+/// Tries to take a held state-dir lock before giving up, [`LOCK_RETRY_PAUSE`] apart (1 s).
+const LOCK_RETRIES: u32 = 20;
+const LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// An exclusive hold on a state dir for the life of a serve process.
 #[derive(Debug)]
 pub struct StateLock {
@@ -109,7 +113,21 @@ pub fn lock_state_dir(state_dir: &Path) -> Result<StateLock, ServeError> {
         .truncate(false)
         .open(&path)
         .map_err(io)?;
-    match file.try_lock() {
+    // A holder that is just going away is waited for briefly: a serve restarted at once (in the
+    // same process, or a new one right after the old exited) can find the lock still held for a
+    // moment, since a child process another thread is spawning shares the lock's open file
+    // until it execs.
+    let mut attempts = 0;
+    let locked = loop {
+        match file.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock) if attempts < LOCK_RETRIES => {
+                attempts += 1;
+                std::thread::sleep(LOCK_RETRY_PAUSE);
+            }
+            other => break other,
+        }
+    };
+    match locked {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let mut holder = String::new();
@@ -166,5 +184,19 @@ mod tests {
         );
         drop(held);
         lock_state_dir(dir.path()).expect("free again");
+    }
+
+    /// A lock released while the next serve is waiting for it is taken (a restart does not
+    /// fail on a holder that is going away).
+    #[test]
+    fn a_lock_released_within_the_wait_is_taken() {
+        let dir = tempfile::tempdir().expect("dir");
+        let held = lock_state_dir(dir.path()).expect("first");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(held);
+        });
+        lock_state_dir(dir.path()).expect("taken once released");
+        release.join().expect("release");
     }
 }
