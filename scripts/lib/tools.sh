@@ -4,8 +4,9 @@
 # clone is a link to the cache:
 #   $CLAWBRIDGE_TOOLS_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/clawbridge/tools.
 # Each install is keyed by its version in its folder's name (codex-0.171.0, node-24.16.0,
-# openclaw-2026.9.6, ...) and checks that version before it is reused; npm checks each package's
-# integrity hash against the registry's when it installs it.
+# openclaw-2026.9.6, ...) and by the integrity hash pinned for it (scripts/lib/tool-pins.tsv,
+# checked by scripts/lib/pins.sh against the install's package-lock before it is reused, and
+# after a fresh install); one Node.js serves every tool (scripts/lib/node.sh).
 # A `.tools/` that is already a folder (a clone from before the cache) is used as it is;
 # CLAWBRIDGE_TOOLS_IN_CLONE=1 makes a new one a folder too.
 #

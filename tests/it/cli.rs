@@ -975,3 +975,62 @@ fn the_documented_websocket_recipe_is_the_tested_script() {
     );
     assert!(recipe.contains(" agent --local "), "it runs a turn");
 }
+
+/// The tools cache is keyed by version and integrity (`scripts/lib/pins.sh`): an install is
+/// reused only when its package-lock names the pinned version with the pinned hash; another hash
+/// (a tampered or re-published package) is not reused and fails the install check; a version
+/// that is not pinned goes by version alone.
+#[test]
+fn a_cached_tool_is_reused_only_with_its_pinned_integrity() {
+    let pins =
+        std::fs::read_to_string(repo_root().join("scripts/lib/tool-pins.tsv")).expect("pins");
+    let pinned = pins
+        .lines()
+        .find(|line| line.starts_with("@openai/codex\t0.169.0\t"))
+        .and_then(|line| line.split('\t').nth(2))
+        .expect("Codex 0.169.0 is pinned")
+        .to_string();
+    let dir = tempfile::tempdir().expect("dir");
+    let lock = |version: &str, integrity: &str| {
+        std::fs::create_dir_all(dir.path().join("node_modules")).expect("mkdir");
+        std::fs::write(
+            dir.path().join("node_modules/.package-lock.json"),
+            format!(
+                "{{\n  \"name\": \"x\",\n  \"packages\": {{\n    \"node_modules/@openai/codex\": {{\n      \"version\": \"{version}\",\n      \"resolved\": \"https://registry.npmjs.org/x.tgz\",\n      \"integrity\": \"{integrity}\",\n      \"license\": \"Apache-2.0\"\n    }},\n    \"node_modules/@openai/codex-linux-x64\": {{\n      \"version\": \"{version}\",\n      \"integrity\": \"sha512-other\"\n    }}\n  }}\n}}\n"
+            ),
+        )
+        .expect("lock");
+    };
+    let check = |function: &str, version: &str| {
+        let script = format!(
+            "source '{}'; {function} '{}' @openai/codex {version}",
+            repo_root().join("scripts/lib/pins.sh").display(),
+            dir.path().display()
+        );
+        let output = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .expect("bash");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    assert!(!check("install_matches", "0.169.0").0, "nothing installed");
+    lock("0.169.0", &pinned);
+    assert!(check("install_matches", "0.169.0").0, "the pinned package");
+    assert!(!check("install_matches", "0.171.0").0, "another version");
+    lock("0.169.0", "sha512-tampered");
+    assert!(
+        !check("install_matches", "0.169.0").0,
+        "another hash is not reused"
+    );
+    let (ok, stderr) = check("check_install", "0.169.0");
+    assert!(!ok && stderr.contains("not the pinned package"), "{stderr}");
+    lock("9.9.9", "sha512-anything");
+    assert!(
+        check("install_matches", "9.9.9").0,
+        "an unpinned version goes by version"
+    );
+}

@@ -101,6 +101,17 @@ fn the_documented_examples_run_as_written() {
         codex_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    // The throwaway HOME must not move cargo's and rustup's homes (a `scripts/` line that runs
+    // cargo would fetch every crate again and rebuild the binaries under the other tests).
+    let real_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| real_home.join(".cargo"));
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| real_home.join(".rustup"));
     let shell = |line: &str, cwd: &PathBuf| {
         let mut command = Command::new("bash");
         command
@@ -108,6 +119,8 @@ fn the_documented_examples_run_as_written() {
             .arg(format!("exec {line}"))
             .current_dir(cwd)
             .env("HOME", &home)
+            .env("CARGO_HOME", &cargo_home)
+            .env("RUSTUP_HOME", &rustup_home)
             .env("PATH", &path)
             .env_remove("CODEX_HOME")
             .env_remove("CODEX_BIN")
