@@ -17,6 +17,10 @@ const RUNTIME: &str = "clawbridge-runtime";
 
 fn main() -> ExitCode {
     front::tie_to_launcher();
+    // `--version` is answered here, as the runtime's clap would answer it (no exec).
+    if front::is_version_line() {
+        return front::print_version();
+    }
     if !front::is_one_shot_line() {
         return runtime();
     }

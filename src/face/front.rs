@@ -84,6 +84,19 @@ pub fn is_one_shot_line() -> bool {
         .is_some_and(|word| OneShot::NAMES.iter().any(|name| word == *name))
 }
 
+/// True when the whole command line is `--version` or `-V`.
+pub fn is_version_line() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    matches!((args.next(), args.next()), (Some(word), None) if word == "--version" || word == "-V")
+}
+
+/// What `clawbridge --version` prints (clap's own line: the name, a space, the version).
+pub fn print_version() -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "clawbridge {}", env!("CARGO_PKG_VERSION"));
+    ExitCode::SUCCESS
+}
+
 /// Run a one-shot command.
 pub fn one_shot(command: OneShot) -> Result<ExitCode, Failure> {
     match command {
