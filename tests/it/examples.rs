@@ -95,42 +95,8 @@ fn the_documented_examples_run_as_written() {
         .parent()
         .expect("codex dir")
         .to_path_buf();
-    let path = format!(
-        "{}:{}:{}",
-        bin_dir.display(),
-        codex_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    // The throwaway HOME must not move cargo's and rustup's homes (a `scripts/` line that runs
-    // cargo would fetch every crate again and rebuild the binaries under the other tests).
-    let real_home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| real_home.join(".cargo"));
-    let rustup_home = std::env::var_os("RUSTUP_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| real_home.join(".rustup"));
-    let shell = |line: &str, cwd: &PathBuf| {
-        let mut command = Command::new("bash");
-        command
-            .arg("-c")
-            .arg(format!("exec {line}"))
-            .current_dir(cwd)
-            .env("HOME", &home)
-            .env("CARGO_HOME", &cargo_home)
-            .env("RUSTUP_HOME", &rustup_home)
-            .env("PATH", &path)
-            .env_remove("CODEX_HOME")
-            .env_remove("CODEX_BIN")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("CLAWBRIDGE_TOKEN")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-        command
-    };
+    let shell = UserShell::new(home.clone(), &[bin_dir, codex_dir]);
+    let shell = |line: &str, cwd: &PathBuf| shell.command(line, cwd);
     let mut ran = 0;
     let mut failures = Vec::new();
     for doc in ["README.md", "docs/commands.md"] {
@@ -171,6 +137,126 @@ fn the_documented_examples_run_as_written() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert!(ran >= 20, "ran {ran} examples");
+}
+
+/// The shell an example runs in: what a user's terminal has, not what `cargo test` adds.
+struct UserShell {
+    home: PathBuf,
+    path: String,
+    cargo_home: PathBuf,
+    rustup_home: PathBuf,
+}
+
+impl UserShell {
+    /// A throwaway HOME, with `first` ahead of the inherited `PATH`.
+    fn new(home: PathBuf, first: &[PathBuf]) -> UserShell {
+        let mut path: Vec<String> = first.iter().map(|dir| dir.display().to_string()).collect();
+        path.push(std::env::var("PATH").unwrap_or_default());
+        // The throwaway HOME must not move cargo's and rustup's homes (a `scripts/` line that
+        // runs cargo would fetch every crate again and rebuild the binaries under the other tests).
+        let real_home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        UserShell {
+            home,
+            path: path.join(":"),
+            cargo_home: std::env::var_os("CARGO_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| real_home.join(".cargo")),
+            rustup_home: std::env::var_os("RUSTUP_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| real_home.join(".rustup")),
+        }
+    }
+
+    fn command(&self, line: &str, cwd: &Path) -> Command {
+        let mut command = Command::new("bash");
+        command
+            .arg("-c")
+            .arg(format!("exec {line}"))
+            .current_dir(cwd)
+            .env("HOME", &self.home)
+            .env("CARGO_HOME", &self.cargo_home)
+            .env("RUSTUP_HOME", &self.rustup_home)
+            .env("PATH", &self.path);
+        for name in [
+            "CODEX_HOME",
+            "CODEX_BIN",
+            "XDG_STATE_HOME",
+            "OPENAI_API_KEY",
+            "CLAWBRIDGE_TOKEN",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ] {
+            command.env_remove(name);
+        }
+        // What `cargo test` sets for a test process. A `scripts/` line that runs cargo with
+        // CARGO_MANIFEST_DIR set reruns ring's build script (it watches that variable), rebuilds
+        // ring, rustls and everything above them, and the next plain cargo call rebuilds them
+        // all again (50 s in CI).
+        for (name, _) in std::env::vars_os() {
+            if is_cargo_test_variable(&name.to_string_lossy()) {
+                command.env_remove(name);
+            }
+        }
+        command
+    }
+}
+
+/// Variables cargo sets for the test process it runs, OUT_DIR included (not the ones a user sets: CARGO_HOME,
+/// CARGO_TARGET_DIR, CARGO_BUILD_*, ...).
+fn is_cargo_test_variable(name: &str) -> bool {
+    name == "CARGO"
+        || name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "OUT_DIR"
+        )
+}
+
+#[test]
+fn an_example_runs_in_a_users_shell_not_in_cargo_tests_environment() {
+    // This process runs under `cargo test`, so it has cargo's variables; the example's shell
+    // must not.
+    let scratch = tempfile::tempdir().expect("scratch");
+    let output = UserShell::new(scratch.path().to_path_buf(), &[])
+        .command("env", scratch.path())
+        .output()
+        .expect("env");
+    let env = String::from_utf8_lossy(&output.stdout);
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        names.contains(&"HOME") && names.contains(&"CARGO_HOME"),
+        "{names:?}"
+    );
+    let leaked: Vec<&&str> = names
+        .iter()
+        .filter(|name| is_cargo_test_variable(name))
+        .collect();
+    // The two that rebuilt ring and everything above it, named on their own.
+    for name in ["CARGO_MANIFEST_DIR", "OUT_DIR"] {
+        assert!(std::env::var_os(name).is_some(), "cargo test sets {name}");
+        assert!(
+            !names.contains(&name),
+            "cargo test's {name} reaches the example"
+        );
+    }
+    assert!(
+        leaked.is_empty(),
+        "cargo test's variables reach the example: {leaked:?}"
+    );
 }
 
 /// A server line prints its address (or its listening line) within a minute, then is stopped.
