@@ -122,6 +122,15 @@ impl Collector {
     /// A collector that also passes every export request, byte for byte, on to `to` (a real
     /// Phoenix): what clawbridge sent live reaches both.
     pub(crate) async fn start_forwarding(to: Option<String>) -> Collector {
+        Collector::start_at("127.0.0.1:0", to).await
+    }
+
+    /// A collector on a given address (the examples' `http://127.0.0.1:6006`).
+    pub(crate) async fn start_on(address: &str) -> Collector {
+        Collector::start_at(address, None).await
+    }
+
+    async fn start_at(address: &str, to: Option<String>) -> Collector {
         use axum::routing::post;
         let spans = Arc::new(Mutex::new(Vec::new()));
         let content_types = Arc::new(Mutex::new(Vec::new()));
@@ -158,9 +167,9 @@ impl Collector {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        let listener = tokio::net::TcpListener::bind(address)
             .await
-            .expect("bind");
+            .unwrap_or_else(|error| panic!("bind {address}: {error}"));
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
