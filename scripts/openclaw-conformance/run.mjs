@@ -378,6 +378,37 @@ function skillCases() {
     }
     cases.push({ files });
   }
+  // Config values as people write them (issue 38, items 5-7): a skill's own env value or apiKey
+  // of blanks, zero, false or empty; requires.config paths with empty segments, array indices
+  // and `length`; skills.allowBundled entries padded, in another case, blank or not text.
+  for (let round = 0; round < 4; round += 1) {
+    const files = {};
+    const entries = {};
+    for (let index = 0; index < 6; index += 1) {
+      const name = `env-${round}-${index}`;
+      const variable = `CLAWBRIDGE_CONFORMANCE_UNSET_${round}_${index}`;
+      const viaKey = random() < 0.5;
+      const primary = viaKey ? pick([variable, ` ${variable}`, "OTHER_VAR"]) : undefined;
+      const metadata = { openclaw: { requires: { env: [variable] }, ...(primary ? { primaryEnv: primary } : {}) } };
+      files[path.join("skills", name, "SKILL.md")] = skillFile(name, `The ${name} skill.`, { extra: [`metadata: '${JSON.stringify(metadata)}'`] });
+      const value = pick(["  ", "", "x", 0, 1, true, false, null, { source: "env", id: "K" }]);
+      entries[name] = viaKey ? { apiKey: value } : { env: { [variable]: value } };
+    }
+    const paths = ["custom..flag", ".custom.flag", "custom.flag.", "custom.list.0", "custom.list.1", "custom.list.00", "custom.list.length", "custom.list.0.on", "custom.text.length"];
+    for (const [index, key] of paths.entries()) {
+      const name = `path-${round}-${index}`;
+      files[path.join("skills", name, "SKILL.md")] = skillFile(name, `The ${name} skill.`, { extra: [`metadata: '{"openclaw": {"requires": {"config": ["${key}"]}}}'`] });
+    }
+    const custom = {
+      flag: pick([true, false, " ", "on", 0, 1, null]),
+      list: pick([[], ["x"], [0, "y"], [{ on: true }], [{ on: " " }]]),
+      text: pick(["abc", ""]),
+    };
+    const bundled = {};
+    for (const name of ["gh", "Notes", "weather"]) bundled[path.join(name, "SKILL.md")] = skillFile(name, `Bundled ${name}.`);
+    const allowBundled = [...Array(int(1, 3))].map(() => pick([" gh ", "gh", "GH", "", "  ", "notes", " Notes", 5, "weather"]));
+    cases.push({ files, bundled, config: { custom, skills: { entries, allowBundled } } });
+  }
   return cases;
 }
 
@@ -391,12 +422,14 @@ function skillEntries(prompt) {
 function compareSkills(testCase, index) {
   const group = `skills#${index}`;
   const dir = workspace(testCase.files);
-  const config = { ...(testCase.config ?? {}), skills: { limits: { maxSkillsPromptChars: 1_000_000 } } };
+  const bundledDir = testCase.bundled ? workspace(testCase.bundled) : sandboxEnv.OPENCLAW_BUNDLED_SKILLS_DIR;
+  const given = testCase.config ?? {};
+  const config = { ...given, skills: { ...(given.skills ?? {}), limits: { maxSkillsPromptChars: 1_000_000 } } };
   // OpenClaw's own installed plugins ship skills too (browser-automation, ...); they are not
   // part of this workspace, so its plugins are off for the comparison.
   const theirConfig = { ...config, plugins: { enabled: false } };
-  const theirs = skillEntries(oc.buildWorkspaceSkillsPrompt(dir, { config: theirConfig, managedSkillsDir: sandboxEnv.OPENCLAW_STATE_DIR + "/skills", bundledSkillsDir: sandboxEnv.OPENCLAW_BUNDLED_SKILLS_DIR }));
-  const prompt = clawbridge("prompt", { workspace: dir, harness: "embedded", config, tools: [{ name: "read" }] });
+  const theirs = skillEntries(oc.buildWorkspaceSkillsPrompt(dir, { config: theirConfig, managedSkillsDir: sandboxEnv.OPENCLAW_STATE_DIR + "/skills", bundledSkillsDir: bundledDir }));
+  const prompt = clawbridge("prompt", { workspace: dir, harness: "embedded", config, tools: [{ name: "read" }], ...(testCase.bundled ? { bundledSkillsDir: bundledDir } : {}) });
   const ours = skillEntries(prompt);
   check(group, `skill names ${JSON.stringify(ours.map((s) => s.name))} vs ${JSON.stringify(theirs.map((s) => s.name))}`,
     equal(ours.map((s) => s.name), theirs.map((s) => s.name)));
@@ -462,6 +495,49 @@ function comparePromptStructure(index, mode, chat) {
   }
   const common = (list, other) => names(list).filter((heading) => other.has(heading));
   check(group, "order of the shared sections", equal(common(ours.list, theirSet), common(theirs.list, ourSet)), "seed-section-order");
+}
+
+// Config values that gate prompt sections, as people write them (issue 38, items 1, 3, 4): the
+// heartbeat cadence (units in any case, padded, bare numbers as text and as JSON numbers,
+// nonsense), the voice (TTS) mode with an agent's own block over the defaults, and the channel
+// of an exec-approval card in any case. OpenClaw's caller decides the heartbeat prompt with its
+// own resolveHeartbeatPromptForSystemPrompt, as its runner does.
+function compareConfigGates(index) {
+  const group = `config-gates#${index}`;
+  const casing = (word) => [...word].map((c) => (random() < 0.5 ? c.toUpperCase() : c)).join("");
+  const dir = workspace({ "AGENTS.md": "Agents.", "HEARTBEAT.md": "Beat." });
+  const heartbeat = {};
+  const every = pick(["30m", "45M", " 1H ", "45", "0", "0m", 45, 0, "1h30m", "1H30M", "+5", "inf", "soon", "", null, "1.5h", "1e3", "90S", "500ms", undefined]);
+  if (every !== undefined) heartbeat.every = every;
+  const ttsBlock = () => {
+    const block = {};
+    if (random() < 0.7) block.auto = pick(["off", "OFF", " Always ", "always", "inbound", "Tagged", "loud", "", 1]);
+    if (random() < 0.5) block.enabled = pick([true, false, 1, 0, "yes", ""]);
+    return block;
+  };
+  const config = { agents: { defaults: { userTimezone: "UTC", heartbeat } } };
+  if (random() < 0.8) config.messages = { tts: ttsBlock() };
+  if (random() < 0.4) config.agents.list = [{ id: pick(["main", "Main", "other"]), tts: ttsBlock() }];
+  const channel = pick(["telegram", "discord", "slack", "signal", "matrix", "googlechat", "qqbot", "whatsapp", "imessage", "sms"]);
+  const named = casing(channel);
+  const tools = ["read", "exec"];
+  const theirText = oc.buildConfiguredAgentSystemPrompt({
+    config, agentId: "main", workspaceDir: dir, promptMode: "full", toolNames: tools,
+    contextFiles: [], userTimezone: "UTC",
+    runtimeInfo: { agentId: "main", channel: named },
+    heartbeatPrompt: oc.resolveHeartbeatPromptForSystemPrompt({ config, agentId: "main" }),
+  });
+  const ourText = clawbridge("prompt", {
+    workspace: dir, harness: "embedded", promptMode: "full", config, sessionKey: "agent:main:main", model: "anthropic/claude-x",
+    tools: tools.map((name) => ({ name })), channel: { name: named, chatType: "direct" },
+  });
+  const what = `every=${JSON.stringify(every)} tts=${JSON.stringify(config.messages?.tts)} agents=${JSON.stringify(config.agents.list)} channel=${named}`;
+  const heartbeats = (text) => /^## Heartbeats?$/m.test(text);
+  check(group, `Heartbeats section ours=${heartbeats(ourText)} theirs=${heartbeats(theirText)} (${what})`, heartbeats(ourText) === heartbeats(theirText));
+  const voice = (text) => text.includes("## Voice (TTS)");
+  check(group, `Voice section ours=${voice(ourText)} theirs=${voice(theirText)} (${what})`, voice(ourText) === voice(theirText));
+  const card = [ourText.includes("native approval UI"), theirText.includes("use native approval card/buttons first")];
+  check(group, `approval card first ours=${card[0]} theirs=${card[1]} (${what})`, card[0] === card[1]);
 }
 
 // Model aliases from the config, in OpenClaw's order: names that tie or differ only in case,
@@ -622,6 +698,7 @@ for (const trigger of ["user", "heartbeat", "cron"]) for (const memory of [false
 for (const trigger of ["user", "heartbeat"]) compareSurfaces(++index, trigger);
 for (let round = 0; round < 8; round += 1) compareModelAliases(++index);
 for (let round = 0; round < 12; round += 1) compareTimezone(++index);
+for (let round = 0; round < 60; round += 1) compareConfigGates(++index);
 
 const deviationCount = Object.values(tally.deviations).reduce((sum, count) => sum + count, 0);
 console.log(`conformance against openclaw@${spec.version} (seed ${seed}, ${((Date.now() - started) / 1000).toFixed(1)} s)`);

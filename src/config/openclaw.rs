@@ -185,7 +185,7 @@ impl OpenClawConfig {
         allowed
             && match self.agent_value(agent_id, keys::HEARTBEAT_EVERY) {
                 None | Some(Value::Null) => true,
-                Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n > 0.0),
+                // OpenClaw reads the cadence only as text: a JSON number turns heartbeats off.
                 Some(Value::String(text)) => parse_duration_ms(text).is_some_and(|ms| ms > 0),
                 Some(_) => false,
             }
@@ -229,10 +229,29 @@ impl OpenClawConfig {
         self.get(keys::SKILL_ENTRIES)?.get(key)
     }
 
-    /// `skills.allowBundled` (empty = unrestricted).
+    /// Whether exec tells the agent when a background command ends (OpenClaw's automatic
+    /// completion wake): the agent's own `tools.exec.notifyOnExit`, else the global one; on
+    /// unless it is `false`, as OpenClaw 2026.6.10's exec defaults read it.
+    pub fn exec_notify_on_exit(&self, agent_id: &str) -> bool {
+        let own = self
+            .agent_entry(agent_id)
+            .and_then(|entry| dotted_get(entry, "tools.exec.notifyOnExit"))
+            .filter(|value| !value.is_null());
+        own.or_else(|| self.get(keys::EXEC_NOTIFY_ON_EXIT)) != Some(&Value::Bool(false))
+    }
+
+    /// `skills.allowBundled` (empty = unrestricted), as OpenClaw 2026.6.10 normalizes it: each
+    /// entry as text (`String(entry)`), trimmed, empty ones dropped.
     pub fn allow_bundled(&self) -> Vec<String> {
         self.get(keys::SKILLS_ALLOW_BUNDLED)
-            .map(string_list)
+            .and_then(Value::as_array)
+            .map(|entries| {
+                entries
+                    .iter()
+                    .map(|entry| js_string(entry).trim().to_string())
+                    .filter(|entry| !entry.is_empty())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -269,10 +288,11 @@ impl OpenClawConfig {
     /// JavaScript truthiness of a config path (skills `requires.config` gate).
     /// The path comes from a skill's frontmatter, not from clawbridge, so it is not in the table.
     pub fn is_truthy(&self, dotted: &str) -> bool {
-        match dotted_get(&self.root, dotted) {
+        match config_path_get(&self.root, dotted).as_deref() {
             // Unset: OpenClaw's own default for the few keys that have one (the browser is on
-            // unless turned off).
-            None | Some(Value::Null) => CONFIG_DEFAULTS_TRUE.contains(&dotted),
+            // unless turned off). A `null` is set, and false.
+            None => CONFIG_DEFAULTS_TRUE.contains(&dotted),
+            Some(Value::Null) => false,
             Some(Value::Bool(flag)) => *flag,
             Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n != 0.0),
             // Trimmed first: `"  "` is not a value.
@@ -369,19 +389,68 @@ fn dotted_get<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {
         .try_fold(value, |value, key| value.get(key))
 }
 
+/// A `requires.config` path as OpenClaw 2026.6.10's `resolveConfigPath` walks it: empty segments
+/// (`a..b`, a leading or trailing dot) are skipped, and a segment indexes an array by its
+/// canonical decimal index (`list.0`), or reads its `length`.
+fn config_path_get<'a>(root: &'a Value, dotted: &str) -> Option<std::borrow::Cow<'a, Value>> {
+    use std::borrow::Cow;
+    let mut current = Cow::Borrowed(root);
+    for part in dotted.split('.').filter(|part| !part.is_empty()) {
+        let next = match current {
+            Cow::Borrowed(Value::Object(map)) => Cow::Borrowed(map.get(part)?),
+            Cow::Borrowed(Value::Array(items)) if part == "length" => {
+                Cow::Owned(Value::from(items.len()))
+            }
+            Cow::Borrowed(Value::Array(items)) => {
+                let canonical = part == "0" || !part.starts_with('0');
+                let index: usize = part
+                    .parse()
+                    .ok()
+                    .filter(|_| canonical && part.bytes().all(|b| b.is_ascii_digit()))?;
+                Cow::Borrowed(items.get(index)?)
+            }
+            _ => return None,
+        };
+        current = next;
+    }
+    Some(current)
+}
+
 /// Agent ids compare trimmed and lower-cased.
 pub fn normalize_agent_id(id: &str) -> String {
     id.trim().to_lowercase()
 }
 
-/// JavaScript truthiness of a JSON value.
-fn is_truthy_value(value: &Value) -> bool {
+/// JavaScript truthiness of a JSON value (`Boolean(value)`: `"  "` is true, `""` and `0` false).
+pub fn is_truthy_value(value: &Value) -> bool {
     match value {
         Value::Null => false,
         Value::Bool(flag) => *flag,
         Value::Number(number) => number.as_f64().is_some_and(|n| n != 0.0),
         Value::String(text) => !text.is_empty(),
         _ => true,
+    }
+}
+
+/// JavaScript's `String(value)` of a JSON value.
+fn js_string(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "null".to_string(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Number(number) => match number.as_f64() {
+            Some(n) if n.fract() == 0.0 && n.abs() < 1e21 => format!("{n:.0}"),
+            _ => number.to_string(),
+        },
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::Null => String::new(),
+                other => js_string(other),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => "[object Object]".to_string(),
     }
 }
 
@@ -405,45 +474,66 @@ pub fn string_list(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Parse OpenClaw durations (`30m`, `1h`, `45s`, `1h30m`, `0`); a bare number means minutes.
-/// `None` when the text is not a duration.
+/// A duration as OpenClaw 2026.6.10's `parseDurationMs` reads it, in milliseconds: trimmed and
+/// lower-cased, then one number with an optional unit (`45`, `45M`, `1.5h`: a bare number is
+/// minutes, the unit heartbeats give it) or numbers with units back to back (`1h30m`). Units
+/// `ms`, `s`, `m`, `h`, `d`; a number is ASCII digits with an optional `.digits` (no sign,
+/// exponent or bare dot); the total is rounded to the nearest millisecond and must be a safe
+/// integer. `None` when the text is not a duration.
 pub fn parse_duration_ms(text: &str) -> Option<u64> {
-    let text = text.trim();
-    if text.is_empty() {
+    const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+    let text = text.trim().to_lowercase();
+    let mut rest = text.as_str();
+    if rest.is_empty() {
         return None;
-    }
-    if let Ok(minutes) = text.parse::<f64>() {
-        return (minutes >= 0.0).then_some((minutes * 60_000.0) as u64);
     }
     let mut total = 0f64;
-    let mut number = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(ch) = chars.next() {
-        if ch.is_ascii_digit() || ch == '.' {
-            number.push(ch);
-            continue;
-        }
-        let mut unit = ch.to_string();
-        while let Some(next) = chars.peek().filter(|next| next.is_ascii_alphabetic()) {
-            unit.push(*next);
-            chars.next();
-        }
-        let value: f64 = number.parse().ok()?;
-        number.clear();
-        let scale = match unit.as_str() {
-            "ms" => 1.0,
-            "s" => 1_000.0,
-            "m" => 60_000.0,
-            "h" => 3_600_000.0,
-            "d" => 86_400_000.0,
-            _ => return None,
+    let mut first = true;
+    while !rest.is_empty() {
+        let (number, after) = leading_number(rest)?;
+        // `ms` before `m`, as OpenClaw's alternation tries it.
+        let unit = ["ms", "s", "m", "h", "d"]
+            .into_iter()
+            .find(|unit| after.starts_with(unit));
+        let (scale, after) = match unit {
+            Some(unit) => (unit_ms(unit), &after[unit.len()..]),
+            // A bare number only on its own.
+            None if first && after.is_empty() => (60_000.0, after),
+            None => return None,
         };
-        total += value * scale;
+        total += number * scale;
+        rest = after;
+        first = false;
     }
-    if !number.is_empty() {
+    let rounded = total.round();
+    (rounded.is_finite() && rounded <= MAX_SAFE_INTEGER).then_some(rounded as u64)
+}
+
+/// `\d+(\.\d+)?` at the start of `text`: its value and what follows it.
+fn leading_number(text: &str) -> Option<(f64, &str)> {
+    let digits = |from: &str| from.bytes().take_while(u8::is_ascii_digit).count();
+    let whole = digits(text);
+    if whole == 0 {
         return None;
     }
-    Some(total as u64)
+    let mut end = whole;
+    if text[end..].starts_with('.') {
+        let fraction = digits(&text[end + 1..]);
+        if fraction > 0 {
+            end += 1 + fraction;
+        }
+    }
+    Some((text[..end].parse().ok()?, &text[end..]))
+}
+
+fn unit_ms(unit: &str) -> f64 {
+    match unit {
+        "ms" => 1.0,
+        "s" => 1_000.0,
+        "m" => 60_000.0,
+        "h" => 3_600_000.0,
+        _ => 86_400_000.0,
+    }
 }
 
 #[cfg(test)]
@@ -534,6 +624,46 @@ mod tests {
         );
         assert_eq!(parse_duration_ms("1h30m"), Some(5_400_000));
         assert_eq!(parse_duration_ms("soon"), None);
+        let every = |value: Value| {
+            OpenClawConfig::new(json!({"agents": {"defaults": {"heartbeat": {"every": value}}}}))
+                .heartbeat_enabled("main")
+        };
+        // As OpenClaw 2026.6.10 reads it: units in any case, padded, a bare number of minutes;
+        // a JSON number is not text, so heartbeats are off.
+        assert!(every(json!("45M")) && every(json!(" 1H30M ")) && every(json!("45")));
+        assert!(!every(json!(45)) && !every(json!("+5")) && !every(json!("inf")));
+        assert!(every(Value::Null), "null is the default, 30m");
+    }
+
+    #[test]
+    fn durations_as_openclaw_reads_them() {
+        for (text, ms) in [
+            ("45", Some(2_700_000)),
+            ("45M", Some(2_700_000)),
+            ("  2h ", Some(7_200_000)),
+            ("1.5H", Some(5_400_000)),
+            ("500MS", Some(500)),
+            ("1m5s", Some(65_000)),
+            ("1d2h3m4s5ms", Some(93_784_005)),
+            ("0.5ms", Some(1)),
+            ("0", Some(0)),
+            ("1.5", Some(90_000)),
+            ("", None),
+            ("   ", None),
+            ("1h30", None),
+            ("1h 30m", None),
+            ("+5", None),
+            ("-5m", None),
+            ("1e3", None),
+            (".5h", None),
+            ("5.h", None),
+            ("inf", None),
+            ("NaN", None),
+            ("5w", None),
+            ("99999999999999999999d", None),
+        ] {
+            assert_eq!(parse_duration_ms(text), ms, "{text:?}");
+        }
     }
 
     #[test]

@@ -921,8 +921,12 @@ impl Run {
         self.tools.iter().map(|tool| tool.name.as_str())
     }
 
+    /// Whether a tool named `name` (lower case) is offered: names compare trimmed and lower-cased,
+    /// as OpenClaw's prompt builder and its Codex memory routing compare them (`Memory_Search`
+    /// is `memory_search`).
     pub fn has_tool(&self, name: &str) -> bool {
-        self.tool_names().any(|tool| tool == name)
+        self.tool_names()
+            .any(|tool| tool.trim().to_lowercase() == name)
     }
 
     /// Show `real` paths as `shown` in everything handed to the model.

@@ -17,6 +17,18 @@ use super::{render, PromptRequest, SystemPrompt};
 use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery};
 use crate::routing::{RoutedWorkspace, Surface};
 use crate::skills::SkillsPrompt;
+
+/// The channels OpenClaw 2026.6.10 knows to render approval cards natively
+/// (`KNOWN_NATIVE_APPROVAL_PROMPT_CHANNELS`), so their exec guidance puts the card first.
+const NATIVE_APPROVAL_CHANNELS: [&str; 7] = [
+    "discord",
+    "googlechat",
+    "matrix",
+    "qqbot",
+    "slack",
+    "telegram",
+    "signal",
+];
 use crate::support::json::data_block;
 use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
 
@@ -321,14 +333,15 @@ pub fn prompt_inputs(
         })
         .collect();
     // A native approval UI: the channel says so (inline buttons or native approvals), or it
-    // is one of the channels known to have approval cards.
+    // is one of the channels OpenClaw 2026.6.10 knows to have approval cards (any case).
     let native_approval_ui = channel.capabilities.iter().any(|capability| {
         capability.eq_ignore_ascii_case("inlineButtons")
             || capability.eq_ignore_ascii_case("nativeApprovals")
-    }) || matches!(
-        channel.name.as_deref(),
-        Some("telegram" | "discord" | "slack")
-    );
+    }) || channel.name.as_deref().is_some_and(|name| {
+        NATIVE_APPROVAL_CHANNELS
+            .iter()
+            .any(|known| name.eq_ignore_ascii_case(known))
+    });
     let sandbox = match &run.sandbox_info {
         Some(info) => SandboxInfo {
             enabled: info.enabled.unwrap_or(true),
@@ -442,7 +455,9 @@ pub fn prompt_inputs(
         memory_section,
         // The resolver applies the heartbeat gate; the renderer shows it in full mode only.
         heartbeat: resolved.heartbeat.clone(),
-        auto_completion_wake: run.has_tool("exec"),
+        // OpenClaw's automatic completion wake: exec tells the agent when a background command
+        // ends unless `tools.exec.notifyOnExit` is false.
+        auto_completion_wake: run.has_tool("exec") && run.config.exec_notify_on_exit(&run.agent_id),
         control_ui_embed: channel.name.as_deref() == Some("webchat"),
         provider_contribution: ProviderContribution::merge(&contributions),
     }

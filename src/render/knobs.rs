@@ -25,7 +25,6 @@ pub struct PromptConfig {
     pub memory_citations: Option<String>,
     /// `agents.defaults.userTimezone` when it is a valid IANA name.
     pub configured_timezone: Option<String>,
-    pub time_format: Option<String>,
     pub heartbeat: Option<String>,
     /// `plugins.entries.openai.config.personality` (default on).
     pub gpt5_interaction_style: bool,
@@ -73,6 +72,60 @@ fn string(value: Option<&Value>) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The voice (TTS) auto mode of `agent_id` as OpenClaw 2026.6.10 resolves it for the system
+/// prompt: `messages.tts` with the agent's own `tts` block merged over it key by key, then its
+/// `auto` (trimmed, any case) when that is `off`, `always`, `inbound` or `tagged`, else `always`
+/// when `enabled` is true (JavaScript truthiness) and `off` otherwise. OpenClaw also reads a
+/// per-user preferences file on the gateway's machine; a run document carries no such file, so
+/// the config decides here.
+pub fn tts_auto_mode(config: &OpenClawConfig, agent_id: &str) -> &'static str {
+    let base = config.get(keys::TTS).cloned().unwrap_or(Value::Null);
+    let merged = match config
+        .agent_entry(agent_id)
+        .and_then(|entry| entry.get("tts"))
+    {
+        Some(agent) => merge_defined(base, agent),
+        None => base,
+    };
+    let auto = merged
+        .get("auto")
+        .and_then(Value::as_str)
+        .map(|auto| auto.trim().to_lowercase());
+    match auto.as_deref() {
+        Some("off") => "off",
+        Some("always") => "always",
+        Some("inbound") => "inbound",
+        Some("tagged") => "tagged",
+        _ if merged
+            .get("enabled")
+            .is_some_and(crate::config::openclaw::is_truthy_value) =>
+        {
+            "always"
+        }
+        _ => "off",
+    }
+}
+
+/// OpenClaw's `deepMergeDefined`: objects merge key by key, anything else in `over` replaces.
+fn merge_defined(base: Value, over: &Value) -> Value {
+    match (base, over) {
+        (Value::Object(mut base), Value::Object(over)) => {
+            for (key, value) in over {
+                if matches!(key.as_str(), "__proto__" | "prototype" | "constructor") {
+                    continue;
+                }
+                let merged = match base.remove(key) {
+                    Some(existing) => merge_defined(existing, value),
+                    None => value.clone(),
+                };
+                base.insert(key.clone(), merged);
+            }
+            Value::Object(base)
+        }
+        (_, over) => over.clone(),
+    }
+}
+
 /// Resolve the prompt knobs of `agent_id`.
 pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptConfig {
     let delegation_mode = match config
@@ -82,14 +135,18 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
         Some("prefer") => DelegationMode::Prefer,
         _ => DelegationMode::Suggest,
     };
-    let tts_hint = match config
-        .get(keys::TTS)
-        .and_then(|tts| tts.get("auto"))
-        .and_then(Value::as_str) {
-        Some("off") | None => None,
-        Some(mode) => Some(format!(
-            "Voice replies are on ({mode}): keep spoken replies short and natural, without Markdown, links or lists."
-        )),
+    let tts_hint = match tts_auto_mode(config, agent_id) {
+        "off" => None,
+        mode => {
+            let when = match mode {
+                "inbound" => " Speak only when the user's last message came as audio or voice.",
+                "tagged" => " Speak only where you add `[[tts:...]]` directives or a `[[tts:text]]...[[/tts:text]]` block.",
+                _ => "",
+            };
+            Some(format!(
+                "Voice replies are on ({mode}): keep spoken replies short and natural, without Markdown, links or lists.{when}"
+            ))
+        }
     };
     let mut aliases: Vec<(String, String)> = config
         .get(keys::MODELS)
@@ -141,9 +198,13 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
         owner_ids,
         tts_hint,
         model_alias_lines,
-        memory_citations: string(config.get(keys::MEMORY_CITATIONS)),
+        // Compared as written, as OpenClaw's memory section does (`=== "off"`): `" off "` and
+        // `"OFF"` leave citations on there, so they do here.
+        memory_citations: config
+            .get(keys::MEMORY_CITATIONS)
+            .and_then(Value::as_str)
+            .map(str::to_string),
         configured_timezone,
-        time_format: string(config.get(keys::TIME_FORMAT)),
         heartbeat,
         gpt5_interaction_style: config
             .get(keys::OPENAI_PERSONALITY)
@@ -158,6 +219,54 @@ pub fn resolve_prompt_config(config: &OpenClawConfig, agent_id: &str) -> PromptC
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn tts_mode_read_as_openclaw_reads_it() {
+        let mode = |config: serde_json::Value| tts_auto_mode(&OpenClawConfig::new(config), "main");
+        let tts = |tts: serde_json::Value| json!({"messages": {"tts": tts}});
+        assert_eq!(mode(json!({})), "off");
+        assert_eq!(mode(tts(json!({"auto": "off"}))), "off");
+        assert_eq!(mode(tts(json!({"auto": "OFF"}))), "off", "any case");
+        assert_eq!(mode(tts(json!({"auto": " Inbound "}))), "inbound");
+        assert_eq!(mode(tts(json!({"auto": "tagged"}))), "tagged");
+        assert_eq!(
+            mode(tts(json!({"auto": "loud"}))),
+            "off",
+            "unknown is not on"
+        );
+        assert_eq!(
+            mode(tts(json!({"auto": "loud", "enabled": true}))),
+            "always"
+        );
+        assert_eq!(mode(tts(json!({"enabled": true}))), "always");
+        assert_eq!(mode(tts(json!({"enabled": 1}))), "always");
+        assert_eq!(mode(tts(json!({"enabled": false}))), "off");
+        // The agent's block is merged over the defaults, key by key.
+        let agent = |agent: serde_json::Value| {
+            json!({"messages": {"tts": {"auto": "always", "enabled": true}},
+                   "agents": {"list": [{"id": "Main", "tts": agent}]}})
+        };
+        assert_eq!(mode(agent(json!({"auto": "off"}))), "off");
+        assert_eq!(
+            mode(agent(json!({"auto": "nope"}))),
+            "always",
+            "enabled stays"
+        );
+        assert_eq!(mode(agent(json!({"auto": null, "enabled": false}))), "off");
+        assert_eq!(mode(agent(json!({"mode": "all"}))), "always");
+        let other = json!({"messages": {"tts": {"auto": "always"}},
+                           "agents": {"list": [{"id": "other", "tts": {"auto": "off"}}]}});
+        assert_eq!(
+            mode(other),
+            "always",
+            "another agent's block is not this one's"
+        );
+        let hint = |auto: &str| {
+            resolve_prompt_config(&OpenClawConfig::new(tts(json!({"auto": auto}))), "main").tts_hint
+        };
+        assert_eq!(hint(" OFF "), None);
+        assert!(hint("Tagged").is_some_and(|text| text.contains("[[tts:")));
+    }
 
     #[test]
     fn p10_owner_hash() {

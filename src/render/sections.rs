@@ -499,7 +499,7 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
     stable.push(workspace);
     if full {
         let docs = match &inputs.docs_path {
-            Some(path) => format!("OpenClaw docs: {path} (local). Consult them first."),
+            Some(path) => format!("OpenClaw docs: {path} (local; public mirror: https://docs.openclaw.ai). Consult them first."),
             None => "OpenClaw docs: https://docs.openclaw.ai (no local copy here, so consult this mirror first).".to_string(),
         };
         let source = match &inputs.source_path {

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::{HostFacts, SkillEntry};
+use crate::config::openclaw::is_truthy_value;
 use crate::config::Run;
 
 /// Why a skill was not offered (for `/context --detail`).
@@ -89,23 +90,16 @@ fn ineligibility(
     if !always {
         let requires = gates.get("requires").cloned().unwrap_or(Value::Null);
         let list = |key: &str| requires.get(key).map(gate_list).unwrap_or_default();
-        let primary_env = gates
-            .get("primaryEnv")
-            .and_then(Value::as_str)
-            .map(str::trim);
-        let filled = |value: Option<&Value>| {
-            value
-                .and_then(Value::as_str)
-                .is_some_and(|text| !text.trim().is_empty())
-        };
+        // Read as OpenClaw 2026.6.10 reads it: the text as written (not trimmed).
+        let primary_env = gates.get("primaryEnv").and_then(Value::as_str);
+        // A configured value counts when JavaScript calls it true: `"  "` does, `""` does not.
+        let filled = |value: Option<&Value>| value.is_some_and(is_truthy_value);
         for variable in list("env") {
             // Configured for the skill: its own `env.VAR` with a value, or its `apiKey` when the
             // skill names VAR as its primary variable (as OpenClaw checks).
             let configured = entry.is_some_and(|entry| {
                 filled(entry.get("env").and_then(|env| env.get(&variable)))
-                    || (primary_env == Some(variable.as_str())
-                        && (filled(entry.get("apiKey"))
-                            || entry.get("apiKey").is_some_and(Value::is_object)))
+                    || (primary_env == Some(variable.as_str()) && filled(entry.get("apiKey")))
             });
             if !configured && host.env.get(&variable).is_none_or(String::is_empty) {
                 return Some(format!("requires environment variable {variable}"));

@@ -1,5 +1,5 @@
 //! OpenClaw's system prompt: goldens per mode and surface, section order and gates, the cache
-//! boundary, provider overrides, the hooks (docs/system-prompt.md §10 vectors).
+//! boundary, provider overrides, the hooks (docs/system-prompt.md §11 vectors).
 
 use std::path::PathBuf;
 
@@ -876,4 +876,105 @@ fn the_bootstrap_hook_receives_config_and_session_id() {
     assert!(input["files"]
         .as_array()
         .is_some_and(|files| !files.is_empty()));
+}
+
+#[test]
+fn exec_approvals_use_the_card_on_every_channel_openclaw_knows_to_have_one() {
+    let ws = TestWorkspace::full();
+    let native = |channel: &str| {
+        let run = run_with(
+            &ws.path(),
+            serde_json::json!({"harness": "embedded", "tools": [tool("exec")],
+            "channel": {"name": channel, "chatType": "direct"}}),
+        );
+        let text = prompt_for(&run, None).text();
+        assert!(text.contains("Exec approvals:"), "{channel}");
+        text.contains("native approval UI")
+    };
+    // OpenClaw 2026.6.10's known channels, in any case.
+    for channel in [
+        "telegram",
+        "discord",
+        "slack",
+        "signal",
+        "matrix",
+        "googlechat",
+        "qqbot",
+        "Signal",
+        "MATRIX",
+        "GoogleChat",
+    ] {
+        assert!(native(channel), "{channel} has approval cards");
+    }
+    for channel in ["whatsapp", "imessage", "webchat", "sms", "signal-x"] {
+        assert!(!native(channel), "{channel}: the manual /approve flow");
+    }
+}
+
+/// Memory Recall as OpenClaw 2026.6.10 builds it (issue 38, items 2 and 8): the memory tools are
+/// found in any casing, and `memory.citations` turns citations off only when it is exactly
+/// `"off"` (OpenClaw compares it as written: `" off "` and `"OFF"` leave them on).
+#[test]
+fn memory_recall_finds_tools_in_any_case_and_reads_citations_as_written() {
+    let ws = TestWorkspace::full();
+    let prompt = |tool_name: &str, citations: Option<&str>| {
+        let mut fields =
+            serde_json::json!({"harness": "embedded", "tools": [tool("read"), tool(tool_name)]});
+        if let Some(citations) = citations {
+            fields["config"] = serde_json::json!({"memory": {"citations": citations}});
+        }
+        prompt_for(&run_with(&ws.path(), fields), None).text()
+    };
+    for name in ["memory_search", "Memory_Search", " MEMORY_GET "] {
+        assert!(prompt(name, None).contains("## Memory Recall"), "{name}");
+    }
+    assert!(!prompt("memory_searcher", None).contains("## Memory Recall"));
+    let off = "Never mention memory file paths";
+    assert!(prompt("memory_search", Some("off")).contains(off));
+    for kept_on in [" off ", "OFF", "auto"] {
+        let text = prompt("memory_search", Some(kept_on));
+        assert!(
+            !text.contains(off) && text.contains("Source: <path#line>"),
+            "{kept_on:?}"
+        );
+    }
+}
+
+/// Seed sentences that had no test (issue 38): the `session_status` guidance only with the tool;
+/// the automatic completion wake bullet only with `exec` and exec's `notifyOnExit` not false (the
+/// agent's own setting first); the public docs mirror named with its address beside local docs.
+#[test]
+fn session_status_wake_and_docs_mirror_follow_their_inputs() {
+    let ws = TestWorkspace::full();
+    let prompt = |tools: &[&str], config: serde_json::Value| {
+        let tools: Vec<serde_json::Value> = tools.iter().map(|name| tool(name)).collect();
+        let fields = serde_json::json!({"harness": "embedded", "tools": tools, "config": config});
+        prompt_for(&run_with(&ws.path(), fields), None).text()
+    };
+    let status = "`session_status` shows the current time";
+    assert!(prompt(&["read", "session_status"], serde_json::json!({})).contains(status));
+    assert!(!prompt(&["read"], serde_json::json!({})).contains(status));
+    let wake = "rely on the push-based wake";
+    assert!(prompt(&["exec"], serde_json::json!({})).contains(wake));
+    assert!(!prompt(&["read"], serde_json::json!({})).contains(wake));
+    let off = serde_json::json!({"tools": {"exec": {"notifyOnExit": false}}});
+    assert!(!prompt(&["exec"], off).contains(wake), "notifyOnExit false");
+    let agent_on = serde_json::json!({"tools": {"exec": {"notifyOnExit": false}},
+        "agents": {"list": [{"id": "main", "tools": {"exec": {"notifyOnExit": true}}}]}});
+    assert!(
+        prompt(&["exec"], agent_on).contains(wake),
+        "the agent's own wins"
+    );
+    let agent_off = serde_json::json!({"agents": {"list": [{"id": "main", "tools": {"exec": {"notifyOnExit": false}}}]}});
+    assert!(!prompt(&["exec"], agent_off).contains(wake));
+    let local = prompt(
+        &["read"],
+        serde_json::json!({"docs": {"path": "/srv/openclaw/docs"}}),
+    );
+    assert!(
+        local.contains("/srv/openclaw/docs (local; public mirror: https://docs.openclaw.ai)"),
+        "{local}"
+    );
+    assert!(prompt(&["read"], serde_json::json!({}))
+        .contains("OpenClaw docs: https://docs.openclaw.ai"));
 }

@@ -81,6 +81,28 @@ fn rv1_codex_user_turn_with_memory_tools() {
     assert!(!everything.contains(HEARTBEAT_POINTER_HEADING));
 }
 
+/// A memory tool named in another casing or with spaces around it is still the memory tool, as
+/// OpenClaw's Codex memory routing compares names (trimmed, lower-cased): MEMORY.md gets the
+/// memory note, not a paste into the turn (issue 38, item 2).
+#[test]
+fn a_memory_tool_in_another_casing_still_routes_memory_md_to_the_note() {
+    let ws = TestWorkspace::full();
+    for name in ["Memory_Search", " MEMORY_GET "] {
+        let run = run_with(
+            &ws.path(),
+            json!({"message": PROMPT, "tools": [tool("message"), tool(name)]}),
+        );
+        let params = params_json(&run);
+        let collaboration = collaboration(&params).expect("collaboration text");
+        assert!(collaboration.contains(MEMORY_NOTE_HEADING), "{name}");
+        assert!(
+            !all_text(&params).contains(&placeholder("MEMORY.md")),
+            "{name}: MEMORY.md pasted"
+        );
+        assert_eq!(turn_input(&params), PROMPT, "{name}");
+    }
+}
+
 #[test]
 fn rv2_memory_plugin_disabled_sends_memory_in_turn_input() {
     let ws = TestWorkspace::full();
@@ -871,4 +893,30 @@ fn thread_config_follows_openclaw_s_rules() {
         .is_none());
     let nano = config_of(json!({"model": "openai/gpt-5.4-nano"}));
     assert_eq!(nano["features.multi_agent"], false);
+}
+
+/// A bare `/new` or `/reset` turn that OpenClaw opened with its startup block of recent daily
+/// memory reaches Codex byte for byte (seed: the startup context of that first turn), both when
+/// nothing else goes into the turn input and when MEMORY.md travels with it (issue 38).
+#[test]
+fn a_startup_memory_block_survives_byte_for_byte() {
+    let ws = TestWorkspace::full();
+    let startup = "[Startup context: recent daily memory]\r\n## memory/2026-06-09.md\n  Bought\u{00A0}milk; 🎉 call Ana  \n\n\t<not a tag> & \"quotes\"\n\n/new";
+    for command in [startup.to_string(), startup.replace("/new", "/reset")] {
+        let with_tools = run_with(
+            &ws.path(),
+            json!({"message": command, "tools": memory_tools()}),
+        );
+        assert_eq!(turn_input(&params_json(&with_tools)), command);
+        let pasted = run_with(
+            &ws.path(),
+            json!({"message": command, "tools": [tool("message")]}),
+        );
+        let input = turn_input(&params_json(&pasted));
+        assert!(input.contains(&placeholder("MEMORY.md")));
+        assert!(
+            input.ends_with(&format!("{REQUEST_LABEL}\n{command}")),
+            "{input:?}"
+        );
+    }
 }

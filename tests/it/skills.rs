@@ -632,3 +632,76 @@ fn symlinks_that_escape_the_skills_folder_are_skipped_everywhere() {
         );
     }
 }
+
+/// Config values as OpenClaw 2026.6.10 reads them (issue 38, items 5-7): a `requires.env` is met
+/// by a configured value JavaScript calls true (`"  "` is, `""` is not) or by an `apiKey` of
+/// blanks when the variable is the skill's `primaryEnv`; `skills.allowBundled` entries are
+/// trimmed; a `requires.config` path skips empty segments (`a..b`) and indexes arrays (`a.list.0`).
+#[test]
+fn env_gates_bundled_allowlists_and_config_paths_read_as_openclaw_reads_them() {
+    let ws = TestWorkspace::empty();
+    let bundled = TestWorkspace::empty();
+    bundled.write("github/SKILL.md", &skill("github", "Bundled GitHub."));
+    bundled.write("weather/SKILL.md", &skill("weather", "Bundled weather."));
+    let gated = |name: &str, openclaw: Value| {
+        ws.write(
+            &format!("skills/{name}/SKILL.md"),
+            &format!(
+                "---\nname: {name}\ndescription: Gated.\nmetadata: {}\n---\n",
+                json!({"openclaw": openclaw})
+            ),
+        );
+    };
+    gated(
+        "blank-env",
+        json!({"requires": {"env": ["SKILL_TEST_BLANK"]}}),
+    );
+    gated(
+        "blank-key",
+        json!({"primaryEnv": "SKILL_TEST_KEY", "requires": {"env": ["SKILL_TEST_KEY"]}}),
+    );
+    gated(
+        "empty-key",
+        json!({"primaryEnv": "SKILL_TEST_KEY", "requires": {"env": ["SKILL_TEST_KEY"]}}),
+    );
+    gated(
+        "double-dot",
+        json!({"requires": {"config": ["channels..token"]}}),
+    );
+    gated(
+        "indexed",
+        json!({"requires": {"config": ["channels.list.0.token"]}}),
+    );
+    gated(
+        "out-of-range",
+        json!({"requires": {"config": ["channels.list.1"]}}),
+    );
+    gated(
+        "null-browser",
+        json!({"requires": {"config": ["browser.enabled"]}}),
+    );
+    let config = json!({
+        "skills": {
+            "allowBundled": [" github "],
+            "entries": {
+                "blank-env": {"env": {"SKILL_TEST_BLANK": "  "}},
+                "blank-key": {"apiKey": " "},
+                "empty-key": {"apiKey": ""}
+            }
+        },
+        "channels": {"token": "t", "list": [{"token": "t"}]},
+        "browser": {"enabled": null}
+    });
+    let (translation, _) = translate_run(&run_with(
+        &ws.path(),
+        json!({"bundledSkillsDir": bundled.path(), "config": config}),
+    ));
+    let mut offered: Vec<&str> = translation.skills.iter().map(|s| s.name.as_str()).collect();
+    offered.sort_unstable();
+    assert_eq!(
+        offered,
+        ["blank-env", "blank-key", "double-dot", "github", "indexed"],
+        "{:?}",
+        translation.ineligible_skills
+    );
+}
