@@ -49,6 +49,20 @@ for (const [key, value] of Object.entries(sandboxEnv)) {
 // ---------------------------------------------------------------------------------------------
 const { oc, constants, mapping, spec } = await loadOpenClaw(openclawDir);
 
+// OpenClaw's Memory Recall section is its memory plugin's (memory-core). Its own register step
+// runs here against a stand-in plugin API that passes only the memory capability on to
+// OpenClaw's registry (every other registration is dropped), so a bare renderer call builds the
+// section as a gateway with the plugin does.
+{
+  const ignored = new Proxy(function () {}, { get: () => ignored, apply: () => ignored });
+  const api = new Proxy({}, {
+    get: (_, name) => (name === "registerMemoryCapability" ? (capability) => oc.registerMemoryCapability("memory-core", capability) : ignored),
+  });
+  const plugin = await import(path.join(openclawDir, "dist", "extensions", "memory-core", "index.js"));
+  plugin.default.register(api);
+  mapping.memoryCore = "dist/extensions/memory-core/index.js (register, memory capability only)";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Deterministic generators.
 // ---------------------------------------------------------------------------------------------
@@ -520,7 +534,11 @@ function compareConfigGates(index) {
   if (random() < 0.4) config.agents.list = [{ id: pick(["main", "Main", "other"]), tts: ttsBlock() }];
   const channel = pick(["telegram", "discord", "slack", "signal", "matrix", "googlechat", "qqbot", "whatsapp", "imessage", "sms"]);
   const named = casing(channel);
-  const tools = ["read", "exec"];
+  // Memory tools in any casing, padded, or a name that only looks like one; citations as written.
+  const memoryTool = pick(["memory_search", "Memory_Search", " MEMORY_GET ", "memory_get", "memory_searcher", undefined]);
+  const citations = pick([undefined, "off", " off ", "OFF", "on", "auto"]);
+  if (citations !== undefined) config.memory = { citations };
+  const tools = ["read", "exec", ...(memoryTool ? [memoryTool] : [])];
   const theirText = oc.buildConfiguredAgentSystemPrompt({
     config, agentId: "main", workspaceDir: dir, promptMode: "full", toolNames: tools,
     contextFiles: [], userTimezone: "UTC",
@@ -531,7 +549,13 @@ function compareConfigGates(index) {
     workspace: dir, harness: "embedded", promptMode: "full", config, sessionKey: "agent:main:main", model: "anthropic/claude-x",
     tools: tools.map((name) => ({ name })), channel: { name: named, chatType: "direct" },
   });
-  const what = `every=${JSON.stringify(every)} tts=${JSON.stringify(config.messages?.tts)} agents=${JSON.stringify(config.agents.list)} channel=${named}`;
+  const what = `every=${JSON.stringify(every)} tts=${JSON.stringify(config.messages?.tts)} agents=${JSON.stringify(config.agents.list)} channel=${named} memoryTool=${JSON.stringify(memoryTool)} citations=${JSON.stringify(citations)}`;
+  const recall = (text) => text.includes("## Memory Recall");
+  check(group, `Memory Recall ours=${recall(ourText)} theirs=${recall(theirText)} (${what})`, recall(ourText) === recall(theirText));
+  if (recall(ourText) && recall(theirText)) {
+    const off = [ourText.includes("Never mention memory file paths"), theirText.includes("Citations are disabled")];
+    check(group, `citations off ours=${off[0]} theirs=${off[1]} (${what})`, off[0] === off[1]);
+  }
   const heartbeats = (text) => /^## Heartbeats?$/m.test(text);
   check(group, `Heartbeats section ours=${heartbeats(ourText)} theirs=${heartbeats(theirText)} (${what})`, heartbeats(ourText) === heartbeats(theirText));
   const voice = (text) => text.includes("## Voice (TTS)");
@@ -585,7 +609,6 @@ const SECTION_DEVIATIONS = {
   "## Silent Replies": { placement: "seed-dynamic-suffix" },
   "## Heartbeats": { presence: "seed-heartbeats-section", placement: "seed-dynamic-suffix" },
   "# Dynamic Project Context": { presence: "seed-dynamic-project-context" },
-  "## Memory Recall": { presence: "memory-recall-from-plugin" },
   "## OpenClaw Self-Update": { presence: "seed-self-update-section" },
   "## Group Chat Context": { placement: "seed-dynamic-suffix" },
   "## Messaging": { placement: "seed-dynamic-suffix" },
