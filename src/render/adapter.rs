@@ -17,6 +17,8 @@ use super::{render, PromptRequest, SystemPrompt};
 use crate::config::{ChatType, PromptMode, Run, SessionKind, SourceReplyDelivery};
 use crate::routing::{RoutedWorkspace, Surface};
 use crate::skills::SkillsPrompt;
+use crate::support::json::data_block;
+use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
 
 /// The channels OpenClaw 2026.6.10 knows to render approval cards natively
 /// (`KNOWN_NATIVE_APPROVAL_PROMPT_CHANNELS`), so their exec guidance puts the card first.
@@ -29,8 +31,6 @@ const NATIVE_APPROVAL_CHANNELS: [&str; 7] = [
     "telegram",
     "signal",
 ];
-use crate::support::json::data_block;
-use crate::workspace::{FittedFile, TRUNCATION_NOTICE};
 
 /// Host facts for the Runtime line and the time zone (passed in, never read by the renderer).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -461,6 +461,17 @@ fn allowlists_folder_names_and_config_gates_are_trimmed() {
         .any(|skill| skill.name == "blank-gate" && skill.reason.contains("channels.token")));
 }
 
+/// A skill in `ws` named `name` with `openclaw` as its metadata's gates.
+fn gated_skill(ws: &TestWorkspace, name: &str, openclaw: Value) {
+    ws.write(
+        &format!("skills/{name}/SKILL.md"),
+        &format!(
+            "---\nname: {name}\ndescription: Gated.\nmetadata: {}\n---\n",
+            json!({"openclaw": openclaw})
+        ),
+    );
+}
+
 /// Gates as people write them: `os` and `requires.bins` as comma-separated strings are read
 /// (a win32-only skill or one needing a missing binary is not offered); `requires.env` is not
 /// met by an empty `env.VAR`, nor by an `apiKey` when the skill's `primaryEnv` is another
@@ -468,15 +479,7 @@ fn allowlists_folder_names_and_config_gates_are_trimmed() {
 #[test]
 fn comma_separated_gates_and_env_requirements_read_as_openclaw_reads_them() {
     let ws = TestWorkspace::empty();
-    let gated = |name: &str, openclaw: Value| {
-        ws.write(
-            &format!("skills/{name}/SKILL.md"),
-            &format!(
-                "---\nname: {name}\ndescription: Gated.\nmetadata: {}\n---\n",
-                json!({"openclaw": openclaw})
-            ),
-        );
-    };
+    let gated = |name: &str, openclaw: Value| gated_skill(&ws, name, openclaw);
     gated("windows", json!({"os": "win32, darwin"}));
     gated("linux-too", json!({"os": " linux , win32"}));
     gated(
@@ -643,15 +646,7 @@ fn env_gates_bundled_allowlists_and_config_paths_read_as_openclaw_reads_them() {
     let bundled = TestWorkspace::empty();
     bundled.write("github/SKILL.md", &skill("github", "Bundled GitHub."));
     bundled.write("weather/SKILL.md", &skill("weather", "Bundled weather."));
-    let gated = |name: &str, openclaw: Value| {
-        ws.write(
-            &format!("skills/{name}/SKILL.md"),
-            &format!(
-                "---\nname: {name}\ndescription: Gated.\nmetadata: {}\n---\n",
-                json!({"openclaw": openclaw})
-            ),
-        );
-    };
+    let gated = |name: &str, openclaw: Value| gated_skill(&ws, name, openclaw);
     gated(
         "blank-env",
         json!({"requires": {"env": ["SKILL_TEST_BLANK"]}}),
