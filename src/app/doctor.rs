@@ -54,7 +54,8 @@ pub struct DoctorSettings {
     pub run: Option<PathBuf>,
 }
 
-fn finding(check: &'static str, level: Level, detail: String, fix: &str) -> Finding {
+/// One finding (also the endpoint checks' in `proxy::doctor`).
+pub(crate) fn finding(check: &'static str, level: Level, detail: String, fix: &str) -> Finding {
     Finding {
         check,
         level,

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use crate::app::doctor::{Finding, Level};
+use crate::app::doctor::{finding, Finding, Level};
 use crate::codex::client::pool::MemberState;
 use crate::proxy::endpoint::{self, EndpointStatus, ListenAddr, StatusFailure};
 
@@ -91,15 +91,6 @@ pub async fn endpoint_findings(
     findings.push(members(&status));
     findings.push(turns(&status));
     findings
-}
-
-fn finding(check: &'static str, level: Level, detail: String, fix: &str) -> Finding {
-    Finding {
-        check,
-        level,
-        detail,
-        fix: fix.to_string(),
-    }
 }
 
 /// Dead members fail, restarting ones warn (with the reason each gave); otherwise a count.

@@ -57,10 +57,19 @@ fn request_body() -> String {
 
 /// A forwarder to `upstream` recording into `sink`.
 async fn forwarder_to(upstream: String, sink: tokio::sync::mpsc::Sender<Recorded>) -> Forwarder {
+    forwarder_trusting(upstream, None, sink).await
+}
+
+/// [`forwarder_to`] trusting `extra_ca` too (`--upstream-ca`).
+async fn forwarder_trusting(
+    upstream: String,
+    extra_ca: Option<std::path::PathBuf>,
+    sink: tokio::sync::mpsc::Sender<Recorded>,
+) -> Forwarder {
     Forwarder::start(
         ForwarderSettings {
             upstream: Upstream::Fixed(upstream),
-            extra_ca: None,
+            extra_ca,
             websocket: true,
         },
         sink,
@@ -867,16 +876,8 @@ async fn tls_websocket_upstreams_need_a_trusted_ca() {
     std::fs::write(&ca, ca_pem).expect("ca");
     for trusted in [true, false] {
         let (sink, mut recorded) = tokio::sync::mpsc::channel(16);
-        let forwarder = Forwarder::start(
-            ForwarderSettings {
-                upstream: Upstream::Fixed(upstream.clone()),
-                extra_ca: trusted.then(|| ca.clone()),
-                websocket: true,
-            },
-            sink,
-        )
-        .await
-        .expect("forwarder");
+        let forwarder =
+            forwarder_trusting(upstream.clone(), trusted.then(|| ca.clone()), sink).await;
         let addr = forwarder.addr;
         let base = forwarder.base_url();
         let path = format!(
@@ -953,16 +954,7 @@ async fn tls_upstreams_need_a_trusted_ca() {
     std::fs::write(&ca, ca_pem).expect("ca");
     for (extra_ca, expected) in [(Some(ca.clone()), 200), (None, 502)] {
         let (sink, mut recorded) = tokio::sync::mpsc::channel(16);
-        let forwarder = Forwarder::start(
-            ForwarderSettings {
-                upstream: Upstream::Fixed(upstream.clone()),
-                extra_ca,
-                websocket: true,
-            },
-            sink,
-        )
-        .await
-        .expect("forwarder");
+        let forwarder = forwarder_trusting(upstream.clone(), extra_ca, sink).await;
         let base = forwarder.base_url();
         let (_, answer) = tokio::task::spawn_blocking(move || post(&base, &request_body()))
             .await
@@ -1247,16 +1239,7 @@ async fn a_request_that_failed_upstream_is_filed_with_its_failure() {
     let upstream = format!("http://{}/v1", closed.local_addr().expect("addr"));
     drop(closed);
     let (sink, mut recorded) = tokio::sync::mpsc::channel(16);
-    let forwarder = Forwarder::start(
-        ForwarderSettings {
-            upstream: Upstream::Fixed(upstream),
-            extra_ca: None,
-            websocket: true,
-        },
-        sink,
-    )
-    .await
-    .expect("forwarder");
+    let forwarder = forwarder_to(upstream, sink).await;
     let base = forwarder.base_url();
     let (_, answer) = tokio::task::spawn_blocking(move || post(&base, &request_body()))
         .await
