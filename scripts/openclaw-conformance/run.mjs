@@ -78,6 +78,8 @@ function prng(state) {
 const random = prng(seed);
 const pick = (items) => items[Math.floor(random() * items.length)];
 const int = (low, high) => low + Math.floor(random() * (high - low + 1));
+// A word in a random mix of cases, as people type names and values.
+const casing = (word) => [...word].map((c) => (random() < 0.5 ? c.toUpperCase() : c)).join("");
 
 const ALPHABETS = {
   ascii: "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ 0123456789.,;:-",
@@ -377,7 +379,6 @@ function skillCases() {
   }
   // Gates as people write them: boolean strings in any case for disable-model-invocation, and
   // metadata as JSON5 with `os` as a list or a comma-separated string (the host is linux).
-  const casing = (word) => [...word].map((c) => (random() < 0.5 ? c.toUpperCase() : c)).join("");
   for (let round = 0; round < 3; round += 1) {
     const files = {};
     for (let index = 0; index < int(6, 14); index += 1) {
@@ -518,7 +519,6 @@ function comparePromptStructure(index, mode, chat) {
 // own resolveHeartbeatPromptForSystemPrompt, as its runner does.
 function compareConfigGates(index) {
   const group = `config-gates#${index}`;
-  const casing = (word) => [...word].map((c) => (random() < 0.5 ? c.toUpperCase() : c)).join("");
   const dir = workspace({ "AGENTS.md": "Agents.", "HEARTBEAT.md": "Beat." });
   const heartbeat = {};
   const every = pick(["30m", "45M", " 1H ", "45", "0", "0m", 45, 0, "1h30m", "1H30M", "+5", "inf", "soon", "", null, "1.5h", "1e3", "90S", "500ms", undefined]);

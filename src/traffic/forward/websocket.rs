@@ -238,9 +238,9 @@ where
 /// Frames copied for the recorder, waiting at most, in number and in bytes (past either a copy
 /// is dropped, never a frame).
 const RECORDER_QUEUE: usize = 256;
+const RECORDER_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 /// How long a request's copy waits for its answer to begin before the recorder takes it up.
 const REQUEST_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
-const RECORDER_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 
 /// A copy of one text frame for the recorder: when it came, from which side, its bytes.
 struct Copy {
