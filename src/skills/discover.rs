@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{skill_version, DiscoveredSkills, HostFacts, SkillEntry, SkillTier};
 use crate::config::Run;
+use crate::support::fs::{Beneath, OpenedFile};
 use crate::support::text::{collate, len16, trim_js};
 
 /// How deep below a root a `SKILL.md` is looked for (nesting is organisational; OpenClaw's
@@ -83,13 +84,8 @@ impl std::fmt::Debug for SkillCache {
 }
 
 impl SkillCache {
-    fn parse(
-        &self,
-        file: &Path,
-        metadata: &std::fs::Metadata,
-        run: &Run,
-        tier: SkillTier,
-    ) -> Result<SkillEntry, String> {
+    fn parse(&self, found: &FoundSkill, run: &Run, tier: SkillTier) -> Result<SkillEntry, String> {
+        let (file, metadata) = (&found.path, &found.metadata);
         let location = run.display_path(file);
         let modified = metadata.modified().ok();
         if let Ok(entries) = self.entries.lock() {
@@ -105,10 +101,10 @@ impl SkillCache {
                 }
             }
         }
-        let parsed = parse_skill_file(file, metadata, run, tier);
+        let parsed = parse_skill_file(found, run, tier);
         if let Ok(mut entries) = self.entries.lock() {
             entries.insert(
-                file.to_path_buf(),
+                file.clone(),
                 CachedSkill {
                     len: metadata.len(),
                     modified,
@@ -177,10 +173,22 @@ pub fn discover_skills_cached(
         }
         let mut files = Vec::new();
         walk.next_root_at(&root);
+        // Reads stay beneath the real skills folder (and, confined, the roots): the same
+        // containment the walk checks for symlinks, kept by the kernel at every open.
+        let real_root = walk.root.clone();
+        let allowed = |real: &Path| {
+            real_root
+                .as_ref()
+                .is_some_and(|root| real.starts_with(root))
+                && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
+        };
+        let beneath = Beneath::open(&root, &allowed);
         find_skill_files(
             &root,
+            None,
             0,
             run.roots.as_ref(),
+            Some(&beneath),
             &mut walk,
             &mut files,
             &mut found.warnings,
@@ -189,17 +197,17 @@ pub fn discover_skills_cached(
             tracing::warn!("{warning}");
             found.warnings.push(warning);
         }
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        let parse = |(file, metadata): &(PathBuf, std::fs::Metadata)| match cache {
-            Some(cache) => cache.parse(file, metadata, run, tier),
-            None => parse_skill_file(file, metadata, run, tier),
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let parse = |found: &FoundSkill| match cache {
+            Some(cache) => cache.parse(found, run, tier),
+            None => parse_skill_file(found, run, tier),
         };
         // A warm cache answers from one `stat` per skill: threads would cost more than they save.
         let parsed_all = match cache {
             Some(_) => files.iter().map(parse).collect(),
             None => parse_in_parallel(&files, parse),
         };
-        for ((file, _), parsed) in files.iter().zip(parsed_all) {
+        for (FoundSkill { path: file, .. }, parsed) in files.iter().zip(parsed_all) {
             match parsed {
                 Ok(skill) => {
                     if let Some(note) = &skill.parse_note {
@@ -276,6 +284,8 @@ pub(super) struct Walk {
     /// The real path of the skills folder being walked: a symlink that resolves outside it is
     /// skipped (OpenClaw's "escaped skill path"), confined run or not.
     root: Option<PathBuf>,
+    /// `SKILL.md` files found and still open ([`MAX_FILES_HELD_OPEN`]).
+    held_open: usize,
 }
 
 /// A folder's identity on disk: device and inode, so every path that reaches it is one folder.
@@ -301,6 +311,8 @@ impl Walk {
     pub(super) fn next_root(&mut self) {
         self.visited.clear();
         self.root = None;
+        // The previous root's files were parsed and closed.
+        self.held_open = 0;
     }
 
     /// Walk `root` next, keeping symlinks inside its real path.
@@ -334,30 +346,55 @@ impl Walk {
     }
 }
 
+/// A `SKILL.md` the walk found: its path, its metadata and, for the first
+/// [`MAX_FILES_HELD_OPEN`] of a walk, the file itself, opened as the walk looked for it, so
+/// finding and reading a skill is one pass (one `openat2`, one `fstat`, the reads).
+pub(super) struct FoundSkill {
+    pub(super) path: PathBuf,
+    pub(super) metadata: std::fs::Metadata,
+    opened: Option<OpenedFile>,
+}
+
+/// Most `SKILL.md` files one walk keeps open until they are parsed (a file descriptor each);
+/// later ones are opened again to be read.
+const MAX_FILES_HELD_OPEN: usize = 512;
+
 /// Collect `SKILL.md` files (with their metadata, so the cache needs no second `stat`). Under
 /// `roots`, a symlinked folder or SKILL.md that resolves outside them is skipped with a warning.
 /// Each real folder is walked once, and the whole walk is bounded ([`Walk`]).
+///
+/// `id` is the folder's identity when its parent's listing already gave it (a plain folder:
+/// the parent's device and the entry's inode), which saves a `stat` per folder. With `beneath`
+/// (the skills folder held open), a folder's `SKILL.md` is opened directly beneath it: a
+/// regular file is a skill, a missing or non-regular one means the folder is walked on, and
+/// anything the kernel refuses (a symlink out of the folder) takes the checked path below.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn find_skill_files(
     dir: &Path,
+    id: Option<FolderId>,
     depth: usize,
     roots: Option<&crate::support::fs::Roots>,
+    beneath: Option<&Beneath>,
     walk: &mut Walk,
-    out: &mut Vec<(PathBuf, std::fs::Metadata)>,
+    out: &mut Vec<FoundSkill>,
     warnings: &mut Vec<String>,
 ) {
     if depth > MAX_SKILL_DEPTH || !walk.admit() {
         return;
     }
-    match std::fs::metadata(dir)
-        .ok()
-        .and_then(|metadata| folder_id(dir, &metadata))
-    {
-        Some(id) => {
-            if !walk.visited.insert(id) {
-                return;
-            }
-        }
-        None => return,
+    let id = match id {
+        Some(id) => id,
+        None => match std::fs::metadata(dir)
+            .ok()
+            .and_then(|metadata| folder_id(dir, &metadata))
+        {
+            Some(id) => id,
+            None => return,
+        },
+    };
+    let device = folder_device(&id);
+    if !walk.visited.insert(id) {
+        return;
     }
     let skills_root = walk.root.clone();
     let outside = |path: &Path, warnings: &mut Vec<String>| {
@@ -380,18 +417,45 @@ pub(super) fn find_skill_files(
     };
     if depth > 0 {
         let skill_file = dir.join("SKILL.md");
-        // One `stat` for a plain SKILL.md; a link is checked against the roots, then followed.
-        let metadata = match std::fs::symlink_metadata(&skill_file) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                if (roots.is_some() || skills_root.is_some()) && outside(&skill_file, warnings) {
-                    return;
-                }
-                std::fs::metadata(&skill_file).ok()
+        let relative = beneath.and_then(|beneath| {
+            skill_file
+                .strip_prefix(beneath.folder())
+                .ok()
+                .map(|relative| (beneath, relative))
+        });
+        let fast = relative.and_then(|(beneath, relative)| beneath.try_open(relative));
+        let metadata = match fast {
+            Some(Ok(opened)) => {
+                let metadata = opened.metadata().clone();
+                let opened = (walk.held_open < MAX_FILES_HELD_OPEN).then_some(opened);
+                walk.held_open += usize::from(opened.is_some());
+                out.push(FoundSkill {
+                    path: skill_file,
+                    metadata,
+                    opened,
+                });
+                return;
             }
-            found => found.ok(),
+            // No SKILL.md here, or not a regular one: walk on.
+            Some(Err(_)) => None,
+            // One `stat` for a plain SKILL.md; a link is checked against the roots, then followed.
+            None => match std::fs::symlink_metadata(&skill_file) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    if (roots.is_some() || skills_root.is_some()) && outside(&skill_file, warnings)
+                    {
+                        return;
+                    }
+                    std::fs::metadata(&skill_file).ok()
+                }
+                found => found.ok(),
+            },
         };
         if let Some(metadata) = metadata.filter(std::fs::Metadata::is_file) {
-            out.push((skill_file, metadata));
+            out.push(FoundSkill {
+                path: skill_file,
+                metadata,
+                opened: None,
+            });
             return;
         }
     }
@@ -408,17 +472,52 @@ pub(super) fn find_skill_files(
             continue;
         }
         // `file_type` comes with the directory listing; follow symlinks only when needed.
-        let is_dir = match entry.file_type() {
-            Ok(kind) if kind.is_dir() => true,
-            Ok(kind) if kind.is_symlink() => {
-                entry.path().is_dir() && !outside(&entry.path(), warnings)
-            }
-            _ => false,
+        let (is_dir, child_id) = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => (true, listed_id(device, &entry)),
+            Ok(kind) if kind.is_symlink() => (
+                entry.path().is_dir() && !outside(&entry.path(), warnings),
+                None,
+            ),
+            _ => (false, None),
         };
         if is_dir {
-            find_skill_files(&entry.path(), depth + 1, roots, walk, out, warnings);
+            find_skill_files(
+                &entry.path(),
+                child_id,
+                depth + 1,
+                roots,
+                beneath,
+                walk,
+                out,
+                warnings,
+            );
         }
     }
+}
+
+/// A plain folder's identity from its parent's listing: the parent's device (a folder is on its
+/// parent's filesystem unless it is a mount point, whose covered inode is still unique there)
+/// and the entry's inode, with no `stat`.
+#[cfg(unix)]
+fn listed_id(device: Option<u64>, entry: &std::fs::DirEntry) -> Option<FolderId> {
+    use std::os::unix::fs::DirEntryExt;
+    device.map(|device| (device, entry.ino()))
+}
+
+#[cfg(not(unix))]
+fn listed_id(_device: Option<u64>, _entry: &std::fs::DirEntry) -> Option<FolderId> {
+    None
+}
+
+/// The device a folder is on, where its identity says.
+#[cfg(unix)]
+fn folder_device(id: &FolderId) -> Option<u64> {
+    Some(id.0)
+}
+
+#[cfg(not(unix))]
+fn folder_device(_id: &FolderId) -> Option<u64> {
+    None
 }
 
 /// Split `---` frontmatter from a SKILL.md (BOM stripped, CRLF normalised for parsing only).
@@ -444,11 +543,11 @@ pub(super) fn frontmatter(text: &str) -> Option<String> {
 }
 
 pub(super) fn parse_skill_file(
-    file: &Path,
-    metadata: &std::fs::Metadata,
+    found: &FoundSkill,
     run: &Run,
     tier: SkillTier,
 ) -> Result<SkillEntry, String> {
+    let (file, metadata) = (found.path.as_path(), &found.metadata);
     let size = metadata.len();
     if size > MAX_SKILL_FILE_BYTES {
         return Err(format!(
@@ -456,12 +555,15 @@ pub(super) fn parse_skill_file(
         ));
     }
     // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
-    let read = match &run.roots {
-        Some(roots) => crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &|real| {
-            roots.contains(real)
-        }),
+    let read = match (&found.opened, &run.roots) {
+        (Some(opened), _) => opened.read_capped(MAX_SKILL_FILE_BYTES),
+        (None, Some(roots)) => {
+            crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &|real| {
+                roots.contains(real)
+            })
+        }
         // The walk's `stat` is the one the read needs.
-        None => {
+        (None, None) => {
             crate::support::fs::read_capped_anywhere(file, Some(metadata), MAX_SKILL_FILE_BYTES)
         }
     };
@@ -687,14 +789,32 @@ mod tests {
         let (mut out, mut warnings) = (Vec::new(), Vec::new());
         let past = std::time::Instant::now();
         crate::support::deadline::within(past, || {
-            find_skill_files(dir.path(), 0, None, &mut walk, &mut out, &mut warnings)
+            find_skill_files(
+                dir.path(),
+                None,
+                0,
+                None,
+                None,
+                &mut walk,
+                &mut out,
+                &mut warnings,
+            )
         });
         assert!(out.is_empty(), "nothing walked after the deadline");
         let warning = walk.take_stop_warning(dir.path()).expect("a warning");
         assert!(warning.contains("deadline"), "{warning}");
         // Without a deadline the same walk finds the skill.
         let mut walk = Walk::default();
-        find_skill_files(dir.path(), 0, None, &mut walk, &mut out, &mut warnings);
+        find_skill_files(
+            dir.path(),
+            None,
+            0,
+            None,
+            None,
+            &mut walk,
+            &mut out,
+            &mut warnings,
+        );
         assert_eq!(out.len(), 1);
     }
 }

@@ -261,7 +261,6 @@ fn read_capped_portable(
     cap: u64,
     allowed: &dyn Fn(&Path) -> bool,
 ) -> std::result::Result<Vec<u8>, ReadRefusal> {
-    use std::io::Read;
     let before = resolve_real(path);
     if !allowed(&before) {
         return Err(ReadRefusal::Outside);
@@ -284,11 +283,47 @@ fn read_capped_portable(
     if is_pseudo_filesystem(&after) {
         return Err(ReadRefusal::NotRegular("pseudo-filesystem file"));
     }
-    let mut bytes = Vec::with_capacity(metadata.len().min(cap) as usize);
-    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
+    read_open_file(&file, metadata.len(), cap)
+}
+
+/// Read an open regular file whose size was reported as `reported`, at most `cap` bytes.
+///
+/// The first read asks for the reported size and one byte more, so an unchanged file takes two
+/// `read` calls (the second sees the end); the standard `read_to_end` over a `take` starts at
+/// 8 KiB and doubles, four calls for a 25 KB bootstrap file. The reported size is never trusted
+/// for the cap: a file that grew is read on, in steps, up to `cap + 1` bytes.
+fn read_open_file(
+    mut file: &std::fs::File,
+    reported: u64,
+    cap: u64,
+) -> std::result::Result<Vec<u8>, ReadRefusal> {
+    use std::io::Read;
+    let limit = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
+    let first = usize::try_from(reported.min(cap))
+        .unwrap_or(usize::MAX)
+        .saturating_add(1)
+        .min(limit);
+    let mut bytes = vec![0u8; first];
+    let mut filled = 0;
+    loop {
+        if filled == bytes.len() {
+            if filled >= limit {
+                break;
+            }
+            let grown = filled.saturating_mul(2).clamp(filled + 1, limit);
+            bytes.resize(grown, 0);
+        }
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(ReadRefusal::Io(error)),
+        }
+    }
+    if filled as u64 > cap {
         return Err(ReadRefusal::TooLarge { cap });
     }
+    bytes.truncate(filled);
     Ok(bytes)
 }
 
@@ -305,7 +340,6 @@ fn read_capped_fast(
     cap: u64,
     allowed: Option<&dyn Fn(&Path) -> bool>,
 ) -> Option<std::result::Result<Vec<u8>, ReadRefusal>> {
-    use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let looked = match known {
@@ -333,14 +367,7 @@ fn read_capped_fast(
     if on_pseudo_filesystem(&file, metadata.dev()) {
         return Some(Err(ReadRefusal::NotRegular("pseudo-filesystem file")));
     }
-    let mut bytes = Vec::with_capacity(metadata.len().min(cap) as usize + 1);
-    if let Err(error) = file.take(cap.saturating_add(1)).read_to_end(&mut bytes) {
-        return Some(Err(ReadRefusal::Io(error)));
-    }
-    if bytes.len() as u64 > cap {
-        return Some(Err(ReadRefusal::TooLarge { cap }));
-    }
-    Some(Ok(bytes))
+    Some(read_open_file(&file, metadata.len(), cap))
 }
 
 /// Kernel-generated files (procfs, sysfs, debugfs, tracefs, securityfs, cgroup, configfs,
@@ -367,22 +394,25 @@ fn on_pseudo_filesystem(file: &std::fs::File, device: u64) -> bool {
     pseudo
 }
 
+/// The `f_type` of the kernel's pseudo-filesystems.
+#[cfg(target_os = "linux")]
+const PSEUDO_FILESYSTEMS: [u64; 10] = [
+    0x9fa0,      // proc
+    0x6265_6572, // sysfs
+    0x6462_6720, // debugfs
+    0x7472_6163, // tracefs
+    0x7363_6673, // securityfs
+    0x0027_e0eb, // cgroup
+    0x6367_7270, // cgroup2
+    0x6265_6570, // configfs
+    0xde5e_81e4, // efivarfs
+    0x4249_4e4d, // binfmt_misc
+];
+
 #[cfg(target_os = "linux")]
 fn filesystem_is_pseudo(file: &std::fs::File) -> bool {
-    const PSEUDO: [u64; 10] = [
-        0x9fa0,      // proc
-        0x6265_6572, // sysfs
-        0x6462_6720, // debugfs
-        0x7472_6163, // tracefs
-        0x7363_6673, // securityfs
-        0x0027_e0eb, // cgroup
-        0x6367_7270, // cgroup2
-        0x6265_6570, // configfs
-        0xde5e_81e4, // efivarfs
-        0x4249_4e4d, // binfmt_misc
-    ];
     rustix::fs::fstatfs(file)
-        .map(|stats| PSEUDO.contains(&(stats.f_type as u64)))
+        .map(|stats| PSEUDO_FILESYSTEMS.contains(&(stats.f_type as u64)))
         .unwrap_or(false)
 }
 
@@ -408,6 +438,141 @@ pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
         path: path.to_path_buf(),
         source: refusal.into_io(),
     })
+}
+
+/// A folder that reads stay beneath: the workspace for its bootstrap and state files, a skills
+/// folder for its `SKILL.md` files.
+///
+/// On Linux the folder is held open and each read is one `openat2` relative to it with
+/// `RESOLVE_BENEATH` (the kernel refuses any `..`, absolute or symlinked step that would leave the
+/// folder, checked as it resolves, so nothing can be swapped in between), `RESOLVE_NO_XDEV`
+/// (never onto another mount: no procfs, sysfs or devtmpfs file is ever reached) and
+/// `RESOLVE_NO_MAGICLINKS`. That replaces [`read_capped`]'s `stat` before the open and its
+/// `/proc/self/fd` lookup after it. Whatever the kernel refuses (a step that leaves, a mount
+/// crossed, a kernel or sandbox without `openat2`) is retried with [`read_capped`]'s checks on
+/// the joined path, which name the refusal or read what lies legitimately on another mount. A
+/// missing file is answered by the one failed `openat2`.
+///
+/// `allowed` is asked once, about the folder's real path; it must accept everything below a
+/// folder it accepts (the prefix checks of every caller), so what lies beneath needs no asking.
+/// A folder `allowed` refuses, or one on a pseudo-filesystem, gets no fast path at all.
+pub struct Beneath<'a> {
+    folder: PathBuf,
+    allowed: &'a (dyn Fn(&Path) -> bool + Sync),
+    #[cfg(target_os = "linux")]
+    opened: Option<std::os::fd::OwnedFd>,
+}
+
+impl<'a> Beneath<'a> {
+    /// Hold `folder` open for reads beneath it.
+    pub fn open(folder: &Path, allowed: &'a (dyn Fn(&Path) -> bool + Sync)) -> Self {
+        Beneath {
+            folder: folder.to_path_buf(),
+            allowed,
+            #[cfg(target_os = "linux")]
+            opened: open_folder(folder, allowed),
+        }
+    }
+
+    /// The folder as given.
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// What reads beneath the folder must satisfy (for checks made elsewhere).
+    pub fn allowed(&self) -> &'a (dyn Fn(&Path) -> bool + Sync) {
+        self.allowed
+    }
+
+    /// Read the regular file at `relative` (below the folder), at most `cap` bytes.
+    pub fn read_capped(
+        &self,
+        relative: &Path,
+        cap: u64,
+    ) -> std::result::Result<Vec<u8>, ReadRefusal> {
+        match self.try_open(relative) {
+            Some(Ok(file)) => file.read_capped(cap),
+            Some(Err(refusal)) => Err(refusal),
+            None => read_capped(&self.folder.join(relative), cap, self.allowed),
+        }
+    }
+
+    /// Open the file at `relative` beneath the folder in one call, without reading it: a regular
+    /// file, or the refusal `NotFound` or `NotRegular`. `None` when the fast path cannot answer
+    /// (see the type's docs): the caller takes the checked path.
+    pub fn try_open(
+        &self,
+        relative: &Path,
+    ) -> Option<std::result::Result<OpenedFile, ReadRefusal>> {
+        #[cfg(target_os = "linux")]
+        if let Some(folder) = &self.opened {
+            use rustix::fs::{Mode, OFlags, ResolveFlags};
+            let opened = rustix::fs::openat2(
+                folder,
+                relative,
+                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_XDEV | ResolveFlags::NO_MAGICLINKS,
+            );
+            return match opened {
+                Ok(fd) => {
+                    let file = std::fs::File::from(fd);
+                    match file.metadata() {
+                        Ok(metadata) if metadata.is_file() => {
+                            Some(Ok(OpenedFile { file, metadata }))
+                        }
+                        Ok(metadata) => Some(Err(ReadRefusal::NotRegular(file_kind(&metadata)))),
+                        Err(error) => Some(Err(ReadRefusal::Io(error))),
+                    }
+                }
+                Err(rustix::io::Errno::NOENT) => Some(Err(ReadRefusal::NotFound)),
+                Err(_) => None,
+            };
+        }
+        let _ = relative;
+        None
+    }
+}
+
+/// A regular file opened by [`Beneath::try_open`], with its metadata, not yet read.
+#[derive(Debug)]
+pub struct OpenedFile {
+    file: std::fs::File,
+    metadata: std::fs::Metadata,
+}
+
+impl OpenedFile {
+    /// The metadata of the open file (`fstat`).
+    pub fn metadata(&self) -> &std::fs::Metadata {
+        &self.metadata
+    }
+
+    /// Read it, at most `cap` bytes.
+    pub fn read_capped(&self, cap: u64) -> std::result::Result<Vec<u8>, ReadRefusal> {
+        read_open_file(&self.file, self.metadata.len(), cap)
+    }
+}
+
+/// The folder opened as a path handle, when the fast path may be used for it: its real path
+/// (through the open handle) is allowed and it is not on a pseudo-filesystem.
+#[cfg(target_os = "linux")]
+fn open_folder(folder: &Path, allowed: &dyn Fn(&Path) -> bool) -> Option<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let fd = rustix::fs::open(
+        folder,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    if !allowed(&real) || is_pseudo_filesystem(&real) {
+        return None;
+    }
+    let pseudo = rustix::fs::fstatfs(&fd)
+        .map(|stats| PSEUDO_FILESYSTEMS.contains(&(stats.f_type as u64)))
+        .unwrap_or(true);
+    (!pseudo).then_some(fd)
 }
 
 impl ReadRefusal {
@@ -560,6 +725,91 @@ mod tests {
             read_capped(Path::new("/proc/self/environ"), 1 << 20, &|_| true),
             Err(ReadRefusal::NotRegular(_))
         ));
+    }
+
+    /// Reads beneath a held-open folder: what stays inside is read (through inner symlinks
+    /// too), what leaves it (a symlink out, dangling or not, `..`, procfs) is refused as
+    /// outside, a FIFO is refused without waiting, the cap holds. On Linux the kernel answers
+    /// (`try_open`), and a step out is never opened by the fast path.
+    #[cfg(unix)]
+    #[test]
+    fn reads_stay_beneath_their_folder() {
+        let dir = tempfile::tempdir().expect("dir");
+        let outer = dir.path().canonicalize().expect("canonical");
+        let folder = outer.join("ws");
+        std::fs::create_dir_all(folder.join("sub")).expect("mkdir");
+        std::fs::write(folder.join("sub/f.md"), b"inside").expect("write");
+        std::fs::write(outer.join("secret.md"), b"outside").expect("write");
+        let link = |target: &str, name: &str| {
+            std::os::unix::fs::symlink(target, folder.join(name)).expect("link");
+        };
+        link("sub/f.md", "inner.md");
+        link("../secret.md", "up.md");
+        link(outer.join("secret.md").to_str().expect("utf-8"), "absolute.md");
+        link(outer.join("gone.md").to_str().expect("utf-8"), "dangling.md");
+        link("/proc/self/environ", "environ");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(folder.join("pipe"))
+            .status()
+            .expect("mkfifo")
+            .success());
+        let allowed = |real: &Path| real.starts_with(&folder);
+        let beneath = Beneath::open(&folder, &allowed);
+        let read = |name: &str| beneath.read_capped(Path::new(name), 64);
+        assert_eq!(read("sub/f.md").expect("read"), b"inside");
+        assert_eq!(read("inner.md").expect("read"), b"inside");
+        for escape in ["up.md", "absolute.md", "dangling.md", "environ", "../secret.md"] {
+            assert!(
+                matches!(read(escape), Err(ReadRefusal::Outside)),
+                "{escape}: {:?}",
+                read(escape)
+            );
+        }
+        assert!(matches!(read("pipe"), Err(ReadRefusal::NotRegular("FIFO"))));
+        assert!(matches!(read("sub"), Err(ReadRefusal::NotRegular("folder"))));
+        assert!(matches!(read("missing.md"), Err(ReadRefusal::NotFound)));
+        assert!(matches!(
+            beneath.read_capped(Path::new("sub/f.md"), 5),
+            Err(ReadRefusal::TooLarge { cap: 5 })
+        ));
+        #[cfg(target_os = "linux")]
+        {
+            // The kernel answers what stays inside, in one call, and refuses every step out.
+            assert!(matches!(beneath.try_open(Path::new("inner.md")), Some(Ok(_))));
+            assert!(matches!(
+                beneath.try_open(Path::new("missing.md")),
+                Some(Err(ReadRefusal::NotFound))
+            ));
+            for escape in ["up.md", "absolute.md", "dangling.md", "environ", "../secret.md"] {
+                assert!(beneath.try_open(Path::new(escape)).is_none(), "{escape}");
+            }
+        }
+        // A folder the check refuses gets no fast path; every read is refused as outside.
+        let nowhere = |_: &Path| false;
+        let refused = Beneath::open(&folder, &nowhere);
+        assert!(refused.try_open(Path::new("sub/f.md")).is_none());
+        assert!(matches!(
+            refused.read_capped(Path::new("sub/f.md"), 64),
+            Err(ReadRefusal::Outside)
+        ));
+    }
+
+    /// A file whose reported size is wrong (procfs says 0, a file may grow) is still read whole
+    /// and still capped.
+    #[test]
+    fn open_files_are_read_whole_and_capped_whatever_their_reported_size() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![b'x'; 10_000]).expect("write");
+        let file = std::fs::File::open(&path).expect("open");
+        assert_eq!(read_open_file(&file, 0, 10_000).expect("read").len(), 10_000);
+        let file = std::fs::File::open(&path).expect("open");
+        assert!(matches!(
+            read_open_file(&file, 3, 9_999),
+            Err(ReadRefusal::TooLarge { cap: 9_999 })
+        ));
+        let file = std::fs::File::open(&path).expect("open");
+        assert_eq!(read_open_file(&file, 50_000, 20_000).expect("read").len(), 10_000);
     }
 
     #[test]

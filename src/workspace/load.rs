@@ -8,12 +8,20 @@ use super::{
     MAX_BOOTSTRAP_FILE_BYTES,
 };
 use crate::config::{Run, SessionKind, Trigger};
+use crate::support::fs::Beneath;
 
 /// Load the bootstrap files of `run` (docs/routing.md §3.1-§3.4).
 pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
     let mut loaded = LoadedWorkspace::default();
     let workspace = &run.workspace;
     let canonical_workspace = crate::support::fs::resolve_real(workspace);
+    // Inside the workspace (a symlink may point elsewhere in it) and, for a confined run, inside
+    // the service's roots; the reads stay beneath the open workspace folder.
+    let allowed = |real: &Path| {
+        real.starts_with(&canonical_workspace)
+            && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
+    };
+    let beneath = Beneath::open(workspace, &allowed);
     let entries = directory_entries(workspace);
     for name in BOOTSTRAP_FILE_NAMES {
         let keep_reason = filter_reason(run, name);
@@ -31,7 +39,7 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
             "MEMORY.md" if !entries.contains_key(name) => continue,
             "BOOTSTRAP.md" if !entries.contains_key(name) => continue,
             "BOOTSTRAP.md" => {
-                if let Some(reason) = setup_complete_reason(run) {
+                if let Some(reason) = setup_complete_reason_in(run, &beneath) {
                     loaded.omitted.push(OmittedFile {
                         name: name.to_string(),
                         reason: reason.to_string(),
@@ -42,7 +50,7 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
             _ => {}
         }
         let path = workspace.join(name);
-        let content = read_bootstrap_file(&path, &canonical_workspace, run, &mut loaded.warnings);
+        let content = read_bootstrap_file(&beneath, name, &path, &mut loaded.warnings);
         loaded.files.push(BootstrapFile {
             name: name.to_string(),
             path: run.display_path(&path),
@@ -111,27 +119,31 @@ pub(super) fn setup_complete_reason(run: &Run) -> Option<&'static str> {
     if let Some(stated) = run.setup_complete {
         return stated.then_some("the run document says workspace setup is complete");
     }
-    let workspace = &run.workspace;
-    let canonical_workspace = crate::support::fs::resolve_real(workspace);
+    let canonical_workspace = crate::support::fs::resolve_real(&run.workspace);
     let allowed = |real: &Path| {
         real.starts_with(&canonical_workspace)
             && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
     };
-    let read_state = |path: &Path| {
-        let bytes =
-            crate::support::fs::read_capped(path, MAX_WORKSPACE_STATE_BYTES, &allowed).ok()?;
+    setup_complete_reason_in(run, &Beneath::open(&run.workspace, &allowed))
+}
+
+/// [`setup_complete_reason`] with the workspace already open.
+fn setup_complete_reason_in(run: &Run, beneath: &Beneath) -> Option<&'static str> {
+    if let Some(stated) = run.setup_complete {
+        return stated.then_some("the run document says workspace setup is complete");
+    }
+    let workspace = &run.workspace;
+    let read_state = |relative: &Path| {
+        let bytes = beneath
+            .read_capped(relative, MAX_WORKSPACE_STATE_BYTES)
+            .ok()?;
         serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
             .filter(serde_json::Value::is_object)
     };
     // The root file wins whenever it parses; the legacy one is only a fallback.
-    let state = read_state(&workspace.join(WORKSPACE_STATE_FILE)).or_else(|| {
-        read_state(
-            &workspace
-                .join(".openclaw")
-                .join(LEGACY_WORKSPACE_STATE_FILE),
-        )
-    });
+    let state = read_state(Path::new(WORKSPACE_STATE_FILE))
+        .or_else(|| read_state(&Path::new(".openclaw").join(LEGACY_WORKSPACE_STATE_FILE)));
     let recorded = state.is_some_and(|state| {
         ["setupCompletedAt", "onboardingCompletedAt"]
             .iter()
@@ -145,7 +157,7 @@ pub(super) fn setup_complete_reason(run: &Run) -> Option<&'static str> {
     if recorded {
         return Some("workspace setup is complete");
     }
-    has_user_content(workspace, &allowed)
+    has_user_content(workspace, beneath.allowed())
         .then_some("the workspace already holds user content (memory/, MEMORY.md or a skill)")
 }
 
@@ -179,19 +191,15 @@ pub(super) fn setup_complete(run: &Run) -> bool {
     setup_complete_reason(run).is_some()
 }
 
+/// `name` read beneath the workspace; `path` (the same file) names it in warnings.
 fn read_bootstrap_file(
+    beneath: &Beneath,
+    name: &str,
     path: &Path,
-    workspace: &Path,
-    run: &Run,
     warnings: &mut Vec<String>,
 ) -> FileContent {
     use crate::support::fs::ReadRefusal;
-    // Inside the workspace (a symlink may point elsewhere in it) and, for a confined run, inside
-    // the service's roots; checked again on the open file (`read_capped`).
-    let allowed = |real: &Path| {
-        real.starts_with(workspace) && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
-    };
-    match crate::support::fs::read_capped(path, MAX_BOOTSTRAP_FILE_BYTES, &allowed) {
+    match beneath.read_capped(Path::new(name), MAX_BOOTSTRAP_FILE_BYTES) {
         Ok(bytes) => FileContent::Present(decode_lossy(path, bytes, warnings)),
         // A dangling symlink is missing too.
         Err(ReadRefusal::NotFound) => FileContent::Missing,
