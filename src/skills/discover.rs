@@ -84,7 +84,13 @@ impl std::fmt::Debug for SkillCache {
 }
 
 impl SkillCache {
-    fn parse(&self, found: &FoundSkill, run: &Run, tier: SkillTier) -> Result<SkillEntry, String> {
+    fn parse(
+        &self,
+        found: &FoundSkill,
+        beneath: &Beneath,
+        run: &Run,
+        tier: SkillTier,
+    ) -> Result<SkillEntry, String> {
         let (file, metadata) = (&found.path, &found.metadata);
         let location = run.display_path(file);
         let modified = metadata.modified().ok();
@@ -101,7 +107,7 @@ impl SkillCache {
                 }
             }
         }
-        let parsed = parse_skill_file(found, run, tier);
+        let parsed = parse_skill_file(found, beneath, run, tier);
         if let Ok(mut entries) = self.entries.lock() {
             entries.insert(
                 file.clone(),
@@ -173,6 +179,10 @@ pub fn discover_skills_cached(
         }
         let mut files = Vec::new();
         walk.next_root_at(&root);
+        // With a cache, a skill found unchanged is not read: the walk's one `lstat` answers it
+        // (opening it would cost an open, an `fstat` and a close). Without one, every skill
+        // found is read, so the walk opens it as it looks.
+        walk.open_skill_files = cache.is_none();
         // Reads stay beneath the real skills folder (and, confined, the roots): the same
         // containment the walk checks for symlinks, kept by the kernel at every open.
         let real_root = walk.root.clone();
@@ -199,8 +209,8 @@ pub fn discover_skills_cached(
         }
         files.sort_by(|a, b| a.path.cmp(&b.path));
         let parse = |found: &FoundSkill| match cache {
-            Some(cache) => cache.parse(found, run, tier),
-            None => parse_skill_file(found, run, tier),
+            Some(cache) => cache.parse(found, &beneath, run, tier),
+            None => parse_skill_file(found, &beneath, run, tier),
         };
         // A warm cache answers from one `stat` per skill: threads would cost more than they save.
         let parsed_all = match cache {
@@ -286,6 +296,8 @@ pub(super) struct Walk {
     root: Option<PathBuf>,
     /// `SKILL.md` files found and still open ([`MAX_FILES_HELD_OPEN`]).
     held_open: usize,
+    /// Whether the walk opens each `SKILL.md` it finds (to be read) or only looks at it.
+    open_skill_files: bool,
 }
 
 /// A folder's identity on disk: device and inode, so every path that reaches it is one folder.
@@ -423,7 +435,9 @@ pub(super) fn find_skill_files(
                 .ok()
                 .map(|relative| (beneath, relative))
         });
-        let fast = relative.and_then(|(beneath, relative)| beneath.try_open(relative));
+        let fast = relative
+            .filter(|_| walk.open_skill_files)
+            .and_then(|(beneath, relative)| beneath.try_open(relative));
         let metadata = match fast {
             Some(Ok(opened)) => {
                 let metadata = opened.metadata().clone();
@@ -544,6 +558,7 @@ pub(super) fn frontmatter(text: &str) -> Option<String> {
 
 pub(super) fn parse_skill_file(
     found: &FoundSkill,
+    beneath: &Beneath,
     run: &Run,
     tier: SkillTier,
 ) -> Result<SkillEntry, String> {
@@ -555,15 +570,19 @@ pub(super) fn parse_skill_file(
         ));
     }
     // The reported size is not trusted (procfs says 0): the read itself is capped and confined.
-    let read = match (&found.opened, &run.roots) {
-        (Some(opened), _) => opened.read_capped(MAX_SKILL_FILE_BYTES),
-        (None, Some(roots)) => {
+    let relative = file.strip_prefix(beneath.folder()).ok();
+    let read = match (&found.opened, relative, &run.roots) {
+        (Some(opened), _, _) => opened.read_capped(MAX_SKILL_FILE_BYTES),
+        // Not opened by the walk (a cached run's miss, past the open-file limit): opened now,
+        // beneath the skills folder all the same.
+        (None, Some(relative), _) => beneath.read_capped(relative, MAX_SKILL_FILE_BYTES),
+        (None, None, Some(roots)) => {
             crate::support::fs::read_capped(file, MAX_SKILL_FILE_BYTES, &|real| {
                 roots.contains(real)
             })
         }
         // The walk's `stat` is the one the read needs.
-        (None, None) => {
+        (None, None, None) => {
             crate::support::fs::read_capped_anywhere(file, Some(metadata), MAX_SKILL_FILE_BYTES)
         }
     };

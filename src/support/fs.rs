@@ -745,8 +745,14 @@ mod tests {
         };
         link("sub/f.md", "inner.md");
         link("../secret.md", "up.md");
-        link(outer.join("secret.md").to_str().expect("utf-8"), "absolute.md");
-        link(outer.join("gone.md").to_str().expect("utf-8"), "dangling.md");
+        link(
+            outer.join("secret.md").to_str().expect("utf-8"),
+            "absolute.md",
+        );
+        link(
+            outer.join("gone.md").to_str().expect("utf-8"),
+            "dangling.md",
+        );
         link("/proc/self/environ", "environ");
         assert!(std::process::Command::new("mkfifo")
             .arg(folder.join("pipe"))
@@ -758,7 +764,13 @@ mod tests {
         let read = |name: &str| beneath.read_capped(Path::new(name), 64);
         assert_eq!(read("sub/f.md").expect("read"), b"inside");
         assert_eq!(read("inner.md").expect("read"), b"inside");
-        for escape in ["up.md", "absolute.md", "dangling.md", "environ", "../secret.md"] {
+        for escape in [
+            "up.md",
+            "absolute.md",
+            "dangling.md",
+            "environ",
+            "../secret.md",
+        ] {
             assert!(
                 matches!(read(escape), Err(ReadRefusal::Outside)),
                 "{escape}: {:?}",
@@ -766,7 +778,10 @@ mod tests {
             );
         }
         assert!(matches!(read("pipe"), Err(ReadRefusal::NotRegular("FIFO"))));
-        assert!(matches!(read("sub"), Err(ReadRefusal::NotRegular("folder"))));
+        assert!(matches!(
+            read("sub"),
+            Err(ReadRefusal::NotRegular("folder"))
+        ));
         assert!(matches!(read("missing.md"), Err(ReadRefusal::NotFound)));
         assert!(matches!(
             beneath.read_capped(Path::new("sub/f.md"), 5),
@@ -775,12 +790,21 @@ mod tests {
         #[cfg(target_os = "linux")]
         {
             // The kernel answers what stays inside, in one call, and refuses every step out.
-            assert!(matches!(beneath.try_open(Path::new("inner.md")), Some(Ok(_))));
+            assert!(matches!(
+                beneath.try_open(Path::new("inner.md")),
+                Some(Ok(_))
+            ));
             assert!(matches!(
                 beneath.try_open(Path::new("missing.md")),
                 Some(Err(ReadRefusal::NotFound))
             ));
-            for escape in ["up.md", "absolute.md", "dangling.md", "environ", "../secret.md"] {
+            for escape in [
+                "up.md",
+                "absolute.md",
+                "dangling.md",
+                "environ",
+                "../secret.md",
+            ] {
                 assert!(beneath.try_open(Path::new(escape)).is_none(), "{escape}");
             }
         }
@@ -802,14 +826,20 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, vec![b'x'; 10_000]).expect("write");
         let file = std::fs::File::open(&path).expect("open");
-        assert_eq!(read_open_file(&file, 0, 10_000).expect("read").len(), 10_000);
+        assert_eq!(
+            read_open_file(&file, 0, 10_000).expect("read").len(),
+            10_000
+        );
         let file = std::fs::File::open(&path).expect("open");
         assert!(matches!(
             read_open_file(&file, 3, 9_999),
             Err(ReadRefusal::TooLarge { cap: 9_999 })
         ));
         let file = std::fs::File::open(&path).expect("open");
-        assert_eq!(read_open_file(&file, 50_000, 20_000).expect("read").len(), 10_000);
+        assert_eq!(
+            read_open_file(&file, 50_000, 20_000).expect("read").len(),
+            10_000
+        );
     }
 
     #[test]
