@@ -192,7 +192,7 @@ pub fn discover_skills_cached(
                 .is_some_and(|root| real.starts_with(root))
                 && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
         };
-        let beneath = Beneath::open(&root, &allowed);
+        let beneath = Beneath::open(&root, real_root.as_deref(), &allowed);
         find_skill_files(
             &root,
             None,

@@ -21,7 +21,7 @@ pub fn load_bootstrap_files(run: &Run) -> LoadedWorkspace {
         real.starts_with(&canonical_workspace)
             && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
     };
-    let beneath = Beneath::open(workspace, &allowed);
+    let beneath = Beneath::open(workspace, Some(&canonical_workspace), &allowed);
     let entries = directory_entries(workspace);
     for name in BOOTSTRAP_FILE_NAMES {
         let keep_reason = filter_reason(run, name);
@@ -124,7 +124,10 @@ pub(super) fn setup_complete_reason(run: &Run) -> Option<&'static str> {
         real.starts_with(&canonical_workspace)
             && run.roots.as_ref().is_none_or(|roots| roots.contains(real))
     };
-    setup_complete_reason_in(run, &Beneath::open(&run.workspace, &allowed))
+    setup_complete_reason_in(
+        run,
+        &Beneath::open(&run.workspace, Some(&canonical_workspace), &allowed),
+    )
 }
 
 /// [`setup_complete_reason`] with the workspace already open.
