@@ -804,36 +804,19 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         std::fs::create_dir_all(dir.path().join("a/b")).expect("dirs");
         std::fs::write(dir.path().join("a/b/SKILL.md"), "---\nname: b\n---\n").expect("skill");
+        let find = |walk: &mut Walk, out: &mut Vec<FoundSkill>, warnings: &mut Vec<String>| {
+            find_skill_files(dir.path(), None, 0, None, None, walk, out, warnings)
+        };
         let mut walk = Walk::default();
         let (mut out, mut warnings) = (Vec::new(), Vec::new());
         let past = std::time::Instant::now();
-        crate::support::deadline::within(past, || {
-            find_skill_files(
-                dir.path(),
-                None,
-                0,
-                None,
-                None,
-                &mut walk,
-                &mut out,
-                &mut warnings,
-            )
-        });
+        crate::support::deadline::within(past, || find(&mut walk, &mut out, &mut warnings));
         assert!(out.is_empty(), "nothing walked after the deadline");
         let warning = walk.take_stop_warning(dir.path()).expect("a warning");
         assert!(warning.contains("deadline"), "{warning}");
         // Without a deadline the same walk finds the skill.
         let mut walk = Walk::default();
-        find_skill_files(
-            dir.path(),
-            None,
-            0,
-            None,
-            None,
-            &mut walk,
-            &mut out,
-            &mut warnings,
-        );
+        find(&mut walk, &mut out, &mut warnings);
         assert_eq!(out.len(), 1);
     }
 }

@@ -775,13 +775,14 @@ mod tests {
         let read = |name: &str| beneath.read_capped(Path::new(name), 64);
         assert_eq!(read("sub/f.md").expect("read"), b"inside");
         assert_eq!(read("inner.md").expect("read"), b"inside");
-        for escape in [
+        const ESCAPES: [&str; 5] = [
             "up.md",
             "absolute.md",
             "dangling.md",
             "environ",
             "../secret.md",
-        ] {
+        ];
+        for escape in ESCAPES {
             assert!(
                 matches!(read(escape), Err(ReadRefusal::Outside)),
                 "{escape}: {:?}",
@@ -809,13 +810,7 @@ mod tests {
                 beneath.try_open(Path::new("missing.md")),
                 Some(Err(ReadRefusal::NotFound))
             ));
-            for escape in [
-                "up.md",
-                "absolute.md",
-                "dangling.md",
-                "environ",
-                "../secret.md",
-            ] {
+            for escape in ESCAPES {
                 assert!(beneath.try_open(Path::new(escape)).is_none(), "{escape}");
             }
         }
