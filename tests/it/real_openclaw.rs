@@ -105,7 +105,13 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     let session = ["--session-key", "agent:main:clawbridge-e2e"];
     // The Codex app-server of this OpenClaw agent (what OpenClaw manages itself without
     // clawbridge; here it runs behind the stdio proxy): its peak memory over the turn.
-    let run_home = repo_root().join(".tools/openclaw-2026.9.6/run-home");
+    // Its real path: `.tools` links to the per-user tools cache, and `openclaw-run` names the
+    // home by the cache's path.
+    let tools = repo_root().join(".tools");
+    let run_home = tools
+        .canonicalize()
+        .unwrap_or(tools)
+        .join("openclaw-2026.9.6/run-home");
     let managed = PeakSampler::start(move || codex_rss_kib(&run_home));
     let plain = openclaw_turn(
         &out,
@@ -374,7 +380,13 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     assert!(methods(&entries, "in").contains(&"thread/start".to_string()));
     assert!(methods(&entries, "out").contains(&"turn/completed".to_string()));
     // The Gateway went down with its whole process group: nothing runs with the run's HOME.
-    let run_home = repo_root().join(".tools/openclaw-2026.9.6/run-home");
+    // Its real path: `.tools` links to the per-user tools cache, and `openclaw-run` names the
+    // home by the cache's path.
+    let tools = repo_root().join(".tools");
+    let run_home = tools
+        .canonicalize()
+        .unwrap_or(tools)
+        .join("openclaw-2026.9.6/run-home");
     let needle = format!("HOME={}", run_home.display());
     let left = || -> Vec<String> {
         std::fs::read_dir("/proc")
@@ -546,23 +558,29 @@ fn process_tree(pid: u32) -> Vec<u32> {
     tree
 }
 
-/// Resident memory (KiB) of the native Codex processes started with `HOME=home`.
+/// Resident memory (KiB) of the native Codex processes under the processes started with
+/// `HOME=home` (OpenClaw and what it spawns: behind the stdio proxy, Codex itself runs with a
+/// throwaway home of its own, so it is found as a descendant, not by its environment).
 fn codex_rss_kib(home: &Path) -> u64 {
     let needle = format!("HOME={}", home.display());
-    processes()
+    let started_in_home = |pid: &u32| {
+        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+            environ
+                .split(|byte| *byte == 0)
+                .any(|pair| pair == needle.as_bytes())
+        })
+    };
+    let is_codex = |pid: &u32| {
+        std::fs::read_link(format!("/proc/{pid}/exe"))
+            .is_ok_and(|exe| exe.file_name().is_some_and(|name| name == "codex"))
+    };
+    let under_home: std::collections::BTreeSet<u32> = processes()
         .into_iter()
         .map(|(pid, _)| pid)
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe"))
-                .is_ok_and(|exe| exe.file_name().is_some_and(|name| name == "codex"))
-                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                    environ
-                        .split(|byte| *byte == 0)
-                        .any(|pair| pair == needle.as_bytes())
-                })
-        })
-        .map(rss_kib)
-        .sum()
+        .filter(started_in_home)
+        .flat_map(process_tree)
+        .collect();
+    under_home.into_iter().filter(is_codex).map(rss_kib).sum()
 }
 
 /// Samples a memory figure (KiB) every 200 ms until stopped; the peak.
