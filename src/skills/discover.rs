@@ -799,6 +799,43 @@ pub fn parse_skill(
 mod tests {
     use super::*;
 
+    /// A folder reached by its own name (identity from the listing) and through a link (from
+    /// `stat`) is one folder: its skill is found once.
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_and_a_link_to_it_are_walked_once() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("group/a")).expect("dirs");
+        std::fs::write(root.join("group/a/SKILL.md"), "---\nname: a\n---\n").expect("skill");
+        std::os::unix::fs::symlink("group/a", root.join("link")).expect("link");
+        std::os::unix::fs::symlink(".", root.join("group/again")).expect("loop");
+        let mut walk = Walk::default();
+        walk.next_root_at(&root);
+        walk.open_skill_files = true;
+        let allowed = |real: &Path| real.starts_with(&root);
+        let beneath = Beneath::open(&root, Some(&root), &allowed);
+        let (mut out, mut warnings) = (Vec::new(), Vec::new());
+        find_skill_files(
+            &root,
+            None,
+            0,
+            None,
+            Some(&beneath),
+            &mut walk,
+            &mut out,
+            &mut warnings,
+        );
+        assert_eq!(
+            out.len(),
+            1,
+            "{:?}",
+            out.iter().map(|f| &f.path).collect::<Vec<_>>()
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(out[0].opened.is_some(), "found and opened in one pass");
+    }
+
     #[test]
     fn a_passed_deadline_stops_the_walk_with_a_warning() {
         let dir = tempfile::tempdir().expect("dir");
