@@ -384,7 +384,7 @@ fn on_pseudo_filesystem(file: &std::fs::File, device: u64) -> bool {
             return *pseudo;
         }
     }
-    let pseudo = filesystem_is_pseudo(file).unwrap_or(false);
+    let pseudo = filesystem_is_pseudo(file);
     if let Ok(mut known) = KNOWN.lock() {
         if known.len() >= MAX_KNOWN {
             known.remove(0);
@@ -409,12 +409,11 @@ const PSEUDO_FILESYSTEMS: [u64; 10] = [
     0x4249_4e4d, // binfmt_misc
 ];
 
-/// Whether the open file or folder lies on a pseudo-filesystem; `None` when `fstatfs` fails.
 #[cfg(target_os = "linux")]
-fn filesystem_is_pseudo(fd: impl std::os::fd::AsFd) -> Option<bool> {
-    rustix::fs::fstatfs(fd)
-        .ok()
+fn filesystem_is_pseudo(file: &std::fs::File) -> bool {
+    rustix::fs::fstatfs(file)
         .map(|stats| PSEUDO_FILESYSTEMS.contains(&(stats.f_type as u64)))
+        .unwrap_or(false)
 }
 
 /// [`read_capped`] for a file that may be anywhere (the CLI's own inputs, the service's state):
@@ -581,8 +580,10 @@ fn open_folder(real: &Path, allowed: &dyn Fn(&Path) -> bool) -> Option<std::os::
         ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     )
     .ok()?;
-    // A folder whose filesystem cannot be asked gets no fast path.
-    (filesystem_is_pseudo(&fd) == Some(false)).then_some(fd)
+    let pseudo = rustix::fs::fstatfs(&fd)
+        .map(|stats| PSEUDO_FILESYSTEMS.contains(&(stats.f_type as u64)))
+        .unwrap_or(true);
+    (!pseudo).then_some(fd)
 }
 
 impl ReadRefusal {

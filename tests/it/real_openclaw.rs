@@ -105,7 +105,13 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     let session = ["--session-key", "agent:main:clawbridge-e2e"];
     // The Codex app-server of this OpenClaw agent (what OpenClaw manages itself without
     // clawbridge; here it runs behind the stdio proxy): its peak memory over the turn.
-    let run_home = openclaw_run_home();
+    // Its real path: `.tools` links to the per-user tools cache, and `openclaw-run` names the
+    // home by the cache's path.
+    let tools = repo_root().join(".tools");
+    let run_home = tools
+        .canonicalize()
+        .unwrap_or(tools)
+        .join("openclaw-2026.9.6/run-home");
     let managed = PeakSampler::start(move || codex_rss_kib(&run_home));
     let plain = openclaw_turn(
         &out,
@@ -374,13 +380,27 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     assert!(methods(&entries, "in").contains(&"thread/start".to_string()));
     assert!(methods(&entries, "out").contains(&"turn/completed".to_string()));
     // The Gateway went down with its whole process group: nothing runs with the run's HOME.
-    let run_home = openclaw_run_home();
+    // Its real path: `.tools` links to the per-user tools cache, and `openclaw-run` names the
+    // home by the cache's path.
+    let tools = repo_root().join(".tools");
+    let run_home = tools
+        .canonicalize()
+        .unwrap_or(tools)
+        .join("openclaw-2026.9.6/run-home");
+    let needle = format!("HOME={}", run_home.display());
     let left = || -> Vec<String> {
-        processes()
-            .into_iter()
-            .map(|(pid, _)| pid)
-            .filter(|pid| started_with_home(*pid, &run_home))
-            .map(|pid| pid.to_string())
+        std::fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .filter(|entry| {
+                std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                    environ
+                        .split(|byte| *byte == 0)
+                        .any(|pair| pair == needle.as_bytes())
+                })
+            })
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
             .collect()
     };
     if crate::util::poll(std::time::Duration::from_secs(15), || {
@@ -523,12 +543,8 @@ fn processes() -> Vec<(u32, u32)> {
 
 /// `pid` and its descendants.
 fn process_tree(pid: u32) -> Vec<u32> {
-    descendants(&processes(), vec![pid])
-}
-
-/// `roots` and their descendants among `all` (process ids with their parents').
-fn descendants(all: &[(u32, u32)], roots: Vec<u32>) -> Vec<u32> {
-    let mut tree = roots;
+    let all = processes();
+    let mut tree = vec![pid];
     let mut at = 0;
     while at < tree.len() {
         let parent = tree[at];
@@ -542,43 +558,28 @@ fn descendants(all: &[(u32, u32)], roots: Vec<u32>) -> Vec<u32> {
     tree
 }
 
-/// The real path of the run home `scripts/openclaw-run` gives OpenClaw: `.tools` links to the
-/// per-user tools cache, and the script names the home by the cache's path.
-fn openclaw_run_home() -> std::path::PathBuf {
-    let tools = repo_root().join(".tools");
-    tools
-        .canonicalize()
-        .unwrap_or(tools)
-        .join("openclaw-2026.9.6/run-home")
-}
-
-/// Whether `pid` was started with `HOME=home`.
-fn started_with_home(pid: u32, home: &Path) -> bool {
-    let needle = format!("HOME={}", home.display());
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-        environ
-            .split(|byte| *byte == 0)
-            .any(|pair| pair == needle.as_bytes())
-    })
-}
-
 /// Resident memory (KiB) of the native Codex processes under the processes started with
 /// `HOME=home` (OpenClaw and what it spawns: behind the stdio proxy, Codex itself runs with a
 /// throwaway home of its own, so it is found as a descendant, not by its environment).
 fn codex_rss_kib(home: &Path) -> u64 {
-    let all = processes();
-    let in_home = all
-        .iter()
-        .map(|(pid, _)| *pid)
-        .filter(|pid| started_with_home(*pid, home))
-        .collect();
+    let needle = format!("HOME={}", home.display());
+    let started_in_home = |pid: &u32| {
+        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+            environ
+                .split(|byte| *byte == 0)
+                .any(|pair| pair == needle.as_bytes())
+        })
+    };
     let is_codex = |pid: &u32| {
         std::fs::read_link(format!("/proc/{pid}/exe"))
             .is_ok_and(|exe| exe.file_name().is_some_and(|name| name == "codex"))
     };
-    let mut under_home = descendants(&all, in_home);
-    under_home.sort_unstable();
-    under_home.dedup();
+    let under_home: std::collections::BTreeSet<u32> = processes()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .filter(started_in_home)
+        .flat_map(process_tree)
+        .collect();
     under_home.into_iter().filter(is_codex).map(rss_kib).sum()
 }
 
