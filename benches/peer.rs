@@ -456,6 +456,8 @@ async fn turn_cost() {
             cwd: run.cwd.clone(),
             isolate_environment: true,
             config_overrides: Vec::new(),
+            environment: None,
+            jail: None,
         };
         let mut session =
             CodexSession::spawn(&spawn, PeerConfig::default(), true, Duration::from_secs(20))

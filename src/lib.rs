@@ -109,7 +109,7 @@ pub use proxy::conversation::{show as transcript_show, Conversation, ShowOptions
 pub use proxy::doctor::endpoint_findings;
 pub use proxy::endpoint::{
     fetch_status, Endpoint, EndpointError, EndpointSettings, EndpointStatus, ListenAddr,
-    MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
+    Policy as EndpointPolicy, MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
 };
 pub use proxy::stall::{StallKind, StallSettings};
 pub use proxy::{
@@ -142,7 +142,9 @@ pub use skills::{
     CatalogFormat, CatalogSurface, HostFacts, SkillCache, SkillEntry, SkillTier,
 };
 pub use support::console::Console;
+pub use support::fs::Roots;
 pub use support::fs::TEMP_PREFIX;
+pub use support::jail::{entry_point as jail_entry_point, Jail};
 pub use support::json::{to_pretty, DATA_BLOCK_CLOSE, DATA_BLOCK_OPEN};
 pub use support::text::len16;
 pub use traffic::capture::cache::{fingerprints as cache_fingerprints, CacheReport, Verdict};

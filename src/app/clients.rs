@@ -1,11 +1,13 @@
 //! Client identities of `clawbridge serve`: named tokens, so each client sees and acts on only
 //! its own sessions and runs.
 //!
-//! `<state-dir>/clients.json` (0600) lists `{"name", "sha256", "operator"}` per client: the
-//! SHA-256 of the token, never the token itself, so the file gives nobody a credential.
-//! `clawbridge client add NAME` generates a token, prints it once and adds its hash. The
-//! service's own token (`<state-dir>/token` or `--token`) is the operator's: it sees every
-//! client's runs, and so does any client marked `operator`.
+//! `<state-dir>/clients.json` (0600) lists `{"name", "sha256", "operator", "allow"}` per
+//! client: the SHA-256 of the token, never the token itself, so the file gives nobody a
+//! credential. `clawbridge client add NAME` generates a token, prints it once and adds its hash.
+//! The service's own token (`<state-dir>/token` or `--token`) is the operator's: it sees every
+//! client's runs, and so does any client marked `operator`. `allow` lists what the operator
+//! granted a client past its own threads on the app-server endpoint (`--allow fs`, `exec`, ...:
+//! [`Grant`]); nothing by default.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+pub use crate::codex::protocol::table::Grant;
 use crate::error::{Error, Result};
 
 /// Largest clients file read.
@@ -28,6 +31,10 @@ pub struct ClientEntry {
     pub sha256: String,
     #[serde(default)]
     pub operator: bool,
+    /// What the endpoint lets this client do past its own threads (host access): nothing
+    /// unless listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<Grant>,
 }
 
 /// The file format of `<state-dir>/clients.json`.
@@ -81,6 +88,8 @@ pub fn token_sha256(token: &str) -> String {
 pub struct Caller {
     pub name: String,
     pub operator: bool,
+    /// What the operator granted this client past its own threads (an operator needs none).
+    pub grants: Vec<Grant>,
 }
 
 impl Caller {
@@ -89,7 +98,22 @@ impl Caller {
         Caller {
             name: "operator".to_string(),
             operator: true,
+            grants: Vec::new(),
         }
+    }
+
+    /// A named client, as its entry in the clients file describes it.
+    pub fn named(entry: &ClientEntry) -> Caller {
+        Caller {
+            name: entry.name.clone(),
+            operator: entry.operator,
+            grants: entry.allow.clone(),
+        }
+    }
+
+    /// True when this caller may use what `grant` covers.
+    pub fn has(&self, grant: Grant) -> bool {
+        self.operator || self.grants.contains(&grant)
     }
 
     /// True when this caller may see and act on what `owner` started.
@@ -111,13 +135,7 @@ impl KnownTokens {
         )];
         known.extend(clients.iter().filter_map(|client| {
             let digest = hex_digest(&client.sha256)?;
-            Some((
-                digest,
-                Caller {
-                    name: client.name.clone(),
-                    operator: client.operator,
-                },
-            ))
+            Some((digest, Caller::named(client)))
         }));
         KnownTokens(known)
     }
@@ -170,7 +188,8 @@ impl ClientsFile {
         };
         let file: ClientsFile = serde_json::from_slice(&bytes).map_err(|error| {
             invalid(format!(
-                "{error} (expected {{\"clients\": [{{\"name\", \"sha256\", \"operator\"}}]}})"
+                "{error} (expected {{\"clients\": [{{\"name\", \"sha256\", \"operator\", \"allow\"}}]}}; `allow` takes {})",
+                Grant::ALL.map(Grant::as_str).join(", ")
             ))
         })?;
         if file.clients.len() > MAX_CLIENTS {
@@ -199,7 +218,7 @@ impl ClientsFile {
         Ok(file)
     }
 
-    /// `client list`: a line per client, its name and role (never a token).
+    /// `client list`: a line per client, its name, role and grants (never a token).
     pub fn render_list(&self) -> String {
         self.clients
             .iter()
@@ -209,13 +228,45 @@ impl ClientsFile {
                 } else {
                     "client"
                 };
-                format!("{}\t{role}\n", client.name)
+                format!("{}\t{role}\t{}\n", client.name, grants_text(&client.allow))
             })
             .collect()
     }
 
+    /// Write the file (0600, through a temp file and a rename), making its folder private.
+    fn save(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            crate::support::fs::create_private_dir(dir).map_err(|source| Error::Write {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(|error| Error::InvalidDocument {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        })? + "\n";
+        crate::support::fs::write_private(path, text.as_bytes())
+    }
+
+    /// `client allow NAME [GRANT...]`: the client's grants become exactly `allow` (none: it
+    /// keeps to its own threads). A running endpoint reads them when it starts.
+    pub fn set_grants(path: &Path, name: &str, allow: &[Grant]) -> Result<()> {
+        let mut file = ClientsFile::load(path)?;
+        let Some(client) = file.clients.iter_mut().find(|client| client.name == name) else {
+            return Err(Error::InvalidArgument {
+                flag: "NAME".to_string(),
+                message: format!(
+                    "no client {name:?} in {}; add it with `clawbridge client add {name}`",
+                    path.display()
+                ),
+            });
+        };
+        client.allow = normalised(allow);
+        file.save(path)
+    }
+
     /// Add a client with a new token; returns the token (shown once, never stored).
-    pub fn add(path: &Path, name: &str, operator: bool) -> Result<String> {
+    pub fn add(path: &Path, name: &str, operator: bool, allow: &[Grant]) -> Result<String> {
         let invalid = |message: String| Error::InvalidArgument {
             flag: "NAME".to_string(),
             message,
@@ -238,26 +289,42 @@ impl ClientsFile {
             name: name.to_string(),
             sha256: token_sha256(&token),
             operator,
+            allow: normalised(allow),
         });
-        if let Some(dir) = path.parent() {
-            crate::support::fs::create_private_dir(dir).map_err(|source| Error::Write {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let text = serde_json::to_string_pretty(&file).map_err(|error| Error::InvalidDocument {
-            path: path.to_path_buf(),
-            message: error.to_string(),
-        })? + "\n";
-        crate::support::fs::write_private(path, text.as_bytes())?;
+        file.save(path)?;
         Ok(token)
     }
 }
 
+/// Grants sorted, each once.
+fn normalised(allow: &[Grant]) -> Vec<Grant> {
+    let mut allow = allow.to_vec();
+    allow.sort();
+    allow.dedup();
+    allow
+}
+
+/// `fs,exec`, or `-` for none.
+pub fn grants_text(allow: &[Grant]) -> String {
+    if allow.is_empty() {
+        return "-".to_string();
+    }
+    allow
+        .iter()
+        .map(|grant| grant.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// What `client add` says on stderr before it prints the token.
-pub fn added_notice(name: &str, operator: bool, path: &Path) -> String {
+pub fn added_notice(name: &str, operator: bool, allow: &[Grant], path: &Path) -> String {
+    let granted = if allow.is_empty() || operator {
+        String::new()
+    } else {
+        format!(" (allowed: {})", grants_text(&normalised(allow)))
+    };
     format!(
-        "clawbridge client: added {name}{} to {}; its token (shown once):",
+        "clawbridge client: added {name}{}{granted} to {}; its token (shown once):",
         if operator { " (operator)" } else { "" },
         path.display()
     )
@@ -271,6 +338,7 @@ mod tests {
             name: "alice".into(),
             sha256: token_sha256("alice-token-0123456789"),
             operator: false,
+            allow: vec![Grant::Fs],
         };
         let known = KnownTokens::new("s3cret-token-0123456789", &[alice]);
         let header = |value: &str| http::HeaderValue::from_str(value).expect("header");
@@ -282,10 +350,9 @@ mod tests {
             matches(Some("Bearer s3cret-token-0123456789")),
             Some(Caller::operator())
         );
-        assert_eq!(
-            matches(Some("Bearer alice-token-0123456789")).map(|caller| caller.name),
-            Some("alice".to_string())
-        );
+        let alice = matches(Some("Bearer alice-token-0123456789")).expect("alice");
+        assert_eq!(alice.name, "alice");
+        assert!(alice.has(Grant::Fs) && !alice.has(Grant::Exec) && !alice.operator);
         assert_eq!(matches(Some("Bearer s3cret-token-012345678")), None);
         assert_eq!(matches(Some("bearer s3cret-token-0123456789")), None);
         assert_eq!(matches(None), None);
@@ -297,20 +364,48 @@ mod tests {
     fn clients_are_added_with_a_hash_and_bad_files_are_named() {
         let dir = tempfile::tempdir().expect("dir");
         let path = clients_path(dir.path());
-        let token = ClientsFile::add(&path, "alice", false).expect("add");
+        let token = ClientsFile::add(&path, "alice", false, &[]).expect("add");
         assert_eq!(token.len(), 64);
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(!text.contains(&token), "the token itself is never stored");
         assert!(text.contains(&token_sha256(&token)));
         assert!(
-            ClientsFile::add(&path, "alice", false).is_err(),
+            ClientsFile::add(&path, "alice", false, &[]).is_err(),
             "names are unique"
         );
-        assert!(ClientsFile::add(&path, "a b", false).is_err());
-        ClientsFile::add(&path, "ops", true).expect("operator");
+        assert!(ClientsFile::add(&path, "a b", false, &[]).is_err());
+        ClientsFile::add(&path, "ops", true, &[]).expect("operator");
         let file = ClientsFile::load(&path).expect("load");
         assert_eq!(file.clients.len(), 2);
         assert!(file.clients[1].operator);
+        assert!(
+            !text.contains("allow"),
+            "a client with no grants has no `allow`"
+        );
+        // Grants are set exactly, kept sorted and once each, and listed.
+        ClientsFile::set_grants(&path, "alice", &[Grant::Exec, Grant::Fs, Grant::Exec])
+            .expect("allow");
+        let file = ClientsFile::load(&path).expect("load");
+        assert_eq!(file.clients[0].allow, vec![Grant::Fs, Grant::Exec]);
+        assert_eq!(
+            file.render_list(),
+            "alice\tclient\tfs,exec\nops\toperator\t-\n"
+        );
+        ClientsFile::set_grants(&path, "alice", &[]).expect("revoke");
+        assert!(ClientsFile::load(&path).expect("load").clients[0]
+            .allow
+            .is_empty());
+        let error = ClientsFile::set_grants(&path, "bob", &[Grant::Fs])
+            .expect_err("unknown client")
+            .to_string();
+        assert!(error.contains("no client \"bob\""), "{error}");
+        std::fs::write(
+            &path,
+            r#"{"clients": [{"name": "x", "sha256": "00", "allow": ["root"]}]}"#,
+        )
+        .expect("w");
+        let error = ClientsFile::load(&path).expect_err("bad grant").to_string();
+        assert!(error.contains("fs, exec, config"), "{error}");
         std::fs::write(&path, r#"{"clients": [{"name": "x", "sha256": "nothex"}]}"#).expect("w");
         let error = ClientsFile::load(&path).expect_err("bad hash").to_string();
         assert!(

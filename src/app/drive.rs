@@ -108,6 +108,8 @@ pub async fn run_pairing(
         cwd: run.cwd.clone(),
         isolate_environment: options.offline,
         config_overrides,
+        environment: None,
+        jail: None,
     };
     let session = CodexSession::spawn(
         &spawn,

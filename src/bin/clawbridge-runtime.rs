@@ -21,6 +21,16 @@ use clawbridge::{commands, fixtures, pairing};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // A jail stage (an app-server's private view of the machine) before anything else: a user
+    // namespace takes only a single-threaded process.
+    match clawbridge::jail_entry_point() {
+        Some(Ok(code)) => return ExitCode::from(code),
+        Some(Err(why)) => {
+            eprintln!("clawbridge jail: {why}");
+            return ExitCode::from(125);
+        }
+        None => {}
+    }
     front::tie_to_launcher();
     let cli = match front::parse() {
         front::Parsed::Cli(cli) => cli,
@@ -258,12 +268,26 @@ fn client(command: cli::ClientCommand) -> Result<ExitCode, Failure> {
         cli::ClientCommand::Add {
             name,
             operator,
+            allow,
             state_dir,
         } => {
             let path = clients::clients_path(&commands::state_dir(state_dir)?);
-            let token = clients::ClientsFile::add(&path, &name, operator)?;
-            eprintln!("{}", clients::added_notice(&name, operator, &path));
+            let token = clients::ClientsFile::add(&path, &name, operator, &allow)?;
+            eprintln!("{}", clients::added_notice(&name, operator, &allow, &path));
             print_stdout(&format!("{token}\n"))
+        }
+        cli::ClientCommand::Allow {
+            name,
+            allow,
+            state_dir,
+        } => {
+            let path = clients::clients_path(&commands::state_dir(state_dir)?);
+            clients::ClientsFile::set_grants(&path, &name, &allow)?;
+            eprintln!(
+                "clawbridge client: {name} may now use: {} (a running endpoint reads it when it starts)",
+                clients::grants_text(&allow)
+            );
+            Ok(ExitCode::SUCCESS)
         }
         cli::ClientCommand::List { state_dir } => {
             let path = clients::clients_path(&commands::state_dir(state_dir)?);

@@ -28,6 +28,13 @@ const MODES: &[(&str, PromptMode)] = &[
     ("minimal", PromptMode::Minimal),
     ("none", PromptMode::None),
 ];
+/// The grants `client add --allow` and `client allow` take, by name.
+fn grant() -> impl TypedValueParser<Value = crate::clients::Grant> {
+    use crate::clients::Grant;
+    PossibleValuesParser::new(Grant::ALL.map(Grant::as_str))
+        .try_map(|name| Grant::parse(&name).ok_or_else(|| format!("unknown grant {name}")))
+}
+
 const SANDBOXES: &[(&str, SandboxMode)] = &[
     ("read-only", SandboxMode::ReadOnly),
     ("workspace-write", SandboxMode::WorkspaceWrite),
@@ -561,14 +568,33 @@ pub enum TranscriptCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum ClientCommand {
-    /// Add a named client of `clawbridge serve`: prints its new token once (only its SHA-256 is
-    /// kept, in `<state-dir>/clients.json`).
+    /// Add a named client of `clawbridge serve` or `app-server --listen`: prints its new token
+    /// once (only its SHA-256 is kept, in `<state-dir>/clients.json`).
     Add {
         /// The client's name (1 to 64 of A-Z, a-z, 0-9, '.', '_', '-').
         name: String,
-        /// The client may see and act on every client's runs.
+        /// The client may see and act on every client's runs and threads.
         #[arg(long)]
         operator: bool,
+        /// On the app-server endpoint: what the client may do past its own threads (repeatable,
+        /// or comma-separated): fs (the member host's files within the workspace roots), exec
+        /// (commands and processes, hook commands), config (shared configuration), plugins,
+        /// mcp, account. Nothing by default.
+        #[arg(long = "allow", value_name = "GRANT", value_delimiter = ',', value_parser = grant())]
+        allow: Vec<crate::clients::Grant>,
+        /// The serve state dir (default: the platform state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// Set what a named client may do past its own threads on the app-server endpoint: exactly
+    /// the grants listed (none: it keeps to its own threads). A running endpoint reads them
+    /// when it starts.
+    Allow {
+        /// The client's name.
+        name: String,
+        /// fs, exec, config, plugins, mcp, account (repeatable, or comma-separated).
+        #[arg(value_name = "GRANT", value_delimiter = ',', value_parser = grant())]
+        allow: Vec<crate::clients::Grant>,
         /// The serve state dir (default: the platform state dir).
         #[arg(long)]
         state_dir: Option<PathBuf>,

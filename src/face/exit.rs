@@ -37,9 +37,11 @@ impl From<crate::ProxyError> for Failure {
             ProxyError::Setup(error) => return error.into(),
             ProxyError::Transcript { .. }
             | ProxyError::Offline(_)
-            | ProxyError::Endpoint(EndpointError::NotLoopback(_) | EndpointError::Socket { .. }) => {
-                2
-            }
+            | ProxyError::Endpoint(
+                EndpointError::NotLoopback(_)
+                | EndpointError::Socket { .. }
+                | EndpointError::NoRoots(_),
+            ) => 2,
             ProxyError::Endpoint(EndpointError::Bind { .. } | EndpointError::Status(_))
             | ProxyError::Output(_) => 1,
             ProxyError::NoCodex(_) | ProxyError::Spawn { .. } => 3,

@@ -108,6 +108,28 @@ pub struct AppServerArgs {
     /// turns are refused with a message naming the budget, until the next day.
     #[arg(long, value_name = "TOKENS")]
     pub budget_tokens: Option<u64>,
+    /// With --listen ws:// or unix://: the most sandbox access any thread, turn or command
+    /// gets (read-only, workspace-write, danger-full-access; default workspace-write, also
+    /// `--sandbox-ceiling`). What asks for more, or names none, gets this; below
+    /// danger-full-access no approval can take a command out of the sandbox.
+    #[arg(long, visible_alias = "sandbox-ceiling", value_name = "MODE", value_parser = parse_sandbox)]
+    pub max_sandbox: Option<crate::codex::protocol::params::SandboxMode>,
+    /// With --listen ws:// or unix://: a folder named clients' threads and files keep to
+    /// (repeatable; needed when the clients file names a client): a thread's `cwd`, its
+    /// writable roots and every path a request names must lie under one.
+    #[arg(long = "workspace-root", value_name = "DIR")]
+    pub workspace_roots: Vec<PathBuf>,
+    /// With --listen ws:// or unix://: an environment variable the app-servers keep from the
+    /// endpoint's (repeatable; e.g. HTTPS_PROXY, or a provider's `env_key`). They keep only
+    /// PATH, HOME, the locale and a few more otherwise: never the endpoint's own secrets.
+    #[arg(long = "member-env", value_name = "NAME")]
+    pub member_env: Vec<String>,
+    /// With --listen ws:// or unix://: a folder or file the app-servers, and every tool their
+    /// models run, must not see (repeatable), besides the state dir, the token and clients
+    /// files, the transcripts and captures, and (for an account's app-servers) the operator's
+    /// Codex home, which are always hidden.
+    #[arg(long = "member-hide", value_name = "PATH")]
+    pub member_hide: Vec<PathBuf>,
     /// Traces of every turn, model call and tool call (OTLP over HTTP).
     #[command(flatten)]
     pub otel: OtelArgs,
@@ -243,11 +265,28 @@ fn own_flags() -> Vec<(String, bool)> {
     use clap::Args as _;
     AppServerArgs::augment_args(clap::Command::new("app-server"))
         .get_arguments()
-        .filter_map(|arg| {
-            let long = arg.get_long()?;
-            Some((format!("--{long}"), arg.get_action().takes_values()))
+        .flat_map(|arg| {
+            let takes_value = arg.get_action().takes_values();
+            arg.get_long()
+                .into_iter()
+                .chain(arg.get_all_aliases().unwrap_or_default())
+                .map(move |long| (format!("--{long}"), takes_value))
+                .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// `--max-sandbox`'s value: one of Codex's sandbox modes.
+fn parse_sandbox(value: &str) -> Result<crate::codex::protocol::params::SandboxMode, String> {
+    use crate::codex::protocol::params::SandboxMode;
+    [
+        SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite,
+        SandboxMode::DangerFullAccess,
+    ]
+    .into_iter()
+    .find(|mode| mode.as_str() == value)
+    .ok_or_else(|| format!("{value}: one of read-only, workspace-write, danger-full-access"))
 }
 
 /// Read a command line (without the program name) for clap. A command line in OpenClaw's Codex
@@ -607,6 +646,11 @@ mod tests {
                 "--completion-grace",
                 "--stall-after",
                 "--budget-tokens",
+                "--max-sandbox",
+                "--sandbox-ceiling",
+                "--workspace-root",
+                "--member-env",
+                "--member-hide",
                 "--otel-endpoint",
                 "--otel-protocol",
                 "--otel-content",
@@ -624,7 +668,7 @@ mod tests {
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
                 true, false, true, true, true, true, true, true, true, true, true, true, true,
-                true, true
+                true, true, true, true, true, true, true
             ]
         );
     }

@@ -335,7 +335,7 @@ impl Observer {
                 self.user_agent = message["result"]["userAgent"].as_str().map(str::to_string);
                 self.record_versions().await;
             }
-            (Direction::In, "thread/inject_items") => {
+            (Direction::In, crate::codex::protocol::table::name::THREAD_INJECT_ITEMS) => {
                 if let Ok(mut known) = self.known.lock() {
                     known.remember_injected(&message["params"]);
                 }

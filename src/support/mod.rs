@@ -10,6 +10,7 @@ pub mod console;
 pub mod deadline;
 pub mod fs;
 pub mod hex;
+pub mod jail;
 pub mod json;
 pub mod loopback;
 pub mod process;

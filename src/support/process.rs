@@ -191,6 +191,57 @@ fn read_tail(mut reader: impl Read) -> String {
     String::from_utf8_lossy(&tail).into_owned()
 }
 
+/// Processes a [`tree_rss_bytes`] walk counts at most.
+const MAX_TREE: usize = 4096;
+
+/// The resident memory of process `pid` and of every process under it, in bytes, from Linux's
+/// `/proc` (`VmRSS` of each, children from `/proc/PID/task/TID/children`); `None` when the
+/// process itself cannot be read. Bounded: at most [`MAX_TREE`] processes.
+pub fn tree_rss_bytes(pid: u32) -> Option<u64> {
+    let mut total = rss_of(pid)?;
+    let mut pending = children_of(pid);
+    let mut seen = 1;
+    while let Some(child) = pending.pop() {
+        if seen >= MAX_TREE {
+            break;
+        }
+        seen += 1;
+        total += rss_of(child).unwrap_or(0);
+        pending.extend(children_of(child));
+    }
+    Some(total)
+}
+
+fn rss_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .take(MAX_TREE)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| {
+            children
+                .split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

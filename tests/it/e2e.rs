@@ -77,6 +77,8 @@ impl Offline {
             cwd: run.cwd.clone(),
             isolate_environment: true,
             config_overrides: Vec::new(),
+            environment: None,
+            jail: None,
         };
         CodexSession::spawn(&spawn, PeerConfig::default(), true, Duration::from_secs(20))
             .await

@@ -45,6 +45,17 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         stalls: StallSettings::default(),
         budget_tokens: None,
         allow_hosts: Vec::new(),
+        policy: clawbridge::EndpointPolicy::default(),
+    }
+}
+
+/// The default ceiling, with `root` as the one workspace root (what named clients need).
+pub(crate) fn roots_policy(root: &std::path::Path) -> clawbridge::EndpointPolicy {
+    clawbridge::EndpointPolicy {
+        roots: Some(clawbridge::Roots::new(vec![root
+            .canonicalize()
+            .expect("root")])),
+        ..Default::default()
     }
 }
 
@@ -59,6 +70,7 @@ pub(crate) fn fleet(pool: PoolConfig) -> FleetConfig {
         homes,
         native: pool,
         wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+        one_account: None,
     }
 }
 

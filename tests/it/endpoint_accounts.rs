@@ -57,6 +57,7 @@ pub(crate) async fn accounts_endpoint_tuned(
         homes: homes.path().to_path_buf(),
         native: pool,
         wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+        one_account: None,
     };
     let endpoint = Endpoint::start(
         EndpointSettings {

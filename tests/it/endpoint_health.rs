@@ -583,11 +583,13 @@ async fn a_named_client_sees_and_acts_on_only_its_own_threads() {
         name: name.into(),
         sha256: clawbridge::token_sha256(&format!("{name}-token-0123456789abcdef")),
         operator: false,
+        allow: Vec::new(),
     };
     let endpoint = Endpoint::start(
         EndpointSettings {
             fleet: fleet(pool),
             clients: vec![client("alice"), client("bob")],
+            policy: crate::endpoint::roots_policy(&std::env::temp_dir()),
             ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
         },
         false,
@@ -605,12 +607,13 @@ async fn a_named_client_sees_and_acts_on_only_its_own_threads() {
     };
     let mut alice = connect("alice-token-0123456789abcdef".into()).await;
     let mut bob = connect("bob-token-0123456789abcdef".into()).await;
-    let started = alice.request("thread/start", json!({})).await;
+    let cwd = json!({"cwd": std::env::temp_dir().canonicalize().expect("tmp")});
+    let started = alice.request("thread/start", cwd.clone()).await;
     let theirs = started["result"]["thread"]["id"]
         .as_str()
         .expect("thread")
         .to_string();
-    let started = bob.request("thread/start", json!({})).await;
+    let started = bob.request("thread/start", cwd.clone()).await;
     let mine = started["result"]["thread"]["id"]
         .as_str()
         .expect("thread")

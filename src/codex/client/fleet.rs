@@ -120,6 +120,10 @@ pub struct FleetConfig {
     /// How long a request waits for room (an identity needs its first member, every member is
     /// busy with other identities' work) before it is refused.
     pub wait_for_room: std::time::Duration,
+    /// Why the members cannot be given a private view of the machine (`support::jail`), when
+    /// they cannot: then one account's members could read another's login, so the fleet
+    /// serves the first account that asks and refuses every other, saying why.
+    pub one_account: Option<String>,
 }
 
 impl FleetConfig {
@@ -145,6 +149,8 @@ pub enum FleetError {
     },
     #[error("{MAX_IDENTITIES} accounts are served already and none can be let go")]
     TooManyIdentities,
+    #[error("this endpoint serves one account ({served}) and no other: its app-servers cannot be kept out of each other's Codex homes on this machine ({why})")]
+    OneAccount { served: String, why: String },
 }
 
 /// One identity in `app-server status`.
@@ -170,6 +176,8 @@ pub struct Fleet {
     /// Held while an idle app-server is taken out to be stopped, and while work is held on one
     /// (never across an await): nothing is held on an app-server being stopped.
     evicting: Mutex<()>,
+    /// The one account served, when members cannot be kept apart ([`FleetConfig::one_account`]).
+    served: Mutex<Option<Identity>>,
 }
 
 /// Work held on an app-server for as long as this lives (a request on its way, its answer not
@@ -201,7 +209,28 @@ impl Fleet {
             pools: Mutex::new(pools),
             starting: tokio::sync::Mutex::new(()),
             evicting: Mutex::new(()),
+            served: Mutex::new(None),
         })
+    }
+
+    /// Whether `identity` may have work here: always, when members are kept apart; else only
+    /// the first account that asked (a handshake asks nothing of an account).
+    pub fn admit(&self, identity: &Identity) -> Result<(), FleetError> {
+        let Some(why) = &self.config.one_account else {
+            return Ok(());
+        };
+        let mut served = lock(&self.served);
+        match &*served {
+            Some(first) if first != identity => Err(FleetError::OneAccount {
+                served: first.key(),
+                why: why.clone(),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                *served = Some(identity.clone());
+                Ok(())
+            }
+        }
     }
 
     /// The Codex home of a logged-in identity.
@@ -231,11 +260,19 @@ impl Fleet {
         }
         let home = self.home_of(identity);
         self.prepare_home(identity, &home)?;
+        // An account's members never see the operator's own Codex home (its login).
+        let jail = self
+            .config
+            .native
+            .jail
+            .as_ref()
+            .map(|jail| jail.hiding(&self.config.native.codex_home));
         let config = PoolConfig {
             locals: self.config.per_identity.max(1),
             remotes: Vec::new(),
             codex_home: home,
             member_suffix: format!("@{}", identity.key()),
+            jail,
             ..self.config.native.clone()
         };
         let pool = Pool::new(config);

@@ -488,18 +488,11 @@ impl CodexHub {
         self.opened.load(Ordering::SeqCst)
     }
 
-    /// The process's resident memory in bytes (Linux `/proc`), if it can be read.
+    /// The resident memory of the process and of what runs under it, in bytes (Linux
+    /// `/proc`), if it can be read: a member in a jail is its helper, its namespace's first
+    /// process and Codex (and Codex's tools), so the whole tree is what it costs.
     pub fn rss_bytes(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid?)).ok()?;
-        let kib: u64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
-        Some(kib * 1024)
+        crate::support::process::tree_rss_bytes(self.pid?)
     }
 
     /// Requests we sent that still wait for an answer.

@@ -72,6 +72,11 @@ pub struct PoolConfig {
     pub member_suffix: String,
     /// Told each time a member that went away is up again (for the trace's restart spans).
     pub on_restart: Option<RestartHook>,
+    /// A service's members keep only these of its environment variables besides the default
+    /// list (`process::MEMBER_ENVIRONMENT`); `None` keeps every variable.
+    pub environment: Option<Vec<String>>,
+    /// A service's members run in a private view of the machine (`support::jail`).
+    pub jail: Option<crate::support::jail::Jail>,
 }
 
 /// What the pool tells its [`PoolConfig::on_restart`] hook: the member, why it went away, and
@@ -119,6 +124,8 @@ impl PoolConfig {
             recycle_rss_bytes: DEFAULT_RECYCLE_RSS_MB * 1024 * 1024,
             member_suffix: String::new(),
             on_restart: None,
+            environment: None,
+            jail: None,
         }
     }
 }
@@ -753,6 +760,8 @@ impl Pool {
                     cwd: cwd.to_path_buf(),
                     isolate_environment: config.isolate_environment,
                     config_overrides: config.config_overrides.clone(),
+                    environment: config.environment.clone(),
+                    jail: config.jail.clone(),
                 };
                 let hub = CodexHub::spawn(&options, config.peer.clone(), config.handshake_timeout)
                     .await
@@ -1041,6 +1050,8 @@ mod tests {
             recycle_rss_bytes: u64::MAX,
             member_suffix: String::new(),
             on_restart: None,
+            environment: None,
+            jail: None,
         }
     }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::support::jail::Jail;
 use crate::support::task::Tasks;
 
 /// How many stderr lines are kept for error messages.
@@ -207,6 +208,43 @@ pub struct SpawnOptions {
     /// `-c key=value` overrides put before `app-server` (the WebSocket endpoint's offline
     /// members point Codex's `openai` provider at the stub: `openai_base_url="..."`).
     pub config_overrides: Vec<String>,
+    /// A service's members keep only the variables of [`MEMBER_ENVIRONMENT`] (and these names
+    /// besides) from the service's environment; `None` keeps everything (the CLI's own runs).
+    pub environment: Option<Vec<String>>,
+    /// A service's members run in a private view of the machine ([`Jail`]): their own Codex
+    /// home and the workspace roots, never another account's home, the state dir or the
+    /// service's processes.
+    pub jail: Option<Jail>,
+}
+
+/// What a service's app-server keeps of the service's environment: what finds programs and
+/// speaks the user's language, never what the service was given for itself (exporter headers,
+/// provider keys, tokens). `LC_*` is kept too. `--member-env NAME` adds a name.
+pub const MEMBER_ENVIRONMENT: [&str; 14] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "RUST_LOG",
+    "NO_COLOR",
+];
+
+/// Whether a service's app-server keeps `key` (see [`MEMBER_ENVIRONMENT`]).
+fn member_keeps(key: &std::ffi::OsStr, extra: &[String]) -> bool {
+    let Some(key) = key.to_str() else {
+        return false;
+    };
+    MEMBER_ENVIRONMENT.contains(&key)
+        || key.starts_with("LC_")
+        || extra.iter().any(|name| name == key)
 }
 
 /// A running app-server.
@@ -230,12 +268,30 @@ impl CodexProcess {
         options: &SpawnOptions,
     ) -> std::io::Result<(CodexProcess, ChildStdout, ChildStdin)> {
         let binary = resolve_native_binary(&options.binary);
-        let mut command = Command::new(&binary);
+        let mut args: Vec<OsString> = Vec::new();
         for value in &options.config_overrides {
-            command.arg("-c").arg(value);
+            args.push("-c".into());
+            args.push(value.into());
+        }
+        args.push("app-server".into());
+        let mut command = match &options.jail {
+            Some(jail) => {
+                let (helper, line) = jail.wrap(&options.codex_home, &binary, &args);
+                let mut command = Command::new(helper);
+                command.args(line);
+                command
+            }
+            None => {
+                let mut command = Command::new(&binary);
+                command.args(&args);
+                command
+            }
+        };
+        if let Some(extra) = &options.environment {
+            command.env_clear();
+            command.envs(std::env::vars_os().filter(|(key, _)| member_keeps(key, extra)));
         }
         command
-            .arg("app-server")
             .current_dir(&options.cwd)
             .env("CODEX_HOME", &options.codex_home)
             .stdin(Stdio::piped())
@@ -254,10 +310,15 @@ impl CodexProcess {
             command.env("HOME", &options.codex_home);
         }
         tracing::info!(
-            "starting {} app-server (CODEX_HOME={}, cwd={})",
+            "starting {} app-server (CODEX_HOME={}, cwd={}{})",
             options.binary.display(),
             options.codex_home.display(),
-            options.cwd.display()
+            options.cwd.display(),
+            if options.jail.is_some() {
+                ", in a private view of the machine"
+            } else {
+                ""
+            }
         );
         let mut child = command.spawn()?;
         let pid = child.id();

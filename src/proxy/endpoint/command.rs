@@ -82,6 +82,74 @@ pub(crate) fn token_error(error: crate::app::token::TokenError) -> ProxyError {
     })
 }
 
+/// The private view each app-server gets (`support::jail`): the state dir (every account's
+/// Codex home, the tokens, the clients file), the token and clients files wherever they are,
+/// the transcripts and captures, and `--member-hide` hidden; the workspace roots kept. When
+/// this machine cannot make it, no jail, and why (the fleet then serves one account).
+async fn member_jail(
+    args: &AppServerArgs,
+    state: &Path,
+    clients: &Path,
+    roots: Option<&crate::support::fs::Roots>,
+    codex_home: &Path,
+) -> (Option<crate::support::jail::Jail>, Option<String>) {
+    let helper = match std::env::current_exe() {
+        Ok(helper) => helper,
+        Err(error) => return (None, Some(format!("the jail's helper: {error}"))),
+    };
+    let mut hide = vec![state.to_path_buf(), clients.to_path_buf()];
+    hide.extend(args.token_file.iter().cloned());
+    hide.extend(args.transcript.iter().cloned());
+    hide.extend(args.capture.iter().cloned());
+    hide.extend(args.member_hide.iter().cloned());
+    let jail = crate::support::jail::Jail {
+        helper,
+        hide,
+        keep: roots
+            .map(|roots| roots.folders().to_vec())
+            .unwrap_or_default(),
+    };
+    let probe = jail.clone();
+    let home = codex_home.to_path_buf();
+    let probed = tokio::task::spawn_blocking(move || probe.probe(&home, Duration::from_secs(10)))
+        .await
+        .unwrap_or_else(|error| Err(error.to_string()));
+    match probed {
+        Ok(()) => (Some(jail), None),
+        Err(why) => {
+            tracing::warn!(
+                "clawbridge app-server: the app-servers cannot get a private view of this machine \
+                 ({why}); one account is served, every other login is refused"
+            );
+            (None, Some(why))
+        }
+    }
+}
+
+/// `--workspace-root`s, canonical: each must be a folder (`None` when none is given).
+fn workspace_roots(roots: &[PathBuf]) -> Result<Option<crate::support::fs::Roots>, ProxyError> {
+    if roots.is_empty() {
+        return Ok(None);
+    }
+    let mut canonical = Vec::new();
+    for root in roots {
+        let refused = |message: String| {
+            ProxyError::Setup(crate::error::Error::InvalidArgument {
+                flag: "--workspace-root".into(),
+                message: format!("{}: {message}", root.display()),
+            })
+        };
+        let real = root
+            .canonicalize()
+            .map_err(|error| refused(error.to_string()))?;
+        if !real.is_dir() {
+            return Err(refused("not a folder".into()));
+        }
+        canonical.push(real);
+    }
+    Ok(Some(crate::support::fs::Roots::new(canonical)))
+}
+
 /// `--listen ws://IP:PORT` or `unix://PATH`: serve until SIGTERM or SIGINT (then drain); the
 /// bound address is stdout's first line (`IP:PORT`, or the socket's path).
 pub(crate) async fn run_endpoint(
@@ -173,7 +241,18 @@ pub(crate) async fn run_endpoint(
         None => (state.join("app-server-homes"), native_config(&codex_home)),
     };
     let total_locals = args.pool.app_servers.min(64);
+    let roots = workspace_roots(&args.workspace_roots)?;
+    let clients_path = args
+        .clients
+        .clone()
+        .unwrap_or_else(|| crate::app::clients::clients_path(&state));
+    let (jail, one_account) = match &binary {
+        Ok(_) => member_jail(&args, &state, &clients_path, roots.as_ref(), &codex_home).await,
+        Err(_) => (None, None),
+    };
     let pool = PoolConfig {
+        environment: Some(args.member_env.clone()),
+        jail,
         locals: total_locals,
         remotes,
         isolate_environment: plane.offline_url().is_some(),
@@ -204,10 +283,6 @@ pub(crate) async fn run_endpoint(
         )
     });
     let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
-    let clients_path = args
-        .clients
-        .clone()
-        .unwrap_or_else(|| crate::app::clients::clients_path(&state));
     let clients = crate::app::clients::ClientsFile::load(&clients_path)?.clients;
     if !clients.is_empty() {
         console.note(&format!(
@@ -231,6 +306,7 @@ pub(crate) async fn run_endpoint(
             home_config,
             total_locals,
             wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+            one_account,
         },
         max_connections: 64,
         idle_timeout: Duration::from_secs(60),
@@ -256,6 +332,12 @@ pub(crate) async fn run_endpoint(
         },
         budget_tokens: args.budget_tokens,
         allow_hosts: args.allow_hosts.clone(),
+        policy: super::Policy {
+            ceiling: args
+                .max_sandbox
+                .unwrap_or(crate::codex::protocol::params::SandboxMode::WorkspaceWrite),
+            roots,
+        },
     };
     let running = Endpoint::start(settings, args.allow_remote).await?;
     match &running.listen {

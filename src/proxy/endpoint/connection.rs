@@ -2,7 +2,7 @@
 //! members and their answers, the server requests it answers.
 
 use crate::codex::protocol::table::name as method;
-use crate::codex::protocol::table::{CodexMethod, Scope};
+use crate::codex::protocol::table::CodexMethod;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,6 +56,8 @@ pub(super) struct Connection {
     pub(super) initialized: AtomicBool,
     /// Cancelled when this connection ends (by either side, or on shutdown).
     pub(super) cancel: CancellationToken,
+    /// What the sandbox ceiling lowered for this connection so far (logged once each).
+    pub(super) lowered: Mutex<std::collections::HashSet<&'static str>>,
 }
 
 impl Connection {
@@ -99,6 +101,7 @@ impl Connection {
             client: Mutex::new(None),
             initialized: AtomicBool::new(false),
             cancel: cancel.clone(),
+            lowered: Mutex::new(std::collections::HashSet::new()),
         });
         lock(&shared.live).insert(number, Arc::downgrade(&connection));
         // The writer: the queue to the client, and a ping every interval; a close frame at the end.
@@ -334,6 +337,24 @@ impl Connection {
         }
     }
 
+    /// Log what the ceiling lowered for this connection, each kind once.
+    fn note_lowered(&self, lowered: &[&'static str]) {
+        if lowered.is_empty() {
+            return;
+        }
+        let mut seen = lock(&self.lowered);
+        for kind in lowered {
+            if seen.insert(kind) {
+                tracing::info!(
+                    "client connection {} ({}): {kind} {} (--max-sandbox); logged once per connection",
+                    self.number,
+                    self.caller.name,
+                    self.shared.policy.ceiling.as_str()
+                );
+            }
+        }
+    }
+
     pub(super) fn identity(&self) -> Identity {
         lock(&self.identity).clone()
     }
@@ -418,6 +439,10 @@ impl Connection {
         identity: &Identity,
         affinity: Option<&str>,
     ) -> Result<(Lease, crate::codex::client::fleet::Hold), String> {
+        self.shared
+            .fleet
+            .admit(identity)
+            .map_err(|error| format!("clawbridge: {error}"))?;
         let (lease, hold) = self
             .shared
             .fleet
@@ -521,19 +546,35 @@ impl Connection {
             _ => {}
         }
         let identity = self.identity();
+        // What this client may ask, and within what sandbox (the method policy, the workspace
+        // roots, the ceiling): refused here, or sent on with what exceeded the ceiling lowered.
+        let admitted = match self
+            .shared
+            .policy
+            .admit(&self.caller, &method, params.get())
+        {
+            Ok(admitted) => admitted,
+            Err(refusal) => {
+                tracing::info!(
+                    "client connection {} ({}): {refusal}",
+                    self.number,
+                    self.caller.name
+                );
+                return self.fail(&id, INVALID_REQUEST, refusal).await;
+            }
+        };
+        self.note_lowered(&admitted.lowered);
         // An account past its daily budget starts no turn (`--budget-tokens`).
         if matches!(method.as_str(), method::TURN_START | method::TURN_STEER) {
             if let Some(why) = self.shared.usage.refusal(&identity.key()) {
                 return self.fail(&id, INVALID_REQUEST, why).await;
             }
         }
-        // The method table says which requests are about a thread (`thread/start` is, but
-        // names none yet); an unknown method is looked at for a `threadId` as well.
-        let known = CodexMethod::from_name(&method);
-        let thread = match known.map(CodexMethod::scope) {
-            _ if known == Some(CodexMethod::ThreadStart) => None,
-            Some(Scope::Connection) => None,
-            Some(Scope::Thread) | None => thread_of(&params),
+        // Any request that names a thread is about it (`thread/start` names none yet): it goes
+        // to the thread's member, and only the thread's owner may send it.
+        let thread = match CodexMethod::from_name(&method) {
+            Some(CodexMethod::ThreadStart) => None,
+            _ => thread_of(&params),
         };
         // A thread lives with the identity that opened it: another identity's connection gets
         // a clear refusal, never a turn under the wrong account.
@@ -588,7 +629,8 @@ impl Connection {
                 }
             }
         };
-        let params: &serde_json::value::RawValue = match serde_json::from_str(params.get()) {
+        let text = admitted.params.as_deref().unwrap_or(params.get());
+        let params: &serde_json::value::RawValue = match serde_json::from_str(text) {
             Ok(params) => params,
             Err(_) => {
                 return self
@@ -648,7 +690,7 @@ impl Connection {
                 // The thread the answer is about: the one opened, or the one named.
                 let mut answered = thread.clone();
                 match method.as_str() {
-                    method::THREAD_START | method::THREAD_RESUME => {
+                    method::THREAD_START | method::THREAD_RESUME | method::THREAD_FORK => {
                         let answer = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
                         let opened = answer["thread"]["id"].as_str().map(str::to_string);
                         if let Some(opened) = opened {
@@ -684,7 +726,20 @@ impl Connection {
                 if let Some(answered) = answered {
                     self.barrier(&lease.hub, &answered).await;
                 }
-                self.answer(&id, raw.get()).await;
+                let answer = if admitted.listing {
+                    let homes = lock(&self.shared.homes);
+                    super::policy::filter_listing(raw.get(), |thread| {
+                        homes.get(thread).is_some_and(|home| {
+                            home.identity == identity && self.caller.may_use(&home.owner)
+                        })
+                    })
+                } else if admitted.redact_answer {
+                    super::policy::redact_answer(raw.get())
+                } else {
+                    None
+                };
+                self.answer(&id, answer.as_deref().unwrap_or(raw.get()))
+                    .await;
             }
             Err(error) => {
                 if resumed_here {

@@ -23,7 +23,10 @@ mod connection;
 mod feed;
 mod listener;
 mod metrics;
+mod policy;
 mod status;
+
+pub use policy::Policy;
 
 pub use status::{
     fetch_status, read_status, ConnectionStatus, EndpointStatus, IdentityStatus, StatusFailure,
@@ -146,6 +149,9 @@ pub struct EndpointSettings {
     pub budget_tokens: Option<u64>,
     /// `--allow-host`: names besides the bound address and loopback that `Host` may carry.
     pub allow_hosts: Vec<String>,
+    /// What each client may ask a member: the sandbox ceiling and the workspace roots named
+    /// clients keep to.
+    pub policy: Policy,
     /// `--otel-endpoint`: the live trace (its span counters show in `/metrics`).
     pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
     /// Time to first token per model, from the capture (`/metrics`).
@@ -167,6 +173,8 @@ pub enum EndpointError {
     Socket { path: PathBuf, message: String },
     #[error("status: {0}")]
     Status(String),
+    #[error("{0} named client(s) but no --workspace-root: a named client's threads and files must keep to folders the operator names (give --workspace-root DIR, the folder its agents' workspaces live in)")]
+    NoRoots(usize),
 }
 
 /// Whose a thread is and where it lives: the account it runs under, the member that has it, and
@@ -190,6 +198,8 @@ struct Shared {
     /// The checks every HTTP request passes first (serve's: no browser, the listener's own
     /// name, a known token).
     guard: Guard,
+    /// The method policy, the roots and the sandbox ceiling every request passes.
+    policy: Policy,
     listen: ListenAddr,
     fleet: Arc<Fleet>,
     cwd: PathBuf,
@@ -256,6 +266,14 @@ impl Endpoint {
         settings: EndpointSettings,
         allow_remote: bool,
     ) -> Result<Endpoint, EndpointError> {
+        let named = settings
+            .clients
+            .iter()
+            .filter(|client| !client.operator)
+            .count();
+        if named > 0 && settings.policy.roots.is_none() {
+            return Err(EndpointError::NoRoots(named));
+        }
         let bind_error = |source| EndpointError::Bind {
             addr: settings.listen.to_string(),
             source,
@@ -306,6 +324,7 @@ impl Endpoint {
         };
         let shared = Arc::new(Shared {
             guard,
+            policy: settings.policy,
             listen: listen.clone(),
             fleet: Fleet::new(settings.fleet),
             cwd: settings.cwd,
