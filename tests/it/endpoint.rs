@@ -46,6 +46,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         budget_tokens: None,
         allow_hosts: Vec::new(),
         policy: clawbridge::EndpointPolicy::default(),
+        fresh_thread_grace: clawbridge::FRESH_THREAD_GRACE,
     }
 }
 

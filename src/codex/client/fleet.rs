@@ -49,28 +49,81 @@ pub enum LoginRefusal {
     Malformed,
     #[error("a `{0}` login needs a browser or a device code on the app-server's host; through the shared endpoint log in with an API key or ChatGPT auth tokens (OpenClaw auth profiles), or log Codex in on its host (`codex login`) and connect without logging in")]
     Interactive(String),
+    #[error("a `{kind}` login needs `{field}`")]
+    Missing { kind: String, field: &'static str },
+    #[error("`accessToken` is not a JWT whose claims name its account and user (`https://api.openai.com/auth`: `chatgpt_account_id`, `chatgpt_user_id`)")]
+    Claims,
+    #[error("`chatgptAccountId` is not the account the access token's claims name: a login is the account of the token's holder")]
+    AccountMismatch,
+}
+
+/// The claim object of OpenAI's tokens that names the account and the user.
+const AUTH_CLAIMS: &str = "https://api.openai.com/auth";
+
+/// The claims of a JWT (its middle part, base64url), read, not verified: they decide which
+/// account home a login shares, never what the upstream accepts (the upstream checks the
+/// signature of every request it gets).
+fn jwt_claims(token: &str) -> Option<Value> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Who holds a ChatGPT access token: its account and its user, from its claims.
+fn token_holder(token: &str) -> Option<(String, String)> {
+    let claims = jwt_claims(token)?;
+    let auth = claims.get(AUTH_CLAIMS);
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_string);
+    let account = text(auth.and_then(|auth| auth.get("chatgpt_account_id")))
+        .or_else(|| text(auth.and_then(|auth| auth.get("account_id"))))?;
+    let user = text(auth.and_then(|auth| auth.get("chatgpt_user_id")))
+        .or_else(|| text(auth.and_then(|auth| auth.get("user_id"))))
+        .or_else(|| text(claims.get("sub")))?;
+    Some((account, user))
 }
 
 impl Identity {
-    /// The identity an `account/login/start` asks for.
+    /// The identity an `account/login/start` asks for: whose credential it is. A key is its
+    /// own holder; a ChatGPT token's holder is the account and the user its claims name (the
+    /// account id a login states is no secret, and two users of one workspace share it; the
+    /// token rotates, its holder does not), and the stated account must be the token's; AWS
+    /// access keys are the key pair (a refreshed session token is the same holder).
     pub fn from_login(params: &Value) -> Result<Identity, LoginRefusal> {
         let kind = params
             .get("type")
             .and_then(Value::as_str)
             .ok_or(LoginRefusal::Malformed)?;
-        // The field that names the account: the key for key logins, the account id for token
-        // logins (the access token rotates; the account does not); the whole params otherwise.
-        let named = match kind {
+        let field = |name: &'static str| {
+            params
+                .get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| LoginRefusal::Missing {
+                    kind: kind.to_string(),
+                    field: name,
+                })
+        };
+        let material = match kind {
             "chatgpt" | "chatgptDeviceCode" => {
                 return Err(LoginRefusal::Interactive(kind.to_string()))
             }
-            "apiKey" | "amazonBedrock" => params.get("apiKey"),
-            "chatgptAuthTokens" => params.get("chatgptAccountId"),
-            _ => None,
-        };
-        let material = match named.and_then(Value::as_str) {
-            Some(text) => text.to_string(),
-            None => params.to_string(),
+            "apiKey" | "amazonBedrock" => field("apiKey")?.to_string(),
+            "chatgptAuthTokens" => {
+                let stated = field("chatgptAccountId")?;
+                let (account, user) =
+                    token_holder(field("accessToken")?).ok_or(LoginRefusal::Claims)?;
+                if account != stated {
+                    return Err(LoginRefusal::AccountMismatch);
+                }
+                format!("{account}\0{user}")
+            }
+            "amazonBedrockAccessKeys" => {
+                format!("{}\0{}", field("accessKeyId")?, field("secretAccessKey")?)
+            }
+            // A kind this endpoint does not know: its whole params name it.
+            _ => params.to_string(),
         };
         if !kind
             .chars()
@@ -211,6 +264,15 @@ impl Fleet {
             evicting: Mutex::new(()),
             served: Mutex::new(None),
         })
+    }
+
+    /// How the accounts' app-servers are kept apart, for the status.
+    pub fn isolation(&self) -> String {
+        match (&self.config.native.jail, &self.config.one_account) {
+            (Some(_), _) => "private view per app-server (mount and PID namespaces)".to_string(),
+            (None, Some(why)) => format!("one account only: {why}"),
+            (None, None) => "none (app-servers share the machine's view)".to_string(),
+        }
     }
 
     /// Whether `identity` may have work here: always, when members are kept apart; else only
@@ -488,6 +550,25 @@ impl Fleet {
     }
 }
 
+/// A JWT-shaped token (unsigned) whose claims name `account` and `user`, as OpenAI's access
+/// tokens do; `serial` makes tokens of one holder differ (a refresh).
+#[cfg(test)]
+pub(crate) fn test_token(account: &str, user: &str, serial: u32) -> String {
+    use base64::Engine as _;
+    let encode = |value: Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string().as_bytes())
+    };
+    format!(
+        "{}.{}.sig",
+        encode(serde_json::json!({"alg": "none", "typ": "JWT"})),
+        encode(serde_json::json!({
+            AUTH_CLAIMS: {"chatgpt_account_id": account, "chatgpt_user_id": user},
+            "sub": user,
+            "iat": serial,
+        }))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,13 +583,43 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.key().starts_with("apiKey-") && !a.key().contains("sk-aaaa"));
         assert_eq!(a.key().len(), "apiKey-".len() + 16);
-        // Token logins are keyed by the account: a refreshed access token is the same account.
-        let t1 = json!({"type": "chatgptAuthTokens", "accessToken": "one", "chatgptAccountId": "acct-1"});
-        let t2 = json!({"type": "chatgptAuthTokens", "accessToken": "two", "chatgptAccountId": "acct-1"});
-        let t3 = json!({"type": "chatgptAuthTokens", "accessToken": "one", "chatgptAccountId": "acct-2"});
-        let t1 = Identity::from_login(&t1).expect("t1");
-        assert_eq!(t1, Identity::from_login(&t2).expect("t2"));
-        assert_ne!(t1, Identity::from_login(&t3).expect("t3"));
+        // Token logins are keyed by the token's holder: a refreshed access token of the same
+        // user is the same account; another user naming the same account id is not, and a
+        // token of another account naming this one is refused.
+        let login = |token: String, account: &str| {
+            Identity::from_login(
+                &json!({"type": "chatgptAuthTokens", "accessToken": token, "chatgptAccountId": account}),
+            )
+        };
+        let victim = login(test_token("acct-1", "user-v", 1), "acct-1").expect("victim");
+        let refreshed = login(test_token("acct-1", "user-v", 2), "acct-1").expect("refresh");
+        assert_eq!(victim, refreshed);
+        let colleague = login(test_token("acct-1", "user-x", 1), "acct-1").expect("colleague");
+        assert_ne!(victim, colleague, "the same workspace, another user");
+        assert_eq!(
+            login(test_token("acct-2", "user-x", 1), "acct-1"),
+            Err(LoginRefusal::AccountMismatch)
+        );
+        assert_eq!(
+            login("not-a-jwt".into(), "acct-1"),
+            Err(LoginRefusal::Claims)
+        );
+        // AWS access keys: the key pair, whatever the session token and region.
+        let keys = |session: &str, region: &str| {
+            Identity::from_login(
+                &json!({"type": "amazonBedrockAccessKeys", "accessKeyId": "AKIA1", "secretAccessKey": "s", "sessionToken": session, "region": region}),
+            )
+        };
+        assert_eq!(keys("one", "us-east-1"), keys("two", "eu-west-1"));
+        assert_eq!(
+            Identity::from_login(
+                &json!({"type": "amazonBedrockAccessKeys", "accessKeyId": "AKIA1"})
+            ),
+            Err(LoginRefusal::Missing {
+                kind: "amazonBedrockAccessKeys".into(),
+                field: "secretAccessKey"
+            })
+        );
         // The same secret under another kind is another identity.
         let bedrock = Identity::from_login(
             &json!({"type": "amazonBedrock", "apiKey": "sk-aaaa", "region": "x"}),

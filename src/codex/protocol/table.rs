@@ -604,6 +604,9 @@ codex_methods! {
         files: ["ToolRequestUserInputResponse.json"], params: None, answer: None, kept: true;
     McpServerElicitationRequest, MCP_SERVER_ELICITATION_REQUEST = "mcpServer/elicitation/request", ServerRequest,
         files: ["McpServerElicitationRequestResponse.json"], params: None, answer: None, kept: true;
+    /// Codex asks the client for a fresh ChatGPT access token (it got 401 upstream).
+    AccountChatgptAuthTokensRefresh, ACCOUNT_CHATGPT_AUTH_TOKENS_REFRESH = "account/chatgptAuthTokens/refresh", ServerRequest,
+        files: [], params: None, answer: None, kept: false;
     CurrentTimeRead, CURRENT_TIME_READ = "currentTime/read", ServerRequest,
         files: [], params: None, answer: None, kept: false;
     ItemAgentMessageDelta, ITEM_AGENT_MESSAGE_DELTA = "item/agentMessage/delta", Notification,
@@ -634,6 +637,10 @@ codex_methods! {
         files: [], params: None, answer: None, kept: true;
     ThreadStarted, THREAD_STARTED = "thread/started", Notification,
         files: [], params: None, answer: None, kept: true;
+    /// A thread is no longer loaded (the endpoint also says it of a thread that went with its
+    /// app-server before its first turn).
+    ThreadClosed, THREAD_CLOSED = "thread/closed", Notification,
+        files: [], params: None, answer: None, kept: false;
     ThreadStatusChanged, THREAD_STATUS_CHANGED = "thread/status/changed", Notification,
         files: [], params: None, answer: None, kept: true;
     ThreadTokenUsageUpdated, THREAD_TOKEN_USAGE_UPDATED = "thread/tokenUsage/updated", Notification,

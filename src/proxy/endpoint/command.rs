@@ -332,6 +332,7 @@ pub(crate) async fn run_endpoint(
         },
         budget_tokens: args.budget_tokens,
         allow_hosts: args.allow_hosts.clone(),
+        fresh_thread_grace: super::FRESH_THREAD_GRACE,
         policy: super::Policy {
             ceiling: args
                 .max_sandbox

@@ -45,8 +45,9 @@ pub(super) struct Connection {
     /// Who its requests run as: native until it logs in.
     pub(super) identity: Mutex<Identity>,
     pub(super) threads: Mutex<HashMap<String, Followed>>,
-    /// Our id of a server request -> the member's hub and Codex's id.
-    pub(super) waiting: Mutex<HashMap<i64, (Arc<CodexHub>, RequestId)>>,
+    /// Our id of a server request -> the member's hub and Codex's id, and for a token refresh
+    /// the account whose member asked.
+    pub(super) waiting: Mutex<HashMap<i64, Waiting>>,
     pub(super) next_id: AtomicI64,
     pub(super) in_flight: Arc<Semaphore>,
     pub(super) tasks: TaskTracker,
@@ -223,6 +224,7 @@ impl Connection {
         ConnectionStatus {
             number: self.number,
             identity: self.identity().key(),
+            caller: self.caller.name.clone(),
             client: lock(&self.client).clone(),
             threads,
             requests_in_flight: MAX_IN_FLIGHT - self.in_flight.available_permits(),
@@ -313,10 +315,27 @@ impl Connection {
                 let RequestId::Integer(our_id) = id else {
                     return;
                 };
-                let Some((hub, codex_id)) = lock(&self.waiting).remove(&our_id) else {
+                let Some(Waiting {
+                    hub,
+                    id: codex_id,
+                    refresh_of,
+                }) = lock(&self.waiting).remove(&our_id)
+                else {
                     tracing::debug!("a client answered an unknown server request {id}");
                     return;
                 };
+                // A refreshed ChatGPT token replaces the member's login: only the same
+                // holder's may (another user's token would put the account's turns under it).
+                if let (Some(identity), Ok(raw)) = (&refresh_of, &result) {
+                    if let Err(why) = refreshed_by_holder(identity, raw.get()) {
+                        tracing::warn!("client connection {}: {why}", self.number);
+                        let _ = hub
+                            .peer()
+                            .respond_error(codex_id, INVALID_REQUEST, format!("clawbridge: {why}"))
+                            .await;
+                        return;
+                    }
+                }
                 let sent = match result {
                     // The client's answer goes to Codex as the client wrote it.
                     Ok(raw) => {
@@ -704,7 +723,10 @@ impl Connection {
                             }
                             if method == method::THREAD_START {
                                 if let Some(feed) = self.feed_of(&opened) {
-                                    feed.started_here();
+                                    feed.started_here(
+                                        self.shared.fresh_thread_grace,
+                                        &self.shared.tasks,
+                                    );
                                 }
                             }
                             answered = Some(opened);
@@ -870,7 +892,16 @@ impl Connection {
             let mut waiting = lock(&self.waiting);
             let full = waiting.len() >= MAX_WAITING_ANSWERS;
             if !full {
-                waiting.insert(ours, (Arc::clone(hub), request.id.clone()));
+                let refresh_of = (request.method == method::ACCOUNT_CHATGPT_AUTH_TOKENS_REFRESH)
+                    .then(|| self.identity());
+                waiting.insert(
+                    ours,
+                    Waiting {
+                        hub: Arc::clone(hub),
+                        id: request.id.clone(),
+                        refresh_of,
+                    },
+                );
             }
             full
         };
@@ -938,6 +969,14 @@ impl Connection {
                 return;
             }
             threads.remove(thread);
+        }
+        // A thread with no turn has no rollout: it went with its app-server.
+        if feed.unpersisted.load(Ordering::SeqCst) {
+            let closed = serde_json::json!({
+                "method": method::THREAD_CLOSED,
+                "params": {"threadId": thread},
+            });
+            self.push(closed.to_string());
         }
         if let Some(turn) = turn {
             let ended = serde_json::json!({
@@ -1045,7 +1084,7 @@ impl Connection {
         self.leave_all().await;
         let waiting: Vec<(Arc<CodexHub>, RequestId)> = lock(&self.waiting)
             .drain()
-            .map(|(_, entry)| entry)
+            .map(|(_, entry)| (entry.hub, entry.id))
             .collect();
         for (hub, id) in waiting {
             let _ = hub
@@ -1059,6 +1098,32 @@ impl Connection {
         }
         self.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.tasks.wait()).await;
+    }
+}
+
+/// A server request a client has yet to answer.
+pub(super) struct Waiting {
+    pub(super) hub: Arc<CodexHub>,
+    /// Codex's id of it.
+    pub(super) id: RequestId,
+    /// For `account/chatgptAuthTokens/refresh`: the account whose member asked (the answer
+    /// must be that holder's token).
+    pub(super) refresh_of: Option<Identity>,
+}
+
+/// Whether a refresh answer's token is `identity`'s holder's.
+fn refreshed_by_holder(identity: &Identity, answer: &str) -> Result<(), String> {
+    let mut login: Value = serde_json::from_str(answer)
+        .map_err(|_| "a token refresh answer that is not JSON".to_string())?;
+    if let Some(object) = login.as_object_mut() {
+        object.insert("type".into(), Value::from("chatgptAuthTokens"));
+    }
+    match Identity::from_login(&login) {
+        Ok(holder) if &holder == identity => Ok(()),
+        Ok(holder) => Err(format!(
+            "a token refresh for {identity} answered with another holder's token ({holder}); refused"
+        )),
+        Err(refusal) => Err(format!("a token refresh answer: {refusal}")),
     }
 }
 

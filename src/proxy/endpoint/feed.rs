@@ -43,6 +43,10 @@ pub(super) struct Feed {
     /// Started here and no turn yet: Codex has no rollout of it, so its app-server must not be
     /// stopped to make room (the thread could not be resumed).
     pub(super) fresh: AtomicBool,
+    /// Started here and no turn yet, whether or not it still holds its app-server: if the
+    /// app-server goes away now, the thread is gone with it (its followers hear
+    /// `thread/closed`).
+    pub(super) unpersisted: AtomicBool,
     /// Asks the relay to send what it holds, then acknowledge (see [`Connection::barrier`]).
     pub(super) barrier: mpsc::Sender<oneshot::Sender<()>>,
     pub(super) relay: Mutex<Option<tokio::task::JoinHandle<Option<()>>>>,
@@ -250,6 +254,7 @@ impl Feed {
         let running = turn.is_some();
         if running {
             self.persisted();
+            self.unpersisted.store(false, Ordering::SeqCst);
         }
         self.turn.send_modify(|state| {
             match (state.id.is_some(), running) {
@@ -264,11 +269,32 @@ impl Feed {
         });
     }
 
-    /// A thread this app-server started and has no turn yet holds it (see `fresh`).
-    pub(super) fn started_here(&self) {
-        if !self.fresh.swap(true, Ordering::SeqCst) {
-            self.lease.hub.hold();
+    /// A thread this app-server started and has no turn yet holds it (see `fresh`), for
+    /// `grace` at most: an account that needs room is not kept waiting by threads nobody runs
+    /// (after it, the thread is lost if its app-server is stopped to make room).
+    pub(super) fn started_here(
+        self: &Arc<Self>,
+        grace: std::time::Duration,
+        tasks: &crate::support::task::Tasks,
+    ) {
+        self.unpersisted.store(true, Ordering::SeqCst);
+        if self.fresh.swap(true, Ordering::SeqCst) {
+            return;
         }
+        self.lease.hub.hold();
+        let feed = Arc::downgrade(self);
+        tasks.spawn_cancellable(async move {
+            tokio::time::sleep(grace).await;
+            if let Some(feed) = feed.upgrade() {
+                if feed.fresh.load(Ordering::SeqCst) {
+                    tracing::info!(
+                        "thread {}: no turn {grace:?} after its start; its app-server may be stopped to make room for another account",
+                        feed.thread
+                    );
+                    feed.persisted();
+                }
+            }
+        });
     }
 
     /// Its first turn began (Codex writes the rollout), or the feed ended.

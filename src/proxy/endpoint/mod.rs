@@ -72,6 +72,9 @@ const CLIENT_QUEUE: usize = 4096;
 const MAX_REMEMBERED_THREADS: usize = 100_000;
 /// How long an answer waits for the messages Codex sent before it to reach the client first.
 const ORDER_WAIT: Duration = Duration::from_secs(5);
+/// How long a thread started without a turn holds its app-server at most (an account that
+/// needs room gets it within [`crate::codex::client::fleet::FleetConfig::wait_for_room`]).
+pub const FRESH_THREAD_GRACE: Duration = Duration::from_secs(10);
 /// On shutdown: how long running turns get to end after their `turn/interrupt`.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// The status document a status client reads at most.
@@ -152,6 +155,9 @@ pub struct EndpointSettings {
     /// What each client may ask a member: the sandbox ceiling and the workspace roots named
     /// clients keep to.
     pub policy: Policy,
+    /// How long a thread started without a turn keeps its app-server from being stopped to
+    /// make room for another account ([`FRESH_THREAD_GRACE`]).
+    pub fresh_thread_grace: Duration,
     /// `--otel-endpoint`: the live trace (its span counters show in `/metrics`).
     pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
     /// Time to first token per model, from the capture (`/metrics`).
@@ -200,6 +206,9 @@ struct Shared {
     guard: Guard,
     /// The method policy, the roots and the sandbox ceiling every request passes.
     policy: Policy,
+    fresh_thread_grace: Duration,
+    /// The named clients, for the status.
+    clients: Vec<crate::app::clients::ClientEntry>,
     listen: ListenAddr,
     fleet: Arc<Fleet>,
     cwd: PathBuf,
@@ -325,6 +334,8 @@ impl Endpoint {
         let shared = Arc::new(Shared {
             guard,
             policy: settings.policy,
+            fresh_thread_grace: settings.fresh_thread_grace,
+            clients: settings.clients.clone(),
             listen: listen.clone(),
             fleet: Fleet::new(settings.fleet),
             cwd: settings.cwd,
@@ -501,6 +512,7 @@ impl Shared {
             answerer: Mutex::new(None),
             turn: tokio::sync::watch::Sender::new(TurnState::default()),
             fresh: AtomicBool::new(false),
+            unpersisted: AtomicBool::new(false),
             barrier,
             relay: Mutex::new(None),
             watch: Mutex::new(TurnWatch::new(self.stall_settings)),
@@ -704,6 +716,26 @@ impl Shared {
                 .collect(),
             recovered_turns: self.stalls.recovered.load(Ordering::SeqCst),
             context_alarms: self.stalls.context_alarms.load(Ordering::SeqCst),
+            policy: status::PolicyStatus {
+                max_sandbox: self.policy.ceiling.as_str().to_string(),
+                workspace_roots: self
+                    .policy
+                    .roots
+                    .iter()
+                    .flat_map(|roots| roots.folders())
+                    .map(|root| root.display().to_string())
+                    .collect(),
+                isolation: self.fleet.isolation(),
+            },
+            clients: self
+                .clients
+                .iter()
+                .map(|client| status::ClientStatus {
+                    name: client.name.clone(),
+                    operator: client.operator,
+                    allow: client.allow.iter().map(|grant| grant.to_string()).collect(),
+                })
+                .collect(),
         }
     }
 }

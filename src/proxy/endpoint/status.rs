@@ -31,6 +31,36 @@ pub struct EndpointStatus {
     pub recovered_turns: usize,
     /// Turns that compacted twice or more and still filled the model's context window.
     pub context_alarms: usize,
+    /// What clients may ask: the sandbox ceiling, the workspace roots, how the app-servers are
+    /// kept apart.
+    #[serde(default)]
+    pub policy: PolicyStatus,
+    /// The named clients and what each was granted past its own threads.
+    #[serde(default)]
+    pub clients: Vec<ClientStatus>,
+}
+
+/// The endpoint's policy in [`EndpointStatus`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyStatus {
+    /// `--max-sandbox`.
+    pub max_sandbox: String,
+    /// `--workspace-root`s (named clients keep to them).
+    pub workspace_roots: Vec<String>,
+    /// How each account's app-servers are kept from the others' (`private view`), or why
+    /// they are not.
+    pub isolation: String,
+}
+
+/// A named client in [`EndpointStatus`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientStatus {
+    pub name: String,
+    pub operator: bool,
+    /// What it may do past its own threads (`fs`, `exec`, ...).
+    pub allow: Vec<String>,
 }
 
 /// One identity in [`EndpointStatus`].
@@ -58,6 +88,9 @@ pub struct ConnectionStatus {
     pub number: usize,
     /// Who its requests run as: `native`, or its login's fingerprint.
     pub identity: String,
+    /// The client its token names (`operator`, or a named client).
+    #[serde(default)]
+    pub caller: String,
     /// `clientInfo` of its `initialize` (`name version`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
