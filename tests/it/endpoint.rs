@@ -274,7 +274,7 @@ async fn connections_past_the_cap_are_refused_until_one_leaves() {
 pub(crate) struct Client<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> {
     sender: soketto::connection::Sender<tokio_util::compat::Compat<T>>,
     receiver: soketto::connection::Receiver<tokio_util::compat::Compat<T>>,
-    next_id: i64,
+    pub(crate) next_id: i64,
     pub(crate) seen: Vec<Value>,
 }
 
@@ -327,7 +327,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
     }
 
     /// The next message; `None` once the endpoint closed the connection.
-    async fn next(&mut self) -> Option<Value> {
+    pub(crate) async fn next(&mut self) -> Option<Value> {
         let mut data = Vec::new();
         let received = tokio::time::timeout(
             Duration::from_secs(60),

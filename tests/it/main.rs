@@ -27,5 +27,6 @@ mod serve_hardening;
 mod serve_security;
 mod skills;
 mod snapshots;
+mod tenants;
 mod untrusted;
 mod util;

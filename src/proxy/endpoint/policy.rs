@@ -518,23 +518,30 @@ fn drop_commands(key: &str, value: &mut Value) {
     }
 }
 
-/// Keep only the caller's threads in a listing's `data` (ids, `Thread` objects, search results
-/// and attachment owners alike).
+/// Keep only the caller's threads in a listing: in every list of the answer (`data`: ids,
+/// `Thread` objects, search results and attachment owners alike) and in every map keyed by
+/// thread (`thread/list`'s `readStates`). Cursors and other plain fields stay.
 pub(super) fn filter_listing(answer: &str, mine: impl Fn(&str) -> bool) -> Option<String> {
     let mut value: Value = serde_json::from_str(answer).ok()?;
-    let data = value.get_mut("data")?.as_array_mut()?;
-    data.retain(|item| {
-        let id = item
-            .as_str()
-            .or_else(|| item.get("id").and_then(Value::as_str))
-            .or_else(|| item.get("threadId").and_then(Value::as_str))
-            .or_else(|| {
-                item.get("thread")
-                    .and_then(|thread| thread.get("id"))
-                    .and_then(Value::as_str)
-            });
-        id.is_some_and(&mine)
-    });
+    let fields = value.as_object_mut()?;
+    for field in fields.values_mut() {
+        match field {
+            Value::Array(items) => items.retain(|item| {
+                let id = item
+                    .as_str()
+                    .or_else(|| item.get("id").and_then(Value::as_str))
+                    .or_else(|| item.get("threadId").and_then(Value::as_str))
+                    .or_else(|| {
+                        item.get("thread")
+                            .and_then(|thread| thread.get("id"))
+                            .and_then(Value::as_str)
+                    });
+                id.is_some_and(&mine)
+            }),
+            Value::Object(by_thread) => by_thread.retain(|thread, _| mine(thread)),
+            _ => {}
+        }
+    }
     Some(value.to_string())
 }
 
@@ -801,11 +808,14 @@ mod tests {
     #[test]
     fn listings_keep_the_caller_s_threads() {
         let mine = |id: &str| id.starts_with("mine");
-        let list = json!({"data": [{"id": "mine-1"}, {"id": "theirs"}], "nextCursor": null});
+        let list = json!({"data": [{"id": "mine-1"}, {"id": "theirs"}], "nextCursor": "c",
+            "readStates": {"mine-1": {"revision": "r"}, "theirs": {"revision": "s"}}});
         let kept: Value =
             serde_json::from_str(&filter_listing(&list.to_string(), mine).expect("list"))
                 .expect("json");
         assert_eq!(kept["data"], json!([{"id": "mine-1"}]));
+        assert_eq!(kept["readStates"], json!({"mine-1": {"revision": "r"}}));
+        assert_eq!(kept["nextCursor"], "c");
         let search = json!({"data": [{"snippet": "x", "thread": {"id": "theirs"}}]});
         let kept: Value =
             serde_json::from_str(&filter_listing(&search.to_string(), mine).expect("search"))
