@@ -657,6 +657,7 @@ stream_idle_timeout_ms = 30000
 
 [features]
 plugins = false
+enable_request_compression = false
 
 [analytics]
 enabled = false

@@ -34,8 +34,20 @@ pub(crate) async fn accounts_endpoint_tuned(
     per_identity: usize,
     tune: impl FnOnce(PoolConfig) -> PoolConfig,
 ) -> Accounts {
+    accounts_endpoint_scripted(total, per_identity, StubScript::default(), tune, |s| s).await
+}
+
+/// [`accounts_endpoint_tuned`] with the upstream answering by `script`, and the endpoint's
+/// settings changed by `settings`.
+pub(crate) async fn accounts_endpoint_scripted(
+    total: usize,
+    per_identity: usize,
+    script: StubScript,
+    tune: impl FnOnce(PoolConfig) -> PoolConfig,
+    settings_tune: impl FnOnce(EndpointSettings) -> EndpointSettings,
+) -> Accounts {
     let (sink, upstream) = tokio::sync::mpsc::channel(4096);
-    let stub = ResponsesStub::start_with_sink(StubScript::default(), Some(sink))
+    let stub = ResponsesStub::start_with_sink(script, Some(sink))
         .await
         .expect("stub");
     let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
@@ -60,11 +72,11 @@ pub(crate) async fn accounts_endpoint_tuned(
         one_account: None,
     };
     let endpoint = Endpoint::start(
-        EndpointSettings {
+        settings_tune(EndpointSettings {
             cwd: crate::util::repo_root().join("fixtures/workspace"),
             fleet,
             ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
-        },
+        }),
         false,
     )
     .await

@@ -538,3 +538,386 @@ async fn no_tenant_reaches_another_by_any_method_file_or_variable() {
     );
     tenancy.stop().await;
 }
+
+/// A JWT-shaped ChatGPT access token (unsigned) whose claims name `account` and `user`, as
+/// OpenAI's do; `serial` tells apart two tokens of one holder (a refresh).
+fn chatgpt_token(account: &str, user: &str, serial: u32) -> String {
+    use base64::Engine as _;
+    let encode = |value: Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string().as_bytes())
+    };
+    format!(
+        "{}.{}.signature",
+        encode(json!({"alg": "none", "typ": "JWT"})),
+        encode(json!({
+            "https://api.openai.com/auth": {"chatgpt_account_id": account, "chatgpt_user_id": user},
+            "sub": user,
+            "iat": serial,
+        }))
+    )
+}
+
+fn token_login(token: &str, account: &str) -> Value {
+    json!({"type": "chatgptAuthTokens", "accessToken": token, "chatgptAccountId": account})
+}
+
+/// A turn on `thread` to its end, answering Codex's token refreshes with `refresh` (when it
+/// asks): the `turn/completed`.
+async fn turn_refreshing(
+    client: &mut Client<tokio::net::TcpStream>,
+    thread: &str,
+    text: &str,
+    refresh: &Value,
+) -> Value {
+    let answer = client
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
+        )
+        .await;
+    assert!(answer["result"]["turn"]["id"].is_string(), "{answer}");
+    loop {
+        let message = client.next().await.expect("until the turn ends");
+        if message["method"] == "account/chatgptAuthTokens/refresh" {
+            client
+                .send(json!({"id": message["id"], "result": refresh}))
+                .await;
+        }
+        if turn_completed(thread)(&message) {
+            client.seen.clear();
+            return message;
+        }
+    }
+}
+
+/// Protection: a ChatGPT-token login is its token's holder's account. Two users of one ChatGPT
+/// workspace (one account id) are two accounts: the second user's login neither joins the
+/// first's account nor replaces the first's tokens, and cannot reach her thread; a token of
+/// another account naming hers is refused. When Codex asks for a fresh token (it got 401), the
+/// holder's own refresh goes through and the next model request carries it; a refresh
+/// answered with another user's token is refused, and no request of hers goes out with it.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_login_is_its_holder_s_and_refreshes_stay_the_holder_s() {
+    let script: StubScript = serde_json::from_value(json!({"responses": [], "byInput": [
+        {"contains": "victim refresh", "responses": [{"httpStatus": 401}, {"text": "refreshed"}]},
+        {"contains": "victim stolen refresh", "responses": [{"httpStatus": 401}, {"text": "no"}]},
+    ]}))
+    .expect("script");
+    let mut accounts = crate::endpoint_accounts::accounts_endpoint_scripted(
+        2,
+        1,
+        script,
+        |pool| pool,
+        |settings| settings,
+    )
+    .await;
+    let (victim_v1, victim_v2) = (
+        chatgpt_token("acct-1", "user-v", 1),
+        chatgpt_token("acct-1", "user-v", 2),
+    );
+    let attacker = chatgpt_token("acct-1", "user-x", 1);
+    let mut victim = crate::endpoint::tcp_client(&accounts.endpoint).await;
+    victim.initialize().await;
+    let login = victim
+        .request("account/login/start", token_login(&victim_v1, "acct-1"))
+        .await;
+    assert!(login["result"].is_object(), "{login}");
+    let started = victim
+        .request("thread/start", json!({"modelProvider": "openai"}))
+        .await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .expect("thread")
+        .to_string();
+    turn_refreshing(&mut victim, &thread, "victim round 0", &json!({})).await;
+
+    // A colleague in the same workspace, with her own token, naming the same account id.
+    let mut colleague = crate::endpoint::tcp_client(&accounts.endpoint).await;
+    colleague.initialize().await;
+    let login = colleague
+        .request("account/login/start", token_login(&attacker, "acct-1"))
+        .await;
+    assert!(login["result"].is_object(), "{login}");
+    let stolen = colleague
+        .request("thread/resume", json!({"threadId": thread}))
+        .await;
+    let why = stolen["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("belongs to another account"), "{stolen}");
+    // A token of another account that names the victim's is refused.
+    let forged = colleague
+        .request(
+            "account/login/start",
+            token_login(&chatgpt_token("acct-2", "user-x", 1), "acct-1"),
+        )
+        .await;
+    let why = forged["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("not the account the access token"), "{forged}");
+
+    // The victim's next turn still goes out with her own token.
+    turn_refreshing(&mut victim, &thread, "victim round 1", &json!({})).await;
+    // Codex gets 401 and asks for a fresh token: one answered with the colleague's token is
+    // refused (the turn fails, nothing goes out with it).
+    turn_refreshing(
+        &mut victim,
+        &thread,
+        "victim stolen refresh",
+        &json!({"accessToken": attacker, "chatgptAccountId": "acct-1"}),
+    )
+    .await;
+    // Her own refresh is taken: the retry carries it.
+    let refreshed = turn_refreshing(
+        &mut victim,
+        &thread,
+        "victim refresh",
+        &json!({"accessToken": victim_v2, "chatgptAccountId": "acct-1"}),
+    )
+    .await;
+    assert_eq!(
+        refreshed["params"]["turn"]["status"], "completed",
+        "{refreshed}"
+    );
+
+    let mut by_text: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    while let Ok(request) = accounts.upstream.try_recv() {
+        let body = request.body.to_string();
+        let auth = request
+            .headers
+            .get("authorization")
+            .cloned()
+            .unwrap_or_default();
+        // A request carries the thread's history: its turn is the newest message it holds.
+        let round = [
+            "victim round 0",
+            "victim round 1",
+            "victim stolen refresh",
+            "victim refresh",
+        ]
+        .into_iter()
+        .filter(|text| body.contains(text))
+        .last()
+        .unwrap_or("other");
+        by_text.entry(round.to_string()).or_default().push(auth);
+    }
+    eprintln!("{by_text:#?}");
+    let bearer = |token: &str| format!("Bearer {token}");
+    assert_eq!(
+        by_text["victim round 0"],
+        vec![bearer(&victim_v1)],
+        "{by_text:#?}"
+    );
+    assert_eq!(
+        by_text["victim round 1"],
+        vec![bearer(&victim_v1)],
+        "{by_text:#?}"
+    );
+    assert_eq!(
+        by_text["victim refresh"],
+        vec![bearer(&victim_v1), bearer(&victim_v2)],
+        "the 401, then the retry with the holder's refreshed token: {by_text:#?}"
+    );
+    assert!(
+        by_text
+            .values()
+            .flatten()
+            .all(|auth| *auth != bearer(&attacker)),
+        "a request of the victim's went out with the colleague's token: {by_text:#?}"
+    );
+    accounts.endpoint.stop().await;
+}
+
+/// Protection: threads with no turn hold their app-server for a bound only. Two clients (the
+/// native login and account A) each hold a turn-less `thread/start` on one of the two
+/// members; a third account that logs in gets a member once the bound has passed (before, it
+/// was refused after 20 s), and the client whose app-server was stopped to make room hears
+/// `thread/closed` for the thread that went with it.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_threads_cannot_lock_another_account_out() {
+    let grace = Duration::from_secs(2);
+    let accounts = crate::endpoint_accounts::accounts_endpoint_scripted(
+        2,
+        1,
+        StubScript::default(),
+        |pool| pool,
+        |settings| clawbridge::EndpointSettings {
+            fresh_thread_grace: grace,
+            ..settings
+        },
+    )
+    .await;
+    let login = |account: &str| json!({"type": "apiKey", "apiKey": key_of(account)});
+    let mut holders = Vec::new();
+    for account in [None, Some("A")] {
+        let mut holder = crate::endpoint::tcp_client(&accounts.endpoint).await;
+        holder.initialize().await;
+        if let Some(account) = account {
+            holder.request("account/login/start", login(account)).await;
+        }
+        let started = holder
+            .request("thread/start", json!({"modelProvider": "openai"}))
+            .await;
+        let thread = started["result"]["thread"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{started}"))
+            .to_string();
+        holders.push((holder, thread));
+    }
+    let ready = accounts
+        .endpoint
+        .members()
+        .into_iter()
+        .filter(|member| member.state == clawbridge::MemberState::Ready)
+        .count();
+    assert_eq!(ready, 2, "each member holds a turn-less thread");
+    let mut newcomer = crate::endpoint::tcp_client(&accounts.endpoint).await;
+    newcomer.initialize().await;
+    let began = std::time::Instant::now();
+    let login = newcomer.request("account/login/start", login("B")).await;
+    assert_eq!(login["result"]["type"], "apiKey", "{login}");
+    let waited = began.elapsed();
+    assert!(
+        waited >= grace && waited < clawbridge::FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+        "the newcomer waited {waited:?}"
+    );
+    let started = newcomer
+        .request("thread/start", json!({"modelProvider": "openai"}))
+        .await;
+    assert!(started["result"]["thread"]["id"].is_string(), "{started}");
+    // One holder's app-server made the room: its thread is closed for it.
+    let mut closed = 0;
+    for (holder, thread) in holders.iter_mut() {
+        let heard = tokio::time::timeout(
+            Duration::from_secs(5),
+            holder.until("thread/closed", |message| {
+                message["method"] == "thread/closed"
+                    && message["params"]["threadId"] == thread.as_str()
+            }),
+        )
+        .await;
+        closed += usize::from(heard.is_ok());
+    }
+    assert_eq!(closed, 1, "one holder's thread went with its app-server");
+    accounts.endpoint.stop().await;
+}
+
+/// Run `script` with `sh` in the jail the endpoint gives an app-server (`clawbridge-runtime
+/// __jail`), as `as_user` (`setpriv` arguments) or as this user: its exit code and output.
+fn jailed(
+    helper: &Path,
+    hide: &Path,
+    keep: &Path,
+    script: &str,
+    as_user: &[&str],
+) -> (i32, String) {
+    let mut command = if as_user.is_empty() {
+        std::process::Command::new(helper)
+    } else {
+        let mut setpriv = std::process::Command::new("setpriv");
+        setpriv.args(as_user).arg(helper);
+        setpriv
+    };
+    let output = command
+        .args(["__jail", "--hide"])
+        .arg(hide)
+        .arg("--keep")
+        .arg(keep)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .expect("the jail's helper");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code().unwrap_or(-1), text)
+}
+
+/// Protection: the private view itself (no Codex needed). Inside it a hidden folder is empty
+/// and read-only, a kept folder beneath it is there and writable, the covers cannot be taken
+/// off (not even by root), only the jail's own processes are visible, and what it left running
+/// ends with it; as root and, through a user namespace, as an unprivileged user.
+#[test]
+fn the_jail_hides_what_it_must_keeps_what_it_may_and_ends_what_it_started() {
+    let dir = tempfile::tempdir_in("/tmp").expect("dir");
+    let state = dir.path().join("state");
+    let home = state.join("homes").join("mine");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(state.join("homes").join("theirs")).expect("theirs");
+    std::fs::write(state.join("homes/theirs/auth.json"), "THEIR-KEY").expect("key");
+    std::fs::write(state.join("token"), "OPERATOR-TOKEN").expect("token");
+    std::fs::write(home.join("auth.json"), "MY-KEY").expect("mine");
+    let marker = dir.path().join("left-running");
+    let s = state.display();
+    let script = format!(
+        "cat {s}/token {s}/homes/theirs/auth.json 2>/dev/null; cat {h}/auth.json; \
+         echo written > {h}/note && echo WROTE-HOME; touch {s}/planted 2>/dev/null || echo COVER-READ-ONLY; \
+         umount {s} 2>/dev/null; umount -l {s} 2>/dev/null; cat {s}/token 2>/dev/null; \
+         echo PROCS $(ls /proc | grep -c '^[0-9]'); (sleep 30; touch {m}) & echo STARTED",
+        h = home.display(),
+        m = marker.display()
+    );
+    let helper = PathBuf::from(env!("CARGO_BIN_EXE_clawbridge-runtime"));
+    let (code, out) = jailed(&helper, &state, &home, &script, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("MY-KEY") && out.contains("WROTE-HOME"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("THEIR-KEY") && !out.contains("OPERATOR-TOKEN"),
+        "{out}"
+    );
+    assert!(
+        out.contains("COVER-READ-ONLY") && out.contains("STARTED"),
+        "{out}"
+    );
+    let processes: usize = out
+        .split("PROCS ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|count| count.parse().ok())
+        .expect("a process count");
+    assert!(processes <= 5, "only the jail's own processes: {out}");
+    assert!(!state.join("planted").exists());
+    assert_eq!(
+        std::fs::read_to_string(home.join("note")).expect("note"),
+        "written\n"
+    );
+    // As an unprivileged user, through a user namespace (root runs it as `nobody`).
+    if rustix_is_root() {
+        let copy = dir.path().join("helper");
+        std::fs::copy(&helper, &copy).expect("copy the helper");
+        let chown = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(dir.path())
+            .status()
+            .expect("chown");
+        assert!(chown.success());
+        let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+        let (code, out) = jailed(&copy, &state, &home, &script, &nobody);
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.contains("MY-KEY") && !out.contains("THEIR-KEY"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("OPERATOR-TOKEN") && out.contains("COVER-READ-ONLY"),
+            "{out}"
+        );
+    }
+    // The background `sleep` ended with the jail: it never writes its marker.
+    std::thread::sleep(Duration::from_millis(200));
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &format!("touch {}", marker.display())])
+        .output()
+        .expect("pgrep");
+    assert!(left.stdout.is_empty(), "a process outlived its jail");
+}
+
+fn rustix_is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| output.stdout == b"0\n")
+}

@@ -574,6 +574,38 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Protection: where the app-servers cannot be kept apart, one account is served and every
+    /// other is refused, saying why (a handshake asks nothing of an account).
+    #[test]
+    fn without_a_private_view_one_account_is_served() {
+        let home = tempfile::tempdir().expect("home");
+        let config = |one_account: Option<String>| FleetConfig {
+            native: PoolConfig::new(Err("no codex".into()), home.path().to_path_buf()),
+            homes: home.path().join("homes"),
+            home_config: None,
+            total_locals: 2,
+            per_identity: 1,
+            wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+            one_account,
+        };
+        let key = |key: &str| Identity::from_login(&json!({"type": "apiKey", "apiKey": key}));
+        let (a, b) = (key("sk-a").expect("a"), key("sk-b").expect("b"));
+        let fleet = Fleet::new(config(Some("user namespaces are off".into())));
+        fleet.admit(&a).expect("the first account");
+        fleet.admit(&a).expect("the same account again");
+        let refused = fleet.admit(&b).expect_err("another account").to_string();
+        assert!(
+            refused.contains(&a.key()) && refused.contains("user namespaces are off"),
+            "{refused}"
+        );
+        assert!(fleet.admit(&Identity::Native).is_err());
+        assert!(fleet.isolation().starts_with("one account only"));
+        // Kept apart: every account.
+        let fleet = Fleet::new(config(None));
+        fleet.admit(&a).expect("a");
+        fleet.admit(&b).expect("b");
+    }
+
     #[test]
     fn a_login_names_its_account_by_a_fingerprint_never_the_secret() {
         let a = Identity::from_login(&json!({"type": "apiKey", "apiKey": "sk-aaaa"})).expect("a");
