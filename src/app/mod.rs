@@ -8,7 +8,8 @@
 //! [`pairing`] drives one turn through a real Codex; [`capture`] redacts and labels what Codex
 //! sent the model; [`offline`] is the loopback model stub and the throwaway `CODEX_HOME`;
 //! [`state`] is what the process remembers between runs (the `once` warning ledger); [`doctor`]
-//! checks the machine; [`clients`] keeps the service's named client tokens.
+//! checks the machine; [`clients`] keeps the service's named client tokens; [`isolation`]
+//! checks the private view both services give their app-servers.
 //!
 //! May use every layer below it (docs/architecture.md); only `server`, `proxy` and the binary
 //! use it.
@@ -22,6 +23,7 @@ pub mod drive;
 pub mod events;
 pub mod fixtures;
 pub mod guard;
+pub mod isolation;
 pub mod metrics;
 pub mod pairing;
 pub mod state;

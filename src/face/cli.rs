@@ -536,6 +536,14 @@ pub struct ServeArgs {
     pub completion_grace: u64,
     #[command(flatten)]
     pub capture: LiveCaptureArgs,
+    /// An environment variable the app-servers keep from serve's (repeatable; e.g.
+    /// HTTPS_PROXY). They keep only PATH, HOME, the locale and a few more otherwise.
+    #[arg(long = "member-env", value_name = "NAME")]
+    pub member_env: Vec<String>,
+    /// A folder or file the app-servers, and every tool their models run, must not see
+    /// (repeatable), besides the state dir, which is always hidden.
+    #[arg(long = "member-hide", value_name = "PATH")]
+    pub member_hide: Vec<PathBuf>,
     #[command(flatten)]
     pub otel: crate::proxy::args::OtelArgs,
     /// Named client tokens (default `<state-dir>/clients.json`; `clawbridge client add` writes
@@ -732,7 +740,18 @@ impl ServeArgs {
             None => crate::StubScript::default(),
         };
         let state_dir = crate::state_dir(self.state_dir)?;
+        let mut hide = vec![state_dir.clone()];
+        hide.extend(self.clients.iter().cloned());
+        hide.extend(self.capture.capture.iter().cloned());
+        hide.extend(self.member_hide.iter().cloned());
+        let member_jail = std::env::current_exe().ok().map(|helper| crate::Jail {
+            helper,
+            hide,
+            keep: self.workspace_roots.clone(),
+        });
         Ok(crate::ServeConfig {
+            member_env: Some(self.member_env),
+            member_jail,
             listen: self.listen,
             token: self.token,
             no_auth: self.no_auth,

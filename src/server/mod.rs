@@ -111,6 +111,12 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let codex_home = plane.codex_home().to_path_buf();
     let config_overrides = plane.config_overrides().to_vec();
     let bindings = state::load_bindings(&config.state_dir)?;
+    // Each app-server in a private view of the machine (the state dir, with the operator's
+    // token, out of its models' reach), when this machine can make one.
+    let mut config = config;
+    if let Some(jail) = config.member_jail.take() {
+        config.member_jail = crate::app::isolation::probed(jail, &codex_home).await;
+    }
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),
         pool: Pool::new(PoolConfig {

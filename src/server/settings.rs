@@ -75,6 +75,12 @@ pub struct ServeConfig {
     /// Restart backoff and the crash loop that marks a member dead.
     pub restart_backoff: (Duration, Duration),
     pub crash_limit: (usize, Duration),
+    /// `--member-env`: what the app-servers keep of the service's environment besides the
+    /// default list (`None`: everything, as the CLI's own runs do).
+    pub member_env: Option<Vec<String>>,
+    /// The private view each app-server gets (the state dir hidden, the roots kept), when the
+    /// machine can make it (`support::jail`; the face sets it, `start` probes it).
+    pub member_jail: Option<crate::support::jail::Jail>,
 }
 
 /// Local app-servers a pool has at most (`--app-servers`).
@@ -171,6 +177,8 @@ impl ServeConfig {
                 crate::codex::client::pool::PoolConfig::DEFAULT_CRASH_LIMIT,
                 crate::codex::client::pool::PoolConfig::DEFAULT_CRASH_WINDOW,
             ),
+            member_env: Some(Vec::new()),
+            member_jail: None,
         }
     }
 }
@@ -299,6 +307,8 @@ pub(super) fn pool_config(config: &ServeConfig, codex_home: PathBuf) -> PoolConf
         crash_window: config.crash_limit.1,
         recycle_after_threads: config.recycle_after_threads,
         recycle_rss_bytes: config.recycle_rss_bytes,
+        environment: config.member_env.clone(),
+        jail: config.member_jail.clone(),
         ..PoolConfig::new(binary, codex_home)
     }
 }

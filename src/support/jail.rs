@@ -34,6 +34,9 @@ pub const JAIL: &str = "__jail";
 pub const JAIL_INIT: &str = "__jail-init";
 /// The first stage's flag: only check that a jail can be made here, run nothing.
 const PROBE: &str = "--probe";
+/// What a probe exits with when the jail was made (a program that is not the helper, or a jail
+/// that failed, says something else).
+const PROBE_OK: u8 = 86;
 
 /// Where a member may not look, and what it still sees.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -91,10 +94,19 @@ impl Jail {
         command.args(&line);
         let output = crate::support::process::run_bounded(command, b"", limit, 64 * 1024)
             .map_err(|error| format!("{}: {error}", self.helper.display()))?;
-        if output.status.success() {
+        if output.status.code() == Some(i32::from(PROBE_OK)) {
             return Ok(());
         }
-        Err(output.stderr_tail.trim().to_string())
+        let why = output.stderr_tail.trim();
+        Err(if why.is_empty() {
+            format!(
+                "{} is not clawbridge's jail helper (exit {:?})",
+                self.helper.display(),
+                output.status.code()
+            )
+        } else {
+            why.to_string()
+        })
     }
 }
 
@@ -331,7 +343,7 @@ fn second_stage(args: &[OsString]) -> Result<u8, String> {
         .map_err(|error| format!("the program's user namespace: {error}"))?;
     map_self(uid, gid, inner_uid, inner_gid)?;
     let program: Vec<&OsStr> = match args.get(2..).unwrap_or_default().split_first() {
-        Some((first, _)) if first == PROBE => return Ok(0),
+        Some((first, _)) if first == PROBE => return Ok(PROBE_OK),
         Some((first, rest)) if first == "--" => rest.iter().map(OsString::as_os_str).collect(),
         _ => return Err("no program after --".into()),
     };

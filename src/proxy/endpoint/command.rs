@@ -109,13 +109,8 @@ async fn member_jail(
             .map(|roots| roots.folders().to_vec())
             .unwrap_or_default(),
     };
-    let probe = jail.clone();
-    let home = codex_home.to_path_buf();
-    let probed = tokio::task::spawn_blocking(move || probe.probe(&home, Duration::from_secs(10)))
-        .await
-        .unwrap_or_else(|error| Err(error.to_string()));
-    match probed {
-        Ok(()) => (Some(jail), None),
+    match crate::app::isolation::check(jail, codex_home).await {
+        Ok(jail) => (Some(jail), None),
         Err(why) => {
             tracing::warn!(
                 "clawbridge app-server: the app-servers cannot get a private view of this machine \
