@@ -567,21 +567,22 @@ impl Connection {
         let identity = self.identity();
         // What this client may ask, and within what sandbox (the method policy, the workspace
         // roots, the ceiling): refused here, or sent on with what exceeded the ceiling lowered.
-        let admitted = match self
-            .shared
-            .policy
-            .admit(&self.caller, &method, params.get())
-        {
-            Ok(admitted) => admitted,
-            Err(refusal) => {
-                tracing::info!(
-                    "client connection {} ({}): {refusal}",
-                    self.number,
-                    self.caller.name
-                );
-                return self.fail(&id, INVALID_REQUEST, refusal).await;
-            }
-        };
+        let admitted =
+            match self
+                .shared
+                .policy
+                .admit(&self.caller, self.number, &method, params.get())
+            {
+                Ok(admitted) => admitted,
+                Err(refusal) => {
+                    tracing::info!(
+                        "client connection {} ({}): {refusal}",
+                        self.number,
+                        self.caller.name
+                    );
+                    return self.fail(&id, INVALID_REQUEST, refusal).await;
+                }
+            };
         self.note_lowered(&admitted.lowered);
         // An account past its daily budget starts no turn (`--budget-tokens`).
         if matches!(method.as_str(), method::TURN_START | method::TURN_STEER) {

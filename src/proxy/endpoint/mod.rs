@@ -638,13 +638,28 @@ impl Shared {
                         {
                             shared.keep_rate_limits(&identity, notification.params.get());
                         }
+                        // About a client's own process, watch, search or stream: to that
+                        // client alone, as it named the handle; else to every connection.
+                        let (to, params) = match policy::owner_of_handle(notification.params.get())
+                        {
+                            None => (None, notification.params.get().to_string()),
+                            Some((Some(owner), params)) => (Some(owner), params),
+                            Some((None, _)) => {
+                                tracing::debug!(
+                                    "{} about a handle no client made here; dropped",
+                                    notification.method
+                                );
+                                continue;
+                            }
+                        };
                         let text = format!(
-                            r#"{{"method":{},"params":{}}}"#,
+                            r#"{{"method":{},"params":{params}}}"#,
                             Value::from(notification.method.as_str()),
-                            notification.params.get()
                         );
                         for connection in &connections {
-                            connection.push(text.clone());
+                            if to.is_none_or(|owner| owner == connection.number) {
+                                connection.push(text.clone());
+                            }
                         }
                     }
                     Inbound::Request(request) => {

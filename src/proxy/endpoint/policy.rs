@@ -165,6 +165,7 @@ impl Policy {
     pub(super) fn admit(
         &self,
         caller: &Caller,
+        connection: usize,
         method: &str,
         params: &str,
     ) -> Result<Admitted, String> {
@@ -215,7 +216,8 @@ impl Policy {
                 | CodexMethod::ProcessSpawn
                 | CodexMethod::ThreadShellCommand
         );
-        if !ceilinged && !named {
+        let handled = names_a_handle(known);
+        if !ceilinged && !named && !handled {
             return Ok(admitted);
         }
         let mut value: Value = match serde_json::from_str(params) {
@@ -230,6 +232,9 @@ impl Policy {
             self.confine(caller, known, map)?;
         }
         self.ceiling(known, map, &mut admitted.lowered)?;
+        if handled {
+            scope_handles(connection, map);
+        }
         if *map != before {
             admitted.params = Some(value.to_string());
         }
@@ -497,6 +502,78 @@ impl Policy {
     }
 }
 
+/// What a client names itself for something that runs on the member past its answer (a
+/// process, a file watch, a search session, an MCP event stream), and what Codex's
+/// notifications about it carry.
+const HANDLE_FIELDS: [&str; 5] = [
+    "processId",
+    "processHandle",
+    "watchId",
+    "sessionId",
+    "subscriptionId",
+];
+
+/// Whether a request names a handle of [`HANDLE_FIELDS`].
+fn names_a_handle(method: CodexMethod) -> bool {
+    use CodexMethod as M;
+    matches!(
+        method,
+        M::CommandExec
+            | M::CommandExecWrite
+            | M::CommandExecTerminate
+            | M::CommandExecResize
+            | M::ProcessSpawn
+            | M::ProcessWriteStdin
+            | M::ProcessKill
+            | M::ProcessResizePty
+            | M::FsWatch
+            | M::FsUnwatch
+            | M::FuzzyFileSearchSessionStart
+            | M::FuzzyFileSearchSessionUpdate
+            | M::FuzzyFileSearchSessionStop
+            | M::McpServerEventStreamStart
+            | M::McpServerEventStreamStop
+    )
+}
+
+/// Every connection's handles are its own on a member all its account's connections share:
+/// `c<N>.<handle>` to Codex, so two clients' `processId`s never meet, one cannot write to or
+/// end another's process, and Codex's notifications about it go back to its connection alone
+/// ([`owner_of_handle`]).
+fn scope_handles(connection: usize, map: &mut Map<String, Value>) {
+    for field in HANDLE_FIELDS {
+        if let Some(Value::String(handle)) = map.get_mut(field) {
+            *handle = format!("c{connection}.{handle}");
+        }
+    }
+}
+
+/// The connection a notification about a handle belongs to, and the notification's params as
+/// that connection named the handle; `None` for a notification that names no handle.
+/// `Some((None, _))`: it names a handle no connection made here (it reaches nobody).
+pub(super) fn owner_of_handle(params: &str) -> Option<(Option<usize>, String)> {
+    if !HANDLE_FIELDS.iter().any(|field| params.contains(field)) {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(params).ok()?;
+    let map = value.as_object_mut()?;
+    let field = HANDLE_FIELDS
+        .into_iter()
+        .find(|field| map.get(*field).is_some_and(Value::is_string))?;
+    let Some(Value::String(handle)) = map.get_mut(field) else {
+        return None;
+    };
+    let owner = handle
+        .strip_prefix('c')
+        .and_then(|rest| rest.split_once('.'))
+        .and_then(|(number, own)| Some((number.parse::<usize>().ok()?, own.to_string())));
+    let Some((connection, own)) = owner else {
+        return Some((None, String::new()));
+    };
+    *handle = own;
+    Some((Some(connection), value.to_string()))
+}
+
 /// Drop the commands of a `hooks` or `notify` value (hook groups keep their matchers, with no
 /// hooks): a named client without the grant sets no command Codex runs outside its sandbox.
 fn drop_commands(key: &str, value: &mut Value) {
@@ -586,7 +663,7 @@ mod tests {
         let bob = named(&[]);
         let refused = |caller: &Caller, method: &str, params: Value| {
             policy
-                .admit(caller, method, &params.to_string())
+                .admit(caller, 1, method, &params.to_string())
                 .expect_err(method)
         };
         let error = refused(&bob, "fs/readFile", json!({"path": "/etc/passwd"}));
@@ -614,7 +691,7 @@ mod tests {
         // The operator keeps the whole API, unknown methods included.
         let operator = Caller::operator();
         for method in ["fs/readFile", "memory/reset", "thread/brandNew"] {
-            policy.admit(&operator, method, "{}").expect(method);
+            policy.admit(&operator, 1, method, "{}").expect(method);
         }
         // A grant opens its family, within the roots.
         let granted = named(&[Grant::Fs]);
@@ -622,6 +699,7 @@ mod tests {
         let admitted = policy
             .admit(
                 &granted,
+                1,
                 "fs/readFile",
                 &json!({"path": inside}).to_string(),
             )
@@ -641,17 +719,17 @@ mod tests {
         // Listings are filtered; reads of what every client sees pass.
         assert!(
             policy
-                .admit(&bob, "thread/list", "{}")
+                .admit(&bob, 1, "thread/list", "{}")
                 .expect("list")
                 .listing
         );
         assert!(
             policy
-                .admit(&bob, "config/read", "{}")
+                .admit(&bob, 1, "config/read", "{}")
                 .expect("read")
                 .redact_answer
         );
-        policy.admit(&bob, "model/list", "{}").expect("models");
+        policy.admit(&bob, 1, "model/list", "{}").expect("models");
         // A rollout path names a file, not a thread.
         let error = refused(
             &bob,
@@ -669,7 +747,7 @@ mod tests {
         for caller in [Caller::operator(), named(&[])] {
             let start = json!({"cwd": cwd, "sandbox": "danger-full-access", "approvalPolicy": "on-request"});
             let admitted = policy
-                .admit(&caller, "thread/start", &start.to_string())
+                .admit(&caller, 1, "thread/start", &start.to_string())
                 .expect("start");
             let params = sent(&admitted, &start);
             assert_eq!(params["sandbox"], "workspace-write");
@@ -680,19 +758,19 @@ mod tests {
             // None named: the ceiling.
             let bare = json!({"cwd": cwd});
             let admitted = policy
-                .admit(&caller, "thread/start", &bare.to_string())
+                .admit(&caller, 1, "thread/start", &bare.to_string())
                 .expect("start");
             assert_eq!(sent(&admitted, &bare)["sandbox"], "workspace-write");
             // Within it: as sent.
             let lower = json!({"cwd": cwd, "sandbox": "read-only", "approvalPolicy": "never"});
             let admitted = policy
-                .admit(&caller, "thread/start", &lower.to_string())
+                .admit(&caller, 1, "thread/start", &lower.to_string())
                 .expect("start");
             assert!(admitted.params.is_none());
             for asked in ["dangerFullAccess", "externalSandbox"] {
                 let turn = json!({"threadId": "t", "cwd": cwd, "input": [], "sandboxPolicy": {"type": asked}});
                 let admitted = policy
-                    .admit(&caller, "turn/start", &turn.to_string())
+                    .admit(&caller, 1, "turn/start", &turn.to_string())
                     .expect("turn");
                 assert_eq!(
                     sent(&admitted, &turn)["sandboxPolicy"],
@@ -702,18 +780,20 @@ mod tests {
             let error = policy
                 .admit(
                     &caller,
+                    1,
                     "thread/start",
                     &json!({"cwd": cwd, "permissions": "full"}).to_string(),
                 )
                 .expect_err("profile");
             assert!(error.contains("permission profile"), "{error}");
             let error = policy
-                .admit(&caller, "turn/start", &json!({"threadId": "t", "input": [], "sandboxPolicy": {"type": "somethingNew"}}).to_string())
+                .admit(&caller, 1, "turn/start", &json!({"threadId": "t", "input": [], "sandboxPolicy": {"type": "somethingNew"}}).to_string())
                 .expect_err("unknown policy");
             assert!(error.contains("sandboxPolicy"), "{error}");
             let error = policy
                 .admit(
                     &caller,
+                    1,
                     "thread/shellCommand",
                     &json!({"threadId": "t", "command": "id"}).to_string(),
                 )
@@ -727,7 +807,7 @@ mod tests {
         // A command the operator runs gets the ceiling when it names no sandbox.
         let exec = json!({"command": ["id"]});
         let admitted = policy
-            .admit(&Caller::operator(), "command/exec", &exec.to_string())
+            .admit(&Caller::operator(), 1, "command/exec", &exec.to_string())
             .expect("exec");
         assert_eq!(
             sent(&admitted, &exec)["sandboxPolicy"],
@@ -741,7 +821,7 @@ mod tests {
         let start =
             json!({"cwd": cwd, "sandbox": "danger-full-access", "approvalPolicy": "on-request"});
         let admitted = open
-            .admit(&Caller::operator(), "thread/start", &start.to_string())
+            .admit(&Caller::operator(), 1, "thread/start", &start.to_string())
             .expect("start");
         assert!(admitted.params.is_none());
     }
@@ -760,7 +840,7 @@ mod tests {
             "notify": ["sh", "-c", "cat /secret"],
         }});
         let admitted = policy
-            .admit(&named(&[]), "thread/start", &start.to_string())
+            .admit(&named(&[]), 1, "thread/start", &start.to_string())
             .expect("start");
         let config = &sent(&admitted, &start)["config"];
         assert_eq!(config["features.goals"], false);
@@ -770,7 +850,7 @@ mod tests {
         assert_eq!(config["notify"], json!([]));
         // The operator's hooks stand.
         let admitted = policy
-            .admit(&Caller::operator(), "thread/start", &start.to_string())
+            .admit(&Caller::operator(), 1, "thread/start", &start.to_string())
             .expect("start");
         assert_eq!(
             sent(&admitted, &start)["config"]["notify"],
@@ -785,24 +865,53 @@ mod tests {
         ] {
             let start = json!({"cwd": cwd, "config": {key: "x"}});
             let error = policy
-                .admit(&named(&[]), "thread/start", &start.to_string())
+                .admit(&named(&[]), 1, "thread/start", &start.to_string())
                 .expect_err(key);
             assert!(
                 error.contains(key) && error.contains("allow bob config"),
                 "{error}"
             );
             policy
-                .admit(&named(&[Grant::Config]), "thread/start", &start.to_string())
+                .admit(
+                    &named(&[Grant::Config]),
+                    1,
+                    "thread/start",
+                    &start.to_string(),
+                )
                 .expect("granted");
         }
         let error = policy
             .admit(
                 &named(&[]),
+                1,
                 "thread/start",
                 &json!({"cwd": "/"}).to_string(),
             )
             .expect_err("cwd outside");
         assert!(error.contains("`cwd`"), "{error}");
+    }
+
+    #[test]
+    fn a_connection_s_handles_are_its_own() {
+        let policy = Policy::default();
+        let exec = json!({"command": ["id"], "processId": "p1", "streamStdoutStderr": true});
+        let admitted = policy
+            .admit(&Caller::operator(), 7, "command/exec", &exec.to_string())
+            .expect("exec");
+        assert_eq!(sent(&admitted, &exec)["processId"], "c7.p1");
+        let delta = json!({"processId": "c7.p1", "deltaBase64": "aGk="}).to_string();
+        let (owner, params) = owner_of_handle(&delta).expect("a handle");
+        assert_eq!(owner, Some(7));
+        assert_eq!(
+            serde_json::from_str::<Value>(&params).expect("json")["processId"],
+            "p1"
+        );
+        assert_eq!(
+            owner_of_handle(&json!({"processId": "p1"}).to_string()).map(|(owner, _)| owner),
+            Some(None),
+            "a handle no connection made reaches nobody"
+        );
+        assert!(owner_of_handle(&json!({"threadId": "t"}).to_string()).is_none());
     }
 
     #[test]
