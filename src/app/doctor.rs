@@ -52,6 +52,9 @@ pub struct DoctorSettings {
     /// `--run RUN.json`: the run's bootstrap files, raw and injected counts and where each lands
     /// (the "detailed raw/injected counts" the seed keeps in diagnostics).
     pub run: Option<PathBuf>,
+    /// The program that gives the services' app-servers a private view (`clawbridge-runtime`):
+    /// whether it can here is checked (`None`: not checked).
+    pub jail_helper: Option<PathBuf>,
 }
 
 /// One finding (also the endpoint checks' in `proxy::doctor`).
@@ -77,10 +80,38 @@ pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
     findings.extend(state(state_dir.as_deref()));
     findings.push(port(settings.listen));
     findings.extend(roots(&settings.workspace_roots));
+    if let Some(helper) = &settings.jail_helper {
+        findings.push(isolation(helper, state_dir.as_deref(), settings));
+    }
     if let Some(run) = &settings.run {
         findings.push(bootstrap_counts(run, settings.state_dir.as_deref()));
     }
     findings
+}
+
+/// Whether the services' app-servers can get a private view of this machine (each account's
+/// Codex home, the tokens and the state dir out of the others' reach).
+fn isolation(helper: &Path, state_dir: Option<&Path>, settings: &DoctorSettings) -> Finding {
+    let jail = crate::support::jail::Jail {
+        helper: helper.to_path_buf(),
+        hide: state_dir.map(Path::to_path_buf).into_iter().collect(),
+        keep: settings.workspace_roots.clone(),
+    };
+    let home = codex_home_path(settings).map_or_else(|| PathBuf::from("/"), |(home, _)| home);
+    match jail.probe(&home, std::time::Duration::from_secs(10)) {
+        Ok(()) => finding(
+            "isolation",
+            Level::Ok,
+            "each app-server of serve and the endpoint gets a private view of this machine (mount and PID namespaces)".into(),
+            "",
+        ),
+        Err(why) => finding(
+            "isolation",
+            Level::Warn,
+            format!("the app-servers cannot get a private view of this machine: {why}"),
+            "run the service as root, or allow unprivileged user namespaces; until then the endpoint serves one account and refuses every other login",
+        ),
+    }
 }
 
 /// The bootstrap files of a run: raw and injected characters, where each lands, and what was

@@ -815,6 +815,7 @@ impl DoctorArgs {
             state_dir: self.state_dir.clone(),
             listen: self.listen,
             workspace_roots: self.workspace_roots.clone(),
+            jail_helper: std::env::current_exe().ok(),
         }
     }
 }
