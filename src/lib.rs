@@ -44,6 +44,7 @@ mod proxy;
 mod render;
 mod routing;
 mod server;
+mod service;
 mod skills;
 mod support;
 mod traffic;
@@ -137,6 +138,8 @@ pub use server::{
     DEFAULT_RECYCLE_AFTER_THREADS, DEFAULT_RECYCLE_RSS_MB, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_SUBSCRIBER_STALL, MAX_SESSIONS_LIMIT,
 };
+pub use service::directory::{Directory, Placement};
+pub use service::store::{Store, StoreError, ThreadRecord};
 pub use skills::{
     discover_skills, eligible_skills, parse_skill, render_skills_prompt, skill_version,
     CatalogFormat, CatalogSurface, HostFacts, SkillCache, SkillEntry, SkillTier,

@@ -43,6 +43,7 @@ impl From<crate::ProxyError> for Failure {
                 | EndpointError::NoRoots(_),
             ) => 2,
             ProxyError::Endpoint(EndpointError::Bind { .. } | EndpointError::Status(_))
+            | ProxyError::Store(_)
             | ProxyError::Output(_) => 1,
             ProxyError::NoCodex(_) | ProxyError::Spawn { .. } => 3,
         };

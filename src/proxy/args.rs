@@ -119,6 +119,11 @@ pub struct AppServerArgs {
     /// writable roots and every path a request names must lie under one.
     #[arg(long = "workspace-root", value_name = "DIR")]
     pub workspace_roots: Vec<PathBuf>,
+    /// With --listen ws:// or unix://: answer `initialize` with the app-servers' own answer
+    /// from now on, pinning it again (after a Codex upgrade the operator wants clients to see).
+    /// Clients bind their threads to this answer: OpenClaw starts new threads when it changes.
+    #[arg(long)]
+    pub new_runtime_identity: bool,
     /// With --listen ws:// or unix://: an environment variable the app-servers keep from the
     /// endpoint's (repeatable; e.g. HTTPS_PROXY, or a provider's `env_key`). They keep only
     /// PATH, HOME, the locale and a few more otherwise: never the endpoint's own secrets.

@@ -106,6 +106,9 @@ pub enum ProxyError {
     Output(#[source] std::io::Error),
     #[error(transparent)]
     Endpoint(#[from] endpoint::EndpointError),
+    /// The fleet's state database cannot be used (locked, corrupt, read-only, newer).
+    #[error(transparent)]
+    Store(#[from] crate::service::store::StoreError),
     #[error(transparent)]
     Setup(#[from] crate::error::Error),
 }

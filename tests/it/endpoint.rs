@@ -47,6 +47,9 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         allow_hosts: Vec::new(),
         policy: clawbridge::EndpointPolicy::default(),
         fresh_thread_grace: clawbridge::FRESH_THREAD_GRACE,
+        store: None,
+        max_threads_in_memory: 100_000,
+        new_runtime_identity: false,
     }
 }
 

@@ -23,10 +23,12 @@ const LAYERS: &[(&str, usize)] = &[
     ("traffic", 7),
     ("artifacts", 8),
     ("app", 9),
-    ("server", 10),
-    ("proxy", 10),
+    // The service core both servers stand on (the durable state, the thread directory).
+    ("service", 10),
+    ("server", 11),
+    ("proxy", 11),
     // The command-line face both binaries share.
-    ("face", 11),
+    ("face", 12),
 ];
 
 /// The layer of a module path such as `codex::client::peer` or `skills`.

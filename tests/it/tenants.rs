@@ -358,7 +358,8 @@ async fn no_tenant_reaches_another_by_any_method_file_or_variable() {
         );
         serde_json::from_value::<StubScript>(json!({"responses": [], "byInput": [
             {"contains": "INJECTED", "responses": [
-                {"toolCall": {"name": "exec_command", "arguments": {"cmd": command}}},
+                // Not a login shell: the machine's shell start-up files are not the test's.
+                {"toolCall": {"name": "exec_command", "arguments": {"cmd": command, "login": false}}},
                 {"text": "done reading"},
             ]},
         ]}))
@@ -773,6 +774,7 @@ async fn idle_threads_cannot_lock_another_account_out() {
     .await;
     let login = |account: &str| json!({"type": "apiKey", "apiKey": key_of(account)});
     let mut holders = Vec::new();
+    let held_since = std::time::Instant::now();
     for account in [None, Some("A")] {
         let mut holder = crate::endpoint::tcp_client(&accounts.endpoint).await;
         holder.initialize().await;
@@ -801,8 +803,9 @@ async fn idle_threads_cannot_lock_another_account_out() {
     let login = newcomer.request("account/login/start", login("B")).await;
     assert_eq!(login["result"]["type"], "apiKey", "{login}");
     let waited = began.elapsed();
+    // Room came once the holders' threads had had their grace, well within the wait.
     assert!(
-        waited >= grace && waited < clawbridge::FleetConfig::DEFAULT_WAIT_FOR_ROOM,
+        held_since.elapsed() >= grace && waited < clawbridge::FleetConfig::DEFAULT_WAIT_FOR_ROOM,
         "the newcomer waited {waited:?}"
     );
     let started = newcomer

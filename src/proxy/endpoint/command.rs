@@ -16,6 +16,9 @@ use crate::support::task::Tasks;
 use crate::traffic::capture::live::Known;
 use crate::traffic::plane::{OfflineHomeAt, Plane};
 
+/// The endpoint's state database in the state dir.
+pub const STATE_DB: &str = "app-server.db";
+
 /// The native Codex home's `config.toml`, which every account's home gets (a regular file of
 /// at most 1 MiB, a link to one included); none when there is none, and a warning when it
 /// cannot be read.
@@ -156,6 +159,13 @@ pub(crate) async fn run_endpoint(
     use crate::codex::client::pool::PoolConfig;
     let token = endpoint_token(&args, console)?;
     let state = crate::app::commands::state_dir(args.state_dir.clone())?;
+    // The fleet's durable state: who owns each thread, each account's tokens today, the pinned
+    // `initialize` answer (refused, naming the file and the fix, when it cannot be used).
+    let store = Arc::new(crate::service::store::Store::open(&state.join(STATE_DB))?);
+    console.note(&format!(
+        "clawbridge app-server: the fleet's state is kept in {}",
+        store.path().display()
+    ));
     let remotes = crate::codex::client::remote::remote_endpoints(
         &args.pool.remote_app_servers,
         &args.pool.app_server_token_files,
@@ -328,6 +338,9 @@ pub(crate) async fn run_endpoint(
         budget_tokens: args.budget_tokens,
         allow_hosts: args.allow_hosts.clone(),
         fresh_thread_grace: super::FRESH_THREAD_GRACE,
+        store: Some(store),
+        max_threads_in_memory: crate::service::directory::DEFAULT_CAPACITY,
+        new_runtime_identity: args.new_runtime_identity,
         policy: super::Policy {
             ceiling: args
                 .max_sandbox

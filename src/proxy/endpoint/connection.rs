@@ -15,9 +15,8 @@ use tokio_util::task::TaskTracker;
 
 use super::feed::{Feed, Followed};
 use super::{
-    ConnectionStatus, Shared, ThreadHome, ThreadStatus, CLIENT_QUEUE, INTERNAL_ERROR,
-    INVALID_REQUEST, MAX_IN_FLIGHT, MAX_REMEMBERED_THREADS, MAX_THREADS_PER_CONNECTION,
-    MAX_WAITING_ANSWERS, ORDER_WAIT,
+    ConnectionStatus, Shared, ThreadStatus, CLIENT_QUEUE, INTERNAL_ERROR, INVALID_REQUEST,
+    MAX_IN_FLIGHT, MAX_THREADS_PER_CONNECTION, MAX_WAITING_ANSWERS, ORDER_WAIT,
 };
 use crate::app::clients::Caller;
 use crate::codex::client::fleet::Identity;
@@ -406,7 +405,7 @@ impl Connection {
         // Any running member's answer (one Codex build): a handshake starts nothing when one
         // runs, so a client that logs in next does not hold a native member for nothing.
         if let Some(result) = self.shared.fleet.any_initialize_result() {
-            return self.answer(&id, &result.to_string()).await;
+            return self.answer(&id, &self.shared.runtime.answer(&result)).await;
         }
         match self
             .shared
@@ -419,7 +418,7 @@ impl Connection {
                     .shared
                     .fleet
                     .initialize_answer(&lease.hub.initialize_result);
-                self.answer(&id, &result.to_string()).await;
+                self.answer(&id, &self.shared.runtime.answer(&result)).await;
             }
             Err(error) => {
                 self.answer_error(
@@ -600,7 +599,7 @@ impl Connection {
         // a clear refusal, never a turn under the wrong account.
         let home = thread
             .as_deref()
-            .and_then(|thread| lock(&self.shared.homes).get(thread).cloned());
+            .and_then(|thread| self.shared.directory.get(thread));
         if let (Some(thread), Some(home)) = (&thread, &home) {
             if !self.caller.may_use(&home.owner) {
                 return self
@@ -611,7 +610,7 @@ impl Connection {
                     )
                     .await;
             }
-            if home.identity != identity {
+            if home.identity != identity.key() {
                 return self
                     .fail(
                         &id,
@@ -619,6 +618,18 @@ impl Connection {
                         format!(
                             "clawbridge: thread {thread} belongs to another account ({}); this connection runs as {identity}. Log in with that account's credentials to use it.",
                             home.identity
+                        ),
+                    )
+                    .await;
+            }
+            // Its conversation is gone from the account's Codex home: said, never a new thread.
+            if home.gone && matches!(method.as_str(), method::THREAD_RESUME | method::TURN_START) {
+                return self
+                    .fail(
+                        &id,
+                        INVALID_REQUEST,
+                        format!(
+                            "clawbridge: thread {thread}'s conversation is gone from its account's Codex home (its rollout file was removed); start a new thread"
                         ),
                     )
                     .await;
@@ -682,9 +693,11 @@ impl Connection {
                         .await
                     {
                         self.leave(thread);
+                        self.note_gone(thread, home.as_ref(), &error);
                         return self.member_failed(&id, &identity, &lease, error).await;
                     }
                     lease.hub.note_opened();
+                    self.place(thread, &lease, &identity, None);
                 }
             }
             _ => {}
@@ -715,6 +728,14 @@ impl Connection {
                         let opened = answer["thread"]["id"].as_str().map(str::to_string);
                         if let Some(opened) = opened {
                             lease.hub.note_opened();
+                            // Filed only now that Codex accepted it: a refused resume leaves
+                            // nothing behind, and takes nobody's thread.
+                            self.place(
+                                &opened,
+                                &lease,
+                                &identity,
+                                answer["thread"]["path"].as_str(),
+                            );
                             self.follow(&opened, &lease, &identity);
                             // The model the thread runs on labels its tokens in `/metrics`.
                             if let (Some(feed), Some(model)) =
@@ -738,9 +759,20 @@ impl Connection {
                             .ok()
                             .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
                         if let (Some(thread), Some(turn)) = (&thread, turn) {
+                            self.shared.directory.touch(thread);
                             if let Some(feed) = self.feed_of(thread) {
                                 feed.set_turn(Some(turn));
                                 *lock(&feed.answerer) = Some(self.number);
+                            }
+                        }
+                    }
+                    method::REVIEW_START => {
+                        // A detached review runs on a new thread: the reviewer's, followed.
+                        let answer = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
+                        if let Some(review) = answer["reviewThreadId"].as_str() {
+                            if Some(review) != thread.as_deref() {
+                                self.place(review, &lease, &identity, None);
+                                self.follow(review, &lease, &identity);
                             }
                         }
                     }
@@ -750,10 +782,10 @@ impl Connection {
                     self.barrier(&lease.hub, &answered).await;
                 }
                 let answer = if admitted.listing {
-                    let homes = lock(&self.shared.homes);
+                    let key = identity.key();
                     super::policy::filter_listing(raw.get(), |thread| {
-                        homes.get(thread).is_some_and(|home| {
-                            home.identity == identity && self.caller.may_use(&home.owner)
+                        self.shared.directory.get(thread).is_some_and(|home| {
+                            home.identity == key && self.caller.may_use(&home.owner)
                         })
                     })
                 } else if admitted.redact_answer {
@@ -768,6 +800,7 @@ impl Connection {
                 if resumed_here {
                     if let Some(thread) = &thread {
                         self.leave(thread);
+                        self.note_gone(thread, home.as_ref(), &error);
                     }
                 }
                 self.member_failed(&id, &identity, &lease, error).await
@@ -811,9 +844,9 @@ impl Connection {
         }
         // A named client hears only of its own threads.
         if !self.caller.operator {
-            let homes = lock(&self.shared.homes);
             loaded.retain(|thread| {
-                homes
+                self.shared
+                    .directory
                     .get(thread)
                     .is_some_and(|home| self.caller.may_use(&home.owner))
             });
@@ -824,27 +857,44 @@ impl Connection {
         self.answer(id, &result.to_string()).await;
     }
 
-    /// Follow a thread on `lease`'s app-server from now on: its feed (made and claimed on first
-    /// need) relays its messages to this connection too. The thread is filed as `identity`'s.
-    pub(super) fn follow(self: &Arc<Self>, thread: &str, lease: &Lease, identity: &Identity) {
-        {
-            let mut homes = lock(&self.shared.homes);
-            if homes.len() >= MAX_REMEMBERED_THREADS && !homes.contains_key(thread) {
-                homes.clear();
-            }
-            // The client that opened a thread keeps it (an operator's resume does not take it).
-            let owner = homes
-                .get(thread)
-                .map_or_else(|| self.caller.name.clone(), |home| home.owner.clone());
-            homes.insert(
-                thread.to_string(),
-                ThreadHome {
-                    identity: identity.clone(),
-                    member: lease.name.clone(),
-                    owner,
-                },
-            );
+    /// File a thread Codex accepted on `lease`'s member as `identity`'s, this connection's
+    /// client its owner unless it has one (an operator's resume does not take it).
+    pub(super) fn place(
+        &self,
+        thread: &str,
+        lease: &Lease,
+        identity: &Identity,
+        rollout: Option<&str>,
+    ) {
+        self.shared.directory.place(
+            thread,
+            &crate::service::directory::Placement {
+                identity: &identity.key(),
+                member: &lease.name,
+                owner: &self.caller.name,
+                rollout,
+            },
+        );
+    }
+
+    /// A resume Codex refused because the thread's rollout is gone: the thread is marked so
+    /// (when it is this account's), and every later resume says it at once.
+    fn note_gone(
+        &self,
+        thread: &str,
+        home: Option<&crate::service::store::ThreadRecord>,
+        error: &PeerError,
+    ) {
+        let gone = matches!(error, PeerError::Rpc { error, .. } if error.message.to_ascii_lowercase().contains("no rollout"));
+        if gone && home.is_some_and(|home| home.identity == self.identity().key()) {
+            tracing::warn!("thread {thread}: its rollout is gone from its account's Codex home");
+            self.shared.directory.mark_gone(thread);
         }
+    }
+
+    /// Follow a thread on `lease`'s app-server from now on: its feed (made and claimed on first
+    /// need) relays its messages to this connection too.
+    pub(super) fn follow(self: &Arc<Self>, thread: &str, lease: &Lease, identity: &Identity) {
         if self.follows_on(thread, &lease.hub) {
             if let Some(feed) = self.feed_of(thread) {
                 feed.add(self);

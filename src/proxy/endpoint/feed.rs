@@ -78,6 +78,8 @@ pub(super) struct UsageCounts {
     pub(super) today: Mutex<std::collections::HashMap<String, (u64, u64)>>,
     /// Tokens an account may use per day.
     pub(super) budget: Option<u64>,
+    /// Where each account's tokens of the day are kept across restarts.
+    pub(super) store: Option<Arc<crate::service::store::Store>>,
 }
 
 /// Models told apart in the token metrics.
@@ -91,6 +93,28 @@ fn day_now() -> u64 {
 }
 
 impl UsageCounts {
+    /// Counts that go on from what `store` kept of today (a restart starts no day again).
+    pub(super) fn new(
+        budget: Option<u64>,
+        store: Option<Arc<crate::service::store::Store>>,
+    ) -> UsageCounts {
+        let day = day_now();
+        let today = store
+            .as_ref()
+            .map(|store| store.usage_on(day))
+            .unwrap_or_default()
+            .into_iter()
+            .take(crate::codex::client::fleet::MAX_IDENTITIES)
+            .map(|(identity, tokens)| (identity, (day, tokens)))
+            .collect();
+        UsageCounts {
+            budget,
+            store,
+            today: Mutex::new(today),
+            ..Default::default()
+        }
+    }
+
     /// Count one `thread/tokenUsage/updated` (its `last` breakdown) for `identity`; true when it
     /// takes the account past its budget (the first time that day).
     pub(super) fn add(&self, identity: &str, model: Option<&str>, params: &str) -> bool {
@@ -134,6 +158,9 @@ impl UsageCounts {
         }
         let before = entry.1;
         entry.1 = before.saturating_add(used);
+        if let Some(store) = &self.store {
+            store.put_usage(identity, day, entry.1);
+        }
         self.budget
             .is_some_and(|budget| before <= budget && entry.1 > budget)
     }

@@ -24,6 +24,7 @@ mod feed;
 mod listener;
 mod metrics;
 mod policy;
+mod runtime;
 mod status;
 
 pub use policy::Policy;
@@ -68,8 +69,6 @@ const MAX_THREADS_PER_CONNECTION: usize = 256;
 const MAX_WAITING_ANSWERS: usize = 1024;
 /// Messages queued to one client (past it the connection is too slow and is closed).
 const CLIENT_QUEUE: usize = 4096;
-/// Threads whose member the endpoint remembers for a resume (the oldest forgotten first).
-const MAX_REMEMBERED_THREADS: usize = 100_000;
 /// How long an answer waits for the messages Codex sent before it to reach the client first.
 const ORDER_WAIT: Duration = Duration::from_secs(5);
 /// How long a thread started without a turn holds its app-server at most (an account that
@@ -158,6 +157,14 @@ pub struct EndpointSettings {
     /// How long a thread started without a turn keeps its app-server from being stopped to
     /// make room for another account ([`FRESH_THREAD_GRACE`]).
     pub fresh_thread_grace: Duration,
+    /// Where the fleet's state is kept across restarts (the CLI's `<state-dir>/app-server.db`);
+    /// `None` keeps it in memory only.
+    pub store: Option<Arc<crate::service::store::Store>>,
+    /// Threads the directory holds in memory at most (the store keeps them all).
+    pub max_threads_in_memory: usize,
+    /// `--new-runtime-identity`: answer `initialize` with the members' own answer from now on
+    /// (pinned again), instead of the one pinned before.
+    pub new_runtime_identity: bool,
     /// `--otel-endpoint`: the live trace (its span counters show in `/metrics`).
     pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
     /// Time to first token per model, from the capture (`/metrics`).
@@ -181,15 +188,6 @@ pub enum EndpointError {
     Status(String),
     #[error("{0} named client(s) but no --workspace-root: a named client's threads and files must keep to folders the operator names (give --workspace-root DIR, the folder its agents' workspaces live in)")]
     NoRoots(usize),
-}
-
-/// Whose a thread is and where it lives: the account it runs under, the member that has it, and
-/// the client that opened it.
-#[derive(Clone, Debug)]
-struct ThreadHome {
-    identity: Identity,
-    member: String,
-    owner: String,
 }
 
 /// A running endpoint.
@@ -217,8 +215,11 @@ struct Shared {
     ping_interval: Duration,
     handshake_timeout: Duration,
     upgrade_timeout: Duration,
-    /// Thread -> whose it is and where it lives.
-    homes: Mutex<HashMap<String, ThreadHome>>,
+    /// Thread -> whose it is and where it lives (in memory for the threads in use, all of
+    /// them in the store).
+    directory: crate::service::directory::Directory,
+    /// The `initialize` answer every connection gets, pinned in the store on first need.
+    runtime: runtime::PinnedRuntime,
     /// The threads relayed to their followers, by app-server incarnation and thread.
     feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
     stall_settings: StallSettings,
@@ -344,14 +345,21 @@ impl Endpoint {
             ping_interval: settings.ping_interval,
             handshake_timeout: settings.handshake_timeout,
             upgrade_timeout: settings.upgrade_timeout,
-            homes: Mutex::new(HashMap::new()),
+            directory: crate::service::directory::Directory::open(
+                settings.store.clone(),
+                settings.max_threads_in_memory,
+            ),
+            runtime: runtime::PinnedRuntime::new(
+                settings.store.clone(),
+                settings.new_runtime_identity,
+            ),
             feeds: Mutex::new(HashMap::new()),
             stall_settings: settings.stalls,
             stalls: Arc::default(),
-            usage: Arc::new(feed::UsageCounts {
-                budget: settings.budget_tokens,
-                ..Default::default()
-            }),
+            usage: Arc::new(feed::UsageCounts::new(
+                settings.budget_tokens,
+                settings.store.clone(),
+            )),
             transcript: settings.transcript,
             observe: settings.observe,
             trace: settings.trace,
@@ -439,6 +447,34 @@ impl Shared {
         if kept.len() < crate::codex::client::fleet::MAX_IDENTITIES || kept.contains_key(&key) {
             kept.insert(key, raw);
         }
+    }
+
+    /// A member's new incarnation, in the member registry: its Codex version (a change of
+    /// version since the last one is logged; the pinned `initialize` answer stays).
+    fn register_member(&self, lease: &Lease, identity: &Identity) {
+        let Some(store) = self.directory.store() else {
+            return;
+        };
+        let version = lease.hub.codex_version.clone();
+        let before = store
+            .members()
+            .into_iter()
+            .find(|member| member.name == lease.name)
+            .and_then(|member| member.codex_version);
+        if before.is_some() && before != version {
+            tracing::warn!(
+                "app-server {}: Codex {} now, {} before",
+                lease.name,
+                version.as_deref().unwrap_or("?"),
+                before.as_deref().unwrap_or("?")
+            );
+        }
+        store.put_member(crate::service::store::MemberRecord {
+            name: lease.name.clone(),
+            identity: identity.key(),
+            codex_version: version,
+            seen: crate::service::directory::now(),
+        });
     }
 
     /// What `/readyz` answers.
@@ -617,6 +653,7 @@ impl Shared {
         let Some(mut receiver) = lease.hub.subscribe_unscoped() else {
             return;
         };
+        self.register_member(lease, identity);
         let shared = Arc::downgrade(self);
         let hub = Arc::downgrade(&lease.hub);
         let identity = identity.clone();
@@ -692,14 +729,8 @@ impl Shared {
             .iter()
             .map(|connection| connection.status())
             .collect();
-        let mut threads: HashMap<String, usize> = HashMap::new();
-        let known_threads = {
-            let homes = lock(&self.homes);
-            for home in homes.values() {
-                *threads.entry(home.identity.key()).or_default() += 1;
-            }
-            homes.len()
-        };
+        let threads = self.directory.counts_by_identity();
+        let known_threads = self.directory.kept() as usize;
         let identities: Vec<IdentityStatus> = self
             .fleet
             .status()
@@ -731,6 +762,10 @@ impl Shared {
                 .collect(),
             recovered_turns: self.stalls.recovered.load(Ordering::SeqCst),
             context_alarms: self.stalls.context_alarms.load(Ordering::SeqCst),
+            state: self.directory.store().map_or_else(
+                || "memory (not kept across restarts)".to_string(),
+                |store| store.path().display().to_string(),
+            ),
             policy: status::PolicyStatus {
                 max_sandbox: self.policy.ceiling.as_str().to_string(),
                 workspace_roots: self

@@ -31,6 +31,10 @@ pub struct EndpointStatus {
     pub recovered_turns: usize,
     /// Turns that compacted twice or more and still filled the model's context window.
     pub context_alarms: usize,
+    /// Where the fleet's state (thread owners, budgets, the pinned `initialize` answer) is
+    /// kept across restarts.
+    #[serde(default)]
+    pub state: String,
     /// What clients may ask: the sandbox ceiling, the workspace roots, how the app-servers are
     /// kept apart.
     #[serde(default)]

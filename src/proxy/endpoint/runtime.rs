@@ -1,0 +1,65 @@
+//! The runtime identity every client is told at `initialize`, pinned.
+//!
+//! Why: OpenClaw's Codex plugin binds each session to a Codex thread under the app-server's
+//! `initialize` answer (`userAgent`, `codexHome`, `platformFamily`, `platformOs`) and starts a new
+//! thread, dropping the agent's context, whenever that answer changes. The endpoint answers every
+//! connection with one answer; pinned in the store, it stays the same across restarts of the
+//! endpoint and upgrades of its members' Codex, until the operator asks for the new one
+//! (`--new-runtime-identity`).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::service::store::Store;
+use crate::support::sync::lock;
+
+/// The store's key of the endpoint's pinned answer.
+const SCOPE: &str = "app-server initialize";
+
+pub(super) struct PinnedRuntime {
+    store: Option<Arc<Store>>,
+    pinned: Mutex<Option<String>>,
+    /// Member answers already told apart from the pinned one (each logged once).
+    differing: Mutex<HashSet<String>>,
+}
+
+impl PinnedRuntime {
+    /// The answer pinned in `store` (none yet, or `renew`: the next member answer is pinned).
+    pub(super) fn new(store: Option<Arc<Store>>, renew: bool) -> PinnedRuntime {
+        let pinned = match (&store, renew) {
+            (Some(store), false) => store.runtime(SCOPE),
+            _ => None,
+        };
+        PinnedRuntime {
+            store,
+            pinned: Mutex::new(pinned),
+            differing: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// What a client is told, given a member's own answer: the pinned answer (this one, pinned
+    /// now, when there is none). A member answering otherwise (a Codex upgrade) is logged once.
+    pub(super) fn answer(&self, member: &Value) -> String {
+        let own = member.to_string();
+        let mut pinned = lock(&self.pinned);
+        match &*pinned {
+            Some(answer) => {
+                if *answer != own && lock(&self.differing).insert(own.clone()) {
+                    tracing::warn!(
+                        "an app-server answers `initialize` with {own}, not the pinned {answer}; clients keep the pinned answer, so their threads stay bound (restart with --new-runtime-identity to take the new one)"
+                    );
+                }
+                answer.clone()
+            }
+            None => {
+                if let Some(store) = &self.store {
+                    store.put_runtime(SCOPE, &own);
+                }
+                *pinned = Some(own.clone());
+                own
+            }
+        }
+    }
+}

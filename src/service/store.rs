@@ -1,0 +1,699 @@
+//! The fleet's durable state: an embedded SQLite database in the state dir.
+//!
+//! Why: a service that runs agents for weeks must come back from a restart, a crash or an
+//! upgrade with everything an agent or an operator can see unchanged: who owns each thread and
+//! on which account it lives, each account's tokens today, the `initialize` answer clients bind
+//! their threads to. OpenClaw keeps its own bindings as SQLite rows; so does this.
+//!
+//! How: one database per service and state dir (`app-server.db`, `serve.db`), 0600, WAL, its
+//! schema versioned (`PRAGMA user_version`, migrations applied in order at open; a database of a
+//! newer clawbridge is refused, never rewritten). One process holds it at a time (an exclusive
+//! lock file beside it, with the holder's pid). Writes go through a bounded queue to a thread
+//! of their own that commits them in batches, so no forwarding path waits for the disk;
+//! reads (start-up, a thread not in memory) share the one connection. Every failure to open is
+//! an error that names the file and the fix: locked, corrupt, read-only, newer.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::support::sync::lock;
+
+/// The schema this clawbridge writes; a database of a higher version is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The migrations, in order: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE threads (
+    id TEXT PRIMARY KEY,
+    identity TEXT NOT NULL,
+    member TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    session_key TEXT,
+    fingerprint TEXT,
+    rollout TEXT,
+    epoch INTEGER NOT NULL,
+    gone INTEGER NOT NULL DEFAULT 0,
+    last_used INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX threads_by_use ON threads(last_used);
+CREATE UNIQUE INDEX threads_by_session ON threads(session_key) WHERE session_key IS NOT NULL;
+CREATE TABLE usage (
+    identity TEXT NOT NULL,
+    day INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (identity, day)
+) WITHOUT ROWID;
+CREATE TABLE runtime (
+    scope TEXT PRIMARY KEY,
+    answer TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE members (
+    name TEXT PRIMARY KEY,
+    identity TEXT NOT NULL,
+    codex_version TEXT,
+    seen INTEGER NOT NULL
+) WITHOUT ROWID;
+"#];
+
+/// Writes waiting for the writer at most; past it a writer waits (the disk is that far
+/// behind), it never drops one.
+const QUEUE: usize = 16 * 1024;
+/// Writes committed in one transaction at most.
+const BATCH: usize = 1024;
+
+/// Why the state database cannot be used. Each names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("{}: another clawbridge{} uses this state; stop it, or give this one another --state-dir", path.display(), holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default())]
+    Locked { path: PathBuf, holder: Option<u32> },
+    #[error("{}: not a readable clawbridge state database ({message}); restore it from a backup, or move it aside to start with no record of the fleet's threads, owners and budgets", path.display())]
+    Corrupt { path: PathBuf, message: String },
+    #[error("{}: cannot be written ({message}); the state dir must be on a writable disk (or give --state-dir another folder)", path.display())]
+    ReadOnly { path: PathBuf, message: String },
+    #[error("{}: written by a newer clawbridge (schema {found}; this one knows up to {known}); run that clawbridge, or move the file aside", path.display())]
+    Newer {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("{}: {message}", path.display())]
+    Other { path: PathBuf, message: String },
+}
+
+impl StoreError {
+    fn of(path: &Path, error: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode;
+        let path = path.to_path_buf();
+        let message = error.to_string();
+        match error.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                StoreError::Locked { path, holder: None }
+            }
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+                StoreError::Corrupt { path, message }
+            }
+            Some(
+                ErrorCode::ReadOnly
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure,
+            ) => StoreError::ReadOnly { path, message },
+            _ => StoreError::Other { path, message },
+        }
+    }
+}
+
+/// One thread as the directory keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadRecord {
+    pub id: String,
+    /// The account it runs under (`native`, `apiKey-1a2b...`).
+    pub identity: String,
+    /// The member it was last placed on.
+    pub member: String,
+    /// The client that opened it (`operator` for the operator's token).
+    pub owner: String,
+    /// `serve`'s session bound to it, if any.
+    pub session_key: Option<String>,
+    /// `serve`'s binding fingerprint, if any.
+    pub fingerprint: Option<String>,
+    /// Its rollout file, as Codex named it when the thread started.
+    pub rollout: Option<String>,
+    /// Rises each time the thread is placed on a member (a fencing token).
+    pub epoch: u64,
+    /// Its rollout is gone: a resume gets a clear error, never a new thread.
+    pub gone: bool,
+    /// Unix seconds of its last use.
+    pub last_used: u64,
+}
+
+/// One member as the registry keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberRecord {
+    pub name: String,
+    pub identity: String,
+    pub codex_version: Option<String>,
+    pub seen: u64,
+}
+
+/// A write for the writer thread.
+enum Write {
+    Thread(ThreadRecord),
+    ForgetThread(String),
+    Unbind(String),
+    Usage {
+        identity: String,
+        day: u64,
+        tokens: u64,
+    },
+    Runtime {
+        scope: String,
+        answer: String,
+    },
+    Member(MemberRecord),
+    Flush(SyncSender<()>),
+}
+
+/// The open database: its writer and its one connection.
+pub struct Store {
+    path: PathBuf,
+    connection: Arc<Mutex<Connection>>,
+    writes: SyncSender<Write>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    _lock: crate::service::lock::LockFile,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    let connection = Connection::open(path).map_err(|error| StoreError::of(path, error))?;
+    connection
+        .busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|error| StoreError::of(path, error))?;
+    // The first read of the file: a file that is not a database fails here.
+    let mode: String = connection
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(|error| StoreError::of(path, error))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!("{}: journal mode {mode}, not WAL", path.display());
+    }
+    connection
+        .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        .map_err(|error| StoreError::of(path, error))?;
+    Ok(connection)
+}
+
+/// Bring the schema to [`SCHEMA_VERSION`], refusing a newer one.
+fn migrate(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
+    let found: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|error| StoreError::of(path, error))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::Newer {
+            path: path.to_path_buf(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        let transaction = connection
+            .transaction()
+            .map_err(|error| StoreError::of(path, error))?;
+        transaction
+            .execute_batch(migration)
+            .and_then(|()| transaction.pragma_update(None, "user_version", (from + 1) as i64))
+            .and_then(|()| transaction.commit())
+            .map_err(|error| StoreError::of(path, error))?;
+        tracing::info!("{}: schema {} -> {}", path.display(), from, from + 1);
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Open (or create) the database at `path`: 0600, its folder private, locked for this
+    /// process, migrated.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let folder = path.parent().unwrap_or(Path::new("."));
+        crate::support::fs::create_private_dir(folder).map_err(|error| StoreError::ReadOnly {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        })?;
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let lock =
+            crate::service::lock::LockFile::take(&lock_path).map_err(|error| match error {
+                crate::service::lock::LockError::Held(holder) => StoreError::Locked {
+                    path: path.to_path_buf(),
+                    holder,
+                },
+                crate::service::lock::LockError::Io(error) => StoreError::ReadOnly {
+                    path: lock_path.clone(),
+                    message: error.to_string(),
+                },
+            })?;
+        if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(StoreError::Other {
+                path: path.to_path_buf(),
+                message: "is a symbolic link; refusing to follow it".into(),
+            });
+        }
+        let mut connection = open_connection(path)?;
+        for file in [
+            path.to_path_buf(),
+            PathBuf::from(format!("{}-wal", path.display())),
+        ] {
+            if file.exists() {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+            }
+        }
+        migrate(path, &mut connection)?;
+        let connection = Arc::new(Mutex::new(connection));
+        let (writes, queue) = sync_channel(QUEUE);
+        let writer = {
+            let connection = Arc::clone(&connection);
+            let file = path.to_path_buf();
+            std::thread::Builder::new()
+                .name("clawbridge-store".into())
+                .spawn(move || write_loop(&file, &connection, &queue))
+                .map_err(|error| StoreError::Other {
+                    path: path.to_path_buf(),
+                    message: format!("cannot start its writer: {error}"),
+                })?
+        };
+        Ok(Store {
+            path: path.to_path_buf(),
+            connection,
+            writes,
+            writer: Mutex::new(Some(writer)),
+            _lock: lock,
+        })
+    }
+
+    /// Where it lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write(&self, write: Write) {
+        if self.writes.send(write).is_err() {
+            tracing::error!(
+                "{}: the state writer is gone; a change was not kept",
+                self.path.display()
+            );
+        }
+    }
+
+    /// Keep `thread` (inserted or replaced).
+    pub fn put_thread(&self, thread: ThreadRecord) {
+        self.write(Write::Thread(thread));
+    }
+
+    /// Forget a thread (evicted by age).
+    pub fn forget_thread(&self, id: &str) {
+        self.write(Write::ForgetThread(id.to_string()));
+    }
+
+    /// `serve`'s session `key` is bound to no thread any more.
+    pub fn unbind_session(&self, key: &str) {
+        self.write(Write::Unbind(key.to_string()));
+    }
+
+    /// `identity` used `tokens` in all on `day` (days since the epoch, UTC).
+    pub fn put_usage(&self, identity: &str, day: u64, tokens: u64) {
+        self.write(Write::Usage {
+            identity: identity.to_string(),
+            day,
+            tokens,
+        });
+    }
+
+    /// Pin the `initialize` answer of `scope`.
+    pub fn put_runtime(&self, scope: &str, answer: &str) {
+        self.write(Write::Runtime {
+            scope: scope.to_string(),
+            answer: answer.to_string(),
+        });
+    }
+
+    pub fn put_member(&self, member: MemberRecord) {
+        self.write(Write::Member(member));
+    }
+
+    /// Wait until every write queued before now is on disk.
+    pub fn flush(&self) {
+        let (done, wait) = sync_channel(1);
+        self.write(Write::Flush(done));
+        let _ = wait.recv();
+    }
+
+    /// Flush and stop the writer (the database stays consistent without it: a kill -9 loses
+    /// at most the writes still queued).
+    pub fn close(&self) {
+        self.flush();
+        if let Some(writer) = lock(&self.writer).take() {
+            // The writer ends when every sender is gone; this one stays until drop, so it is
+            // left to finish on its own (it holds no lock between batches).
+            drop(writer);
+        }
+    }
+
+    fn read<T>(&self, query: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Option<T> {
+        let connection = lock(&self.connection);
+        match query(&connection) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                tracing::warn!("{}: {error}", self.path.display());
+                None
+            }
+        }
+    }
+
+    /// A thread by id.
+    pub fn thread(&self, id: &str) -> Option<ThreadRecord> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    &format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?1"),
+                    [id],
+                    thread_of_row,
+                )
+                .optional()
+        })
+        .flatten()
+    }
+
+    /// The thread bound to `serve`'s session `key`.
+    pub fn session(&self, key: &str) -> Option<ThreadRecord> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    &format!("SELECT {THREAD_COLUMNS} FROM threads WHERE session_key = ?1"),
+                    [key],
+                    thread_of_row,
+                )
+                .optional()
+        })
+        .flatten()
+    }
+
+    /// The `limit` threads used last, newest first (what the directory holds in memory at
+    /// start).
+    pub fn recent_threads(&self, limit: usize) -> Vec<ThreadRecord> {
+        self.read(|connection| {
+            let mut statement = connection.prepare(&format!(
+                "SELECT {THREAD_COLUMNS} FROM threads ORDER BY last_used DESC LIMIT ?1"
+            ))?;
+            let rows = statement.query_map([limit as i64], thread_of_row)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+    }
+
+    /// Every session binding of `serve` (session key, thread).
+    pub fn sessions(&self) -> Vec<ThreadRecord> {
+        self.read(|connection| {
+            let mut statement = connection.prepare(&format!(
+                "SELECT {THREAD_COLUMNS} FROM threads WHERE session_key IS NOT NULL"
+            ))?;
+            let rows = statement.query_map([], thread_of_row)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+    }
+
+    /// Threads kept.
+    pub fn thread_count(&self) -> u64 {
+        self.read(|connection| {
+            connection.query_row("SELECT COUNT(*) FROM threads", [], |row| {
+                row.get::<_, i64>(0)
+            })
+        })
+        .map_or(0, |count| count.max(0) as u64)
+    }
+
+    /// Every account's tokens on `day`.
+    pub fn usage_on(&self, day: u64) -> Vec<(String, u64)> {
+        self.read(|connection| {
+            let mut statement =
+                connection.prepare("SELECT identity, tokens FROM usage WHERE day = ?1")?;
+            let rows = statement.query_map([day as i64], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?.max(0) as u64,
+                ))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+    }
+
+    /// The pinned `initialize` answer of `scope`.
+    pub fn runtime(&self, scope: &str) -> Option<String> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    "SELECT answer FROM runtime WHERE scope = ?1",
+                    [scope],
+                    |row| row.get(0),
+                )
+                .optional()
+        })
+        .flatten()
+    }
+
+    /// Every member the fleet has run.
+    pub fn members(&self) -> Vec<MemberRecord> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare("SELECT name, identity, codex_version, seen FROM members ORDER BY name")?;
+            let rows = statement.query_map([], |row| {
+                Ok(MemberRecord {
+                    name: row.get(0)?,
+                    identity: row.get(1)?,
+                    codex_version: row.get(2)?,
+                    seen: row.get::<_, i64>(3)?.max(0) as u64,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+    }
+
+    /// Forget threads unused since `before` (unix seconds), at most `limit`: how many.
+    pub fn prune_threads(&self, before: u64, limit: usize) -> usize {
+        self.read(|connection| {
+            connection.execute(
+                "DELETE FROM threads WHERE id IN (SELECT id FROM threads WHERE last_used < ?1 AND session_key IS NULL ORDER BY last_used LIMIT ?2)",
+                params![before as i64, limit as i64],
+            )
+        })
+        .unwrap_or(0)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+const THREAD_COLUMNS: &str =
+    "id, identity, member, owner, session_key, fingerprint, rollout, epoch, gone, last_used";
+
+fn thread_of_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ThreadRecord> {
+    Ok(ThreadRecord {
+        id: row.get(0)?,
+        identity: row.get(1)?,
+        member: row.get(2)?,
+        owner: row.get(3)?,
+        session_key: row.get(4)?,
+        fingerprint: row.get(5)?,
+        rollout: row.get(6)?,
+        epoch: row.get::<_, i64>(7)?.max(0) as u64,
+        gone: row.get::<_, i64>(8)? != 0,
+        last_used: row.get::<_, i64>(9)?.max(0) as u64,
+    })
+}
+
+/// The writer: each batch of queued writes in one transaction, until every sender is gone.
+fn write_loop(path: &Path, connection: &Mutex<Connection>, queue: &Receiver<Write>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(write) => batch.push(write),
+                Err(_) => break,
+            }
+        }
+        let mut flushed = Vec::new();
+        let mut connection = lock(connection);
+        let committed = (|| -> rusqlite::Result<()> {
+            let transaction = connection.transaction()?;
+            for write in batch {
+                apply(&transaction, write, &mut flushed)?;
+            }
+            transaction.commit()
+        })();
+        drop(connection);
+        if let Err(error) = committed {
+            tracing::error!("{}: changes not kept: {error}", path.display());
+        }
+        for done in flushed {
+            let _ = done.send(());
+        }
+    }
+}
+
+fn apply(
+    transaction: &rusqlite::Transaction<'_>,
+    write: Write,
+    flushed: &mut Vec<SyncSender<()>>,
+) -> rusqlite::Result<()> {
+    match write {
+        Write::Thread(thread) => {
+            // A session moves to its new thread: the old one is no longer bound to it.
+            if let Some(key) = &thread.session_key {
+                transaction.execute(
+                    "UPDATE threads SET session_key = NULL WHERE session_key = ?1 AND id <> ?2",
+                    params![key, thread.id],
+                )?;
+            }
+            transaction.execute(
+                &format!(
+                    "INSERT OR REPLACE INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                ),
+                params![
+                    thread.id,
+                    thread.identity,
+                    thread.member,
+                    thread.owner,
+                    thread.session_key,
+                    thread.fingerprint,
+                    thread.rollout,
+                    thread.epoch as i64,
+                    i64::from(thread.gone),
+                    thread.last_used as i64,
+                ],
+            )?;
+        }
+        Write::ForgetThread(id) => {
+            transaction.execute("DELETE FROM threads WHERE id = ?1", [id])?;
+        }
+        Write::Unbind(key) => {
+            transaction.execute(
+                "UPDATE threads SET session_key = NULL WHERE session_key = ?1",
+                [key],
+            )?;
+        }
+        Write::Usage {
+            identity,
+            day,
+            tokens,
+        } => {
+            transaction.execute(
+                "INSERT OR REPLACE INTO usage (identity, day, tokens) VALUES (?1, ?2, ?3)",
+                params![identity, day as i64, tokens as i64],
+            )?;
+        }
+        Write::Runtime { scope, answer } => {
+            transaction.execute(
+                "INSERT OR REPLACE INTO runtime (scope, answer) VALUES (?1, ?2)",
+                params![scope, answer],
+            )?;
+        }
+        Write::Member(member) => {
+            transaction.execute(
+                "INSERT OR REPLACE INTO members (name, identity, codex_version, seen) VALUES (?1, ?2, ?3, ?4)",
+                params![member.name, member.identity, member.codex_version, member.seen as i64],
+            )?;
+        }
+        Write::Flush(done) => flushed.push(done),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(id: &str, owner: &str) -> ThreadRecord {
+        ThreadRecord {
+            id: id.into(),
+            identity: "apiKey-1".into(),
+            member: "local-0".into(),
+            owner: owner.into(),
+            session_key: None,
+            fingerprint: None,
+            rollout: None,
+            epoch: 1,
+            gone: false,
+            last_used: 100,
+        }
+    }
+
+    #[test]
+    fn what_is_written_is_read_back_after_a_reopen() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state").join("app-server.db");
+        {
+            let store = Store::open(&path).expect("open");
+            store.put_thread(thread("t1", "alice"));
+            store.put_thread(ThreadRecord {
+                session_key: Some("s".into()),
+                ..thread("t2", "bob")
+            });
+            store.put_usage("apiKey-1", 20_000, 45);
+            store.put_runtime("endpoint", r#"{"userAgent":"x"}"#);
+            store.flush();
+        }
+        let store = Store::open(&path).expect("reopen");
+        assert_eq!(store.thread("t1"), Some(thread("t1", "alice")));
+        assert_eq!(
+            store.session("s").map(|thread| thread.id),
+            Some("t2".into())
+        );
+        assert_eq!(store.usage_on(20_000), vec![("apiKey-1".to_string(), 45)]);
+        assert_eq!(
+            store.runtime("endpoint").as_deref(),
+            Some(r#"{"userAgent":"x"}"#)
+        );
+        assert_eq!(store.thread_count(), 2);
+        // Rebinding a session moves it.
+        store.put_thread(ThreadRecord {
+            session_key: Some("s".into()),
+            ..thread("t3", "bob")
+        });
+        store.flush();
+        assert_eq!(
+            store.session("s").map(|thread| thread.id),
+            Some("t3".into())
+        );
+        assert_eq!(
+            store.thread("t2").and_then(|thread| thread.session_key),
+            None
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_held_corrupt_or_newer_database_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("app-server.db");
+        let held = Store::open(&path).expect("open");
+        let error = Store::open(&path).expect_err("held").to_string();
+        assert!(
+            error.contains("app-server.db")
+                && error.contains(&format!("pid {}", std::process::id())),
+            "{error}"
+        );
+        drop(held);
+        // Newer.
+        {
+            let connection = Connection::open(&path).expect("raw");
+            connection
+                .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+                .expect("bump");
+        }
+        let error = Store::open(&path).expect_err("newer").to_string();
+        assert!(error.contains("newer clawbridge"), "{error}");
+        // Corrupt.
+        let corrupt = dir.path().join("corrupt.db");
+        std::fs::write(&corrupt, vec![b'x'; 8192]).expect("write");
+        let error = Store::open(&corrupt).expect_err("corrupt").to_string();
+        assert!(
+            error.contains("corrupt.db") && error.contains("not a readable"),
+            "{error}"
+        );
+    }
+}
