@@ -31,6 +31,26 @@ pub fn installed_codex_bin() -> Option<PathBuf> {
     which::which("codex").ok()
 }
 
+/// The Codex CLI of one version of the matrix (`fixtures/codex-versions.tsv`), as scripts/test
+/// installs it: the pinned one in `.tools/codex`, the others in `.tools/codex-VERSION`.
+pub fn codex_bin_of(version: &str) -> PathBuf {
+    let folder = if version == clawbridge::PINNED_CODEX_VERSION {
+        "codex".to_string()
+    } else {
+        format!("codex-{version}")
+    };
+    let path = repo_root()
+        .join(".tools")
+        .join(folder)
+        .join("node_modules/.bin/codex");
+    assert!(
+        path.is_file(),
+        "Codex {version} is not installed at {}: scripts/test installs the version matrix",
+        path.display()
+    );
+    path
+}
+
 /// The Codex CLI the end-to-end tests pair with. Those tests are `#[ignore]`d, so a bare
 /// `cargo test` lists them as ignored; `scripts/test` installs the pinned CLI and runs them with
 /// `--include-ignored`. Asked to run without one, they fail: they never pass silently.

@@ -11,6 +11,7 @@ mod endpoint_accounts;
 mod endpoint_health;
 mod endpoint_soak;
 mod examples;
+mod fleet_state;
 mod layers;
 mod metrics;
 mod otel;

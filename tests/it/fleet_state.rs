@@ -1,0 +1,364 @@
+//! The fleet's state across restarts (the "Fleet state" issue): `clawbridge app-server --listen`
+//! as operators run it, killed with -9 or stopped with SIGTERM and started again on the same
+//! state dir, with the real Codex and a loopback upstream that records every model request's
+//! `Authorization`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clawbridge::{ResponsesStub, StubScript};
+use serde_json::{json, Value};
+
+use crate::endpoint::{turn_completed, ws_client, Client};
+
+type Ws = Client<tokio::net::TcpStream>;
+
+const OPERATOR_TOKEN: &str = "fleet-state-operator-token-0123456789";
+
+fn key_of(account: &str) -> String {
+    format!("sk-fleet-{account}-0123456789abcdef")
+}
+
+/// A state dir, a Codex home pointing at the recording upstream, named clients; endpoints
+/// started (and stopped) on them one after another.
+struct Fleet {
+    dir: tempfile::TempDir,
+    state: PathBuf,
+    root: PathBuf,
+    tokens: std::collections::BTreeMap<&'static str, String>,
+    upstream: tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>,
+    _stub: ResponsesStub,
+}
+
+/// One running endpoint.
+struct Running {
+    child: tokio::process::Child,
+    addr: String,
+}
+
+impl Fleet {
+    async fn new(clients: &[&'static str]) -> Fleet {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = dir.path().join("state");
+        let root = dir.path().join("agents");
+        std::fs::create_dir_all(&root).expect("root");
+        let (sink, upstream) = tokio::sync::mpsc::channel(4096);
+        let stub = ResponsesStub::start_with_sink(StubScript::default(), Some(sink))
+            .await
+            .expect("stub");
+        let native = dir.path().join("codex-home");
+        std::fs::create_dir_all(&native).expect("home");
+        std::fs::write(
+            native.join("config.toml"),
+            clawbridge::offline_account_config(&stub.base_url(), "gpt-5.5"),
+        )
+        .expect("config");
+        std::fs::create_dir_all(&state).expect("state");
+        crate::util::write_private(&state.join("app-server-token"), OPERATOR_TOKEN);
+        let mut tokens = std::collections::BTreeMap::new();
+        for name in clients {
+            let output = crate::util::clawbridge()
+                .args(["client", "add", name, "--state-dir"])
+                .arg(&state)
+                .output()
+                .expect("client add");
+            assert!(output.status.success(), "{output:?}");
+            tokens.insert(
+                *name,
+                String::from_utf8_lossy(&output.stdout).trim().to_string(),
+            );
+        }
+        Fleet {
+            state,
+            root: root.canonicalize().expect("root"),
+            tokens,
+            upstream,
+            _stub: stub,
+            dir,
+        }
+    }
+
+    async fn start(&self, flags: &[&str]) -> Running {
+        self.start_on(&crate::e2e::codex_bin(), flags).await
+    }
+
+    /// [`Fleet::start`] with the members on the Codex CLI `codex`.
+    async fn start_on(&self, codex: &Path, flags: &[&str]) -> Running {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .args(["app-server", "--listen", "ws://127.0.0.1:0", "--state-dir"])
+            .arg(&self.state)
+            .arg("--workspace-root")
+            .arg(&self.root)
+            .arg("--codex-bin")
+            .arg(codex)
+            .args(flags)
+            .env("CODEX_HOME", self.dir.path().join("codex-home"))
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .current_dir(self.dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("endpoint");
+        let mut line = String::new();
+        {
+            use tokio::io::AsyncBufReadExt;
+            let stdout = child.stdout.take().expect("stdout");
+            tokio::io::BufReader::new(stdout)
+                .read_line(&mut line)
+                .await
+                .expect("address");
+        }
+        assert!(!line.trim().is_empty(), "the endpoint printed no address");
+        Running {
+            child,
+            addr: line.trim().to_string(),
+        }
+    }
+
+    /// A connection of `name` (`operator` or a named client) to `running`, its `initialize`
+    /// answer (as the bytes came), logged in with `account`'s key.
+    async fn connect(&self, running: &Running, name: &str, account: Option<&str>) -> (Ws, String) {
+        let token = match name {
+            "operator" => OPERATOR_TOKEN.to_string(),
+            name => self.tokens[name].clone(),
+        };
+        let io = tokio::net::TcpStream::connect(&running.addr)
+            .await
+            .expect("connect");
+        let mut client = ws_client(io, &running.addr, &token)
+            .await
+            .expect("upgraded");
+        let init = client
+            .request(
+                "initialize",
+                json!({"clientInfo": {"name": "fleet-test", "version": "1.0"}}),
+            )
+            .await;
+        client.send(json!({"method": "initialized"})).await;
+        if let Some(account) = account {
+            let login = client
+                .request(
+                    "account/login/start",
+                    json!({"type": "apiKey", "apiKey": key_of(account)}),
+                )
+                .await;
+            assert_eq!(login["result"]["type"], "apiKey", "{name}: {login}");
+        }
+        (client, init["result"].to_string())
+    }
+
+    /// Every model request so far: its `Authorization` and its body.
+    fn requests(&mut self) -> Vec<(String, String)> {
+        let mut seen = Vec::new();
+        while let Ok(request) = self.upstream.try_recv() {
+            seen.push((
+                request
+                    .headers
+                    .get("authorization")
+                    .cloned()
+                    .unwrap_or_default(),
+                request.body.to_string(),
+            ));
+        }
+        seen
+    }
+}
+
+impl Running {
+    fn pid(&self) -> String {
+        self.child.id().expect("running").to_string()
+    }
+
+    /// kill -9, or SIGTERM and its drain.
+    async fn end(mut self, signal: &str) {
+        let _ = std::process::Command::new("kill")
+            .args([signal, &self.pid()])
+            .status();
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
+    }
+}
+
+async fn turn(client: &mut Ws, thread: &str, text: &str) -> Value {
+    let answer = client
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
+        )
+        .await;
+    if answer["error"].is_object() {
+        return answer;
+    }
+    let done = client.until("turn/completed", turn_completed(thread)).await;
+    client.seen.clear();
+    done
+}
+
+async fn new_thread(client: &mut Ws, cwd: &Path) -> String {
+    let started = client
+        .request(
+            "thread/start",
+            json!({"cwd": cwd, "modelProvider": "openai"}),
+        )
+        .await;
+    started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_string()
+}
+
+/// Protection: the durable directory and the pinned runtime identity. Alice (account A) and bob
+/// (account B), named clients, each run a thread; the endpoint is killed with -9, started again,
+/// stopped with SIGTERM and started again. After each start: every connection is told the same
+/// `initialize` answer, byte for byte; bob is refused on alice's thread (a client's ownership
+/// survives) and so is alice logged in on bob's account (the account survives); a failed
+/// resume takes nobody's thread; alice resumes hers and her next model request carries her key
+/// and her earlier words.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_changes_nothing_an_agent_can_see() {
+    let mut fleet = Fleet::new(&["alice", "bob"]).await;
+    let running = fleet.start(&[]).await;
+    let (mut alice, pinned) = fleet.connect(&running, "alice", Some("A")).await;
+    let (mut bob, _) = fleet.connect(&running, "bob", Some("B")).await;
+    let hers = new_thread(&mut alice, &fleet.root).await;
+    let done = turn(&mut alice, &hers, "alice says tulip-0").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let his = new_thread(&mut bob, &fleet.root).await;
+    turn(&mut bob, &his, "bob says oak-0").await;
+    drop((alice, bob));
+    let mut running = running;
+    for (round, signal) in ["-KILL", "-TERM"].into_iter().enumerate() {
+        running.end(signal).await;
+        running = fleet.start(&[]).await;
+        let (mut bob, init) = fleet.connect(&running, "bob", Some("B")).await;
+        assert_eq!(init, pinned, "after {signal}: the same initialize answer");
+        // Bob on alice's thread, by resume and by turn: refused as before the restart.
+        for method in ["thread/resume", "turn/start"] {
+            let refused = bob
+                .request(method, json!({"threadId": hers, "input": []}))
+                .await;
+            let why = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                why.contains("belongs to another client"),
+                "after {signal}: {refused}"
+            );
+        }
+        // Alice's own client on bob's account: the thread's account is kept too.
+        let (mut astray, _) = fleet.connect(&running, "alice", Some("B")).await;
+        let refused = astray
+            .request("thread/resume", json!({"threadId": hers}))
+            .await;
+        let why = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("belongs to another account"),
+            "after {signal}: {refused}"
+        );
+        // A resume Codex refuses (a thread it never had) files nothing.
+        let bogus = "0199a9c0-0000-7000-8000-00000000beef";
+        let failed = bob
+            .request("thread/resume", json!({"threadId": bogus}))
+            .await;
+        assert!(failed["error"].is_object(), "{failed}");
+        // Alice resumes her own thread and goes on with it, on her key.
+        let (mut alice, _) = fleet.connect(&running, "alice", Some("A")).await;
+        let resumed = alice
+            .request("thread/resume", json!({"threadId": hers}))
+            .await;
+        assert_eq!(
+            resumed["result"]["thread"]["id"],
+            hers.as_str(),
+            "{resumed}"
+        );
+        fleet.requests();
+        let text = format!("alice says tulip-{}", round + 1);
+        let done = turn(&mut alice, &hers, &text).await;
+        assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+        let requests = fleet.requests();
+        let mine: Vec<&(String, String)> = requests
+            .iter()
+            .filter(|(_, body)| body.contains(&text))
+            .collect();
+        assert!(!mine.is_empty(), "alice's turn reached the model");
+        for (auth, body) in mine {
+            assert_eq!(auth, &format!("Bearer {}", key_of("A")));
+            assert!(
+                body.contains("alice says tulip-0"),
+                "her earlier words are in the thread"
+            );
+        }
+        // The status says where the state lives.
+        let status = clawbridge::fetch_status(
+            &clawbridge::ListenAddr::parse(&format!("ws://{}", running.addr)).expect("addr"),
+            OPERATOR_TOKEN,
+        )
+        .await
+        .expect("status");
+        let state = status["state"].as_str().unwrap_or_default();
+        assert!(state.ends_with("app-server.db"), "{status}");
+        assert!(status["knownThreads"].as_u64() >= Some(2), "{status}");
+    }
+    running.end("-TERM").await;
+}
+
+/// Protection: each account's tokens of the day are kept. An account past its budget is
+/// refused a turn; after kill -9 and a start on the same state dir it is still refused, on a
+/// new thread too (the day does not start again at zero).
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reached_budget_stays_reached_across_a_restart() {
+    let fleet = Fleet::new(&[]).await;
+    let flags = ["--budget-tokens", "20"];
+    let running = fleet.start(&flags).await;
+    let (mut agent, _) = fleet.connect(&running, "operator", Some("A")).await;
+    let thread = new_thread(&mut agent, &fleet.root).await;
+    // The stub's answers cost 15 tokens each: two turns pass the budget of 20.
+    for round in 0..2 {
+        turn(&mut agent, &thread, &format!("round {round}")).await;
+    }
+    let refused = turn(&mut agent, &thread, "round 2").await;
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("past its budget"), "{refused}");
+    drop(agent);
+    running.end("-KILL").await;
+    let running = fleet.start(&flags).await;
+    let (mut agent, _) = fleet.connect(&running, "operator", Some("A")).await;
+    let fresh = new_thread(&mut agent, &fleet.root).await;
+    let refused = turn(&mut agent, &fresh, "after the restart").await;
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("past its budget") && why.contains("used 30 tokens"),
+        "{refused}"
+    );
+    running.end("-TERM").await;
+}
+
+/// Protection: the pinned runtime identity across a Codex upgrade of the members. The endpoint
+/// is restarted on Codex 0.171.0 (the members' own `initialize` answer changes with it): every
+/// connection is still told the pinned answer, byte for byte, until the operator asks for the
+/// new one with `--new-runtime-identity`.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_initialize_answer_is_pinned_across_a_codex_upgrade() {
+    let (older, newer) = (
+        crate::e2e::codex_bin_of("0.169.0"),
+        crate::e2e::codex_bin_of("0.171.0"),
+    );
+    let fleet = Fleet::new(&[]).await;
+    let running = fleet.start_on(&older, &[]).await;
+    let (_, pinned) = fleet.connect(&running, "operator", None).await;
+    assert!(pinned.contains("/0.169.0 "), "{pinned}");
+    running.end("-TERM").await;
+    let running = fleet.start_on(&newer, &[]).await;
+    let (_, init) = fleet.connect(&running, "operator", None).await;
+    assert_eq!(
+        init, pinned,
+        "the members run 0.171.0; clients are told the pinned answer"
+    );
+    running.end("-TERM").await;
+    let running = fleet.start_on(&newer, &["--new-runtime-identity"]).await;
+    let (_, renewed) = fleet.connect(&running, "operator", None).await;
+    assert!(renewed.contains("/0.171.0 "), "{renewed}");
+    running.end("-TERM").await;
+}
