@@ -654,6 +654,7 @@ mod tests {
                 "--max-sandbox",
                 "--sandbox-ceiling",
                 "--workspace-root",
+                "--new-runtime-identity",
                 "--member-env",
                 "--member-hide",
                 "--otel-endpoint",
@@ -672,8 +673,8 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
-                true, false, true, true, true, true, true, true, true, true, true, true, true,
-                true, true, true, true, true, true, true
+                true, false, true, true, true, true, true, true, true, false, true, true, true,
+                true, true, true, true, true, true, true, true
             ]
         );
     }

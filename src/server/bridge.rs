@@ -5,7 +5,6 @@
 use super::errors::codes;
 use super::errors::library_error;
 use super::errors::rpc_error;
-use super::errors::with_causes;
 use super::runs::PendingCall;
 use super::runs::RunState;
 use super::settings::CodexBinary;
@@ -104,6 +103,8 @@ impl ThreadBroker {
 /// Shared state of the service.
 pub struct Bridge {
     pub(super) config: ServeConfig,
+    /// The state database: session bindings and their threads' owners (`serve.db`).
+    pub(super) store: Arc<crate::service::store::Store>,
     /// The app-servers runs go to (local children and remote listeners): sticky per thread,
     /// restarted after a crash, recycled past their budget.
     pub(super) pool: Arc<Pool>,
@@ -139,20 +140,21 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    pub(super) fn bindings_path(&self) -> PathBuf {
-        state::bindings_path(&self.config.state_dir)
+    /// Keep a session's binding in the state database before the run goes on (a binding that
+    /// cannot be kept ends the run with its cause: a thread nobody could find again).
+    pub(super) fn keep_binding(
+        &self,
+        key: &str,
+        binding: &state::Binding,
+    ) -> Result<(), ErrorObjectOwned> {
+        self.store
+            .put_thread_now(state::record_of(key, binding))
+            .map_err(|error| rpc_error(codes::INTERNAL, error.to_string()))
     }
 
-    pub(super) fn save_bindings(&self) -> Result<(), ErrorObjectOwned> {
-        let text = {
-            let bindings = lock(&self.sessions.bindings);
-            // A failed serialization writes nothing: the file on disk stays as it was.
-            serde_json::to_string_pretty(&*bindings)
-                .map_err(|error| rpc_error(codes::INTERNAL, format!("sessions.json: {error}")))?
-                + "\n"
-        };
-        crate::support::fs::write_private(&self.bindings_path(), text.as_bytes())
-            .map_err(|error| rpc_error(codes::INTERNAL, with_causes(&error)))
+    /// A session bound to no thread any more (pushed out past `--max-sessions`).
+    pub(super) fn forget_binding(&self, key: &str) {
+        self.store.unbind_session(key);
     }
 
     /// The `CODEX_HOME` local app-servers get.

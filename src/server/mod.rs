@@ -110,7 +110,13 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     }
     let codex_home = plane.codex_home().to_path_buf();
     let config_overrides = plane.config_overrides().to_vec();
-    let bindings = state::load_bindings(&config.state_dir)?;
+    // Session bindings and thread owners are kept in the state database (an earlier
+    // `sessions.json` is imported on the first start).
+    let store = Arc::new(
+        crate::service::store::Store::open(&config.state_dir.join(state::STATE_DB))
+            .map_err(|error| ServeError::Usage(error.to_string()))?,
+    );
+    let bindings = state::load_bindings_into(&config.state_dir, &store)?;
     // Each app-server in a private view of the machine (the state dir, with the operator's
     // token, out of its models' reach), when this machine can make one.
     let mut config = config;
@@ -131,6 +137,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         cancel: tokio_util::sync::CancellationToken::new(),
         blocking_slots: Arc::new(tokio::sync::Semaphore::new(BLOCKING_SLOTS)),
         sessions: bridge::SessionBindings::new(bindings),
+        store,
         registry: bridge::RunRegistry::new(config.max_runs),
         threads: bridge::ThreadBroker::default(),
         roots: Roots::new(config.workspace_roots.clone()),

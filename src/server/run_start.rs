@@ -483,19 +483,19 @@ fn bind_session(
             if let Some(evicted) = idle {
                 tracing::warn!("{bound} session bindings (--max-sessions): forgetting {evicted}");
                 bindings.sessions.remove(&evicted);
+                bridge.forget_binding(&evicted);
             }
         }
-        bindings.sessions.insert(
-            key.clone(),
-            Binding {
-                thread_id: thread_id.to_string(),
-                fingerprint,
-                owner: (!caller.operator).then(|| caller.name.clone()),
-                member: Some(lease.name.clone()),
-            },
-        );
+        let binding = Binding {
+            thread_id: thread_id.to_string(),
+            fingerprint,
+            owner: (!caller.operator).then(|| caller.name.clone()),
+            member: Some(lease.name.clone()),
+        };
+        bridge.keep_binding(key, &binding)?;
+        bindings.sessions.insert(key.clone(), binding);
     }
-    Ok(bridge.save_bindings()?)
+    Ok(())
 }
 
 /// A run's turn, ready to go: what it holds until it ends (its thread claim, its lease) and

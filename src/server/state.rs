@@ -85,6 +85,77 @@ pub fn load_bindings(state_dir: &Path) -> Result<BindingFile, ServeError> {
     }
 }
 
+/// The state database of `serve` in its state dir.
+pub const STATE_DB: &str = "serve.db";
+
+/// Session bindings from the store's thread directory (each thread bound to a session).
+pub fn bindings_of(store: &crate::service::store::Store) -> BindingFile {
+    let sessions = store
+        .sessions()
+        .into_iter()
+        .filter_map(|thread| {
+            let key = thread.session_key?;
+            Some((
+                key,
+                Binding {
+                    thread_id: thread.id,
+                    fingerprint: thread.fingerprint.unwrap_or_default(),
+                    owner: (thread.owner != "operator").then_some(thread.owner),
+                    member: (!thread.member.is_empty()).then_some(thread.member),
+                },
+            ))
+        })
+        .collect();
+    BindingFile { sessions }
+}
+
+/// A session's binding as the store's thread record.
+pub fn record_of(key: &str, binding: &Binding) -> crate::service::store::ThreadRecord {
+    crate::service::store::ThreadRecord {
+        id: binding.thread_id.clone(),
+        identity: "native".to_string(),
+        member: binding.member.clone().unwrap_or_default(),
+        owner: binding.owner_name().to_string(),
+        session_key: Some(key.to_string()),
+        fingerprint: Some(binding.fingerprint.clone()),
+        rollout: None,
+        epoch: 1,
+        gone: false,
+        last_used: crate::service::directory::now(),
+    }
+}
+
+/// The store's session bindings; on the first start with a store, an earlier `sessions.json`
+/// is imported into it (then kept as `sessions.json.imported`).
+pub fn load_bindings_into(
+    state_dir: &Path,
+    store: &crate::service::store::Store,
+) -> Result<BindingFile, ServeError> {
+    let legacy = bindings_path(state_dir);
+    if store.sessions().is_empty() && legacy.exists() {
+        let imported = load_bindings(state_dir)?;
+        for (key, binding) in &imported.sessions {
+            store.put_thread(record_of(key, binding));
+        }
+        store.flush();
+        let kept = state_dir.join("sessions.json.imported");
+        std::fs::rename(&legacy, &kept).map_err(|error| {
+            ServeError::Usage(format!(
+                "{}: imported into {}, but cannot be moved aside: {error}",
+                legacy.display(),
+                store.path().display()
+            ))
+        })?;
+        tracing::info!(
+            "{} session binding(s) of {} imported into {}",
+            imported.sessions.len(),
+            legacy.display(),
+            store.path().display()
+        );
+    }
+    Ok(bindings_of(store))
+}
+
 /// Tries to take a held state-dir lock before giving up, [`LOCK_RETRY_PAUSE`] apart (1 s).
 const LOCK_RETRIES: u32 = 20;
 const LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
@@ -170,6 +241,47 @@ mod tests {
         assert_eq!(aside.len(), 1, "the broken file is kept for the operator");
         let kept = std::fs::read_to_string(dir.path().join(&aside[0])).expect("read");
         assert_eq!(kept, "{\"sessions\": {\"a\": ");
+    }
+
+    #[test]
+    fn an_earlier_sessions_file_is_imported_once_and_bindings_come_back() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(
+            bindings_path(dir.path()),
+            r#"{"sessions": {"agent:main": {"threadId": "t1", "fingerprint": "f", "owner": "alice", "member": "local-0"}, "agent:ops": {"threadId": "t2", "fingerprint": "g"}}}"#,
+        )
+        .expect("write");
+        let path = dir.path().join(STATE_DB);
+        {
+            let store = crate::service::store::Store::open(&path).expect("store");
+            let bindings = load_bindings_into(dir.path(), &store).expect("load");
+            assert_eq!(bindings.sessions.len(), 2);
+            assert_eq!(
+                bindings.sessions["agent:main"].owner.as_deref(),
+                Some("alice")
+            );
+            assert_eq!(bindings.sessions["agent:ops"].owner, None);
+            assert!(dir.path().join("sessions.json.imported").exists());
+            // A new binding moves a session to its new thread.
+            store.put_thread(record_of(
+                "agent:main",
+                &Binding {
+                    thread_id: "t3".into(),
+                    fingerprint: "h".into(),
+                    owner: Some("alice".into()),
+                    member: Some("local-1".into()),
+                },
+            ));
+            store.flush();
+        }
+        let store = crate::service::store::Store::open(&path).expect("reopen");
+        let bindings = load_bindings_into(dir.path(), &store).expect("again");
+        assert_eq!(bindings.sessions["agent:main"].thread_id, "t3");
+        assert_eq!(
+            bindings.sessions["agent:main"].member.as_deref(),
+            Some("local-1")
+        );
+        assert_eq!(bindings.sessions.len(), 2);
     }
 
     #[test]

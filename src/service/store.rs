@@ -144,6 +144,8 @@ pub struct MemberRecord {
 /// A write for the writer thread.
 enum Write {
     Thread(ThreadRecord),
+    /// A thread kept before its writer goes on: the commit's outcome is sent back.
+    ThreadNow(ThreadRecord, SyncSender<Result<(), String>>),
     ForgetThread(String),
     Unbind(String),
     Usage {
@@ -295,6 +297,20 @@ impl Store {
     /// Keep `thread` (inserted or replaced).
     pub fn put_thread(&self, thread: ThreadRecord) {
         self.write(Write::Thread(thread));
+    }
+
+    /// Keep `thread` now: returns once it is on disk, or why it could not be written (what
+    /// must not be lost, such as `serve`'s session binding before its run goes on).
+    pub fn put_thread_now(&self, thread: ThreadRecord) -> Result<(), StoreError> {
+        let (done, wait) = sync_channel(1);
+        self.write(Write::ThreadNow(thread, done));
+        let outcome = wait
+            .recv()
+            .unwrap_or_else(|_| Err("the state writer is gone".into()));
+        outcome.map_err(|message| StoreError::Other {
+            path: self.path.clone(),
+            message,
+        })
     }
 
     /// Forget a thread (evicted by age).
@@ -515,20 +531,32 @@ fn write_loop(path: &Path, connection: &Mutex<Connection>, queue: &Receiver<Writ
             }
         }
         let mut flushed = Vec::new();
+        let mut acks = Vec::new();
         let mut connection = lock(connection);
         let committed = (|| -> rusqlite::Result<()> {
             let transaction = connection.transaction()?;
             for write in batch {
+                let write = match write {
+                    Write::ThreadNow(thread, ack) => {
+                        acks.push(ack);
+                        Write::Thread(thread)
+                    }
+                    other => other,
+                };
                 apply(&transaction, write, &mut flushed)?;
             }
             transaction.commit()
         })();
         drop(connection);
-        if let Err(error) = committed {
+        let outcome = committed.map_err(|error| error.to_string());
+        if let Err(error) = &outcome {
             tracing::error!("{}: changes not kept: {error}", path.display());
         }
         for done in flushed {
             let _ = done.send(());
+        }
+        for ack in acks {
+            let _ = ack.send(outcome.clone());
         }
     }
 }
@@ -597,6 +625,10 @@ fn apply(
             )?;
         }
         Write::Flush(done) => flushed.push(done),
+        // Turned into `Thread` by the writer before it is applied.
+        Write::ThreadNow(thread, _) => {
+            return apply(transaction, Write::Thread(thread), flushed);
+        }
     }
     Ok(())
 }

@@ -37,8 +37,7 @@ async fn start(client: &jsonrpsee::ws_client::WsClient, document: Value) -> Valu
 }
 
 fn bindings(state: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(state.join("sessions.json")).expect("bindings"))
-        .expect("json")
+    crate::util::stored_sessions(state)
 }
 
 fn pool_config(state: &Path, script: Vec<StubStep>) -> ServeConfig {

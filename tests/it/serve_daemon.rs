@@ -201,8 +201,21 @@ async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
     let running = clawbridge::serve(config(codex_bin(), state.path(), None, vec![]))
         .await
         .expect("serve");
-    // A folder where the bindings file goes: the atomic rename onto it fails.
-    std::fs::create_dir_all(state.path().join("sessions.json/blocked")).expect("dir");
+    // The state database cannot be written (immutable, which binds root too).
+    let immutable = |flag: &str| {
+        for file in ["serve.db", "serve.db-wal"] {
+            let path = state.path().join(file);
+            if path.exists() {
+                let status = std::process::Command::new("chattr")
+                    .arg(flag)
+                    .arg(&path)
+                    .status()
+                    .expect("chattr");
+                assert!(status.success(), "chattr {flag} {}", path.display());
+            }
+        }
+    };
+    immutable("+i");
     let client = connect(&running).await;
     let error = client
         .request::<Value, _>(
@@ -212,8 +225,10 @@ async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
         .await
         .expect_err("the binding cannot be written");
     let text = error.to_string();
+    immutable("-i");
     assert!(
-        text.contains("sessions.json") && text.contains("os error"),
+        text.contains("serve.db") && text.contains("attempt to write a readonly database")
+            || text.contains("serve.db") && text.contains("disk I/O error"),
         "the cause travels with the error: {text}"
     );
     let status: Value = client

@@ -725,8 +725,8 @@ async fn one_client_cannot_see_or_touch_another_clients_runs() {
     let events =
         crate::serve::events_until(&alice, &run_id, |event| event["event"] == "turnEnd").await;
     assert_eq!(events.last().expect("end")["status"], "completed");
-    let sessions = std::fs::read_to_string(fixture.state.join("sessions.json")).expect("bindings");
-    assert!(sessions.contains("\"owner\": \"alice\""), "{sessions}");
+    let sessions = crate::util::stored_sessions(&fixture.state).to_string();
+    assert!(sessions.contains("\"owner\":\"alice\""), "{sessions}");
 }
 
 /// Protection: `serve --offline` without `--codex-home` keeps its Codex home in the state dir,
@@ -827,7 +827,7 @@ async fn an_app_server_is_recycled_after_its_thread_budget() {
 }
 
 /// Protection: the state file is bounded. With `--max-sessions 2`, a third session pushes out
-/// an idle binding, so `sessions.json` never grows past the bound.
+/// an idle binding, so the state database never grows past the bound.
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_bindings_are_bounded() {
@@ -847,10 +847,7 @@ async fn session_bindings_are_bounded() {
         })
         .await;
     }
-    let file: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture.state.join("sessions.json")).expect("bindings"),
-    )
-    .expect("json");
+    let file = crate::util::stored_sessions(&fixture.state);
     let sessions = file["sessions"].as_object().expect("sessions");
     assert_eq!(sessions.len(), 2, "{file}");
     assert!(

@@ -328,3 +328,41 @@ impl OutputRetryingBusy for std::process::Command {
         }
     }
 }
+
+/// `serve`'s session bindings as its state database holds them (read-only, beside the running
+/// service), in the shape `sessions.json` had: `{"sessions": {KEY: {"threadId", "fingerprint",
+/// "owner"?, "member"?}}}`.
+pub fn stored_sessions(state: &Path) -> Value {
+    let connection = rusqlite::Connection::open_with_flags(
+        state.join("serve.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("serve.db");
+    let mut statement = connection
+        .prepare("SELECT session_key, id, fingerprint, owner, member FROM threads WHERE session_key IS NOT NULL")
+        .expect("query");
+    let mut sessions = serde_json::Map::new();
+    let rows = statement
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, String>(4)?,
+            ))
+        })
+        .expect("rows");
+    for row in rows {
+        let (key, thread, fingerprint, owner, member) = row.expect("row");
+        let mut binding = json!({"threadId": thread, "fingerprint": fingerprint});
+        if owner != "operator" {
+            binding["owner"] = json!(owner);
+        }
+        if !member.is_empty() {
+            binding["member"] = json!(member);
+        }
+        sessions.insert(key, binding);
+    }
+    json!({ "sessions": sessions })
+}
