@@ -416,10 +416,24 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
 struct WsEndpoint {
     child: std::process::Child,
     url: String,
+    /// Killed and reaped already (its pid may be another process's by now).
+    ended: bool,
+}
+
+impl WsEndpoint {
+    /// kill -9, and reap it.
+    fn kill_hard(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.ended = true;
+    }
 }
 
 impl Drop for WsEndpoint {
     fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -431,10 +445,17 @@ impl Drop for WsEndpoint {
     }
 }
 
-fn ws_endpoint(token_file: &Path, transcript: &Path, script: &Path, otel: &str) -> WsEndpoint {
+fn ws_endpoint(
+    listen: &str,
+    codex: &Path,
+    token_file: &Path,
+    transcript: &Path,
+    script: &Path,
+    otel: &str,
+) -> WsEndpoint {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
-        .args(["app-server", "--listen", "ws://127.0.0.1:0", "--offline"])
+        .args(["app-server", "--listen", listen, "--offline"])
         .args(["--otel-endpoint", otel])
         .args(["--app-servers", "2", "--transcript"])
         .arg(transcript)
@@ -446,7 +467,7 @@ fn ws_endpoint(token_file: &Path, transcript: &Path, script: &Path, otel: &str) 
         .arg("--state-dir")
         .arg(token_file.with_file_name("state"))
         .arg("--codex-bin")
-        .arg(crate::e2e::codex_bin())
+        .arg(codex)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .spawn()
@@ -459,6 +480,7 @@ fn ws_endpoint(token_file: &Path, transcript: &Path, script: &Path, otel: &str) 
     WsEndpoint {
         child,
         url: format!("ws://{}", line.trim()),
+        ended: false,
     }
 }
 
@@ -651,7 +673,14 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     let collector = runtime.block_on(crate::otel::Collector::start_forwarding(Some(
         phoenix.url.clone(),
     )));
-    let endpoint = ws_endpoint(&token_file, &transcript, &script, &collector.url);
+    let endpoint = ws_endpoint(
+        "ws://127.0.0.1:0",
+        &crate::e2e::codex_bin(),
+        &token_file,
+        &transcript,
+        &script,
+        &collector.url,
+    );
     let endpoint_pid = endpoint.child.id();
     let memory =
         PeakSampler::start(move || process_tree(endpoint_pid).into_iter().map(rss_kib).sum());
@@ -669,51 +698,61 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         ("beta", beta_workspace),
     ];
     let started = std::time::Instant::now();
-    let runs: Vec<_> = agents
-        .iter()
-        .map(|(agent, workspace)| {
-            let (agent, workspace) = (agent.to_string(), workspace.display().to_string());
-            let out = dir.path().join(format!("out-{agent}"));
-            let url = endpoint.url.clone();
-            std::thread::spawn(move || {
-                let home = format!("ws-{agent}");
-                let key = api_key(&agent);
-                let common = ["--agent", agent.as_str(), "--workspace", workspace.as_str()];
-                let mut fresh = vec!["--fresh"];
-                fresh.extend(common);
-                let plain_started = std::time::Instant::now();
-                let (ok, stdout, stderr) = openclaw_ws_turn(
-                    &out,
-                    &url,
-                    token,
-                    &home,
-                    &fresh,
-                    &format!("{agent}: say hello"),
-                    Some(&key),
-                );
-                let plain_took = plain_started.elapsed();
-                let plain = openclaw_result(ok, &stdout, &stderr);
-                let (ok, stdout, stderr) = openclaw_ws_turn(
-                    &out,
-                    &url,
-                    token,
-                    &home,
-                    &common,
-                    &format!("{agent}: which agents are there?"),
-                    Some(&key),
-                );
-                (
-                    agent,
-                    plain,
-                    openclaw_result(ok, &stdout, &stderr),
-                    plain_took,
-                )
+    // Each agent's turn, side by side: (agent, OpenClaw's result, how long it took).
+    let turns = |url: &str, message: &dyn Fn(&str) -> String, first: bool| {
+        agents
+            .iter()
+            .map(|(agent, workspace)| {
+                let (agent, workspace) = (agent.to_string(), workspace.display().to_string());
+                let out = dir.path().join(format!("out-{agent}"));
+                let (url, message) = (url.to_string(), message(&agent));
+                std::thread::spawn(move || {
+                    let home = format!("ws-{agent}");
+                    let key = api_key(&agent);
+                    let mut args = if first { vec!["--fresh"] } else { Vec::new() };
+                    args.extend(["--agent", agent.as_str(), "--workspace", workspace.as_str()]);
+                    let began = std::time::Instant::now();
+                    let (ok, stdout, stderr) =
+                        openclaw_ws_turn(&out, &url, token, &home, &args, &message, Some(&key));
+                    (
+                        agent,
+                        openclaw_result(ok, &stdout, &stderr),
+                        began.elapsed(),
+                    )
+                })
             })
-        })
-        .collect();
-    let results: Vec<(String, Value, Value, std::time::Duration)> = runs
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|run| run.join().expect("agent run"))
+            .collect::<Vec<(String, Value, std::time::Duration)>>()
+    };
+    let plain = turns(&endpoint.url, &|agent| format!("{agent}: say hello"), true);
+    // The endpoint is killed with -9 between each agent's two runs and started again on the
+    // same state dir and port, its members upgraded to Codex 0.171.0: each agent's next run
+    // resumes the same Codex thread, its earlier words in the model's request (checked below),
+    // as if nothing had happened (OpenClaw's plugin starts a new thread when the `initialize`
+    // answer changes; the endpoint's stays pinned).
+    let mut endpoint = endpoint;
+    endpoint.kill_hard();
+    let url = endpoint.url.clone();
+    let endpoint = ws_endpoint(
+        &url,
+        &crate::e2e::codex_bin_of("0.171.0"),
+        &token_file,
+        &transcript,
+        &script,
+        &collector.url,
+    );
+    assert_eq!(endpoint.url, url, "the same port");
+    let tool = turns(
+        &endpoint.url,
+        &|agent| format!("{agent}: which agents are there?"),
+        false,
+    );
+    let results: Vec<(String, Value, Value, std::time::Duration)> = plain
         .into_iter()
-        .map(|run| run.join().expect("agent run"))
+        .zip(tool)
+        .map(|((agent, plain, plain_took), (_, tool, _))| (agent, plain, tool, plain_took))
         .collect();
     let took = started.elapsed();
     for (agent, plain, tool, plain_took) in &results {
@@ -849,6 +888,50 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         }
     }
     assert_eq!(resumes, 2, "one resume per agent's second run: {files:?}");
+    // Across the kill -9: each second run resumed the very thread its first run started.
+    let started_threads: std::collections::BTreeSet<String> = files
+        .iter()
+        .flat_map(|file| {
+            let entries = jsonl(file);
+            let starts: Vec<Value> = entries
+                .iter()
+                .filter(|entry| {
+                    entry["direction"] == "in" && entry["message"]["method"] == "thread/start"
+                })
+                .map(|entry| entry["message"]["id"].clone())
+                .collect();
+            entries
+                .iter()
+                .filter(|entry| {
+                    entry["direction"] == "out"
+                        && entry["message"].get("method").is_none()
+                        && starts.contains(&entry["message"]["id"])
+                })
+                .filter_map(|entry| {
+                    entry["message"]["result"]["thread"]["id"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .collect::<Vec<String>>()
+        })
+        .collect();
+    let resumed_threads: Vec<String> = files
+        .iter()
+        .flat_map(|file| jsonl(file))
+        .filter(|entry| entry["direction"] == "in" && entry["message"]["method"] == "thread/resume")
+        .filter_map(|entry| {
+            entry["message"]["params"]["threadId"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(resumed_threads.len(), 2, "{resumed_threads:?}");
+    for thread in &resumed_threads {
+        assert!(
+            started_threads.contains(thread),
+            "{thread} was resumed, not a new one: {started_threads:?}"
+        );
+    }
     let captured: Vec<String> = walk(&transcript.join("model-requests"))
         .into_iter()
         .filter(|file| file.ends_with("model-request.json"))
@@ -860,6 +943,13 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                 .iter()
                 .any(|request| request.contains(&format!("{agent}: say hello"))),
             "{agent}'s model request was captured"
+        );
+        // After the restart, the thread's history: the first run's words go with the second.
+        assert!(
+            captured.iter().any(|request| request
+                .contains(&format!("{agent}: which agents are there?"))
+                && request.contains(&format!("{agent}: say hello"))),
+            "{agent}'s second run went on with its thread"
         );
     }
     // On the upstream's side: every model request of an agent's thread went out with that
