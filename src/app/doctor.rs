@@ -78,6 +78,9 @@ pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
         .clone()
         .or_else(crate::app::state::WarningLedger::default_state_dir);
     findings.extend(state(state_dir.as_deref()));
+    if let Some(dir) = &state_dir {
+        findings.extend(state_databases(dir));
+    }
     findings.push(port(settings.listen));
     findings.extend(roots(&settings.workspace_roots));
     if let Some(helper) = &settings.jail_helper {
@@ -353,6 +356,35 @@ fn codex_home(settings: &DoctorSettings) -> Finding {
             "run `codex login` (or set an API key) for real runs; `--offline` runs need no account",
         ),
     }
+}
+
+/// The state databases of the services in `dir` (those that exist): readable, of a schema this
+/// clawbridge knows, not corrupt.
+fn state_databases(dir: &Path) -> Vec<Finding> {
+    ["app-server.db", "serve.db"]
+        .into_iter()
+        .map(|name| dir.join(name))
+        .filter(|path| path.exists())
+        .map(|path| match crate::service::store::inspect(&path) {
+            Ok(summary) => finding(
+                "state-db",
+                Level::Ok,
+                format!(
+                    "{}: schema {}, {} thread(s) kept",
+                    path.display(),
+                    summary.schema,
+                    summary.threads
+                ),
+                "",
+            ),
+            Err(error) => finding(
+                "state-db",
+                Level::Fail,
+                error.to_string(),
+                "see the message: restore the file from a backup, or move it aside",
+            ),
+        })
+        .collect()
 }
 
 fn state(state_dir: Option<&Path>) -> Vec<Finding> {

@@ -166,6 +166,27 @@ impl Directory {
         }
     }
 
+    /// Mark every thread in memory whose rollout file is gone (a Codex home cleaned up, a
+    /// member's disk replaced), so its resume is told so at once: how many. Reads only file
+    /// metadata, at most the threads in memory.
+    pub fn check_rollouts(&self) -> usize {
+        let missing: Vec<String> = lock(&self.threads)
+            .values()
+            .filter(|thread| !thread.gone)
+            .filter(|thread| {
+                thread
+                    .rollout
+                    .as_deref()
+                    .is_some_and(|rollout| std::fs::symlink_metadata(rollout).is_err())
+            })
+            .map(|thread| thread.id.clone())
+            .collect();
+        for id in &missing {
+            self.mark_gone(id);
+        }
+        missing.len()
+    }
+
     /// Threads in memory, by account.
     pub fn counts_by_identity(&self) -> HashMap<String, usize> {
         let mut counts = HashMap::new();
@@ -223,8 +244,10 @@ mod tests {
             (known.owner.as_str(), known.identity.as_str(), known.epoch),
             ("alice", "apiKey-a", 2)
         );
-        directory.mark_gone("t");
+        // Its rollout (a path that does not exist here) is gone: found at start, and kept so.
+        assert_eq!(directory.check_rollouts(), 1);
         assert!(directory.get("t").is_some_and(|thread| thread.gone));
+        assert_eq!(directory.check_rollouts(), 0, "once");
     }
 
     #[test]

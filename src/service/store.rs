@@ -496,6 +496,54 @@ impl Store {
     }
 }
 
+/// What `doctor` says of a state database: its schema and how many threads it keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summary {
+    pub schema: i64,
+    pub threads: u64,
+}
+
+/// Look at the database at `path` without taking it (a running service holds it): read-only,
+/// its schema checked against this clawbridge and its pages checked (`PRAGMA quick_check`).
+pub fn inspect(path: &Path) -> Result<Summary, StoreError> {
+    let connection = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|error| StoreError::of(path, error))?;
+    let _ = connection.busy_timeout(std::time::Duration::from_secs(2));
+    let schema: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|error| StoreError::of(path, error))?;
+    if schema > SCHEMA_VERSION {
+        return Err(StoreError::Newer {
+            path: path.to_path_buf(),
+            found: schema,
+            known: SCHEMA_VERSION,
+        });
+    }
+    let check: String = connection
+        .query_row("PRAGMA quick_check", [], |row| row.get(0))
+        .map_err(|error| StoreError::of(path, error))?;
+    if check != "ok" {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message: check,
+        });
+    }
+    let threads = if schema >= 1 {
+        connection
+            .query_row("SELECT COUNT(*) FROM threads", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(|error| StoreError::of(path, error))?
+            .max(0) as u64
+    } else {
+        0
+    };
+    Ok(Summary { schema, threads })
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         self.flush();
@@ -696,6 +744,28 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn doctor_reads_a_held_database_and_names_a_broken_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("app-server.db");
+        let store = Store::open(&path).expect("open");
+        store.put_thread(thread("t1", "alice"));
+        store.flush();
+        // Held by a running service: read all the same.
+        assert_eq!(
+            inspect(&path).expect("inspect"),
+            Summary {
+                schema: SCHEMA_VERSION,
+                threads: 1
+            }
+        );
+        drop(store);
+        let corrupt = dir.path().join("serve.db");
+        std::fs::write(&corrupt, vec![b'x'; 8192]).expect("write");
+        let error = inspect(&corrupt).expect_err("corrupt").to_string();
+        assert!(error.contains("serve.db"), "{error}");
     }
 
     #[test]

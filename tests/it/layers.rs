@@ -22,9 +22,10 @@ const LAYERS: &[(&str, usize)] = &[
     // The model-traffic plane: the stub, the forwarder and capture (uses `error` and `support`).
     ("traffic", 7),
     ("artifacts", 8),
-    ("app", 9),
-    // The service core both servers stand on (the durable state, the thread directory).
-    ("service", 10),
+    // The service core both servers stand on (the durable state, the thread directory), and
+    // the commands that read it (`doctor`, `client`).
+    ("service", 9),
+    ("app", 10),
     ("server", 11),
     ("proxy", 11),
     // The command-line face both binaries share.

@@ -380,6 +380,17 @@ impl Endpoint {
             .route("/metrics", axum::routing::get(metrics))
             .fallback(upgrade)
             .with_state(Arc::clone(&shared));
+        // Threads whose rollout went while the endpoint was down are told so at their resume.
+        if shared.directory.store().is_some() {
+            let checked = Arc::clone(&shared);
+            shared.tasks.spawn_cancellable(async move {
+                let gone =
+                    tokio::task::spawn_blocking(move || checked.directory.check_rollouts()).await;
+                if let Ok(gone @ 1..) = gone {
+                    tracing::warn!("{gone} thread(s) whose rollout is gone from their Codex home");
+                }
+            });
+        }
         let server = shared
             .tasks
             .spawn(accept_loop(listener, router, Arc::clone(&shared)));
