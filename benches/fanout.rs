@@ -32,6 +32,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 #[allow(dead_code)]
 mod offline_turn;
 use offline_turn::{codex_bin, OfflineTurn};
+#[path = "common/line.rs"]
+mod line;
+use line::{request, Line, Socket};
 
 const TOKEN: &str = "fanout-bench-token-0123456789abcdef";
 
@@ -132,25 +135,6 @@ fn percentile(latencies: &[Duration], fraction: f64) -> Duration {
     sorted.get(index).copied().unwrap_or_default()
 }
 
-/// Codex's app-server protocol, one agent's side: send a request, read until its answer; read
-/// until its thread's turn completes.
-trait Line {
-    async fn send(&mut self, message: Value);
-    async fn next(&mut self) -> Value;
-}
-
-async fn request(line: &mut impl Line, id: u64, method: &str, params: Value) -> Value {
-    line.send(json!({"id": id, "method": method, "params": params}))
-        .await;
-    loop {
-        let message = line.next().await;
-        if message["id"] == id && message.get("method").is_none() {
-            assert!(message.get("error").is_none(), "{method}: {message}");
-            return message;
-        }
-    }
-}
-
 /// One agent's session: initialize, its thread, `turns` turns one after another; the latency
 /// of each turn (`turn/start` sent to its `turn/completed`).
 async fn agent(
@@ -207,52 +191,6 @@ impl Line for Stdio {
             .expect("read")
             .expect("the app-server closed");
         serde_json::from_str(&line).expect("json")
-    }
-}
-
-/// An agent on the endpoint's WebSocket.
-struct Socket {
-    sender: soketto::connection::Sender<tokio_util::compat::Compat<tokio::net::TcpStream>>,
-    receiver: soketto::connection::Receiver<tokio_util::compat::Compat<tokio::net::TcpStream>>,
-}
-
-impl Socket {
-    async fn connect(addr: &str) -> Socket {
-        use tokio_util::compat::TokioAsyncReadCompatExt;
-        let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let mut client = soketto::handshake::Client::new(stream.compat(), addr, "/");
-        let bearer = format!("Bearer {TOKEN}");
-        let headers = [soketto::handshake::client::Header {
-            name: "Authorization",
-            value: bearer.as_bytes(),
-        }];
-        client.set_headers(&headers);
-        match client.handshake().await.expect("handshake") {
-            soketto::handshake::ServerResponse::Accepted { .. } => {}
-            other => panic!("the endpoint refused the agent: {other:?}"),
-        }
-        let mut builder = client.into_builder();
-        builder.set_max_message_size(64 * 1024 * 1024);
-        let (sender, receiver) = builder.finish();
-        Socket { sender, receiver }
-    }
-}
-
-impl Line for Socket {
-    async fn send(&mut self, message: Value) {
-        self.sender
-            .send_text(message.to_string())
-            .await
-            .expect("send");
-        self.sender.flush().await.expect("flush");
-    }
-    async fn next(&mut self) -> Value {
-        let mut data = Vec::new();
-        self.receiver
-            .receive_data(&mut data)
-            .await
-            .expect("receive");
-        serde_json::from_slice(&data).expect("json")
     }
 }
 
@@ -380,7 +318,7 @@ async fn endpoint(
         let thread_start = offline.thread_start.clone();
         let addr = addr.clone();
         tasks.push(tokio::spawn(async move {
-            let mut line = Socket::connect(&addr).await;
+            let mut line = Socket::connect_with(TOKEN, &addr).await;
             let latencies = agent(&mut line, index, &thread_start, turns).await;
             (latencies, line)
         }));
