@@ -55,7 +55,6 @@ mod workspace;
 // else. The modules are private, so the compiler reports whatever the crate no longer uses. The
 // app layer's command modules are public whole: they are the binary's faces of each command.
 pub use app::audit::AuditOptions;
-pub use app::clients::{token_sha256, ClientEntry};
 pub use app::commands::{
     load_provider, load_run_file, state_dir, translate_options, PromptSettings,
 };
@@ -64,7 +63,7 @@ pub use app::drive::PairingError;
 pub use app::events::RunEvent;
 pub use app::fixtures::SyncSettings;
 pub use app::state::WarningLedger;
-pub use app::{clients, commands, doctor, fixtures, pairing};
+pub use app::{commands, doctor, fixtures, pairing};
 pub use artifacts::model_fixture::{
     apply_plan, find_catalog, load_catalog, plan_sync, sha256_hex, CatalogKind, DiscoveryEnv,
     FileOutcome, Personality, SyncRequest, DEFAULT_MODEL as DEFAULT_FIXTURE_MODEL, DEFAULT_OUT_DIR,
@@ -138,6 +137,8 @@ pub use server::{
     DEFAULT_RECYCLE_AFTER_THREADS, DEFAULT_RECYCLE_RSS_MB, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_SUBSCRIBER_STALL, MAX_SESSIONS_LIMIT,
 };
+pub use service::clients;
+pub use service::clients::{token_sha256, ClientEntry};
 pub use service::directory::{Directory, Placement};
 pub use service::store::{Store, StoreError, ThreadRecord};
 pub use skills::{

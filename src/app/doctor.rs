@@ -466,7 +466,7 @@ fn state(state_dir: Option<&Path>) -> Vec<Finding> {
                     format!("{}: unreadable or too large", token.display()),
                     "remove it (serve writes a new one)",
                 ),
-                Some(text) if crate::app::state::token_problem(&text).is_some() => finding(
+                Some(text) if crate::service::token::token_problem(&text).is_some() => finding(
                     "token",
                     Level::Fail,
                     format!(

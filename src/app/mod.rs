@@ -15,16 +15,11 @@
 //! use it.
 
 pub mod audit;
-pub mod clients;
 pub mod commands;
 pub mod context;
 pub mod doctor;
 pub mod drive;
 pub mod events;
 pub mod fixtures;
-pub mod guard;
-pub mod isolation;
-pub mod metrics;
 pub mod pairing;
 pub mod state;
-pub mod token;

@@ -93,30 +93,10 @@ impl NoticeMemory for WarningLedger {
     }
 }
 
-/// Tokens shorter than this are refused: they can be guessed.
-pub const MIN_TOKEN_LEN: usize = 16;
-
 /// The file `serve`'s generated bearer token lives in (`doctor` checks it; `server::token` owns
 /// writing it).
 pub fn token_path(state_dir: &Path) -> PathBuf {
     state_dir.join("token")
-}
-
-/// Why `token` cannot be a bearer token (it travels in an HTTP header: visible ASCII without
-/// spaces, and long enough), or `None` when it can.
-pub fn token_problem(token: &str) -> Option<String> {
-    if let Some(bad) = token.chars().find(|c| !c.is_ascii_graphic()) {
-        return Some(format!(
-            "the token may hold only visible ASCII characters (no spaces or control characters); found {bad:?}"
-        ));
-    }
-    if token.len() < MIN_TOKEN_LEN {
-        return Some(format!(
-            "the token must be at least {MIN_TOKEN_LEN} characters long (it has {})",
-            token.len()
-        ));
-    }
-    None
 }
 
 #[cfg(test)]

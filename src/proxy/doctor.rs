@@ -32,7 +32,7 @@ pub async fn endpoint_findings(
         Ok(path) => path,
         Err(error) => return fail(error.to_string(), "pass --token-file FILE"),
     };
-    let token = match crate::app::token::read_existing(&path) {
+    let token = match crate::service::token::read_existing(&path) {
         Ok(token) => token,
         Err(error) => {
             return fail(

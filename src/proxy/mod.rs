@@ -267,7 +267,8 @@ pub async fn app_server_status(args: &StatusArgs, console: &Console) -> Result<i
             ),
         }));
     }
-    let token = crate::app::token::read_existing(&path).map_err(endpoint::command::token_error)?;
+    let token =
+        crate::service::token::read_existing(&path).map_err(endpoint::command::token_error)?;
     let status = endpoint::fetch_status(&listen, &token).await?;
     print_out(
         console,

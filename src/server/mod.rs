@@ -13,8 +13,8 @@
 //! `listener` (the accept loop: a bound on sockets, a backoff, a stop), `running` ([`Running`]:
 //! shutdown and the start notice); this file only starts: [`start`] binds and serves.
 //!
-//! Safe by default (docs/threat-model.md): the app layer's guard ([`crate::app::guard`])
-//! authenticates every request with a bearer token ([`crate::app::token`] generates and keeps
+//! Safe by default (docs/threat-model.md): the app layer's guard ([`crate::service::guard`])
+//! authenticates every request with a bearer token ([`crate::service::token`] generates and keeps
 //! one when the operator gives none) and refuses foreign `Host` and `Origin` headers; run documents are confined to the roots and capped at the
 //! operator's sandbox ceiling; a run may only use its own session's thread; run, tool-call and
 //! approval ids are random.
@@ -35,9 +35,10 @@ use std::time::Duration;
 use jsonrpsee::server::Server;
 use tokio::sync::watch;
 
-use crate::app::guard::{self, BearerCheck, CheckLayer, HostCheck, OriginCheck};
-use crate::app::token;
 use crate::codex::client::pool::{Pool, PoolConfig};
+use crate::service::guard::{self, BearerCheck, CheckLayer, HostCheck, OriginCheck};
+use crate::service::listener::{accept_loop, unauthenticated, Listener, Socket as Listened};
+use crate::service::token;
 use crate::skills::SkillCache;
 use crate::support::fs::Roots;
 use crate::traffic::plane::{OfflineHomeAt, OfflineSettings, Plane, PlaneSettings};
@@ -49,7 +50,6 @@ pub mod state;
 mod bridge;
 mod errors;
 mod handler;
-mod listener;
 mod methods;
 mod probes;
 mod run_start;
@@ -121,7 +121,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     // token, out of its models' reach), when this machine can make one.
     let mut config = config;
     if let Some(jail) = config.member_jail.take() {
-        config.member_jail = crate::app::isolation::probed(jail, &codex_home).await;
+        config.member_jail = crate::service::isolation::probed(jail, &codex_home).await;
     }
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),
@@ -150,8 +150,8 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let clients_path = config
         .clients_file
         .clone()
-        .unwrap_or_else(|| crate::app::clients::clients_path(&config.state_dir));
-    let clients = crate::app::clients::ClientsFile::load(&clients_path)?;
+        .unwrap_or_else(|| crate::service::clients::clients_path(&config.state_dir));
+    let clients = crate::service::clients::ClientsFile::load(&clients_path)?;
     if config.no_auth && !clients.clients.is_empty() {
         return Err(ServeError::Usage(format!(
             "--no-auth and the client tokens of {} exclude each other",
@@ -205,14 +205,14 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     // least 16 more), so jsonrpsee can tell them 429 "Too many connections"; past that they are
     // closed.
     let max = config.max_connections as usize;
-    let accept = listener::Listener {
-        listener,
-        slots: Arc::new(tokio::sync::Semaphore::new(max + max.max(16))),
-        stop: stop.clone(),
-    };
+    let slots = Arc::new(tokio::sync::Semaphore::new(max + max.max(16)));
     let tasks = bridge.tasks.clone();
     let idle = config.idle_timeout;
-    bridge.tasks.spawn(accept.run(move |stream, permit| {
+    let stopping = stop.clone();
+    let serve_socket = move |socket: Listened, permit: tokio::sync::OwnedSemaphorePermit| {
+        let Listened::Tcp(stream) = socket else {
+            return;
+        };
         let authenticated = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = Arc::clone(&authenticated);
         // A request that passes the guard authenticates its connection when it is read, not
@@ -227,30 +227,33 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
                     .insert(guard::Admitted(Arc::clone(&flag)));
                 request
             })
-            .service(services.clone().build(methods.clone(), stop.clone()));
-        let stopped = stop.clone().shutdown();
+            .service(services.clone().build(methods.clone(), stopping.clone()));
+        let stopped = stopping.clone().shutdown();
         tasks.spawn(async move {
             let _slot = permit;
             let io = idle::IdleTimeout::new(stream, idle);
             let serving = jsonrpsee::server::serve_with_graceful_shutdown(io, service, stopped);
-            let handshake = async {
-                tokio::time::sleep(HANDSHAKE_TIMEOUT).await;
-                if authenticated.load(std::sync::atomic::Ordering::SeqCst) {
-                    std::future::pending::<()>().await;
-                }
-            };
             tokio::select! {
                 served = serving => {
                     if let Err(error) = served {
                         tracing::debug!("connection closed: {error}");
                     }
                 }
-                _ = handshake => {
+                () = unauthenticated(HANDSHAKE_TIMEOUT, authenticated) => {
                     tracing::debug!("closed a connection that sent no authenticated request within {HANDSHAKE_TIMEOUT:?}");
                 }
             }
         });
-    }));
+    };
+    let stop_accepting = stop.clone();
+    bridge.tasks.spawn(accept_loop(
+        Listener::Tcp(listener),
+        slots,
+        move || stop_accepting.clone().shutdown(),
+        serve_socket,
+        // Past the bound (and the extra slots jsonrpsee answers 429 with): closed at once.
+        drop,
+    ));
     // Finished runs expire while the service is idle too.
     let weak = Arc::downgrade(&bridge);
     let cancelled = bridge.cancel.clone();

@@ -1,7 +1,7 @@
 //! serve's probes and metrics, answered before jsonrpsee sees the request: `GET /healthz` (the
 //! process serves), `GET /readyz` (a run can start: not shutting down, a Codex to run it, and an
 //! app-server that is not restarting or dead) and `GET /metrics` (OpenMetrics, the operator's
-//! token; `app::metrics`). The probes carry no data beyond yes or no and need no token; they
+//! token; `service::metrics`). The probes carry no data beyond yes or no and need no token; they
 //! are the outermost layer, so a probe that names the pod's address is answered too.
 
 use std::pin::Pin;
@@ -13,8 +13,8 @@ use tower::{Layer, Service};
 
 use super::bridge::Bridge;
 use super::settings::CodexBinary;
-use crate::app::guard::{Guard, Refusal};
-use crate::app::metrics::{healthy, Metrics, CONTENT_TYPE};
+use crate::service::guard::{Guard, Refusal};
+use crate::service::metrics::{healthy, Metrics, CONTENT_TYPE};
 
 type BoxFuture<T, E> = Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send>>;
 

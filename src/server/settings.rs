@@ -120,9 +120,6 @@ pub const DEFAULT_MAX_RUN_BYTES: usize = 2 * 1024 * 1024;
 pub const DEFAULT_SUBSCRIBER_STALL: Duration = Duration::from_secs(30);
 /// How long an accepted socket may stay without an authenticated request.
 pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The accept loop's pause after an error (a full file table), doubling up to the max.
-pub(super) const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
-pub(super) const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// Messages a connection's outgoing queue holds (jsonrpsee's default is 1024).
 pub(super) const CONNECTION_QUEUE: u32 = 128;
 
@@ -229,10 +226,10 @@ impl ServeConfig {
             }
         }
         if let Some(token) = &self.token {
-            crate::app::token::validate(token, "--token (or CLAWBRIDGE_TOKEN)")
+            crate::service::token::validate(token, "--token (or CLAWBRIDGE_TOKEN)")
                 .map_err(|error| ServeError::Usage(error.to_string()))?;
         }
-        crate::app::guard::HostCheck::new(&self.allow_hosts).map_err(ServeError::Usage)?;
+        crate::service::guard::HostCheck::new(&self.allow_hosts).map_err(ServeError::Usage)?;
         let mut roots = Vec::new();
         for root in &self.workspace_roots {
             let canonical = root.canonicalize().map_err(|error| ServeError::BadRoot {

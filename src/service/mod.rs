@@ -3,8 +3,18 @@
 //!
 //! Layout: [`store`] the durable state (an embedded SQLite database in the state dir, written
 //! off the request path), [`directory`] the one record of each thread (account, member, owner,
-//! session, rollout, a fencing epoch), [`lock`] one process per state.
+//! session, rollout, a fencing epoch), [`lock`] one process per state; what every listener
+//! shares: the bearer token ([`token`]: its rule, its file read and made one way), named
+//! clients and their grants ([`clients`]), the HTTP guard ([`guard`]: Host, Origin, token, the
+//! caller), the Prometheus text ([`metrics`]); and the private view both services give their
+//! app-servers, checked at start ([`isolation`]); the accept loop both servers run ([`listener`]).
 
+pub mod clients;
 pub mod directory;
+pub mod guard;
+pub mod isolation;
+pub mod listener;
 pub mod lock;
+pub mod metrics;
 pub mod store;
+pub mod token;

@@ -58,13 +58,13 @@ fn writable_home(home: &Path) -> Result<(), ProxyError> {
 
 /// The token clients of the endpoint send: from `--token-file`, else
 /// `<state-dir>/app-server-token` (generated, 0600, on first start), read and made as `serve`'s
-/// is ([`crate::app::token`]). It is never printed; its file is named on stderr.
+/// is ([`crate::service::token`]). It is never printed; its file is named on stderr.
 pub(crate) fn endpoint_token(
     args: &AppServerArgs,
     console: &Console,
 ) -> Result<String, ProxyError> {
     let path = token_path(args.token_file.as_ref(), args.state_dir.as_ref())?;
-    let file = crate::app::token::load_or_create(&path).map_err(token_error)?;
+    let file = crate::service::token::load_or_create(&path).map_err(token_error)?;
     console.note(&format!(
         "clawbridge app-server: {} bearer token in {}",
         if file.created {
@@ -78,7 +78,7 @@ pub(crate) fn endpoint_token(
 }
 
 /// A token problem, as the endpoint's flag.
-pub(crate) fn token_error(error: crate::app::token::TokenError) -> ProxyError {
+pub(crate) fn token_error(error: crate::service::token::TokenError) -> ProxyError {
     ProxyError::Setup(crate::error::Error::InvalidArgument {
         flag: "--token-file".into(),
         message: error.to_string(),
@@ -112,7 +112,7 @@ async fn member_jail(
             .map(|roots| roots.folders().to_vec())
             .unwrap_or_default(),
     };
-    match crate::app::isolation::check(jail, codex_home).await {
+    match crate::service::isolation::check(jail, codex_home).await {
         Ok(jail) => (Some(jail), None),
         Err(why) => {
             tracing::warn!(
@@ -250,7 +250,7 @@ pub(crate) async fn run_endpoint(
     let clients_path = args
         .clients
         .clone()
-        .unwrap_or_else(|| crate::app::clients::clients_path(&state));
+        .unwrap_or_else(|| crate::service::clients::clients_path(&state));
     let (jail, one_account) = match &binary {
         Ok(_) => member_jail(&args, &state, &clients_path, roots.as_ref(), &codex_home).await,
         Err(_) => (None, None),
@@ -288,7 +288,7 @@ pub(crate) async fn run_endpoint(
         )
     });
     let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
-    let clients = crate::app::clients::ClientsFile::load(&clients_path)?.clients;
+    let clients = crate::service::clients::ClientsFile::load(&clients_path)?.clients;
     if !clients.is_empty() {
         console.note(&format!(
             "clawbridge app-server: {} named client(s) from {}",

@@ -18,7 +18,6 @@ use super::{
     ConnectionStatus, Shared, ThreadStatus, CLIENT_QUEUE, INTERNAL_ERROR, INVALID_REQUEST,
     MAX_IN_FLIGHT, MAX_THREADS_PER_CONNECTION, MAX_WAITING_ANSWERS, ORDER_WAIT,
 };
-use crate::app::clients::Caller;
 use crate::codex::client::fleet::Identity;
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::peer::PeerError;
@@ -27,6 +26,7 @@ use crate::codex::protocol::methods::{
     ThreadUnsubscribe, ThreadUnsubscribeParams, TurnInterrupt, TurnInterruptParams,
 };
 use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError, W3cTraceContext};
+use crate::service::clients::Caller;
 use crate::support::sync::lock;
 use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
 

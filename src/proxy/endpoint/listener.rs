@@ -14,74 +14,41 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::connection::Connection;
 use super::{EndpointError, Shared, MAX_MESSAGE_BYTES};
+pub(super) use crate::service::listener::{Listener, Socket};
 use crate::support::sync::lock;
 
-pub(super) enum Listener {
-    Tcp(tokio::net::TcpListener),
-    Unix(tokio::net::UnixListener),
-}
-
-/// Accept sockets until the endpoint stops accepting. Each socket takes a connection slot
-/// from the moment it is accepted (one past the bound is answered 429 and closed) and must make
-/// an authenticated request within `upgrade_timeout`, else it is closed: sockets that never
-/// speak cannot hold the listener's descriptors. An upgrade hands its slot to the client
-/// connection it becomes.
+/// Accept sockets until the endpoint stops accepting (the service core's loop). Each socket
+/// takes a connection slot from the moment it is accepted (one past the bound is answered 429
+/// and closed) and must make an authenticated request within `upgrade_timeout`, else it is
+/// closed: sockets that never speak cannot hold the listener's descriptors. An upgrade hands
+/// its slot to the client connection it becomes.
 pub(super) async fn accept_loop(listener: Listener, router: axum::Router, shared: Arc<Shared>) {
-    let mut backoff = Duration::from_millis(10);
-    loop {
-        let accepted = tokio::select! {
-            accepted = async {
-                match &listener {
-                    Listener::Tcp(listener) => listener.accept().await.map(|(stream, _)| {
-                        let _ = stream.set_nodelay(true);
-                        Socket::Tcp(stream)
-                    }),
-                    Listener::Unix(listener) => {
-                        listener.accept().await.map(|(stream, _)| Socket::Unix(stream))
+    let accepting = shared.accepting.clone();
+    let serving = Arc::clone(&shared);
+    let refusing = Arc::clone(&shared);
+    crate::service::listener::accept_loop(
+        listener,
+        Arc::clone(&shared.slots),
+        move || accepting.clone().cancelled_owned(),
+        move |socket, slot| match socket {
+            Socket::Tcp(stream) => serve_socket(&serving, &router, stream, slot),
+            Socket::Unix(stream) => serve_socket(&serving, &router, stream, slot),
+        },
+        move |socket| {
+            refusing.sockets.spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                const FULL: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain\r\ncontent-length: 20\r\nconnection: close\r\n\r\ntoo many connections";
+                let write = async {
+                    match socket {
+                        Socket::Tcp(mut stream) => stream.write_all(FULL).await,
+                        Socket::Unix(mut stream) => stream.write_all(FULL).await,
                     }
-                }
-            } => accepted,
-            () = shared.accepting.cancelled() => return,
-        };
-        let socket = match accepted {
-            Ok(socket) => {
-                backoff = Duration::from_millis(10);
-                socket
-            }
-            Err(error) => {
-                // Out of descriptors, most often: wait, never spin.
-                tracing::warn!("accept failed ({error}); retrying in {backoff:?}");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
-            }
-        };
-        match Arc::clone(&shared.slots).try_acquire_owned() {
-            Ok(slot) => match socket {
-                Socket::Tcp(stream) => serve_socket(&shared, &router, stream, slot),
-                Socket::Unix(stream) => serve_socket(&shared, &router, stream, slot),
-            },
-            Err(_) => {
-                tracing::debug!("a socket past the connection bound: 429");
-                shared.sockets.spawn(async move {
-                    use tokio::io::AsyncWriteExt;
-                    const FULL: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain\r\ncontent-length: 20\r\nconnection: close\r\n\r\ntoo many connections";
-                    let write = async {
-                        match socket {
-                            Socket::Tcp(mut stream) => stream.write_all(FULL).await,
-                            Socket::Unix(mut stream) => stream.write_all(FULL).await,
-                        }
-                    };
-                    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
-                });
-            }
-        }
-    }
-}
-
-pub(super) enum Socket {
-    Tcp(tokio::net::TcpStream),
-    Unix(tokio::net::UnixStream),
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+            });
+        },
+    )
+    .await;
 }
 
 /// A socket's slot, handed by the socket to the client connection it is upgraded into.
@@ -123,19 +90,13 @@ pub(super) fn serve_socket<I>(
             .serve_connection(hyper_util::rt::TokioIo::new(io), service)
             .with_upgrades();
         tokio::pin!(connection);
-        let unauthenticated = async {
-            tokio::time::sleep(deadline).await;
-            if authenticated.load(Ordering::SeqCst) {
-                std::future::pending::<()>().await;
-            }
-        };
         tokio::select! {
             served = connection.as_mut() => {
                 if let Err(error) = served {
                     tracing::debug!("an HTTP connection ended: {error}");
                 }
             }
-            () = unauthenticated => {
+            () = crate::service::listener::unauthenticated(deadline, authenticated) => {
                 tracing::debug!("closed a socket that made no authenticated request within {deadline:?}");
             }
             () = stopping.cancelled() => {
@@ -219,7 +180,7 @@ pub(super) async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMa
                 StatusCode::OK,
                 [(
                     http::header::CONTENT_TYPE,
-                    crate::app::metrics::CONTENT_TYPE,
+                    crate::service::metrics::CONTENT_TYPE,
                 )],
                 text,
             )

@@ -1,12 +1,12 @@
 //! What the endpoint tells the tools operators already run: `/healthz` (the process serves),
 //! `/readyz` (it can take a turn: every identity that has app-servers has a healthy one, and it
-//! is not draining) and `/metrics` (OpenMetrics, `app::metrics`). The probes carry no data
+//! is not draining) and `/metrics` (OpenMetrics, `service::metrics`). The probes carry no data
 //! beyond yes or no and need no token; `/metrics` is the operator's, as `/status` is.
 
 use std::collections::BTreeMap;
 
 use super::status::EndpointStatus;
-use crate::app::metrics::{healthy, Metrics};
+use crate::service::metrics::{healthy, Metrics};
 
 /// Ready: not draining, and every identity with app-servers has a healthy one (an identity
 /// whose members all failed would refuse its turns).

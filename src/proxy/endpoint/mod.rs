@@ -50,12 +50,12 @@ use self::connection::Connection;
 use self::feed::{feed_key, Feed, FeedKey, StallCounts, TurnState};
 use self::listener::{accept_loop, bind_unix, healthz, metrics, readyz, status, upgrade, Listener};
 
-use crate::app::guard::{BearerCheck, Guard, HostCheck, OriginCheck};
 use crate::codex::client::fleet::{Fleet, FleetConfig, Identity};
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::pool::{Lease, MemberStatus};
 use crate::codex::protocol::inbound::Inbound;
 use crate::proxy::stall::{StallSettings, TurnWatch};
+use crate::service::guard::{BearerCheck, Guard, HostCheck, OriginCheck};
 use crate::support::sync::lock;
 use crate::support::task::Tasks;
 
@@ -122,7 +122,7 @@ pub struct EndpointSettings {
     pub token: String,
     /// Named clients (`clawbridge client add`): each sends its own token, and sees and acts on
     /// only the threads it opened; the operator's token (and an `operator` client) on all.
-    pub clients: Vec<crate::app::clients::ClientEntry>,
+    pub clients: Vec<crate::service::clients::ClientEntry>,
     /// The app-servers, by the account each connection runs as.
     pub fleet: FleetConfig,
     /// Connections at once.
@@ -206,7 +206,7 @@ struct Shared {
     policy: Policy,
     fresh_thread_grace: Duration,
     /// The named clients, for the status.
-    clients: Vec<crate::app::clients::ClientEntry>,
+    clients: Vec<crate::service::clients::ClientEntry>,
     listen: ListenAddr,
     fleet: Arc<Fleet>,
     cwd: PathBuf,
@@ -315,7 +315,7 @@ impl Endpoint {
             .map_or(0, highest_connection_folder);
         let host = match &listen {
             ListenAddr::Tcp(addr) => Some(
-                HostCheck::new(&crate::app::guard::allowed_hosts(
+                HostCheck::new(&crate::service::guard::allowed_hosts(
                     *addr,
                     &settings.allow_hosts,
                 ))

@@ -25,9 +25,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::app::clients::Caller;
 use crate::codex::protocol::params::{AskForApproval, SandboxMode};
 use crate::codex::protocol::table::{Access, CodexMethod, Grant};
+use crate::service::clients::Caller;
 use crate::support::fs::Roots;
 
 /// The endpoint's policy settings.

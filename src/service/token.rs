@@ -30,9 +30,9 @@ pub struct TokenFile {
 }
 
 /// A token must travel in an HTTP header: visible ASCII without spaces, and long enough
-/// ([`crate::app::state::token_problem`] is the rule); `source` names where it came from.
+/// ([`token_problem`] is the rule); `source` names where it came from.
 pub fn validate(token: &str, source: &str) -> Result<(), TokenError> {
-    match crate::app::state::token_problem(token) {
+    match token_problem(token) {
         Some(problem) => Err(TokenError(format!("{source}: {problem}"))),
         None => Ok(()),
     }
@@ -159,6 +159,26 @@ fn write_new_token(path: &Path, token: &str) -> Result<bool, TokenError> {
         Err(error) if error.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
         Err(error) => Err(io_error(error.error)),
     }
+}
+
+/// Tokens shorter than this are refused: they can be guessed.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Why `token` cannot be a bearer token (it travels in an HTTP header: visible ASCII without
+/// spaces, and long enough), or `None` when it can.
+pub fn token_problem(token: &str) -> Option<String> {
+    if let Some(bad) = token.chars().find(|c| !c.is_ascii_graphic()) {
+        return Some(format!(
+            "the token may hold only visible ASCII characters (no spaces or control characters); found {bad:?}"
+        ));
+    }
+    if token.len() < MIN_TOKEN_LEN {
+        return Some(format!(
+            "the token must be at least {MIN_TOKEN_LEN} characters long (it has {})",
+            token.len()
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

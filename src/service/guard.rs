@@ -22,7 +22,7 @@ use std::task::{Context, Poll};
 use jsonrpsee::server::{HttpRequest, HttpResponse};
 use tower::{Layer, Service};
 
-pub use crate::app::clients::{Caller, KnownTokens};
+pub use crate::service::clients::{Caller, KnownTokens};
 
 /// The hosts a request may name: the bound address, loopback names on the bound port, and the
 /// operator's `--allow-host` entries (`name`, `name:port` or `name:*`).
@@ -276,7 +276,7 @@ impl std::fmt::Debug for BearerCheck {
 impl BearerCheck {
     /// The bearer-token check: the operator's `token` (`None`: no token required) and the named
     /// clients (the SHA-256 of each one's token).
-    pub fn new(token: Option<&str>, clients: &[crate::app::clients::ClientEntry]) -> Self {
+    pub fn new(token: Option<&str>, clients: &[crate::service::clients::ClientEntry]) -> Self {
         let clients = token.map(|token| Arc::new(KnownTokens::new(token, clients)));
         BearerCheck { clients }
     }
