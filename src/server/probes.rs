@@ -98,16 +98,24 @@ impl ProbeLayer {
             return None;
         }
         let text = "text/plain; charset=utf-8";
+        // A probe's answer closes its socket: it holds no connection slot past its answer.
+        let probe = |mut response: HttpResponse| {
+            response.headers_mut().insert(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            );
+            response
+        };
         Some(match request.uri().path() {
-            "/healthz" => answer(http::StatusCode::OK, text, "ok\n".into()),
-            "/readyz" => match self.ready() {
+            "/healthz" => probe(answer(http::StatusCode::OK, text, "ok\n".into())),
+            "/readyz" => probe(match self.ready() {
                 true => answer(http::StatusCode::OK, text, "ready\n".into()),
                 false => answer(
                     http::StatusCode::SERVICE_UNAVAILABLE,
                     text,
                     "not ready\n".into(),
                 ),
-            },
+            }),
             "/metrics" => match self.guard.admit(request.headers()) {
                 Err(refusal) => refusal.into_response(),
                 Ok(caller) if !caller.operator => Refusal {

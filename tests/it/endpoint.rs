@@ -1027,6 +1027,85 @@ async fn silent_sockets_count_toward_the_bound_and_are_closed_at_the_deadline() 
     endpoint.stop().await;
 }
 
+/// Protection: probes cannot hold the door. Keep-alive sockets that each asked `/healthz` or
+/// `/readyz` are closed after their answer, so a client still gets in at once (before: 429 for as
+/// long as they stayed); a socket that keeps reading `/status` with the token is still closed at
+/// the deadline (only an upgrade lifts it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_and_status_reads_cannot_hold_the_door() {
+    use std::io::{Read, Write};
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            max_connections: 2,
+            upgrade_timeout: Duration::from_secs(2),
+            ..settings(no_codex())
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let outcome = tokio::task::spawn_blocking(move || {
+        let host = addr.to_string();
+        let bearer = format!("Authorization: Bearer {TOKEN}");
+        // Four probes, keep-alive, each read to the end of its answer and then held open.
+        let probes: Vec<(std::net::TcpStream, bool)> =
+            ["/healthz", "/readyz", "/healthz", "/readyz"]
+                .into_iter()
+                .map(|path| {
+                    let mut socket = std::net::TcpStream::connect(addr).expect("connect");
+                    write!(socket, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").expect("write");
+                    socket
+                        .set_read_timeout(Some(Duration::from_secs(1)))
+                        .expect("timeout");
+                    let mut answer = Vec::new();
+                    // The endpoint closes it: the read ends (it would time out on a kept socket).
+                    let closed = socket.read_to_end(&mut answer).is_ok();
+                    (socket, closed)
+                })
+                .collect();
+        let status = crate::serve_security::upgrade(addr, &host, std::slice::from_ref(&bearer)).0;
+        // A status reader with the token, keep-alive: closed at the deadline all the same.
+        let mut reader = std::net::TcpStream::connect(addr).expect("connect");
+        write!(
+            reader,
+            "GET /status HTTP/1.1\r\nHost: {host}\r\n{bearer}\r\n\r\n"
+        )
+        .expect("write");
+        reader
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let started = std::time::Instant::now();
+        let mut rest = Vec::new();
+        let ended = reader.read_to_end(&mut rest).is_ok();
+        let held = started.elapsed();
+        (
+            probes.iter().all(|(_, closed)| *closed),
+            status,
+            ended,
+            held,
+            String::from_utf8_lossy(&rest).starts_with("HTTP/1.1 200"),
+        )
+    })
+    .await
+    .expect("clients");
+    let (probes_closed, status, ended, held, answered) = outcome;
+    assert!(
+        probes_closed,
+        "every probe's socket was closed after its answer"
+    );
+    assert_eq!(
+        status, 101,
+        "a client gets in while the probes' sockets are gone"
+    );
+    assert!(answered, "the status was read");
+    assert!(
+        ended && held < Duration::from_secs(5),
+        "closed at the deadline: {held:?}"
+    );
+    endpoint.stop().await;
+}
+
 /// Protection: the endpoint reads its token file as `serve` does: a symbolic link is refused,
 /// naming the fix, and a file others may read is tightened to 0600 before it serves (anyone
 /// holding the token runs commands as the operator through Codex); its `--offline` homes are

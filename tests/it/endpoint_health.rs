@@ -372,6 +372,10 @@ async fn scripted_connection(stream: tokio::net::TcpStream) {
             "thread/resume" => json!({"thread": {"id": named}}),
             "turn/start" => json!({"turn": {"id": format!("turn-{}", turns + 1)}}),
             "thread/loaded/list" => json!({"data": threads}),
+            // A long thread's history: 2 MiB of it.
+            "thread/read" => {
+                json!({"thread": {"id": named, "preview": "x".repeat(2 * 1024 * 1024)}})
+            }
             _ => json!({}),
         };
         send(0.0, json!({"id": id, "result": result}));
@@ -896,4 +900,35 @@ async fn an_allowed_host_reaches_the_metrics_and_no_other_does() {
     assert_eq!(scrape("metrics.internal:9090").await, 200);
     assert_eq!(scrape("evil.example:9090").await, 403);
     endpoint.stop().await;
+}
+
+/// Protection: what is queued to a client is bounded in bytes. A client asks for long threads'
+/// histories (2 MiB answers) and reads nothing: once 64 MiB wait for it, the endpoint closes the
+/// connection, saying why, and lets go of what it held (the connection leaves the status); the
+/// endpoint keeps serving others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_is_closed_at_the_byte_bound() {
+    let (endpoint, fake) = scripted_endpoint(|settings| settings).await;
+    let addr = endpoint.tcp_addr().expect("tcp");
+    let io = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut reader = crate::endpoint::ws_client(io, &addr.to_string(), crate::endpoint::TOKEN)
+        .await
+        .expect("upgraded");
+    reader.initialize().await;
+    for id in 0..60 {
+        reader
+            .send(json!({"id": 100 + id, "method": "thread/read", "params": {"threadId": "long"}}))
+            .await;
+    }
+    let closed = crate::util::poll_async(Duration::from_secs(30), || {
+        endpoint.status().connections.is_empty().then_some(())
+    })
+    .await;
+    assert!(closed.is_some(), "{:#?}", endpoint.status().connections);
+    // Another client is served as before.
+    let mut other = crate::endpoint::tcp_client(&endpoint).await;
+    let init = other.initialize().await;
+    assert!(init["result"].is_object(), "{init}");
+    endpoint.stop().await;
+    fake.abort();
 }

@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::feed::{Feed, Followed};
 use super::{
-    ConnectionStatus, Shared, ThreadStatus, CLIENT_QUEUE, INTERNAL_ERROR, INVALID_REQUEST,
-    MAX_IN_FLIGHT, MAX_THREADS_PER_CONNECTION, MAX_WAITING_ANSWERS, ORDER_WAIT,
+    ConnectionStatus, Shared, ThreadStatus, CLIENT_QUEUE, CLIENT_QUEUE_BYTES, INTERNAL_ERROR,
+    INVALID_REQUEST, MAX_IN_FLIGHT, MAX_THREADS_PER_CONNECTION, MAX_WAITING_ANSWERS, ORDER_WAIT,
 };
 use crate::codex::client::fleet::Identity;
 use crate::codex::client::hub::CodexHub;
@@ -38,7 +38,9 @@ pub(super) const LOGOUT: &str = method::ACCOUNT_LOGOUT;
 pub(super) struct Connection {
     pub(super) number: usize,
     pub(super) shared: Arc<Shared>,
-    pub(super) out: mpsc::Sender<String>,
+    /// What goes to the client, bounded in bytes and messages (a client that falls that far
+    /// behind is closed, saying so).
+    pub(super) out: crate::support::queue::ByteSender<String>,
     /// The client its token names (the operator's token: every thread; a named client: its own).
     pub(super) caller: Caller,
     /// Who its requests run as: native until it logs in.
@@ -67,7 +69,8 @@ impl Connection {
         mut sender: Sender,
         mut receiver: Receiver,
     ) {
-        let (out, mut queue) = mpsc::channel::<String>(CLIENT_QUEUE);
+        let (out, mut queue) =
+            crate::support::queue::byte_queue::<String>(CLIENT_QUEUE_BYTES, Some(CLIENT_QUEUE));
         let cancel = shared.cancel.child_token();
         let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::info!("client connection {number} opened ({})", caller.name);
@@ -129,13 +132,17 @@ impl Connection {
                         continue;
                     }
                     () = writer_cancel.cancelled() => {
-                        // What was queued before the close still goes out (bounded: the queue).
-                        while let Ok(message) = queue.try_recv() {
-                            if sender.send_text(&message).await.is_err() {
-                                break;
+                        // What was queued before the close still goes out, for a second at
+                        // most: a client that does not read holds nothing past it.
+                        let drain = async {
+                            while let Some(message) = queue.try_recv() {
+                                if sender.send_text(&message).await.is_err() {
+                                    break;
+                                }
                             }
-                        }
-                        let _ = sender.flush().await;
+                            let _ = sender.flush().await;
+                        };
+                        let _ = tokio::time::timeout(CLOSE_DRAIN, drain).await;
                         None
                     }
                 };
@@ -241,20 +248,26 @@ impl Connection {
         }
     }
 
-    /// A message to the client, tapped.
+    /// A message to the client (an answer), tapped.
     pub(super) async fn send(&self, text: String) {
-        self.tap(crate::proxy::Direction::Out, &text);
-        let _ = self.out.send(text).await;
+        self.push(text);
     }
 
-    /// A message to the client from a relay: never waits; a client that fell
-    /// [`CLIENT_QUEUE`] messages behind is closed (its threads stay on their members).
+    /// A message to the client: never waits. A client that does not read what it is sent
+    /// ([`CLIENT_QUEUE_BYTES`] or [`CLIENT_QUEUE`] messages queued for it) is closed, saying
+    /// why: it cannot make the endpoint hold more (its threads stay on their members).
     pub(super) fn push(&self, text: String) {
         self.tap(crate::proxy::Direction::Out, &text);
-        if self.out.try_send(text).is_err() {
+        let size = text.len();
+        if !self.out.offer(size, text) && !self.cancel.is_cancelled() {
+            let queued = CLIENT_QUEUE_BYTES.saturating_sub(self.out.free_bytes());
             tracing::warn!(
-                "client connection {} fell {CLIENT_QUEUE} messages behind; closed",
-                self.number
+                "client connection {} ({}) does not read what it is sent: {} KiB queued for it, a {} KiB message does not fit (at most {} MiB or {CLIENT_QUEUE} messages); closed",
+                self.number,
+                self.caller.name,
+                queued / 1024,
+                size / 1024,
+                CLIENT_QUEUE_BYTES / (1024 * 1024)
             );
             self.cancel.cancel();
         }
@@ -595,6 +608,19 @@ impl Connection {
             Some(CodexMethod::ThreadStart) => None,
             _ => thread_of(&params),
         };
+        // A thread id is Codex's (a UUID): a longer one, or one with control characters, is
+        // no thread and is refused before anything is kept for it.
+        if thread.as_deref().is_some_and(|thread| {
+            thread.len() > MAX_THREAD_ID_BYTES || thread.chars().any(char::is_control)
+        }) {
+            return self
+                .fail(
+                    &id,
+                    INVALID_REQUEST,
+                    format!("clawbridge: `threadId` is not a thread id (at most {MAX_THREAD_ID_BYTES} bytes, no control characters)"),
+                )
+                .await;
+        }
         // A thread lives with the identity that opened it: another identity's connection gets
         // a clear refusal, never a turn under the wrong account.
         let home = thread
@@ -1151,6 +1177,12 @@ impl Connection {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.tasks.wait()).await;
     }
 }
+
+/// How long a closing connection still sends what was queued for its client.
+const CLOSE_DRAIN: Duration = Duration::from_secs(1);
+
+/// The longest `threadId` taken (Codex's are UUIDs, 36 bytes).
+const MAX_THREAD_ID_BYTES: usize = 256;
 
 /// A server request a client has yet to answer.
 pub(super) struct Waiting {

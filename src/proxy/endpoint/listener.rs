@@ -74,8 +74,9 @@ pub(super) fn serve_socket<I>(
             request
         })
         .map_response(move |response: Response| {
-            let status = response.status();
-            if status.is_success() || status == StatusCode::SWITCHING_PROTOCOLS {
+            // Only a client connection lifts the socket's deadline: a status read, a scrape
+            // or a probe answered never does (a socket that keeps asking stays bounded).
+            if response.status() == StatusCode::SWITCHING_PROTOCOLS {
                 flag.store(true, Ordering::SeqCst);
             }
             response
@@ -155,16 +156,26 @@ pub(super) async fn status(State(shared): State<Arc<Shared>>, headers: HeaderMap
 
 /// `GET /healthz`: the endpoint serves. No token and no data (a Kubernetes liveness probe).
 pub(super) async fn healthz() -> Response {
-    (StatusCode::OK, "ok\n").into_response()
+    probe((StatusCode::OK, "ok\n").into_response())
+}
+
+/// A probe's answer closes its socket: a probe holds no connection slot past its answer (64
+/// keep-alive probes would otherwise keep every client out).
+fn probe(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 /// `GET /readyz`: 200 when the endpoint can take a turn, else 503. No token and no data beyond
 /// ready or not (a Kubernetes readiness probe).
 pub(super) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
-    match shared.ready() {
+    probe(match shared.ready() {
         true => (StatusCode::OK, "ready\n").into_response(),
         false => (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response(),
-    }
+    })
 }
 
 /// `GET /metrics`: the Prometheus text format, for the operator (as `/status`).

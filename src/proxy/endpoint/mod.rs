@@ -68,7 +68,10 @@ const MAX_THREADS_PER_CONNECTION: usize = 256;
 /// Server requests waiting for a client's answer, per connection.
 const MAX_WAITING_ANSWERS: usize = 1024;
 /// Messages queued to one client (past it the connection is too slow and is closed).
-const CLIENT_QUEUE: usize = 4096;
+const CLIENT_QUEUE: usize = 65_536;
+/// Bytes queued to one client at most (a client that does not read is closed past it, so no
+/// client can make the endpoint hold more for it).
+pub const CLIENT_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// How long an answer waits for the messages Codex sent before it to reach the client first.
 const ORDER_WAIT: Duration = Duration::from_secs(5);
 /// How long a thread started without a turn holds its app-server at most (an account that
