@@ -188,7 +188,11 @@ struct Reader {
     /// Request id (JSON text) -> its method (and, for a tool call, the tool's name).
     asked: HashMap<String, (String, String)>,
     turn_started: Option<u64>,
-    last_usage: Option<Value>,
+    /// The running turn's id (from `turn/started`), and the tokens of its own model calls:
+    /// (calls, input, cached input, output). What Codex tells again of a resumed thread, or of
+    /// another turn, is not the turn's.
+    turn: Option<String>,
+    turn_usage: (u64, u64, u64, u64),
 }
 
 impl Reader {
@@ -281,8 +285,22 @@ impl Reader {
         };
         match name {
             method::ITEM_COMPLETED => self.item(&params["item"], at_ms),
+            method::TURN_STARTED => {
+                self.turn = params["turn"]["id"].as_str().map(str::to_string);
+                self.turn_usage = (0, 0, 0, 0);
+            }
             method::THREAD_TOKEN_USAGE_UPDATED => {
-                self.last_usage = Some(params["tokenUsage"]["last"].clone());
+                let of_turn =
+                    self.turn.is_some() && params["turnId"].as_str() == self.turn.as_deref();
+                if of_turn {
+                    let last = &params["tokenUsage"]["last"];
+                    let count = |key: &str| last[key].as_u64().unwrap_or(0);
+                    let usage = &mut self.turn_usage;
+                    usage.0 += 1;
+                    usage.1 += count("inputTokens");
+                    usage.2 += count("cachedInputTokens");
+                    usage.3 += count("outputTokens");
+                }
             }
             method::TURN_COMPLETED => self.turn_end(&params["turn"], at_ms),
             method::ERROR => {
@@ -438,15 +456,14 @@ impl Reader {
         if let Some(ms) = took {
             text.push_str(&format!(" in {}", seconds(ms)));
         }
-        if let Some(usage) = self.last_usage.take() {
-            if let Some(input) = usage["inputTokens"].as_u64() {
-                text.push_str(&format!(
-                    "; tokens in {input} (cached {}), out {}",
-                    usage["cachedInputTokens"].as_u64().unwrap_or(0),
-                    usage["outputTokens"].as_u64().unwrap_or(0)
-                ));
-            }
+        let (calls, input, cached, output) = std::mem::take(&mut self.turn_usage);
+        if calls > 0 {
+            text.push_str(&format!(
+                "; {calls} model call{}, tokens in {input} (cached {cached}), out {output}",
+                if calls == 1 { "" } else { "s" }
+            ));
         }
+        self.turn = None;
         self.turn_started = None;
         self.say(at_ms, "turn", text);
         if !turn["error"].is_null() {
@@ -703,10 +720,22 @@ mod tests {
                 "out",
                 json!({"id": 4, "result": {"model": "gpt-5.5", "cwd": "/w", "thread": {"id": "t"}}}),
             ),
+            // What Codex tells again of the thread's earlier turn (as after a resume): not this
+            // turn's.
+            entry(
+                1150,
+                "out",
+                json!({"method": "thread/tokenUsage/updated", "params": {"threadId": "t", "turnId": "earlier", "tokenUsage": {"last": {"inputTokens": 900, "cachedInputTokens": 0, "outputTokens": 90}}}}),
+            ),
             entry(
                 1200,
                 "in",
                 json!({"id": 5, "method": "turn/start", "params": {"threadId": "t", "input": [{"type": "text", "text": "hello"}]}}),
+            ),
+            entry(
+                1250,
+                "out",
+                json!({"method": "turn/started", "params": {"threadId": "t", "turn": {"id": "u"}}}),
             ),
             entry(
                 1300,
@@ -736,7 +765,7 @@ mod tests {
             entry(
                 1800,
                 "out",
-                json!({"method": "thread/tokenUsage/updated", "params": {"tokenUsage": {"last": {"inputTokens": 10, "cachedInputTokens": 4, "outputTokens": 5}}}}),
+                json!({"method": "thread/tokenUsage/updated", "params": {"threadId": "t", "turnId": "u", "tokenUsage": {"last": {"inputTokens": 10, "cachedInputTokens": 4, "outputTokens": 5}}}}),
             ),
             entry(
                 1900,
@@ -783,7 +812,10 @@ mod tests {
                 ("tool", "message {\"text\":\"hey\"} -> ok, 12 ms\nsent"),
                 ("agent", "Hi there"),
                 ("error", "upstream 500 (Codex retries)"),
-                ("turn", "failed in 800 ms; tokens in 10 (cached 4), out 5"),
+                (
+                    "turn",
+                    "failed in 800 ms; 1 model call, tokens in 10 (cached 4), out 5"
+                ),
                 ("error", "stream disconnected"),
                 ("error", "thread/resume: no such thread (-32603)"),
             ]

@@ -1,6 +1,7 @@
 //! The one integration-test crate: shared helpers in `util`, one module per area.
 
 mod audit;
+mod budgets;
 mod capture_live;
 mod catalog;
 mod cli;

@@ -597,7 +597,7 @@ impl Connection {
             };
         self.note_lowered(&admitted.lowered);
         // An account past its daily budget starts no turn (`--budget-tokens`).
-        if matches!(method.as_str(), method::TURN_START | method::TURN_STEER) {
+        if spends_tokens(&method) {
             if let Some(why) = self.shared.usage.refusal(&identity.key()) {
                 return self.fail(&id, INVALID_REQUEST, why).await;
             }
@@ -1176,6 +1176,23 @@ impl Connection {
         self.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.tasks.wait()).await;
     }
+}
+
+/// Whether a request makes Codex call the model (refused to an account past its budget).
+fn spends_tokens(name: &str) -> bool {
+    matches!(
+        CodexMethod::from_name(name),
+        Some(
+            CodexMethod::TurnStart
+                | CodexMethod::TurnSteer
+                | CodexMethod::ReviewStart
+                | CodexMethod::ThreadCompactStart
+                | CodexMethod::ThreadSample
+                | CodexMethod::ThreadPredictionRequest
+                | CodexMethod::ThreadGuardianReview
+                | CodexMethod::ThreadRealtimeStart
+        )
+    )
 }
 
 /// How long a closing connection still sends what was queued for its client.

@@ -64,6 +64,8 @@ pub(super) struct Feed {
     pub(super) usage: Arc<UsageCounts>,
     /// The model the thread runs on, as Codex answered its start or resume.
     pub(super) model: Mutex<Option<String>>,
+    /// The endpoint, to stop the account's other running turns when it passes its budget.
+    pub(super) shared: std::sync::Weak<super::Shared>,
 }
 
 /// Tokens Codex reported, for `/metrics` and the accounts' daily budget (`--budget-tokens`).
@@ -81,6 +83,20 @@ pub(super) struct UsageCounts {
     /// Where each account's tokens of the day are kept across restarts.
     pub(super) store: Option<Arc<crate::service::store::Store>>,
 }
+
+/// Where an account stands with its daily budget after a model call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Budget {
+    Within,
+    /// This call took it past the budget.
+    Crossed,
+    /// It was past the budget before this call (a call made after the budget was spent).
+    Past,
+}
+
+/// How long the turn whose model call crossed the budget may go on to end by itself (a turn
+/// that answered is `completed`); one still running after it is interrupted.
+const BUDGET_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Models told apart in the token metrics.
 const MAX_MODELS: usize = 64;
@@ -115,11 +131,11 @@ impl UsageCounts {
         }
     }
 
-    /// Count one `thread/tokenUsage/updated` (its `last` breakdown) for `identity`; true when it
-    /// takes the account past its budget (the first time that day).
-    pub(super) fn add(&self, identity: &str, model: Option<&str>, params: &str) -> bool {
+    /// Count one model call of a running turn (a `thread/tokenUsage/updated`: its `last`
+    /// breakdown) for `identity`: where the account stands with its budget now.
+    pub(super) fn add(&self, identity: &str, model: Option<&str>, params: &str) -> Budget {
         let Some(usage) = TokenUsage::of_params(params) else {
-            return false;
+            return Budget::Within;
         };
         let last = usage.last;
         {
@@ -161,8 +177,11 @@ impl UsageCounts {
         if let Some(store) = &self.store {
             store.put_usage(identity, day, entry.1);
         }
-        self.budget
-            .is_some_and(|budget| before <= budget && entry.1 > budget)
+        match self.budget {
+            Some(budget) if before > budget => Budget::Past,
+            Some(budget) if entry.1 > budget => Budget::Crossed,
+            _ => Budget::Within,
+        }
     }
 
     /// Tokens `identity` used today.
@@ -179,7 +198,7 @@ impl UsageCounts {
         let used = self.used_today(identity);
         (used > budget).then(|| {
             format!(
-                "clawbridge: this account used {used} tokens today, past its budget of {budget} (--budget-tokens); new turns are refused until tomorrow (UTC)"
+                "clawbridge: this account used {used} tokens today, past its budget of {budget} (--budget-tokens); requests that call the model (turns, reviews, compactions) are refused until tomorrow (UTC)"
             )
         })
     }
@@ -401,14 +420,40 @@ impl Feed {
         *lock(&self.model) = Some(model);
     }
 
-    /// The account just went past its daily budget: told once, and the running turn of this
-    /// thread is interrupted (its followers get Codex's `turn/completed`, interrupted).
-    async fn over_budget(&self) {
+    /// This thread's model call took its account past the daily budget: told once; every other
+    /// running turn of the account is stopped now, and this one is stopped unless it ends by
+    /// itself within [`BUDGET_GRACE`] (the call that crossed may have been its answer).
+    fn budget_crossed(self: &Arc<Self>) {
         tracing::warn!(
-            "account {} went past its token budget (--budget-tokens): its running turn on {} is interrupted and new turns are refused until tomorrow (UTC)",
-            self.identity.key(),
-            self.thread
+            "account {} went past its token budget (--budget-tokens): its running turns are stopped and every model call is refused until tomorrow (UTC)",
+            self.identity.key()
         );
+        if let Some(shared) = self.shared.upgrade() {
+            let others: Vec<Arc<Feed>> = lock(&shared.feeds)
+                .values()
+                .filter(|feed| feed.identity == self.identity && !Arc::ptr_eq(feed, self))
+                .filter(|feed| feed.turn().is_some())
+                .cloned()
+                .collect();
+            for feed in others {
+                shared
+                    .tasks
+                    .spawn_cancellable(async move { feed.interrupt_turn().await });
+            }
+            let feed = Arc::clone(self);
+            let turn = self.turn();
+            shared.tasks.spawn_cancellable(async move {
+                tokio::time::sleep(BUDGET_GRACE).await;
+                if turn.is_some() && feed.turn() == turn {
+                    feed.interrupt_turn().await;
+                }
+            });
+        }
+    }
+
+    /// Interrupt this thread's running turn, if it has one (its followers get Codex's
+    /// `turn/completed`, interrupted).
+    pub(super) async fn interrupt_turn(&self) {
         let Some(turn_id) = self.turn() else {
             return;
         };
@@ -429,7 +474,7 @@ impl Feed {
     }
 
     /// One message of the thread to its followers.
-    pub(super) async fn deliver(&self, message: Inbound) {
+    pub(super) async fn deliver(self: &Arc<Self>, message: Inbound) {
         match message {
             Inbound::Notification(notification) => {
                 let item_type = (notification.method == method::ITEM_COMPLETED)
@@ -456,13 +501,24 @@ impl Feed {
                         notification.params.get().to_string(),
                     )
                     .ok();
-                    let model = lock(&self.model).clone();
-                    if self.usage.add(
-                        &self.identity.key(),
-                        model.as_deref(),
-                        notification.params.get(),
-                    ) {
-                        self.over_budget().await;
+                    // A model call of this thread's running turn is counted, once; the usage
+                    // Codex tells again when a thread is resumed (no turn running, or another
+                    // turn's) is not a call.
+                    let running = self.turn();
+                    let of_running = running.is_some()
+                        && notification.scope().turn_id.as_deref() == running.as_deref();
+                    if of_running {
+                        let model = lock(&self.model).clone();
+                        match self.usage.add(
+                            &self.identity.key(),
+                            model.as_deref(),
+                            notification.params.get(),
+                        ) {
+                            Budget::Within => {}
+                            Budget::Crossed => self.budget_crossed(),
+                            // A call made after the budget was spent: its turn stops now.
+                            Budget::Past => self.interrupt_turn().await,
+                        }
                     }
                     self.check_context();
                 }

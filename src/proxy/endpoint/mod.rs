@@ -572,6 +572,7 @@ impl Shared {
             context_alarm: AtomicBool::new(false),
             usage: Arc::clone(&self.usage),
             model: Mutex::new(None),
+            shared: Arc::downgrade(self),
         });
         let relayed = Arc::clone(&feed);
         let shared = Arc::downgrade(self);

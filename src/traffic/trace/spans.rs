@@ -653,6 +653,13 @@ impl SpanBook {
                 let Some(turn) = thread.turn.as_mut() else {
                     return;
                 };
+                // Another turn's usage (what Codex tells again of a resumed thread) is not a
+                // call of this turn.
+                if let (Some(id), Some(mine)) = (params["turnId"].as_str(), turn.id.as_deref()) {
+                    if id != mine {
+                        return;
+                    }
+                }
                 let last = &params["tokenUsage"]["last"];
                 let tokens = [
                     int(&last["inputTokens"]),
