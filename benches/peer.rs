@@ -458,6 +458,7 @@ async fn turn_cost() {
             config_overrides: Vec::new(),
             environment: None,
             jail: None,
+            reaper: None,
         };
         let mut session =
             CodexSession::spawn(&spawn, PeerConfig::default(), true, Duration::from_secs(20))

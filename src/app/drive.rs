@@ -110,6 +110,7 @@ pub async fn run_pairing(
         config_overrides,
         environment: None,
         jail: None,
+        reaper: None,
     };
     let session = CodexSession::spawn(
         &spawn,

@@ -752,6 +752,7 @@ impl ServeArgs {
         Ok(crate::ServeConfig {
             member_env: Some(self.member_env),
             member_jail,
+            member_reaper: std::env::current_exe().ok(),
             listen: self.listen,
             token: self.token,
             no_auth: self.no_auth,

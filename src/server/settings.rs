@@ -81,6 +81,8 @@ pub struct ServeConfig {
     /// The private view each app-server gets (the state dir hidden, the roots kept), when the
     /// machine can make it (`support::jail`; the face sets it, `start` probes it).
     pub member_jail: Option<crate::support::jail::Jail>,
+    /// Without a jail, the members start under this helper's reaper (`support::reaper`).
+    pub member_reaper: Option<std::path::PathBuf>,
 }
 
 /// Local app-servers a pool has at most (`--app-servers`).
@@ -176,6 +178,7 @@ impl ServeConfig {
             ),
             member_env: Some(Vec::new()),
             member_jail: None,
+            member_reaper: None,
         }
     }
 }
@@ -306,6 +309,7 @@ pub(super) fn pool_config(config: &ServeConfig, codex_home: PathBuf) -> PoolConf
         recycle_rss_bytes: config.recycle_rss_bytes,
         environment: config.member_env.clone(),
         jail: config.member_jail.clone(),
+        reaper: config.member_reaper.clone(),
         ..PoolConfig::new(binary, codex_home)
     }
 }

@@ -125,6 +125,9 @@ pub fn entry_point() -> Option<Result<u8, String>> {
     if stage == JAIL_INIT {
         return Some(second_stage(&rest));
     }
+    if stage == crate::support::reaper::REAP {
+        return Some(crate::support::reaper::stage(&rest));
+    }
     None
 }
 

@@ -15,6 +15,7 @@ pub mod json;
 pub mod loopback;
 pub mod process;
 pub mod queue;
+pub mod reaper;
 pub mod redact;
 pub mod suggest;
 pub mod sync;

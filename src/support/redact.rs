@@ -191,6 +191,26 @@ const HIGH_CONFIDENCE: [&str; 3] = [
     r#"(?i)\b(password|passwd|passphrase)(?:\s*[=:]\s*|\s+is\s+|\s+)[A-Za-z]*[0-9!@#$%^&*_+~-][^\s"',;]*"#,
 ];
 
+/// A URL as a log line may show it: its password and every query value replaced by
+/// `<redacted>` (a collector's `?api_key=...`, `https://user:PASS@host`); text that is no URL is
+/// redacted as free text.
+pub fn url_for_log(text: &str) -> String {
+    let Ok(mut url) = url::Url::parse(text) else {
+        return redact_text(text).into_owned();
+    };
+    if url.password().is_some() {
+        let _ = url.set_password(Some(REDACTED));
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(key, _)| (key.into_owned(), REDACTED.to_string()))
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    url.to_string()
+}
+
 /// The credentials in `text` that no prompt holds by accident: the high-confidence shapes, the
 /// password of a URL, `sk-` keys and JWTs. What captures redact in the prompt text itself (the
 /// full `redact_text` would also take words a prompt uses, such as `basic` or `token:`).

@@ -99,6 +99,7 @@ impl Offline {
             config_overrides: Vec::new(),
             environment: None,
             jail: None,
+            reaper: None,
         };
         CodexSession::spawn(&spawn, PeerConfig::default(), true, Duration::from_secs(20))
             .await

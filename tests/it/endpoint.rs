@@ -1211,6 +1211,15 @@ pub(crate) async fn spawned_endpoint(
     dir: &std::path::Path,
     flags: &[std::ffi::OsString],
 ) -> (tokio::process::Child, String, Client<tokio::net::TcpStream>) {
+    spawned_endpoint_with(dir, flags, &[]).await
+}
+
+/// [`spawned_endpoint`] with `env` set besides.
+pub(crate) async fn spawned_endpoint_with(
+    dir: &std::path::Path,
+    flags: &[std::ffi::OsString],
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String, Client<tokio::net::TcpStream>) {
     let token = "spawned-endpoint-token-0123456789";
     crate::util::write_private(&dir.join("token"), token);
     std::fs::create_dir_all(dir.join("codex-home")).expect("home");
@@ -1228,6 +1237,7 @@ pub(crate) async fn spawned_endpoint(
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())

@@ -6,6 +6,7 @@ mod capture_live;
 mod catalog;
 mod cli;
 mod doctor;
+mod drain;
 mod e2e;
 mod endpoint;
 mod endpoint_accounts;

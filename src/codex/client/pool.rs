@@ -77,6 +77,8 @@ pub struct PoolConfig {
     pub environment: Option<Vec<String>>,
     /// A service's members run in a private view of the machine (`support::jail`).
     pub jail: Option<crate::support::jail::Jail>,
+    /// Without a jail, members start under this helper's reaper (`support::reaper`).
+    pub reaper: Option<PathBuf>,
 }
 
 /// What the pool tells its [`PoolConfig::on_restart`] hook: the member, why it went away, and
@@ -126,6 +128,7 @@ impl PoolConfig {
             on_restart: None,
             environment: None,
             jail: None,
+            reaper: None,
         }
     }
 }
@@ -762,6 +765,7 @@ impl Pool {
                     config_overrides: config.config_overrides.clone(),
                     environment: config.environment.clone(),
                     jail: config.jail.clone(),
+                    reaper: config.reaper.clone(),
                 };
                 let hub = CodexHub::spawn(&options, config.peer.clone(), config.handshake_timeout)
                     .await
@@ -1052,6 +1056,7 @@ mod tests {
             on_restart: None,
             environment: None,
             jail: None,
+            reaper: None,
         }
     }
 

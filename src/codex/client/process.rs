@@ -215,6 +215,9 @@ pub struct SpawnOptions {
     /// home and the workspace roots, never another account's home, the state dir or the
     /// service's processes.
     pub jail: Option<Jail>,
+    /// Without a jail, a service's members start under this helper's reaper
+    /// (`support::reaper`), so that whatever a member started ends with it.
+    pub reaper: Option<PathBuf>,
 }
 
 /// What a service's app-server keeps of the service's environment: what finds programs and
@@ -254,11 +257,19 @@ pub struct CodexProcess {
     /// The stderr drain: it ends at the pipe's end, and is aborted with the process.
     drain: tokio::task::JoinHandle<()>,
     pub pid: Option<u32>,
+    /// Started under the reaper: stopped with SIGTERM, which ends everything beneath it.
+    reaped: bool,
 }
+
+/// How long a reaper has to end what its member started before it is killed itself.
+const REAPER_STOP_WAIT: Duration = Duration::from_secs(5);
 
 impl Drop for CodexProcess {
     fn drop(&mut self) {
         self.drain.abort();
+        if self.reaped {
+            self.terminate();
+        }
     }
 }
 
@@ -274,14 +285,22 @@ impl CodexProcess {
             args.push(value.into());
         }
         args.push("app-server".into());
-        let mut command = match &options.jail {
-            Some(jail) => {
+        let reaped = options.jail.is_none() && options.reaper.is_some();
+        let mut command = match (&options.jail, &options.reaper) {
+            (Some(jail), _) => {
                 let (helper, line) = jail.wrap(&options.codex_home, &binary, &args);
                 let mut command = Command::new(helper);
                 command.args(line);
                 command
             }
-            None => {
+            (None, Some(helper)) => {
+                let (helper, line) =
+                    crate::support::reaper::wrap(helper, std::process::id(), &binary, &args);
+                let mut command = Command::new(helper);
+                command.args(line);
+                command
+            }
+            (None, None) => {
                 let mut command = Command::new(&binary);
                 command.args(&args);
                 command
@@ -297,7 +316,9 @@ impl CodexProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            // A reaper is stopped with SIGTERM (on drop too): SIGKILL would leave nobody to end
+            // what the member started.
+            .kill_on_drop(!reaped);
         if options.isolate_environment {
             for (key, _) in std::env::vars_os() {
                 let key_text = key.to_string_lossy();
@@ -336,6 +357,7 @@ impl CodexProcess {
                 stderr_tail,
                 drain,
                 pid,
+                reaped,
             },
             stdout,
             stdin,
@@ -358,8 +380,32 @@ impl CodexProcess {
             .and_then(Result::ok)
     }
 
-    /// Kill and reap; the stderr drain reads what is left and ends (bounded wait).
+    /// SIGTERM to a reaper that has not exited (it ends everything beneath it and exits).
+    fn terminate(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            if let Some(pid) = self
+                .child
+                .id()
+                .and_then(|pid| rustix::process::Pid::from_raw(i32::try_from(pid).ok()?))
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+        }
+    }
+
+    /// Kill and reap (a reaper is asked first, and killed only if it has not ended everything
+    /// within [`REAPER_STOP_WAIT`]); the stderr drain reads what is left and ends (bounded
+    /// wait).
     pub async fn kill(&mut self) {
+        if self.reaped {
+            self.terminate();
+            if self.wait_exit(REAPER_STOP_WAIT).await.is_none() {
+                tracing::warn!(
+                    "the app-server's reaper (pid {:?}) did not end within {REAPER_STOP_WAIT:?}; killing it",
+                    self.pid
+                );
+            }
+        }
         let _ = self.child.kill().await;
         let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.drain).await;
     }

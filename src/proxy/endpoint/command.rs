@@ -258,6 +258,7 @@ pub(crate) async fn run_endpoint(
     let pool = PoolConfig {
         environment: Some(args.member_env.clone()),
         jail,
+        reaper: std::env::current_exe().ok(),
         locals: total_locals,
         remotes,
         isolate_environment: plane.offline_url().is_some(),

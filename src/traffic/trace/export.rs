@@ -32,6 +32,8 @@ use crate::error::Error;
 pub const MAX_QUEUED_SPANS: u64 = 4096;
 /// How long one export may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a stop waits for what is queued to be exported.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 
 /// The wire format of OTLP over HTTP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +134,8 @@ struct CountingExporter<E> {
     inner: E,
     counters: Arc<SpanCounters>,
     warned: std::sync::atomic::AtomicBool,
+    /// The collector's URL, and how a log line shows it (its credentials redacted).
+    target: (String, String),
 }
 
 impl<E: SpanExporter> SpanExporter for CountingExporter<E> {
@@ -143,7 +147,11 @@ impl<E: SpanExporter> SpanExporter for CountingExporter<E> {
             Ok(()) => self.counters.exported.fetch_add(spans, Ordering::Relaxed),
             Err(error) => {
                 if !self.warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!("traces: an export failed ({error}); failures are counted");
+                    let error = error.to_string().replace(&self.target.0, &self.target.1);
+                    tracing::warn!(
+                        "traces: an export failed ({}); failures are counted",
+                        crate::support::redact::redact_credentials(&error)
+                    );
                 }
                 self.counters.failed.fetch_add(spans, Ordering::Relaxed)
             }
@@ -178,13 +186,17 @@ impl std::fmt::Debug for TraceExport {
     }
 }
 
-/// The traces URL a base URL names.
+/// The traces URL a base URL names: `/v1/traces` added to its path (once), before its query.
 fn traces_url(base: &str) -> String {
-    if base.trim_end_matches('/').ends_with("/v1/traces") {
-        base.to_string()
-    } else {
-        format!("{}/v1/traces", base.trim_end_matches('/'))
+    let Ok(mut url) = url::Url::parse(base) else {
+        // Not a URL the exporter can use either: it says so when it tries.
+        return base.to_string();
+    };
+    let path = url.path().trim_end_matches('/').to_string();
+    if !path.ends_with("/v1/traces") {
+        url.set_path(&format!("{path}/v1/traces"));
     }
+    url.to_string()
 }
 
 fn variable(name: &str) -> Option<String> {
@@ -219,7 +231,8 @@ impl TraceExport {
         };
         if !(target.starts_with("http://") || target.starts_with("https://")) {
             return Err(flag(format!(
-                "`{target}` is not an http:// or https:// URL (OTLP over HTTP)"
+                "`{}` is not an http:// or https:// URL (OTLP over HTTP)",
+                crate::support::redact::url_for_log(&target)
             )));
         }
         let protocol = match settings.protocol {
@@ -244,11 +257,18 @@ impl TraceExport {
             .with_endpoint(target.clone())
             .with_timeout(EXPORT_TIMEOUT)
             .build()
-            .map_err(|error| flag(format!("{target}: {error}")))?;
+            .map_err(|error| {
+                let shown = crate::support::redact::url_for_log(&target);
+                flag(format!(
+                    "{shown}: {}",
+                    error.to_string().replace(&target, &shown)
+                ))
+            })?;
         let exporter = CountingExporter {
             inner: exporter,
             counters: Arc::clone(&counters),
             warned: Default::default(),
+            target: (target.clone(), crate::support::redact::url_for_log(&target)),
         };
         let batch = BatchSpanProcessor::builder(exporter)
             .with_batch_config(
@@ -288,13 +308,15 @@ impl TraceExport {
         self.provider.tracer("clawbridge")
     }
 
-    /// Export what is queued, then stop (blocks up to the export timeout: call it off the
-    /// runtime's threads, e.g. in `spawn_blocking`).
+    /// Export what is queued, then stop: blocks [`SHUTDOWN_WAIT`] at most (a stalled collector
+    /// holds no drain longer; call it off the runtime's threads, e.g. in `spawn_blocking`).
     pub fn shutdown(&self) {
-        if let Err(error) = self.provider.force_flush() {
-            tracing::warn!("traces: the last export failed: {error}");
+        if let Err(error) = self.provider.shutdown_with_timeout(SHUTDOWN_WAIT) {
+            tracing::warn!(
+                "traces: the last export did not finish within {SHUTDOWN_WAIT:?}: {}",
+                crate::support::redact::redact_credentials(&error.to_string())
+            );
         }
-        let _ = self.provider.shutdown_with_timeout(EXPORT_TIMEOUT);
     }
 }
 
@@ -315,6 +337,11 @@ mod tests {
         assert_eq!(
             traces_url("http://127.0.0.1:4318/v1/traces"),
             "http://127.0.0.1:4318/v1/traces"
+        );
+        // A query stays after the path.
+        assert_eq!(
+            traces_url("http://127.0.0.1:4318/base/?api_key=k1"),
+            "http://127.0.0.1:4318/base/v1/traces?api_key=k1"
         );
     }
 

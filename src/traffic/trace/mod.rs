@@ -67,9 +67,9 @@ impl LiveTrace {
         })))
     }
 
-    /// Where the spans go (for the start notice).
-    pub fn target(&self) -> &str {
-        &self.export.target
+    /// Where the spans go, for the start notice (its password and query values redacted).
+    pub fn target(&self) -> String {
+        crate::support::redact::url_for_log(&self.export.target)
     }
 
     /// What of the conversation spans carry.
@@ -135,6 +135,8 @@ impl LiveTrace {
             book.finish(SystemTime::now());
         }
         let this = Arc::clone(&self);
-        let _ = tokio::task::spawn_blocking(move || this.export.shutdown()).await;
+        let flushed = tokio::task::spawn_blocking(move || this.export.shutdown());
+        // The exporter gives up within its wait; this one bounds the thread it runs on too.
+        let _ = tokio::time::timeout(export::SHUTDOWN_WAIT * 2, flushed).await;
     }
 }

@@ -129,13 +129,28 @@ struct Thread {
     last: Option<(Option<String>, SpanContext)>,
 }
 
+/// Connections whose client names the book keeps at most.
+const MAX_CLIENTS: usize = 4096;
+
+/// A client's name as spans carry it: secrets redacted, no control characters, 64 characters.
+fn client_name(client: &str) -> String {
+    crate::support::text::printable(&crate::support::redact::redact_text(client))
+        .chars()
+        .take(64)
+        .collect()
+}
+
 /// The state machine (see the module docs).
 pub struct SpanBook {
     tracer: SdkTracer,
     content: ContentPolicy,
     /// Model call spans come from the capture; otherwise from Codex's token usage updates.
     captured_calls: bool,
+    /// The name turn spans carry when their connection named no client.
     client: String,
+    /// Each connection's client, from its `initialize` (a turn carries its own connection's;
+    /// at most [`MAX_CLIENTS`], the oldest forgotten first).
+    clients: HashMap<usize, String>,
     pending: HashMap<(usize, String), Pending>,
     pending_order: VecDeque<(usize, String)>,
     threads: HashMap<String, Thread>,
@@ -260,6 +275,7 @@ impl SpanBook {
             content,
             captured_calls,
             client: "codex-client".to_string(),
+            clients: HashMap::new(),
             pending: HashMap::new(),
             pending_order: VecDeque::new(),
             threads: HashMap::new(),
@@ -276,10 +292,15 @@ impl SpanBook {
 
     /// The name turn spans carry from now on (a client's `initialize` sets it otherwise).
     pub fn set_client(&mut self, client: &str) {
-        self.client = crate::support::text::printable(client)
-            .chars()
-            .take(64)
-            .collect();
+        self.client = client_name(client);
+    }
+
+    /// The client of connection `stream` (its `initialize`), else the book's.
+    fn client_of(&self, stream: usize) -> String {
+        self.clients
+            .get(&stream)
+            .cloned()
+            .unwrap_or_else(|| self.client.clone())
     }
 
     /// Whether model calls come from a capture from now on (`export-otel` reads threads with
@@ -356,10 +377,12 @@ impl SpanBook {
         match name {
             method::INITIALIZE => {
                 if let Some(client) = text_of(&params["clientInfo"]["name"]) {
-                    self.client = crate::support::text::printable(client)
-                        .chars()
-                        .take(64)
-                        .collect();
+                    if self.clients.len() >= MAX_CLIENTS && !self.clients.contains_key(&stream) {
+                        if let Some(oldest) = self.clients.keys().min().copied() {
+                            self.clients.remove(&oldest);
+                        }
+                    }
+                    self.clients.insert(stream, client_name(client));
                 }
             }
             method::TURN_START => {
@@ -371,7 +394,8 @@ impl SpanBook {
                     let ours = self.salt.as_ref().map(|salt| {
                         super::context::turn_context(salt, stream, &id.to_string(), parent.as_ref())
                     });
-                    self.start_turn(thread, params, parent, ours, at);
+                    let client = self.client_of(stream);
+                    self.start_turn(thread, &client, params, parent, ours, at);
                 }
             }
             method::TURN_STEER => {
@@ -409,13 +433,14 @@ impl SpanBook {
     fn start_turn(
         &mut self,
         thread_id: &str,
+        client: &str,
         params: &Value,
         parent: Option<SpanContext>,
         ours: Option<SpanContext>,
         at: SystemTime,
     ) {
         let content = self.content;
-        let client = self.client.clone();
+        let client = client.to_string();
         let metadata = self.metadata();
         let thread = self.thread(thread_id, at);
         if let Some(turn) = thread.turn.take() {
@@ -522,7 +547,7 @@ impl SpanBook {
                 let model = result["model"].as_str().map(str::to_string);
                 self.thread(thread_id, at).model = model.clone();
                 let starting = pending.method == method::THREAD_START;
-                let client = self.client.clone();
+                let client = self.client_of(stream);
                 let name = if starting {
                     format!("{} {client}", attr::OPERATION_CREATE_AGENT)
                 } else {
@@ -1170,6 +1195,45 @@ mod tests {
         book.message(0, client, &json!({"id": 4, "method": "turn/steer", "params": {"threadId": "thr", "input": [{"type": "text", "text": "faster"}]}}), at(31));
         book.message(0, codex, &json!({"method": "item/completed", "params": {"threadId": "thr", "turnId": "turn-1", "item": {"id": "msg", "type": "agentMessage", "text": "done"}}}), at(39));
         book.message(0, codex, &json!({"method": "turn/completed", "params": {"threadId": "thr", "turn": {"id": "turn-1", "status": "completed", "items": []}}}), at(40));
+    }
+
+    /// Protection: each turn carries its own connection's client, whoever spoke last, and a
+    /// client's name reaches no span with a secret in it.
+    #[test]
+    fn turns_carry_their_own_client_and_names_are_redacted() {
+        let (mut book, exporter, _provider) = new_book(ContentPolicy::Metadata, false);
+        // Alice's conversation runs on connection 0; bob, whose client calls itself by a key,
+        // connects (1) before alice's turn starts.
+        book.message(0, Side::Client, &json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "alice-agent"}}}), at(0));
+        book.message(1, Side::Client, &json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "bob sk-proj-abcdefghijklmnopqrstuvwxyz012345"}}}), at(1));
+        book.message(
+            0,
+            Side::Client,
+            &json!({"id": 3, "method": "turn/start", "params": {"threadId": "thr", "input": []}}),
+            at(10),
+        );
+        book.message(
+            1,
+            Side::Client,
+            &json!({"id": 3, "method": "turn/start", "params": {"threadId": "thr-b", "input": []}}),
+            at(11),
+        );
+        for thread in ["thr", "thr-b"] {
+            book.message(0, Side::Codex, &json!({"method": "turn/completed", "params": {"threadId": thread, "turn": {"id": "t", "status": "completed", "items": []}}}), at(40));
+        }
+        let spans = exporter.get_finished_spans().expect("spans");
+        let mut names: Vec<String> = named(&spans, "invoke_agent")
+            .iter()
+            .map(|span| span.name.to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert_eq!(names[0], "invoke_agent alice-agent");
+        assert!(names[1].starts_with("invoke_agent bob"), "{names:?}");
+        assert!(
+            !names[1].contains("sk-proj-abcdefghijklmnopqrstuvwxyz012345"),
+            "{names:?}"
+        );
     }
 
     #[test]
