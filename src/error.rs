@@ -101,3 +101,16 @@ impl Error {
 
 /// Result alias of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error's message followed by its sources (`a: b: c`): what a log line or a client is told,
+/// the cause included (`…: cannot write: No space left on device`).
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -573,7 +573,8 @@ fn seconds(ms: u64) -> String {
 
 impl Conversation {
     /// The conversation for a terminal: a header per thread, then one row per line (UTC time,
-    /// who, text; continuation lines indented; a long text cut at [`SHOWN_CHARS`] unless `full`).
+    /// who, text; continuation lines indented; a long text cut at [`SHOWN_CHARS`] unless `full`),
+    /// every control character but newline and tab escaped.
     pub fn render_text(&self, full: bool) -> String {
         let mut out = String::new();
         let indent = " ".repeat(2 + 12 + 2 + 9 + 1);
@@ -621,7 +622,9 @@ impl Conversation {
                 out.push_str("  (nothing said)\n");
             }
         }
-        out
+        // What a model, a command or a client said stays text in the reader's terminal: control
+        // characters and direction overrides are shown as escapes, as the other reports do.
+        crate::support::text::printable(&out).into_owned()
     }
 
     /// The same as one self-contained page (every text escaped, long texts whole).

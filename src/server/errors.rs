@@ -1,6 +1,7 @@
 //! The API's error codes (one copy; OpenRPC lists them in `api`) and the mapping from the
 //! library's error kinds to them.
 
+use crate::error::with_causes;
 use jsonrpsee::types::ErrorObjectOwned;
 
 /// Stable error codes of the API.
@@ -67,18 +68,6 @@ pub mod codes {
 
 pub(super) fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(code, message.into(), None::<()>)
-}
-
-/// An error's message followed by its sources (`a: b: c`), so clients see the cause.
-pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// A library error as an API error: the code follows from the kind.

@@ -20,8 +20,9 @@ use serde_json::Value;
 pub const REDACTED: &str = "<redacted>";
 
 /// Keys (folded: lowercase, without `_`, `-`, `.`) whose values are secrets.
-const SECRET_KEYS: [&str; 14] = [
+const SECRET_KEYS: [&str; 15] = [
     "token",
+    "passphrase",
     "authorization",
     "proxyauthorization",
     "password",
@@ -38,8 +39,9 @@ const SECRET_KEYS: [&str; 14] = [
 ];
 
 /// Endings of folded keys that name secrets (`accessToken`, `OPENAI_API_KEY`, `DB_PASSWORD`).
-const SECRET_SUFFIXES: [&str; 8] = [
+const SECRET_SUFFIXES: [&str; 9] = [
     "token",
+    "passphrase",
     "apikey",
     "secret",
     "password",
@@ -47,6 +49,20 @@ const SECRET_SUFFIXES: [&str; 8] = [
     "privatekey",
     "credentials",
     "cookie",
+];
+
+/// Keys (folded, their last dotted segment) that name collections of secrets (`tokens: [...]`,
+/// `apiKeys: {...}`): every string beneath them is redacted. Exact keys only: a suffix would
+/// take Codex's token counts (`inputTokens`), which are numbers and kept anyway.
+const SECRET_COLLECTIONS: [&str; 8] = [
+    "tokens",
+    "apikeys",
+    "secrets",
+    "passwords",
+    "passphrases",
+    "credentials",
+    "cookies",
+    "privatekeys",
 ];
 
 /// Keys (folded) whose object values are header maps: every value in them is redacted.
@@ -70,6 +86,12 @@ pub fn is_secret_key(key: &str) -> bool {
     })
 }
 
+/// True when a key names a collection of secrets (see [`SECRET_COLLECTIONS`]).
+fn is_secret_collection(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    SECRET_COLLECTIONS.contains(&fold(last).as_str())
+}
+
 /// True when a key holds a header map (also dotted: `model_providers.x.http_headers`).
 fn is_header_map(key: &str) -> bool {
     let last = key.rsplit('.').next().unwrap_or(key);
@@ -90,7 +112,12 @@ pub fn redact_value(value: &mut Value) {
     match value {
         Value::Object(map) => {
             for (key, item) in map.iter_mut() {
-                if is_header_map(key) && item.is_object() {
+                if (is_header_map(key) && item.is_object())
+                    || is_secret_collection(key)
+                    || (is_secret_key(key) && (item.is_object() || item.is_array()))
+                {
+                    // A header map, a list of keys, a token object (`{"value": ...}`): every
+                    // string in it.
                     redact_all_strings(item);
                 } else if (is_secret_key(key) || is_inside_header_map(key)) && is_scalar(item) {
                     *item = Value::from(REDACTED);
@@ -148,7 +175,7 @@ fn patterns() -> &'static Patterns {
         };
         Patterns {
             any: Regex::new(
-                r"(?i)bearer|basic|eyJ|sk-|://[^/\s:@]*:[^/\s@]*@|cookie|token|secret|passw|passphrase|api[_-]?key|authorization|gh[pousr]_|github_pat_|xox[abprs]-|AKIA|AIza|PRIVATE KEY",
+                r"(?i)bearer|basic|eyJ|sk-|[sr]k_|://[^/\s:@]*:[^/\s@]*@|cookie|token|secret|passw|passphrase|api[_-]?key|authorization|gh[pousr]_|github_pat_|xox[abprs]-|AKIA|AIza|PRIVATE KEY",
             )
             .unwrap_or_else(|error| panic!("redaction pattern: {error}")),
             rules: vec![
@@ -172,9 +199,20 @@ fn patterns() -> &'static Patterns {
                 rule(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", "$1:<redacted>@"),
                 // Cookie headers in text: the rest of the line.
                 rule(r"(?i)\b((?:set-)?cookie:)\s*[^\r\n]+", "$1 <redacted>"),
-                // `NAME=value` / `name: value` where the name ends in a secret word.
+                // `apiKeys: [...]`, `"tokens": [...]`: a list under a name of secrets, whole.
                 rule(
-                    r#"(?i)\b([A-Za-z0-9_.-]*(?:token|secret|password|passwd|api[_-]?key|authorization|credentials))(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;]+)"#,
+                    r#"(?i)\b([A-Za-z0-9_.-]*(?:tokens|secrets|passwords|passphrases|api[_-]?keys)"?)(\s*[=:]\s*)\[[^\]]*\]"#,
+                    "$1$2[<redacted>]",
+                ),
+                // `token: {"value": "..."}`: an object under a secret name, whole.
+                rule(
+                    r#"(?i)\b([A-Za-z0-9_.-]*(?:token|secret|password|passwd|passphrase|api[_-]?key|credentials)"?)(\s*[=:]\s*)\{[^{}]*\}"#,
+                    "$1$2{<redacted>}",
+                ),
+                // `NAME=value` / `name: value` / `"name": "value"` where the name ends in a
+                // secret word.
+                rule(
+                    r#"(?i)\b([A-Za-z0-9_.-]*(?:token|secret|password|passwd|passphrase|api[_-]?key|authorization|credentials)"?)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;\[{]+)"#,
                     "$1$2<redacted>",
                 ),
             ],
@@ -183,10 +221,10 @@ fn patterns() -> &'static Patterns {
 }
 
 /// Secret shapes no ordinary text has: provider tokens (GitHub, Slack, AWS access keys, Google
-/// API keys), PEM private key blocks, and a password followed by a value with a digit or a
+/// API keys, Stripe secret and restricted keys), PEM private key blocks, and a password followed by a value with a digit or a
 /// symbol (`password hunter2`, `passphrase: c0rrect-horse`; not `password manager`).
 const HIGH_CONFIDENCE: [&str; 3] = [
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})",
+    r"\b(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})",
     r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z]+ )?PRIVATE KEY-----|$)",
     r#"(?i)\b(password|passwd|passphrase)(?:\s*[=:]\s*|\s+is\s+|\s+)[A-Za-z]*[0-9!@#$%^&*_+~-][^\s"',;]*"#,
 ];
@@ -347,6 +385,33 @@ mod tests {
             (
                 "client_secret: \"abcdef0123456789\"",
                 "abcdef0123456789",
+                false,
+            ),
+            (
+                "stripe sk_live_51Habcdefghij0123456789",
+                "sk_live_51Habcdefghij0123456789",
+                true,
+            ),
+            (
+                "restricted rk_test_51Habcdefghij0123456789",
+                "rk_test_51Habcdefghij0123456789",
+                true,
+            ),
+            ("passphrase=correcthorse", "correcthorse", false),
+            (
+                r#"cat conf.json: {"passphrase": "batterystaple"}"#,
+                "batterystaple",
+                false,
+            ),
+            (
+                r#"{"apiKeys": ["firstkeyvalue", "secondkeyvalue"]}"#,
+                "secondkeyvalue",
+                false,
+            ),
+            ("tokens: [tokenone111, tokentwo222]", "tokentwo222", false),
+            (
+                r#"{"token": {"value": "tokenobjectvalue"}}"#,
+                "tokenobjectvalue",
                 false,
             ),
         ]
@@ -545,6 +610,31 @@ mod tests {
                 json!({"headers": ["Bearer plainvalue35xyz"]}),
                 "plainvalue35xyz",
             ),
+            (
+                "passphrase",
+                json!({"passphrase": "plainvalue36"}),
+                "plainvalue36",
+            ),
+            (
+                "token object",
+                json!({"token": {"value": "plainvalue37"}}),
+                "plainvalue37",
+            ),
+            (
+                "tokens list",
+                json!({"tokens": ["plainvalue38", "other"]}),
+                "plainvalue38",
+            ),
+            (
+                "apiKeys list",
+                json!({"apiKeys": ["plainvalue39"]}),
+                "plainvalue39",
+            ),
+            (
+                "Stripe key",
+                json!({"text": "charge with sk_live_plainvalue40abcdefgh"}),
+                "plainvalue40abcdefgh",
+            ),
         ]
     }
 
@@ -565,6 +655,7 @@ mod tests {
         let mut value = json!({
             "type": "apiKey",
             "tokenUsage": {"total": 3, "inputTokens": 10},
+            "usage": {"tokens": 42, "cachedInputTokens": 7},
             "text": "The token budget is 4000 tokens; see https://example.com/docs and be kind.",
             "command": "cargo test --all",
             "cwd": "/home/me/secret-project-notes",

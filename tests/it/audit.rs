@@ -350,3 +350,37 @@ fn transcript_show_reads_a_real_run_as_a_conversation() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("no transcript files"), "{stderr}");
 }
+
+/// Protection: `transcript show` escapes what a model, a command or a client put in a
+/// transcript (a title set, a screen clear, a bell, a direction override), as `audit` does; the
+/// text is still there to read.
+#[test]
+fn transcript_show_prints_no_terminal_escapes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}txt.exe";
+    let lines = [
+        serde_json::json!({"direction": "in", "message": {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": format!("evil{hostile}"), "version": "1"}}}}),
+        serde_json::json!({"direction": "in", "message": {"id": 2, "method": "turn/start", "params": {"threadId": "t-1", "input": [{"type": "text", "text": format!("hi {hostile}")}]}}}),
+        serde_json::json!({"direction": "out", "message": {"method": "item/completed", "params": {"threadId": "t-1", "turnId": "u-1", "item": {"type": "agentMessage", "id": "m-1", "text": format!("answer {hostile}")}}}}),
+        serde_json::json!({"direction": "out", "message": {"method": "item/completed", "params": {"threadId": "t-1", "turnId": "u-1", "item": {"type": "commandExecution", "id": "c-1", "command": format!("echo {hostile}"), "aggregatedOutput": format!("out {hostile}"), "status": "completed", "exitCode": 0}}}}),
+    ];
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(dir.path().join("t-1.jsonl"), text).expect("transcript");
+    let (code, shown, stderr) = crate::util::run_cli(&[
+        "transcript",
+        "show",
+        dir.path().to_str().expect("utf-8"),
+        "--full",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !shown.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "raw escapes reached the terminal: {shown:?}"
+    );
+    for said in ["hi ", "answer ", "echo ", "out "] {
+        assert!(
+            shown.contains(&format!("{said}\\u{{001b}}]0;owned")),
+            "{said}: {shown}"
+        );
+    }
+}

@@ -82,7 +82,10 @@ impl Connection {
                 ) {
                     Ok((queue, task)) => (Some(queue), Some(task)),
                     Err(error) => {
-                        tracing::warn!("transcript of connection {number}: {error}");
+                        tracing::warn!(
+                            "transcript of connection {number}: {}",
+                            crate::error::with_causes(&error)
+                        );
                         (None, None)
                     }
                 }

@@ -335,7 +335,11 @@ impl CaptureWriter {
             };
             if let Err(error) = written {
                 if !self.failed {
-                    tracing::warn!("capture {}: {error}", self.dir.display());
+                    tracing::warn!(
+                        "capture {}: {} (later failures are not repeated here)",
+                        self.dir.display(),
+                        crate::error::with_causes(&error)
+                    );
                     self.failed = true;
                 }
             }
@@ -529,6 +533,59 @@ mod tests {
 
     /// Requests are filed per thread and turn, follow-ups of a turn numbered, OpenClaw's layer
     /// told apart (after redaction), and a later process continues after the turns on disk.
+    /// A log sink for one test: what the warnings said.
+    #[derive(Clone, Default)]
+    struct Logged(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logged {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Protection: a capture that cannot be written says why (the system's own reason), once.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_capture_write_says_why() {
+        let logged = Logged::default();
+        let sink = logged.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let dir = tempfile::tempdir().expect("dir");
+        // Where the thread's folder goes, a file: the folder cannot be made.
+        std::fs::write(dir.path().join("thr-1"), "in the way").expect("file");
+        let writer = CaptureWriter::new(
+            dir.path().to_path_buf(),
+            Arc::new(Mutex::new(Known::default())),
+        );
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        for id in 0..2 {
+            sender
+                .send(crate::traffic::record::Recorded::Request {
+                    id,
+                    request: request("thr-1", "turn-1", "hello"),
+                })
+                .await
+                .expect("send");
+        }
+        drop(sender);
+        writer.run_recorded(receiver).await;
+        let text = String::from_utf8(logged.0.lock().expect("log").clone()).expect("utf-8");
+        let io = std::io::Error::from_raw_os_error(20).to_string(); // ENOTDIR
+        let exists = std::io::Error::from_raw_os_error(17).to_string(); // EEXIST
+        assert!(
+            text.contains(&io) || text.contains(&exists),
+            "no reason in {text:?}"
+        );
+        assert_eq!(text.matches("capture ").count(), 1, "{text}");
+    }
+
     #[test]
     fn a_capture_folder_stops_at_its_cap_and_says_so() {
         let dir = tempfile::tempdir().expect("dir");
