@@ -30,13 +30,15 @@ use crate::codex::protocol::table::name as method;
 use crate::error::{Error, Result};
 use crate::routing::Surface;
 use crate::traffic::trace::offline::{
-    files_in, read_json_lines, regular_file, sources, transcript_folder,
+    files_in, json_lines, regular_file, sources, transcript_folder,
 };
 
 /// Largest transcript or capture file read.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Thread files read at most.
 const MAX_THREADS: usize = 10_000;
+/// Turns of one thread audited at most (each reads its workspace again).
+const MAX_TURNS: usize = 10_000;
 /// Characters of a file's (whitespace-collapsed) start that count as finding its head.
 const HEAD_CHARS: usize = 120;
 
@@ -568,10 +570,11 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
     for source in sources(dir) {
         let connection = source.join("connection.jsonl");
         let connection = match regular_file(&connection) {
-            true => read_json_lines(&connection)?,
-            false => Vec::new(),
+            true => Some(json_lines(&connection)?),
+            false => None,
         };
-        for entry in connection {
+        for entry in connection.into_iter().flatten() {
+            let entry = entry?;
             if entry["message"]["method"] == method::INITIALIZE {
                 let name = entry["message"]["params"]["clientInfo"]["name"].as_str();
                 let version = entry["message"]["params"]["clientInfo"]["version"].as_str();
@@ -603,12 +606,7 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
             if threads.len() >= MAX_THREADS {
                 break;
             }
-            threads.push(audit_thread(
-                dir,
-                thread_name,
-                &read_json_lines(&file)?,
-                options,
-            ));
+            threads.push(audit_thread(dir, thread_name, json_lines(&file)?, options)?);
         }
     }
     if threads.is_empty() {
@@ -638,14 +636,15 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
 fn audit_thread(
     dir: &Path,
     thread: &str,
-    entries: &[Value],
+    entries: crate::support::jsonl::JsonLines,
     options: &AuditOptions,
-) -> ThreadAudit {
+) -> Result<ThreadAudit> {
     let mut opened = Value::Null;
     let mut cwd = String::new();
     let mut turns = Vec::new();
     let mut skipped = None;
     for entry in entries {
+        let entry = entry?;
         if entry["direction"] != "in" {
             continue;
         }
@@ -669,6 +668,12 @@ fn audit_thread(
                     skipped = Some("no cwd in the thread's or the turn's params".to_string());
                     continue;
                 }
+                if turns.len() >= MAX_TURNS {
+                    skipped = Some(format!(
+                        "more than {MAX_TURNS} turns: the first {MAX_TURNS} are audited"
+                    ));
+                    break;
+                }
                 let number = turns.len() + 1;
                 match audit_turn(dir, thread, number, &cwd, &opened, params, options) {
                     Ok(turn) => turns.push(turn),
@@ -678,7 +683,7 @@ fn audit_thread(
             _ => {}
         }
     }
-    ThreadAudit {
+    Ok(ThreadAudit {
         thread: thread.to_string(),
         cwd,
         skipped: if turns.is_empty() {
@@ -687,7 +692,7 @@ fn audit_thread(
             skipped
         },
         turns,
-    }
+    })
 }
 
 fn audit_turn(

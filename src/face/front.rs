@@ -127,6 +127,9 @@ pub fn one_shot(command: OneShot) -> Result<ExitCode, Failure> {
 
 /// The exit code of a command's result; a failure is printed with the command's name.
 pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
+    if let Some(peak) = peak_resident_kib() {
+        tracing::debug!("{name}: peak resident memory {peak} KiB");
+    }
     super::log::flush();
     match result {
         Ok(code) => code,
@@ -136,6 +139,26 @@ pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// The most memory this process held at once (Linux's `VmHWM`), for `-vv`: what a command
+/// over a large transcript folder took is seen, and tested (`tests/it/readers.rs`).
+fn peak_resident_kib() -> Option<u64> {
+    use std::io::Read as _;
+    let mut status = String::new();
+    std::fs::File::open("/proc/self/status")
+        .ok()?
+        .take(64 * 1024)
+        .read_to_string(&mut status)
+        .ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Logging on stderr: `-v`/`-vv` (or `CLAWBRIDGE_LOG`) for the level; colour only when
@@ -217,9 +240,15 @@ pub fn print_stdout(text: &str) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `value` as pretty JSON on stdout, written as it is serialized (a large output is never
+/// held twice).
 pub fn print_json(value: &impl serde::Serialize) -> Result<ExitCode, Failure> {
-    let text = serde_json::to_string_pretty(value)
-        .context("serializing the output")
+    let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut stdout, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush())
+        .context("writing to stdout")
         .map_err(|error| Failure(error, 1))?;
-    print_stdout(&format!("{text}\n"))
+    Ok(ExitCode::SUCCESS)
 }

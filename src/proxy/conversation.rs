@@ -18,12 +18,16 @@ use serde_json::Value;
 
 use crate::codex::protocol::table::name as method;
 use crate::error::Error;
-use crate::traffic::trace::offline::{files_in, read_json_lines, sources, transcript_folder};
+use crate::traffic::trace::offline::{files_in, json_lines, sources, transcript_folder};
 
 /// Characters of one line's text shown in the terminal before it is cut (`--full` shows all).
 pub const SHOWN_CHARS: usize = 600;
 /// Thread files read at most.
 pub const MAX_THREADS: usize = 10_000;
+/// Bytes of one line's text kept (`--full` and `--json` included): a longer text is cut, saying
+/// how much was left out (the transcript file has it whole). What keeps a folder's reading
+/// within a small multiple of its largest file.
+pub const KEPT_BYTES: usize = 1024 * 1024;
 /// Requests remembered per file for their answers.
 const MAX_REMEMBERED: usize = 4096;
 
@@ -77,12 +81,8 @@ pub fn read(dir: &Path, options: &ShowOptions) -> Result<Conversation, Error> {
         let connection = source.join("connection.jsonl");
         let client = files_in(&source)
             .contains(&connection)
-            .then(|| read_json_lines(&connection))
-            .transpose()?
-            .map(|entries| {
-                let view = view_of(&entries);
-                (client_of(&entries), view)
-            });
+            .then(|| read_view(&connection))
+            .transpose()?;
         let relative = |file: &Path| file.strip_prefix(dir).unwrap_or(file).display().to_string();
         let (client, connection_lines) = client.unwrap_or_default();
         if !connection_lines.is_empty() && options.thread.is_none() {
@@ -119,7 +119,7 @@ pub fn read(dir: &Path, options: &ShowOptions) -> Result<Conversation, Error> {
                 thread: name.to_string(),
                 file: relative(&file),
                 client: client.clone(),
-                lines: view_of(&read_json_lines(&file)?),
+                lines: read_view(&file)?.1,
             });
         }
     }
@@ -150,35 +150,52 @@ pub fn show(dir: &Path, options: &ShowOptions, html: Option<&Path>) -> Result<Co
 }
 
 /// `name version` of the client's `initialize`.
-fn client_of(entries: &[Value]) -> Option<String> {
-    entries.iter().find_map(|entry| {
-        let message = &entry["message"];
-        (message["method"] == method::INITIALIZE).then(|| {
-            let info = &message["params"]["clientInfo"];
-            format!(
-                "{} {}",
-                info["name"].as_str().unwrap_or("?"),
-                info["version"].as_str().unwrap_or("")
-            )
-            .trim()
-            .to_string()
-        })
+/// The client an entry's `initialize` names (`name version`).
+fn client_in(entry: &Value) -> Option<String> {
+    let message = &entry["message"];
+    (message["method"] == method::INITIALIZE).then(|| {
+        let info = &message["params"]["clientInfo"];
+        format!(
+            "{} {}",
+            info["name"].as_str().unwrap_or("?"),
+            info["version"].as_str().unwrap_or("")
+        )
+        .trim()
+        .to_string()
     })
 }
 
-/// What one file's entries say, as lines.
+/// One file read a line at a time (`support::jsonl`): the client its first `initialize` names,
+/// and what its entries say, as lines (lines too dense to read are told as a warning).
+fn read_view(path: &Path) -> Result<(Option<String>, Vec<Line>), Error> {
+    let mut reader = Reader::default();
+    let mut client = None;
+    let mut lines = json_lines(path)?;
+    for entry in lines.by_ref() {
+        let entry = entry?;
+        if client.is_none() {
+            client = client_in(&entry);
+        }
+        reader.entry(&entry);
+    }
+    if lines.passed_over() > 0 {
+        reader.say(
+            None,
+            "warning",
+            format!(
+                "{} line(s) of this file passed over: not JSON, or too dense to hold in memory",
+                lines.passed_over()
+            ),
+        );
+    }
+    Ok((client, reader.lines))
+}
+
+/// What entries say, as lines (the tests' way in).
+#[cfg(test)]
 fn view_of(entries: &[Value]) -> Vec<Line> {
     let mut reader = Reader::default();
-    for entry in entries {
-        let at_ms = entry["atMs"]
-            .as_u64()
-            .or_else(|| entry["message"]["emittedAtMs"].as_u64());
-        match entry["direction"].as_str() {
-            Some("in") => reader.client_said(&entry["message"], at_ms),
-            Some("out") => reader.codex_said(&entry["message"], at_ms),
-            _ => {}
-        }
-    }
+    entries.iter().for_each(|entry| reader.entry(entry));
     reader.lines
 }
 
@@ -196,7 +213,31 @@ struct Reader {
 }
 
 impl Reader {
-    fn say(&mut self, at_ms: Option<u64>, who: &'static str, text: String) {
+    /// One transcript entry.
+    fn entry(&mut self, entry: &Value) {
+        let at_ms = entry["atMs"]
+            .as_u64()
+            .or_else(|| entry["message"]["emittedAtMs"].as_u64());
+        match entry["direction"].as_str() {
+            Some("in") => self.client_said(&entry["message"], at_ms),
+            Some("out") => self.codex_said(&entry["message"], at_ms),
+            _ => {}
+        }
+    }
+
+    fn say(&mut self, at_ms: Option<u64>, who: &'static str, mut text: String) {
+        if text.len() > KEPT_BYTES {
+            let mut end = KEPT_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let left = text.len() - end;
+            text.truncate(end);
+            text.shrink_to_fit();
+            text.push_str(&format!(
+                "... ({left} more bytes not kept; the transcript file has them)"
+            ));
+        }
         self.lines.push(Line { at_ms, who, text });
     }
 

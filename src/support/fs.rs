@@ -432,6 +432,37 @@ pub fn read_capped_anywhere(
     read_capped_portable(path, cap, &|_| true)
 }
 
+/// A regular file of at most `cap` bytes (by its reported size; a reader stops at `cap + 1`
+/// whatever it says), opened for a reader that streams it: the checks of [`read_file_capped`]
+/// (no FIFO, device or pseudo-filesystem file), without reading it whole.
+pub fn open_file_capped(path: &Path, cap: u64) -> Result<std::fs::File> {
+    let refused = |refusal: ReadRefusal| Error::Read {
+        path: path.to_path_buf(),
+        source: refusal.into_io(),
+    };
+    let file = open_nonblocking(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => refused(ReadRefusal::NotFound),
+        _ => refused(ReadRefusal::Io(error)),
+    })?;
+    let metadata = file
+        .metadata()
+        .map_err(|error| refused(ReadRefusal::Io(error)))?;
+    if !metadata.is_file() {
+        return Err(refused(ReadRefusal::NotRegular(file_kind(&metadata))));
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if on_pseudo_filesystem(&file, metadata.dev()) {
+            return Err(refused(ReadRefusal::NotRegular("pseudo-filesystem file")));
+        }
+    }
+    if metadata.len() > cap {
+        return Err(refused(ReadRefusal::TooLarge { cap }));
+    }
+    Ok(file)
+}
+
 /// [`read_capped`] without a confinement (the CLI's own inputs), with errors as [`Error::Read`].
 pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
     read_capped_anywhere(path, None, cap).map_err(|refusal| Error::Read {

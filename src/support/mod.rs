@@ -12,6 +12,7 @@ pub mod fs;
 pub mod hex;
 pub mod jail;
 pub mod json;
+pub mod jsonl;
 pub mod loopback;
 pub mod process;
 pub mod queue;

@@ -911,7 +911,12 @@ async fn an_allowed_host_reaches_the_metrics_and_no_other_does() {
 /// endpoint keeps serving others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_is_closed_at_the_byte_bound() {
-    let (endpoint, fake) = scripted_endpoint(|settings| settings).await;
+    // Nothing else closes it within the test: no idle timeout.
+    let (endpoint, fake) = scripted_endpoint(|settings| EndpointSettings {
+        idle_timeout: Duration::from_secs(3600),
+        ..settings
+    })
+    .await;
     let addr = endpoint.tcp_addr().expect("tcp");
     let io = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let mut reader = crate::endpoint::ws_client(io, &addr.to_string(), crate::endpoint::TOKEN)
@@ -923,7 +928,9 @@ async fn a_client_that_never_reads_is_closed_at_the_byte_bound() {
             .send(json!({"id": 100 + id, "method": "thread/read", "params": {"threadId": "long"}}))
             .await;
     }
-    let closed = crate::util::poll_async(Duration::from_secs(30), || {
+    // (A liveness bound, not a timing: 32 answers of 2 MiB pass through a debug build on a
+    // loaded machine.)
+    let closed = crate::util::poll_async(Duration::from_secs(120), || {
         endpoint.status().connections.is_empty().then_some(())
     })
     .await;

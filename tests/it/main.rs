@@ -21,6 +21,7 @@ mod peer;
 mod pool;
 mod prompt;
 mod proxy;
+mod readers;
 mod real_openclaw;
 mod routing;
 mod schema;

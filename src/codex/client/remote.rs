@@ -217,7 +217,10 @@ pub async fn connect(
             match receiver.receive_data(&mut data).await {
                 Ok(_) => {
                     // A message is JSON: a raw newline inside it cannot be part of it.
-                    data.retain(|byte| *byte != b'\n');
+                    // (Most messages hold none: looked for first, at memchr's speed.)
+                    if memchr::memchr(b'\n', &data).is_some() {
+                        data.retain(|byte| *byte != b'\n');
+                    }
                     data.push(b'\n');
                     if ours_write.write_all(&data).await.is_err() {
                         break;

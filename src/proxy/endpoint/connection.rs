@@ -150,11 +150,24 @@ impl Connection {
                     }
                 };
                 let Some(message) = message else { break };
-                if sender.send_text(&message).await.is_err() || sender.flush().await.is_err() {
+                // A send blocks while the client does not read; a close then gives it a
+                // second more at most (the close is not kept waiting behind a full socket).
+                let send = async {
+                    sender.send_text(&message).await.is_ok() && sender.flush().await.is_ok()
+                };
+                tokio::pin!(send);
+                let sent = tokio::select! {
+                    sent = &mut send => sent,
+                    () = writer_cancel.cancelled() => {
+                        let _ = tokio::time::timeout(CLOSE_DRAIN, &mut send).await;
+                        false
+                    }
+                };
+                if !sent {
                     break;
                 }
             }
-            let _ = sender.close().await;
+            let _ = tokio::time::timeout(CLOSE_DRAIN, sender.close()).await;
         });
         // Nothing but `initialize` may open a connection, and soon.
         let handshake = {

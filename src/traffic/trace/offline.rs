@@ -40,12 +40,27 @@ pub struct Exported {
     pub target: String,
 }
 
-pub(crate) fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
-    let bytes = crate::support::fs::read_file_capped(path, MAX_FILE_BYTES)?;
-    Ok(bytes
-        .split(|byte| *byte == b'\n')
-        .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect())
+/// A transcript file's JSON lines, one at a time (at most [`MAX_FILE_BYTES`]).
+pub(crate) fn json_lines(path: &Path) -> Result<crate::support::jsonl::JsonLines, Error> {
+    crate::support::jsonl::JsonLines::open(path, MAX_FILE_BYTES)
+}
+
+/// The time each message of a transcript file states (`atMs`, else Codex's `emittedAtMs`), in
+/// order; `None` for one that states none. Only the messages (`direction` `in` or `out`) count,
+/// as [`export_folder`] meets them.
+fn message_times(path: &Path) -> Result<Vec<Option<f64>>, Error> {
+    let mut times = Vec::new();
+    for entry in json_lines(path)? {
+        let entry = entry?;
+        if matches!(entry["direction"].as_str(), Some("in" | "out")) {
+            times.push(
+                entry["atMs"]
+                    .as_f64()
+                    .or_else(|| entry["message"]["emittedAtMs"].as_f64()),
+            );
+        }
+    }
+    Ok(times)
 }
 
 /// A regular file itself, not a link to one (a link planted in a transcript folder could point
@@ -172,7 +187,8 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
         // The client's name, from the connection file (initialize).
         let connection = source.join("connection.jsonl");
         if regular_file(&connection) {
-            for entry in read_json_lines(&connection)? {
+            for entry in json_lines(&connection)? {
+                let entry = entry?;
                 if entry["message"]["method"] == method::INITIALIZE {
                     book.message(stream, Side::Client, &entry["message"], UNIX_EPOCH);
                 }
@@ -191,19 +207,16 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
             }
             budget -= 1;
             threads.insert(thread_name.to_string());
-            let entries = read_json_lines(&file)?;
             // Each message's time: when clawbridge forwarded it (`atMs`), else Codex's
-            // `emittedAtMs`, else the next message's, else the last seen.
-            let mut times = vec![None; entries.len()];
+            // `emittedAtMs`, else the next message's, else the last seen. A first pass reads
+            // only the times (of the messages, one number each), the second the messages.
+            let mut times = message_times(&file)?;
             let mut next: Option<f64> = None;
-            for (index, entry) in entries.iter().enumerate().rev() {
-                if let Some(ms) = entry["atMs"]
-                    .as_f64()
-                    .or_else(|| entry["message"]["emittedAtMs"].as_f64())
-                {
-                    next = Some(ms);
+            for time in times.iter_mut().rev() {
+                match time {
+                    Some(ms) => next = Some(*ms),
+                    None => *time = next,
                 }
-                times[index] = next;
             }
             let turns = captured.entry(thread_name.to_string()).or_insert_with(|| {
                 folders_in(&captures.join(thread_name))
@@ -219,7 +232,13 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
             let with_captures = !turns.is_empty();
             book.set_captured_calls(with_captures);
             let mut current: VecDeque<ModelCall> = VecDeque::new();
-            for (entry, time) in entries.iter().zip(times) {
+            let mut times = times.into_iter();
+            for entry in json_lines(&file)? {
+                let entry = entry?;
+                if !matches!(entry["direction"].as_str(), Some("in" | "out")) {
+                    continue;
+                }
+                let time = times.next().flatten();
                 let at = time.map(at_ms).unwrap_or(last_time);
                 last_time = at;
                 let message = &entry["message"];
