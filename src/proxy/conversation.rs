@@ -25,9 +25,9 @@ pub const SHOWN_CHARS: usize = 600;
 /// Thread files read at most.
 pub const MAX_THREADS: usize = 10_000;
 /// Bytes of one line's text kept (`--full` and `--json` included): a longer text is cut, saying
-/// how much was left out (the transcript file has it whole). What keeps a folder's reading
-/// within a small multiple of its largest file.
-pub const KEPT_BYTES: usize = 1024 * 1024;
+/// how much was left out (the transcript file has it whole). Each string read is already cut
+/// there (`support::jsonl`); a line made of several (a command and its output) is cut again.
+pub const KEPT_BYTES: usize = crate::support::jsonl::STRING_BYTES;
 /// Requests remembered per file for their answers.
 const MAX_REMEMBERED: usize = 4096;
 
@@ -234,9 +234,7 @@ impl Reader {
             let left = text.len() - end;
             text.truncate(end);
             text.shrink_to_fit();
-            text.push_str(&format!(
-                "... ({left} more bytes not kept; the transcript file has them)"
-            ));
+            text.push_str(&crate::support::jsonl::cut_note(left));
         }
         self.lines.push(Line { at_ms, who, text });
     }
@@ -582,7 +580,8 @@ fn join_words(parts: &[Value]) -> String {
     parts.iter().map(text_of).collect::<Vec<_>>().join(" ")
 }
 
-/// A string as it is; anything else as compact JSON; null as nothing.
+/// A string as it is (read, it is at most `support::jsonl::STRING_BYTES` and a note);
+/// anything else as compact JSON; null as nothing.
 fn text_of(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),

@@ -100,7 +100,7 @@ impl Iterator for JsonLines {
                 self.passed_over += 1;
                 continue;
             }
-            let parsed = serde_json::from_slice(text);
+            let parsed = parse_capped(text);
             // A long line's buffer is not held while its value is used, nor kept for the
             // next, short one.
             if self.line.capacity() > LONG_LINE {
@@ -124,6 +124,128 @@ impl Drop for JsonLines {
                 self.passed_over
             );
         }
+    }
+}
+
+/// A string (a key too) longer than this is cut to it, saying how much was left out: what
+/// every reader keeps of one text at most, and why a line's value never copies its long texts
+/// (a command's output of 200 MiB is read, not held twice).
+pub const STRING_BYTES: usize = 1024 * 1024;
+
+/// The note that ends a cut string.
+pub fn cut_note(left: usize) -> String {
+    format!("... ({left} more bytes not kept; the transcript file has them)")
+}
+
+/// `text` parsed as JSON, its strings cut at [`STRING_BYTES`]; trailing characters refused.
+pub fn parse_capped(text: &[u8]) -> serde_json::Result<Value> {
+    use serde::de::DeserializeSeed as _;
+    let mut deserializer = serde_json::Deserializer::from_slice(text);
+    let value = Capped.deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// `text` cut at [`STRING_BYTES`] (on a character boundary), with the note.
+fn capped(text: &str) -> String {
+    if text.len() <= STRING_BYTES {
+        return text.to_string();
+    }
+    let mut end = STRING_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = String::with_capacity(end + 80);
+    out.push_str(&text[..end]);
+    out.push_str(&cut_note(text.len() - end));
+    out
+}
+
+/// A JSON value as `serde_json::Value` builds it, its strings and keys [`capped`].
+#[derive(Clone, Copy)]
+struct Capped;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Capped {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Capped {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(capped(value)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut values = Vec::new();
+        while let Some(value) = seq.next_element_seed(self)? {
+            values.push(value);
+        }
+        Ok(Value::Array(values))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            let value = map.next_value_seed(self)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// An object's key, [`capped`].
+struct Key;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key {
+    type Value = String;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for Key {
+    type Value = String;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a key")
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<String, E> {
+        Ok(capped(value))
     }
 }
 
@@ -215,6 +337,33 @@ mod tests {
         assert_eq!(lines.passed_over(), 2);
         let error = JsonLines::open(&path, 8).err().expect("too large");
         assert!(error.to_string().contains("t.jsonl"), "{error}");
+    }
+
+    #[test]
+    fn long_strings_and_keys_are_cut_and_the_rest_is_as_serde_json_reads_it() {
+        let plain = br#"{"a":[1,-2,3.5,true,null,"x\u00e9\n"],"b":{"c":{}}}"#;
+        assert_eq!(
+            parse_capped(plain).expect("parsed"),
+            serde_json::from_slice::<Value>(plain).expect("serde_json")
+        );
+        assert!(parse_capped(b"{\"a\":1} x").is_err(), "trailing characters");
+        let long = "\u{e9}".repeat(STRING_BYTES);
+        let line = serde_json::json!({"text": long, long.clone(): 1}).to_string();
+        let value = parse_capped(line.as_bytes()).expect("parsed");
+        let text = value["text"].as_str().expect("text");
+        assert!(text.len() < STRING_BYTES + 100, "{}", text.len());
+        assert!(
+            text.ends_with(&cut_note(STRING_BYTES)),
+            "{}",
+            &text[text.len() - 80..]
+        );
+        let key = value
+            .as_object()
+            .expect("object")
+            .keys()
+            .find(|key| key.len() > 4)
+            .expect("key");
+        assert!(key.len() < STRING_BYTES + 100);
     }
 
     #[test]

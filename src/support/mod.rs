@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod console;
 pub mod deadline;
+pub mod fair;
 pub mod fs;
 pub mod hex;
 pub mod jail;

@@ -845,6 +845,123 @@ async fn a_connection_past_its_requests_in_flight_is_told_it_is_overloaded() {
     endpoint.stop().await;
 }
 
+/// Protection: fair shares on a member. Sixteen connections keep 64 `thread/list` each in
+/// flight to the one member (the real Codex); a seventeenth client's turn (its `thread/start`,
+/// `turn/start` and the turn to its completion) is timed against the same turn on the idle
+/// member, in the same run. The endpoint sends at most `MEMBER_IN_FLIGHT` requests to a member
+/// and serves the waiting connections in turn, so the burst stretches the turn by a bounded
+/// factor (with everything sent on as it came, Codex's own queue put the turn behind a
+/// thousand requests).
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_on_a_member_stretches_another_clients_turn_by_a_bounded_factor() {
+    const FACTOR: f64 = 15.0;
+    let stub = ResponsesStub::start(StubScript {
+        responses: (0..4)
+            .map(|n| StubStep::Text(format!("ANSWER-{n}")))
+            .collect(),
+        ..Default::default()
+    })
+    .await
+    .expect("stub");
+    let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
+    let pool = PoolConfig {
+        locals: 1,
+        isolate_environment: true,
+        config_overrides: vec![format!("openai_base_url=\"{}\"", stub.base_url())],
+        recycle_rss_bytes: u64::MAX,
+        ..PoolConfig::new(Ok(codex_bin()), home.path.clone())
+    };
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            max_connections: 32,
+            cwd: crate::util::repo_root().join("fixtures/workspace"),
+            ..settings(pool)
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    let mut victim = tcp_client(&endpoint).await;
+    victim.initialize().await;
+    // Warm, then the idle turn's time.
+    one_turn(&mut victim, "warm up").await;
+    let began = std::time::Instant::now();
+    one_turn(&mut victim, "idle").await;
+    let idle = began.elapsed();
+    victim.seen.clear();
+    // The burst: 16 connections, 64 requests each always in flight.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut flooders = Vec::new();
+    for _ in 0..16 {
+        let mut client = tcp_client(&endpoint).await;
+        client.initialize().await;
+        let (stop, answered) = (stop.clone(), std::sync::Arc::clone(&answered));
+        flooders.push(tokio::spawn(async move {
+            for id in 0..64 {
+                client
+                    .send(json!({"id": 1000 + id, "method": "thread/list", "params": {}}))
+                    .await;
+            }
+            let mut next = 1064;
+            loop {
+                let message = tokio::select! {
+                    () = stop.cancelled() => break,
+                    message = client.next() => message,
+                };
+                let Some(message) = message else { break };
+                client.seen.clear();
+                if message.get("id").is_some() && message.get("method").is_none() {
+                    answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    client
+                        .send(json!({"id": next, "method": "thread/list", "params": {}}))
+                        .await;
+                    next += 1;
+                }
+            }
+        }));
+    }
+    // The member is saturated: requests wait in the endpoint, as its status shows.
+    crate::util::wait_until_async("the burst waits", Duration::from_secs(30), || {
+        let status = endpoint.status();
+        status
+            .connections
+            .iter()
+            .map(|connection| connection.requests_in_flight)
+            .sum::<usize>()
+            >= 16 * 60
+            && status.members.iter().any(|member| {
+                member.waiting_requests > 16 * 32 && member.pending_requests <= 16 + 1
+            })
+    })
+    .await;
+    let before = answered.load(std::sync::atomic::Ordering::Relaxed);
+    let began = std::time::Instant::now();
+    one_turn(&mut victim, "under the burst").await;
+    let burst = began.elapsed();
+    let during = answered.load(std::sync::atomic::Ordering::Relaxed) - before;
+    stop.cancel();
+    for flooder in flooders {
+        let _ = flooder.await;
+    }
+    let factor = burst.as_secs_f64() / idle.as_secs_f64().max(0.001);
+    eprintln!(
+        "a turn: {idle:?} idle, {burst:?} under a burst of 16 x 64 requests in flight ({during} of them answered meanwhile): {factor:.1}x"
+    );
+    assert!(
+        during > 0,
+        "the burst was served meanwhile (it was really there)"
+    );
+    assert!(
+        factor <= FACTOR,
+        "the burst stretched another client's turn {factor:.1}x ({idle:?} -> {burst:?}), more than {FACTOR}x"
+    );
+    drop(victim);
+    endpoint.stop().await;
+    drop(stub);
+}
+
 /// `unix://PATH`: the socket is the owner's only (0600), the token is still required, status
 /// is read over it, a stale socket is replaced and a file that is not a socket is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -81,6 +81,9 @@ pub struct CodexHub {
     held: std::sync::atomic::AtomicUsize,
     /// Taken out of its pool to be stopped (see [`CodexHub::retire`]).
     retired: AtomicBool,
+    /// Client requests in flight to this app-server: at most [`MEMBER_IN_FLIGHT`], the waiting
+    /// served round-robin across client connections (`support::fair`).
+    fair: Arc<crate::support::fair::FairGate>,
     /// Codex's latest `account/rateLimits/updated` (its params), whoever else hears it.
     rate_limits: RateLimits,
 }
@@ -103,6 +106,11 @@ const UNSCOPED_CAPACITY: usize = 256;
 /// How many finished threads one app-server keeps loaded for their session's next run. Past it,
 /// the least recently used is unsubscribed, so Codex's memory stays bounded.
 pub const MAX_LOADED_THREADS: usize = 64;
+
+/// Client requests the WebSocket endpoint has in flight to one app-server at most; more wait
+/// in the endpoint, each connection in its turn (`support::fair`). Codex works through its
+/// queue in order: what waits here cannot push another client's request behind it.
+pub const MEMBER_IN_FLIGHT: usize = 16;
 
 /// A run's claim on one thread's messages; dropping it releases the thread.
 pub struct ThreadHandle {
@@ -405,6 +413,7 @@ impl CodexHub {
             unscoped,
             held: std::sync::atomic::AtomicUsize::new(0),
             retired: AtomicBool::new(false),
+            fair: crate::support::fair::FairGate::new(MEMBER_IN_FLIGHT),
             rate_limits,
         })
     }
@@ -503,6 +512,11 @@ impl CodexHub {
     /// The peer (for `turn/interrupt` from the API).
     pub fn peer(&self) -> &Peer {
         &self.peer
+    }
+
+    /// The gate client requests pass to reach this app-server (one per member process).
+    pub fn fair(&self) -> &Arc<crate::support::fair::FairGate> {
+        &self.fair
     }
 
     /// Count a thread a client opened here itself (the WebSocket endpoint forwards the client's

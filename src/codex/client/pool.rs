@@ -176,6 +176,10 @@ pub struct MemberStatus {
     pub active_threads: usize,
     pub loaded_threads: usize,
     pub pending_requests: usize,
+    /// Client requests of the WebSocket endpoint waiting for a place among the member's
+    /// requests in flight (at most `MEMBER_IN_FLIGHT`; served connection by connection).
+    #[serde(default)]
+    pub waiting_requests: usize,
     /// Threads the running app-server opened so far.
     pub threads_opened: usize,
     /// Starts after the first (after crashes and recycling).
@@ -376,6 +380,7 @@ impl Member {
             active_threads: active,
             loaded_threads: hub.map_or(0, |hub| hub.loaded_threads()),
             pending_requests: hub.map_or(0, |hub| hub.pending_requests()),
+            waiting_requests: hub.map_or(0, |hub| hub.fair().load().1),
             threads_opened: hub.map_or(0, |hub| hub.threads_opened()),
             restarts: slot.starts.saturating_sub(1),
             recycled: slot.recycled,

@@ -715,6 +715,12 @@ impl Connection {
         // before its answer (`thread/status/changed` `notLoaded`) is missed. A turn on a thread
         // this app-server has no feed for (its member was restarted, or stopped while idle to
         // make room for another account) is resumed here first, so it runs and is heard.
+        // A place among the member's requests in flight, in this connection's turn (a
+        // command's run holds none: Codex runs it beside its queue).
+        let _place = match method.as_str() {
+            method::COMMAND_EXEC => None,
+            _ => Some(lease.hub.fair().enter(self.number as u64).await),
+        };
         let mut resumed_here = false;
         match (method.as_str(), &thread) {
             (method::THREAD_RESUME, Some(thread)) => {
