@@ -89,6 +89,7 @@ async fn endpoint(
         store,
         max_threads_in_memory: 100_000,
         new_runtime_identity: false,
+        home_retention: None,
     };
     Endpoint::start(settings, false).await.expect("endpoint")
 }

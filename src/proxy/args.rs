@@ -24,6 +24,9 @@ use std::path::PathBuf;
 const CODEX_VALUE_OPTIONS: [&str; 6] =
     ["-c", "--config", "-p", "--profile", "--enable", "--disable"];
 
+/// The default of `--home-retention-days`: an unused account's Codex home goes after a month.
+pub const DEFAULT_HOME_RETENTION_DAYS: u64 = 30;
+
 /// `clawbridge app-server`: the proxy's flags, then what Codex gets.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct AppServerArgs {
@@ -124,6 +127,11 @@ pub struct AppServerArgs {
     /// Clients bind their threads to this answer: OpenClaw starts new threads when it changes.
     #[arg(long)]
     pub new_runtime_identity: bool,
+    /// With --listen ws:// or unix://: remove an account's Codex home (its login, its
+    /// sessions) once it is unused this many days, with no connection logged in as it and no
+    /// thread of it kept (swept at the start and every hour); 0 keeps every home.
+    #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_HOME_RETENTION_DAYS)]
+    pub home_retention_days: u64,
     /// With --listen ws:// or unix://: an environment variable the app-servers keep from the
     /// endpoint's (repeatable; e.g. HTTPS_PROXY, or a provider's `env_key`). They keep only
     /// PATH, HOME, the locale and a few more otherwise: never the endpoint's own secrets.
@@ -655,6 +663,7 @@ mod tests {
                 "--sandbox-ceiling",
                 "--workspace-root",
                 "--new-runtime-identity",
+                "--home-retention-days",
                 "--member-env",
                 "--member-hide",
                 "--otel-endpoint",
@@ -674,7 +683,7 @@ mod tests {
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
                 true, false, true, true, true, true, true, true, true, false, true, true, true,
-                true, true, true, true, true, true, true, true
+                true, true, true, true, true, true, true, true, true
             ]
         );
     }

@@ -187,6 +187,20 @@ impl Directory {
         missing.len()
     }
 
+    /// The accounts with a thread whose conversation is still there: in memory (a change the
+    /// store has not written yet too) and in the store (every thread kept).
+    pub fn identities_with_threads(&self) -> std::collections::HashSet<String> {
+        let mut identities: std::collections::HashSet<String> = lock(&self.threads)
+            .values()
+            .filter(|thread| !thread.gone)
+            .map(|thread| thread.identity.clone())
+            .collect();
+        if let Some(store) = &self.store {
+            identities.extend(store.identities_with_threads());
+        }
+        identities
+    }
+
     /// Threads in memory, by account.
     pub fn counts_by_identity(&self) -> HashMap<String, usize> {
         let mut counts = HashMap::new();

@@ -484,6 +484,17 @@ impl Store {
         .unwrap_or_default()
     }
 
+    /// The accounts that have a thread whose conversation is still there (not `gone`).
+    pub fn identities_with_threads(&self) -> std::collections::HashSet<String> {
+        self.read(|connection| {
+            let mut statement =
+                connection.prepare("SELECT DISTINCT identity FROM threads WHERE gone = 0")?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<std::collections::HashSet<_>>>()
+        })
+        .unwrap_or_default()
+    }
+
     /// Forget threads unused since `before` (unix seconds), at most `limit`: how many.
     pub fn prune_threads(&self, before: u64, limit: usize) -> usize {
         self.read(|connection| {

@@ -50,6 +50,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         store: None,
         max_threads_in_memory: 100_000,
         new_runtime_identity: false,
+        home_retention: None,
     }
 }
 

@@ -4,6 +4,7 @@
 //! must carry the key of the agent whose thread the request serves.
 
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt as _;
 use std::time::Duration;
 
 use clawbridge::{
@@ -88,6 +89,58 @@ pub(crate) async fn accounts_endpoint_scripted(
         home,
         _homes: homes,
     }
+}
+
+impl Accounts {
+    /// Every folder the endpoint's app-servers have a Codex home in (the native one, and the
+    /// accounts' homes under one folder).
+    pub(crate) fn home_prefixes(&self) -> Vec<std::path::PathBuf> {
+        vec![self.home.path.clone(), self._homes.path().to_path_buf()]
+    }
+}
+
+/// Live `codex app-server` processes whose `CODEX_HOME` is under one of `prefixes`, read from
+/// `/proc` (what the machine runs, whatever the endpoint believes). What Codex itself forks
+/// (a tool, a `git`, before or as it execs) carries its command line and environment for a
+/// moment: a process whose parent is one of them is not counted.
+pub(crate) fn codex_processes(prefixes: &[std::path::PathBuf]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (_, rest) = stat.rsplit_once(')')?;
+        rest.split_whitespace().nth(1)?.parse().ok()
+    };
+    let candidates: Vec<u32> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let app_server = cmdline
+                .split(|byte| *byte == 0)
+                .any(|word| word == b"app-server");
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // A zombie (`Z`) is no process any more: it waits to be reaped.
+            let zombie = state
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            if !app_server || zombie {
+                return false;
+            }
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ.split(|byte| *byte == 0).any(|entry| {
+                entry.strip_prefix(b"CODEX_HOME=").is_some_and(|home| {
+                    let home = std::path::Path::new(std::ffi::OsStr::from_bytes(home));
+                    prefixes.iter().any(|prefix| home.starts_with(prefix))
+                })
+            })
+        })
+        .collect();
+    candidates
+        .iter()
+        .copied()
+        .filter(|pid| parent_of(*pid).is_some_and(|parent| !candidates.contains(&parent)))
+        .collect()
 }
 
 /// One agent: its connection, its key, its thread.

@@ -228,7 +228,24 @@ async fn a_fault_soak_through_the_endpoint_keeps_every_turn_answered_and_every_k
             counts.kills.fetch_add(1, Ordering::SeqCst);
         }
     };
-    let (mut agents, ()) = tokio::join!(futures_util::future::join_all(runs), killer);
+    // The bound on app-servers holds at every moment, restarts after kills included: the
+    // machine's own list of Codex processes, every 20 ms.
+    let prefixes = accounts.home_prefixes();
+    let most_processes = AtomicUsize::new(0);
+    let sampler = async {
+        while Instant::now() < deadline {
+            let pids = crate::endpoint_accounts::codex_processes(&prefixes);
+            let live = pids.len();
+            most_processes.fetch_max(live, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (mut agents, (), ()) = tokio::join!(futures_util::future::join_all(runs), killer, sampler);
+    let most_processes = most_processes.load(Ordering::SeqCst);
+    assert!(
+        most_processes <= 3,
+        "{most_processes} Codex processes ran at once; --app-servers is 3"
+    );
     // No binding lost: each agent resumes its thread and its conversation goes on (the model
     // is sent the agent's first message again).
     for agent in agents.iter_mut() {
@@ -284,6 +301,7 @@ async fn a_fault_soak_through_the_endpoint_keeps_every_turn_answered_and_every_k
         "refusedThenRetried": counts.refused.load(Ordering::SeqCst),
         "reconnects": counts.reconnects.load(Ordering::SeqCst),
         "kills": counts.kills.load(Ordering::SeqCst),
+        "mostCodexProcesses": most_processes,
         "modelRequestsChecked": checked,
         "byAgent": by_agent,
     });

@@ -540,3 +540,91 @@ async fn a_soak_with_endpoint_restarts_loses_no_turn_owner_or_key() {
     assert_eq!(wrong, 0);
     running.end("-TERM").await;
 }
+
+/// Protection: account homes are not kept for ever. Under an endpoint with a store and a
+/// retention of 2 s: a home unused past it with no thread is removed (and so is one whose
+/// only thread's conversation is gone); one with a thread still kept, one used within the
+/// retention, a folder not named as an account and a link named as one (and what it points
+/// at) stay. `status` shows what was kept and removed; a crash's half-removed home is
+/// finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unused_account_homes_go_after_their_retention_and_homes_with_threads_stay() {
+    let dir = tempfile::tempdir().expect("dir");
+    let homes = dir.path().join("homes");
+    std::fs::create_dir_all(&homes).expect("homes");
+    let home = |name: &str| {
+        let path = homes.join(name);
+        std::fs::create_dir_all(path.join("sessions/2026/12/05")).expect("home");
+        std::fs::write(path.join("auth.json"), "{}").expect("auth");
+        path
+    };
+    let unused = home("apiKey-aaaaaaaaaaaaaaaa");
+    let threaded = home("apiKey-bbbbbbbbbbbbbbbb");
+    let gone = home("apiKey-cccccccccccccccc");
+    let other = home("notes");
+    let half = home(".removing-apiKey-eeeeeeeeeeeeeeee");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("outside");
+    std::fs::write(outside.join("keep.txt"), "mine").expect("file");
+    let link = homes.join("apiKey-ffffffffffffffff");
+    std::os::unix::fs::symlink(&outside, &link).expect("link");
+    let store =
+        std::sync::Arc::new(clawbridge::Store::open(&dir.path().join("state.db")).expect("store"));
+    let record = |id: &str, identity: &str, gone: bool| clawbridge::ThreadRecord {
+        id: id.to_string(),
+        identity: identity.to_string(),
+        member: "local-0".to_string(),
+        owner: "operator".to_string(),
+        session_key: None,
+        fingerprint: None,
+        rollout: None,
+        epoch: 1,
+        gone,
+        last_used: 1,
+    };
+    store
+        .put_thread_now(record("t-1", "apiKey-bbbbbbbbbbbbbbbb", false))
+        .expect("thread");
+    store
+        .put_thread_now(record("t-2", "apiKey-cccccccccccccccc", true))
+        .expect("thread");
+    // Past the retention for those; then a home used within it.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let recent = home("apiKey-dddddddddddddddd");
+    let mut fleet = crate::endpoint::fleet(crate::endpoint::no_codex());
+    fleet.homes = homes.clone();
+    let endpoint = clawbridge::Endpoint::start(
+        clawbridge::EndpointSettings {
+            fleet,
+            store: Some(store),
+            home_retention: Some(Duration::from_secs(2)),
+            ..crate::endpoint::settings(crate::endpoint::no_codex())
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    // (The sweep at the start may have come first: what this one removes is the rest.)
+    endpoint.sweep_homes().await;
+    assert!(!unused.exists() && !gone.exists() && !half.exists());
+    assert!(
+        threaded.join("auth.json").exists(),
+        "a home with a thread stays"
+    );
+    assert!(recent.join("auth.json").exists(), "a recent home stays");
+    assert!(
+        other.join("auth.json").exists(),
+        "not an account's: untouched"
+    );
+    assert!(
+        link.exists() && outside.join("keep.txt").exists(),
+        "a link is never followed"
+    );
+    let status = serde_json::to_value(endpoint.status()).expect("status");
+    // At the start and now: two removed in all (the first sweep may have run first).
+    assert_eq!(status["accountHomes"]["removed"], 2, "{status}");
+    assert_eq!(status["accountHomes"]["kept"], 2, "{status}");
+    assert_eq!(status["accountHomes"]["retentionDays"], 0, "{status}");
+    assert_eq!(status["appServers"]["held"], 0, "{status}");
+    endpoint.stop().await;
+}

@@ -26,6 +26,61 @@ use super::hub::CodexHub;
 use super::pool::{Lease, MemberStatus, Pool, PoolConfig, PoolError};
 use crate::support::sync::lock;
 
+/// Entries of the homes folder looked at per sweep at most.
+const MAX_HOME_ENTRIES: usize = 4 * MAX_IDENTITIES;
+/// A home being removed is renamed to this prefix first (a crash mid-removal leaves no half
+/// home under the account's name).
+const REMOVING: &str = ".removing-";
+
+/// What one sweep of the account homes did.
+#[derive(Clone, Debug, Default)]
+pub struct HomesSweep {
+    /// Homes kept (in use, recent, or holding threads).
+    pub kept: usize,
+    /// The accounts whose homes were removed.
+    pub removed: Vec<String>,
+}
+
+/// Whether `name` is an account key (`apiKey-1a2b…`): a kind, a dash, a hex fingerprint.
+fn is_account_key(name: &str) -> bool {
+    let Some((kind, hash)) = name.split_once('-') else {
+        return false;
+    };
+    (1..=32).contains(&kind.len())
+        && kind.bytes().all(|byte| byte.is_ascii_alphabetic())
+        && (8..=64).contains(&hash.len())
+        && hash.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
+/// The newest change under `home` (the folder and what it holds, four levels deep, at most
+/// 4096 entries: Codex writes its sessions, logs and caches there as it is used).
+fn newest_change(home: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = std::fs::symlink_metadata(home).ok()?.modified().ok()?;
+    let mut folders = vec![(home.to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((folder, depth)) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > 4096 {
+                return Some(newest);
+            }
+            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if let Ok(changed) = meta.modified() {
+                newest = newest.max(changed);
+            }
+            if meta.is_dir() && depth < 4 {
+                folders.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    Some(newest)
+}
+
 /// How often a request waiting for room looks again.
 const ROOM_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
@@ -244,7 +299,11 @@ impl Drop for Hold {
 }
 
 impl Fleet {
-    pub fn new(config: FleetConfig) -> Arc<Fleet> {
+    pub fn new(mut config: FleetConfig) -> Arc<Fleet> {
+        // One place per local app-server of every account together: held from before a
+        // process starts until it is reaped.
+        config.native.process_slots =
+            Some(Arc::new(tokio::sync::Semaphore::new(config.total_locals)));
         let native = PoolConfig {
             locals: config.native.locals.min(config.per_identity.max(1)),
             ..config.native.clone()
@@ -396,9 +455,26 @@ impl Fleet {
         let pool = self.pool(identity)?;
         let _starting = self.starting.lock().await;
         let total = self.config.total_locals;
-        let running = self.running_locals();
-        let mut may_start = running < total;
+        // Places free: what runs, starts, drains or is being stopped holds one.
+        let mut may_start = self.free_places() > 0;
         let has_running = !pool.live_hubs().is_empty();
+        if !may_start && !has_running && pool.has_locals() {
+            // Make room: a recycled app-server of any identity draining with nothing running
+            // first (it takes no new work anyway).
+            let drained = {
+                let pools: Vec<Arc<Pool>> = lock(&self.pools)
+                    .values()
+                    .map(|entry| Arc::clone(&entry.pool))
+                    .collect();
+                let _evicting = lock(&self.evicting);
+                pools.iter().find_map(|pool| pool.take_idle_draining())
+            };
+            if let Some((name, hub)) = drained {
+                tracing::info!("app-server {name}: a drained incarnation stopped, to make room");
+                hub.kill().await;
+                may_start = self.free_places() > 0;
+            }
+        }
         if !may_start && !has_running && pool.has_locals() {
             // Make room: an idle member of another identity, least recently used first.
             let others: Vec<Arc<Pool>> = {
@@ -429,7 +505,17 @@ impl Fleet {
                 });
             }
         }
-        let lease = pool.lease_within(affinity, cwd, may_start).await?;
+        let lease = match pool.lease_within(affinity, cwd, may_start).await {
+            Ok(lease) => lease,
+            // Taken meanwhile (a restart after a crash): wait for room as when full.
+            Err(PoolError::NoRoom { .. }) => {
+                return Err(FleetError::Full {
+                    total,
+                    waited: std::time::Duration::ZERO,
+                })
+            }
+            Err(error) => return Err(error.into()),
+        };
         // Still under `starting`: no eviction can come between the lease and its hold.
         let hold = {
             let _evicting = lock(&self.evicting);
@@ -450,13 +536,90 @@ impl Fleet {
         Some(Hold(Arc::clone(&lease.hub)))
     }
 
-    /// Local members running over every identity.
-    fn running_locals(&self) -> usize {
-        let pools: Vec<Arc<Pool>> = lock(&self.pools)
-            .values()
-            .map(|entry| Arc::clone(&entry.pool))
-            .collect();
-        pools.iter().map(|pool| pool.running_locals()).sum()
+    /// `--app-servers`: local app-servers of every account together.
+    pub fn total_locals(&self) -> usize {
+        self.config.total_locals
+    }
+
+    /// Places for local app-servers free now.
+    fn free_places(&self) -> usize {
+        self.config
+            .native
+            .process_slots
+            .as_ref()
+            .map_or(0, |slots| slots.available_permits())
+    }
+
+    /// Local app-servers holding a place now (running, starting, draining, being stopped).
+    pub fn places_held(&self) -> usize {
+        self.config.total_locals.saturating_sub(self.free_places())
+    }
+
+    /// The account homes under [`FleetConfig::homes`]: each one unused for `retention` is
+    /// removed, unless `keep` names its account (a connection logged in as it, a thread of it
+    /// whose conversation is still there) or its app-servers run or are being leased. Only a
+    /// real folder named as an account is touched (never a link, never anything else).
+    pub fn sweep_homes(
+        &self,
+        retention: std::time::Duration,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> HomesSweep {
+        let mut sweep = HomesSweep::default();
+        let Ok(entries) = std::fs::read_dir(&self.config.homes) else {
+            return sweep;
+        };
+        for entry in entries.take(MAX_HOME_ENTRIES).flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let path = entry.path();
+            let is_folder = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir());
+            // A removal a crash interrupted: finished now.
+            if name.starts_with(REMOVING) && is_folder {
+                let _ = std::fs::remove_dir_all(&path);
+                continue;
+            }
+            if !is_folder || !is_account_key(&name) {
+                continue;
+            }
+            let recent = newest_change(&path)
+                .and_then(|changed| changed.elapsed().ok())
+                .is_none_or(|idle| idle < retention);
+            if recent || keep(&name) {
+                sweep.kept += 1;
+                continue;
+            }
+            // Under the pools' lock: nobody leases the account meanwhile, and its pool (idle,
+            // held by nobody else) is forgotten with its home.
+            let moved = {
+                let mut pools = lock(&self.pools);
+                let in_use = pools.iter().any(|(identity, entry)| {
+                    identity.key() == name
+                        && (entry.pool.running_locals() > 0
+                            || Arc::strong_count(&entry.pool) > 1
+                            || entry.last_used.elapsed() < retention)
+                });
+                if in_use {
+                    None
+                } else {
+                    pools.retain(|identity, _| identity.key() != name);
+                    let aside = self.config.homes.join(format!("{REMOVING}{name}"));
+                    std::fs::rename(&path, &aside).ok().map(|()| aside)
+                }
+            };
+            match moved {
+                Some(aside) => {
+                    if let Err(error) = std::fs::remove_dir_all(&aside) {
+                        tracing::warn!("removing the account home {}: {error}", aside.display());
+                    }
+                    tracing::info!(
+                        "account home {name} removed: unused for {} days, no thread of it kept",
+                        retention.as_secs() / 86_400
+                    );
+                    sweep.removed.push(name);
+                }
+                None => sweep.kept += 1,
+            }
+        }
+        sweep
     }
 
     /// The running app-servers of one identity, by member name.

@@ -84,6 +84,9 @@ pub struct CodexHub {
     /// Client requests in flight to this app-server: at most [`MEMBER_IN_FLIGHT`], the waiting
     /// served round-robin across client connections (`support::fair`).
     fair: Arc<crate::support::fair::FairGate>,
+    /// Its place among the endpoint's app-servers (`PoolConfig::process_slots`), given back
+    /// once its process is reaped.
+    place: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     /// Codex's latest `account/rateLimits/updated` (its params), whoever else hears it.
     rate_limits: RateLimits,
 }
@@ -414,6 +417,7 @@ impl CodexHub {
             held: std::sync::atomic::AtomicUsize::new(0),
             retired: AtomicBool::new(false),
             fair: crate::support::fair::FairGate::new(MEMBER_IN_FLIGHT),
+            place: Mutex::new(None),
             rate_limits,
         })
     }
@@ -512,6 +516,11 @@ impl CodexHub {
     /// The peer (for `turn/interrupt` from the API).
     pub fn peer(&self) -> &Peer {
         &self.peer
+    }
+
+    /// Hold `place` until this app-server's process is reaped ([`CodexHub::kill`]).
+    pub fn hold_place(&self, place: tokio::sync::OwnedSemaphorePermit) {
+        *lock(&self.place) = Some(place);
     }
 
     /// The gate client requests pass to reach this app-server (one per member process).
@@ -667,6 +676,8 @@ impl CodexHub {
         if let Some(process) = self.process.lock().await.as_mut() {
             process.kill().await;
         }
+        // Reaped: its place goes back.
+        lock(&self.place).take();
         self.alive.store(false, Ordering::SeqCst);
         self.peer.close();
         let joined = async {

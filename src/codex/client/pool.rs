@@ -79,6 +79,11 @@ pub struct PoolConfig {
     pub jail: Option<crate::support::jail::Jail>,
     /// Without a jail, members start under this helper's reaper (`support::reaper`).
     pub reaper: Option<PathBuf>,
+    /// Shared by the pools of several accounts (the endpoint's fleet): a local app-server holds
+    /// one place from before its process starts until it is reaped, so the bound holds at every
+    /// moment, a restart after a crash, a recycled one draining and one being stopped counted.
+    /// A member that finds no place starts on its next run.
+    pub process_slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// What the pool tells its [`PoolConfig::on_restart`] hook: the member, why it went away, and
@@ -129,6 +134,7 @@ impl PoolConfig {
             environment: None,
             jail: None,
             reaper: None,
+            process_slots: None,
         }
     }
 }
@@ -217,6 +223,8 @@ pub enum PoolError {
     AllDead,
     #[error("the pool is shutting down")]
     ShuttingDown,
+    #[error("app-server {member}: every app-server place is taken (--app-servers)")]
+    NoRoom { member: String },
 }
 
 /// An app-server a run was given: the member, the incarnation, and the hub itself. The run
@@ -662,8 +670,10 @@ impl Pool {
                 return Ok(member.lease(Arc::clone(hub), slot.generation, counted));
             }
             // Gone before its watcher saw it: count the crash here (the watcher then finds
-            // the slot already cleared and does nothing).
-            if slot.hub.take().is_some() {
+            // the slot already cleared and does nothing); its process is reaped, giving back
+            // its place.
+            if let Some(old) = slot.hub.take() {
+                self.tasks.spawn(async move { old.kill().await });
                 let generation = slot.generation;
                 let why = slot.why_gone(generation);
                 if member.note_crash(&mut slot, &self.config, why).is_none() {
@@ -686,6 +696,21 @@ impl Pool {
         if self.cancel.is_cancelled() {
             return Err(PoolError::ShuttingDown);
         }
+        // A place for its process, held until it is reaped: none free, the member waits for
+        // its next run (not a crash).
+        let place = match (&self.config.process_slots, &member.kind) {
+            (Some(slots), MemberKind::Local) => match Arc::clone(slots).try_acquire_owned() {
+                Ok(place) => Some(place),
+                Err(_) => {
+                    let mut slot = lock(&member.slot);
+                    slot.state = MemberState::Idle;
+                    return Err(PoolError::NoRoom {
+                        member: member.name.clone(),
+                    });
+                }
+            },
+            _ => None,
+        };
         // Kept from the first attempt: a member tried again in the background starts there too.
         let cwd = lock(&member.slot)
             .cwd
@@ -703,6 +728,9 @@ impl Pool {
         };
         match connected {
             Ok((hub, carriers)) => {
+                if let Some(place) = place {
+                    hub.hold_place(place);
+                }
                 let (generation, was_down) = {
                     let mut slot = lock(&member.slot);
                     slot.generation += 1;
@@ -813,6 +841,8 @@ impl Pool {
                 () = hub.gone() => {}
                 () = pool.cancel.cancelled() => return,
             }
+            // Reaped (whatever is left of it), so its place is free for the restart.
+            hub.kill().await;
             drop(hub);
             let backoff = {
                 let mut slot = lock(&member.slot);
@@ -979,6 +1009,22 @@ impl Pool {
         })
     }
 
+    /// Take one recycled app-server that is draining with nothing held on it (no running turn,
+    /// no request waiting), or already gone, out of its member, for the caller to stop: it
+    /// gives back its place among the app-servers, and its threads resume on their member's
+    /// fresh app-server when next used. The caller serializes this with every hold it takes.
+    pub fn take_idle_draining(&self) -> Option<(String, Arc<CodexHub>)> {
+        self.members.iter().find_map(|member| {
+            let mut draining = lock(&member.draining);
+            let at = draining
+                .iter()
+                .position(|old| !old.is_alive() || old.is_idle())?;
+            let old = draining.remove(at);
+            old.retire();
+            Some((member.name.clone(), old))
+        })
+    }
+
     /// The app-server of `lease` failed a health check (no answer within a deadline, frames
     /// that are not JSON-RPC): it is ended, filed as a crash with `why`, and its member
     /// restarted (local) or reconnected (remote) after the backoff. New threads go elsewhere
@@ -1062,6 +1108,7 @@ mod tests {
             environment: None,
             jail: None,
             reaper: None,
+            process_slots: None,
         }
     }
 

@@ -259,6 +259,8 @@ pub struct CodexProcess {
     pub pid: Option<u32>,
     /// Started under the reaper: stopped with SIGTERM, which ends everything beneath it.
     reaped: bool,
+    /// Killed and reaped already: a second kill does nothing.
+    killed: bool,
 }
 
 /// How long a reaper has to end what its member started before it is killed itself.
@@ -358,6 +360,7 @@ impl CodexProcess {
                 drain,
                 pid,
                 reaped,
+                killed: false,
             },
             stdout,
             stdin,
@@ -397,6 +400,10 @@ impl CodexProcess {
     /// within [`REAPER_STOP_WAIT`]); the stderr drain reads what is left and ends (bounded
     /// wait).
     pub async fn kill(&mut self) {
+        if self.killed {
+            return;
+        }
+        self.killed = true;
         if self.reaped {
             self.terminate();
             if self.wait_exit(REAPER_STOP_WAIT).await.is_none() {

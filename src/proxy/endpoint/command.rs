@@ -342,6 +342,8 @@ pub(crate) async fn run_endpoint(
         store: Some(store),
         max_threads_in_memory: crate::service::directory::DEFAULT_CAPACITY,
         new_runtime_identity: args.new_runtime_identity,
+        home_retention: (args.home_retention_days > 0)
+            .then(|| std::time::Duration::from_secs(args.home_retention_days * 86_400)),
         policy: super::Policy {
             ceiling: args
                 .max_sandbox

@@ -172,6 +172,19 @@ pub struct EndpointSettings {
     pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
     /// Time to first token per model, from the capture (`/metrics`).
     pub first_tokens: Option<Arc<crate::traffic::capture::live::FirstTokens>>,
+    /// `--home-retention-days`: an account's Codex home unused this long, with no connection
+    /// logged in as it and no thread of it kept, is removed; `None` keeps every home.
+    pub home_retention: Option<Duration>,
+}
+
+/// How often the account homes are swept (and once at the start).
+const HOME_SWEEP_EVERY: Duration = Duration::from_secs(3600);
+
+/// The account homes in [`EndpointStatus`].
+#[derive(Clone, Debug, Default)]
+struct HomesSeen {
+    kept: usize,
+    removed: usize,
 }
 
 /// Why the endpoint could not start, or its status could not be read.
@@ -250,6 +263,10 @@ struct Shared {
     /// The accept loop, each feed's relay, the watchers of app-servers' threadless messages
     /// and the stops of recycled members; cancelled and joined on stop.
     tasks: Tasks,
+    home_retention: Option<Duration>,
+    /// What the last sweep of the account homes kept, and what all removed.
+    homes: Mutex<HomesSeen>,
+    sweeping: Mutex<()>,
 }
 
 /// The highest `connection-N` folder already in a transcript folder (0 when none): a restarted
@@ -375,6 +392,9 @@ impl Endpoint {
             cancel: CancellationToken::new(),
             tasks: Tasks::new(),
             rate_limits: Mutex::new(HashMap::new()),
+            home_retention: settings.home_retention,
+            homes: Mutex::new(HomesSeen::default()),
+            sweeping: Mutex::new(()),
         });
         let router = axum::Router::new()
             .route("/status", axum::routing::get(status))
@@ -391,6 +411,17 @@ impl Endpoint {
                     tokio::task::spawn_blocking(move || checked.directory.check_rollouts()).await;
                 if let Ok(gone @ 1..) = gone {
                     tracing::warn!("{gone} thread(s) whose rollout is gone from their Codex home");
+                }
+            });
+        }
+        // Account homes unused past their retention go, at the start and every hour.
+        if shared.home_retention.is_some() {
+            let sweeping = Arc::clone(&shared);
+            shared.tasks.spawn_cancellable(async move {
+                loop {
+                    let shared = Arc::clone(&sweeping);
+                    let _ = tokio::task::spawn_blocking(move || shared.sweep_homes()).await;
+                    tokio::time::sleep(HOME_SWEEP_EVERY).await;
                 }
             });
         }
@@ -415,6 +446,15 @@ impl Endpoint {
     /// Every member of every identity.
     pub fn members(&self) -> Vec<MemberStatus> {
         self.shared.fleet.members()
+    }
+
+    /// Sweep the account homes now (as the endpoint does every hour): the accounts whose
+    /// homes were removed.
+    pub async fn sweep_homes(&self) -> Vec<String> {
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || shared.sweep_homes())
+            .await
+            .unwrap_or_default()
     }
 
     /// Connections, their threads, the members.
@@ -738,6 +778,29 @@ impl Shared {
         });
     }
 
+    /// [`Fleet::sweep_homes`] with this endpoint's retention, keeping the accounts a
+    /// connection is logged in as and those with a thread still kept; the accounts removed.
+    fn sweep_homes(&self) -> Vec<String> {
+        let Some(retention) = self.home_retention else {
+            return Vec::new();
+        };
+        // One sweep at a time (the hourly one and one asked for).
+        let _one = lock(&self.sweeping);
+        let mut keep = self.directory.identities_with_threads();
+        keep.extend(
+            self.live_connections()
+                .iter()
+                .map(|connection| connection.status().identity),
+        );
+        let sweep = self
+            .fleet
+            .sweep_homes(retention, &|account| keep.contains(account));
+        let mut seen = lock(&self.homes);
+        seen.kept = sweep.kept;
+        seen.removed += sweep.removed.len();
+        sweep.removed
+    }
+
     fn status(&self) -> EndpointStatus {
         let connections: Vec<ConnectionStatus> = self
             .live_connections()
@@ -777,6 +840,18 @@ impl Shared {
                 .collect(),
             recovered_turns: self.stalls.recovered.load(Ordering::SeqCst),
             context_alarms: self.stalls.context_alarms.load(Ordering::SeqCst),
+            app_servers: status::PlacesStatus {
+                held: self.fleet.places_held(),
+                bound: self.fleet.total_locals(),
+            },
+            account_homes: {
+                let seen = lock(&self.homes);
+                status::HomesStatus {
+                    kept: seen.kept,
+                    removed: seen.removed,
+                    retention_days: self.home_retention.map(|age| age.as_secs() / 86_400),
+                }
+            },
             state: self.directory.store().map_or_else(
                 || "memory (not kept across restarts)".to_string(),
                 |store| store.path().display().to_string(),

@@ -31,6 +31,13 @@ pub struct EndpointStatus {
     pub recovered_turns: usize,
     /// Turns that compacted twice or more and still filled the model's context window.
     pub context_alarms: usize,
+    /// Local app-servers holding a place (running, starting, draining or being stopped), of
+    /// `--app-servers`: never more, at any moment.
+    #[serde(default)]
+    pub app_servers: PlacesStatus,
+    /// The accounts' Codex homes: kept at the last sweep, removed since the start.
+    #[serde(default)]
+    pub account_homes: HomesStatus,
     /// Where the fleet's state (thread owners, budgets, the pinned `initialize` answer) is
     /// kept across restarts.
     #[serde(default)]
@@ -42,6 +49,27 @@ pub struct EndpointStatus {
     /// The named clients and what each was granted past its own threads.
     #[serde(default)]
     pub clients: Vec<ClientStatus>,
+}
+
+/// Places for local app-servers in [`EndpointStatus`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacesStatus {
+    pub held: usize,
+    pub bound: usize,
+}
+
+/// The account homes in [`EndpointStatus`] (`--home-retention-days`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HomesStatus {
+    /// Homes kept at the last sweep (in use, used within the retention, or holding threads).
+    pub kept: usize,
+    /// Homes removed since the endpoint started.
+    pub removed: usize,
+    /// The retention in days; `None`: every home is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_days: Option<u64>,
 }
 
 /// The endpoint's policy in [`EndpointStatus`].
