@@ -54,6 +54,30 @@ pub(super) fn prometheus_text(
         "Threads the endpoint knows (followed or resumable)",
         status.known_threads,
     );
+    metrics.gauge(
+        "app_server_places_held",
+        "Local app-servers holding a place (running, starting, draining, being stopped)",
+        status.app_servers.held,
+    );
+    metrics.gauge(
+        "app_server_places",
+        "Local app-servers at most (--app-servers)",
+        status.app_servers.bound,
+    );
+    metrics.gauge(
+        "requests_waiting_for_a_member",
+        "Client requests waiting for a place among their member's requests in flight",
+        status
+            .members
+            .iter()
+            .map(|member| member.waiting_requests)
+            .sum(),
+    );
+    metrics.counter(
+        "account_homes_removed",
+        "Account Codex homes removed past --home-retention-days",
+        u64::try_from(status.account_homes.removed).unwrap_or(u64::MAX),
+    );
     metrics.counters(
         "turns",
         "Turns Codex ended, by status",
