@@ -942,3 +942,42 @@ async fn a_client_that_never_reads_is_closed_at_the_byte_bound() {
     endpoint.stop().await;
     fake.abort();
 }
+
+/// Protection: a thread id that cannot be Codex's (past 256 bytes, or with control
+/// characters) is refused before anything is kept for it, and a resume Codex refuses files
+/// nothing either: 200 resumes of 64 KiB ids leave the endpoint knowing no thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bogus_thread_ids_are_refused_and_leave_nothing_behind() {
+    let (endpoint, fake) = scripted_endpoint(|settings| settings).await;
+    let mut client = crate::endpoint::tcp_client(&endpoint).await;
+    client.initialize().await;
+    let long = "7".repeat(64 * 1024);
+    for _ in 0..200 {
+        let answer = client
+            .request("thread/resume", json!({"threadId": long}))
+            .await;
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("is not a thread id"), "{answer}");
+        client.seen.clear();
+    }
+    let answer = client
+        .request("turn/start", json!({"threadId": "t\u{1b}[2J", "input": []}))
+        .await;
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("no control characters")),
+        "{answer}"
+    );
+    let status = endpoint.status();
+    assert_eq!(status.known_threads, 0, "{status:#?}");
+    assert!(
+        status
+            .connections
+            .iter()
+            .all(|connection| connection.threads.is_empty()),
+        "{status:#?}"
+    );
+    endpoint.stop().await;
+    fake.abort();
+}

@@ -966,6 +966,19 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
             "{owner}'s model request went out with another credential"
         );
     }
+    // Usage counted once, from the model's own calls: OpenClaw resumed each thread at its
+    // second run (across the kill -9), and that resume added nothing. Each agent's model was
+    // called three times (the script: one answer to "say hello", a tool call and an answer to
+    // "which agents"), at 15 tokens a call as the stub reports them: 45 for each account.
+    let used: Vec<u64> = accounts
+        .iter()
+        .map(|account| account["tokensToday"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(
+        used,
+        [45, 45],
+        "each account's tokens today are its agent's three model calls, the resumes adding nothing: {status:#}"
+    );
     let conformance =
         std::fs::read_to_string(transcript.join("conformance.jsonl")).expect("conformance.jsonl");
     assert!(

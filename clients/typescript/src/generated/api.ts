@@ -659,6 +659,11 @@ state: MemberState
  */
 threadsOpened: number
 version?: (string | null)
+/**
+ * Client requests of the WebSocket endpoint waiting for a place among the member's
+ * requests in flight (at most `MEMBER_IN_FLIGHT`; served connection by connection).
+ */
+waitingRequests?: number
 }
 /**
  * This interface was referenced by `BridgeApiTypes`'s JSON-Schema
