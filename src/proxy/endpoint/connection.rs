@@ -150,21 +150,40 @@ impl Connection {
                     }
                 };
                 let Some(message) = message else { break };
-                // A send blocks while the client does not read; a close then gives it a
-                // second more at most (the close is not kept waiting behind a full socket).
-                let send = async {
-                    sender.send_text(&message).await.is_ok() && sender.flush().await.is_ok()
-                };
-                tokio::pin!(send);
-                let sent = tokio::select! {
-                    sent = &mut send => sent,
-                    () = writer_cancel.cancelled() => {
-                        let _ = tokio::time::timeout(CLOSE_DRAIN, &mut send).await;
-                        false
+                // A send blocks while the client does not read; a close gives it and what is
+                // queued behind it a second more at most (the close is not kept waiting
+                // behind a full socket, and nothing queued before it is dropped).
+                let outcome = {
+                    let send = async {
+                        sender.send_text(&message).await.is_ok() && sender.flush().await.is_ok()
+                    };
+                    tokio::pin!(send);
+                    tokio::select! {
+                        biased;
+                        sent = &mut send => if sent { Sent::Yes } else { Sent::Failed },
+                        () = writer_cancel.cancelled() => {
+                            match tokio::time::timeout(CLOSE_DRAIN, &mut send).await {
+                                Ok(true) => Sent::Closing,
+                                _ => Sent::Failed,
+                            }
+                        }
                     }
                 };
-                if !sent {
-                    break;
+                match outcome {
+                    Sent::Yes => {}
+                    Sent::Failed => break,
+                    Sent::Closing => {
+                        let drain = async {
+                            while let Some(message) = queue.try_recv() {
+                                if sender.send_text(&message).await.is_err() {
+                                    break;
+                                }
+                            }
+                            let _ = sender.flush().await;
+                        };
+                        let _ = tokio::time::timeout(CLOSE_DRAIN, drain).await;
+                        break;
+                    }
                 }
             }
             let _ = tokio::time::timeout(CLOSE_DRAIN, sender.close()).await;
@@ -1219,6 +1238,14 @@ fn spends_tokens(name: &str) -> bool {
 
 /// How long a closing connection still sends what was queued for its client.
 const CLOSE_DRAIN: Duration = Duration::from_secs(1);
+
+/// How one message to a client went.
+enum Sent {
+    Yes,
+    /// Sent, as the connection closes: what is queued goes next, within the drain.
+    Closing,
+    Failed,
+}
 
 /// The longest `threadId` taken (Codex's are UUIDs, 36 bytes).
 const MAX_THREAD_ID_BYTES: usize = 256;
