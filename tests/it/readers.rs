@@ -1,6 +1,6 @@
 //! Protection: the transcript readers (`transcript show`, `audit`, `export-otel`) hold one line
-//! at a time. A folder of 72 MiB (a long thread of small notifications, a command output of
-//! 32 MiB in one line, and a line of 8 MiB of numbers) is read by the real binary; its peak
+//! at a time. A folder of 40 MiB (a long thread of small notifications, a command output of
+//! 16 MiB in one line, and a line of 8 MiB of numbers) is read by the real binary; its peak
 //! memory, less the same command's on a one-line folder measured in the same run, stays within
 //! three times its largest file (read whole, as values, it took seven times this folder's
 //! bytes, and twenty-five times a folder of small lines only).
@@ -17,7 +17,7 @@ fn line(out: &mut impl Write, value: &serde_json::Value) {
 }
 
 /// The big folder: `connection.jsonl`; `t-1.jsonl`, turns of streamed deltas (what most of a
-/// real transcript is) up to `small_bytes`; `t-2.jsonl`, one command's output of 32 MiB as one
+/// real transcript is) up to `small_bytes`; `t-2.jsonl`, one command's output of 16 MiB as one
 /// line, then a line of 8 MiB of `1,`.
 fn big_folder(dir: &Path, small_bytes: u64) {
     std::fs::create_dir_all(dir).expect("dir");
@@ -75,7 +75,7 @@ fn big_folder(dir: &Path, small_bytes: u64) {
         &mut out,
         &json!({"direction": "out", "message": {"method": "item/completed", "params": {"threadId": "t-2", "turnId": "u-1", "item": {
             "type": "commandExecution", "id": "c-1", "command": "yes", "status": "completed", "exitCode": 0,
-            "aggregatedOutput": "yes ".repeat(8 * 1024 * 1024)}}}}),
+            "aggregatedOutput": "yes ".repeat(4 * 1024 * 1024)}}}}),
     );
     out.write_all(br#"{"direction":"out","message":["#)
         .expect("write");
@@ -162,7 +162,7 @@ fn sink() -> String {
 fn transcript_readers_hold_a_line_at_a_time() {
     let dir = tempfile::tempdir().expect("dir");
     let big = dir.path().join("big");
-    big_folder(&big, 32 * 1024 * 1024);
+    big_folder(&big, 16 * 1024 * 1024);
     let (size, largest) = folder_bytes(&big);
     let small = dir.path().join("small");
     std::fs::create_dir_all(&small).expect("small");
