@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     let cli = match front::parse() {
         front::Parsed::Cli(cli) => cli,
         front::Parsed::Passthrough(args) => {
-            init_logging(0, cli::Color::Auto);
+            init_logging(0, cli::Color::Auto, cli::LogFormat::Text);
             return match clawbridge::passthrough(&args) {
                 Ok(never) => match never {},
                 Err(error) => {
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         }
         front::Parsed::Exit(code) => return code,
     };
-    init_logging(cli.verbose, cli.color);
+    init_logging(cli.verbose, cli.color, cli.log_format);
     let name = match cli.command {
         Command::AppServer(_) | Command::AppServerReport(_) | Command::AppServerStatus(_) => {
             "clawbridge app-server"

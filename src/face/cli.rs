@@ -58,8 +58,22 @@ pub struct Program<C: Subcommand> {
     /// always, never.
     #[arg(long, value_enum, global = true, value_name = "WHEN", default_value_t = Color::Auto)]
     pub color: Color,
+    /// Logs on stderr as text (each line with its time, RFC 3339 UTC) or as JSON lines (for a
+    /// log collector).
+    #[arg(long, value_enum, global = true, value_name = "FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: C,
+}
+
+/// How logs on stderr are written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// `2026-12-05T21:54:47.658176Z  WARN message`.
+    #[default]
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `fields` (the message and its values).
+    Json,
 }
 
 /// When logs on stderr are coloured.

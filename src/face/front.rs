@@ -161,11 +161,12 @@ fn peak_resident_kib() -> Option<u64> {
         .ok()
 }
 
-/// Logging on stderr: `-v`/`-vv` (or `CLAWBRIDGE_LOG`) for the level; colour only when
+/// Logging on stderr: each line with its time (RFC 3339, UTC), as text or JSON lines
+/// (`--log-format`); `-v`/`-vv` (or `CLAWBRIDGE_LOG`) for the level; colour only when
 /// `color` says so (by default: stderr is a terminal and `NO_COLOR` is unset), so a log
 /// redirected to a file holds no escape codes; repeated lines counted, not repeated
 /// ([`super::log`]).
-pub fn init_logging(verbose: u8, color: super::cli::Color) {
+pub fn init_logging(verbose: u8, color: super::cli::Color, format: super::cli::LogFormat) {
     use std::io::IsTerminal as _;
     let default = ["warn", "info", "debug"][usize::from(verbose.min(2))];
     let filter = tracing_subscriber::EnvFilter::try_from_env("CLAWBRIDGE_LOG")
@@ -174,13 +175,14 @@ pub fn init_logging(verbose: u8, color: super::cli::Color) {
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
     );
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| super::log::Stderr)
-        .with_ansi(ansi)
-        .with_target(false)
-        .without_time()
-        .init();
+        .with_target(false);
+    match format {
+        super::cli::LogFormat::Text => logs.with_ansi(ansi).init(),
+        super::cli::LogFormat::Json => logs.json().with_ansi(false).init(),
+    }
 }
 
 /// Under the npm launcher (`CLAWBRIDGE_PARENT_PID` names it): end with it. The kernel sends

@@ -42,7 +42,12 @@ impl Repeats {
         if line.len() > MAX_LINE {
             return line.to_vec();
         }
-        if let Some(at) = self.seen.iter().position(|seen| seen.line == line) {
+        let wanted = without_time(line);
+        if let Some(at) = self
+            .seen
+            .iter()
+            .position(|seen| without_time(&seen.line) == wanted)
+        {
             let seen = &mut self.seen[at];
             if now.saturating_duration_since(seen.shown_at) < WINDOW {
                 seen.folded += 1;
@@ -50,6 +55,7 @@ impl Repeats {
             }
             let folded = std::mem::take(&mut seen.folded);
             seen.shown_at = now;
+            seen.line = line.to_vec();
             return if folded == 0 {
                 line.to_vec()
             } else {
@@ -102,6 +108,36 @@ fn times(count: u64) -> String {
         "once".to_string()
     } else {
         format!("{count} times")
+    }
+}
+
+/// `line` without its timestamp (RFC 3339, UTC: the text format's first word, colour codes
+/// around it or not; the JSON format's first field): two lines that differ only in their
+/// time are the same line.
+fn without_time(line: &[u8]) -> &[u8] {
+    const JSON: &[u8] = b"{\"timestamp\":\"";
+    if let Some(rest) = line.strip_prefix(JSON) {
+        return match rest.windows(2).position(|pair| pair == b"\",") {
+            Some(end) => &rest[end + 2..],
+            None => line,
+        };
+    }
+    let head = &line[..line.len().min(64)];
+    let digit = |at: usize| head.get(at).is_some_and(u8::is_ascii_digit);
+    let start = (0..head.len()).find(|&at| {
+        (0..4).all(|offset| digit(at + offset))
+            && head.get(at + 4) == Some(&b'-')
+            && head.get(at + 10) == Some(&b'T')
+    });
+    let end = start.and_then(|start| {
+        head[start..]
+            .iter()
+            .position(|byte| *byte == b'Z')
+            .map(|z| start + z + 1)
+    });
+    match end {
+        Some(end) => &line[end..],
+        None => line,
     }
 }
 
@@ -193,6 +229,26 @@ mod tests {
 
     /// The memory is bounded: past [`REMEMBERED`] lines the oldest is forgotten, its count
     /// said first; long lines are never remembered.
+    #[test]
+    fn lines_that_differ_in_their_time_only_are_repeats() {
+        let mut repeats = Repeats::default();
+        let now = Instant::now();
+        let first = b"2026-12-05T21:54:47.658176Z  WARN upstream down\n";
+        let second = b"2026-12-05T21:54:48.000001Z  WARN upstream down\n";
+        let coloured = b"\x1b[2m2026-12-05T21:54:49.1Z\x1b[0m  WARN upstream down\n";
+        assert_eq!(repeats.admit(first, now), first.to_vec());
+        assert!(repeats.admit(second, now).is_empty());
+        let other = b"2026-12-05T21:54:49.000001Z  WARN upstream up\n";
+        assert_eq!(repeats.admit(other, now), other.to_vec());
+        let json_a =
+            br#"{"timestamp":"2026-12-05T21:54:47.1Z","level":"WARN","fields":{"message":"x"}}"#;
+        let json_b =
+            br#"{"timestamp":"2026-12-05T21:55:47.1Z","level":"WARN","fields":{"message":"x"}}"#;
+        assert_eq!(repeats.admit(json_a, now), json_a.to_vec());
+        assert!(repeats.admit(json_b, now).is_empty());
+        assert_eq!(without_time(coloured), b"\x1b[0m  WARN upstream down\n");
+    }
+
     #[test]
     fn the_memory_is_bounded() {
         let mut repeats = Repeats::default();

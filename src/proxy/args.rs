@@ -350,7 +350,24 @@ pub fn normalise(args: &[OsString]) -> Normalised {
             Some((name, _)) if name.starts_with("--") => (name, true),
             _ => (text, false),
         };
-        match own.iter().find(|(flag, _)| flag == name) {
+        // clawbridge's global flags (`-v`, `-vv`, `--verbose`, `--color WHEN`) are its own
+        // wherever they stand: Codex's app-server has none of them, and refused `-v`.
+        let global = match name {
+            "--verbose" => Some(false),
+            "--color" => Some(true),
+            short
+                if short.len() > 1
+                    && short.starts_with('-')
+                    && short[1..].bytes().all(|b| b == b'v') =>
+            {
+                Some(false)
+            }
+            _ => None,
+        };
+        let own_flag = global
+            .map(|takes_value| (name.to_string(), takes_value))
+            .or_else(|| own.iter().find(|(flag, _)| flag == name).cloned());
+        match own_flag.as_ref() {
             Some((_, takes_value)) => {
                 mine.push(arg.clone());
                 if *takes_value && !attached {
@@ -631,6 +648,38 @@ mod tests {
         assert_eq!(
             normalise(&os(&["-c", "app-server", "login"])),
             Normalised::Passthrough(os(&["-c", "app-server", "login"]))
+        );
+    }
+
+    #[test]
+    fn the_global_flags_are_clawbridge_s_anywhere() {
+        assert_eq!(
+            normalise(&os(&[
+                "app-server",
+                "-vv",
+                "--listen",
+                "stdio://",
+                "--color",
+                "never"
+            ])),
+            Normalised::Clap(os(&[
+                "app-server",
+                "-vv",
+                "--listen=stdio://",
+                "--color=never",
+                "--"
+            ]))
+        );
+        assert_eq!(
+            normalise(&os(&["-c", "x=1", "app-server", "--verbose"])),
+            Normalised::Clap(os(&[
+                "app-server",
+                "--verbose",
+                "--",
+                "-c",
+                "x=1",
+                "app-server"
+            ]))
         );
     }
 

@@ -424,11 +424,26 @@ impl Observer {
             Verdict::UnknownMethod => {
                 row.unknown += 1;
                 if row.unknown == 1 {
-                    tracing::warn!(
-                        "conformance: {} `{method}` is not in Codex {}'s schema (forwarded, recorded as unknown)",
-                        flow.as_str(),
-                        version.unwrap_or("?")
+                    // A client's is the operator's to look at (a client ahead of the pinned
+                    // Codex); what Codex itself sends beyond its own schema (its experimental
+                    // notifications) no operator can act on: recorded, told at debug level.
+                    let from_codex = matches!(
+                        flow,
+                        Flow::Response | Flow::Notification | Flow::ServerRequest
                     );
+                    if from_codex {
+                        tracing::debug!(
+                            "conformance: {} `{method}` is not in Codex {}'s schema (forwarded, recorded as unknown)",
+                            flow.as_str(),
+                            version.unwrap_or("?")
+                        );
+                    } else {
+                        tracing::warn!(
+                            "conformance: {} `{method}` is not in Codex {}'s schema (forwarded, recorded as unknown)",
+                            flow.as_str(),
+                            version.unwrap_or("?")
+                        );
+                    }
                 }
             }
             Verdict::Problems(problems) => {

@@ -1037,3 +1037,47 @@ fn a_cached_tool_is_reused_only_with_its_pinned_integrity() {
         "an unpinned version goes by version"
     );
 }
+
+/// Operator logs: each line on stderr carries its time (RFC 3339, UTC); `--log-format json`
+/// writes JSON lines a collector reads; `-v` is taken after the subcommand as before it. (A
+/// transcript line that is not JSON is what warns here.)
+#[test]
+fn logs_carry_their_time_and_come_as_json_on_request() {
+    let dir = tempfile::tempdir().expect("dir");
+    let line = serde_json::json!({"direction": "in", "message": {"id": 1, "method": "turn/start", "params": {"threadId": "t-1", "input": [{"type": "text", "text": "hi"}]}}});
+    std::fs::write(dir.path().join("t-1.jsonl"), format!("{line}\nnot json\n")).expect("file");
+    let folder = dir.path().to_str().expect("utf-8");
+    let is_time = |word: &str| {
+        word.len() >= 20
+            && word.ends_with('Z')
+            && word.as_bytes()[4] == b'-'
+            && word.as_bytes()[10] == b'T'
+            && word[..4].bytes().all(|byte| byte.is_ascii_digit())
+    };
+    let (code, _, stderr) = crate::util::run_cli(&["transcript", "show", folder, "-v"]);
+    assert_eq!(code, 0, "{stderr}");
+    let warned = stderr
+        .lines()
+        .find(|line| line.contains("passed over"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let first = warned.split_whitespace().next().unwrap_or_default();
+    assert!(is_time(first), "a time first: {warned}");
+    assert!(warned.contains("WARN"), "{warned}");
+    let (code, _, stderr) =
+        crate::util::run_cli(&["--log-format", "json", "transcript", "show", folder]);
+    assert_eq!(code, 0, "{stderr}");
+    let record: serde_json::Value = stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .find(|record: &serde_json::Value| {
+            record["fields"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("passed over"))
+        })
+        .unwrap_or_else(|| panic!("a JSON line: {stderr}"));
+    assert_eq!(record["level"], "WARN", "{record}");
+    assert!(
+        record["timestamp"].as_str().is_some_and(is_time),
+        "{record}"
+    );
+}
