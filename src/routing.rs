@@ -304,7 +304,7 @@ fn codex_surface(
             } else {
                 Err((
                     Surface::Omitted,
-                    "content never sent on Codex; pointer on heartbeat turns only",
+                    "not sent on Codex; pointer on heartbeat turns",
                 ))
             }
         }

@@ -318,21 +318,67 @@ impl CaptureReport {
             summary.push_str(&format!("- {name}\n"));
         }
         summary.push_str("Layers of the first request:\n");
-        // Labels whole, in a column as wide as the longest (a label cut mid-word says nothing).
+        // Labels in a column as wide as the longest, within a 100-column terminal: a longer
+        // label keeps its name and as many of its listed items as fit (`+N more`), never cut
+        // mid-word (layers.md has them whole).
         let width = self
             .layers
             .iter()
             .map(|layer| layer.label.chars().count())
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .min(LABEL_COLUMNS);
         for layer in &self.layers {
             summary.push_str(&format!(
                 "  {:<width$} {:<22} {:>7} chars\n",
-                layer.label, layer.position, layer.chars
+                fit_label(&layer.label, width),
+                layer.position,
+                layer.chars
             ));
         }
         summary
     }
+}
+
+/// The widest label column of `capture`'s table: with its margin, position and size columns,
+/// a row fits 100 columns.
+const LABEL_COLUMNS: usize = 100 - 2 - 1 - 22 - 1 - 7 - 6;
+
+/// `label` within `width` characters: whole when it fits; a `Name (a, b, c)` label keeps its
+/// name and the items that fit, then `+N more`; any other is cut at a word, with `...`.
+fn fit_label(label: &str, width: usize) -> String {
+    if label.chars().count() <= width {
+        return label.to_string();
+    }
+    if let Some((name, list)) = label
+        .strip_suffix(')')
+        .and_then(|inner| inner.split_once(" ("))
+    {
+        let items: Vec<&str> = list.split(", ").collect();
+        for kept in (0..items.len()).rev() {
+            let more = items.len() - kept;
+            let shown = if kept == 0 {
+                format!("{name} ({more} items)")
+            } else {
+                format!("{name} ({}, +{more} more)", items[..kept].join(", "))
+            };
+            if shown.chars().count() <= width {
+                return shown;
+            }
+        }
+    }
+    let mut cut = String::new();
+    for word in label.split(' ') {
+        if cut.chars().count() + word.chars().count() + 4 > width {
+            break;
+        }
+        if !cut.is_empty() {
+            cut.push(' ');
+        }
+        cut.push_str(word);
+    }
+    cut.push_str(" ...");
+    cut
 }
 
 /// The redaction policy of a capture: machine paths and ids become placeholders.
@@ -449,5 +495,52 @@ pub fn turn_limits(idle_secs: u64, turn_secs: u64) -> TurnLimits {
         idle: Duration::from_secs(idle_secs.max(1)),
         hard: Duration::from_secs(turn_secs.max(1)),
         ..TurnLimits::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layer_table_fits_100_columns() {
+        let tools = "Tools (exec, wait, exec_command, write_stdin, request_user_input, apply_patch, view_image, get_goal, create_goal, update_goal, message, agents_list, sessions_spawn, sessions_yield, tool_search, web_search)";
+        let fitted = fit_label(tools, LABEL_COLUMNS);
+        assert!(fitted.chars().count() <= LABEL_COLUMNS, "{fitted}");
+        assert!(
+            fitted.starts_with("Tools (exec, wait, ") && fitted.ends_with(" more)"),
+            "{fitted}"
+        );
+        let more: usize = fitted
+            .rsplit_once('+')
+            .and_then(|(_, rest)| rest.split(' ').next())
+            .and_then(|count| count.parse().ok())
+            .expect("a count");
+        let shown = fitted.matches(", ").count();
+        assert_eq!(shown + more, 16, "{fitted}");
+        assert_eq!(
+            fit_label("Codex permissions", LABEL_COLUMNS),
+            "Codex permissions"
+        );
+        let long = "word ".repeat(40);
+        let cut = fit_label(long.trim(), 30);
+        assert!(cut.chars().count() <= 30 && cut.ends_with(" ..."), "{cut}");
+        let report = CaptureReport {
+            out: PathBuf::from("/tmp/x"),
+            written: vec![],
+            requests: 1,
+            layers: vec![crate::traffic::capture::Layer {
+                label: tools.to_string(),
+                position: "tools".to_string(),
+                role: String::new(),
+                chars: 25_679,
+                text: String::new(),
+            }],
+        };
+        let text = report.render_text();
+        assert!(
+            text.lines().all(|line| line.chars().count() <= 100),
+            "{text}"
+        );
     }
 }
