@@ -459,6 +459,9 @@ pub struct StatusArgs {
     /// Where the endpoint's generated token lives (default: the platform state dir).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Print the endpoint's whole answer as JSON (for machines) instead of the tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What Codex gets from arguments given after `clawbridge app-server`'s own flags: as they are

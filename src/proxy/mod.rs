@@ -270,10 +270,12 @@ pub async fn app_server_status(args: &StatusArgs, console: &Console) -> Result<i
     let token =
         crate::service::token::read_existing(&path).map_err(endpoint::command::token_error)?;
     let status = endpoint::fetch_status(&listen, &token).await?;
-    print_out(
-        console,
-        &format!("{}\n", crate::support::json::to_pretty(&status)),
-    )?;
+    let shown = if args.json {
+        format!("{}\n", crate::support::json::to_pretty(&status))
+    } else {
+        endpoint::render_status_text(&status)
+    };
+    print_out(console, &shown)?;
     Ok(0)
 }
 

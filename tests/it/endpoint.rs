@@ -1062,6 +1062,16 @@ fn app_server_status_reads_a_running_endpoint_and_bad_listens_exit_2() {
     let (code, stdout, stderr) = crate::util::run_cli(&[
         "app-server",
         "status",
+        "--json",
+        "--listen",
+        &url,
+        "--token-file",
+        &token_arg,
+    ]);
+    // For a person: tables within 100 columns.
+    let (table_code, table, table_stderr) = crate::util::run_cli(&[
+        "app-server",
+        "status",
         "--listen",
         &url,
         "--token-file",
@@ -1073,6 +1083,21 @@ fn app_server_status_reads_a_running_endpoint_and_bad_listens_exit_2() {
     let status: Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(status["listen"], url);
     assert_eq!(status["connections"], json!([]));
+    assert_eq!(table_code, 0, "{table_stderr}");
+    for heading in [
+        "endpoint   ",
+        "ACCOUNT",
+        "CONN",
+        "APP-SERVER",
+        "(no connection)",
+        "native",
+    ] {
+        assert!(table.contains(heading), "{heading}: {table}");
+    }
+    assert!(
+        table.lines().all(|line| line.chars().count() <= 100),
+        "{table}"
+    );
     for listen in ["ws://nonsense", "tcp://127.0.0.1:1", "ws://0.0.0.0:0"] {
         let (code, _, stderr) =
             crate::util::run_cli(&["app-server", "--listen", listen, "--token-file", &token_arg]);

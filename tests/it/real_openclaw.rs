@@ -782,6 +782,7 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         .args([
             "app-server",
             "status",
+            "--json",
             "--listen",
             &endpoint.url,
             "--token-file",

@@ -232,3 +232,168 @@ pub(super) async fn http_exchange(
         .await?;
     Ok(answer)
 }
+
+/// `app-server status` for a person: the endpoint, its places and homes, then a table each of
+/// accounts, connections (with their threads) and app-servers, and the stalls; every row
+/// within 100 columns. Read from the JSON the endpoint answered (any field it lacks shows as
+/// empty: an older endpoint reads too). Names are escaped (`support::text::printable`): a
+/// client's name is the client's.
+pub fn render_status_text(status: &Value) -> String {
+    use std::fmt::Write as _;
+    let text = |value: &Value| -> String {
+        let raw = match value {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        crate::support::text::printable(&raw).into_owned()
+    };
+    let cut = |value: String, width: usize| -> String {
+        if value.chars().count() <= width {
+            value
+        } else {
+            let kept: String = value.chars().take(width.saturating_sub(1)).collect();
+            format!("{kept}~")
+        }
+    };
+    let count = |value: &Value| value.as_u64().unwrap_or(0);
+    let list = |value: &Value| value.as_array().cloned().unwrap_or_default();
+    let mut out = String::new();
+    let _ = writeln!(out, "endpoint   {}", text(&status["listen"]));
+    let _ = writeln!(out, "state      {}", text(&status["state"]));
+    let _ = writeln!(
+        out,
+        "places     {} of {} app-servers held",
+        count(&status["appServers"]["held"]),
+        count(&status["appServers"]["bound"])
+    );
+    let homes = &status["accountHomes"];
+    let retention = match homes["retentionDays"].as_u64() {
+        Some(days) => format!("removed after {days} days unused"),
+        None => "kept for ever".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "homes      {} kept, {} removed ({retention})",
+        count(&homes["kept"]),
+        count(&homes["removed"])
+    );
+    let policy = &status["policy"];
+    let roots: Vec<String> = list(&policy["workspaceRoots"]).iter().map(text).collect();
+    let _ = writeln!(
+        out,
+        "policy     ceiling {}; roots {}",
+        text(&policy["maxSandbox"]),
+        if roots.is_empty() {
+            "none".to_string()
+        } else {
+            roots.join(", ")
+        }
+    );
+    let _ = writeln!(out, "isolation  {}", cut(text(&policy["isolation"]), 89));
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<34} {:>5} {:>7} {:>12}  APP-SERVERS",
+        "ACCOUNT", "CONNS", "THREADS", "TOKENS TODAY"
+    );
+    for identity in list(&status["identities"]) {
+        let _ = writeln!(
+            out,
+            "{:<34} {:>5} {:>7} {:>12}  {}",
+            cut(text(&identity["identity"]), 34),
+            count(&identity["connections"]),
+            count(&identity["threads"]),
+            count(&identity["tokensToday"]),
+            list(&identity["members"]).len()
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<5} {:<22} {:<14} {:<26} {:>7} {:>6}",
+        "CONN", "CLIENT", "CALLER", "ACCOUNT", "THREADS", "FLIGHT"
+    );
+    let connections = list(&status["connections"]);
+    for connection in &connections {
+        let threads = list(&connection["threads"]);
+        let _ = writeln!(
+            out,
+            "{:<5} {:<22} {:<14} {:<26} {:>7} {:>6}",
+            count(&connection["number"]),
+            cut(text(&connection["client"]), 22),
+            cut(text(&connection["caller"]), 14),
+            cut(text(&connection["identity"]), 26),
+            threads.len(),
+            count(&connection["requestsInFlight"])
+        );
+        for thread in threads {
+            let turn = match text(&thread["turn"]) {
+                turn if turn.is_empty() => "idle".to_string(),
+                turn => format!("turn {turn}"),
+            };
+            let stall = match text(&thread["stall"]["kind"]) {
+                kind if kind.is_empty() => String::new(),
+                kind => format!(", stalled: {kind}"),
+            };
+            let alarm = if thread["contextAlarm"] == true {
+                ", context full after compacting"
+            } else {
+                ""
+            };
+            let line = format!(
+                "      thread {} on {}: {turn}{stall}{alarm}",
+                text(&thread["id"]),
+                text(&thread["member"])
+            );
+            let _ = writeln!(out, "{}", cut(line, 100));
+        }
+    }
+    if connections.is_empty() {
+        let _ = writeln!(out, "(no connection)");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<36} {:<10} {:>8} {:>7} {:>8} {:>7}",
+        "APP-SERVER", "STATE", "PID", "THREADS", "RESTARTS", "WAITING"
+    );
+    for member in list(&status["members"]) {
+        let _ = writeln!(
+            out,
+            "{:<36} {:<10} {:>8} {:>7} {:>8} {:>7}",
+            cut(text(&member["name"]), 36),
+            cut(text(&member["state"]), 10),
+            text(&member["pid"]),
+            count(&member["threadsOpened"]),
+            count(&member["restarts"]),
+            count(&member["waitingRequests"])
+        );
+        if let Some(error) = member["error"].as_str() {
+            let _ = writeln!(
+                out,
+                "{}",
+                cut(format!("      {}", text(&Value::from(error))), 100)
+            );
+        }
+    }
+    let stalls: Vec<String> = status["stalls"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(kind, seen)| format!("{kind} {}", count(seen)))
+        .collect();
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "stalls     {}; recovered turns {}; context alarms {}",
+        if stalls.is_empty() {
+            "none".to_string()
+        } else {
+            stalls.join(", ")
+        },
+        count(&status["recoveredTurns"]),
+        count(&status["contextAlarms"])
+    );
+    out
+}
