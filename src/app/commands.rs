@@ -276,6 +276,44 @@ pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
         })
 }
 
+/// What `clawbridge account` says of an API key: the account the endpoint files its logins
+/// under, and that account's Codex home under the state dir.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountOfKey {
+    /// `apiKey-1a2b3c4d5e6f7a8b`: what `app-server status`, the homes and the logs name.
+    pub account: String,
+    pub home: PathBuf,
+    /// Whether the endpoint made that home already (the key logged in before).
+    pub home_exists: bool,
+}
+
+/// `clawbridge account`: the account an OpenAI API key maps to (never printed, never kept),
+/// the same fingerprint the endpoint takes for an `apiKey` login.
+pub fn account_of_key(key: &str, state: &Path) -> Result<AccountOfKey> {
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(Error::InvalidArgument {
+            flag: "key".to_string(),
+            message: "no key was given (empty)".to_string(),
+        });
+    }
+    let login = serde_json::json!({"type": "apiKey", "apiKey": key});
+    let identity =
+        crate::Identity::from_login(&login).map_err(|refusal| Error::InvalidArgument {
+            flag: "key".to_string(),
+            message: refusal.to_string(),
+        })?;
+    let account = identity.key();
+    let home = state.join("app-server-homes").join(&account);
+    let home_exists = std::fs::symlink_metadata(&home).is_ok_and(|meta| meta.is_dir());
+    Ok(AccountOfKey {
+        account,
+        home,
+        home_exists,
+    })
+}
+
 /// `clawbridge cache-report`: the requests under `paths` compared thread by thread; with
 /// `html`, the page written there too (atomically).
 pub fn cache_report(

@@ -236,6 +236,54 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             })
         }
         Command::Completions { shell } => print_stdout(&cli::completions(shell)),
+        Command::Account {
+            api_key_env,
+            api_key_stdin,
+            state_dir,
+            json,
+        } => {
+            let key = match (api_key_env, api_key_stdin) {
+                (Some(name), _) => std::env::var(&name)
+                    .with_context(|| format!("--api-key-env {name}: not set"))
+                    .map_err(|error| Failure(error, 2))?,
+                (None, true) => {
+                    let mut line = String::new();
+                    std::io::stdin()
+                        .read_line(&mut line)
+                        .context("reading the key from stdin")
+                        .map_err(|error| Failure(error, 2))?;
+                    line
+                }
+                (None, false) => {
+                    return Err(Failure(
+                        anyhow::anyhow!(
+                            "give the key with --api-key-env VAR or --api-key-stdin (never on the command line)"
+                        ),
+                        2,
+                    ))
+                }
+            };
+            let state = clawbridge::commands::state_dir(state_dir)
+                .context("the state dir")
+                .map_err(|error| Failure(error, 2))?;
+            let found = clawbridge::commands::account_of_key(&key, &state)
+                .context("the key")
+                .map_err(|error| Failure(error, 2))?;
+            if json {
+                print_json(&found)
+            } else {
+                print_stdout(&format!(
+                    "{}\nhome {} ({})\n",
+                    found.account,
+                    found.home.display(),
+                    if found.home_exists {
+                        "it logged in before"
+                    } else {
+                        "not made yet: it has not logged in"
+                    }
+                ))
+            }
+        }
         Command::Path => {
             let path = clawbridge::commands::native_executable()
                 .context("finding the native clawbridge executable")

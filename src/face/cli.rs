@@ -324,9 +324,28 @@ pub enum Command {
     #[command(name = "app-server-report", hide = true)]
     AppServerReport(crate::ReportArgs),
     /// A running `app-server --listen` endpoint's connections, threads, members, accounts and
-    /// stalls, as JSON (read with the operator's token).
+    /// stalls, as tables (`--json`: its whole answer), read with the operator's token.
     #[command(name = "app-server-status", hide = true)]
     AppServerStatus(crate::StatusArgs),
+    /// Which account an OpenAI API key maps to on the endpoint (`apiKey-1a2b...`).
+    ///
+    /// The key is read from an environment variable or stdin, never from the command line
+    /// (where `ps` and shell history would show it); only its fingerprint is printed, as
+    /// `app-server status`, the account homes and the logs name it, with the account's home.
+    Account {
+        /// Read the key from this environment variable.
+        #[arg(long, value_name = "VAR", conflicts_with = "api_key_stdin")]
+        api_key_env: Option<String>,
+        /// Read the key from stdin (one line).
+        #[arg(long)]
+        api_key_stdin: bool,
+        /// The endpoint's state dir (where its account homes are).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the native executable's path, for OpenClaw's `appServer.command`.
     ///
     /// The absolute path of the native `clawbridge` executable: the value for OpenClaw's

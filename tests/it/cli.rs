@@ -1081,3 +1081,51 @@ fn logs_carry_their_time_and_come_as_json_on_request() {
         "{record}"
     );
 }
+
+/// `clawbridge account`: the account an API key maps to, the fingerprint the endpoint files
+/// its login under (and names in `app-server status` and the homes), read from an environment
+/// variable or stdin; the key itself is never printed, and never taken from the command line.
+#[test]
+fn account_tells_which_account_a_key_maps_to_without_printing_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = "sk-test-rotation-0123456789abcdef";
+    let wanted =
+        clawbridge::Identity::from_login(&serde_json::json!({"type": "apiKey", "apiKey": key}))
+            .expect("identity")
+            .key();
+    std::fs::create_dir_all(dir.path().join("app-server-homes").join(&wanted)).expect("home");
+    let output = crate::util::clawbridge()
+        .args(["account", "--api-key-env", "THE_KEY", "--state-dir"])
+        .arg(dir.path())
+        .env("THE_KEY", key)
+        .output()
+        .expect("account");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout.starts_with(&format!("{wanted}\n")), "{stdout}");
+    assert!(stdout.contains("it logged in before"), "{stdout}");
+    assert!(!stdout.contains(key), "{stdout}");
+    let mut child = crate::util::clawbridge()
+        .args(["account", "--api-key-stdin", "--json", "--state-dir"])
+        .arg(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("account");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{key}\n").as_bytes())
+        .expect("write");
+    let output = child.wait_with_output().expect("output");
+    let found: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(found["account"], wanted.as_str(), "{found}");
+    assert_eq!(found["homeExists"], true, "{found}");
+    let (code, _, stderr) = crate::util::run_cli(&["account", "--api-key", key]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = crate::util::run_cli(&["account"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("never on the command line"), "{stderr}");
+}
