@@ -127,8 +127,12 @@ pub fn one_shot(command: OneShot) -> Result<ExitCode, Failure> {
 
 /// The exit code of a command's result; a failure is printed with the command's name.
 pub fn finish(name: &str, result: Result<ExitCode, Failure>) -> ExitCode {
-    if let Some(peak) = peak_resident_kib() {
-        tracing::debug!("{name}: peak resident memory {peak} KiB");
+    // Read only when it would be printed: `params` and its siblings are timed to the
+    // millisecond, and this is a file read.
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        if let Some(peak) = peak_resident_kib() {
+            tracing::debug!("{name}: peak resident memory {peak} KiB");
+        }
     }
     super::log::flush();
     match result {

@@ -350,13 +350,7 @@ fn second_stage(args: &[OsString]) -> Result<u8, String> {
         Some((first, rest)) if first == "--" => rest.iter().map(OsString::as_os_str).collect(),
         _ => return Err("no program after --".into()),
     };
-    let (binary, arguments) = program
-        .split_first()
-        .ok_or_else(|| "no program after --".to_string())?;
-    let child = std::process::Command::new(binary)
-        .args(arguments)
-        .spawn()
-        .map_err(|error| format!("{}: {error}", Path::new(binary).display()))?;
+    let child = super::process::spawn_program(&program)?;
     let codex = rustix::process::Pid::from_child(&child);
     // Reap everything orphaned into this namespace until the program itself exits; its end
     // ends the namespace, and with it whatever it left running.
@@ -374,7 +368,7 @@ fn second_stage(args: &[OsString]) -> Result<u8, String> {
             Err(error) => {
                 return Err(format!(
                     "waiting for {}: {error}",
-                    Path::new(binary).display()
+                    Path::new(program[0]).display()
                 ))
             }
         }

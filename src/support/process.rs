@@ -35,6 +35,25 @@ pub enum ChildError {
 /// Bytes of stderr kept for messages.
 const STDERR_TAIL: usize = 4096;
 
+/// Start `program` (its binary, then its arguments), inheriting this process's stdio: the
+/// helpers' `-- PROGRAM...` (the jail's last stage, the reaper); the error names the binary.
+pub fn spawn_program<S: AsRef<std::ffi::OsStr>>(
+    program: &[S],
+) -> Result<std::process::Child, String> {
+    let (binary, arguments) = program
+        .split_first()
+        .ok_or_else(|| "no program after --".to_string())?;
+    std::process::Command::new(binary)
+        .args(arguments)
+        .spawn()
+        .map_err(|error| {
+            format!(
+                "{}: {error}",
+                std::path::Path::new(binary.as_ref()).display()
+            )
+        })
+}
+
 /// Run `sh -c command` with `input` on stdin, at most `max_stdout` bytes of stdout, within
 /// `timeout` in all.
 pub fn run_shell_bounded(

@@ -51,13 +51,7 @@ pub fn stage(args: &[OsString]) -> Result<u8, String> {
     if parent_gone() {
         return Ok(STOPPED);
     }
-    let (binary, arguments) = program
-        .split_first()
-        .ok_or_else(|| "no program after --".to_string())?;
-    let child = std::process::Command::new(binary)
-        .args(arguments)
-        .spawn()
-        .map_err(|error| format!("{}: {error}", std::path::Path::new(binary).display()))?;
+    let child = super::process::spawn_program(program)?;
     let codex = Pid::from_child(&child);
     for signal in signals.forever() {
         let stop = match signal {

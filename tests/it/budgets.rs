@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use clawbridge::StubScript;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::endpoint::{turn_completed, Client};
+use crate::endpoint::Client;
 use crate::endpoint_accounts::accounts_endpoint_scripted;
+use crate::fleet_state::turn;
 
 type Ws = Client<tokio::net::TcpStream>;
 
@@ -23,21 +24,6 @@ async fn agent(accounts: &crate::endpoint_accounts::Accounts) -> Ws {
         .await;
     assert_eq!(login["result"]["type"], "apiKey", "{login}");
     client
-}
-
-async fn turn(client: &mut Ws, thread: &str, text: &str) -> Value {
-    let answer = client
-        .request(
-            "turn/start",
-            json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
-        )
-        .await;
-    if answer["error"].is_object() {
-        return answer;
-    }
-    let done = client.until("turn/completed", turn_completed(thread)).await;
-    client.seen.clear();
-    done
 }
 
 fn used_today(accounts: &crate::endpoint_accounts::Accounts) -> u64 {

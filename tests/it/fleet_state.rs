@@ -180,7 +180,8 @@ impl Running {
     }
 }
 
-async fn turn(client: &mut Ws, thread: &str, text: &str) -> Value {
+/// A turn on `thread` to its `turn/completed` (or the refusal of its `turn/start`).
+pub(crate) async fn turn(client: &mut Ws, thread: &str, text: &str) -> Value {
     let answer = client
         .request(
             "turn/start",

@@ -580,10 +580,13 @@ impl Fleet {
             if !is_folder || !is_account_key(&name) {
                 continue;
             }
-            let recent = newest_change(&path)
-                .and_then(|changed| changed.elapsed().ok())
-                .is_none_or(|idle| idle < retention);
-            if recent || keep(&name) {
+            // The account's own say first; the walk of its home only when that keeps nothing.
+            let recent = || {
+                newest_change(&path)
+                    .and_then(|changed| changed.elapsed().ok())
+                    .is_none_or(|idle| idle < retention)
+            };
+            if keep(&name) || recent() {
                 sweep.kept += 1;
                 continue;
             }

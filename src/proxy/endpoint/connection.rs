@@ -135,17 +135,7 @@ impl Connection {
                         continue;
                     }
                     () = writer_cancel.cancelled() => {
-                        // What was queued before the close still goes out, for a second at
-                        // most: a client that does not read holds nothing past it.
-                        let drain = async {
-                            while let Some(message) = queue.try_recv() {
-                                if sender.send_text(&message).await.is_err() {
-                                    break;
-                                }
-                            }
-                            let _ = sender.flush().await;
-                        };
-                        let _ = tokio::time::timeout(CLOSE_DRAIN, drain).await;
+                        drain_queued(&mut sender, &mut queue).await;
                         None
                     }
                 };
@@ -173,15 +163,7 @@ impl Connection {
                     Sent::Yes => {}
                     Sent::Failed => break,
                     Sent::Closing => {
-                        let drain = async {
-                            while let Some(message) = queue.try_recv() {
-                                if sender.send_text(&message).await.is_err() {
-                                    break;
-                                }
-                            }
-                            let _ = sender.flush().await;
-                        };
-                        let _ = tokio::time::timeout(CLOSE_DRAIN, drain).await;
+                        drain_queued(&mut sender, &mut queue).await;
                         break;
                     }
                 }
@@ -1238,6 +1220,23 @@ fn spends_tokens(name: &str) -> bool {
 
 /// How long a closing connection still sends what was queued for its client.
 const CLOSE_DRAIN: Duration = Duration::from_secs(1);
+
+/// What was queued for a closing client still goes out, for [`CLOSE_DRAIN`] at most: a client
+/// that does not read holds nothing past it.
+async fn drain_queued(
+    sender: &mut Sender,
+    queue: &mut crate::support::queue::ByteReceiver<String>,
+) {
+    let drain = async {
+        while let Some(message) = queue.try_recv() {
+            if sender.send_text(&message).await.is_err() {
+                break;
+            }
+        }
+        let _ = sender.flush().await;
+    };
+    let _ = tokio::time::timeout(CLOSE_DRAIN, drain).await;
+}
 
 /// How one message to a client went.
 enum Sent {

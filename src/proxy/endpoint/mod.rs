@@ -790,7 +790,7 @@ impl Shared {
         keep.extend(
             self.live_connections()
                 .iter()
-                .map(|connection| connection.status().identity),
+                .map(|connection| connection.identity().key()),
         );
         let sweep = self
             .fleet
