@@ -277,20 +277,30 @@ pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
 }
 
 /// What `clawbridge account` says of an API key: the account the endpoint files its logins
-/// under, and that account's Codex home under the state dir.
+/// under, its name when an account lists the key, and that account's Codex home under the
+/// state dir.
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AccountOfKey {
-    /// `apiKey-1a2b3c4d5e6f7a8b`: what `app-server status`, the homes and the logs name.
+    /// `apiKey-1a2b3c4d5e6f7a8b`: the key's fingerprint, as the captures and the logs name it.
     pub account: String,
+    /// The named account that lists the key (`clawbridge account add`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What its logins are filed under (its home, threads, budget): the named account's first
+    /// key's fingerprint, else the key's own.
+    pub filed_as: String,
+    /// Whether the key was removed from its named account (its logins are refused).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
     pub home: PathBuf,
-    /// Whether the endpoint made that home already (the key logged in before).
+    /// Whether the endpoint made that home already (the account logged in before).
     pub home_exists: bool,
 }
 
-/// `clawbridge account`: the account an OpenAI API key maps to (never printed, never kept),
-/// the same fingerprint the endpoint takes for an `apiKey` login.
-pub fn account_of_key(key: &str, state: &Path) -> Result<AccountOfKey> {
+/// The fingerprint of an OpenAI API key (never printed, never kept): what the endpoint takes
+/// for an `apiKey` login.
+pub fn key_fingerprint(key: &str) -> Result<String> {
     let key = key.trim();
     if key.is_empty() {
         return Err(Error::InvalidArgument {
@@ -304,14 +314,79 @@ pub fn account_of_key(key: &str, state: &Path) -> Result<AccountOfKey> {
             flag: "key".to_string(),
             message: refusal.to_string(),
         })?;
-    let account = identity.key();
-    let home = state.join("app-server-homes").join(&account);
+    Ok(identity.key())
+}
+
+/// A fingerprint given on the command line (`--fingerprint`), checked.
+pub fn given_fingerprint(fingerprint: &str) -> Result<String> {
+    if crate::support::credential::is_fingerprint(fingerprint) {
+        Ok(fingerprint.to_string())
+    } else {
+        Err(Error::InvalidArgument {
+            flag: "--fingerprint".to_string(),
+            message: format!(
+                "{fingerprint:?} is not a fingerprint (a kind, a dash and hex digits: `apiKey-1a2b3c4d5e6f7a8b`, as `app-server status` shows it)"
+            ),
+        })
+    }
+}
+
+/// `clawbridge account`: the account an OpenAI API key maps to (never printed, never kept),
+/// the same fingerprint the endpoint takes for an `apiKey` login.
+pub fn account_of_key(key: &str, state: &Path) -> Result<AccountOfKey> {
+    account_of_fingerprint(&key_fingerprint(key)?, state)
+}
+
+/// [`account_of_key`] for a fingerprint.
+pub fn account_of_fingerprint(account: &str, state: &Path) -> Result<AccountOfKey> {
+    use crate::service::accounts::{accounts_path, AccountsFile, Named};
+    let accounts = AccountsFile::load(&accounts_path(state))?;
+    let (name, filed_as, removed) = match accounts.resolve(account) {
+        Named::Key { name, identity } => (Some(name), identity, false),
+        Named::Removed { name } => (Some(name), account.to_string(), true),
+        Named::Unknown => (None, account.to_string(), false),
+    };
+    let home = state.join("app-server-homes").join(&filed_as);
     let home_exists = std::fs::symlink_metadata(&home).is_ok_and(|meta| meta.is_dir());
     Ok(AccountOfKey {
-        account,
+        account: account.to_string(),
+        name,
+        filed_as,
+        removed,
         home,
         home_exists,
     })
+}
+
+/// A change to the named accounts (`clawbridge account add | add-key | remove-key`).
+#[derive(Clone, Debug)]
+pub enum AccountEdit {
+    Add { name: String, fingerprint: String },
+    AddKey { name: String, fingerprint: String },
+    RemoveKey { name: String, fingerprint: String },
+}
+
+/// Apply `edit` to `<state>/accounts.json` (atomically, 0600); the account as it is now.
+pub fn edit_accounts(
+    state: &Path,
+    edit: &AccountEdit,
+) -> Result<crate::service::accounts::AccountEntry> {
+    use crate::service::accounts::{accounts_path, AccountsFile};
+    let path = accounts_path(state);
+    match edit {
+        AccountEdit::Add { name, fingerprint } => AccountsFile::add(&path, name, fingerprint),
+        AccountEdit::AddKey { name, fingerprint } => {
+            AccountsFile::add_key(&path, name, fingerprint)
+        }
+        AccountEdit::RemoveKey { name, fingerprint } => {
+            AccountsFile::remove_key(&path, name, fingerprint)
+        }
+    }
+}
+
+/// `clawbridge account list`: the named accounts of `state`.
+pub fn named_accounts(state: &Path) -> Result<crate::service::accounts::AccountsFile> {
+    crate::service::accounts::AccountsFile::load(&crate::service::accounts::accounts_path(state))
 }
 
 /// `clawbridge cache-report`: the requests under `paths` compared thread by thread; with

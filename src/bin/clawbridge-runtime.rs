@@ -237,43 +237,34 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
         }
         Command::Completions { shell } => print_stdout(&cli::completions(shell)),
         Command::Account {
-            api_key_env,
-            api_key_stdin,
+            command: Some(command),
+            ..
+        } => account(command),
+        Command::Account {
+            command: None,
+            key,
             state_dir,
             json,
         } => {
-            let key = match (api_key_env, api_key_stdin) {
-                (Some(name), _) => std::env::var(&name)
-                    .with_context(|| format!("--api-key-env {name}: not set"))
-                    .map_err(|error| Failure(error, 2))?,
-                (None, true) => {
-                    let mut line = String::new();
-                    std::io::stdin()
-                        .read_line(&mut line)
-                        .context("reading the key from stdin")
-                        .map_err(|error| Failure(error, 2))?;
-                    line
-                }
-                (None, false) => {
-                    return Err(Failure(
-                        anyhow::anyhow!(
-                            "give the key with --api-key-env VAR or --api-key-stdin (never on the command line)"
-                        ),
-                        2,
-                    ))
-                }
-            };
+            let fingerprint = key_fingerprint(key)?;
             let state = clawbridge::commands::state_dir(state_dir)
                 .context("the state dir")
                 .map_err(|error| Failure(error, 2))?;
-            let found = clawbridge::commands::account_of_key(&key, &state)
-                .context("the key")
+            let found = clawbridge::commands::account_of_fingerprint(&fingerprint, &state)
+                .context("the named accounts")
                 .map_err(|error| Failure(error, 2))?;
             if json {
                 print_json(&found)
             } else {
+                let named = match (&found.name, found.removed) {
+                    (Some(name), false) => format!(" (account {name}, filed as {})", found.filed_as),
+                    (Some(name), true) => {
+                        format!(" (removed from account {name}: its logins are refused)")
+                    }
+                    (None, _) => String::new(),
+                };
                 print_stdout(&format!(
-                    "{}\nhome {} ({})\n",
+                    "{}{named}\nhome {} ({})\n",
                     found.account,
                     found.home.display(),
                     if found.home_exists {
@@ -308,6 +299,108 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
             .map_err(|error| Failure(error, 1))?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The fingerprint a [`cli::KeySource`] names: a key from a variable or stdin, or a
+/// fingerprint as given.
+fn key_fingerprint(source: cli::KeySource) -> Result<String, Failure> {
+    let key = match source {
+        cli::KeySource {
+            fingerprint: Some(fingerprint),
+            ..
+        } => {
+            return clawbridge::commands::given_fingerprint(&fingerprint)
+                .context("--fingerprint")
+                .map_err(|error| Failure(error, 2))
+        }
+        cli::KeySource {
+            api_key_env: Some(name),
+            ..
+        } => std::env::var(&name)
+            .with_context(|| format!("--api-key-env {name}: not set"))
+            .map_err(|error| Failure(error, 2))?,
+        cli::KeySource {
+            api_key_stdin: true,
+            ..
+        } => {
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .context("reading the key from stdin")
+                .map_err(|error| Failure(error, 2))?;
+            line
+        }
+        _ => {
+            return Err(Failure(
+                anyhow::anyhow!(
+                    "give the key with --api-key-env VAR or --api-key-stdin (never on the command line), or --fingerprint"
+                ),
+                2,
+            ))
+        }
+    };
+    clawbridge::commands::key_fingerprint(&key)
+        .context("the key")
+        .map_err(|error| Failure(error, 2))
+}
+
+fn account(command: cli::AccountCommand) -> Result<ExitCode, Failure> {
+    use clawbridge::commands::AccountEdit;
+    let (edit, state_dir) = match command {
+        cli::AccountCommand::List { state_dir, json } => {
+            let accounts = commands::named_accounts(&commands::state_dir(state_dir)?)?;
+            return if json {
+                print_json(&accounts)
+            } else {
+                print_stdout(&accounts.render_list())
+            };
+        }
+        cli::AccountCommand::Add {
+            name,
+            key,
+            state_dir,
+        } => (
+            AccountEdit::Add {
+                name,
+                fingerprint: key_fingerprint(key)?,
+            },
+            state_dir,
+        ),
+        cli::AccountCommand::AddKey {
+            name,
+            key,
+            state_dir,
+        } => (
+            AccountEdit::AddKey {
+                name,
+                fingerprint: key_fingerprint(key)?,
+            },
+            state_dir,
+        ),
+        cli::AccountCommand::RemoveKey {
+            name,
+            key,
+            state_dir,
+        } => (
+            AccountEdit::RemoveKey {
+                name,
+                fingerprint: key_fingerprint(key)?,
+            },
+            state_dir,
+        ),
+    };
+    let account = commands::edit_accounts(&commands::state_dir(state_dir)?, &edit)?;
+    eprintln!(
+        "clawbridge account: {} is filed as {}; its keys: {} (a running endpoint reads this at the next login)",
+        account.name,
+        account.identity,
+        if account.keys.is_empty() {
+            "none".to_string()
+        } else {
+            account.keys.join(", ")
+        }
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn client(command: cli::ClientCommand) -> Result<ExitCode, Failure> {

@@ -327,18 +327,20 @@ pub enum Command {
     /// stalls, as tables (`--json`: its whole answer), read with the operator's token.
     #[command(name = "app-server-status", hide = true)]
     AppServerStatus(crate::StatusArgs),
-    /// Which account an OpenAI API key maps to on the endpoint (`apiKey-1a2b...`).
+    /// Which account an OpenAI API key maps to on the endpoint, and the named accounts.
     ///
-    /// The key is read from an environment variable or stdin, never from the command line
-    /// (where `ps` and shell history would show it); only its fingerprint is printed, as
-    /// `app-server status`, the account homes and the logs name it, with the account's home.
+    /// Without a subcommand: the account a key maps to (`apiKey-1a2b...`, and its name when an
+    /// account lists it). The key is read from an environment variable or stdin, never from the
+    /// command line (where `ps` and shell history would show it); only its fingerprint is
+    /// printed, as `app-server status`, the captures, the account homes and the logs name it.
+    /// `add`, `add-key`, `remove-key` and `list` name accounts and give each its keys
+    /// (`<state-dir>/accounts.json`): a rotation adds the new key and keeps the threads.
+    #[command(args_conflicts_with_subcommands = true)]
     Account {
-        /// Read the key from this environment variable.
-        #[arg(long, value_name = "VAR", conflicts_with = "api_key_stdin")]
-        api_key_env: Option<String>,
-        /// Read the key from stdin (one line).
-        #[arg(long)]
-        api_key_stdin: bool,
+        #[command(subcommand)]
+        command: Option<AccountCommand>,
+        #[command(flatten)]
+        key: KeySource,
         /// The endpoint's state dir (where its account homes are).
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
@@ -604,6 +606,67 @@ pub enum TranscriptCommand {
         /// Also write the conversation as one self-contained HTML page.
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+    },
+}
+
+/// Where an account command reads a key: an environment variable or stdin (never argv), or a
+/// fingerprint (`apiKey-1a2b...`, as `app-server status` shows it: no secret).
+#[derive(clap::Args, Debug, Default)]
+pub struct KeySource {
+    /// Read the key from this environment variable.
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["api_key_stdin", "fingerprint"])]
+    pub api_key_env: Option<String>,
+    /// Read the key from stdin (one line).
+    #[arg(long, conflicts_with = "fingerprint")]
+    pub api_key_stdin: bool,
+    /// A fingerprint instead of a key (`apiKey-1a2b...`, `chatgptAuthTokens-...`, as
+    /// `app-server status` shows an account).
+    #[arg(long, value_name = "FINGERPRINT")]
+    pub fingerprint: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AccountCommand {
+    /// Name an account, filed under its first key (a key that logged in before keeps its home
+    /// and threads, now under the name).
+    Add {
+        /// The account's name (1 to 64 of A-Z, a-z, 0-9, '.', '_', '-').
+        name: String,
+        #[command(flatten)]
+        key: KeySource,
+        /// The endpoint's state dir (default: the platform state dir).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// Give an account one more key (a rotation's new key): it logs in as the account, to its
+    /// home and threads. A running endpoint reads it at the next login.
+    AddKey {
+        /// The account's name.
+        name: String,
+        #[command(flatten)]
+        key: KeySource,
+        /// The endpoint's state dir (default: the platform state dir).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// Take a key from an account (a rotation's old key): its logins are refused from then on.
+    RemoveKey {
+        /// The account's name.
+        name: String,
+        #[command(flatten)]
+        key: KeySource,
+        /// The endpoint's state dir (default: the platform state dir).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// List the named accounts: name, the fingerprint it is filed under, its keys' fingerprints.
+    List {
+        /// The endpoint's state dir (default: the platform state dir).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 

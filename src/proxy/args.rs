@@ -88,6 +88,15 @@ pub struct AppServerArgs {
     /// opened; the endpoint's own token is the operator's.
     #[arg(long, value_name = "FILE")]
     pub clients: Option<PathBuf>,
+    /// With --listen ws:// or unix://: named accounts (default `<state-dir>/accounts.json`, as
+    /// `clawbridge account add` writes it): each names an account and the keys that log in as
+    /// it, so a rotated key keeps the account's threads. Read again when it changes.
+    #[arg(long, value_name = "FILE")]
+    pub accounts: Option<PathBuf>,
+    /// With --listen ws:// or unix://: when accounts are named, a key of none still logs in
+    /// (under its own fingerprint) instead of being refused.
+    #[arg(long)]
+    pub unnamed_accounts: bool,
     /// With --listen ws:// or unix://: allow a listener off loopback (the token then crosses the network in
     /// clear).
     #[arg(long)]
@@ -706,6 +715,8 @@ mod tests {
                 "--token-file",
                 "--state-dir",
                 "--clients",
+                "--accounts",
+                "--unnamed-accounts",
                 "--allow-remote",
                 "--allow-host",
                 "--completion-grace",
@@ -734,8 +745,8 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
-                true, false, true, true, true, true, true, true, true, false, true, true, true,
-                true, true, true, true, true, true, true, true, true
+                true, true, false, false, true, true, true, true, true, true, true, false, true,
+                true, true, true, true, true, true, true, true, true, true, true
             ]
         );
     }

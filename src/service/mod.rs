@@ -9,6 +9,7 @@
 //! caller), the Prometheus text ([`metrics`]); and the private view both services give their
 //! app-servers, checked at start ([`isolation`]); the accept loop both servers run ([`listener`]).
 
+pub mod accounts;
 pub mod clients;
 pub mod directory;
 pub mod guard;

@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod console;
+pub mod credential;
 pub mod deadline;
 pub mod fair;
 pub mod fs;

@@ -51,6 +51,8 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         max_threads_in_memory: 100_000,
         new_runtime_identity: false,
         home_retention: None,
+        accounts: None,
+        unnamed_accounts: false,
     }
 }
 

@@ -43,13 +43,7 @@ pub struct HomesSweep {
 
 /// Whether `name` is an account key (`apiKey-1a2b…`): a kind, a dash, a hex fingerprint.
 fn is_account_key(name: &str) -> bool {
-    let Some((kind, hash)) = name.split_once('-') else {
-        return false;
-    };
-    (1..=32).contains(&kind.len())
-        && kind.bytes().all(|byte| byte.is_ascii_alphabetic())
-        && (8..=64).contains(&hash.len())
-        && hash.bytes().all(|byte| byte.is_ascii_hexdigit())
+    crate::support::credential::is_fingerprint(name)
 }
 
 /// The newest change under `home` (the folder and what it holds, four levels deep, at most
@@ -112,33 +106,7 @@ pub enum LoginRefusal {
     AccountMismatch,
 }
 
-/// The claim object of OpenAI's tokens that names the account and the user.
-const AUTH_CLAIMS: &str = "https://api.openai.com/auth";
-
-/// The claims of a JWT (its middle part, base64url), read, not verified: they decide which
-/// account home a login shares, never what the upstream accepts (the upstream checks the
-/// signature of every request it gets).
-fn jwt_claims(token: &str) -> Option<Value> {
-    use base64::Engine as _;
-    let payload = token.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
-/// Who holds a ChatGPT access token: its account and its user, from its claims.
-fn token_holder(token: &str) -> Option<(String, String)> {
-    let claims = jwt_claims(token)?;
-    let auth = claims.get(AUTH_CLAIMS);
-    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_string);
-    let account = text(auth.and_then(|auth| auth.get("chatgpt_account_id")))
-        .or_else(|| text(auth.and_then(|auth| auth.get("account_id"))))?;
-    let user = text(auth.and_then(|auth| auth.get("chatgpt_user_id")))
-        .or_else(|| text(auth.and_then(|auth| auth.get("user_id"))))
-        .or_else(|| text(claims.get("sub")))?;
-    Some((account, user))
-}
+use crate::support::credential::token_holder;
 
 impl Identity {
     /// The identity an `account/login/start` asks for: whose credential it is. A key is its
@@ -180,17 +148,26 @@ impl Identity {
             // A kind this endpoint does not know: its whole params name it.
             _ => params.to_string(),
         };
-        if !kind
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            || kind.is_empty()
-            || kind.len() > 64
-        {
+        // A kind names a home folder and a status row: letters only (every kind Codex has).
+        if !kind.chars().all(|c| c.is_ascii_alphabetic()) || kind.is_empty() || kind.len() > 32 {
             return Err(LoginRefusal::Malformed);
         }
-        Ok(Identity::Account {
+        Identity::from_key(&crate::support::credential::fingerprint(kind, &material))
+            .ok_or(LoginRefusal::Malformed)
+    }
+
+    /// The identity a key names (`native`, or `apiKey-1a2b…` as [`Identity::key`] writes it).
+    pub fn from_key(key: &str) -> Option<Identity> {
+        if key == "native" {
+            return Some(Identity::Native);
+        }
+        if !is_account_key(key) {
+            return None;
+        }
+        let (kind, hash) = key.split_once('-')?;
+        Some(Identity::Account {
             kind: kind.to_string(),
-            hash: crate::support::hex::sha256(format!("{kind}\0{material}").as_bytes(), 8),
+            hash: hash.to_string(),
         })
     }
 
@@ -728,7 +705,7 @@ pub(crate) fn test_token(account: &str, user: &str, serial: u32) -> String {
         "{}.{}.sig",
         encode(serde_json::json!({"alg": "none", "typ": "JWT"})),
         encode(serde_json::json!({
-            AUTH_CLAIMS: {"chatgpt_account_id": account, "chatgpt_user_id": user},
+            "https://api.openai.com/auth": {"chatgpt_account_id": account, "chatgpt_user_id": user},
             "sub": user,
             "iat": serial,
         }))

@@ -297,7 +297,26 @@ pub(crate) async fn run_endpoint(
             clients_path.display()
         ));
     }
+    let accounts_path = args
+        .accounts
+        .clone()
+        .unwrap_or_else(|| crate::service::accounts::accounts_path(&state));
+    let accounts = crate::service::accounts::AccountBook::open(&accounts_path)?;
+    let named = accounts.current().accounts.len();
+    if named > 0 {
+        console.note(&format!(
+            "clawbridge app-server: {named} named account(s) from {}{}",
+            accounts_path.display(),
+            if args.unnamed_accounts {
+                ""
+            } else {
+                "; keys of no account are refused (--unnamed-accounts serves them)"
+            }
+        ));
+    }
     let settings = EndpointSettings {
+        accounts: Some(Arc::new(accounts)),
+        unnamed_accounts: args.unnamed_accounts,
         listen,
         token,
         clients,

@@ -232,9 +232,17 @@ impl Connection {
     pub(super) fn status(&self) -> ConnectionStatus {
         let mut threads: Vec<ThreadStatus> = lock(&self.threads)
             .iter()
-            .map(|(id, followed)| ThreadStatus {
+            .map(|(id, followed)| {
+                let workspace = lock(&followed.feed.workspace).clone();
+                (id, followed, workspace)
+            })
+            .map(|(id, followed, workspace)| ThreadStatus {
                 id: id.clone(),
                 member: followed.lease.name.clone(),
+                agent: workspace
+                    .as_deref()
+                    .and_then(super::status::agent_of_workspace),
+                workspace,
                 turn: followed.feed.turn(),
                 followers: followed.feed.followers().len(),
                 stall: lock(&followed.feed.watch).status(),
@@ -247,6 +255,7 @@ impl Connection {
         ConnectionStatus {
             number: self.number,
             identity: self.identity().key(),
+            account: None,
             caller: self.caller.name.clone(),
             client: lock(&self.client).clone(),
             threads,
@@ -513,6 +522,15 @@ impl Connection {
                     .await
             }
         };
+        // A named account's key runs as the account (the same home and threads whichever of
+        // its keys logs in); a key the accounts refuse is told how to be added.
+        let identity = match self.shared.named_identity(identity) {
+            Ok(identity) => identity,
+            Err(refusal) => {
+                tracing::info!("client connection {}: {refusal}", self.number);
+                return self.fail(&id, INVALID_REQUEST, refusal).await;
+            }
+        };
         // A login is the same whenever it is sent: one whose member went away under it (killed,
         // recycled) is sent once more, to the identity's next member.
         let mut tries = 0;
@@ -658,10 +676,16 @@ impl Connection {
                     .fail(
                         &id,
                         INVALID_REQUEST,
-                        format!(
-                            "clawbridge: thread {thread} belongs to another account ({}); this connection runs as {identity}. Log in with that account's credentials to use it.",
-                            home.identity
-                        ),
+                        match self.shared.account_name(&home.identity) {
+                            Some(name) => format!(
+                                "clawbridge: thread {thread} belongs to account {name} ({}); this connection runs as {identity}. If this connection's key is a new key of {name} (a rotation), add it: `clawbridge account add-key {name} --api-key-env VAR`; otherwise log in with one of {name}'s keys.",
+                                home.identity
+                            ),
+                            None => format!(
+                                "clawbridge: thread {thread} belongs to another account ({}); this connection runs as {identity}. If this connection's key replaces that account's (a rotation), name the account and add the new key: `clawbridge account add NAME --fingerprint {}`, then `clawbridge account add-key NAME --api-key-env VAR`; otherwise log in with that account's key.",
+                                home.identity, home.identity
+                            ),
+                        },
                     )
                     .await;
             }
@@ -786,11 +810,15 @@ impl Connection {
                                 answer["thread"]["path"].as_str(),
                             );
                             self.follow(&opened, &lease, &identity);
-                            // The model the thread runs on labels its tokens in `/metrics`.
-                            if let (Some(feed), Some(model)) =
-                                (self.feed_of(&opened), answer["model"].as_str())
-                            {
-                                feed.set_model(model);
+                            // The model the thread runs on labels its tokens in `/metrics`;
+                            // its workspace names its agent in the status.
+                            if let Some(feed) = self.feed_of(&opened) {
+                                if let Some(model) = answer["model"].as_str() {
+                                    feed.set_model(model);
+                                }
+                                if let Some(cwd) = answer["cwd"].as_str() {
+                                    feed.set_workspace(cwd);
+                                }
                             }
                             if method == method::THREAD_START {
                                 if let Some(feed) = self.feed_of(&opened) {

@@ -64,6 +64,9 @@ pub(super) struct Feed {
     pub(super) usage: Arc<UsageCounts>,
     /// The model the thread runs on, as Codex answered its start or resume.
     pub(super) model: Mutex<Option<String>>,
+    /// The thread's `cwd` as Codex answered its start or resume (at most
+    /// [`MAX_WORKSPACE_BYTES`]), shown in the status with the agent it names.
+    pub(super) workspace: Mutex<Option<String>>,
     /// The endpoint, to stop the account's other running turns when it passes its budget.
     pub(super) shared: std::sync::Weak<super::Shared>,
 }
@@ -206,6 +209,8 @@ impl UsageCounts {
 
 /// The largest usage or rate-limits notification kept for the status.
 pub(super) const MAX_KEPT_USAGE: usize = 64 * 1024;
+/// Longest workspace path kept for the status.
+pub(super) const MAX_WORKSPACE_BYTES: usize = 4096;
 
 /// Stalls seen so far, by kind, and turns completed for their clients.
 #[derive(Default)]
@@ -412,6 +417,12 @@ impl Feed {
     }
 
     /// The model the thread runs on (kept short and printable: it labels metrics).
+    pub(super) fn set_workspace(&self, cwd: &str) {
+        if cwd.len() <= MAX_WORKSPACE_BYTES {
+            *lock(&self.workspace) = Some(cwd.to_string());
+        }
+    }
+
     pub(super) fn set_model(&self, model: &str) {
         let model: String = crate::support::text::printable(model)
             .chars()

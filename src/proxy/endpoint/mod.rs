@@ -30,7 +30,7 @@ mod status;
 pub use policy::Policy;
 
 pub use status::{
-    fetch_status, read_status, render_status_text, ConnectionStatus, EndpointStatus,
+    agent_of_workspace, fetch_status, read_status, render_status_text, ConnectionStatus, EndpointStatus,
     IdentityStatus, StatusFailure, ThreadStatus,
 };
 
@@ -175,6 +175,12 @@ pub struct EndpointSettings {
     /// `--home-retention-days`: an account's Codex home unused this long, with no connection
     /// logged in as it and no thread of it kept, is removed; `None` keeps every home.
     pub home_retention: Option<Duration>,
+    /// Named accounts (`clawbridge account add`): the keys each login may use, read again when
+    /// the file changes. `None`: every login runs under its key's fingerprint.
+    pub accounts: Option<Arc<crate::service::accounts::AccountBook>>,
+    /// `--unnamed-accounts`: with named accounts, a key of none still logs in (under its
+    /// fingerprint) instead of being refused.
+    pub unnamed_accounts: bool,
 }
 
 /// How often the account homes are swept (and once at the start).
@@ -267,6 +273,8 @@ struct Shared {
     /// What the last sweep of the account homes kept, and what all removed.
     homes: Mutex<HomesSeen>,
     sweeping: Mutex<()>,
+    accounts: Option<Arc<crate::service::accounts::AccountBook>>,
+    unnamed_accounts: bool,
 }
 
 /// The highest `connection-N` folder already in a transcript folder (0 when none): a restarted
@@ -395,6 +403,8 @@ impl Endpoint {
             home_retention: settings.home_retention,
             homes: Mutex::new(HomesSeen::default()),
             sweeping: Mutex::new(()),
+            accounts: settings.accounts,
+            unnamed_accounts: settings.unnamed_accounts,
         });
         let router = axum::Router::new()
             .route("/status", axum::routing::get(status))
@@ -487,6 +497,37 @@ impl Endpoint {
 }
 
 impl Shared {
+    /// The identity a login runs as: with named accounts, the account its key is listed under
+    /// (a rotated key reaches the account's home and threads); a key removed from its account,
+    /// or (unless `--unnamed-accounts`) a key of no account, is refused, saying how to add it.
+    fn named_identity(&self, login: Identity) -> Result<Identity, String> {
+        use crate::service::accounts::Named;
+        let (Some(book), Identity::Account { .. }) = (&self.accounts, &login) else {
+            return Ok(login);
+        };
+        let accounts = book.current();
+        let key = login.key();
+        match accounts.resolve(&key) {
+            Named::Key { identity, .. } => Identity::from_key(&identity).ok_or_else(|| {
+                format!("clawbridge: {}: account identity {identity:?} is not a fingerprint", book.path().display())
+            }),
+            Named::Removed { name } => Err(format!(
+                "clawbridge: this key ({key}) was removed from account {name}; log in with one of its keys, or add it back: `clawbridge account add-key {name} --api-key-env VAR`"
+            )),
+            Named::Unknown if accounts.accounts.is_empty() || self.unnamed_accounts => Ok(login),
+            Named::Unknown => Err(format!(
+                "clawbridge: this key ({key}) is no named account's ({}); add it with `clawbridge account add-key NAME --api-key-env VAR` (a new key of an account: a rotation keeps its threads) or `clawbridge account add NAME --api-key-env VAR` (a new account)",
+                book.path().display()
+            )),
+        }
+    }
+
+    /// The name the operator gave the account filed under `identity`, if any.
+    fn account_name(&self, identity: &str) -> Option<String> {
+        let book = self.accounts.as_ref()?;
+        book.current().name_of(identity).map(str::to_string)
+    }
+
     /// Keep an account's latest rate limits for the status (bounded: one entry per identity
     /// the fleet allows, each at most `MAX_KEPT_USAGE` bytes).
     fn keep_rate_limits(&self, identity: &Identity, params: &str) {
@@ -612,6 +653,7 @@ impl Shared {
             context_alarm: AtomicBool::new(false),
             usage: Arc::clone(&self.usage),
             model: Mutex::new(None),
+            workspace: Mutex::new(None),
             shared: Arc::downgrade(self),
         });
         let relayed = Arc::clone(&feed);
@@ -805,7 +847,11 @@ impl Shared {
         let connections: Vec<ConnectionStatus> = self
             .live_connections()
             .iter()
-            .map(|connection| connection.status())
+            .map(|connection| {
+                let mut status = connection.status();
+                status.account = self.account_name(&status.identity);
+                status
+            })
             .collect();
         let threads = self.directory.counts_by_identity();
         let known_threads = self.directory.kept() as usize;
@@ -814,6 +860,7 @@ impl Shared {
             .status()
             .into_iter()
             .map(|identity| IdentityStatus {
+                name: self.account_name(&identity.identity),
                 connections: connections
                     .iter()
                     .filter(|connection| connection.identity == identity.identity)

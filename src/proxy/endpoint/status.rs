@@ -100,6 +100,9 @@ pub struct ClientStatus {
 #[serde(rename_all = "camelCase")]
 pub struct IdentityStatus {
     pub identity: String,
+    /// The name the operator gave it (`clawbridge account add`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Connections running as it now.
     pub connections: usize,
     /// Threads it opened that the endpoint remembers.
@@ -118,8 +121,12 @@ pub struct IdentityStatus {
 pub struct ConnectionStatus {
     /// The connection's number (its transcript folder is `connection-N`).
     pub number: usize,
-    /// Who its requests run as: `native`, or its login's fingerprint.
+    /// Who its requests run as: `native`, or its login's fingerprint (a named account's: the
+    /// one it is filed under).
     pub identity: String,
+    /// The named account it runs as, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     /// The client its token names (`operator`, or a named client).
     #[serde(default)]
     pub caller: String,
@@ -137,6 +144,14 @@ pub struct ConnectionStatus {
 pub struct ThreadStatus {
     pub id: String,
     pub member: String,
+    /// The thread's workspace as the client named it (its `cwd`, as Codex answered its start or
+    /// resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The OpenClaw agent the workspace is (OpenClaw names an agent's workspace
+    /// `workspace-<agent>`, the default agent's `workspace`; another folder: its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The running turn, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
@@ -154,6 +169,18 @@ pub struct ThreadStatus {
     /// That turn compacted twice or more and the input still filled the model's context window
     /// (what compaction should have prevented: the thread needs a person).
     pub context_alarm: bool,
+}
+
+/// The OpenClaw agent a workspace is: OpenClaw names a configured agent's workspace
+/// `workspace-<agent id>` and the default agent's `workspace` (`main`); any other folder is
+/// named by itself. `None` for a path with no last component.
+pub fn agent_of_workspace(workspace: &str) -> Option<String> {
+    let folder = std::path::Path::new(workspace).file_name()?.to_str()?;
+    Some(match folder.strip_prefix("workspace-") {
+        Some(agent) if !agent.is_empty() => agent.to_string(),
+        _ if folder == "workspace" => "main".to_string(),
+        _ => folder.to_string(),
+    })
 }
 
 /// `clawbridge app-server status`: a running endpoint's [`EndpointStatus`] document, read with
@@ -294,13 +321,18 @@ pub fn render_status_text(status: &Value) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<34} {:>5} {:>7} {:>12}  APP-SERVERS",
-        "ACCOUNT", "CONNS", "THREADS", "TOKENS TODAY"
+        "{:<14} {:<34} {:>5} {:>7} {:>12} {:>5}",
+        "NAME", "ACCOUNT", "CONNS", "THREADS", "TOKENS TODAY", "APPS"
     );
     for identity in list(&status["identities"]) {
+        let name = match text(&identity["name"]) {
+            name if name.is_empty() => "-".to_string(),
+            name => name,
+        };
         let _ = writeln!(
             out,
-            "{:<34} {:>5} {:>7} {:>12}  {}",
+            "{:<14} {:<34} {:>5} {:>7} {:>12} {:>5}",
+            cut(name, 14),
             cut(text(&identity["identity"]), 34),
             count(&identity["connections"]),
             count(&identity["threads"]),
@@ -323,7 +355,13 @@ pub fn render_status_text(status: &Value) -> String {
             count(&connection["number"]),
             cut(text(&connection["client"]), 22),
             cut(text(&connection["caller"]), 14),
-            cut(text(&connection["identity"]), 26),
+            cut(
+                match text(&connection["account"]) {
+                    account if account.is_empty() => text(&connection["identity"]),
+                    account => account,
+                },
+                26
+            ),
             threads.len(),
             count(&connection["requestsInFlight"])
         );
@@ -341,8 +379,12 @@ pub fn render_status_text(status: &Value) -> String {
             } else {
                 ""
             };
+            let agent = match text(&thread["agent"]) {
+                agent if agent.is_empty() => String::new(),
+                agent => format!(" agent {agent},"),
+            };
             let line = format!(
-                "      thread {} on {}: {turn}{stall}{alarm}",
+                "      thread {} on {}:{agent} {turn}{stall}{alarm}",
                 text(&thread["id"]),
                 text(&thread["member"])
             );

@@ -202,13 +202,11 @@ const KEPT_HEADERS: [&str; 4] = [
     "content-type",
 ];
 
-/// The fingerprint of an `Authorization` value as captures file it: `sha256:` and the first 16
-/// hex digits of the value's SHA-256 (an API key's or a token's entropy keeps it unguessable).
+/// The fingerprint of an `Authorization` value as captures file it: the account form the
+/// endpoint, `clawbridge account` and named accounts use (`apiKey-1a2b…`,
+/// `support::credential`), so a capture's request is matched to its account by eye.
 pub fn credential_fingerprint(authorization: &str) -> String {
-    format!(
-        "sha256:{}",
-        crate::support::hex::sha256(authorization.as_bytes(), 8)
-    )
+    crate::support::credential::of_authorization(authorization)
 }
 
 /// The redacted request document written as `model-request.json`.
