@@ -109,7 +109,8 @@ pub use proxy::conversation::{show as transcript_show, Conversation, ShowOptions
 pub use proxy::doctor::endpoint_findings;
 pub use proxy::endpoint::{
     agent_of_workspace, fetch_status, render_status_text, Endpoint, EndpointError,
-    EndpointSettings, EndpointStatus, ListenAddr, Policy as EndpointPolicy, FRESH_THREAD_GRACE, MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
+    EndpointSettings, EndpointStatus, ListenAddr, Policy as EndpointPolicy, FRESH_THREAD_GRACE,
+    MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
 };
 pub use proxy::stall::{StallKind, StallSettings};
 pub use proxy::{

@@ -257,7 +257,9 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
                 print_json(&found)
             } else {
                 let named = match (&found.name, found.removed) {
-                    (Some(name), false) => format!(" (account {name}, filed as {})", found.filed_as),
+                    (Some(name), false) => {
+                        format!(" (account {name}, filed as {})", found.filed_as)
+                    }
                     (Some(name), true) => {
                         format!(" (removed from account {name}: its logins are refused)")
                     }

@@ -98,8 +98,7 @@ impl AccountsFile {
         if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
             return Err(invalid("is a symbolic link; refusing to follow it".into()));
         }
-        let bytes = match crate::support::fs::read_capped_anywhere(path, None, MAX_ACCOUNTS_BYTES)
-        {
+        let bytes = match crate::support::fs::read_capped_anywhere(path, None, MAX_ACCOUNTS_BYTES) {
             Ok(bytes) => bytes,
             Err(ReadRefusal::NotFound) => return Ok(AccountsFile::default()),
             Err(refusal) => return Err(invalid(refusal.to_string())),
@@ -154,9 +153,11 @@ impl AccountsFile {
             }
         }
         for account in &self.accounts {
-            if let Some(other) = self.accounts.iter().find(|other| {
-                other.name != account.name && other.keys.contains(&account.identity)
-            }) {
+            if let Some(other) = self
+                .accounts
+                .iter()
+                .find(|other| other.name != account.name && other.keys.contains(&account.identity))
+            {
                 return Err(format!(
                     "account {:?} is filed under {}, a key of account {:?}",
                     account.name, account.identity, other.name
@@ -425,7 +426,12 @@ mod tests {
         // Another account cannot take alice's keys, nor the fingerprint she is filed under.
         assert!(AccountsFile::add(&path, "bob", &old).is_err());
         assert!(AccountsFile::add(&path, "bob", &new).is_err());
-        assert!(AccountsFile::add(&path, "apiKey-0123456789abcdef", "apiKey-1234567890abcdef").is_err());
-        assert!(std::fs::read_to_string(&path).expect("file").find("sk-").is_none());
+        assert!(
+            AccountsFile::add(&path, "apiKey-0123456789abcdef", "apiKey-1234567890abcdef").is_err()
+        );
+        assert!(std::fs::read_to_string(&path)
+            .expect("file")
+            .find("sk-")
+            .is_none());
     }
 }

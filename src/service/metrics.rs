@@ -81,6 +81,22 @@ impl Metrics {
         self.registry.register(name, help, family);
     }
 
+    /// A gauge per set of labels.
+    pub fn labelled_gauges(
+        &mut self,
+        name: &str,
+        help: &str,
+        values: impl IntoIterator<Item = (Vec<(String, String)>, u64)>,
+    ) {
+        let family = Family::<Labels, Gauge<i64>>::default();
+        for (labels, value) in values {
+            family
+                .get_or_create(&labels)
+                .set(i64::try_from(value).unwrap_or(i64::MAX));
+        }
+        self.registry.register(name, help, family);
+    }
+
     /// The app-servers: by state, each one's restarts and running threads.
     pub fn members(&mut self, members: &[MemberStatus]) {
         let by_state = Family::<Labels, Gauge<i64>>::default();

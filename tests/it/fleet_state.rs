@@ -708,7 +708,11 @@ async fn a_rotated_key_keeps_the_agents_thread_and_a_removed_key_is_refused() {
     );
     drop(rotated);
     // Name the account from its old key, give it the new one: no restart.
-    account_command(&fleet.state, &key_of("A"), &["add", "alpha", "--api-key-env", "KEY"]);
+    account_command(
+        &fleet.state,
+        &key_of("A"),
+        &["add", "alpha", "--api-key-env", "KEY"],
+    );
     account_command(
         &fleet.state,
         &key_of("A2"),
@@ -716,13 +720,21 @@ async fn a_rotated_key_keeps_the_agents_thread_and_a_removed_key_is_refused() {
     );
     let new = account_command(&fleet.state, &key_of("A2"), &["--api-key-env", "KEY"]);
     assert!(new.contains("(account alpha, filed as"), "{new}");
-    let new = new.split_whitespace().next().unwrap_or_default().to_string();
+    let new = new
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let (mut alpha, login) = login_as(&running, "A2").await;
     assert_eq!(login["result"]["type"], "apiKey", "{login}");
     let resumed = alpha
         .request("thread/resume", json!({"threadId": thread}))
         .await;
-    assert_eq!(resumed["result"]["thread"]["id"], thread.as_str(), "{resumed}");
+    assert_eq!(
+        resumed["result"]["thread"]["id"],
+        thread.as_str(),
+        "{resumed}"
+    );
     fleet.requests();
     let done = turn(&mut alpha, &thread, "alpha says tulip-1").await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
@@ -748,7 +760,10 @@ async fn a_rotated_key_keeps_the_agents_thread_and_a_removed_key_is_refused() {
         .expect("status");
     let account = status["identities"]
         .as_array()
-        .and_then(|all| all.iter().find(|identity| identity["identity"] == old.as_str()))
+        .and_then(|all| {
+            all.iter()
+                .find(|identity| identity["identity"] == old.as_str())
+        })
         .unwrap_or_else(|| panic!("{status}"));
     assert_eq!(account["name"], "alpha", "{status}");
     let connection = status["connections"]
@@ -764,6 +779,18 @@ async fn a_rotated_key_keeps_the_agents_thread_and_a_removed_key_is_refused() {
     );
     let table = clawbridge::render_status_text(&status);
     assert!(table.contains("alpha"), "{table}");
+    assert!(
+        table.lines().all(|line| line.chars().count() <= 100),
+        "{table}"
+    );
+    let addr: std::net::SocketAddr = running.addr.parse().expect("addr");
+    let (_, metrics) = crate::endpoint::http_get(addr, "/metrics", Some(OPERATOR_TOKEN)).await;
+    assert!(
+        metrics.contains(&format!(
+            "clawbridge_account_tokens_today{{account=\"{old}\",name=\"alpha\"}}"
+        )),
+        "{metrics}"
+    );
     // The old key goes: its login is refused, saying how to add it back.
     account_command(
         &fleet.state,

@@ -163,6 +163,24 @@ pub(super) fn prometheus_text(
             ],
         );
     }
+    // Per account (bounded: the fleet keeps at most MAX_IDENTITIES), with the name the
+    // operator gave it, so a dashboard shows agents' spend by name.
+    metrics.labelled_gauges(
+        "account_tokens_today",
+        "Tokens each account used today (UTC), what --budget-tokens counts, by account and its name",
+        status.identities.iter().map(|identity| {
+            (
+                vec![
+                    ("account".to_string(), identity.identity.clone()),
+                    (
+                        "name".to_string(),
+                        identity.name.clone().unwrap_or_default(),
+                    ),
+                ],
+                identity.tokens_today,
+            )
+        }),
+    );
     metrics.members(&status.members);
     metrics.text()
 }

@@ -30,8 +30,8 @@ mod status;
 pub use policy::Policy;
 
 pub use status::{
-    agent_of_workspace, fetch_status, read_status, render_status_text, ConnectionStatus, EndpointStatus,
-    IdentityStatus, StatusFailure, ThreadStatus,
+    agent_of_workspace, fetch_status, read_status, render_status_text, ConnectionStatus,
+    EndpointStatus, IdentityStatus, StatusFailure, ThreadStatus,
 };
 
 use std::collections::{BTreeMap, HashMap};

@@ -148,8 +148,8 @@ pub struct ThreadStatus {
     /// resume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
-    /// The OpenClaw agent the workspace is (OpenClaw names an agent's workspace
-    /// `workspace-<agent>`, the default agent's `workspace`; another folder: its name).
+    /// The OpenClaw agent the workspace is, when OpenClaw's layout names it (a configured
+    /// agent's workspace is `workspace-<agent>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The running turn, if any.
@@ -171,17 +171,7 @@ pub struct ThreadStatus {
     pub context_alarm: bool,
 }
 
-/// The OpenClaw agent a workspace is: OpenClaw names a configured agent's workspace
-/// `workspace-<agent id>` and the default agent's `workspace` (`main`); any other folder is
-/// named by itself. `None` for a path with no last component.
-pub fn agent_of_workspace(workspace: &str) -> Option<String> {
-    let folder = std::path::Path::new(workspace).file_name()?.to_str()?;
-    Some(match folder.strip_prefix("workspace-") {
-        Some(agent) if !agent.is_empty() => agent.to_string(),
-        _ if folder == "workspace" => "main".to_string(),
-        _ => folder.to_string(),
-    })
-}
+pub use crate::traffic::trace::agent_of_workspace;
 
 /// `clawbridge app-server status`: a running endpoint's [`EndpointStatus`] document, read with
 /// `GET /status` and the token (over TCP or the Unix socket); bounded in time and size.

@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::codex::protocol::wire::W3cTraceContext;
 
 pub use export::{OtlpProtocol, SpanCounters, TraceExport, TraceSettings};
-pub use spans::{ContentPolicy, ModelCall, Side, SpanBook};
+pub use spans::{agent_of_workspace, ContentPolicy, ModelCall, Side, SpanBook};
 
 /// A live trace: the book, fed by the observer and the capture writer, and its export.
 pub struct LiveTrace {

@@ -76,3 +76,7 @@ pub const HTTP_STATUS: &str = "http.response.status_code";
 pub const MEMBER: &str = "clawbridge.member";
 pub const MEMBER_REASON: &str = "clawbridge.member.reason";
 pub const CLIENT: &str = "clawbridge.client";
+/// The OpenClaw agent a turn's workspace names (`workspace-<agent>`).
+pub const OPENCLAW_AGENT: &str = "openclaw.agent";
+/// The folder of a turn's workspace (its `cwd`'s last component).
+pub const OPENCLAW_WORKSPACE: &str = "openclaw.workspace";

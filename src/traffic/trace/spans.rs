@@ -124,9 +124,38 @@ struct Turn {
 #[derive(Default)]
 struct Thread {
     model: Option<String>,
+    /// The folder of its workspace (its `cwd`, from its start or a turn), without the path.
+    workspace: Option<String>,
     turn: Option<Turn>,
     /// The last turn that ended: a model call the capture files late still joins its trace.
     last: Option<(Option<String>, SpanContext)>,
+}
+
+/// The OpenClaw agent a workspace is, by OpenClaw's own layout: a configured agent's
+/// workspace is `workspace-<agent id>`. Any other folder names no agent (`None`): the default
+/// agent's `workspace`, or a folder an operator chose, could be any agent's.
+pub fn agent_of_workspace(workspace: &str) -> Option<String> {
+    let folder = std::path::Path::new(workspace).file_name()?.to_str()?;
+    folder
+        .strip_prefix("workspace-")
+        .filter(|agent| !agent.is_empty())
+        .map(|agent| {
+            crate::support::text::printable(agent)
+                .chars()
+                .take(64)
+                .collect()
+        })
+}
+
+/// The last component of a workspace path, as spans carry it (no machine path).
+fn workspace_folder(cwd: &str) -> Option<String> {
+    let folder = std::path::Path::new(cwd).file_name()?.to_str()?;
+    Some(
+        crate::support::text::printable(folder)
+            .chars()
+            .take(128)
+            .collect(),
+    )
 }
 
 /// Connections whose client names the book keeps at most.
@@ -452,6 +481,10 @@ impl SpanBook {
             .as_str()
             .map(str::to_string)
             .or_else(|| thread.model.clone());
+        if let Some(folder) = params["cwd"].as_str().and_then(workspace_folder) {
+            thread.workspace = Some(folder);
+        }
+        let workspace = thread.workspace.clone();
         let mut attributes = vec![
             KeyValue::new(attr::GEN_AI_OPERATION_NAME, attr::OPERATION_INVOKE_AGENT),
             KeyValue::new(attr::GEN_AI_PROVIDER_NAME, attr::PROVIDER_OPENAI),
@@ -461,6 +494,13 @@ impl SpanBook {
             KeyValue::new(attr::OPENINFERENCE_SPAN_KIND, attr::KIND_AGENT),
             KeyValue::new(attr::CLIENT, client.clone()),
         ];
+        // The OpenClaw agent and workspace the turn runs in, as its params name them.
+        if let Some(workspace) = workspace {
+            if let Some(agent) = agent_of_workspace(&workspace) {
+                attributes.push(KeyValue::new(attr::OPENCLAW_AGENT, agent));
+            }
+            attributes.push(KeyValue::new(attr::OPENCLAW_WORKSPACE, workspace));
+        }
         if metadata {
             if let Some(model) = &model {
                 attributes.push(KeyValue::new(attr::GEN_AI_REQUEST_MODEL, model.clone()));
@@ -545,7 +585,12 @@ impl SpanBook {
                     return;
                 };
                 let model = result["model"].as_str().map(str::to_string);
-                self.thread(thread_id, at).model = model.clone();
+                let workspace = result["cwd"].as_str().and_then(workspace_folder);
+                let thread = self.thread(thread_id, at);
+                thread.model = model.clone();
+                if workspace.is_some() {
+                    thread.workspace = workspace;
+                }
                 let starting = pending.method == method::THREAD_START;
                 let client = self.client_of(stream);
                 let name = if starting {
@@ -1233,6 +1278,40 @@ mod tests {
         assert!(
             !names[1].contains("sk-proj-abcdefghijklmnopqrstuvwxyz012345"),
             "{names:?}"
+        );
+    }
+
+    /// An operator sees which OpenClaw agent a turn is: the workspace its params name (the
+    /// folder only, never the machine path) and the agent OpenClaw's layout gives it.
+    #[test]
+    fn turns_name_their_openclaw_agent_and_workspace() {
+        let (mut book, exporter, _provider) = new_book(ContentPolicy::Metadata, false);
+        book.message(0, Side::Client, &json!({"id": 3, "method": "turn/start", "params": {"threadId": "a", "cwd": "/home/op/.openclaw/workspace-alpha", "input": []}}), at(10));
+        book.message(0, Side::Client, &json!({"id": 4, "method": "turn/start", "params": {"threadId": "m", "cwd": "/home/op/.openclaw/workspace", "input": []}}), at(11));
+        for thread in ["a", "m"] {
+            book.message(0, Side::Codex, &json!({"method": "turn/completed", "params": {"threadId": thread, "turn": {"id": "t", "status": "completed", "items": []}}}), at(40));
+        }
+        let spans = exporter.get_finished_spans().expect("spans");
+        let turns = named(&spans, "invoke_agent");
+        let of = |thread: &str| {
+            *turns
+                .iter()
+                .find(|span| {
+                    attribute(span, "gen_ai.conversation.id").map(|v| v.as_str().into_owned())
+                        == Some(thread.to_string())
+                })
+                .expect("turn")
+        };
+        let text = |span, key| attribute(span, key).map(|v| v.as_str().into_owned());
+        assert_eq!(text(of("a"), "openclaw.agent"), Some("alpha".into()));
+        assert_eq!(
+            text(of("a"), "openclaw.workspace"),
+            Some("workspace-alpha".into())
+        );
+        assert_eq!(text(of("m"), "openclaw.agent"), None);
+        assert_eq!(
+            text(of("m"), "openclaw.workspace"),
+            Some("workspace".into())
         );
     }
 
