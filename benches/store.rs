@@ -90,6 +90,8 @@ async fn endpoint(
         max_threads_in_memory: 100_000,
         new_runtime_identity: false,
         home_retention: None,
+        accounts: None,
+        unnamed_accounts: false,
     };
     Endpoint::start(settings, false).await.expect("endpoint")
 }

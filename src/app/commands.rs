@@ -445,7 +445,19 @@ pub fn audit(
 pub fn export_otel(
     dir: &Path,
     settings: &crate::traffic::trace::TraceSettings,
+    all: bool,
 ) -> Result<crate::traffic::trace::offline::Exported> {
+    // What a live trace of this folder sent to the same collector already is left out
+    // (`<dir>/otel-sent.jsonl`), unless `all`.
+    let sent_live = match crate::traffic::trace::TraceExport::target_for_log(settings) {
+        Some(to) if !all => crate::traffic::trace::sent::Sent::read(dir, &to)?,
+        _ => crate::traffic::trace::sent::Sent::default(),
+    };
+    let sent_live = std::sync::Arc::new(sent_live);
+    let settings = &crate::traffic::trace::TraceSettings {
+        skip_sent: (!sent_live.is_empty()).then(|| std::sync::Arc::clone(&sent_live)),
+        ..settings.clone()
+    };
     let Some(export) = crate::traffic::trace::TraceExport::start(settings)? else {
         return Err(Error::InvalidArgument {
             flag: "--otel-endpoint".to_string(),
@@ -460,6 +472,9 @@ pub fn export_otel(
     export.shutdown();
     let (_, sent, failed, dropped) = export.counters.snapshot();
     if let Ok(exported) = exported.as_mut() {
+        exported.already_sent = sent_live
+            .left_out
+            .load(std::sync::atomic::Ordering::Relaxed);
         exported.spans = sent;
         exported.target = export.target.clone();
     }

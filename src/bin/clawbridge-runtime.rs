@@ -175,18 +175,29 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
                 print_stdout(&conversation.render_text(full))
             }
         }
-        Command::ExportOtel { dir, otel, json } => {
-            let exported = commands::export_otel(&dir, &otel.settings())?;
+        Command::ExportOtel {
+            dir,
+            otel,
+            json,
+            all,
+        } => {
+            let exported = commands::export_otel(&dir, &otel.settings(), all)?;
             if json {
                 print_json(&exported)?;
             } else {
                 print_stdout(&format!(
-                    "exported {} spans: {} threads, {} turns, {} model calls, to {}\n",
+                    "exported {} spans: {} threads, {} turns, {} model calls, to {}{}\n",
                     exported.spans,
                     exported.threads,
                     exported.turns,
                     exported.model_calls,
-                    exported.target
+                    exported.target,
+                    match exported.already_sent {
+                        0 => String::new(),
+                        left => format!(
+                            " ({left} traces left out: sent there live already; --all sends them too)"
+                        ),
+                    }
                 ))?;
             }
             Ok(ExitCode::SUCCESS)

@@ -258,6 +258,10 @@ pub enum Command {
         /// Print what was sent as JSON.
         #[arg(long)]
         json: bool,
+        /// Send every turn, those a live trace of the folder sent to the same collector too
+        /// (`otel-sent.jsonl` records them; without --all they are left out).
+        #[arg(long)]
+        all: bool,
     },
     /// Where each workspace file of a real OpenClaw run went, against the spec.
     ///

@@ -217,6 +217,7 @@ impl OtelArgs {
             endpoint: self.otel_endpoint.clone(),
             protocol: self.otel_protocol,
             content: self.otel_content,
+            ..Default::default()
         }
     }
 }

@@ -60,7 +60,7 @@ impl From<AppServerArgs> for ProxySettings {
         }
         Self {
             codex_bin: args.codex_bin,
-            transcript: args.transcript,
+            transcript: args.transcript.clone(),
             args: codex,
             offline: args.offline,
             capture: args.capture,
@@ -71,7 +71,13 @@ impl From<AppServerArgs> for ProxySettings {
             upstream: args.upstream,
             upstream_ca: args.upstream_ca,
             no_websocket: args.no_websocket,
-            otel: args.otel.settings(),
+            otel: crate::traffic::trace::TraceSettings {
+                sent_record: args
+                    .transcript
+                    .as_ref()
+                    .map(|dir| dir.join(crate::traffic::trace::sent::SENT_RECORD)),
+                ..args.otel.settings()
+            },
             console: crate::support::console::Console::quiet(),
         }
     }

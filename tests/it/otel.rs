@@ -499,7 +499,30 @@ async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
         "protobuf is the default body"
     );
 
-    // The same session, from the files, as JSON.
+    // The same session from the files, to the same collector: what went out live is recorded
+    // (`otel-sent.jsonl`) and not sent again, so the turn is in the collector once.
+    collector.clear();
+    let dir_text = transcript.display().to_string();
+    let url = collector.url.clone();
+    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        crate::util::run_cli(&["export-otel", &dir_text, "--otel-endpoint", &url, "--json"])
+    })
+    .await
+    .expect("export");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let again: Value = serde_json::from_str(&stdout).expect("json");
+    assert!(
+        again["alreadySent"].as_u64() >= Some(2),
+        "the turn and the thread's start: {again}"
+    );
+    let resent: Vec<_> = collector
+        .spans()
+        .into_iter()
+        .filter(|span| span.text("gen_ai.conversation.id") == Some(thread.as_str()))
+        .collect();
+    assert!(resent.is_empty(), "sent again: {resent:#?}");
+
+    // With --all, and as JSON: the same tree from the files.
     collector.clear();
     let dir_text = transcript.display().to_string();
     let url = collector.url.clone();
@@ -512,6 +535,7 @@ async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
             "--otel-protocol",
             "http/json",
             "--json",
+            "--all",
         ])
     })
     .await
@@ -544,7 +568,7 @@ async fn a_turn_with_a_tool_call_is_one_trace_live_and_from_the_files() {
     let dir_text = transcript.display().to_string();
     let url = collector.url.clone();
     let (code, _, stderr) = tokio::task::spawn_blocking(move || {
-        crate::util::run_cli(&["export-otel", &dir_text, "--otel-endpoint", &url])
+        crate::util::run_cli(&["export-otel", &dir_text, "--otel-endpoint", &url, "--all"])
     })
     .await
     .expect("export");

@@ -1107,8 +1107,9 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         runtime.block_on(phoenix.screenshot(&trace, "phoenix-openclaw-trace.png"));
     }
 
-    // The same turns again from the transcript folder (`export-otel`), to the same collector
-    // (after Phoenix was checked: the collector passes these on to it too).
+    // The transcript folder exported to the same collector (after Phoenix was checked: the
+    // collector passes these on to it too): each turn the live trace sent is left out, so
+    // Phoenix holds every turn once.
     collector.clear();
     let (code, stdout, stderr) = crate::util::run_cli(&[
         "export-otel",
@@ -1120,6 +1121,36 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let exported: Value = serde_json::from_str(&stdout).expect("export-otel --json");
     assert_eq!(exported["turns"], 4, "two turns per agent: {exported}");
+    let turn_of = |span: &crate::otel::Received| {
+        (span.text("gen_ai.operation.name") == Some("invoke_agent")).then(|| {
+            (
+                span.text("gen_ai.conversation.id")
+                    .unwrap_or_default()
+                    .to_string(),
+                span.text("codex.turn.id").unwrap_or_default().to_string(),
+            )
+        })
+    };
+    let live_turns: std::collections::BTreeSet<_> = live.iter().filter_map(turn_of).collect();
+    let again: Vec<_> = collector
+        .spans()
+        .iter()
+        .filter_map(turn_of)
+        .filter(|turn| live_turns.contains(turn))
+        .collect();
+    assert!(again.is_empty(), "turns sent twice: {again:?}");
+    assert!(exported["alreadySent"].as_u64() >= Some(4), "{exported}");
+    // With --all, the same trees from the files.
+    collector.clear();
+    let (code, stdout, stderr) = crate::util::run_cli(&[
+        "export-otel",
+        &transcript.display().to_string(),
+        "--otel-endpoint",
+        &collector.url,
+        "--json",
+        "--all",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
     check_openclaw_tool_traces(&collector.spans());
 }
 

@@ -216,7 +216,17 @@ pub(crate) async fn run_endpoint(
     )
     .await
     .map_err(ProxyError::Offline)?;
-    let trace = tap::start_trace(&args.otel.settings(), plane.captures(), &known)?;
+    let trace = tap::start_trace(
+        &crate::traffic::trace::TraceSettings {
+            sent_record: args
+                .transcript
+                .as_ref()
+                .map(|dir| dir.join(crate::traffic::trace::sent::SENT_RECORD)),
+            ..args.otel.settings()
+        },
+        plane.captures(),
+        &known,
+    )?;
     let codex_home = plane.codex_home().to_path_buf();
     if args.pool.app_servers > 0 {
         writable_home(&codex_home)?;

@@ -62,6 +62,10 @@ pub struct TraceSettings {
     pub endpoint: Option<String>,
     pub protocol: Option<OtlpProtocol>,
     pub content: ContentPolicy,
+    /// Live: where to record what the collector took (`<transcript>/otel-sent.jsonl`).
+    pub sent_record: Option<std::path::PathBuf>,
+    /// Afterwards (`export-otel`): what a live trace sent already, left out.
+    pub skip_sent: Option<Arc<super::sent::Sent>>,
 }
 
 /// Spans by what became of them.
@@ -91,6 +95,23 @@ impl SpanCounters {
 struct Counting {
     inner: BatchSpanProcessor,
     counters: Arc<SpanCounters>,
+    /// `export-otel`: traces held until their top span ends, those sent live left out.
+    skip: Option<(
+        Arc<super::sent::Sent>,
+        std::sync::Mutex<super::sent::Holding>,
+    )>,
+}
+
+impl Counting {
+    /// What is still held goes out (before a flush or the end).
+    fn release_held(&self) {
+        if let Some((_, holding)) = &self.skip {
+            let rest = crate::support::sync::lock(holding).rest();
+            for span in rest {
+                self.pass(span);
+            }
+        }
+    }
 }
 
 impl SpanProcessor for Counting {
@@ -99,6 +120,36 @@ impl SpanProcessor for Counting {
     }
 
     fn on_end(&self, span: SpanData) {
+        match &self.skip {
+            Some((sent, holding)) => {
+                let ready = crate::support::sync::lock(holding).ended(sent, span);
+                for span in ready {
+                    self.pass(span);
+                }
+            }
+            None => self.pass(span),
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.release_held();
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.release_held();
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    /// The provider's resource (`service.name` and the rest) reaches the exporter only through
+    /// this: without it every span would go out as an unknown service.
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+impl Counting {
+    fn pass(&self, span: SpanData) {
         self.counters.ended.fetch_add(1, Ordering::Relaxed);
         let queued = self.counters.queued.fetch_add(1, Ordering::Relaxed);
         if queued >= MAX_QUEUED_SPANS {
@@ -112,20 +163,6 @@ impl SpanProcessor for Counting {
         }
         self.inner.on_end(span);
     }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    /// The provider's resource (`service.name` and the rest) reaches the exporter only through
-    /// this: without it every span would go out as an unknown service.
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
 }
 
 /// The OTLP exporter, counting what it sent.
@@ -136,13 +173,22 @@ struct CountingExporter<E> {
     warned: std::sync::atomic::AtomicBool,
     /// The collector's URL, and how a log line shows it (its credentials redacted).
     target: (String, String),
+    /// Live with a transcript: what the collector took is recorded for `export-otel`.
+    sent: Option<Arc<super::sent::SentLog>>,
 }
 
 impl<E: SpanExporter> SpanExporter for CountingExporter<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let spans = batch.len() as u64;
+        let keys = self
+            .sent
+            .as_ref()
+            .map(|_| super::sent::SentLog::keys(&batch));
         let result = self.inner.export(batch).await;
         self.counters.queued.fetch_sub(spans, Ordering::Relaxed);
+        if let (Ok(()), Some(log), Some(keys)) = (&result, &self.sent, keys) {
+            log.record(keys);
+        }
         match &result {
             Ok(()) => self.counters.exported.fetch_add(spans, Ordering::Relaxed),
             Err(error) => {
@@ -206,6 +252,23 @@ fn variable(name: &str) -> Option<String> {
 }
 
 impl TraceExport {
+    /// The collector `settings` name, as logs show it (credentials redacted); `None` when
+    /// nothing asks for traces.
+    pub fn target_for_log(settings: &TraceSettings) -> Option<String> {
+        let target = match &settings.endpoint {
+            Some(base) => traces_url(base),
+            None => match (
+                variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+                variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            ) {
+                (Some(url), _) => url,
+                (None, Some(base)) => traces_url(&base),
+                (None, None) => return None,
+            },
+        };
+        Some(crate::support::redact::url_for_log(&target))
+    }
+
     /// The export `settings` and the environment ask for; `None` when nothing asks for traces.
     /// Builds the HTTP client on a thread of its own (it may not be built inside the runtime).
     pub fn start(settings: &TraceSettings) -> Result<Option<TraceExport>, Error> {
@@ -269,6 +332,12 @@ impl TraceExport {
             counters: Arc::clone(&counters),
             warned: Default::default(),
             target: (target.clone(), crate::support::redact::url_for_log(&target)),
+            sent: settings.sent_record.clone().map(|path| {
+                Arc::new(super::sent::SentLog::new(
+                    path,
+                    crate::support::redact::url_for_log(&target),
+                ))
+            }),
         };
         let batch = BatchSpanProcessor::builder(exporter)
             .with_batch_config(
@@ -284,6 +353,10 @@ impl TraceExport {
             .with_span_processor(Counting {
                 inner: batch,
                 counters: Arc::clone(&counters),
+                skip: settings
+                    .skip_sent
+                    .clone()
+                    .map(|sent| (sent, std::sync::Mutex::new(Default::default()))),
             })
             .with_resource(
                 Resource::builder()

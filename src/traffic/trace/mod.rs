@@ -19,6 +19,7 @@ pub mod context;
 pub mod export;
 pub mod offline;
 pub mod semconv;
+pub mod sent;
 pub mod spans;
 
 use std::sync::{Arc, Mutex};

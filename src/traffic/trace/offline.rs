@@ -36,6 +36,8 @@ pub struct Exported {
     pub model_calls: usize,
     /// Spans the collector took.
     pub spans: u64,
+    /// Traces left out: a live trace of the folder sent them already (`otel-sent.jsonl`).
+    pub already_sent: usize,
     /// Where they went.
     pub target: String,
 }
