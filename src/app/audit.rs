@@ -144,6 +144,25 @@ impl Verdict {
         }
     }
 
+    /// What an operator does about it, in one line (`None` for as spec).
+    pub fn fix(self) -> Option<&'static str> {
+        match self {
+            Verdict::AsSpec => None,
+            Verdict::Moved => Some(
+                "the model reads it in another layer than the seed's: run the agent through `clawbridge serve` for the seed's layering, or leave it (nothing is lost)",
+            ),
+            Verdict::Missing => Some(
+                "the model never saw it: make it a regular file (not a link) in the agent's workspace, within agents.defaults.bootstrapMaxChars (20000) and bootstrapTotalMaxChars (60000)",
+            ),
+            Verdict::Truncated => Some(
+                "cut where the seed has it whole (or the other way): shorten the file, or set agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars to the seed's 20000 / 60000",
+            ),
+            Verdict::Extra => Some(
+                "sent where the seed sends nothing, or twice (Codex reads AGENTS.md itself): remove the copy from the agent's prompt config, or leave it (it costs tokens)",
+            ),
+        }
+    }
+
     /// A `--fail-on` name.
     pub fn parse(text: &str) -> Option<Verdict> {
         match text.trim() {
@@ -210,6 +229,8 @@ pub struct AuditReport {
     pub threads: Vec<ThreadAudit>,
     /// Rows per verdict.
     pub verdicts: BTreeMap<Verdict, usize>,
+    /// What to do about each verdict found, in one line.
+    pub fixes: BTreeMap<Verdict, &'static str>,
 }
 
 /// Options of an audit.
@@ -567,6 +588,7 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
     transcript_folder(dir)?;
     let mut client = None;
     let mut threads = Vec::new();
+    let mut files_of: Vec<(String, Vec<std::path::PathBuf>)> = Vec::new();
     for source in sources(dir) {
         let connection = source.join("connection.jsonl");
         let connection = match regular_file(&connection) {
@@ -603,11 +625,18 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
             if crate::traffic::record::RESERVED_NAMES.contains(&thread_name) {
                 continue;
             }
-            if threads.len() >= MAX_THREADS {
-                break;
+            // A thread is one, whichever connections carried it (OpenClaw resumes its thread
+            // on a new connection every run): its files are read together, in order.
+            let known = files_of.len();
+            match files_of.iter_mut().find(|(name, _)| name == thread_name) {
+                Some((_, files)) => files.push(file),
+                None if known < MAX_THREADS => files_of.push((thread_name.to_string(), vec![file])),
+                None => {}
             }
-            threads.push(audit_thread(dir, thread_name, json_lines(&file)?, options)?);
         }
+    }
+    for (thread_name, files) in &files_of {
+        threads.push(audit_thread(dir, thread_name, files, options)?);
     }
     if threads.is_empty() {
         return Err(Error::InvalidArgument {
@@ -626,61 +655,84 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
     {
         *verdicts.entry(row.verdict).or_insert(0) += 1;
     }
+    let fixes = verdicts
+        .keys()
+        .filter_map(|verdict| Some((*verdict, verdict.fix()?)))
+        .collect();
     Ok(AuditReport {
         client,
         threads,
         verdicts,
+        fixes,
     })
 }
 
 fn audit_thread(
     dir: &Path,
     thread: &str,
-    entries: crate::support::jsonl::JsonLines,
+    files: &[std::path::PathBuf],
     options: &AuditOptions,
 ) -> Result<ThreadAudit> {
     let mut opened = Value::Null;
     let mut cwd = String::new();
     let mut turns = Vec::new();
     let mut skipped = None;
-    for entry in entries {
-        let entry = entry?;
-        if entry["direction"] != "in" {
-            continue;
-        }
-        let message = &entry["message"];
-        let params = &message["params"];
-        match message["method"].as_str() {
-            Some(method::THREAD_START | method::THREAD_RESUME) => {
-                opened = params.clone();
-                if let Some(dir) = params["cwd"].as_str() {
-                    cwd = dir.to_string();
-                }
+    // A message two connections' files both hold (one request, as each saw it) counts once.
+    let mut seen = std::collections::HashSet::new();
+    'files: for file in files {
+        for entry in json_lines(file)? {
+            let entry = entry?;
+            if entry["direction"] != "in" {
+                continue;
             }
-            Some(method::TURN_START) => {
-                if let Some(dir) = params["cwd"].as_str() {
-                    cwd = dir.to_string();
-                }
-                if let Some(dir) = &options.workspace {
-                    cwd = dir.display().to_string();
-                }
-                if cwd.is_empty() {
-                    skipped = Some("no cwd in the thread's or the turn's params".to_string());
+            let message = &entry["message"];
+            let counted = matches!(
+                message["method"].as_str(),
+                Some(method::THREAD_START | method::THREAD_RESUME | method::TURN_START)
+            );
+            if counted && entry["atMs"].is_number() && seen.len() < 4 * MAX_TURNS {
+                let key = (
+                    entry["atMs"].to_string(),
+                    message["id"].to_string(),
+                    message["method"].to_string(),
+                );
+                if !seen.insert(key) {
                     continue;
                 }
-                if turns.len() >= MAX_TURNS {
-                    skipped = Some(format!(
-                        "more than {MAX_TURNS} turns: the first {MAX_TURNS} are audited"
-                    ));
-                    break;
-                }
-                let number = turns.len() + 1;
-                match audit_turn(dir, thread, number, &cwd, &opened, params, options) {
-                    Ok(turn) => turns.push(turn),
-                    Err(error) => skipped = Some(error.to_string()),
-                }
             }
-            _ => {}
+            let params = &message["params"];
+            match message["method"].as_str() {
+                Some(method::THREAD_START | method::THREAD_RESUME) => {
+                    opened = params.clone();
+                    if let Some(dir) = params["cwd"].as_str() {
+                        cwd = dir.to_string();
+                    }
+                }
+                Some(method::TURN_START) => {
+                    if let Some(dir) = params["cwd"].as_str() {
+                        cwd = dir.to_string();
+                    }
+                    if let Some(dir) = &options.workspace {
+                        cwd = dir.display().to_string();
+                    }
+                    if cwd.is_empty() {
+                        skipped = Some("no cwd in the thread's or the turn's params".to_string());
+                        continue;
+                    }
+                    if turns.len() >= MAX_TURNS {
+                        skipped = Some(format!(
+                            "more than {MAX_TURNS} turns: the first {MAX_TURNS} are audited"
+                        ));
+                        break 'files;
+                    }
+                    let number = turns.len() + 1;
+                    match audit_turn(dir, thread, number, &cwd, &opened, params, options) {
+                        Ok(turn) => turns.push(turn),
+                        Err(error) => skipped = Some(error.to_string()),
+                    }
+                }
+                _ => {}
+            }
         }
     }
     Ok(ThreadAudit {
@@ -845,6 +897,9 @@ impl AuditReport {
             .map(|(verdict, count)| format!("{count} {}", verdict.label()))
             .collect();
         out.push_str(&format!("\n{}\n", summary.join(", ")));
+        for (verdict, fix) in &self.fixes {
+            out.push_str(&format!("{}: {fix}\n", verdict.label()));
+        }
         out
     }
     /// One self-contained HTML page (no script, no outside resource).

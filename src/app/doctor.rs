@@ -55,6 +55,29 @@ pub struct DoctorSettings {
     /// The program that gives the services' app-servers a private view (`clawbridge-runtime`):
     /// whether it can here is checked (`None`: not checked).
     pub jail_helper: Option<PathBuf>,
+    /// Which service's setup is checked: `serve`'s (its token, its default port) or the
+    /// app-server endpoint's (`--app-server`: its token, the named clients and accounts, the
+    /// workspace roots named clients need).
+    pub service: Service,
+    /// The endpoint's token file (`--token-file`; default `<state-dir>/app-server-token`).
+    pub token_file: Option<PathBuf>,
+}
+
+/// The service `doctor` checks the setup of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Service {
+    #[default]
+    Serve,
+    AppServer,
+}
+
+impl Service {
+    fn name(self) -> &'static str {
+        match self {
+            Service::Serve => "serve",
+            Service::AppServer => "the endpoint",
+        }
+    }
 }
 
 /// One finding (also the endpoint checks' in `proxy::doctor`).
@@ -77,11 +100,20 @@ pub fn doctor(settings: &DoctorSettings) -> Vec<Finding> {
         .state_dir
         .clone()
         .or_else(crate::app::state::WarningLedger::default_state_dir);
-    findings.extend(state(state_dir.as_deref()));
+    findings.extend(state(state_dir.as_deref(), settings));
     if let Some(dir) = &state_dir {
         findings.extend(state_databases(dir));
     }
-    findings.push(port(settings.listen));
+    match settings.service {
+        Service::Serve => findings.push(port(settings.listen)),
+        Service::AppServer => {
+            // The endpoint has no default address: its port is checked when one is given.
+            findings.extend(settings.listen.map(|listen| port(Some(listen))));
+            if let Some(dir) = &state_dir {
+                findings.extend(endpoint_files(dir, settings));
+            }
+        }
+    }
     findings.extend(roots(&settings.workspace_roots));
     if let Some(helper) = &settings.jail_helper {
         findings.push(isolation(helper, state_dir.as_deref(), settings));
@@ -387,8 +419,68 @@ fn state_databases(dir: &Path) -> Vec<Finding> {
         .collect()
 }
 
-fn state(state_dir: Option<&Path>) -> Vec<Finding> {
+/// The endpoint's named clients and accounts (each file read as the endpoint reads it), and
+/// the workspace roots named clients need.
+fn endpoint_files(dir: &Path, settings: &DoctorSettings) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let clients = crate::service::clients::clients_path(dir);
+    match crate::service::clients::ClientsFile::load(&clients) {
+        Ok(file) => {
+            let named = file.clients.len();
+            findings.push(finding(
+                "clients",
+                Level::Ok,
+                format!("{}: {named} named client(s)", clients.display()),
+                "",
+            ));
+            if named > 0 && settings.workspace_roots.is_empty() {
+                findings.push(finding(
+                    "clients",
+                    Level::Fail,
+                    format!("{named} named client(s) and no --workspace-root: the endpoint refuses to start"),
+                    "give the endpoint (and doctor) --workspace-root DIR, the folder the agents' workspaces live in",
+                ));
+            }
+        }
+        Err(error) => findings.push(finding(
+            "clients",
+            Level::Fail,
+            crate::error::with_causes(&error),
+            "fix the file (`clawbridge client list` reads it) or remove it",
+        )),
+    }
+    let accounts = crate::service::accounts::accounts_path(dir);
+    findings.push(match crate::service::accounts::AccountsFile::load(&accounts) {
+        Ok(file) if file.accounts.is_empty() => finding(
+            "accounts",
+            Level::Ok,
+            "no named account: each key logs in under its own fingerprint".into(),
+            "",
+        ),
+        Ok(file) => finding(
+            "accounts",
+            Level::Ok,
+            format!(
+                "{}: {} named account(s), {} key(s)",
+                accounts.display(),
+                file.accounts.len(),
+                file.accounts.iter().map(|account| account.keys.len()).sum::<usize>()
+            ),
+            "",
+        ),
+        Err(error) => finding(
+            "accounts",
+            Level::Fail,
+            crate::error::with_causes(&error),
+            "fix the file (`clawbridge account list` reads it): the endpoint does not start with it",
+        ),
+    });
+    findings
+}
+
+fn state(state_dir: Option<&Path>, settings: &DoctorSettings) -> Vec<Finding> {
     use std::os::unix::fs::PermissionsExt;
+    let service = settings.service.name();
     let Some(dir) = state_dir else {
         return vec![finding(
             "state-dir",
@@ -406,7 +498,7 @@ fn state(state_dir: Option<&Path>) -> Vec<Finding> {
                     "state-dir",
                     Level::Warn,
                     format!(
-                        "{}: readable by others (mode {mode:o}); it holds the serve token",
+                        "{}: readable by others (mode {mode:o}); it holds {service}'s token and state",
                         dir.display()
                     ),
                     &format!("chmod 700 {}", dir.display()),
@@ -433,26 +525,30 @@ fn state(state_dir: Option<&Path>) -> Vec<Finding> {
                 "state-dir",
                 Level::Ok,
                 format!(
-                    "{}: not created yet (serve creates it, private)",
+                    "{}: not created yet ({service} creates it, private)",
                     dir.display()
                 ),
                 "",
             )]
         }
     }
-    let token = crate::app::state::token_path(dir);
+    let token = match (settings.service, &settings.token_file) {
+        (Service::AppServer, Some(file)) => file.clone(),
+        (Service::AppServer, None) => crate::service::token::endpoint_token_path(dir),
+        (Service::Serve, _) => crate::app::state::token_path(dir),
+    };
     findings.push(match std::fs::symlink_metadata(&token) {
         Err(_) => finding(
             "token",
             Level::Ok,
-            format!("{}: none yet (serve generates one)", token.display()),
+            format!("{}: none yet ({service} generates one)", token.display()),
             "",
         ),
         Ok(metadata) if !metadata.is_file() => finding(
             "token",
             Level::Fail,
             format!("{}: not a regular file", token.display()),
-            &format!("remove {} (serve writes a new one)", token.display()),
+            &format!("remove {} ({service} writes a new one)", token.display()),
         ),
         Ok(metadata) => {
             let mode = metadata.permissions().mode() & 0o777;
@@ -464,7 +560,7 @@ fn state(state_dir: Option<&Path>) -> Vec<Finding> {
                     "token",
                     Level::Fail,
                     format!("{}: unreadable or too large", token.display()),
-                    "remove it (serve writes a new one)",
+                    &format!("remove it ({service} writes a new one)"),
                 ),
                 Some(text) if crate::service::token::token_problem(&text).is_some() => finding(
                     "token",
@@ -473,7 +569,7 @@ fn state(state_dir: Option<&Path>) -> Vec<Finding> {
                         "{}: not a usable token (16+ visible ASCII characters)",
                         token.display()
                     ),
-                    &format!("remove {} (serve writes a new one)", token.display()),
+                    &format!("remove {} ({service} writes a new one)", token.display()),
                 ),
                 Some(_) if mode & 0o077 != 0 => finding(
                     "token",

@@ -466,9 +466,15 @@ pub struct DoctorArgs {
     /// that it answers and takes the token, its app-servers, its stalled turns.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
-    /// With --endpoint: the endpoint's token file (default: `<state-dir>/app-server-token`).
-    #[arg(long, value_name = "FILE", requires = "endpoint")]
+    /// With --endpoint or --app-server: the endpoint's token file (default:
+    /// `<state-dir>/app-server-token`).
+    #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Check the app-server endpoint's setup instead of serve's: its token
+    /// (`<state-dir>/app-server-token`), its named clients and accounts, the workspace roots
+    /// named clients need, the port of --listen when given (implied by --endpoint).
+    #[arg(long)]
+    pub app_server: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -917,6 +923,13 @@ impl DoctorArgs {
             listen: self.listen,
             workspace_roots: self.workspace_roots.clone(),
             jail_helper: std::env::current_exe().ok(),
+            // Asking about a running endpoint is an endpoint operator's question too.
+            service: if self.app_server || self.endpoint.is_some() {
+                crate::app::doctor::Service::AppServer
+            } else {
+                crate::app::doctor::Service::Serve
+            },
+            token_file: self.token_file.clone(),
         }
     }
 }

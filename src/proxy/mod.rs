@@ -285,6 +285,8 @@ pub(crate) fn token_path(
 ) -> Result<PathBuf, ProxyError> {
     Ok(match token_file {
         Some(path) => path.clone(),
-        None => crate::app::commands::state_dir(state_dir.cloned())?.join("app-server-token"),
+        None => crate::service::token::endpoint_token_path(&crate::app::commands::state_dir(
+            state_dir.cloned(),
+        )?),
     })
 }

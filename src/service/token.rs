@@ -181,6 +181,11 @@ pub fn token_problem(token: &str) -> Option<String> {
     None
 }
 
+/// The endpoint's token file in a state dir (`app-server-token`; `--token-file` names another).
+pub fn endpoint_token_path(state_dir: &std::path::Path) -> std::path::PathBuf {
+    state_dir.join("app-server-token")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

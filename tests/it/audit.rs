@@ -136,6 +136,62 @@ fn a_client_that_follows_the_spec_is_as_spec_and_a_dropped_file_is_missing() {
     );
 }
 
+/// OpenClaw resumes its thread on a new connection every run: the endpoint's transcript has
+/// the thread in each connection's folder (and a request both folders hold). The audit reads
+/// it as one thread with its turns in order, counts each file once per turn, and says what to
+/// do about each verdict it found.
+#[test]
+fn a_thread_over_two_connections_is_audited_once_with_a_fix_per_verdict() {
+    let dir = tempfile::tempdir().expect("dir");
+    let workspace = workspace(dir.path());
+    let dropped = ["IDENTITY.md", "USER.md", "TOOLS.md"]
+        .map(|name| read(&workspace, name))
+        .join("\n\n");
+    let out = dir.path().join("transcript");
+    let start = json!({"atMs": 1, "direction": "in", "message": {"id": 1, "method": "thread/start", "params": {"cwd": workspace, "model": "gpt-5.5", "developerInstructions": dropped}}});
+    let turn = |at: u64, text: &str| json!({"atMs": at, "direction": "in", "message": {"id": 2, "method": "turn/start", "params": {"threadId": "thr-1", "input": [{"type": "text", "text": text}]}}});
+    let resume = json!({"atMs": 10, "direction": "in", "message": {"id": 1, "method": "thread/resume", "params": {"threadId": "thr-1", "cwd": workspace, "developerInstructions": dropped}}});
+    for (connection, lines) in [
+        (1, vec![start, turn(2, "first run")]),
+        // The second run's connection; its folder also holds the first run's turn, as the
+        // thread's other follower saw it.
+        (
+            2,
+            vec![turn(2, "first run"), resume, turn(11, "second run")],
+        ),
+    ] {
+        let folder = out.join(format!("connection-{connection}"));
+        std::fs::create_dir_all(&folder).expect("folder");
+        let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        std::fs::write(folder.join("thr-1.jsonl"), text).expect("write");
+    }
+    let path = out.display().to_string();
+    let (code, stdout, stderr) = crate::util::run_cli(&["audit", &path, "--json"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("json");
+    let threads = report["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 1, "one thread: {report:#}");
+    assert_eq!(
+        threads[0]["turns"].as_array().map(Vec::len),
+        Some(2),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["verdicts"]["missing"], 2,
+        "SOUL.md once per turn: {report:#}"
+    );
+    assert!(
+        report["fixes"]["missing"]
+            .as_str()
+            .is_some_and(|fix| fix.contains("bootstrapMaxChars")),
+        "{report:#}"
+    );
+    assert!(report["fixes"].get("asSpec").is_none(), "{report:#}");
+    let (_, table, _) = crate::util::run_cli(&["audit", &path]);
+    assert_eq!(table.matches("thread thr-1").count(), 1, "{table}");
+    assert!(table.contains("missing: the model never saw it"), "{table}");
+}
+
 #[test]
 fn a_linked_thread_file_is_not_read_and_an_empty_folder_is_named() {
     let dir = tempfile::tempdir().expect("dir");

@@ -336,3 +336,80 @@ async fn doctor_checks_a_running_endpoint() {
         "{gone}"
     );
 }
+
+/// `doctor --app-server` checks the endpoint's own setup: its token (`app-server-token`, not
+/// serve's), its named clients and accounts as the endpoint reads them (a bad file fails,
+/// naming it; named clients without a workspace root fail), no serve port; and the state
+/// folder the docs' recipe makes (`mkdir -p -m 700`) draws no warning.
+#[test]
+fn doctor_checks_the_endpoint_s_own_setup_when_asked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let state = dir.path().join("state");
+    // As the recipe makes it.
+    let made = std::process::Command::new("mkdir")
+        .args(["-p", "-m", "700"])
+        .arg(&state)
+        .status()
+        .expect("mkdir");
+    assert!(made.success());
+    std::fs::write(
+        state.join("app-server-token"),
+        "0123456789abcdef0123456789abcdef\n",
+    )
+    .expect("token");
+    std::fs::set_permissions(
+        state.join("app-server-token"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    let added = clawbridge()
+        .args(["client", "add", "alpha", "--state-dir"])
+        .arg(&state)
+        .output()
+        .expect("client add");
+    assert!(added.status.success());
+    let state_text = state.to_str().expect("utf-8");
+    let (code, findings) = doctor(&["--app-server", "--state-dir", state_text], &bin);
+    assert_eq!(level(&findings, "state-dir").0, "ok", "{findings:#?}");
+    let (token, found) = level(&findings, "token");
+    assert_eq!(token, "ok", "{found}");
+    assert!(found["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("app-server-token")));
+    assert!(
+        findings.iter().all(|finding| finding["check"] != "port"),
+        "no serve port: {findings:#?}"
+    );
+    assert!(
+        findings.iter().any(|finding| finding["check"] == "clients"
+            && finding["level"] == "fail"
+            && finding["fix"]
+                .as_str()
+                .is_some_and(|fix| fix.contains("--workspace-root"))),
+        "{findings:#?}"
+    );
+    assert_eq!(code, 1);
+    // A broken accounts file: failed, named, with the command that reads it.
+    std::fs::write(
+        state.join("accounts.json"),
+        "{\"accounts\": [{\"name\": 1}]}",
+    )
+    .expect("write");
+    let (_, findings) = doctor(&["--app-server", "--state-dir", state_text], &bin);
+    let (accounts, found) = level(&findings, "accounts");
+    assert_eq!(accounts, "fail", "{found}");
+    assert!(
+        found["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("accounts.json")),
+        "{found}"
+    );
+    // Plain doctor is serve's: serve's token, serve's port.
+    let (_, findings) = doctor(&["--state-dir", state_text], &bin);
+    assert!(level(&findings, "token").1["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("/token")));
+    level(&findings, "port");
+}
