@@ -360,11 +360,12 @@ pub fn normalise(args: &[OsString]) -> Normalised {
             Some((name, _)) if name.starts_with("--") => (name, true),
             _ => (text, false),
         };
-        // clawbridge's global flags (`-v`, `-vv`, `--verbose`, `--color WHEN`) are its own
-        // wherever they stand: Codex's app-server has none of them, and refused `-v`.
+        // clawbridge's global flags (`-v`, `-vv`, `--verbose`, `--color WHEN`, `--log-format
+        // FORMAT`) are its own wherever they stand: Codex's app-server has none of them, and
+        // refused `-v`.
         let global = match name {
             "--verbose" => Some(false),
-            "--color" => Some(true),
+            "--color" | "--log-format" => Some(true),
             short
                 if short.len() > 1
                     && short.starts_with('-')
@@ -680,6 +681,21 @@ mod tests {
                 "-vv",
                 "--listen=stdio://",
                 "--color=never",
+                "--"
+            ]))
+        );
+        assert_eq!(
+            normalise(&os(&[
+                "app-server",
+                "--listen",
+                "ws://127.0.0.1:0",
+                "--log-format",
+                "json"
+            ])),
+            Normalised::Clap(os(&[
+                "app-server",
+                "--listen=ws://127.0.0.1:0",
+                "--log-format=json",
                 "--"
             ]))
         );

@@ -16,7 +16,9 @@
 //!
 //! Left out, each for a reason ([`skipped`]): `scripts/test` (it is the test command), `cargo
 //! install` and `npm install -g` (`scripts/test-install` installs both ways), the `export PATH`
-//! line (it is this test's environment), `ssh` (a second host), `scripts/seed-audit VERSION` and
+//! line (it is this test's environment), `ssh` (a second host), `sudo` (operations.md's steps on
+//! a host as root: `operations` checks the unit, `fleet_state` runs the account steps), `read
+//! -rs` (a person pastes a key), `scripts/seed-audit VERSION` and
 //! `--update` (four minutes of real OpenClaw runs; rewrites the records: scripts/test runs
 //! `--check`), `scripts/codex-compat latest` (scripts/test runs it on the newest supported Codex);
 //! and blocks marked `<!-- recipe: SCRIPT -->` or `<!-- recipe settings: SCRIPT -->` (a test keeps
@@ -138,6 +140,11 @@ fn skipped(line: &str) -> Option<&'static str> {
         ("export PATH=", "it is this test's environment"),
         ("ssh ", "it needs a second host"),
         (
+            "sudo ",
+            "it changes the host as root (operations.md: a test verifies the unit with systemd-analyze and starts the endpoint with its flags; the account steps run in fleet_state)",
+        ),
+        ("read -rs ", "it waits for a person to paste a key"),
+        (
             "scripts/seed-audit 2",
             "five real OpenClaw runs (4 minutes); the real-OpenClaw stage runs OpenClaw",
         ),
@@ -175,6 +182,7 @@ const DOCS: &[&str] = &[
     "docs/bridge-api.md",
     "docs/codex-compat.md",
     "docs/traces.md",
+    "docs/operations.md",
 ];
 
 #[test]

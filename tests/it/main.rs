@@ -16,6 +16,7 @@ mod examples;
 mod fleet_state;
 mod layers;
 mod metrics;
+mod operations;
 mod otel;
 mod peer;
 mod pool;
