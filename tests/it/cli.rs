@@ -950,33 +950,32 @@ fn typos_get_a_did_you_mean() {
     );
 }
 
-/// The WebSocket recipe of docs/app-server.md is the script the tests run
-/// (`scripts/openclaw-websocket`, `real_openclaw::websocket_recipe_runs_as_written`): the
-/// doc's block after its `recipe` marker is the script's lines between its markers, verbatim.
+/// The team recipe of docs/operations.md is the script the tests run (`scripts/openclaw-team`,
+/// `real_openclaw::team_recipe_runs_as_written`), verbatim, as the WebSocket recipe is.
 #[test]
-fn the_documented_websocket_recipe_is_the_tested_script() {
+fn the_documented_team_recipe_is_the_tested_script() {
     let script =
-        std::fs::read_to_string(repo_root().join("scripts/openclaw-websocket")).expect("script");
+        std::fs::read_to_string(repo_root().join("scripts/openclaw-team")).expect("script");
     let recipe = script
         .split_once("# --- recipe ---\n")
         .and_then(|(_, rest)| rest.split_once("# --- end ---"))
         .map(|(recipe, _)| recipe)
         .expect("the script's recipe markers");
-    let doc = std::fs::read_to_string(repo_root().join("docs/app-server.md")).expect("doc");
+    let doc = std::fs::read_to_string(repo_root().join("docs/operations.md")).expect("doc");
     let block = doc
-        .split_once("<!-- recipe: scripts/openclaw-websocket -->\n```sh\n")
+        .split_once("<!-- recipe: scripts/openclaw-team -->\n```sh\n")
         .and_then(|(_, rest)| rest.split_once("```\n"))
         .map(|(block, _)| block)
         .expect("the doc's recipe block");
     assert_eq!(
         block, recipe,
-        "docs/app-server.md's recipe drifted from the script"
+        "docs/operations.md's recipe drifted from the script"
     );
     assert!(
-        recipe.contains("until [ -s \"$state_dir/endpoint.address\" ]"),
-        "it waits"
+        recipe.contains(" gateway run"),
+        "the agents run through the Gateway"
     );
-    assert!(recipe.contains(" agent --local "), "it runs a turn");
+    assert!(!recipe.contains("--local"), "not the embedded agent");
 }
 
 /// The tools cache is keyed by version and integrity (`scripts/lib/pins.sh`): an install is

@@ -32,7 +32,7 @@ use std::time::Duration;
 use crate::util::*;
 
 /// One `sh` block of a document: where it starts, the HTML comment just above it (a marker such
-/// as `<!-- recipe: scripts/openclaw-websocket -->`), and its command lines.
+/// as `<!-- recipe: scripts/openclaw-team -->`), and its command lines.
 struct Block {
     line: usize,
     marker: Option<String>,

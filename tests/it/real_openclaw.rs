@@ -1212,15 +1212,16 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
-/// docs/app-server.md's WebSocket recipe, run as written (`scripts/openclaw-websocket`, which
-/// `cli::the_documented_websocket_recipe_is_the_tested_script` keeps equal to the doc): a fresh
-/// OpenClaw home with the Codex plugin installed and nothing configured, the endpoint started and
-/// waited for, OpenClaw configured with `openclaw config set`, one `openclaw agent` turn through
-/// the endpoint to Codex and the offline stub, and the endpoint stopped at the end. (Named to
-/// sort last: it runs beside the longer tests above, not before them.)
+/// docs/operations.md's team recipe, run as written (`scripts/openclaw-team`, which
+/// `cli::the_documented_team_recipe_is_the_tested_script` keeps equal to the doc): a fresh
+/// OpenClaw home, the endpoint, an account named per agent from its key, the agents alpha and
+/// beta added with their own workspaces and auth profiles, OpenClaw's Gateway started, both
+/// agents' turns at once through it, and `app-server status` at the end. Each agent's model
+/// requests carry its own key's fingerprint, the status names both accounts and the agents'
+/// workspaces; the endpoint and the Gateway are stopped with the script.
 #[test]
 #[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
-fn websocket_recipe_runs_as_written() {
+fn team_recipe_runs_as_written() {
     let runtime = Command::new(repo_root().join("scripts/install-openclaw-runtime"))
         .output()
         .expect("scripts/install-openclaw-runtime");
@@ -1243,12 +1244,16 @@ fn websocket_recipe_runs_as_written() {
     let state = dir.path().join("state");
     let transcript = dir.path().join("transcript");
     let path = format!("{bin_dir}:{}", std::env::var("PATH").unwrap_or_default());
-    let output = Command::new(repo_root().join("scripts/openclaw-websocket"))
+    let key = |agent: &str| format!("sk-team-{agent}-0123456789abcdef");
+    let output = Command::new("timeout")
+        .args(["--kill-after=10", "400"])
+        .arg(repo_root().join("scripts/openclaw-team"))
         .arg("What is on the release checklist?")
         .current_dir(&home)
         .env_remove("CODEX_HOME")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENCLAW_STATE_DIR")
+        .env_remove("OPENCLAW_GATEWAY_TOKEN")
         .env("HOME", &home)
         .env("PATH", path)
         // OpenClaw's own npm lookups go nowhere (loopback only).
@@ -1259,13 +1264,16 @@ fn websocket_recipe_runs_as_written() {
         .env("OPENCLAW", format!("node {launcher}"))
         .env("CODEX_BIN", crate::e2e::codex_bin())
         .env("PORT", free_port().to_string())
+        .env("GATEWAY_PORT", free_port().to_string())
         .env("STATE_DIR", &state)
+        .env("OPENAI_API_KEY_ALPHA", key("alpha"))
+        .env("OPENAI_API_KEY_BETA", key("beta"))
         .env(
             "ENDPOINT_FLAGS",
             format!("--offline --transcript {}", transcript.display()),
         )
         .output()
-        .expect("scripts/openclaw-websocket");
+        .expect("scripts/openclaw-team");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -1273,26 +1281,53 @@ fn websocket_recipe_runs_as_written() {
         "the recipe failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
-    assert!(
-        stdout.contains("clawbridge offline stub reply 1."),
-        "the agent's reply came back through the endpoint:\n{stdout}\n{stderr}"
-    );
-    // The config step wrote what the doc says.
-    let config: Value = serde_json::from_str(
-        &std::fs::read_to_string(home.join(".openclaw/openclaw.json")).expect("openclaw.json"),
-    )
-    .expect("config");
-    let app_server = &config["plugins"]["entries"]["codex"]["config"]["appServer"];
-    assert_eq!(app_server["transport"], "websocket", "{config}");
-    assert_eq!(app_server["authToken"], "${CODEX_APP_SERVER_TOKEN}");
-    // The turn went through the endpoint: its transcript holds the user's message.
-    let turns = walk(&transcript)
+    // Both turns came back through the Gateway.
+    for agent in ["alpha", "beta"] {
+        let turn = std::fs::read_to_string(state.join(format!("turn-{agent}.json")))
+            .unwrap_or_else(|error| panic!("{agent}'s turn: {error}\n{stdout}\n{stderr}"));
+        assert!(
+            turn.contains("clawbridge offline stub reply"),
+            "{agent}'s reply came back: {turn}"
+        );
+    }
+    // The status the script printed: both named accounts, each with its thread's workspace.
+    for agent in ["alpha", "beta"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|line| line.starts_with(agent) && line.contains("apiKey-")),
+            "the status names {agent}'s account:\n{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("agent {agent},")),
+            "the status names {agent}'s thread's agent:\n{stdout}"
+        );
+    }
+    // Each agent's model requests went out with its own key.
+    let requests: Vec<String> = walk(&transcript.join("model-requests"))
         .into_iter()
-        .filter(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
-        .flat_map(|file| jsonl(&file))
-        .filter(|entry| entry["message"]["method"] == "turn/start")
-        .count();
-    assert_eq!(turns, 1, "one turn through the endpoint");
+        .filter(|file| {
+            file.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("model-request"))
+        })
+        .map(|file| std::fs::read_to_string(file).expect("request"))
+        .collect();
+    for agent in ["alpha", "beta"] {
+        let fingerprint = clawbridge::credential_fingerprint(&format!("Bearer {}", key(agent)));
+        let workspace = format!("workspace-{agent}");
+        let own: Vec<&String> = requests
+            .iter()
+            .filter(|request| request.contains(&fingerprint))
+            .collect();
+        assert!(!own.is_empty(), "{agent}'s requests carry its key");
+        assert!(
+            own.iter().all(|request| !request.contains(&format!(
+                "workspace-{}",
+                if agent == "alpha" { "beta" } else { "alpha" }
+            ))),
+            "{agent}'s key carried only {workspace}'s requests"
+        );
+    }
     // And the endpoint was stopped with the script.
     let address = std::fs::read_to_string(state.join("endpoint.address")).expect("address");
     assert!(

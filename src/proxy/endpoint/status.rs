@@ -374,7 +374,7 @@ pub fn render_status_text(status: &Value) -> String {
                 agent => format!(" agent {agent},"),
             };
             let line = format!(
-                "      thread {} on {}:{agent} {turn}{stall}{alarm}",
+                "      {} on {}:{agent} {turn}{stall}{alarm}",
                 text(&thread["id"]),
                 text(&thread["member"])
             );
