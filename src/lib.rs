@@ -151,6 +151,7 @@ pub use support::fs::Roots;
 pub use support::fs::TEMP_PREFIX;
 pub use support::jail::{entry_point as jail_entry_point, Jail};
 pub use support::json::{to_pretty, DATA_BLOCK_CLOSE, DATA_BLOCK_OPEN};
+pub use support::signals::StopSignals;
 pub use support::text::len16;
 pub use traffic::capture::cache::{fingerprints as cache_fingerprints, CacheReport, Verdict};
 pub use traffic::capture::credential_fingerprint;

@@ -301,10 +301,13 @@ fn serve_command(args: ServeArgs) -> Result<ExitCode, Failure> {
     let config = args.into_config()?;
     block_on(async move {
         let running = clawbridge::serve(config).await?;
+        let signals = clawbridge::StopSignals::install()
+            .context("installing the SIGTERM handler")
+            .map_err(|error| Failure(error, 1))?;
         print_stdout(&format!("{}\n", running.addr))?;
         eprint!("{}", running.start_notice());
         running
-            .until_signal(std::time::Duration::from_secs(9), || {
+            .until_signal(signals, std::time::Duration::from_secs(9), || {
                 eprintln!("clawbridge serve: shutting down (a second signal exits at once)")
             })
             .await

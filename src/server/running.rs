@@ -144,25 +144,23 @@ impl Running {
 
     /// Serve until SIGTERM or SIGINT (or until the server stops), then shut down within `grace`
     /// ([`Running::shutdown`]); a second signal exits the process at once (130). `on_signal`
-    /// runs when the first signal comes (the face says so).
+    /// runs when the first signal comes (the face says so). The signals are caught from
+    /// `signals` on: install them before telling anyone the server is up.
     pub async fn until_signal(
         &self,
+        mut signals: StopSignals,
         grace: Duration,
         on_signal: impl FnOnce(),
     ) -> std::io::Result<()> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut terminate = signal(SignalKind::terminate())?;
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
+            () = signals.next() => {}
             _ = self.handle.clone().stopped() => return Ok(()),
         }
         on_signal();
         // A second signal cuts the shutdown short.
         tokio::select! {
             () = self.shutdown(grace) => {}
-            _ = tokio::signal::ctrl_c() => std::process::exit(130),
-            _ = terminate.recv() => std::process::exit(130),
+            () = signals.next() => std::process::exit(130),
         }
         Ok(())
     }
@@ -197,3 +195,5 @@ impl Running {
             .unwrap_or_default()
     }
 }
+
+pub use crate::support::signals::StopSignals;

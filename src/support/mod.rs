@@ -20,6 +20,7 @@ pub mod process;
 pub mod queue;
 pub mod reaper;
 pub mod redact;
+pub mod signals;
 pub mod suggest;
 pub mod sync;
 pub mod task;

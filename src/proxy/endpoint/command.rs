@@ -102,6 +102,8 @@ async fn member_jail(
     };
     let mut hide = vec![state.to_path_buf(), clients.to_path_buf()];
     hide.extend(args.token_file.iter().cloned());
+    // Named accounts decide whose threads a key reaches: kept from the models as the clients are.
+    hide.extend(args.accounts.iter().cloned());
     hide.extend(args.transcript.iter().cloned());
     hide.extend(args.capture.iter().cloned());
     hide.extend(args.member_hide.iter().cloned());
@@ -381,19 +383,18 @@ pub(crate) async fn run_endpoint(
         },
     };
     let running = Endpoint::start(settings, args.allow_remote).await?;
+    // The stop signals are caught before the address is printed: a supervisor that stops the
+    // endpoint as soon as it is up (systemd, a script's trap) gets the drain, not a kill.
+    let mut signals =
+        crate::support::signals::StopSignals::install().map_err(|source| ProxyError::Spawn {
+            binary: "a SIGTERM handler".into(),
+            source,
+        })?;
     match &running.listen {
         ListenAddr::Tcp(addr) => print_out(console, &format!("{addr}\n"))?,
         ListenAddr::Unix(path) => print_out(console, &format!("{}\n", path.display()))?,
     }
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).map_err(|source| ProxyError::Spawn {
-        binary: "a SIGTERM handler".into(),
-        source,
-    })?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
+    signals.next().await;
     console.note(
         "clawbridge app-server: shutting down (running turns interrupted, clients closed, app-servers stopped)",
     );
