@@ -130,7 +130,7 @@ pub use render::sections::{
 };
 pub use render::{render, PromptRequest, SystemPrompt, CACHE_BOUNDARY};
 pub use routing::{route_workspace, Surface};
-pub use server::api::openrpc;
+pub use server::openrpc;
 pub use server::{
     start as serve, CodexBinary, Running, ServeConfig, ServeError, DEFAULT_ANSWER_TIMEOUT,
     DEFAULT_FINISHED_RUN_TTL, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,

@@ -159,7 +159,7 @@ impl LiveAudit {
         }
         let Some(log) = &self.log else { return };
         let entry = json!({"kind": "turn", "thread": thread, "cwd": cwd, "audit": audited});
-        if let Err(error) = super::observe::append_line(log, &entry) {
+        if let Err(error) = crate::support::jsonl::append_line(log, &entry) {
             if !self.failed {
                 tracing::warn!("{}: {error}", log.display());
                 self.failed = true;

@@ -21,7 +21,6 @@
 //! method ([`MAX_PROBLEM_LINES`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -636,27 +635,13 @@ impl Observer {
         let Some(path) = &self.log else {
             return;
         };
-        if let Err(error) = append_line(path, entry) {
+        if let Err(error) = crate::support::jsonl::append_line(path, entry) {
             if !self.failed {
                 tracing::warn!("{}: {error}", path.display());
                 self.failed = true;
             }
         }
     }
-}
-
-/// Append `entry` as one JSON line to `path` (created 0600), never through a link: a planted
-/// `conformance.jsonl -> ~/.bashrc` must not be appended to (the transcript's files are opened
-/// the same way).
-pub(crate) fn append_line(path: &std::path::Path, entry: &Value) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .and_then(|mut file| writeln!(file, "{entry}"))
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 //! the handlers accept. `bridge.subscribeRun` is a jsonrpsee subscription: its `bridge.runEvent`
 //! notifications are described under `x-notification`.
 
-use schemars::generate::SchemaSettings;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -615,38 +614,6 @@ pub fn describe<M: BridgeMethod>(generator: &mut SchemaGenerator) -> Value {
     );
     M::extend(&mut description, generator);
     Value::Object(description)
-}
-
-/// The OpenRPC document of the bridge API (keys sorted when serialized): the methods of the one
-/// table (`methods.rs`), the error codes of the one list (`errors.rs`).
-pub fn openrpc() -> Value {
-    let mut generator = SchemaSettings::draft2020_12()
-        .with(|settings| settings.definitions_path = "/components/schemas".into())
-        .into_generator();
-    let methods = super::methods::descriptions(&mut generator);
-    let schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
-    let errors: Map<String, Value> = super::errors::codes::DESCRIBED
-        .iter()
-        .map(|(name, code, message)| {
-            (
-                (*name).to_string(),
-                json!({"code": code, "message": message}),
-            )
-        })
-        .collect();
-    json!({
-        "openrpc": "1.3.2",
-        "info": {
-            "title": "clawbridge bridge API",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "JSON-RPC 2.0 over HTTP and WebSocket (`clawbridge serve`). Every request carries `Authorization: Bearer <token>` (the token is in `<state-dir>/token`); browsers' Origin and foreign Host headers are refused.",
-        },
-        "methods": methods,
-        "components": {
-            "schemas": schemas,
-            "errors": errors,
-        },
-    })
 }
 
 #[cfg(test)]

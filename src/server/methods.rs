@@ -6,6 +6,7 @@ use super::bridge::Bridge;
 use super::errors::codes;
 use super::errors::library_error;
 use super::errors::rpc_error;
+use super::params::{run_request, typed};
 use super::run_start::run_start;
 use super::settings::CodexBinary;
 use crate::app::commands;
@@ -124,54 +125,6 @@ pub(super) fn caller_of(extensions: &jsonrpsee::Extensions) -> Caller {
         .get::<Caller>()
         .cloned()
         .unwrap_or_else(Caller::operator)
-}
-
-pub(super) fn object_param(params: &Params<'_>) -> Result<Value, ErrorObjectOwned> {
-    let value: Value = params
-        .parse()
-        .map_err(|error| rpc_error(codes::INVALID_PARAMS, error.to_string()))?;
-    match value {
-        Value::Array(mut items) if items.len() == 1 => Ok(items.remove(0)),
-        other => Ok(other),
-    }
-}
-
-/// A method's params as its type (by name, or one positional value); a bad one is refused
-/// naming the field.
-pub(super) fn typed<T: serde::de::DeserializeOwned>(
-    params: &Params<'_>,
-) -> Result<T, ErrorObjectOwned> {
-    from_value(object_param(params)?)
-}
-
-/// A run-document method's request from its (bounded) text: `{"run": document, ...options}`,
-/// or the document itself (it has a `workspace`) as the whole params. Runs on the blocking pool.
-pub(super) fn run_request<R: api::CarriesRun>(text: &str) -> Result<R, ErrorObjectOwned> {
-    let value = object_param(&Params::new(Some(text)))?;
-    if value.get("run").is_some() && value.get("workspace").is_none() {
-        from_value(value)
-    } else {
-        Ok(R::with_document(value))
-    }
-}
-
-/// `value` as `T`; a bad one is refused naming the field.
-fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorObjectOwned> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let path = error.path().to_string();
-        let field = if path == "." {
-            String::new()
-        } else {
-            format!("field `{path}`: ")
-        };
-        rpc_error(
-            codes::INVALID_PARAMS,
-            format!(
-                "{field}{}",
-                crate::support::suggest::serde_message(&error.into_inner().to_string())
-            ),
-        )
-    })
 }
 
 /// A run-document method's params as text, refused past `--max-run-bytes` before anything
@@ -460,7 +413,7 @@ async fn discover(
     _: Caller,
     _: api::NoParams,
 ) -> Result<api::OpenRpcDocument, ErrorObjectOwned> {
-    Ok(api::OpenRpcDocument(api::openrpc()))
+    Ok(api::OpenRpcDocument(openrpc()))
 }
 
 async fn status(
@@ -563,4 +516,37 @@ fn codex_status(bridge: &Bridge) -> api::CodexStatus {
         recycled: Some(bridge.pool.recycled()),
         members,
     }
+}
+
+/// The OpenRPC document of the bridge API (keys sorted when serialized): the methods of the one
+/// table (`methods.rs`), the error codes of the one list (`errors.rs`).
+pub fn openrpc() -> Value {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|settings| settings.definitions_path = "/components/schemas".into())
+        .into_generator();
+    let methods = descriptions(&mut generator);
+    let schemas: serde_json::Map<String, Value> =
+        generator.take_definitions(true).into_iter().collect();
+    let errors: serde_json::Map<String, Value> = super::errors::codes::DESCRIBED
+        .iter()
+        .map(|(name, code, message)| {
+            (
+                (*name).to_string(),
+                serde_json::json!({"code": code, "message": message}),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "openrpc": "1.3.2",
+        "info": {
+            "title": "clawbridge bridge API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "JSON-RPC 2.0 over HTTP and WebSocket (`clawbridge serve`). Every request carries `Authorization: Bearer <token>` (the token is in `<state-dir>/token`); browsers' Origin and foreign Host headers are refused.",
+        },
+        "methods": methods,
+        "components": {
+            "schemas": schemas,
+            "errors": errors,
+        },
+    })
 }

@@ -51,6 +51,7 @@ mod bridge;
 mod errors;
 mod handler;
 mod methods;
+mod params;
 mod probes;
 mod run_start;
 mod running;
@@ -60,6 +61,7 @@ mod threads;
 
 pub use bridge::Bridge;
 use methods::module;
+pub use methods::openrpc;
 pub use running::{Running, TokenFile};
 use settings::{cors_layer, pool_config, BLOCKING_SLOTS, CONNECTION_QUEUE, HANDSHAKE_TIMEOUT};
 pub use settings::{

@@ -21,7 +21,7 @@ use super::errors::random_id;
 use super::errors::rpc_error;
 use super::handler::logged_event;
 use super::handler::BridgeHandler;
-use super::methods::run_request;
+use super::params::run_request;
 use super::runs::EventLog;
 use super::runs::RunState;
 use super::settings::CodexBinary;

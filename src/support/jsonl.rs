@@ -318,6 +318,21 @@ fn structural(text: &[u8]) -> u64 {
     count
 }
 
+/// Append `entry` as one JSON line to `path` (created 0600), never through a link: a planted
+/// `conformance.jsonl -> ~/.bashrc` must not be appended to (the transcript's files are opened
+/// the same way).
+pub fn append_line(path: &std::path::Path, entry: &serde_json::Value) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut file| writeln!(file, "{entry}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

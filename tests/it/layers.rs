@@ -191,7 +191,11 @@ fn no_module_imports_from_a_layer_above_it() {
             continue;
         };
         let text = std::fs::read_to_string(file).expect("read");
-        for path in crate_paths(&text) {
+        let code = code_of(&text);
+        for path in crate_paths(&code)
+            .into_iter()
+            .chain(super_paths(&code, &module))
+        {
             // `crate::Name` through the crate root's re-export is an import of its module.
             let first = path.split("::").next().unwrap_or_default();
             let path = reexports.get(first).cloned().unwrap_or(path);
@@ -407,7 +411,11 @@ fn no_two_modules_import_each_other() {
         let module = cut(&module_of(file, &src));
         let text = std::fs::read_to_string(file).expect("read");
         let code = code_of(&text);
-        for path in crate_paths(code) {
+        let own = module_of(file, &src);
+        for path in crate_paths(&code)
+            .into_iter()
+            .chain(super_paths(&code, &own))
+        {
             let used = cut(&path);
             if used != module
                 && !module.starts_with(&format!("{used}::"))
@@ -428,20 +436,93 @@ fn no_two_modules_import_each_other() {
     );
 }
 
-/// A source file without its test module (the top-level `#[cfg(test)] mod ...` and what
-/// follows); an item-level `#[cfg(test)]` before it does not cut the file short.
-fn code_of(text: &str) -> &str {
-    let mut offset = 0;
+/// A source file without its test modules: each top-level `#[cfg(test)] mod NAME { ... }` (to
+/// its closing brace at the start of a line) or `#[cfg(test)] mod NAME;` is left out, and what
+/// follows one is read (production code after a mid-file test module is checked too).
+fn code_of(text: &str) -> String {
+    let mut code = String::with_capacity(text.len());
     let mut lines = text.split_inclusive('\n').peekable();
     while let Some(line) = lines.next() {
-        if line.trim_end() == "#[cfg(test)]"
-            && lines
-                .peek()
-                .is_some_and(|next| next.starts_with("mod ") || next.starts_with("pub(crate) mod "))
-        {
-            return &text[..offset];
+        let opens_test_module = line.trim_end() == "#[cfg(test)]"
+            && lines.peek().is_some_and(|next| {
+                next.starts_with("mod ") || next.starts_with("pub(crate) mod ")
+            });
+        if !opens_test_module {
+            code.push_str(line);
+            continue;
         }
-        offset += line.len();
+        let Some(header) = lines.next() else { break };
+        if header.trim_end().ends_with(';') {
+            continue;
+        }
+        // Skip to the module's closing brace: the first line that is `}` at column 0.
+        for inner in lines.by_ref() {
+            if inner.trim_end() == "}" {
+                break;
+            }
+        }
     }
-    text
+    code
+}
+
+/// Every `super::a::b` path a source text names, made absolute from `module` (the file's own
+/// module path: `super` of `proxy::endpoint::connection` is `proxy::endpoint`; a `mod.rs`
+/// file is its folder's module, so `super` of `proxy::endpoint` is `proxy`).
+fn super_paths(text: &str, module: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("super::") {
+        // `self::super::` or an identifier ending in `super` is not a path start.
+        let before = &rest[..at];
+        let starts = before
+            .chars()
+            .last()
+            .is_none_or(|ch| !(ch.is_alphanumeric() || ch == '_' || ch == ':'));
+        rest = &rest[at + "super::".len()..];
+        if !starts {
+            continue;
+        }
+        let mut base: Vec<&str> = module.split("::").collect();
+        base.pop();
+        while let Some(more) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = more;
+        }
+        let (paths, _) = use_tree(rest);
+        let prefix = base.join("::");
+        out.extend(paths.into_iter().map(|path| {
+            if prefix.is_empty() {
+                path
+            } else {
+                format!("{prefix}::{path}")
+            }
+        }));
+    }
+    out
+}
+
+#[test]
+fn test_modules_are_cut_and_what_follows_them_is_read() {
+    let text = "use crate::a::b;\n#[cfg(test)]\nmod tests {\n    use crate::z::y;\n}\nfn after() { crate::c::d(); }\n#[cfg(test)]\nmod more;\nfn last() {}\n";
+    let code = code_of(text);
+    assert!(
+        code.contains("crate::a::b") && code.contains("crate::c::d") && code.contains("fn last")
+    );
+    assert!(!code.contains("crate::z::y") && !code.contains("mod more"));
+    assert_eq!(
+        super_paths(
+            "use super::feed::{Feed, Followed};\nlet x = super::super::stall::K;\n",
+            "proxy::endpoint::connection"
+        ),
+        [
+            "proxy::endpoint::feed::Feed",
+            "proxy::endpoint::feed::Followed",
+            "proxy::stall::K"
+        ]
+    );
 }

@@ -93,7 +93,7 @@ pub struct TurnSteerResult {
 }
 
 impl Method for TurnSteer {
-    const NAME: &'static str = "turn/steer";
+    const NAME: &'static str = method::TURN_STEER;
     type Params = TurnSteerParams;
     type Result = TurnSteerResult;
 }
