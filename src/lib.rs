@@ -3,26 +3,30 @@
 //! Data flows one way, and the folders follow it (docs/architecture.md). Each layer may use the
 //! layers listed before it, never one after it (`tests/it/layers.rs` checks this):
 //!
-//! 1. [`error`], [`support`]: typed errors; JavaScript string semantics, confined reads and
-//!    atomic writes, deterministic JSON, redaction, deadlines, bounded processes; and
-//!    [`codex::protocol`]: the typed app-server wire (params out, typed messages in), no I/O and
-//!    no policy;
-//! 2. [`config`]: the run document and the OpenClaw config it carries (one table of keys);
-//! 3. [`workspace`] (bootstrap files, hook, budgets) and [`skills`] (discovery, eligibility,
+//! 0. [`error`], [`support`]: typed errors; JavaScript string semantics, confined reads and
+//!    atomic writes, deterministic JSON, redaction, credential fingerprints, deadlines, bounded
+//!    processes, stop signals; and [`codex::protocol`]: the typed app-server wire (params out,
+//!    typed messages in), no I/O and no policy;
+//! 1. [`config`]: the run document and the OpenClaw config it carries (one table of keys);
+//! 2. [`workspace`] (bootstrap files, hook, budgets) and [`skills`] (discovery, eligibility,
 //!    catalog);
-//! 4. [`routing`]: which surface each file lands on (pure);
-//! 5. [`render`]: OpenClaw's system prompt and every Codex text, through one facade;
-//! 7. [`translate`]: the one pipeline every consumer calls, and the params policy;
-//! 8. [`codex::client`]: the app-server process, framing, peer, turns, hub, pool, fleet; and
-//!    [`traffic`]: what stands between Codex and the model (the offline stub, the recording
-//!    forwarder, capture), composed in one place;
-//! 9. [`artifacts`]: snapshots and pinned-fixture sync (files other people review);
+//! 3. [`routing`]: which surface each file lands on (pure);
+//! 4. [`mod@render`]: OpenClaw's system prompt and every Codex text, through one facade;
+//! 6. [`mod@translate`]: the one pipeline every consumer calls, and the params policy;
+//! 7. [`codex::client`]: the app-server process, framing, peer, turns, hub, pool, fleet;
+//!    [`codex::schema`]: what goes over the wire checked against the running Codex's schema;
+//!    and [`traffic`]: what stands between Codex and the model (the offline stub, the recording
+//!    forwarder, capture, traces), composed in one place;
+//! 8. [`artifacts`]: snapshots and pinned-fixture sync (files other people review);
+//! 9. [`service`]: what both servers keep and stand on (the durable state, the thread
+//!    directory, the token, the HTTP guard, named clients and accounts, the members' isolation);
 //! 10. [`app`]: every command, implemented once for the CLI and the bridge API, with the run
-//!     events, pairing, the state the process keeps, and what every listener shares (the
-//!     bearer token, the HTTP guard);
+//!     events, pairing, doctor, the audit and the state the process keeps;
 //! 11. [`server`]: the bridge API (`clawbridge serve`), and [`proxy`]: `clawbridge app-server`
 //!     (OpenClaw's Codex slot over stdio, and the WebSocket endpoint);
 //! 12. [`face`]: the command line both binaries share (flags, the one-shot handlers, exit codes).
+//!
+//! The numbers are docs/architecture.md's (the layer test checks that page against the code).
 //!
 //! The modules are private but [`face`]; the `pub use` list below is the rest of the public
 //! surface.

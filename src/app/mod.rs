@@ -1,15 +1,16 @@
 //! Every command, implemented once: the CLI (`main.rs`) and the bridge API (`server`) are two
 //! thin faces of these functions.
 //!
-//! Layout: [`commands`] holds the translation commands (`params`, `context`, `prompt`) and the
-//! live facts they read; [`run`] the pairing commands (`run`, `capture`, `snapshots gen --raw`);
-//! [`fixtures`] the review-artifact commands (`snapshots`, `sync-codex-model`, `fixtures
-//! verify`); [`events`] the run events both faces emit; [`context`] is the `/context` view;
-//! [`pairing`] drives one turn through a real Codex; [`capture`] redacts and labels what Codex
-//! sent the model; [`offline`] is the loopback model stub and the throwaway `CODEX_HOME`;
-//! [`state`] is what the process remembers between runs (the `once` warning ledger); [`doctor`]
-//! checks the machine; [`clients`] keeps the service's named client tokens; [`isolation`]
-//! checks the private view both services give their app-servers.
+//! Layout: [`commands`] holds the translation commands (`params`, `context`, `prompt`), the
+//! named accounts' commands and the live facts they read; [`pairing`] the pairing commands
+//! (`run`, `capture`, `snapshots gen --raw`) and the demo's layer table; [`drive`] drives one
+//! turn through a real Codex; [`fixtures`] the review-artifact commands (`snapshots`,
+//! `sync-codex-model`, `fixtures verify`); [`events`] the run events both faces emit;
+//! [`context`] is the `/context` view; [`state`] is what the process remembers between runs
+//! (the `once` warning ledger); [`doctor`] checks the machine and a service's own setup;
+//! [`audit`] tells where a recorded OpenClaw session put each workspace file. (The capture, the
+//! stub, the named clients and accounts and the isolation check live below: `traffic`,
+//! `service`.)
 //!
 //! May use every layer below it (docs/architecture.md); only `server`, `proxy` and the binary
 //! use it.

@@ -3,7 +3,7 @@
 //! small front in `src/main.rs`), which does the one-shot commands itself and hands every other
 //! command line to this binary unchanged (`exec`: the same process, the same pid). Both parse
 //! the same flags ([`cli`]) and share the one-shot handlers ([`front`]); errors map to exit codes
-//! in [`exit`]. stdout carries only the command's output; logs go to stderr.
+//! in [`clawbridge::face::exit`]. stdout carries only the command's output; logs go to stderr.
 
 use std::process::ExitCode;
 

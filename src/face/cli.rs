@@ -484,7 +484,7 @@ pub enum SchemaCommand {
     /// The OpenRPC document of the bridge API (docs/openrpc.json; `rpc.discover` serves it).
     Openrpc,
     /// Compare two Codex app-server schema folders (`codex app-server generate-json-schema
-    /// --experimental --out DIR`, or fixtures/codex-schema/<version>) for what clawbridge sends,
+    /// --experimental --out DIR`, or `fixtures/codex-schema/<version>`) for what clawbridge sends,
     /// answers and reads: fields added, removed and changed per method. Exits 1 when any field
     /// clawbridge uses was removed or changed.
     Diff {

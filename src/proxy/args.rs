@@ -197,7 +197,7 @@ pub struct PoolArgs {
 pub struct OtelArgs {
     /// Send OpenTelemetry traces over OTLP/HTTP to this collector (its base URL, e.g. Phoenix's
     /// `http://127.0.0.1:6006`; `/v1/traces` is added). Without it the standard
-    /// OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT variables decide; with neither nothing is traced.
+    /// `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT` variables decide; with neither nothing is traced.
     #[arg(long, value_name = "URL")]
     pub otel_endpoint: Option<String>,
     /// The OTLP body: http/protobuf (the default, else OTEL_EXPORTER_OTLP_PROTOCOL) or

@@ -8,7 +8,7 @@
 //!   id, per connection), notifications both ways, Codex's server requests and the client's
 //!   answers. Methods the schema does not know are counted as unknown, never dropped; at the end
 //!   one summary line per method goes to `conformance.jsonl` (read back by
-//!   `clawbridge app-server report DIR`, [`report`]);
+//!   `clawbridge app-server report DIR`, `proxy::report`);
 //! - checks `thread/start`, `thread/resume`, `turn/start` and `turn/steer` params field by field
 //!   ([`crate::codex::schema`]), with a `check` line each, as before;
 //! - records the client (OpenClaw's `clientInfo`) next to the Codex version, and remembers the

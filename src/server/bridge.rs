@@ -108,7 +108,7 @@ pub struct Bridge {
     /// The app-servers runs go to (local children and remote listeners): sticky per thread,
     /// restarted after a crash, recycled past their budget.
     pub(super) pool: Arc<Pool>,
-    /// Set by [`Running::shutdown`]: new runs are refused.
+    /// Set by [`super::Running::shutdown`]: new runs are refused.
     pub(super) shutting_down: std::sync::atomic::AtomicBool,
     /// Subscriptions still sending events (shutdown waits for them to deliver the last ones).
     pub(super) subscribers: watch::Sender<usize>,
@@ -131,7 +131,7 @@ pub struct Bridge {
     pub(super) threads: ThreadBroker,
     pub(super) roots: Roots,
     pub(super) skill_cache: Arc<SkillCache>,
-    /// One serve per state dir, for as long as this one runs (released by [`Running::stop`]).
+    /// One serve per state dir, for as long as this one runs (released by [`super::Running::stop`]).
     pub(super) state_lock: Mutex<Option<state::StateLock>>,
     /// `--otel-endpoint`: each run's turn as a trace (finished on stop).
     pub(super) trace: Mutex<Option<Arc<crate::traffic::trace::LiveTrace>>>,

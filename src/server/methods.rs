@@ -128,7 +128,7 @@ pub(super) fn caller_of(extensions: &jsonrpsee::Extensions) -> Caller {
 }
 
 /// A run-document method's params as text, refused past `--max-run-bytes` before anything
-/// parses them; [`object_param`] then runs on the blocking pool.
+/// parses them; [`super::params::object_param`] then runs on the blocking pool.
 pub(super) fn bounded_params(
     bridge: &Bridge,
     params: &Params<'_>,

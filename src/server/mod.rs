@@ -2,7 +2,7 @@
 //! (jsonrpsee; HTTP and WebSocket on one port).
 //!
 //! Layout, by job: `config` ([`ServeConfig`], every bound and its default), `errors` (the API's
-//! [`codes`] and the kind-to-code mapping), `bridge` ([`Bridge`], the shared state: the
+//! `codes` and the kind-to-code mapping), `bridge` ([`Bridge`], the shared state: the
 //! [`Pool`] of app-servers (local children and remote listeners; each thread sticky to one,
 //! restarted after a crash, recycled past its budget), session bindings (`sessionKey` -> Codex thread, persisted under the state dir so a
 //! restart resumes threads), per-session queues (runs of one session in order, different sessions

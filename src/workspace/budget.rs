@@ -141,7 +141,7 @@ pub struct BudgetOutcome {
 }
 
 /// `fit_all` of docs/routing.md §4.2 over the files that will actually be pasted, in order
-/// (files that are not [`FileContent::Present`] render the missing marker), also naming the
+/// (files that are not [`super::FileContent::Present`] render the missing marker), also naming the
 /// files with content that the total budget dropped whole: they are truncations too (injected 0
 /// of N), reported and noticed like any other.
 pub fn fit_with_budget(files: &[&BootstrapFile], limits: BootstrapLimits) -> BudgetOutcome {

@@ -3,7 +3,7 @@
 //! Layout: `load` ([`load_bootstrap_files`]) reads the eight candidates in their fixed order,
 //! confined and capped, and applies the session, lightweight, heartbeat and brand-new filters
 //! (docs/routing.md, "Bootstrap files"); `hook` ([`apply_bootstrap_hook`]) runs the
-//! `agent:bootstrap` hook; `budget` ([`fit_bootstrap_files`]) applies OpenClaw's per-file and total
+//! `agent:bootstrap` hook; `budget` ([`budget::fit_with_budget`]) applies OpenClaw's per-file and total
 //! budgets with head/tail truncation (docs/routing.md, "Budgets"), and [`TruncationReport`] names
 //! what was truncated (whether the notice is shown is routing's call, with the session's memory
 //! for `once` kept by `app::state`). All counts are UTF-16 code units; no cut ever splits a

@@ -5,8 +5,9 @@
 //! copying; [`peer`] is the JSON-RPC peer over any `AsyncRead + AsyncWrite` (in-memory in tests);
 //! [`session`] does the handshake and opens threads; [`turn`] drives one turn from any event
 //! source; [`hub`] shares one app-server between many threads; [`handler`] answers server
-//! requests (dynamic tools, approvals); [`schema`] checks params against the running Codex's own
-//! generated JSON Schema (cached per version).
+//! requests (dynamic tools, approvals); [`pool`] is the app-servers a service runs on (local
+//! children and [`remote`] listeners); [`fleet`] is one pool per account. (The checks against
+//! the running Codex's own JSON Schema are `codex::schema`.)
 
 pub mod fleet;
 pub mod framing;

@@ -5,7 +5,7 @@
 //! family (`ClientRequest.json`, `ClientNotification.json`, `ServerRequest.json`,
 //! `ServerNotification.json`, each a `oneOf` of `{method, params}` variants) and one file per
 //! result type (`v2/ThreadStartResponse.json`, ...). What it does not say is which result type
-//! answers which method (Codex keeps that pairing in a Rust macro), so [`response_name`] derives
+//! answers which method (Codex keeps that pairing in a Rust macro), so `response_name` derives
 //! it from the params type's name (`ThreadStartParams` -> `ThreadStartResponse`) or the method,
 //! with the few irregular names Codex uses listed; a method whose answer has no schema file is
 //! counted as unchecked, never guessed.
@@ -58,7 +58,7 @@ impl Flow {
     }
 
     /// The union a message of this flow is a variant of (answers have none: see
-    /// [`response_name`]).
+    /// `response_name`).
     fn union(self) -> Union {
         match self {
             Flow::Request | Flow::Response => Union::ClientRequest,
