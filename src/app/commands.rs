@@ -366,6 +366,23 @@ pub enum AccountEdit {
     RemoveKey { name: String, fingerprint: String },
 }
 
+impl AccountEdit {
+    /// `account add NAME` of a key's fingerprint.
+    pub fn add(name: String, fingerprint: String) -> AccountEdit {
+        AccountEdit::Add { name, fingerprint }
+    }
+
+    /// `account add-key NAME` of a key's fingerprint.
+    pub fn add_key(name: String, fingerprint: String) -> AccountEdit {
+        AccountEdit::AddKey { name, fingerprint }
+    }
+
+    /// `account remove-key NAME` of a key's fingerprint.
+    pub fn remove_key(name: String, fingerprint: String) -> AccountEdit {
+        AccountEdit::RemoveKey { name, fingerprint }
+    }
+}
+
 /// Apply `edit` to `<state>/accounts.json` (atomically, 0600); the account as it is now.
 pub fn edit_accounts(
     state: &Path,

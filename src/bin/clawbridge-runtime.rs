@@ -362,7 +362,8 @@ fn key_fingerprint(source: cli::KeySource) -> Result<String, Failure> {
 
 fn account(command: cli::AccountCommand) -> Result<ExitCode, Failure> {
     use clawbridge::commands::AccountEdit;
-    let (edit, state_dir) = match command {
+    type EditOf = fn(String, String) -> AccountEdit;
+    let (name, key, state_dir, edit) = match command {
         cli::AccountCommand::List { state_dir, json } => {
             let accounts = commands::named_accounts(&commands::state_dir(state_dir)?)?;
             return if json {
@@ -375,36 +376,19 @@ fn account(command: cli::AccountCommand) -> Result<ExitCode, Failure> {
             name,
             key,
             state_dir,
-        } => (
-            AccountEdit::Add {
-                name,
-                fingerprint: key_fingerprint(key)?,
-            },
-            state_dir,
-        ),
+        } => (name, key, state_dir, AccountEdit::add as EditOf),
         cli::AccountCommand::AddKey {
             name,
             key,
             state_dir,
-        } => (
-            AccountEdit::AddKey {
-                name,
-                fingerprint: key_fingerprint(key)?,
-            },
-            state_dir,
-        ),
+        } => (name, key, state_dir, AccountEdit::add_key as EditOf),
         cli::AccountCommand::RemoveKey {
             name,
             key,
             state_dir,
-        } => (
-            AccountEdit::RemoveKey {
-                name,
-                fingerprint: key_fingerprint(key)?,
-            },
-            state_dir,
-        ),
+        } => (name, key, state_dir, AccountEdit::remove_key as EditOf),
     };
+    let edit = edit(name, key_fingerprint(key)?);
     let account = commands::edit_accounts(&commands::state_dir(state_dir)?, &edit)?;
     eprintln!(
         "clawbridge account: {} is filed as {}; its keys: {} (a running endpoint reads this at the next login)",

@@ -90,24 +90,15 @@ impl AccountsFile {
     /// Load `path` (missing: no named account). A link, a bad entry, a name listed twice or a
     /// key of two accounts is an error naming the file.
     pub fn load(path: &Path) -> Result<AccountsFile> {
-        use crate::support::fs::ReadRefusal;
         let invalid = |message: String| Error::InvalidDocument {
             path: path.to_path_buf(),
             message,
         };
-        if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
-            return Err(invalid("is a symbolic link; refusing to follow it".into()));
-        }
-        let bytes = match crate::support::fs::read_capped_anywhere(path, None, MAX_ACCOUNTS_BYTES) {
-            Ok(bytes) => bytes,
-            Err(ReadRefusal::NotFound) => return Ok(AccountsFile::default()),
-            Err(refusal) => return Err(invalid(refusal.to_string())),
-        };
-        let file: AccountsFile = serde_json::from_slice(&bytes).map_err(|error| {
-            invalid(format!(
-                "{error} (expected {{\"accounts\": [{{\"name\", \"identity\", \"keys\": [fingerprint...]}}]}})"
-            ))
-        })?;
+        let file: AccountsFile = super::files::read(
+            path,
+            MAX_ACCOUNTS_BYTES,
+            "{\"accounts\": [{\"name\", \"identity\", \"keys\": [fingerprint...]}]}",
+        )?;
         file.check().map_err(invalid)?;
         Ok(file)
     }
@@ -219,17 +210,7 @@ impl AccountsFile {
 
     /// Write the file (0600, through a temp file and a rename), making its folder private.
     fn save(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent() {
-            crate::support::fs::create_private_dir(dir).map_err(|source| Error::Write {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let text = serde_json::to_string_pretty(self).map_err(|error| Error::InvalidDocument {
-            path: path.to_path_buf(),
-            message: error.to_string(),
-        })? + "\n";
-        crate::support::fs::write_private(path, text.as_bytes())
+        super::files::write(path, self)
     }
 
     /// `account add NAME`: a new account filed under `fingerprint` (its first key's: a key

@@ -173,25 +173,15 @@ impl ClientsFile {
     /// Load `path` (missing: no clients). A link, a bad entry or a
     /// duplicate name is an error naming the file.
     pub fn load(path: &Path) -> Result<ClientsFile> {
-        use crate::support::fs::ReadRefusal;
         let invalid = |message: String| Error::InvalidDocument {
             path: path.to_path_buf(),
             message,
         };
-        if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
-            return Err(invalid("is a symbolic link; refusing to follow it".into()));
-        }
-        let bytes = match crate::support::fs::read_capped_anywhere(path, None, MAX_CLIENTS_BYTES) {
-            Ok(bytes) => bytes,
-            Err(ReadRefusal::NotFound) => return Ok(ClientsFile::default()),
-            Err(refusal) => return Err(invalid(refusal.to_string())),
-        };
-        let file: ClientsFile = serde_json::from_slice(&bytes).map_err(|error| {
-            invalid(format!(
-                "{error} (expected {{\"clients\": [{{\"name\", \"sha256\", \"operator\", \"allow\"}}]}}; `allow` takes {})",
-                Grant::ALL.map(Grant::as_str).join(", ")
-            ))
-        })?;
+        let expected = format!(
+            "{{\"clients\": [{{\"name\", \"sha256\", \"operator\", \"allow\"}}]}}; `allow` takes {}",
+            Grant::ALL.map(Grant::as_str).join(", ")
+        );
+        let file: ClientsFile = super::files::read(path, MAX_CLIENTS_BYTES, &expected)?;
         if file.clients.len() > MAX_CLIENTS {
             return Err(invalid(format!("more than {MAX_CLIENTS} clients")));
         }
@@ -235,17 +225,7 @@ impl ClientsFile {
 
     /// Write the file (0600, through a temp file and a rename), making its folder private.
     fn save(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent() {
-            crate::support::fs::create_private_dir(dir).map_err(|source| Error::Write {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let text = serde_json::to_string_pretty(self).map_err(|error| Error::InvalidDocument {
-            path: path.to_path_buf(),
-            message: error.to_string(),
-        })? + "\n";
-        crate::support::fs::write_private(path, text.as_bytes())
+        super::files::write(path, self)
     }
 
     /// `client allow NAME [GRANT...]`: the client's grants become exactly `allow` (none: it

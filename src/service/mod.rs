@@ -12,6 +12,7 @@
 pub mod accounts;
 pub mod clients;
 pub mod directory;
+pub mod files;
 pub mod guard;
 pub mod isolation;
 pub mod listener;

@@ -57,11 +57,7 @@ fn module_of(file: &Path, src: &Path) -> String {
 /// Every `crate::a::b` path a source text names, grouped imports (`crate::{a, b::{c, d}}`)
 /// expanded, cut to two segments.
 fn crate_paths(text: &str) -> Vec<String> {
-    let code: String = text
-        .lines()
-        .filter(|line| !line.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = without_comments(text);
     let mut out = Vec::new();
     let mut rest = code.as_str();
     while let Some(at) = rest.find("crate::") {
@@ -79,6 +75,14 @@ fn crate_paths(text: &str) -> Vec<String> {
         })
         .filter(|path| !path.is_empty())
         .collect()
+}
+
+/// A source text without its comment lines (doc comments name paths that are not imports).
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Parse `a::b::{c, d::{e}}` at the start of `text`: the expanded paths and the bytes read.
@@ -469,11 +473,7 @@ fn code_of(text: &str) -> String {
 /// module path: `super` of `proxy::endpoint::connection` is `proxy::endpoint`; a `mod.rs`
 /// file is its folder's module, so `super` of `proxy::endpoint` is `proxy`).
 fn super_paths(text: &str, module: &str) -> Vec<String> {
-    let code: String = text
-        .lines()
-        .filter(|line| !line.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = without_comments(text);
     let mut out = Vec::new();
     let mut rest = code.as_str();
     while let Some(at) = rest.find("super::") {

@@ -252,21 +252,31 @@ fn variable(name: &str) -> Option<String> {
 }
 
 impl TraceExport {
-    /// The collector `settings` name, as logs show it (credentials redacted); `None` when
-    /// nothing asks for traces.
-    pub fn target_for_log(settings: &TraceSettings) -> Option<String> {
-        let target = match &settings.endpoint {
-            Some(base) => traces_url(base),
+    /// The traces URL `settings` and the environment name; `None` when nothing asks for traces
+    /// (no endpoint and no variable, or `OTEL_SDK_DISABLED=true` without a flag).
+    fn target(settings: &TraceSettings) -> Option<String> {
+        if settings.endpoint.is_none()
+            && variable("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true"))
+        {
+            return None;
+        }
+        match &settings.endpoint {
+            Some(base) => Some(traces_url(base)),
             None => match (
                 variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
                 variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
             ) {
-                (Some(url), _) => url,
-                (None, Some(base)) => traces_url(&base),
-                (None, None) => return None,
+                (Some(url), _) => Some(url),
+                (None, Some(base)) => Some(traces_url(&base)),
+                (None, None) => None,
             },
-        };
-        Some(crate::support::redact::url_for_log(&target))
+        }
+    }
+
+    /// The collector `settings` name, as logs show it (credentials redacted); `None` when
+    /// nothing asks for traces.
+    pub fn target_for_log(settings: &TraceSettings) -> Option<String> {
+        Self::target(settings).map(|target| crate::support::redact::url_for_log(&target))
     }
 
     /// The export `settings` and the environment ask for; `None` when nothing asks for traces.
@@ -276,21 +286,8 @@ impl TraceExport {
             flag: "--otel-endpoint".to_string(),
             message,
         };
-        if settings.endpoint.is_none()
-            && variable("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true"))
-        {
+        let Some(target) = Self::target(settings) else {
             return Ok(None);
-        }
-        let target = match &settings.endpoint {
-            Some(base) => traces_url(base),
-            None => match (
-                variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-                variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
-            ) {
-                (Some(url), _) => url,
-                (None, Some(base)) => traces_url(&base),
-                (None, None) => return Ok(None),
-            },
         };
         if !(target.starts_with("http://") || target.starts_with("https://")) {
             return Err(flag(format!(
