@@ -446,8 +446,12 @@ fn print_output(output: fixtures::Output) -> Result<ExitCode, Failure> {
 fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
     future: F,
 ) -> Result<ExitCode, Failure> {
+    let setting = std::env::var("CLAWBRIDGE_WORKER_THREADS").ok();
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let workers = front::worker_threads(setting.as_deref(), cores)
+        .map_err(|message| Failure(anyhow::anyhow!(message), 2))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .context("starting the async runtime")

@@ -258,3 +258,36 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<ExitCode, Failure> {
         .map_err(|error| Failure(error, 1))?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// Most runtime worker threads taken from the machine by default.
+const MAX_DEFAULT_WORKERS: usize = 16;
+
+/// The async runtime's worker threads: `CLAWBRIDGE_WORKER_THREADS` (1 to 256) when set, else
+/// the machine's cores, at least 2 (a server's listener and its members' readers never wait on
+/// one thread) and at most [`MAX_DEFAULT_WORKERS`].
+pub fn worker_threads(setting: Option<&str>, cores: usize) -> Result<usize, String> {
+    match setting.map(str::trim) {
+        Some(text) => match text.parse::<usize>() {
+            Ok(count @ 1..=256) => Ok(count),
+            _ => Err(format!(
+                "CLAWBRIDGE_WORKER_THREADS={text:?}: give a number of threads from 1 to 256"
+            )),
+        },
+        None => Ok(cores.clamp(2, MAX_DEFAULT_WORKERS)),
+    }
+}
+
+#[cfg(test)]
+mod worker_tests {
+    use super::worker_threads;
+
+    #[test]
+    fn workers_follow_the_machine_within_bounds_unless_set() {
+        assert_eq!(worker_threads(None, 1), Ok(2));
+        assert_eq!(worker_threads(None, 8), Ok(8));
+        assert_eq!(worker_threads(None, 96), Ok(16));
+        assert_eq!(worker_threads(Some("3"), 96), Ok(3));
+        assert!(worker_threads(Some("0"), 4).is_err());
+        assert!(worker_threads(Some("many"), 4).is_err());
+    }
+}
