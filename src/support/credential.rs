@@ -15,12 +15,14 @@ use serde_json::Value;
 /// The claim object of OpenAI's tokens that names the account and the user.
 const AUTH_CLAIMS: &str = "https://api.openai.com/auth";
 
+/// The hash part of a fingerprint: the first 16 hex digits of SHA-256(kind NUL material).
+pub fn hash(kind: &str, material: &str) -> String {
+    super::hex::sha256(format!("{kind}\0{material}").as_bytes(), 8)
+}
+
 /// `<kind>-<first 16 hex of SHA-256(kind NUL material)>`.
 pub fn fingerprint(kind: &str, material: &str) -> String {
-    format!(
-        "{kind}-{}",
-        super::hex::sha256(format!("{kind}\0{material}").as_bytes(), 8)
-    )
+    format!("{kind}-{}", hash(kind, material))
 }
 
 /// The claims of a JWT (its middle part, base64url), read, not verified: they decide which

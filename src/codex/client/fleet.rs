@@ -152,8 +152,10 @@ impl Identity {
         if !kind.chars().all(|c| c.is_ascii_alphabetic()) || kind.is_empty() || kind.len() > 32 {
             return Err(LoginRefusal::Malformed);
         }
-        Identity::from_key(&crate::support::credential::fingerprint(kind, &material))
-            .ok_or(LoginRefusal::Malformed)
+        Ok(Identity::Account {
+            kind: kind.to_string(),
+            hash: crate::support::credential::hash(kind, &material),
+        })
     }
 
     /// The identity a key names (`native`, or `apiKey-1a2b…` as [`Identity::key`] writes it).

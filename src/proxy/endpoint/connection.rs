@@ -234,21 +234,20 @@ impl Connection {
             .iter()
             .map(|(id, followed)| {
                 let workspace = lock(&followed.feed.workspace).clone();
-                (id, followed, workspace)
-            })
-            .map(|(id, followed, workspace)| ThreadStatus {
-                id: id.clone(),
-                member: followed.lease.name.clone(),
-                agent: workspace
-                    .as_deref()
-                    .and_then(super::status::agent_of_workspace),
-                workspace,
-                turn: followed.feed.turn(),
-                followers: followed.feed.followers().len(),
-                stall: lock(&followed.feed.watch).status(),
-                token_usage: lock(&followed.feed.token_usage).clone(),
-                compactions: followed.feed.compactions.load(Ordering::SeqCst),
-                context_alarm: followed.feed.context_alarm.load(Ordering::SeqCst),
+                ThreadStatus {
+                    id: id.clone(),
+                    member: followed.lease.name.clone(),
+                    agent: workspace
+                        .as_deref()
+                        .and_then(super::status::agent_of_workspace),
+                    workspace,
+                    turn: followed.feed.turn(),
+                    followers: followed.feed.followers().len(),
+                    stall: lock(&followed.feed.watch).status(),
+                    token_usage: lock(&followed.feed.token_usage).clone(),
+                    compactions: followed.feed.compactions.load(Ordering::SeqCst),
+                    context_alarm: followed.feed.context_alarm.load(Ordering::SeqCst),
+                }
             })
             .collect();
         threads.sort_by(|a, b| a.id.cmp(&b.id));

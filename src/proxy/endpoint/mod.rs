@@ -844,12 +844,21 @@ impl Shared {
     }
 
     fn status(&self) -> EndpointStatus {
+        // The named accounts read once for the whole document (a stat of the file, not one
+        // per connection and account).
+        let named = self.accounts.as_ref().map(|book| book.current());
+        let name_of = |identity: &str| {
+            named
+                .as_ref()
+                .and_then(|accounts| accounts.name_of(identity))
+                .map(str::to_string)
+        };
         let connections: Vec<ConnectionStatus> = self
             .live_connections()
             .iter()
             .map(|connection| {
                 let mut status = connection.status();
-                status.account = self.account_name(&status.identity);
+                status.account = name_of(&status.identity);
                 status
             })
             .collect();
@@ -860,7 +869,7 @@ impl Shared {
             .status()
             .into_iter()
             .map(|identity| IdentityStatus {
-                name: self.account_name(&identity.identity),
+                name: name_of(&identity.identity),
                 connections: connections
                     .iter()
                     .filter(|connection| connection.identity == identity.identity)
