@@ -382,10 +382,29 @@ fn cli_run_offline_heartbeat_and_capture() {
         request.contains("<AGENTS.md contents will be here>"),
         "AGENTS.md arrives through Codex discovery"
     );
-    assert!(
-        !request.contains(&repo_root().display().to_string()),
-        "machine paths redacted"
-    );
+    let root = repo_root().display().to_string();
+    if let Some(at) = request.find(&root) {
+        let from = request[..at]
+            .char_indices()
+            .rev()
+            .nth(120)
+            .map_or(0, |(i, _)| i);
+        panic!(
+            "machine paths redacted: {}",
+            &request[from..(at + root.len()).min(request.len())]
+        );
+    }
+    // A clone's remote is a path on the machine it came from (CI clones this checkout).
+    let remotes = regex::Regex::new(r#"associated_remote_urls\\":\{([^{}]*)\}"#).expect("regex");
+    for found in remotes.captures_iter(&request) {
+        assert!(
+            found[1]
+                .split(',')
+                .all(|entry| entry.ends_with(r#":\"<remote-url>\""#)),
+            "remote urls redacted: {}",
+            &found[0]
+        );
+    }
     let layers = std::fs::read_to_string(out.path().join("layers.md")).expect("layers");
     for (label, position) in [
         ("Codex base instructions", "input[0].content[0]"),

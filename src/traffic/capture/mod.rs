@@ -71,6 +71,30 @@ fn volatile_patterns() -> &'static [(Regex, &'static str)] {
     &PATTERNS
 }
 
+/// Codex's turn metadata names each workspace's git remotes (`"associated_remote_urls":
+/// {"origin": "..."}`): a clone's remote is often a path on the machine it was cloned on, or a
+/// URL with a user in it, so every remote's address becomes `<remote-url>` (its name stays).
+fn redact_remote_urls(text: &str) -> Option<String> {
+    static REMOTES: std::sync::LazyLock<Option<(Regex, Regex)>> = std::sync::LazyLock::new(|| {
+        let block = Regex::new(r#""associated_remote_urls"\s*:\s*\{[^{}]*\}"#).ok()?;
+        let entry = Regex::new(r#"("(?:[^"\\]|\\.)*"\s*:\s*)"(?:[^"\\]|\\.)*""#).ok()?;
+        Some((block, entry))
+    });
+    let (block, entry) = REMOTES.as_ref()?;
+    if !block.is_match(text) {
+        return None;
+    }
+    Some(
+        block
+            .replace_all(text, |found: &regex::Captures<'_>| {
+                entry
+                    .replace_all(&found[0], r#"${1}"<remote-url>""#)
+                    .into_owned()
+            })
+            .into_owned(),
+    )
+}
+
 /// Values replaced by placeholders, longest first.
 #[derive(Clone, Debug, Default)]
 pub struct Redactions {
@@ -102,6 +126,9 @@ impl Redactions {
             if out.contains(value.as_str()) {
                 out = replace_path(&out, value, placeholder);
             }
+        }
+        if let Some(replaced) = redact_remote_urls(&out) {
+            out = replaced;
         }
         for (pattern, replacement) in volatile_patterns() {
             if let std::borrow::Cow::Owned(replaced) = pattern.replace_all(&out, *replacement) {
@@ -538,6 +565,12 @@ mod tests {
             stamped,
             json!({"meta": {"create_time": "<timestamp>", "count": 1796144600u64, "turn_started_at_ms": "<timestamp>", "size_ms": 12}}),
             "clock readings go, other numbers stay"
+        );
+        let metadata = r#"{"workspaces":{"/w":{"associated_remote_urls":{"origin":"/work/main","fork":"https://me:pw@example.com/r.git"},"has_changes":false}}}"#;
+        assert_eq!(
+            redactions.apply(metadata),
+            r#"{"workspaces":{"/w":{"associated_remote_urls":{"origin":"<remote-url>","fork":"<remote-url>"},"has_changes":false}}}"#,
+            "a clone's remotes are machine paths or carry a user"
         );
         let mut home = Redactions::default();
         home.add("/root", "<home>");
