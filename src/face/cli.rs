@@ -885,6 +885,7 @@ impl ServeArgs {
             remote_app_servers: crate::remote_endpoints(
                 &self.pool.remote_app_servers,
                 &self.pool.app_server_token_files,
+                self.pool.app_server_ca.as_deref(),
             )?,
             limits: crate::TurnLimits {
                 completion_grace: Duration::from_secs(self.completion_grace.max(1)),

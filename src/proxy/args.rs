@@ -170,14 +170,20 @@ pub struct PoolArgs {
     /// goes to the least busy). 0 with --app-server: remote members only.
     #[arg(long, default_value_t = 1)]
     pub app_servers: usize,
-    /// A remote app-server for the pool: `ws://HOST:PORT` of `codex app-server --listen
-    /// ws://HOST:PORT --ws-auth capability-token --ws-token-file FILE` (repeatable).
+    /// A remote app-server for the pool (repeatable): `ws://HOST:PORT` of `codex app-server
+    /// --listen ws://HOST:PORT --ws-auth capability-token --ws-token-file FILE`, `wss://HOST:PORT`
+    /// of such a listener behind a TLS terminator (its token never crosses the network in
+    /// clear), or `unix://PATH` of `codex app-server --listen unix://PATH`.
     #[arg(long = "app-server", value_name = "URL")]
     pub remote_app_servers: Vec<String>,
-    /// The capability token file of each --app-server, in the same order (one file for all
-    /// when only one is given).
+    /// The capability token file of each ws:// or wss:// --app-server, in the same order (one
+    /// file for all when only one is given; a unix:// one needs none).
     #[arg(long = "app-server-token-file", value_name = "FILE")]
     pub app_server_token_files: Vec<PathBuf>,
+    /// A CA certificate (PEM) the wss:// --app-server members are trusted by, besides the
+    /// system's roots.
+    #[arg(long = "app-server-ca", value_name = "FILE")]
+    pub app_server_ca: Option<PathBuf>,
     /// With app-server --listen: local app-servers one account may have at once (each
     /// account that logs in through a connection gets app-servers of its own, over a Codex home
     /// of its own; --app-servers bounds them all together). Default: --app-servers.
@@ -228,6 +234,7 @@ impl Default for PoolArgs {
             app_servers: 1,
             remote_app_servers: Vec::new(),
             app_server_token_files: Vec::new(),
+            app_server_ca: None,
             app_servers_per_identity: None,
             recycle_after_threads: crate::codex::client::pool::DEFAULT_RECYCLE_AFTER_THREADS,
             recycle_rss_mb: crate::codex::client::pool::DEFAULT_RECYCLE_RSS_MB,
@@ -752,6 +759,7 @@ mod tests {
                 "--app-servers",
                 "--app-server",
                 "--app-server-token-file",
+                "--app-server-ca",
                 "--app-servers-per-identity",
                 "--recycle-after-threads",
                 "--recycle-rss-mb"
@@ -763,7 +771,7 @@ mod tests {
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
                 true, true, false, false, true, true, true, true, true, true, true, false, true,
-                true, true, true, true, true, true, true, true, true, true, true
+                true, true, true, true, true, true, true, true, true, true, true, true
             ]
         );
     }

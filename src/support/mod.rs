@@ -3,8 +3,10 @@
 //! Layout: [`text`] (JavaScript string semantics: UTF-16 lengths, trims, surrogate-safe cuts),
 //! [`fs`] (confined, capped reads of regular files; atomic writes), [`json`] (deterministic
 //! artifact JSON: sorted keys, two-space indent), [`deadline`] (the deadline of one request's
-//! blocking work, which long walks check).
+//! blocking work, which long walks check), [`address`] (the one URL type of WebSocket sockets:
+//! `ws://`, `wss://`, `unix://`), [`tls`] (the one TLS client configuration).
 
+pub mod address;
 pub mod clock;
 pub mod console;
 pub mod credential;
@@ -25,4 +27,5 @@ pub mod suggest;
 pub mod sync;
 pub mod task;
 pub mod text;
+pub mod tls;
 pub mod ws;

@@ -727,40 +727,9 @@ fn cache_report_on_the_real_openclaw_captures() {
 
 /// A TLS upstream on loopback with a certificate from a CA made here: (its base URL, the CA's
 /// PEM). It answers every request with a short event stream.
-/// A TLS acceptor for `127.0.0.1` with a certificate of a CA made here; the CA's PEM.
-fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
-    let ca_key = rcgen::KeyPair::generate().expect("ca key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "clawbridge test CA");
-    let ca = ca_params.self_signed(&ca_key).expect("ca");
-    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
-    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("leaf params")
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .expect("leaf");
-    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![leaf.der().clone()],
-        rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-    )
-    .expect("server config");
-    (
-        tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)),
-        ca.pem(),
-    )
-}
-
 async fn tls_upstream() -> (String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (acceptor, ca_pem) = tls_acceptor();
+    let (acceptor, ca_pem) = crate::util::tls_acceptor();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -815,7 +784,7 @@ async fn tls_upstream() -> (String, String) {
 /// one `response.create` frame and answers two events. Its base URL and the CA's PEM.
 async fn tls_websocket_upstream() -> (String, String) {
     use tokio_util::compat::TokioAsyncReadCompatExt;
-    let (acceptor, ca_pem) = tls_acceptor();
+    let (acceptor, ca_pem) = crate::util::tls_acceptor();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -147,6 +147,7 @@ async fn runs_cross_the_endpoint_to_its_pool_with_tool_calls_answered_back() {
         remote_app_servers: clawbridge::remote_endpoints(
             &[endpoint.listen.to_string()],
             &[token_file],
+            None,
         )
         .expect("endpoint as a member"),
         ..config(codex_bin(), state.path(), None, vec![])

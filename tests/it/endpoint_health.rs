@@ -179,10 +179,7 @@ async fn endpoint_with(
 }
 
 fn remote(url: &str) -> RemoteEndpoint {
-    RemoteEndpoint {
-        url: url.to_string(),
-        token: "fake-capability-token".into(),
-    }
+    RemoteEndpoint::new(url, Some("fake-capability-token".into())).expect("a ws:// member")
 }
 
 /// Ten new clients, one after another, each starting a thread and running a turn, and staying

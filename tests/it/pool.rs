@@ -184,6 +184,12 @@ impl Drop for RemoteCodex {
 
 impl RemoteCodex {
     async fn start(token: &str) -> RemoteCodex {
+        RemoteCodex::listening(Some(token)).await
+    }
+
+    /// With a token: `--listen ws://127.0.0.1:PORT --ws-auth capability-token`; without:
+    /// `--listen unix://DIR/codex.sock` (a Unix socket has no token: its file is the guard).
+    async fn listening(token: Option<&str>) -> RemoteCodex {
         let dir = tempfile::tempdir().expect("dir");
         let stub = ResponsesStub::start(StubScript {
             responses: vec![StubStep::Text("REMOTE-ANSWER".into())],
@@ -198,10 +204,12 @@ impl RemoteCodex {
             None,
         )
         .expect("home");
-        let token_file = dir.path().join("token");
-        std::fs::write(&token_file, token).expect("token");
         let port = crate::util::free_port();
-        let url = format!("ws://127.0.0.1:{port}");
+        let socket = dir.path().join("codex.sock");
+        let url = match token {
+            Some(_) => format!("ws://127.0.0.1:{port}"),
+            None => format!("unix://{}", socket.display()),
+        };
         let mut command =
             std::process::Command::new(clawbridge::resolve_native_binary(&codex_bin()));
         for (key, _) in std::env::vars_os() {
@@ -210,16 +218,15 @@ impl RemoteCodex {
                 command.env_remove(&key);
             }
         }
+        command.args(["app-server", "--listen", &url]);
+        if let Some(token) = token {
+            let token_file = dir.path().join("token");
+            std::fs::write(&token_file, token).expect("token");
+            command
+                .args(["--ws-auth", "capability-token", "--ws-token-file"])
+                .arg(&token_file);
+        }
         let child = command
-            .args([
-                "app-server",
-                "--listen",
-                &url,
-                "--ws-auth",
-                "capability-token",
-            ])
-            .arg("--ws-token-file")
-            .arg(&token_file)
             .env("CODEX_HOME", &home.path)
             .env("HOME", &home.path)
             .current_dir(dir.path())
@@ -228,9 +235,14 @@ impl RemoteCodex {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("codex app-server --listen");
-        crate::util::wait_until("the remote listener", Duration::from_secs(20), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
+        crate::util::wait_until(
+            "the remote listener",
+            Duration::from_secs(20),
+            || match token {
+                Some(_) => std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+                None => std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+            },
+        );
         RemoteCodex {
             child,
             url,
@@ -258,6 +270,7 @@ async fn a_remote_member_serves_turns_and_a_wrong_token_is_refused() {
         remote_app_servers: clawbridge::remote_endpoints(
             std::slice::from_ref(&remote.url),
             &[token_file.to_path_buf()],
+            None,
         )
         .expect("endpoints"),
         ..config(codex_bin(), state, None, vec![])
@@ -315,6 +328,187 @@ async fn a_remote_member_serves_turns_and_a_wrong_token_is_refused() {
         "the token is never shown: {text}"
     );
     refused.stop().await;
+}
+
+/// A TLS terminator on loopback (a certificate of a CA made here) in front of `backend`, and a
+/// relay in front of it that keeps every byte clawbridge sends: (the relay's port, the CA's PEM,
+/// the bytes). What crosses the relay is what would cross a network.
+async fn tls_in_front_of(backend: u16) -> (u16, String, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (acceptor, ca_pem) = crate::util::tls_acceptor();
+    let terminator = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("terminator");
+    let terminator_port = terminator.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = terminator.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                let Ok(mut codex) = tokio::net::TcpStream::connect(("127.0.0.1", backend)).await
+                else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut codex).await;
+            });
+        }
+    });
+    let wire = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let relay = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("relay");
+    let relay_port = relay.local_addr().expect("addr").port();
+    let kept = std::sync::Arc::clone(&wire);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = relay.accept().await {
+            let kept = std::sync::Arc::clone(&kept);
+            tokio::spawn(async move {
+                let Ok(upstream) =
+                    tokio::net::TcpStream::connect(("127.0.0.1", terminator_port)).await
+                else {
+                    return;
+                };
+                let (mut from_client, mut to_client) = socket.into_split();
+                let (mut from_upstream, mut to_upstream) = upstream.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_upstream, &mut to_client).await;
+                });
+                let mut buffer = vec![0u8; 16 * 1024];
+                while let Ok(read) = from_client.read(&mut buffer).await {
+                    if read == 0 {
+                        break;
+                    }
+                    kept.lock()
+                        .expect("wire")
+                        .extend_from_slice(&buffer[..read]);
+                    if to_upstream.write_all(&buffer[..read]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (relay_port, ca_pem, wire)
+}
+
+/// One turn of a new client, its events.
+async fn run_turn(running: &Running, session: &str, text: &str) -> Vec<Value> {
+    let client = connect(running).await;
+    let started = start(&client, run_of(session, text)).await;
+    follow(&client, started["runId"].as_str().expect("id"), None).await
+}
+
+/// Members on the two other sockets: `wss://` (a real Codex listener behind a TLS terminator,
+/// trusted by `--app-server-ca`: the turn is served and its capability token never crosses the
+/// wire in clear; without the CA the member is refused naming TLS) and `unix://` (a real
+/// `codex app-server --listen unix://PATH`, sent no token).
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wss_and_unix_members_serve_turns() {
+    const TOKEN: &str = "wss-capability-token-0123456789";
+    let codex = RemoteCodex::start(TOKEN).await;
+    let codex_port: u16 = codex
+        .url
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .expect("port");
+    let (port, ca_pem, wire) = tls_in_front_of(codex_port).await;
+    let files = tempfile::tempdir().expect("files");
+    let token_file = files.path().join("token");
+    let ca_file = files.path().join("ca.pem");
+    std::fs::write(&token_file, TOKEN).expect("token");
+    std::fs::write(&ca_file, &ca_pem).expect("ca");
+    let wss = format!("wss://127.0.0.1:{port}");
+    let member_config =
+        |state: &Path, urls: &[String], tokens: &[std::path::PathBuf], ca| ServeConfig {
+            app_servers: 0,
+            offline: false,
+            remote_app_servers: clawbridge::remote_endpoints(urls, tokens, ca).expect("endpoints"),
+            ..config(codex_bin(), state, None, vec![])
+        };
+
+    let state = tempfile::tempdir().expect("state");
+    let running = serve(member_config(
+        state.path(),
+        std::slice::from_ref(&wss),
+        std::slice::from_ref(&token_file),
+        Some(ca_file.as_path()),
+    ))
+    .await
+    .expect("serve");
+    let events = run_turn(&running, "agent:main:telegram:direct:tls", "hello over tls").await;
+    let end = events.last().expect("end");
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(end["agentMessages"], json!(["REMOTE-ANSWER"]));
+    assert!(codex
+        .stub
+        .requests()
+        .iter()
+        .any(|request| request.body.to_string().contains("hello over tls")));
+    let member = &status(&connect(&running).await).await["codex"]["members"][0];
+    assert_eq!(member["name"], wss.as_str(), "{member}");
+    running.stop().await;
+    let seen = wire.lock().expect("wire").clone();
+    assert_eq!(
+        seen.first(),
+        Some(&0x16),
+        "the wire starts with a TLS handshake"
+    );
+    assert!(
+        !seen
+            .windows(TOKEN.len())
+            .any(|window| window == TOKEN.as_bytes())
+            && !seen.windows(5).any(|window| window == b"GET /"),
+        "neither the token nor the upgrade crosses the wire in clear"
+    );
+
+    // Not trusting the terminator's CA: refused, naming TLS.
+    let state = tempfile::tempdir().expect("state");
+    let untrusted = serve(member_config(
+        state.path(),
+        std::slice::from_ref(&wss),
+        std::slice::from_ref(&token_file),
+        None,
+    ))
+    .await
+    .expect("serve");
+    let error = connect(&untrusted)
+        .await
+        .request::<Value, _>(
+            "bridge.runStart",
+            rpc_params![run_of("agent:main:telegram:direct:untrusted", "hi")],
+        )
+        .await
+        .expect_err("an untrusted certificate");
+    assert!(error.to_string().contains("TLS failed"), "{error}");
+    untrusted.stop().await;
+
+    let unix = RemoteCodex::listening(None).await;
+    let state = tempfile::tempdir().expect("state");
+    let running = serve(member_config(
+        state.path(),
+        std::slice::from_ref(&unix.url),
+        &[],
+        None,
+    ))
+    .await
+    .expect("serve");
+    let events = run_turn(
+        &running,
+        "agent:main:telegram:direct:unix",
+        "hello over unix",
+    )
+    .await;
+    let end = events.last().expect("end");
+    assert_eq!(end["status"], "completed", "{end}");
+    assert!(unix
+        .stub
+        .requests()
+        .iter()
+        .any(|request| request.body.to_string().contains("hello over unix")));
+    running.stop().await;
 }
 
 /// Steering: `bridge.runSteer` adds input to the running turn, and `bridge.runStart` with

@@ -139,11 +139,81 @@ impl PoolConfig {
     }
 }
 
-/// Where a member runs.
+/// How a member's app-server is reached: the one seam the pool asks (it never matches on the
+/// kinds itself). A child is started over the pool's Codex home and holds one of the
+/// machine's app-server places; a socket member (`ws://`, `wss://`, `unix://`, see
+/// [`remote`]) is someone else's process, reached again when it goes away.
 #[derive(Clone, Debug)]
 enum MemberKind {
     Local,
     Remote(RemoteEndpoint),
+}
+
+impl MemberKind {
+    /// A child of this process over the pool's Codex home (members of that kind share it, so
+    /// any of them resumes another's thread, and each holds an app-server place).
+    fn is_child(&self) -> bool {
+        matches!(self, MemberKind::Local)
+    }
+
+    /// The status's word for it.
+    fn label(&self) -> &'static str {
+        match self {
+            MemberKind::Local => "local",
+            MemberKind::Remote(_) => "remote",
+        }
+    }
+
+    /// Start the child or connect to the socket, and hand over the handshake.
+    async fn open(
+        &self,
+        config: &PoolConfig,
+        cwd: &Path,
+    ) -> Result<(Arc<CodexHub>, Option<TaskTracker>), String> {
+        match self {
+            MemberKind::Local => {
+                let binary = config.binary.clone()?;
+                let options = SpawnOptions {
+                    binary,
+                    codex_home: config.codex_home.clone(),
+                    cwd: cwd.to_path_buf(),
+                    isolate_environment: config.isolate_environment,
+                    config_overrides: config.config_overrides.clone(),
+                    environment: config.environment.clone(),
+                    jail: config.jail.clone(),
+                    reaper: config.reaper.clone(),
+                };
+                let hub = CodexHub::spawn(&options, config.peer.clone(), config.handshake_timeout)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                Ok((hub, None))
+            }
+            MemberKind::Remote(endpoint) => {
+                let connection = remote::connect(endpoint, config.handshake_timeout)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                let carriers = connection.tasks.clone();
+                let handshake = CodexSession::connect(
+                    connection.reader,
+                    connection.writer,
+                    config.peer.clone(),
+                    true,
+                );
+                let session = match tokio::time::timeout(config.handshake_timeout, handshake).await
+                {
+                    Ok(Ok(session)) => session,
+                    Ok(Err(error)) => return Err(format!("{}: {error}", endpoint.url)),
+                    Err(_) => {
+                        return Err(format!(
+                            "{}: no answer to `initialize` within {:?}",
+                            endpoint.url, config.handshake_timeout
+                        ))
+                    }
+                };
+                Ok((CodexHub::from_session(session), Some(carriers)))
+            }
+        }
+    }
 }
 
 /// A member's state, as `bridge.status` reports it.
@@ -377,10 +447,7 @@ impl Member {
                 .sum::<usize>();
         MemberStatus {
             name: self.name.clone(),
-            kind: match self.kind {
-                MemberKind::Local => "local".to_string(),
-                MemberKind::Remote(_) => "remote".to_string(),
-            },
+            kind: self.kind.label().to_string(),
             state: slot.state,
             pid: hub.and_then(|hub| hub.pid),
             version: hub.and_then(|hub| hub.codex_version.clone()),
@@ -523,14 +590,9 @@ impl Pool {
         let running = |member: &Arc<Member>| member.live_hub().is_some();
         let member = match affinity {
             Some(name) => match self.members.iter().find(|member| member.name == name) {
-                Some(member)
-                    if !may_start
-                        && !running(member)
-                        && matches!(member.kind, MemberKind::Local) =>
-                {
-                    self.least_busy_running(true)
-                        .unwrap_or_else(|| Arc::clone(member))
-                }
+                Some(member) if !may_start && !running(member) && member.kind.is_child() => self
+                    .least_busy_running(true)
+                    .unwrap_or_else(|| Arc::clone(member)),
                 Some(member) => Arc::clone(member),
                 // Local members share one Codex home: another local member resumes the thread.
                 None if name.starts_with("local-") => {
@@ -603,12 +665,10 @@ impl Pool {
     fn least_busy_of(&self, local_only: bool, running_only: bool) -> Option<Arc<Member>> {
         self.members
             .iter()
-            .filter(|member| !local_only || matches!(member.kind, MemberKind::Local))
+            .filter(|member| !local_only || member.kind.is_child())
             // Remote members count against no bound of local ones: always eligible.
             .filter(|member| {
-                !running_only
-                    || member.live_hub().is_some()
-                    || matches!(member.kind, MemberKind::Remote(_))
+                !running_only || member.live_hub().is_some() || !member.kind.is_child()
             })
             .filter(|member| lock(&member.slot).state != MemberState::Dead)
             .min_by_key(|member| {
@@ -698,8 +758,8 @@ impl Pool {
         }
         // A place for its process, held until it is reaped: none free, the member waits for
         // its next run (not a crash).
-        let place = match (&self.config.process_slots, &member.kind) {
-            (Some(slots), MemberKind::Local) => match Arc::clone(slots).try_acquire_owned() {
+        let place = match &self.config.process_slots {
+            Some(slots) if member.kind.is_child() => match Arc::clone(slots).try_acquire_owned() {
                 Ok(place) => Some(place),
                 Err(_) => {
                     let mut slot = lock(&member.slot);
@@ -716,7 +776,7 @@ impl Pool {
             .cwd
             .get_or_insert_with(|| cwd.to_path_buf())
             .clone();
-        let connected = match self.connect(member, &cwd).await {
+        let connected = match member.kind.open(&self.config, &cwd).await {
             Ok((hub, carriers)) => match probe(&hub, self.config.handshake_timeout).await {
                 Ok(()) => Ok((hub, carriers)),
                 Err(why) => {
@@ -776,58 +836,6 @@ impl Pool {
                 // Tried again in the background, whether it is dead or only waiting.
                 self.revive(member);
                 Err(error)
-            }
-        }
-    }
-
-    /// Start a local child or connect to a remote listener, and hand over the handshake.
-    async fn connect(
-        &self,
-        member: &Member,
-        cwd: &Path,
-    ) -> Result<(Arc<CodexHub>, Option<TaskTracker>), String> {
-        let config = &self.config;
-        match &member.kind {
-            MemberKind::Local => {
-                let binary = config.binary.clone()?;
-                let options = SpawnOptions {
-                    binary,
-                    codex_home: config.codex_home.clone(),
-                    cwd: cwd.to_path_buf(),
-                    isolate_environment: config.isolate_environment,
-                    config_overrides: config.config_overrides.clone(),
-                    environment: config.environment.clone(),
-                    jail: config.jail.clone(),
-                    reaper: config.reaper.clone(),
-                };
-                let hub = CodexHub::spawn(&options, config.peer.clone(), config.handshake_timeout)
-                    .await
-                    .map_err(|error| error.to_string())?;
-                Ok((hub, None))
-            }
-            MemberKind::Remote(endpoint) => {
-                let connection = remote::connect(endpoint, config.handshake_timeout)
-                    .await
-                    .map_err(|error| error.to_string())?;
-                let carriers = connection.tasks.clone();
-                let handshake = CodexSession::connect(
-                    connection.reader,
-                    connection.writer,
-                    config.peer.clone(),
-                    true,
-                );
-                let session = match tokio::time::timeout(config.handshake_timeout, handshake).await
-                {
-                    Ok(Ok(session)) => session,
-                    Ok(Err(error)) => return Err(format!("{}: {error}", endpoint.url)),
-                    Err(_) => {
-                        return Err(format!(
-                            "{}: no answer to `initialize` within {:?}",
-                            endpoint.url, config.handshake_timeout
-                        ))
-                    }
-                };
-                Ok((CodexHub::from_session(session), Some(carriers)))
             }
         }
     }
@@ -978,7 +986,7 @@ impl Pool {
     pub fn running_locals(&self) -> usize {
         self.members
             .iter()
-            .filter(|member| matches!(member.kind, MemberKind::Local))
+            .filter(|member| member.kind.is_child())
             .filter(|member| member.live_hub().is_some())
             .count()
     }
@@ -990,7 +998,7 @@ impl Pool {
     /// app-server it stops.
     pub fn take_idle(&self) -> Option<(String, Arc<CodexHub>)> {
         self.members.iter().find_map(|member| {
-            if !matches!(member.kind, MemberKind::Local) {
+            if !member.kind.is_child() {
                 return None;
             }
             let mut slot = lock(&member.slot);

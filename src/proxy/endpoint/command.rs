@@ -171,6 +171,7 @@ pub(crate) async fn run_endpoint(
     let remotes = crate::codex::client::remote::remote_endpoints(
         &args.pool.remote_app_servers,
         &args.pool.app_server_token_files,
+        args.pool.app_server_ca.as_deref(),
     )?;
     // An endpoint that cannot start an app-server must not say it is listening: every turn
     // would fail. No Codex binary is refused here, naming the fix.

@@ -93,17 +93,23 @@ pub enum ListenAddr {
 }
 
 impl ListenAddr {
-    /// Read `--listen`'s value.
+    /// Read `--listen`'s value (the members' URL type: `ws://IP:PORT` and `unix://PATH` are
+    /// served; `wss://` needs a TLS terminator in front of a `ws://` listener).
     pub fn parse(url: &str) -> Result<ListenAddr, String> {
-        if let Some(path) = url.strip_prefix("unix://") {
-            if path.is_empty() || path.contains('\0') {
-                return Err(format!("{url}: not unix://PATH"));
+        use crate::support::address::SocketUrl;
+        match SocketUrl::parse(url) {
+            Ok(SocketUrl::Unix(path)) => Ok(ListenAddr::Unix(path)),
+            Ok(SocketUrl::Ws { .. }) => {
+                crate::support::loopback::parse_listen_addr(url).map(ListenAddr::Tcp)
             }
-            return Ok(ListenAddr::Unix(PathBuf::from(path)));
-        }
-        match url.strip_prefix("ws://") {
-            Some(_) => crate::support::loopback::parse_listen_addr(url).map(ListenAddr::Tcp),
-            None => Err(format!("{url}: not ws://IP:PORT or unix://PATH")),
+            Ok(SocketUrl::Wss { .. }) => Err(format!(
+                "{url}: the endpoint does not serve TLS itself; listen on ws://IP:PORT behind a TLS terminator (haproxy, nginx) and let clients use its wss://"
+            )),
+            Err(_) if url.starts_with("ws://") => {
+                crate::support::loopback::parse_listen_addr(url).map(ListenAddr::Tcp)
+            }
+            Err(_) if url.starts_with("unix://") => Err(format!("{url}: not unix://PATH")),
+            Err(_) => Err(format!("{url}: not ws://IP:PORT or unix://PATH")),
         }
     }
 }

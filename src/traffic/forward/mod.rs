@@ -99,7 +99,10 @@ pub struct Forwarder {
 impl Forwarder {
     /// Bind `127.0.0.1:0` and forward until dropped; what it records goes to `sink`.
     pub async fn start(settings: ForwarderSettings, sink: mpsc::Sender<Recorded>) -> Result<Self> {
-        let tls = Arc::new(tls_config(settings.extra_ca.as_deref())?);
+        let tls = Arc::new(crate::support::tls::client_config(
+            settings.extra_ca.as_deref(),
+            "--upstream-ca",
+        )?);
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .no_proxy()
@@ -150,47 +153,6 @@ impl Forwarder {
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/{}/v1", self.addr.port(), self.secret)
     }
-}
-
-/// The TLS configuration for the upstream: the system's roots, and `extra_ca` (PEM) when given.
-fn tls_config(extra_ca: Option<&std::path::Path>) -> Result<rustls::ClientConfig> {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
-    if added == 0 {
-        tracing::debug!("capture forwarder: no system root certificates were found");
-    }
-    if let Some(path) = extra_ca {
-        let pem = crate::support::fs::read_file_capped(path, 1024 * 1024)?;
-        let invalid = |message: String| Error::InvalidDocument {
-            path: path.to_path_buf(),
-            message,
-        };
-        let mut found = 0;
-        for certificate in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-            let certificate =
-                certificate.map_err(|error| invalid(format!("not a PEM certificate: {error}")))?;
-            roots
-                .add(certificate)
-                .map_err(|error| invalid(format!("not a usable CA certificate: {error}")))?;
-            found += 1;
-        }
-        if found == 0 {
-            return Err(invalid("no PEM certificate in it".into()));
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|error| Error::InvalidArgument {
-            flag: "--upstream-ca".into(),
-            message: format!("cannot set up TLS: {error}"),
-        })?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
 }
 
 /// A GET: Codex's Responses WebSocket when it asks for one, else forwarded as any request.

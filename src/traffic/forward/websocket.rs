@@ -192,8 +192,8 @@ async fn open_upstream(
         .body(http_body_util::Empty::<Bytes>::new())
         .map_err(|error| format!("cannot build the upgrade: {error}"))?;
     let response = if secure {
-        let name = rustls::pki_types::ServerName::try_from(host.clone())
-            .map_err(|_| "the upstream's host is not a TLS server name".to_string())?;
+        let name = crate::support::tls::server_name(&host)
+            .ok_or_else(|| "the upstream's host is not a TLS server name".to_string())?;
         let tls = tokio_rustls::TlsConnector::from(Arc::clone(&state.tls))
             .connect(name, tcp)
             .await
