@@ -21,7 +21,8 @@
 //! 9. [`service`]: what both servers keep and stand on (the durable state, the thread
 //!    directory, the token, the HTTP guard, named clients and accounts, the members' isolation);
 //! 10. [`app`]: every command, implemented once for the CLI and the bridge API, with the run
-//!     events, pairing, doctor, the audit and the state the process keeps;
+//!     events, pairing, doctor, the audit and the state the process keeps; and [`observe`]:
+//!     what every face learns from the lines it carries (conformance, the live audit, traces);
 //! 11. [`server`]: the bridge API (`clawbridge serve`), and [`proxy`]: `clawbridge app-server`
 //!     (OpenClaw's Codex slot over stdio, and the WebSocket endpoint);
 //! 12. [`face`]: the command line both binaries share (flags, the one-shot handlers, exit codes).
@@ -44,6 +45,7 @@ mod codex;
 mod config;
 mod error;
 pub mod face;
+mod observe;
 mod proxy;
 mod render;
 mod routing;

@@ -581,6 +581,11 @@ pub struct ServeArgs {
     pub completion_grace: u64,
     #[command(flatten)]
     pub capture: LiveCaptureArgs,
+    /// Every message between serve and its app-servers, one folder per app-server connection
+    /// (`DIR/connection-N/`, one file per thread, secrets redacted), as `app-server
+    /// --transcript` writes it: `transcript show`, `app-server conformance` and `audit` read it.
+    #[arg(long, value_name = "DIR")]
+    pub transcript: Option<PathBuf>,
     /// An environment variable the app-servers keep from serve's (repeatable; e.g.
     /// HTTPS_PROXY). They keep only PATH, HOME, the locale and a few more otherwise.
     #[arg(long = "member-env", value_name = "NAME")]
@@ -892,6 +897,7 @@ impl ServeArgs {
                 ..crate::TurnLimits::default()
             },
             live_capture: self.capture.settings(),
+            transcript: self.transcript,
             trace: self.otel.settings(),
             ..crate::ServeConfig::new(binary, self.workspace_roots, state_dir)
         })

@@ -1,7 +1,7 @@
 //! `clawbridge app-server`, in two faces: the WebSocket endpoint ([`endpoint`], `--listen ws://`
 //! or `unix://`) and the transparent stdio proxy for OpenClaw's Codex slot
 //! (`plugins.entries.codex.config.appServer.command`; [`stdio`]). Both start the model-traffic
-//! plane they are asked for (`traffic::plane`) and the taps ([`tap`]); this file dispatches the
+//! plane they are asked for (`traffic::plane`) and the taps ([`crate::observe::tap`]); this file dispatches the
 //! command and its `report` and `status` subcommands.
 //!
 //! The stdio proxy starts the real `codex app-server` with the arguments OpenClaw passes
@@ -11,13 +11,13 @@
 //! nothing of its own on the connection, so no id of its own can collide with either side's.
 //!
 //! On top of forwarding, each a copy that never holds a line up:
-//! - `--transcript DIR`: every message, per thread, secrets redacted ([`transcript`]), written on
+//! - `--transcript DIR`: every message, per thread, secrets redacted ([`crate::traffic::transcript`]), written on
 //!   a thread of its own behind a queue bounded in bytes;
 //! - conformance (on unless `--no-check`): every message both ways is checked against the
 //!   schema generated from the Codex binary that runs (cached per version), and `thread/start`,
 //!   `thread/resume`, `turn/start` and `turn/steer` params field by field; warnings name the
 //!   field, unknown methods are counted, and the client's `clientInfo` is recorded next to the
-//!   Codex version ([`observe`]; in `DIR/conformance.jsonl` with a transcript, one summary line
+//!   Codex version ([`crate::observe`]; in `DIR/conformance.jsonl` with a transcript, one summary line
 //!   per method at the end, read by `clawbridge app-server report DIR`: [`report`]);
 //! - `--offline`: clawbridge's loopback Responses stub answers the model requests (Codex is
 //!   given `-c openai_base_url=...`, which wins over OpenClaw's `modelProvider: "openai"`), and
@@ -29,21 +29,17 @@
 //! even while the client keeps stdin open, so stdout closes with it) or when its stdin closes (Codex's stdin is
 //! closed, Codex is given 5 s, then killed); on SIGTERM or SIGINT it kills Codex first.
 //! Bounded: a line longer than [`MAX_TRANSCRIPT_LINE`] is forwarded but not transcribed or
-//! checked, at most [`MAX_OPEN_FILES`] transcript files are open at once, at most
-//! [`MAX_PENDING`] request ids are remembered to file their responses, and at most
-//! [`observe::OBSERVER_QUEUE_BYTES`] of lines wait for the observer.
+//! checked, at most [`crate::traffic::transcript::MAX_OPEN_FILES`] transcript files are open at once, at most
+//! [`crate::traffic::transcript::MAX_PENDING`] request ids are remembered to file their responses, and at most
+//! [`crate::observe::OBSERVER_QUEUE_BYTES`] of lines wait for the observer.
 
 pub mod args;
-pub mod audit;
 pub mod conversation;
 pub mod doctor;
 pub mod endpoint;
-pub mod observe;
 pub mod report;
 pub mod stall;
 pub mod stdio;
-pub(crate) mod tap;
-pub mod transcript;
 
 pub use stdio::{run_proxy, ProxySettings};
 
@@ -52,36 +48,13 @@ use std::path::{Path, PathBuf};
 
 use crate::codex::client::process::{find_codex_binary, resolve_native_binary};
 use crate::support::console::Console;
-pub use crate::traffic::capture::live::safe_name;
 use crate::traffic::forward::LiveCaptureSettings;
 use crate::traffic::plane::{OfflineHomeAt, OfflineSettings, PlaneSettings};
 use crate::traffic::stub::StubScript;
 pub use args::{normalise, AppServerArgs, Normalised, PoolArgs, ReportArgs, StatusArgs};
 
-/// Which way a line went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// From the client (OpenClaw) to Codex.
-    In,
-    /// From Codex to the client.
-    Out,
-}
-
-impl Direction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::In => "in",
-            Direction::Out => "out",
-        }
-    }
-}
-
-/// Longest line the transcript records (longer lines are forwarded untouched).
-pub const MAX_TRANSCRIPT_LINE: usize = 64 * 1024 * 1024;
-/// Transcript files open at once (the least recently used is closed, and reopened to append).
-pub const MAX_OPEN_FILES: usize = 64;
-/// Request ids remembered so a response lands in its request's thread file.
-pub const MAX_PENDING: usize = 4096;
+pub use crate::codex::protocol::wire::Direction;
+use crate::traffic::transcript::MAX_TRANSCRIPT_LINE;
 
 /// Why the proxy could not run.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +84,15 @@ pub enum ProxyError {
     Store(#[from] crate::service::store::StoreError),
     #[error(transparent)]
     Setup(#[from] crate::error::Error),
+}
+
+impl From<crate::traffic::transcript::TranscriptError> for ProxyError {
+    fn from(error: crate::traffic::transcript::TranscriptError) -> ProxyError {
+        ProxyError::Transcript {
+            path: error.path,
+            source: error.source,
+        }
+    }
 }
 
 pub(crate) fn codex_binary(explicit: Option<&Path>) -> Result<PathBuf, ProxyError> {

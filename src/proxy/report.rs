@@ -1,7 +1,7 @@
 //! `clawbridge app-server report DIR`: the per-method conformance table of a transcript folder.
 //!
 //! The proxy appends one `method` line per (method, message family) to `DIR/conformance.jsonl`
-//! when it ends ([`super::observe`]); a folder reused by several runs holds several sets, which
+//! when it ends ([`crate::observe`]); a folder reused by several runs holds several sets, which
 //! are added up. The table is for people; `--json` gives the same rows for scripts. The exit code
 //! says whether any checked message had problems (1) or none did (0), so CI can gate on it;
 //! unknown methods are shown, not failed on (a newer client may use methods an older Codex lacks).
@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::observe::Counts;
 use crate::codex::schema::conformance::Flow;
+use crate::observe::Counts;
 
 /// Largest `conformance.jsonl` read.
 const MAX_LOG_BYTES: u64 = 256 * 1024 * 1024;

@@ -2,7 +2,7 @@
 //!
 //! It starts the real `codex app-server` with the arguments OpenClaw passes and forwards every
 //! line both ways, byte for byte ([`pump`]), handing a copy of each complete line to the taps
-//! ([`super::tap`]) before its end goes out. It ends when Codex exits (with Codex's code), when
+//! ([`crate::observe::tap`]) before its end goes out. It ends when Codex exits (with Codex's code), when
 //! stdin closes (Codex gets 5 s), or on SIGTERM or SIGINT (Codex is killed first).
 
 use std::ffi::OsString;
@@ -13,12 +13,14 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::args::{self, codex_args, AppServerArgs};
-use super::tap::{self, transcript_writer, ObserverTap, TranscriptQueue};
 use super::MAX_TRANSCRIPT_LINE;
-use super::{codex_binary, observe, plane_settings, Direction, ProxyError, TrafficFlags};
+use super::{codex_binary, plane_settings, Direction, ProxyError, TrafficFlags};
+use crate::observe;
+use crate::observe::tap::{self, ObserverTap};
 use crate::support::task::Tasks;
 use crate::traffic::capture::live::Known;
 use crate::traffic::plane::{OfflineHomeAt, Plane};
+use crate::traffic::transcript::{transcript_writer, TranscriptQueue};
 
 /// What `clawbridge app-server` was given.
 #[derive(Clone, Debug, Default)]
@@ -124,7 +126,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     for value in plane.config_overrides() {
         codex = args::with_override(&codex, value);
     }
-    let trace = super::tap::start_trace(&settings.otel, plane.captures(), &known)?;
+    let trace = crate::observe::tap::start_trace(&settings.otel, plane.captures(), &known)?;
 
     let schema = settings
         .check
@@ -134,7 +136,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         .as_ref()
         .map(|dir| dir.join("conformance.jsonl"));
     let audit = settings.audit.then(|| {
-        super::audit::LiveAudit::new(
+        crate::observe::audit::LiveAudit::new(
             settings
                 .transcript
                 .as_ref()
@@ -142,7 +144,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
             settings.console.clone(),
         )
     });
-    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit, true);
     let lines = observer.lines.clone();
 
     // Before Codex starts: a SIGTERM from then on ends Codex with the proxy, never orphans it.

@@ -78,7 +78,41 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     // The model-traffic plane: the stub offline (its home in the 0700 state dir, not under
     // $TMPDIR, where a sandboxed turn could rewrite its config; and kept across a restart, so
     // bound threads can be resumed), the recording forwarder with `--capture DIR`.
-    let known = std::sync::Arc::new(Mutex::new(crate::traffic::capture::live::Known::default()));
+    let mut known = crate::traffic::capture::live::Known::default();
+    known.face = Some("clawbridge serve");
+    let known = std::sync::Arc::new(Mutex::new(known));
+    // `--transcript DIR`: checked (ours, private, not a link) before anything starts; then
+    // every line to and from the app-servers is checked against the running Codex's schema
+    // (`DIR/conformance.jsonl`, `clawbridge app-server report DIR`) and each turn audited
+    // (`DIR/audit.jsonl`), as the endpoint does for its clients.
+    let observe_tasks = crate::support::task::Tasks::new();
+    let observer = match &config.transcript {
+        Some(root) => {
+            crate::traffic::transcript::Transcript::open(root)
+                .map_err(|error| ServeError::Usage(error.to_string()))?;
+            let schema = match &config.codex_bin {
+                CodexBinary::Found(binary) => Some(crate::observe::tap::load_schema(
+                    &observe_tasks,
+                    binary.clone(),
+                    None,
+                )),
+                CodexBinary::Missing(_) => None,
+            };
+            let audit = crate::observe::audit::LiveAudit::new(
+                Some(root.join("audit.jsonl")),
+                crate::support::console::Console::quiet(),
+            );
+            Some(crate::observe::tap::ObserverTap::start(
+                &observe_tasks,
+                schema,
+                Some(root.join("conformance.jsonl")),
+                std::sync::Arc::clone(&known),
+                Some(audit),
+                false,
+            ))
+        }
+        None => None,
+    };
     let plane = Plane::start(
         &PlaneSettings {
             offline: config.offline.then(|| OfflineSettings {
@@ -127,9 +161,20 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     }
     let bridge = Arc::new(Bridge {
         state_lock: Mutex::new(Some(state_lock)),
-        pool: Pool::new(PoolConfig {
-            config_overrides,
-            ..pool_config(&config, codex_home)
+        pool: Pool::new({
+            let mut pool = PoolConfig {
+                config_overrides,
+                ..pool_config(&config, codex_home)
+            };
+            // Every line to and from each app-server: the transcript, and what the captures
+            // label and redact by (the same knowledge the endpoint's observer gathers).
+            pool.peer.tap = Some(crate::observe::tap::connection_taps(
+                config.transcript.clone(),
+                observer.as_ref().map(|observer| observer.lines.clone()),
+                std::sync::Arc::clone(&known),
+                observe_tasks,
+            ));
+            pool
         }),
         codex_home: plane.codex_home().to_path_buf(),
         plane: Mutex::new(Some(plane)),
@@ -146,6 +191,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         skill_cache: Arc::new(SkillCache::default()),
         config: config.clone(),
         trace: Mutex::new(trace),
+        observer: Mutex::new(observer),
         trace_streams: std::sync::atomic::AtomicUsize::new(0),
     });
     let (token, token_file) = resolve_auth(&config)?;

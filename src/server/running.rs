@@ -110,6 +110,10 @@ impl Running {
         let _ = self.handle.stop();
         let _ = tokio::time::timeout_at(deadline, self.handle.clone().stopped()).await;
         self.bridge.pool.shutdown().await;
+        let observer = lock(&self.bridge.observer).take();
+        if let Some(observer) = observer {
+            observer.finish().await;
+        }
         let plane = lock(&self.bridge.plane).take();
         if let Some(plane) = plane {
             plane.finish().await;

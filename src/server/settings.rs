@@ -34,6 +34,9 @@ pub struct ServeConfig {
     pub stub_script: StubScript,
     /// `--capture DIR`: the members' model traffic recorded on its way (to the stub offline).
     pub live_capture: Option<crate::traffic::forward::LiveCaptureSettings>,
+    /// `--transcript DIR`: every line between serve and its app-servers, one folder per
+    /// app-server connection (`traffic::transcript::connection_taps`).
+    pub transcript: Option<PathBuf>,
     /// `--otel-endpoint` and the rest: each run's turn traced (or the OpenTelemetry variables').
     pub trace: crate::traffic::trace::TraceSettings,
     pub limits: TurnLimits,
@@ -149,6 +152,7 @@ impl ServeConfig {
             offline: false,
             stub_script: StubScript::default(),
             live_capture: None,
+            transcript: None,
             trace: crate::traffic::trace::TraceSettings::default(),
             limits: TurnLimits::default(),
             answer_timeout: DEFAULT_ANSWER_TIMEOUT,

@@ -22,3 +22,4 @@ pub mod plane;
 pub mod record;
 pub mod stub;
 pub mod trace;
+pub mod transcript;

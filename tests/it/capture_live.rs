@@ -1002,20 +1002,27 @@ fn run_capture_records_the_turn() {
     assert_eq!(report["threads"][0]["requests"][0]["verdict"], "first");
 }
 
-/// `clawbridge serve --offline --capture DIR`: every run's model traffic is recorded.
+/// `clawbridge serve --offline --capture DIR --transcript DIR`: every run's model traffic is
+/// recorded, labelled and redacted as the endpoint's is (the developer instructions serve sent
+/// named as OpenClaw's, the workspace as `<workspace>`, the title naming serve and Codex's
+/// version), and every line between serve and its app-server is in the transcript, checked
+/// against Codex's schema (`app-server report`) and audited (`audit`), as for the endpoint.
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_capture_records_every_run() {
     use jsonrpsee::core::client::ClientT;
     let state = tempfile::tempdir().expect("state");
     let capture = state.path().join("capture");
+    let transcript = state.path().join("transcript");
     let settings = clawbridge::ServeConfig {
         live_capture: Some(clawbridge::LiveCaptureSettings {
             dir: capture.clone(),
             ..Default::default()
         }),
+        transcript: Some(transcript.clone()),
         ..crate::serve::config(crate::e2e::codex_bin(), state.path(), None, vec![])
     };
+    let workspace = settings.workspace_roots[0].join("workspace");
     let running = clawbridge::serve(settings).await.expect("serve");
     let client = crate::serve::connect(&running).await;
     let document = crate::serve::run_document("telegram-direct.json");
@@ -1031,6 +1038,88 @@ async fn serve_capture_records_every_run() {
         (requests.len(), responses.len()),
         (1, 1),
         "{requests:?} {responses:?}"
+    );
+
+    // Labelled and redacted as the endpoint's captures are.
+    let request = std::fs::read_to_string(&requests[0]).expect("request");
+    let workspace = workspace.canonicalize().expect("workspace");
+    assert!(
+        !request.contains(&workspace.display().to_string()) && request.contains("<workspace>"),
+        "the workspace is redacted: {}",
+        request
+            .lines()
+            .filter(|line| line.contains("workspace"))
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let layers = std::fs::read_to_string(
+        requests[0].with_file_name(
+            requests[0]
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .replace("model-request", "layers")
+                .replace(".json", ".md"),
+        ),
+    )
+    .expect("layers");
+    assert!(
+        layers.contains("OpenClaw developer instructions"),
+        "serve's developer instructions are told apart: {layers}"
+    );
+    assert!(
+        layers.contains("through clawbridge serve") && layers.contains("Codex 0.1"),
+        "{}",
+        layers.lines().next().unwrap_or_default()
+    );
+
+    // The transcript: one folder per app-server connection, one file per thread.
+    let connection = transcript.join("connection-1");
+    let files: Vec<PathBuf> = std::fs::read_dir(&connection)
+        .expect("connection-1")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    let all: String = files
+        .iter()
+        .map(|file| std::fs::read_to_string(file).expect("transcript"))
+        .collect();
+    for method in [
+        "\"initialize\"",
+        "\"thread/start\"",
+        "\"turn/start\"",
+        "\"turn/completed\"",
+    ] {
+        assert!(all.contains(method), "{method} in the transcript");
+    }
+    let (code, shown, stderr) = run_cli(&["transcript", "show", &transcript.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(shown.contains("turn"), "{shown}");
+    // Checked against the running Codex's schema, every family, no problem.
+    let report = crate::util::conformance_report(&transcript);
+    let table = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        report.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert!(
+        table.contains("thread/start") && table.contains("turn/start"),
+        "{table}"
+    );
+    // Audited: the turn's workspace files against the routing of the same run.
+    let (code, audit, stderr) = run_cli(&["audit", &transcript.display().to_string(), "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let audit: Value = serde_json::from_str(&audit).expect("audit json");
+    assert!(
+        audit.to_string().contains("SOUL.md"),
+        "the audit names the persona files: {audit}"
+    );
+    assert!(
+        transcript.join("audit.jsonl").is_file(),
+        "each turn audited live"
     );
 }
 

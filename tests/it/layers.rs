@@ -26,6 +26,8 @@ const LAYERS: &[(&str, usize)] = &[
     // the commands that read it (`doctor`, `client`).
     ("service", 9),
     ("app", 10),
+    // The observation wing every face feeds (conformance, the live audit, the taps).
+    ("observe", 10),
     ("server", 11),
     ("proxy", 11),
     // The command-line face both binaries share.

@@ -20,7 +20,8 @@ use tokio_util::task::TaskTracker;
 
 use super::framing::{Frame, FrameReader, DEFAULT_MAX_FRAME_BYTES};
 use crate::codex::protocol::wire::{
-    encode, own_json, Incoming, Outgoing, RawJson, RequestId, RpcError, W3cTraceContext,
+    encode, own_json, Direction, Incoming, LineTap, Outgoing, RawJson, RequestId, RpcError,
+    TapMaker, W3cTraceContext,
 };
 use crate::support::sync::lock;
 
@@ -39,6 +40,8 @@ impl Drop for PendingGuard<'_> {
 /// Peer limits.
 #[derive(Clone, Debug)]
 pub struct PeerConfig {
+    /// A copy of every line both ways (`serve --transcript`, the captures' knowledge).
+    pub tap: Option<TapMaker>,
     pub max_frame_bytes: usize,
     pub request_timeout: Duration,
     /// Capacity of the notification / server-request channel.
@@ -52,6 +55,7 @@ pub struct PeerConfig {
 impl Default for PeerConfig {
     fn default() -> Self {
         Self {
+            tap: None,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             request_timeout: Duration::from_secs(30),
             event_capacity: 1024,
@@ -176,7 +180,15 @@ impl Peer {
         let tasks = TaskTracker::new();
         let cancel = CancellationToken::new();
         let handed = Arc::new(AtomicU64::new(0));
-        tasks.spawn(write_loop(writer, outgoing_rx, cancel.clone()));
+        let tap = config.tap.as_ref().and_then(|maker| (maker.0)());
+        let reader = TapReader {
+            inner: reader,
+            tap: tap.clone(),
+            line: Vec::new(),
+            skipping: false,
+            max: config.max_frame_bytes,
+        };
+        tasks.spawn(write_loop(writer, outgoing_rx, cancel.clone(), tap));
         tasks.spawn(read_loop(
             reader,
             Arc::clone(&pending),
@@ -442,10 +454,60 @@ impl Peer {
     }
 }
 
+/// The reader of a peer, handing a copy of each complete line to the tap (lines past the frame
+/// cap are left out, as the framing drops them).
+struct TapReader<R> {
+    inner: R,
+    tap: Option<LineTap>,
+    /// The start of a line whose end has not come yet.
+    line: Vec<u8>,
+    /// In a line over the cap: nothing of it is kept until its newline.
+    skipping: bool,
+    max: usize,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for TapReader<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let (std::task::Poll::Ready(Ok(())), Some(tap)) = (&polled, &this.tap) {
+            let mut fresh = &buf.filled()[before..];
+            while let Some(at) = memchr::memchr(b'\n', fresh) {
+                if !this.skipping {
+                    if this.line.is_empty() {
+                        tap(Direction::Out, &fresh[..at]);
+                    } else {
+                        this.line.extend_from_slice(&fresh[..at]);
+                        tap(Direction::Out, &this.line);
+                    }
+                }
+                this.line.clear();
+                this.skipping = false;
+                fresh = &fresh[at + 1..];
+            }
+            if !this.skipping && !fresh.is_empty() {
+                if this.line.len() + fresh.len() > this.max {
+                    this.line = Vec::new();
+                    this.skipping = true;
+                } else {
+                    this.line.extend_from_slice(fresh);
+                }
+            }
+        }
+        polled
+    }
+}
+
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut lines: mpsc::Receiver<String>,
     cancel: CancellationToken,
+    tap: Option<LineTap>,
 ) {
     loop {
         let line = tokio::select! {
@@ -453,6 +515,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             () = cancel.cancelled() => None,
         };
         let Some(line) = line else { break };
+        if let Some(tap) = &tap {
+            tap(Direction::In, line.trim_end_matches('\n').as_bytes());
+        }
         if let Err(error) = writer.write_all(line.as_bytes()).await {
             tracing::debug!("app-server stdin closed: {error}");
             return;
@@ -553,5 +618,49 @@ async fn read_loop<R: AsyncRead + Unpin>(
     );
     for (_, pending) in lock(&pending).drain() {
         let _ = pending.reply.send(Err(PeerError::ConnectionClosed));
+    }
+}
+
+#[cfg(test)]
+mod tap_tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// The tap gets each complete line once, whatever the reads cut it into, and nothing of a
+    /// line past the cap (the framing drops it too).
+    #[tokio::test]
+    async fn the_tap_sees_whole_lines_and_skips_oversized_ones() {
+        let seen: Arc<Mutex<Vec<(Direction, String)>>> = Arc::default();
+        let kept = Arc::clone(&seen);
+        let tap: LineTap = Arc::new(move |direction, line: &[u8]| {
+            kept.lock()
+                .expect("seen")
+                .push((direction, String::from_utf8_lossy(line).into_owned()));
+        });
+        let (mut writer, reader) = tokio::io::duplex(8);
+        let mut reader = TapReader {
+            inner: reader,
+            tap: Some(tap),
+            line: Vec::new(),
+            skipping: false,
+            max: 16,
+        };
+        let feed = tokio::spawn(async move {
+            writer
+                .write_all(b"{\"a\":1}\n{\"long\":\"0123456789abcdef\"}\n{\"b\":2}\n")
+                .await
+                .expect("write");
+        });
+        let mut all = Vec::new();
+        reader.read_to_end(&mut all).await.expect("read");
+        feed.await.expect("feed");
+        assert_eq!(all.len(), 44, "the reader passes every byte on");
+        assert_eq!(
+            *seen.lock().expect("seen"),
+            [
+                (Direction::Out, "{\"a\":1}".to_string()),
+                (Direction::Out, "{\"b\":2}".to_string())
+            ]
+        );
     }
 }

@@ -62,12 +62,7 @@ struct InitializeResult {
     user_agent: String,
 }
 
-/// The version token of a `userAgent` (`<name>/<version> (...)`).
-pub fn version_from_user_agent(user_agent: &str) -> Option<String> {
-    let (_, rest) = user_agent.split_once('/')?;
-    let token: String = rest.chars().take_while(|ch| !ch.is_whitespace()).collect();
-    (!token.is_empty()).then_some(token)
-}
+pub use crate::codex::protocol::wire::version_from_user_agent;
 
 /// `0.169.0` or `0.171.0-alpha.2` as (major, minor, patch); a missing patch reads as 0.
 pub(crate) fn parse_semver(version: &str) -> Option<(u64, u64, u64)> {

@@ -15,6 +15,48 @@ use serde_json::value::RawValue;
 
 use super::scan::{scan_line, Peek, ScanError};
 
+/// A copy of each line a peer sends (`in`: to Codex) and receives (`out`), without its newline.
+/// Called on the peer's own tasks: it must not wait (a queue that skips when full).
+pub type LineTap = std::sync::Arc<dyn Fn(Direction, &[u8]) + Send + Sync>;
+
+/// Makes the tap of each new connection (each app-server incarnation gets its own, so a
+/// transcript files each connection's request ids apart); `None` taps nothing.
+#[derive(Clone)]
+pub struct TapMaker(pub std::sync::Arc<dyn Fn() -> Option<LineTap> + Send + Sync>);
+
+impl std::fmt::Debug for TapMaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TapMaker")
+    }
+}
+
+/// The version token of a `userAgent` (`<name>/<version> (...)`), as `initialize` answers it.
+pub fn version_from_user_agent(user_agent: &str) -> Option<String> {
+    let (_, rest) = user_agent.split_once('/')?;
+    let token: String = rest.chars().take_while(|ch| !ch.is_whitespace()).collect();
+    (!token.is_empty()).then_some(token)
+}
+
+/// Which way a line went between a client and Codex: `in` from the client to Codex (what
+/// clawbridge sends when it is the client), `out` from Codex. The transcripts and the taps
+/// name both ends this way, whichever face carried the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// From the client to Codex.
+    In,
+    /// From Codex to the client.
+    Out,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+        }
+    }
+}
+
 /// A request id, kept with its JSON type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(untagged)]

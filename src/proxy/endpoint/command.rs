@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{Endpoint, EndpointSettings, ListenAddr};
+use crate::observe::tap::{self, ObserverTap};
 use crate::proxy::args::AppServerArgs;
 use crate::proxy::stall;
-use crate::proxy::tap::{self, ObserverTap};
 use crate::proxy::{codex_binary, plane_settings, print_out, token_path, ProxyError, TrafficFlags};
 use crate::support::console::Console;
 use crate::support::task::Tasks;
@@ -296,12 +296,12 @@ pub(crate) async fn run_endpoint(
         .as_ref()
         .map(|dir| dir.join("conformance.jsonl"));
     let audit = args.audit.then(|| {
-        crate::proxy::audit::LiveAudit::new(
+        crate::observe::audit::LiveAudit::new(
             args.transcript.as_ref().map(|dir| dir.join("audit.jsonl")),
             console.clone(),
         )
     });
-    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit, true);
     let clients = crate::service::clients::ClientsFile::load(&clients_path)?.clients;
     if !clients.is_empty() {
         console.note(&format!(

@@ -52,7 +52,7 @@ pub(super) struct Connection {
     pub(super) next_id: AtomicI64,
     pub(super) in_flight: Arc<Semaphore>,
     pub(super) tasks: TaskTracker,
-    pub(super) transcript: Option<crate::proxy::tap::TranscriptQueue>,
+    pub(super) transcript: Option<crate::traffic::transcript::TranscriptQueue>,
     /// `clientInfo` of `initialize`.
     pub(super) client: Mutex<Option<String>>,
     pub(super) initialized: AtomicBool,
@@ -76,7 +76,7 @@ impl Connection {
         tracing::info!("client connection {number} opened ({})", caller.name);
         let (transcript, transcript_task) = match &shared.transcript {
             Some(dir) => {
-                match crate::proxy::tap::transcript_writer(
+                match crate::traffic::transcript::transcript_writer(
                     &dir.join(format!("connection-{number}")),
                     &shared.tasks,
                 ) {

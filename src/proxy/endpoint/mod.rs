@@ -153,7 +153,7 @@ pub struct EndpointSettings {
     pub transcript: Option<PathBuf>,
     /// Copies of every line for the conformance checks and the captures (the proxy's observer,
     /// by connection number; a full queue skips the copy, never the message).
-    pub observe: Option<crate::proxy::observe::ObserverQueue>,
+    pub observe: Option<crate::observe::ObserverQueue>,
     /// What is a stalled turn, and whether the missing `turn/completed` is supplied.
     pub stalls: StallSettings,
     /// `--budget-tokens`: tokens each account may use per day (UTC).
@@ -255,7 +255,7 @@ struct Shared {
     /// Tokens Codex reported, by kind and per account today (`--budget-tokens`).
     usage: Arc<feed::UsageCounts>,
     transcript: Option<PathBuf>,
-    observe: Option<crate::proxy::observe::ObserverQueue>,
+    observe: Option<crate::observe::ObserverQueue>,
     /// The live trace, for its span counters.
     trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
     first_tokens: Option<Arc<crate::traffic::capture::live::FirstTokens>>,

@@ -80,6 +80,9 @@ pub struct Known {
     injected: VecDeque<String>,
     pub client: Option<String>,
     pub codex_version: Option<String>,
+    /// What carried the conversation, as the captures' titles name it (`clawbridge app-server`
+    /// when not said).
+    pub face: Option<&'static str>,
     /// The live trace each filed model call is told to (`app-server --otel-endpoint`).
     pub trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
     /// Each filed model call's time to first token, by model (`/metrics`).
@@ -122,6 +125,39 @@ impl FirstTokens {
 }
 
 impl Known {
+    /// What a client's request tells the captures: its name (`initialize`), the texts it
+    /// injects, the developer instructions and folders of its threads, its turns' context keys.
+    /// Every face feeds its client's requests here (the endpoint and the stdio slot through
+    /// their observer, `serve` through its peers' tap), so a capture reads the same everywhere.
+    pub fn observe_request(&mut self, message: &Value) {
+        use crate::codex::protocol::table::name as method;
+        let params = &message["params"];
+        match message["method"].as_str().unwrap_or_default() {
+            method::INITIALIZE => {
+                let info = &params["clientInfo"];
+                // A client names itself: what it says is kept (and later printed) redacted, cut
+                // to a line's worth, its control characters escaped.
+                let client = format!(
+                    "{} {}",
+                    info["name"].as_str().unwrap_or("?"),
+                    info["version"].as_str().unwrap_or("?")
+                );
+                self.client = Some(
+                    crate::support::text::printable(&crate::support::redact::redact_text(&client))
+                        .chars()
+                        .take(200)
+                        .collect(),
+                );
+            }
+            method::THREAD_INJECT_ITEMS => self.remember_injected(params),
+            method::TURN_START => self.remember_turn(params),
+            method::THREAD_START | method::THREAD_RESUME | method::THREAD_FORK => {
+                self.remember(params)
+            }
+            _ => {}
+        }
+    }
+
     pub(crate) fn remember_turn(&mut self, params: &Value) {
         for key in params["additionalContext"]
             .as_object()
@@ -458,8 +494,9 @@ impl CaptureWriter {
             &injected,
         );
         let title = format!(
-            "Model-bound request {number} of turn {turn_number} ({} through clawbridge app-server, Codex {})",
+            "Model-bound request {number} of turn {turn_number} ({} through {}, Codex {})",
             known.client.as_deref().unwrap_or("a client"),
+            known.face.unwrap_or("clawbridge app-server"),
             known.codex_version.as_deref().unwrap_or("?")
         );
         self.put(

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::Direction;
 use crate::codex::protocol::table::name as method;
+use crate::codex::protocol::wire::Direction;
 use crate::support::console::Console;
 
 /// `thread/start` requests remembered until their answer names the thread.

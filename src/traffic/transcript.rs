@@ -6,6 +6,12 @@
 //! `connection.jsonl`. Secrets are redacted before anything is written ([`redact`]); the folder
 //! is created 0700 and the files 0600, and file names are thread ids reduced to
 //! `[A-Za-z0-9_-]`, so no thread id can name a path outside DIR.
+//!
+//! One writer for every face that carries Codex's protocol: the stdio slot and the endpoint's
+//! connections (`app-server --transcript`, the client's lines) and `serve --transcript` (its own
+//! lines to each app-server, through the peer's tap). [`transcript_writer`] runs one on a thread
+//! of its own, fed by a queue bounded in bytes ([`TranscriptQueue`]: a line waits for nothing on
+//! disk). The readers are `traffic::trace::offline`'s.
 
 use crate::codex::protocol::table::name as method;
 use std::collections::{HashMap, VecDeque};
@@ -14,7 +20,24 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{safe_name, Direction, ProxyError, MAX_OPEN_FILES, MAX_PENDING};
+use crate::codex::protocol::wire::Direction;
+use crate::traffic::capture::live::safe_name;
+
+/// Longest line the transcript records (longer lines are forwarded untouched).
+pub const MAX_TRANSCRIPT_LINE: usize = 64 * 1024 * 1024;
+/// Transcript files open at once (the least recently used is closed, and reopened to append).
+pub const MAX_OPEN_FILES: usize = 64;
+/// Request ids remembered so a response lands in its request's thread file.
+pub const MAX_PENDING: usize = 4096;
+
+/// A transcript folder that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("transcript folder {path}: {source}")]
+pub struct TranscriptError {
+    pub path: String,
+    #[source]
+    pub source: std::io::Error,
+}
 
 /// The per-thread JSON-lines transcript.
 #[derive(Debug)]
@@ -44,8 +67,8 @@ impl Drop for Transcript {
 }
 
 impl Transcript {
-    pub fn open(dir: &Path) -> Result<Transcript, ProxyError> {
-        let refused = |source: std::io::Error| ProxyError::Transcript {
+    pub fn open(dir: &Path) -> Result<Transcript, TranscriptError> {
+        let refused = |source: std::io::Error| TranscriptError {
             path: dir.display().to_string(),
             source,
         };
@@ -213,6 +236,55 @@ fn thread_of(message: &Value) -> Option<String> {
 /// Replace secrets with `<redacted>` (by key and by value: [`crate::support::redact`]).
 pub fn redact(value: &mut Value) {
     crate::support::redact::redact_value(value);
+}
+
+/// Bytes of lines waiting for the transcript writer at most.
+const TRANSCRIPT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
+
+/// A transcript of `dir` written on a thread of its own, and the queue that feeds it (bounded in
+/// bytes: a line waits for nothing on disk). The thread ends when every queue handle is gone.
+pub fn transcript_writer(
+    dir: &Path,
+    tasks: &crate::support::task::Tasks,
+) -> Result<(TranscriptQueue, tokio::task::JoinHandle<()>), TranscriptError> {
+    let mut transcript = Transcript::open(dir)?;
+    let (sender, mut lines) = crate::support::queue::byte_queue::<(
+        Direction,
+        Vec<u8>,
+        std::time::SystemTime,
+    )>(TRANSCRIPT_QUEUE_BYTES, None);
+    let task = tasks.spawn_blocking(move || {
+        while let Some((direction, line, at)) = lines.blocking_recv() {
+            transcript.record_at(direction, &line, at);
+        }
+    });
+    let queue = TranscriptQueue {
+        sender,
+        warned: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
+    Ok((queue, task))
+}
+
+/// The feeding side of a transcript writer.
+#[derive(Clone)]
+pub struct TranscriptQueue {
+    sender: crate::support::queue::ByteSender<(Direction, Vec<u8>, std::time::SystemTime)>,
+    warned: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TranscriptQueue {
+    /// Queue a line if the byte budget has room; never waits.
+    pub fn offer(&self, direction: Direction, line: Vec<u8>) {
+        if !self
+            .sender
+            .offer(line.len(), (direction, line, std::time::SystemTime::now()))
+            && !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            tracing::warn!(
+                "transcript: the writer is behind; a message was forwarded but not recorded"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

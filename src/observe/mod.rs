@@ -1,4 +1,9 @@
-//! What the proxy learns from the lines it forwards, off the forwarding path.
+//! The observation wing: what clawbridge learns from the lines a face carries between a client
+//! and Codex, off the carrying path, the same for every face (the stdio slot and the endpoint's
+//! connections feed their client's lines; `serve` feeds its own lines to each app-server through
+//! the peer's tap). [`tap`] starts the observer and the live trace; [`audit`] is the live audit
+//! of each turn; the transcript writer is `traffic::transcript` (below this layer, so the peer's
+//! tap can use it).
 //!
 //! The pumps hand a copy of every complete line to one [`Observer`] task through an
 //! [`ObserverQueue`] bounded in bytes; a full queue skips the copy (counted, with one warning),
@@ -16,9 +21,12 @@
 //!   redact model requests ([`Known`], which the capture writer reads:
 //!   [`crate::traffic::capture::live`]).
 //!
-//! Bounded: requests waiting for their answer ([`super::MAX_PENDING`], the oldest forgotten
+//! Bounded: requests waiting for their answer ([`crate::traffic::transcript::MAX_PENDING`], the oldest forgotten
 //! first), methods tallied ([`MAX_METHODS`], the rest under one row), problem lines written per
 //! method ([`MAX_PROBLEM_LINES`]).
+
+pub mod audit;
+pub mod tap;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -27,8 +35,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use super::Direction;
 use crate::codex::protocol::table::name as method;
+use crate::codex::protocol::wire::Direction;
 use crate::codex::schema::conformance::{Flow, Verdict, WireSchemas};
 use crate::codex::schema::{ParamsSchemas, Problem};
 use crate::support::queue::{byte_queue, ByteReceiver, ByteSender};
@@ -55,6 +63,10 @@ pub struct Tapped {
 /// The pumps' side of the observer: never waits, bounded in bytes.
 #[derive(Clone)]
 pub struct ObserverQueue {
+    /// What the captures redact and label by, fed from the client's requests as they are
+    /// offered (before they reach Codex), not when the observer gets to them: a model request
+    /// is filed as soon as Codex sends it, and the observer may still be loading its schema.
+    known: Option<Arc<Mutex<Known>>>,
     queue: ByteSender<Tapped>,
     skipped: Arc<AtomicU64>,
     /// Messages with schema problems, by method (for `/metrics`).
@@ -93,6 +105,7 @@ pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
     let problems = Arc::new(Mutex::new(BTreeMap::new()));
     (
         ObserverQueue {
+            known: None,
             queue,
             skipped: Arc::clone(&skipped),
             problems: Arc::clone(&problems),
@@ -106,7 +119,37 @@ pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
     )
 }
 
+/// Tell `known` what a client's request line says, when it is one of the few it reads (a cheap
+/// look for the method first: most lines are not).
+pub fn observe_request(known: &Mutex<Known>, line: &[u8]) {
+    const READ: [&[u8]; 6] = [
+        b"\"initialize\"",
+        b"\"thread/start\"",
+        b"\"thread/resume\"",
+        b"\"thread/fork\"",
+        b"\"thread/inject_items\"",
+        b"\"turn/start\"",
+    ];
+    let read = READ
+        .iter()
+        .any(|method| memchr::memmem::find(line, method).is_some());
+    if !read {
+        return;
+    }
+    if let Ok(message) = serde_json::from_slice::<Value>(line) {
+        if let Ok(mut known) = known.lock() {
+            known.observe_request(&message);
+        }
+    }
+}
+
 impl ObserverQueue {
+    /// Feed `known` from the client's requests as they are offered.
+    pub fn feeding(mut self, known: Arc<Mutex<Known>>) -> Self {
+        self.known = Some(known);
+        self
+    }
+
     /// Copies the checker had no room for.
     pub fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)
@@ -122,6 +165,9 @@ impl ObserverQueue {
 
     /// Queue a copy of a line if the byte budget has room; never waits.
     pub fn offer(&self, stream: usize, direction: Direction, line: Vec<u8>) {
+        if let (Direction::In, Some(known)) = (direction, &self.known) {
+            observe_request(known, &line);
+        }
         // A line counts at least 256 bytes: many tiny lines cost their bookkeeping too.
         let queued = self.queue.offer_with(line.len().max(256), || Tapped {
             stream,
@@ -182,7 +228,7 @@ type PendingKey = (usize, Direction, String);
 /// The observer's state.
 pub struct Observer {
     /// `app-server --audit`: each turn audited as it starts.
-    audit: Option<super::audit::LiveAudit>,
+    audit: Option<audit::LiveAudit>,
     /// Where problems per method are told (`/metrics`), once running.
     shared_problems: Option<Arc<Mutex<BTreeMap<String, u64>>>>,
     schema: Option<SchemaSource>,
@@ -255,7 +301,7 @@ impl Observer {
     }
 
     /// Also audit each turn a client starts (`app-server --audit`).
-    pub fn with_audit(mut self, audit: Option<super::audit::LiveAudit>) -> Self {
+    pub fn with_audit(mut self, audit: Option<audit::LiveAudit>) -> Self {
         self.audit = audit;
         self
     }
@@ -308,22 +354,9 @@ impl Observer {
         let method = message["method"].as_str().unwrap_or_default();
         match (direction, method) {
             (Direction::In, method::INITIALIZE) => {
-                let info = &message["params"]["clientInfo"];
-                // A client names itself: what it says is kept (and later printed) redacted, cut
-                // to a line's worth, its control characters escaped.
-                let client = format!(
-                    "{} {}",
-                    info["name"].as_str().unwrap_or("?"),
-                    info["version"].as_str().unwrap_or("?")
-                );
-                let client =
-                    crate::support::text::printable(&crate::support::redact::redact_text(&client))
-                        .chars()
-                        .take(200)
-                        .collect::<String>();
                 self.initialize_id = message.get("id").cloned();
                 if let Ok(mut known) = self.known.lock() {
-                    known.client = Some(client);
+                    known.observe_request(message);
                 }
                 self.ensure_schema().await;
             }
@@ -336,17 +369,13 @@ impl Observer {
             }
             (Direction::In, crate::codex::protocol::table::name::THREAD_INJECT_ITEMS) => {
                 if let Ok(mut known) = self.known.lock() {
-                    known.remember_injected(&message["params"]);
+                    known.observe_request(message);
                 }
             }
             (Direction::In, method) if ParamsSchemas::checks(method) => {
                 let params = &message["params"];
                 if let Ok(mut known) = self.known.lock() {
-                    if method == method::TURN_START {
-                        known.remember_turn(params);
-                    } else {
-                        known.remember(params);
-                    }
+                    known.observe_request(message);
                 }
                 self.record_versions().await;
                 self.check(method, message.get("id"), params);
@@ -495,7 +524,7 @@ impl Observer {
 
     /// Remember a request until its answer comes (the oldest is forgotten when full).
     fn remember(&mut self, stream: usize, direction: Direction, id: &Value, method: &str) {
-        if self.pending.len() >= super::MAX_PENDING {
+        if self.pending.len() >= crate::traffic::transcript::MAX_PENDING {
             if let Some(oldest) = self
                 .pending
                 .iter()
@@ -665,6 +694,28 @@ mod tests {
     }
 
     /// Protection (Security 3, item 5): the log is never written through a planted link.
+    /// Protection: what the captures redact by is known as soon as the request is offered,
+    /// with no observer running yet (it may be loading its schema while Codex already calls
+    /// the model: a capture filed then kept the workspace path).
+    #[test]
+    fn the_captures_learn_a_thread_s_folder_when_its_request_is_offered() {
+        let known = Arc::new(Mutex::new(Known::default()));
+        let (queue, _feed) = observer_queue(1 << 20);
+        let queue = queue.feeding(Arc::clone(&known));
+        let start = json!({"id": 1, "method": "thread/start", "params": {"cwd": "/srv/agents/workspace-ops", "developerInstructions": "SOUL"}});
+        queue.offer(1, Direction::Out, start.to_string().into_bytes());
+        assert!(
+            !format!("{:?}", known.lock().expect("known")).contains("workspace-ops"),
+            "only the client's requests"
+        );
+        queue.offer(1, Direction::In, start.to_string().into_bytes());
+        let now = format!("{:?}", known.lock().expect("known"));
+        assert!(
+            now.contains("/srv/agents/workspace-ops") && now.contains("SOUL"),
+            "{now}"
+        );
+    }
+
     #[test]
     fn the_log_is_never_written_through_a_link() {
         let dir = tempfile::tempdir().expect("dir");
@@ -802,7 +853,7 @@ mod tests {
     async fn pending_requests_and_methods_are_bounded() {
         let dir = tempfile::tempdir().expect("dir");
         let (mut observer, _) = observer(dir.path());
-        for index in 0..(super::super::MAX_PENDING + 10) {
+        for index in 0..(crate::traffic::transcript::MAX_PENDING + 10) {
             let line = format!(
                 r#"{{"id":{index},"method":"m{}","params":{{}}}}"#,
                 index % 1000
@@ -815,7 +866,10 @@ mod tests {
                 })
                 .await;
         }
-        assert_eq!(observer.pending.len(), super::super::MAX_PENDING);
+        assert_eq!(
+            observer.pending.len(),
+            crate::traffic::transcript::MAX_PENDING
+        );
         assert!(
             !observer
                 .pending

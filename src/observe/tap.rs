@@ -1,0 +1,179 @@
+//! The taps of `app-server`: copies of each message that never hold it up. The observer (the
+//! schema check of every message, [`super`]) and the transcript writer
+//! ([`crate::traffic::transcript`], on a thread of its own) are each fed through a queue bounded in
+//! bytes; both faces (the stdio slot and the endpoint's connections) start them here.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{self as observe, Observer};
+use crate::codex::protocol::wire::Direction;
+use crate::codex::schema::conformance::WireSchemas;
+use crate::codex::schema::{version_in, SchemaCache};
+use crate::support::task::Tasks;
+use crate::traffic::capture::live::Known;
+
+/// A running observer: its queue, and how to stop it.
+pub(crate) struct ObserverTap {
+    pub(crate) lines: observe::ObserverQueue,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ObserverTap {
+    /// Start the observer on `tasks`: `schema` checks what it sees, `log` gets the
+    /// `conformance.jsonl` lines, `known` what captures need, `audit` (`--audit`) each turn;
+    /// `trace`: it tells the live trace each message (`serve` traces from its own run events
+    /// instead, so its observer tells none).
+    pub(crate) fn start(
+        tasks: &Tasks,
+        schema: Option<observe::SchemaSource>,
+        log: Option<PathBuf>,
+        known: Arc<Mutex<Known>>,
+        audit: Option<super::audit::LiveAudit>,
+        trace: bool,
+    ) -> Self {
+        let (lines, observed) = observe::observer_queue(observe::OBSERVER_QUEUE_BYTES);
+        let lines = lines.feeding(Arc::clone(&known));
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let mut observer = Observer::new(schema, log, known).with_audit(audit);
+        if !trace {
+            observer.trace = None;
+        }
+        let task = tasks.spawn(observer.run(observed, stopped));
+        ObserverTap { lines, stop, task }
+    }
+
+    /// Let the observer finish what it holds (bounded) and write its per-method summary.
+    pub(crate) async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
+    }
+}
+
+/// The live trace `settings` (or the OpenTelemetry variables) ask for, told to `known` so that
+/// the observer and the capture writer feed it; its target is logged once.
+pub(crate) fn start_trace(
+    settings: &crate::traffic::trace::TraceSettings,
+    captured_calls: bool,
+    known: &Arc<Mutex<Known>>,
+) -> Result<Option<Arc<crate::traffic::trace::LiveTrace>>, crate::error::Error> {
+    let trace = crate::traffic::trace::LiveTrace::start(settings, captured_calls)?;
+    if let Some(trace) = &trace {
+        tracing::info!(
+            "traces: OTLP to {} (content: {:?})",
+            trace.target(),
+            trace.content()
+        );
+        if let Ok(mut known) = known.lock() {
+            known.trace = Some(Arc::clone(trace));
+        }
+    }
+    Ok(trace)
+}
+
+/// The schemas of `binary`, from the cache or generated, on a blocking thread: the params
+/// schemas (required) and the whole protocol's (the checks of every message; a folder without
+/// them, such as an older cache entry, leaves only the params checked).
+pub(crate) fn load_schema(
+    tasks: &Tasks,
+    binary: PathBuf,
+    cache: Option<PathBuf>,
+) -> observe::SchemaSource {
+    tasks.spawn_blocking(move || {
+        let cache = match cache {
+            Some(root) => SchemaCache::at(root),
+            None => SchemaCache::user().ok_or("no cache folder (HOME is not set)")?,
+        };
+        let mut command = std::process::Command::new(&binary);
+        command.arg("--version");
+        let output =
+            crate::support::process::run_bounded(command, b"", Duration::from_secs(10), 4096)
+                .map_err(|error| format!("{} --version: {error}", binary.display()))?;
+        let version = version_in(&String::from_utf8_lossy(&output.stdout))
+            .ok_or_else(|| format!("{} --version printed no version", binary.display()))?;
+        let (params, generated) = cache
+            .schemas_for(&binary, &version)
+            .map_err(|error| error.to_string())?;
+        let wire = cache
+            .dir_for(&binary, &version)
+            .and_then(|dir| WireSchemas::load(&dir, &version))
+            .map_err(|error| error.to_string());
+        Ok(observe::LoadedSchemas {
+            params,
+            wire,
+            generated,
+        })
+    })
+}
+
+/// The taps of a client's connections to app-servers (`serve`'s, one per app-server
+/// incarnation): each line both ways into `root/connection-N/` when a transcript is asked for
+/// (the folder layout the endpoint writes, so every reader takes it) and to the `observer`
+/// (conformance and the live audit, as connection N), and the client's requests and Codex's
+/// version into `known`, what the captures label and redact by: here, before the line reaches
+/// Codex, so no model request can be filed before what redacts it is known (the observer's copy
+/// comes later and adds nothing new). The writers run on `tasks`; a connection whose folder cannot be made is
+/// told once and not recorded (its turns go on).
+pub fn connection_taps(
+    root: Option<PathBuf>,
+    observer: Option<super::ObserverQueue>,
+    known: Arc<Mutex<Known>>,
+    tasks: Tasks,
+) -> crate::codex::protocol::wire::TapMaker {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let next = std::sync::Arc::new(AtomicUsize::new(1));
+    crate::codex::protocol::wire::TapMaker(std::sync::Arc::new(move || {
+        let stream = next.fetch_add(1, Ordering::SeqCst);
+        let observer = observer.clone();
+        let queue = root.as_ref().and_then(|root| {
+            let dir = root.join(format!("connection-{stream}"));
+            match crate::traffic::transcript::transcript_writer(&dir, &tasks) {
+                Ok((queue, _task)) => Some(queue),
+                Err(error) => {
+                    tracing::warn!("{error}; this app-server's lines are not recorded");
+                    None
+                }
+            }
+        });
+        let known = std::sync::Arc::clone(&known);
+        let versioned = AtomicBool::new(false);
+        let tap: crate::codex::protocol::wire::LineTap =
+            std::sync::Arc::new(move |direction: Direction, line: &[u8]| {
+                if let Some(queue) = &queue {
+                    queue.offer(direction, line.to_vec());
+                }
+                if let Some(observer) = &observer {
+                    // The observer's queue tells `known` the requests as they are offered.
+                    observer.offer(stream, direction, line.to_vec());
+                }
+                match direction {
+                    Direction::In if observer.is_none() => {
+                        super::observe_request(&known, line);
+                    }
+                    Direction::In => {}
+                    // The answer to `initialize` names Codex's version (the first line that
+                    // carries a `userAgent`).
+                    Direction::Out
+                        if !versioned.load(Ordering::Relaxed)
+                            && memchr::memmem::find(line, b"\"userAgent\"").is_some() =>
+                    {
+                        let message: serde_json::Value =
+                            serde_json::from_slice(line).unwrap_or_default();
+                        if let Some(version) = message["result"]["userAgent"]
+                            .as_str()
+                            .and_then(crate::codex::protocol::wire::version_from_user_agent)
+                        {
+                            versioned.store(true, Ordering::Relaxed);
+                            if let Ok(mut known) = known.lock() {
+                                known.codex_version = Some(version);
+                            }
+                        }
+                    }
+                    Direction::Out => {}
+                }
+            });
+        Some(tap)
+    }))
+}
