@@ -32,7 +32,6 @@ use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
 
 /// Methods about the account a connection runs as, answered per identity.
 pub(super) const LOGIN: &str = method::ACCOUNT_LOGIN_START;
-pub(super) const LOGOUT: &str = method::ACCOUNT_LOGOUT;
 
 /// One client connection: its identity, threads, server requests waiting for answers, queue.
 pub(super) struct Connection {
@@ -591,7 +590,13 @@ impl Connection {
         }
     }
 
-    /// A client request, to a member of its identity, and the member's answer back.
+    /// A client request, to a member of its identity, and the member's answer back: a router
+    /// over small phases, each of which either passes the request on or has answered it (a
+    /// refusal, an answer of the endpoint's own): what the endpoint answers itself, what the
+    /// client may ask ([`Connection::admit`]), whose thread it names
+    /// ([`Connection::thread_home`]), which member takes it ([`Connection::route`]), what the
+    /// member must hear first ([`Connection::before_send`]), and what its answer files
+    /// ([`Connection::after_answer`]).
     pub(super) async fn forward(
         self: &Arc<Self>,
         id: RequestId,
@@ -599,132 +604,38 @@ impl Connection {
         params: RawParams,
         trace: Option<W3cTraceContext>,
     ) {
-        match method.as_str() {
-            method::THREAD_LOADED_LIST => return self.loaded_list(&id).await,
-            LOGIN => return self.login(id, &params).await,
-            LOGOUT => {
-                // The member's login is its identity's, shared with its other connections:
-                // this connection stops using it, nothing is logged out for the others.
-                self.become_identity(Identity::Native).await;
-                return self.answer(&id, "{}").await;
-            }
-            _ => {}
+        let kind = CodexMethod::from_name(&method);
+        if self.answered_here(&id, kind, &params).await {
+            return;
         }
         let identity = self.identity();
-        // What this client may ask, and within what sandbox (the method policy, the workspace
-        // roots, the ceiling): refused here, or sent on with what exceeded the ceiling lowered.
-        let admitted =
-            match self
-                .shared
-                .policy
-                .admit(&self.caller, self.number, &method, params.get())
-            {
-                Ok(admitted) => admitted,
-                Err(refusal) => {
-                    tracing::info!(
-                        "client connection {} ({}): {refusal}",
-                        self.number,
-                        self.caller.name
-                    );
-                    return self.fail(&id, INVALID_REQUEST, refusal).await;
-                }
-            };
-        self.note_lowered(&admitted.lowered);
-        // An account past its daily budget starts no turn (`--budget-tokens`).
-        if spends_tokens(&method) {
-            if let Some(why) = self.shared.usage.refusal(&identity.key()) {
-                return self.fail(&id, INVALID_REQUEST, why).await;
-            }
-        }
+        let Some(admitted) = self.admit(&id, &method, &params, &identity).await else {
+            return;
+        };
         // Any request that names a thread is about it (`thread/start` names none yet): it goes
         // to the thread's member, and only the thread's owner may send it.
-        let thread = match CodexMethod::from_name(&method) {
+        let thread = match kind {
             Some(CodexMethod::ThreadStart) => None,
             _ => thread_of(&params),
         };
-        // A thread id is Codex's (a UUID): a longer one, or one with control characters, is
-        // no thread and is refused before anything is kept for it.
-        if thread.as_deref().is_some_and(|thread| {
-            thread.len() > MAX_THREAD_ID_BYTES || thread.chars().any(char::is_control)
-        }) {
-            return self
-                .fail(
-                    &id,
-                    INVALID_REQUEST,
-                    format!("clawbridge: `threadId` is not a thread id (at most {MAX_THREAD_ID_BYTES} bytes, no control characters)"),
-                )
-                .await;
-        }
-        // A thread lives with the identity that opened it: another identity's connection gets
-        // a clear refusal, never a turn under the wrong account.
-        let home = thread
-            .as_deref()
-            .and_then(|thread| self.shared.directory.get(thread));
-        if let (Some(thread), Some(home)) = (&thread, &home) {
-            if !self.caller.may_use(&home.owner) {
-                return self
-                    .fail(
-                        &id,
-                        INVALID_REQUEST,
-                        format!("clawbridge: thread {thread} belongs to another client"),
-                    )
-                    .await;
-            }
-            if home.identity != identity.key() {
-                return self
-                    .fail(
-                        &id,
-                        INVALID_REQUEST,
-                        match self.shared.account_name(&home.identity) {
-                            Some(name) => format!(
-                                "clawbridge: thread {thread} belongs to account {name} ({}); this connection runs as {identity}. If this connection's key is a new key of {name} (a rotation), add it: `clawbridge account add-key {name} --api-key-env VAR`; otherwise log in with one of {name}'s keys.",
-                                home.identity
-                            ),
-                            None => format!(
-                                "clawbridge: thread {thread} belongs to another account ({}); this connection runs as {identity}. If this connection's key replaces that account's (a rotation), name the account and add the new key: `clawbridge account add NAME --fingerprint {}`, then `clawbridge account add-key NAME --api-key-env VAR`; otherwise log in with that account's key.",
-                                home.identity, home.identity
-                            ),
-                        },
-                    )
-                    .await;
-            }
-            // Its conversation is gone from the account's Codex home: said, never a new thread.
-            if home.gone && matches!(method.as_str(), method::THREAD_RESUME | method::TURN_START) {
-                return self
-                    .fail(
-                        &id,
-                        INVALID_REQUEST,
-                        format!(
-                            "clawbridge: thread {thread}'s conversation is gone from its account's Codex home (its rollout file was removed); start a new thread"
-                        ),
-                    )
-                    .await;
-            }
-        }
-        if let (method::THREAD_UNSUBSCRIBE, Some(thread)) = (method.as_str(), &thread) {
+        let Some(home) = self
+            .thread_home(&id, kind, thread.as_deref(), &identity)
+            .await
+        else {
+            return;
+        };
+        if let (Some(CodexMethod::ThreadUnsubscribe), Some(thread)) = (kind, &thread) {
             if let Some(status) = self.unsubscribe(thread) {
                 return self
                     .answer(&id, &serde_json::json!({ "status": status }).to_string())
                     .await;
             }
         }
-        let followed = thread.as_deref().and_then(|thread| {
-            let lease = lock(&self.threads)
-                .get(thread)
-                .filter(|followed| followed.lease.hub.is_alive())
-                .map(|followed| followed.lease.clone())?;
-            let hold = self.shared.fleet.hold(&lease)?;
-            Some((lease, hold))
-        });
-        let (lease, _hold) = match followed {
-            Some(leased) => leased,
-            None => {
-                let affinity = home.as_ref().map(|home| home.member.as_str());
-                match self.lease(&identity, affinity).await {
-                    Ok(leased) => leased,
-                    Err(error) => return self.fail(&id, INTERNAL_ERROR, error).await,
-                }
-            }
+        let Some((lease, _hold)) = self
+            .route(&id, thread.as_deref(), home.as_ref(), &identity)
+            .await
+        else {
+            return;
         };
         let text = admitted.params.as_deref().unwrap_or(params.get());
         let params: &serde_json::value::RawValue = match serde_json::from_str(text) {
@@ -735,49 +646,29 @@ impl Connection {
                     .await
             }
         };
-        // A resumed thread is followed before the request, so nothing Codex says about it
-        // before its answer (`thread/status/changed` `notLoaded`) is missed. A turn on a thread
-        // this app-server has no feed for (its member was restarted, or stopped while idle to
-        // make room for another account) is resumed here first, so it runs and is heard.
         // A place among the member's requests in flight, in this connection's turn (a
         // command's run holds none: Codex runs it beside its queue).
-        let _place = match method.as_str() {
-            method::COMMAND_EXEC => None,
+        let _place = match kind {
+            Some(CodexMethod::CommandExec) => None,
             _ => Some(lease.hub.fair().enter(self.number as u64).await),
         };
-        let mut resumed_here = false;
-        match (method.as_str(), &thread) {
-            (method::THREAD_RESUME, Some(thread)) => {
-                self.follow(thread, &lease, &identity);
-                resumed_here = true;
-            }
-            (method::TURN_START | method::TURN_STEER, Some(thread))
-                if !self.follows_on(thread, &lease.hub) =>
-            {
-                let known_here = self.shared.feed_exists(&lease.hub, thread);
-                self.follow(thread, &lease, &identity);
-                if !known_here {
-                    let resume = serde_json::json!({ "threadId": thread });
-                    if let Err(error) = lease
-                        .hub
-                        .peer()
-                        .request_raw(method::THREAD_RESUME, &resume)
-                        .await
-                    {
-                        self.leave(thread);
-                        self.note_gone(thread, home.as_ref(), &error);
-                        return self.member_failed(&id, &identity, &lease, error).await;
-                    }
-                    lease.hub.note_opened();
-                    self.place(thread, &lease, &identity, None);
-                }
-            }
-            _ => {}
-        }
+        let Some(resumed_here) = self
+            .before_send(
+                &id,
+                kind,
+                thread.as_deref(),
+                home.as_ref(),
+                &lease,
+                &identity,
+            )
+            .await
+        else {
+            return;
+        };
         // A traced turn carries its span's context to Codex, so Codex's own spans join the
         // turn's trace; any other request carries the client's context, if it sent one.
-        let trace = match (&self.shared.trace, method.as_str()) {
-            (Some(live), method::TURN_START) => Some(live.turn_trace(
+        let trace = match (&self.shared.trace, kind) {
+            (Some(live), Some(CodexMethod::TurnStart)) => Some(live.turn_trace(
                 self.number,
                 &serde_json::to_string(&id).unwrap_or_default(),
                 trace.as_ref(),
@@ -792,68 +683,9 @@ impl Connection {
             .await
         {
             Ok(raw) => {
-                // The thread the answer is about: the one opened, or the one named.
-                let mut answered = thread.clone();
-                match method.as_str() {
-                    method::THREAD_START | method::THREAD_RESUME | method::THREAD_FORK => {
-                        let answer = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
-                        let opened = answer["thread"]["id"].as_str().map(str::to_string);
-                        if let Some(opened) = opened {
-                            lease.hub.note_opened();
-                            // Filed only now that Codex accepted it: a refused resume leaves
-                            // nothing behind, and takes nobody's thread.
-                            self.place(
-                                &opened,
-                                &lease,
-                                &identity,
-                                answer["thread"]["path"].as_str(),
-                            );
-                            self.follow(&opened, &lease, &identity);
-                            // The model the thread runs on labels its tokens in `/metrics`;
-                            // its workspace names its agent in the status.
-                            if let Some(feed) = self.feed_of(&opened) {
-                                if let Some(model) = answer["model"].as_str() {
-                                    feed.set_model(model);
-                                }
-                                if let Some(cwd) = answer["cwd"].as_str() {
-                                    feed.set_workspace(cwd);
-                                }
-                            }
-                            if method == method::THREAD_START {
-                                if let Some(feed) = self.feed_of(&opened) {
-                                    feed.started_here(
-                                        self.shared.fresh_thread_grace,
-                                        &self.shared.tasks,
-                                    );
-                                }
-                            }
-                            answered = Some(opened);
-                        }
-                    }
-                    method::TURN_START => {
-                        let turn = serde_json::from_str::<Value>(raw.get())
-                            .ok()
-                            .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
-                        if let (Some(thread), Some(turn)) = (&thread, turn) {
-                            self.shared.directory.touch(thread);
-                            if let Some(feed) = self.feed_of(thread) {
-                                feed.set_turn(Some(turn));
-                                *lock(&feed.answerer) = Some(self.number);
-                            }
-                        }
-                    }
-                    method::REVIEW_START => {
-                        // A detached review runs on a new thread: the reviewer's, followed.
-                        let answer = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
-                        if let Some(review) = answer["reviewThreadId"].as_str() {
-                            if Some(review) != thread.as_deref() {
-                                self.place(review, &lease, &identity, None);
-                                self.follow(review, &lease, &identity);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
+                let answered = self
+                    .after_answer(kind, thread, raw.get(), &lease, &identity)
+                    .await;
                 if let Some(answered) = answered {
                     self.barrier(&lease.hub, &answered).await;
                 }
@@ -881,6 +713,268 @@ impl Connection {
                 }
                 self.member_failed(&id, &identity, &lease, error).await
             }
+        }
+    }
+
+    /// The requests the endpoint answers itself (the table's `Access::Endpoint` rows): the
+    /// loaded threads over the identity's members, and the connection's login and logout.
+    /// Whether it answered.
+    async fn answered_here(
+        self: &Arc<Self>,
+        id: &RequestId,
+        kind: Option<CodexMethod>,
+        params: &RawParams,
+    ) -> bool {
+        match kind {
+            Some(CodexMethod::ThreadLoadedList) => self.loaded_list(id).await,
+            Some(CodexMethod::AccountLoginStart) => self.login(id.clone(), params).await,
+            Some(CodexMethod::AccountLogout) => {
+                // The member's login is its identity's, shared with its other connections:
+                // this connection stops using it, nothing is logged out for the others.
+                self.become_identity(Identity::Native).await;
+                self.answer(id, "{}").await
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// What this client may ask, and within what sandbox (the method policy, the workspace
+    /// roots, the ceiling): refused here, or passed on with what exceeded the ceiling lowered;
+    /// and an account past its daily budget starts no model call (`--budget-tokens`).
+    async fn admit(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: &RawParams,
+        identity: &Identity,
+    ) -> Option<super::policy::Admitted> {
+        let admitted =
+            match self
+                .shared
+                .policy
+                .admit(&self.caller, self.number, method, params.get())
+            {
+                Ok(admitted) => admitted,
+                Err(refusal) => {
+                    tracing::info!(
+                        "client connection {} ({}): {refusal}",
+                        self.number,
+                        self.caller.name
+                    );
+                    self.fail(id, INVALID_REQUEST, refusal).await;
+                    return None;
+                }
+            };
+        self.note_lowered(&admitted.lowered);
+        if spends_tokens(method) {
+            if let Some(why) = self.shared.usage.refusal(&identity.key()) {
+                self.fail(id, INVALID_REQUEST, why).await;
+                return None;
+            }
+        }
+        Some(admitted)
+    }
+
+    /// Where the thread a request names lives, checked: a thread id is Codex's (a UUID, so a
+    /// longer one or one with control characters is refused before anything is kept for it);
+    /// a thread lives with the client and the identity that opened it (another's connection
+    /// gets a clear refusal, never a turn under the wrong account); a conversation gone from
+    /// its account's Codex home is said, never a new thread. `None`: refused (answered).
+    async fn thread_home(
+        &self,
+        id: &RequestId,
+        kind: Option<CodexMethod>,
+        thread: Option<&str>,
+        identity: &Identity,
+    ) -> Option<Option<crate::service::store::ThreadRecord>> {
+        let Some(thread) = thread else {
+            return Some(None);
+        };
+        let refuse = |message: String| async move {
+            self.fail(id, INVALID_REQUEST, message).await;
+            None
+        };
+        if thread.len() > MAX_THREAD_ID_BYTES || thread.chars().any(char::is_control) {
+            return refuse(format!("clawbridge: `threadId` is not a thread id (at most {MAX_THREAD_ID_BYTES} bytes, no control characters)")).await;
+        }
+        let Some(home) = self.shared.directory.get(thread) else {
+            return Some(None);
+        };
+        if !self.caller.may_use(&home.owner) {
+            return refuse(format!(
+                "clawbridge: thread {thread} belongs to another client"
+            ))
+            .await;
+        }
+        if home.identity != identity.key() {
+            return refuse(match self.shared.account_name(&home.identity) {
+                Some(name) => format!(
+                    "clawbridge: thread {thread} belongs to account {name} ({}); this connection runs as {identity}. If this connection's key is a new key of {name} (a rotation), add it: `clawbridge account add-key {name} --api-key-env VAR`; otherwise log in with one of {name}'s keys.",
+                    home.identity
+                ),
+                None => format!(
+                    "clawbridge: thread {thread} belongs to another account ({}); this connection runs as {identity}. If this connection's key replaces that account's (a rotation), name the account and add the new key: `clawbridge account add NAME --fingerprint {}`, then `clawbridge account add-key NAME --api-key-env VAR`; otherwise log in with that account's key.",
+                    home.identity, home.identity
+                ),
+            })
+            .await;
+        }
+        if home.gone
+            && matches!(
+                kind,
+                Some(CodexMethod::ThreadResume | CodexMethod::TurnStart)
+            )
+        {
+            return refuse(format!(
+                "clawbridge: thread {thread}'s conversation is gone from its account's Codex home (its rollout file was removed); start a new thread"
+            ))
+            .await;
+        }
+        Some(Some(home))
+    }
+
+    /// The member a request goes to: the one this connection follows the thread on, else the
+    /// thread's member (its affinity) or, for no thread, the identity's least busy one.
+    /// `None`: no member could take it (answered).
+    async fn route(
+        self: &Arc<Self>,
+        id: &RequestId,
+        thread: Option<&str>,
+        home: Option<&crate::service::store::ThreadRecord>,
+        identity: &Identity,
+    ) -> Option<(Lease, crate::codex::client::fleet::Hold)> {
+        let followed = thread.and_then(|thread| {
+            let lease = lock(&self.threads)
+                .get(thread)
+                .filter(|followed| followed.lease.hub.is_alive())
+                .map(|followed| followed.lease.clone())?;
+            let hold = self.shared.fleet.hold(&lease)?;
+            Some((lease, hold))
+        });
+        if followed.is_some() {
+            return followed;
+        }
+        let affinity = home.map(|home| home.member.as_str());
+        match self.lease(identity, affinity).await {
+            Ok(leased) => Some(leased),
+            Err(error) => {
+                self.fail(id, INTERNAL_ERROR, error).await;
+                None
+            }
+        }
+    }
+
+    /// What the member must hear before the request: a resumed thread is followed first, so
+    /// nothing Codex says about it before its answer (`thread/status/changed` `notLoaded`) is
+    /// missed; a turn on a thread this app-server has no feed for (its member was restarted,
+    /// or stopped while idle to make room for another account) is resumed first, so it runs
+    /// and is heard. `Some(resumed_here)`, or `None` when the resume failed (answered).
+    async fn before_send(
+        self: &Arc<Self>,
+        id: &RequestId,
+        kind: Option<CodexMethod>,
+        thread: Option<&str>,
+        home: Option<&crate::service::store::ThreadRecord>,
+        lease: &Lease,
+        identity: &Identity,
+    ) -> Option<bool> {
+        let Some(thread) = thread else {
+            return Some(false);
+        };
+        match kind {
+            Some(CodexMethod::ThreadResume) => {
+                self.follow(thread, lease, identity);
+                Some(true)
+            }
+            Some(CodexMethod::TurnStart | CodexMethod::TurnSteer)
+                if !self.follows_on(thread, &lease.hub) =>
+            {
+                let known_here = self.shared.feed_exists(&lease.hub, thread);
+                self.follow(thread, lease, identity);
+                if !known_here {
+                    let resume = serde_json::json!({ "threadId": thread });
+                    if let Err(error) = lease
+                        .hub
+                        .peer()
+                        .request_raw(method::THREAD_RESUME, &resume)
+                        .await
+                    {
+                        self.leave(thread);
+                        self.note_gone(thread, home, &error);
+                        self.member_failed(id, identity, lease, error).await;
+                        return None;
+                    }
+                    lease.hub.note_opened();
+                    self.place(thread, lease, identity, None);
+                }
+                Some(false)
+            }
+            _ => Some(false),
+        }
+    }
+
+    /// What a member's answer files: a thread opened (started, resumed, forked: filed only
+    /// now that Codex accepted it, so a refused resume leaves nothing behind and takes
+    /// nobody's thread; followed; its model labels its tokens, its workspace names its
+    /// agent), a turn started (the thread touched, the turn and its answerer noted), a
+    /// detached review's new thread (followed). The thread the answer is about, if any.
+    async fn after_answer(
+        self: &Arc<Self>,
+        kind: Option<CodexMethod>,
+        thread: Option<String>,
+        raw: &str,
+        lease: &Lease,
+        identity: &Identity,
+    ) -> Option<String> {
+        match kind {
+            Some(
+                CodexMethod::ThreadStart | CodexMethod::ThreadResume | CodexMethod::ThreadFork,
+            ) => {
+                let answer = serde_json::from_str::<Value>(raw).unwrap_or_default();
+                let Some(opened) = answer["thread"]["id"].as_str().map(str::to_string) else {
+                    return thread;
+                };
+                lease.hub.note_opened();
+                self.place(&opened, lease, identity, answer["thread"]["path"].as_str());
+                self.follow(&opened, lease, identity);
+                if let Some(feed) = self.feed_of(&opened) {
+                    if let Some(model) = answer["model"].as_str() {
+                        feed.set_model(model);
+                    }
+                    if let Some(cwd) = answer["cwd"].as_str() {
+                        feed.set_workspace(cwd);
+                    }
+                    if kind == Some(CodexMethod::ThreadStart) {
+                        feed.started_here(self.shared.fresh_thread_grace, &self.shared.tasks);
+                    }
+                }
+                Some(opened)
+            }
+            Some(CodexMethod::TurnStart) => {
+                let turn = serde_json::from_str::<Value>(raw)
+                    .ok()
+                    .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
+                if let (Some(thread), Some(turn)) = (&thread, turn) {
+                    self.shared.directory.touch(thread);
+                    if let Some(feed) = self.feed_of(thread) {
+                        feed.set_turn(Some(turn));
+                        *lock(&feed.answerer) = Some(self.number);
+                    }
+                }
+                thread
+            }
+            Some(CodexMethod::ReviewStart) => {
+                let answer = serde_json::from_str::<Value>(raw).unwrap_or_default();
+                if let Some(review) = answer["reviewThreadId"].as_str() {
+                    if Some(review) != thread.as_deref() {
+                        self.place(review, lease, identity, None);
+                        self.follow(review, lease, identity);
+                    }
+                }
+                thread
+            }
+            _ => thread,
         }
     }
 
