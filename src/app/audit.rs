@@ -639,13 +639,7 @@ pub fn audit(dir: &Path, options: &AuditOptions) -> Result<AuditReport> {
         threads.push(audit_thread(dir, thread_name, files, options)?);
     }
     if threads.is_empty() {
-        return Err(Error::InvalidArgument {
-            flag: "DIR".into(),
-            message: format!(
-                "{} holds no thread files (<thread>.jsonl, or connection-N/<thread>.jsonl): give the --transcript folder of app-server",
-                dir.display()
-            ),
-        });
+        return Err(crate::traffic::trace::offline::no_thread_files(dir));
     }
     let mut verdicts = BTreeMap::new();
     for row in threads
@@ -904,12 +898,7 @@ impl AuditReport {
     }
     /// One self-contained HTML page (no script, no outside resource).
     pub fn render_html(&self) -> String {
-        let escape = |text: &str| {
-            text.replace('&', "&amp;")
-                .replace('<', "&lt;")
-                .replace('>', "&gt;")
-                .replace('"', "&quot;")
-        };
+        let escape = crate::support::text::escape_html;
         let mut body = String::new();
         if let Some(client) = &self.client {
             body.push_str(&format!("<p>client: <b>{}</b></p>", escape(client)));

@@ -734,12 +734,7 @@ fn cut(text: &str) -> String {
     )
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use crate::support::text::escape_html as escape;
 
 #[cfg(test)]
 mod tests {

@@ -182,6 +182,12 @@ pub fn collate(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
+/// Escape text for an HTML page (the audit's, the cache report's, the conversation's): the same
+/// five characters as [`escape_xml`], so one escaper serves every page.
+pub fn escape_html(text: &str) -> String {
+    escape_xml(text)
+}
+
 /// Escape for the skills XML (docs/routing.md §7.4: `&` first, then `<`, `>`, `"`, `'`; one pass
 /// gives the same result because no replacement introduces a character escaped later).
 pub fn escape_xml(text: &str) -> String {

@@ -824,12 +824,7 @@ impl CacheReport {
     /// One self-contained HTML page: each thread's requests as bars of their layers (width by
     /// tokens), the shared prefix shaded, the first differing element outlined in red.
     pub fn render_html(&self) -> String {
-        let escape = |text: &str| {
-            text.replace('&', "&amp;")
-                .replace('<', "&lt;")
-                .replace('>', "&gt;")
-                .replace('"', "&quot;")
-        };
+        let escape = crate::support::text::escape_html;
         let colour = |element: &Element| {
             let label = element.label.as_str();
             match element.kind.as_str() {

@@ -136,6 +136,18 @@ fn at_ms(ms: f64) -> SystemTime {
 }
 
 /// The folders holding a transcript's files: `dir` itself (the stdio slot writes there) and its
+/// The error of a folder with no thread files in it (every reader of a transcript folder says
+/// the same).
+pub fn no_thread_files(dir: &Path) -> Error {
+    Error::InvalidArgument {
+        flag: "DIR".into(),
+        message: format!(
+            "{} holds no thread files (<thread>.jsonl, or connection-N/<thread>.jsonl): give the --transcript folder of app-server or serve",
+            dir.display()
+        ),
+    }
+}
+
 /// `connection-N/` folders in order (the endpoint writes one per connection).
 pub(crate) fn sources(dir: &Path) -> Vec<PathBuf> {
     let mut connections: Vec<(usize, PathBuf)> = folders_in(dir)
@@ -279,13 +291,7 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
         }
     }
     if threads.is_empty() {
-        return Err(Error::InvalidArgument {
-            flag: "DIR".to_string(),
-            message: format!(
-                "{} holds no thread files (<thread>.jsonl, or connection-N/<thread>.jsonl): give the --transcript folder of app-server",
-                dir.display()
-            ),
-        });
+        return Err(crate::traffic::trace::offline::no_thread_files(dir));
     }
     exported.threads = threads.len();
     book.finish(last_time);
