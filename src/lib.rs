@@ -147,7 +147,7 @@ pub use server::{
 pub use service::clients;
 pub use service::clients::{token_sha256, ClientEntry};
 pub use service::directory::{Directory, Placement};
-pub use service::store::{Store, StoreError, ThreadRecord};
+pub use service::store::{MemberRecord, Store, StoreError, ThreadRecord};
 pub use skills::{
     discover_skills, eligible_skills, parse_skill, render_skills_prompt, skill_version,
     CatalogFormat, CatalogSurface, HostFacts, SkillCache, SkillEntry, SkillTier,

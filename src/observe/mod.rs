@@ -232,6 +232,9 @@ pub struct Observer {
     /// Where problems per method are told (`/metrics`), once running.
     shared_problems: Option<Arc<Mutex<BTreeMap<String, u64>>>>,
     schema: Option<SchemaSource>,
+    /// Set while the schema is still loading (generating a new Codex version's takes seconds):
+    /// a stop then waits longer for the summary.
+    pub(crate) schema_pending: Arc<AtomicBool>,
     schemas: Option<ParamsSchemas>,
     wire: Option<WireSchemas>,
     log: Option<PathBuf>,
@@ -285,6 +288,7 @@ impl Observer {
             audit: None,
             shared_problems: None,
             trace,
+            schema_pending: Arc::new(AtomicBool::new(schema.is_some())),
             schema,
             schemas: None,
             wire: None,
@@ -570,7 +574,9 @@ impl Observer {
         let Some(source) = self.schema.take() else {
             return;
         };
-        match source.await {
+        let loaded = source.await;
+        self.schema_pending.store(false, Ordering::Relaxed);
+        match loaded {
             Ok(Ok(loaded)) => {
                 tracing::debug!(
                     "conformance: Codex {} schema {}",

@@ -19,6 +19,7 @@ pub(crate) struct ObserverTap {
     pub(crate) lines: observe::ObserverQueue,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
+    schema_pending: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ObserverTap {
@@ -41,14 +42,32 @@ impl ObserverTap {
         if !trace {
             observer.trace = None;
         }
+        let schema_pending = Arc::clone(&observer.schema_pending);
         let task = tasks.spawn(observer.run(observed, stopped));
-        ObserverTap { lines, stop, task }
+        ObserverTap {
+            lines,
+            stop,
+            task,
+            schema_pending,
+        }
     }
 
     /// Let the observer finish what it holds (bounded) and write its per-method summary.
     pub(crate) async fn finish(self) {
         let _ = self.stop.send(());
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
+        let mut task = self.task;
+        if tokio::time::timeout(Duration::from_secs(5), &mut task)
+            .await
+            .is_err()
+            && self
+                .schema_pending
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // Codex's schema is still being generated (a version seen for the first time): the
+            // lines wait for it, and so does their summary, a while longer.
+            tracing::info!("conformance: waiting for Codex's schema to check what is left");
+            let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
+        }
     }
 }
 

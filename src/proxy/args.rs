@@ -83,6 +83,13 @@ pub struct AppServerArgs {
     /// With --listen ws:// or unix://: where the generated token lives (default: the platform state dir).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// With --listen ws:// or unix://: keep the fleet's state (thread owners and members,
+    /// budgets, the pinned `initialize` answer) in this PostgreSQL database, shared by every
+    /// endpoint that names it (`postgres://USER:PASSWORD@HOST/DB`, `?host=/socket/dir` for a
+    /// Unix socket; TLS as its `sslmode` says). Default: `<state-dir>/app-server.db`. Its
+    /// password is never logged or shown.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// With --listen ws:// or unix://: named client tokens (default `<state-dir>/clients.json`,
     /// as `clawbridge client add` writes it): each client sees and acts on only the threads it
     /// opened; the endpoint's own token is the operator's.
@@ -738,6 +745,7 @@ mod tests {
                 "--listen",
                 "--token-file",
                 "--state-dir",
+                "--store",
                 "--clients",
                 "--accounts",
                 "--unnamed-accounts",
@@ -770,8 +778,8 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
-                true, true, false, false, true, true, true, true, true, true, true, false, true,
-                true, true, true, true, true, true, true, true, true, true, true, true
+                true, true, true, false, false, true, true, true, true, true, true, true, false,
+                true, true, true, true, true, true, true, true, true, true, true, true, true
             ]
         );
     }

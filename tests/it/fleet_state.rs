@@ -812,3 +812,91 @@ async fn a_rotated_key_keeps_the_agents_thread_and_a_removed_key_is_refused() {
     );
     running.end("-TERM").await;
 }
+
+/// Two endpoints at once on one PostgreSQL store (`--store postgres://...`, the "Replicas"
+/// issue, its first step): alice's thread opened through endpoint A is hers through endpoint
+/// B too (bob is refused on it there); once A is killed with -9 she goes on with it through B
+/// on her own key with her earlier words in the model's request; both give the same
+/// `initialize` answer, and the status names the store without its password (no embedded
+/// database is made).
+#[ignore = "pairs with the Codex CLI and PostgreSQL: scripts/test installs them and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_endpoints_on_one_postgres_serve_one_fleet() {
+    let server = crate::util::Postgres::start();
+    let url = server.url();
+    let mut fleet = Fleet::new(&["alice", "bob"]).await;
+    let a = fleet.start(&["--store", &url]).await;
+    let b = fleet.start(&["--store", &url]).await;
+    let (mut alice, pinned) = fleet.connect(&a, "alice", Some("A")).await;
+    let hers = new_thread(&mut alice, &fleet.root).await;
+    let done = turn(&mut alice, &hers, "alice says tulip-0").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    drop(alice);
+
+    let (mut bob, init) = fleet.connect(&b, "bob", Some("B")).await;
+    assert_eq!(init, pinned, "both endpoints give one initialize answer");
+    for method in ["thread/resume", "turn/start"] {
+        let refused = bob
+            .request(method, json!({"threadId": hers, "input": []}))
+            .await;
+        let why = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(why.contains("belongs to another client"), "{refused}");
+    }
+    // Codex allows one writer per thread: while A's app-server holds it, B's cannot resume it
+    // (the leases of the "Replicas" issue will hand it over). A dies (kill -9); alice goes on
+    // through B.
+    let (mut alice, _) = fleet.connect(&b, "alice", Some("A")).await;
+    let held = alice
+        .request("thread/resume", json!({"threadId": hers}))
+        .await;
+    assert!(held["error"].is_object(), "{held}");
+    a.end("-KILL").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let resumed = loop {
+        let resumed = alice
+            .request("thread/resume", json!({"threadId": hers}))
+            .await;
+        if resumed["result"].is_object() || tokio::time::Instant::now() > deadline {
+            break resumed;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        resumed["result"]["thread"]["id"],
+        hers.as_str(),
+        "{resumed}"
+    );
+    fleet.requests();
+    let done = turn(&mut alice, &hers, "alice says tulip-1").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let requests = fleet.requests();
+    let mine: Vec<&(String, String)> = requests
+        .iter()
+        .filter(|(_, body)| body.contains("alice says tulip-1"))
+        .collect();
+    assert!(!mine.is_empty(), "alice's turn through B reached the model");
+    for (auth, body) in mine {
+        assert_eq!(auth, &format!("Bearer {}", key_of("A")));
+        assert!(
+            body.contains("alice says tulip-0"),
+            "her words through A are there"
+        );
+    }
+    let status = clawbridge::fetch_status(
+        &clawbridge::ListenAddr::parse(&format!("ws://{}", b.addr)).expect("addr"),
+        OPERATOR_TOKEN,
+    )
+    .await
+    .expect("status");
+    let state = status["state"].as_str().unwrap_or_default();
+    assert!(
+        state.starts_with("postgresql://") && !status.to_string().contains("pg-secret-4417"),
+        "{state}"
+    );
+    assert!(
+        !fleet.state.join("app-server.db").exists(),
+        "no embedded database beside the shared one"
+    );
+    drop((bob, alice));
+    b.end("-TERM").await;
+}

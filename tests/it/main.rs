@@ -24,6 +24,7 @@ mod prompt;
 mod proxy;
 mod readers;
 mod real_openclaw;
+mod replicas;
 mod routing;
 mod schema;
 mod serve;

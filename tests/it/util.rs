@@ -397,3 +397,122 @@ pub fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
         ca.pem(),
     )
 }
+
+/// A real PostgreSQL server for a test (Debian's, as `scripts/test` installs it): a cluster made
+/// by `initdb` in a temporary folder, listening only on a Unix socket in that folder, run as
+/// `nobody` when the tests run as root (PostgreSQL refuses root), stopped on drop.
+pub struct Postgres {
+    child: std::process::Child,
+    socket_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// The folder of Debian's PostgreSQL binaries: `CLAWBRIDGE_POSTGRES_BIN`, else the newest
+/// `/usr/lib/postgresql/N/bin`.
+pub fn postgres_bin() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CLAWBRIDGE_POSTGRES_BIN") {
+        return PathBuf::from(dir);
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|bin| bin.join("initdb").is_file())
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .expect("PostgreSQL: scripts/test installs it (or set CLAWBRIDGE_POSTGRES_BIN)")
+}
+
+impl Postgres {
+    pub fn start() -> Postgres {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = postgres_bin();
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("mode");
+        let data = dir.path().join("data");
+        let socket_dir = dir.path().join("socket");
+        std::fs::create_dir_all(&socket_dir).expect("socket dir");
+        std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o777))
+            .expect("mode");
+        let root = rustix::process::geteuid().is_root();
+        // As root the server runs as `nobody` (65534), which must own the cluster's folder.
+        let as_server = |program: &Path| {
+            let mut command = if root {
+                let mut command = std::process::Command::new("setpriv");
+                command
+                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                    .arg(program);
+                command
+            } else {
+                std::process::Command::new(program)
+            };
+            command.env_remove("PGDATA").env("LC_ALL", "C");
+            command
+        };
+        if root {
+            std::fs::create_dir_all(&data).expect("data");
+            std::os::unix::fs::chown(&data, Some(65534), Some(65534)).expect("chown");
+        }
+        let initdb = as_server(&bin.join("initdb"))
+            .args([
+                "--auth=trust",
+                "--username=clawbridge",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "-D",
+            ])
+            .arg(&data)
+            .output()
+            .expect("initdb");
+        assert!(initdb.status.success(), "initdb: {initdb:?}");
+        let child = as_server(&bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .arg("-k")
+            .arg(&socket_dir)
+            .args(["-c", "listen_addresses=", "-c", "fsync=off"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("postgres");
+        let socket = socket_dir.join(".s.PGSQL.5432");
+        wait_until(
+            "PostgreSQL's socket",
+            std::time::Duration::from_secs(30),
+            || std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+        );
+        Postgres {
+            child,
+            socket_dir,
+            _dir: dir,
+        }
+    }
+
+    /// The store URL of its `postgres` database, with a password (the server trusts the
+    /// socket, so it is only there to be hidden).
+    pub fn url(&self) -> String {
+        let socket = self.socket_dir.display().to_string().replace('/', "%2F");
+        format!("postgresql://clawbridge:pg-secret-4417@{socket}/postgres")
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

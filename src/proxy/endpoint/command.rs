@@ -163,7 +163,10 @@ pub(crate) async fn run_endpoint(
     let state = crate::app::commands::state_dir(args.state_dir.clone())?;
     // The fleet's durable state: who owns each thread, each account's tokens today, the pinned
     // `initialize` answer (refused, naming the file and the fix, when it cannot be used).
-    let store = Arc::new(crate::service::store::Store::open(&state.join(STATE_DB))?);
+    let store = Arc::new(crate::service::store::Store::open_at(
+        args.store.as_deref(),
+        &state.join(STATE_DB),
+    )?);
     console.note(&format!(
         "clawbridge app-server: the fleet's state is kept in {}",
         store.path().display()

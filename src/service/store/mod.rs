@@ -21,6 +21,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::support::sync::lock;
 
+mod pg;
+pub use pg::{is_postgres, shown as shown_store};
+
 /// The schema this clawbridge writes; a database of a higher version is refused.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -60,9 +63,9 @@ CREATE TABLE members (
 
 /// Writes waiting for the writer at most; past it a writer waits (the disk is that far
 /// behind), it never drops one.
-const QUEUE: usize = 16 * 1024;
+pub(super) const QUEUE: usize = 16 * 1024;
 /// Writes committed in one transaction at most.
-const BATCH: usize = 1024;
+pub(super) const BATCH: usize = 1024;
 
 /// Why the state database cannot be used. Each names the file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -142,7 +145,7 @@ pub struct MemberRecord {
 }
 
 /// A write for the writer thread.
-enum Write {
+pub(super) enum Write {
     Thread(ThreadRecord),
     /// A thread kept before its writer goes on: the commit's outcome is sent back.
     ThreadNow(ThreadRecord, SyncSender<Result<(), String>>),
@@ -161,13 +164,23 @@ enum Write {
     Flush(SyncSender<()>),
 }
 
-/// The open database: its writer and its one connection.
+/// The open database: the embedded one (its writer and its one connection) or a PostgreSQL
+/// one several endpoints share ([`pg`]).
 pub struct Store {
+    /// The file, or the PostgreSQL URL as shown (no password).
     path: PathBuf,
-    connection: Arc<Mutex<Connection>>,
-    writes: SyncSender<Write>,
-    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    _lock: crate::service::lock::LockFile,
+    backend: Backend,
+    /// The embedded database is one process's at a time; a shared one is every endpoint's.
+    _lock: Option<crate::service::lock::LockFile>,
+}
+
+enum Backend {
+    Sqlite {
+        connection: Arc<Mutex<Connection>>,
+        writes: SyncSender<Write>,
+        writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    },
+    Postgres(pg::Postgres),
 }
 
 impl std::fmt::Debug for Store {
@@ -273,11 +286,46 @@ impl Store {
         };
         Ok(Store {
             path: path.to_path_buf(),
-            connection,
-            writes,
-            writer: Mutex::new(Some(writer)),
-            _lock: lock,
+            backend: Backend::Sqlite {
+                connection,
+                writes,
+                writer: Mutex::new(Some(writer)),
+            },
+            _lock: Some(lock),
         })
+    }
+
+    /// Open the PostgreSQL store at `url` (`postgres://...`; TLS as its `sslmode` asks, with the
+    /// system's roots): connected, migrated. Its errors and [`Store::path`] show the URL
+    /// without its password.
+    pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
+        let backend = pg::Postgres::open(url)?;
+        Ok(Store {
+            path: PathBuf::from(backend.shown()),
+            backend: Backend::Postgres(backend),
+            _lock: None,
+        })
+    }
+
+    /// `--store`'s value: a PostgreSQL URL, else the embedded database at `default`.
+    pub fn open_at(store: Option<&str>, default: &Path) -> Result<Store, StoreError> {
+        match store {
+            Some(url) if is_postgres(url) => Store::open_postgres(url),
+            Some(other) => Err(StoreError::Other {
+                path: PathBuf::from("--store"),
+                message: format!(
+                    "{}: not a postgres:// URL (without --store the state is kept in {})",
+                    shown_store(other),
+                    default.display()
+                ),
+            }),
+            None => Store::open(default),
+        }
+    }
+
+    /// Whether the state is shared with other endpoints (PostgreSQL).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
     }
 
     /// Where it lives.
@@ -286,11 +334,16 @@ impl Store {
     }
 
     fn write(&self, write: Write) {
-        if self.writes.send(write).is_err() {
-            tracing::error!(
-                "{}: the state writer is gone; a change was not kept",
-                self.path.display()
-            );
+        match &self.backend {
+            Backend::Sqlite { writes, .. } => {
+                if writes.send(write).is_err() {
+                    tracing::error!(
+                        "{}: the state writer is gone; a change was not kept",
+                        self.path.display()
+                    );
+                }
+            }
+            Backend::Postgres(store) => store.write(write),
         }
     }
 
@@ -355,15 +408,22 @@ impl Store {
     /// at most the writes still queued).
     pub fn close(&self) {
         self.flush();
-        if let Some(writer) = lock(&self.writer).take() {
-            // The writer ends when every sender is gone; this one stays until drop, so it is
-            // left to finish on its own (it holds no lock between batches).
-            drop(writer);
+        if let Backend::Sqlite { writer, .. } = &self.backend {
+            if let Some(writer) = lock(writer).take() {
+                // The writer ends when every sender is gone; this one stays until drop, so it is
+                // left to finish on its own (it holds no lock between batches).
+                drop(writer);
+            }
         }
     }
 
+    /// A read of the embedded database (`None` for a PostgreSQL store: each reader asks
+    /// [`Store::read_pg`] then).
     fn read<T>(&self, query: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Option<T> {
-        let connection = lock(&self.connection);
+        let Backend::Sqlite { connection, .. } = &self.backend else {
+            return None;
+        };
+        let connection = lock(connection);
         match query(&connection) {
             Ok(value) => Some(value),
             Err(error) => {
@@ -373,8 +433,31 @@ impl Store {
         }
     }
 
+    /// A read of the PostgreSQL store (`None` for the embedded one, or when it failed).
+    fn read_pg<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&mut ::postgres::Client) -> Result<T, ::postgres::Error> + Send + 'static,
+    ) -> Option<T> {
+        match &self.backend {
+            Backend::Postgres(store) => store.read(query),
+            Backend::Sqlite { .. } => None,
+        }
+    }
+
     /// A thread by id.
     pub fn thread(&self, id: &str) -> Option<ThreadRecord> {
+        if self.is_shared() {
+            let id = id.to_string();
+            return self
+                .read_pg(move |client| {
+                    client.query_opt(
+                        &format!("SELECT {} FROM threads WHERE id = $1", pg::THREAD_COLUMNS),
+                        &[&id],
+                    )
+                })
+                .flatten()
+                .map(|row| pg::thread_of_row(&row));
+        }
         self.read(|connection| {
             connection
                 .query_row(
@@ -389,6 +472,21 @@ impl Store {
 
     /// The thread bound to `serve`'s session `key`.
     pub fn session(&self, key: &str) -> Option<ThreadRecord> {
+        if self.is_shared() {
+            let key = key.to_string();
+            return self
+                .read_pg(move |client| {
+                    client.query_opt(
+                        &format!(
+                            "SELECT {} FROM threads WHERE session_key = $1",
+                            pg::THREAD_COLUMNS
+                        ),
+                        &[&key],
+                    )
+                })
+                .flatten()
+                .map(|row| pg::thread_of_row(&row));
+        }
         self.read(|connection| {
             connection
                 .query_row(
@@ -404,6 +502,22 @@ impl Store {
     /// The `limit` threads used last, newest first (what the directory holds in memory at
     /// start).
     pub fn recent_threads(&self, limit: usize) -> Vec<ThreadRecord> {
+        if self.is_shared() {
+            return self
+                .read_pg(move |client| {
+                    client.query(
+                        &format!(
+                            "SELECT {} FROM threads ORDER BY last_used DESC LIMIT $1",
+                            pg::THREAD_COLUMNS
+                        ),
+                        &[&(limit as i64)],
+                    )
+                })
+                .unwrap_or_default()
+                .iter()
+                .map(pg::thread_of_row)
+                .collect();
+        }
         self.read(|connection| {
             let mut statement = connection.prepare(&format!(
                 "SELECT {THREAD_COLUMNS} FROM threads ORDER BY last_used DESC LIMIT ?1"
@@ -416,6 +530,22 @@ impl Store {
 
     /// Every session binding of `serve` (session key, thread).
     pub fn sessions(&self) -> Vec<ThreadRecord> {
+        if self.is_shared() {
+            return self
+                .read_pg(|client| {
+                    client.query(
+                        &format!(
+                            "SELECT {} FROM threads WHERE session_key IS NOT NULL",
+                            pg::THREAD_COLUMNS
+                        ),
+                        &[],
+                    )
+                })
+                .unwrap_or_default()
+                .iter()
+                .map(pg::thread_of_row)
+                .collect();
+        }
         self.read(|connection| {
             let mut statement = connection.prepare(&format!(
                 "SELECT {THREAD_COLUMNS} FROM threads WHERE session_key IS NOT NULL"
@@ -428,6 +558,11 @@ impl Store {
 
     /// Threads kept.
     pub fn thread_count(&self) -> u64 {
+        if self.is_shared() {
+            return self
+                .read_pg(|client| client.query_one("SELECT COUNT(*) FROM threads", &[]))
+                .map_or(0, |row| row.get::<_, i64>(0).max(0) as u64);
+        }
         self.read(|connection| {
             connection.query_row("SELECT COUNT(*) FROM threads", [], |row| {
                 row.get::<_, i64>(0)
@@ -438,6 +573,19 @@ impl Store {
 
     /// Every account's tokens on `day`.
     pub fn usage_on(&self, day: u64) -> Vec<(String, u64)> {
+        if self.is_shared() {
+            return self
+                .read_pg(move |client| {
+                    client.query(
+                        "SELECT identity, tokens FROM usage WHERE day = $1",
+                        &[&(day as i64)],
+                    )
+                })
+                .unwrap_or_default()
+                .iter()
+                .map(|row| (row.get(0), row.get::<_, i64>(1).max(0) as u64))
+                .collect();
+        }
         self.read(|connection| {
             let mut statement =
                 connection.prepare("SELECT identity, tokens FROM usage WHERE day = ?1")?;
@@ -454,6 +602,15 @@ impl Store {
 
     /// The pinned `initialize` answer of `scope`.
     pub fn runtime(&self, scope: &str) -> Option<String> {
+        if self.is_shared() {
+            let scope = scope.to_string();
+            return self
+                .read_pg(move |client| {
+                    client.query_opt("SELECT answer FROM runtime WHERE scope = $1", &[&scope])
+                })
+                .flatten()
+                .map(|row| row.get(0));
+        }
         self.read(|connection| {
             connection
                 .query_row(
@@ -468,6 +625,19 @@ impl Store {
 
     /// Every member the fleet has run.
     pub fn members(&self) -> Vec<MemberRecord> {
+        if self.is_shared() {
+            return self
+                .read_pg(|client| {
+                    client.query(
+                        "SELECT name, identity, codex_version, seen FROM members ORDER BY name",
+                        &[],
+                    )
+                })
+                .unwrap_or_default()
+                .iter()
+                .map(pg::member_of_row)
+                .collect();
+        }
         self.read(|connection| {
             let mut statement = connection
                 .prepare("SELECT name, identity, codex_version, seen FROM members ORDER BY name")?;
@@ -486,6 +656,16 @@ impl Store {
 
     /// The accounts that have a thread whose conversation is still there (not `gone`).
     pub fn identities_with_threads(&self) -> std::collections::HashSet<String> {
+        if self.is_shared() {
+            return self
+                .read_pg(|client| {
+                    client.query("SELECT DISTINCT identity FROM threads WHERE NOT gone", &[])
+                })
+                .unwrap_or_default()
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+        }
         self.read(|connection| {
             let mut statement =
                 connection.prepare("SELECT DISTINCT identity FROM threads WHERE gone = 0")?;
@@ -497,6 +677,16 @@ impl Store {
 
     /// Forget threads unused since `before` (unix seconds), at most `limit`: how many.
     pub fn prune_threads(&self, before: u64, limit: usize) -> usize {
+        if self.is_shared() {
+            return self
+                .read_pg(move |client| {
+                    client.execute(
+                        "DELETE FROM threads WHERE id IN (SELECT id FROM threads WHERE last_used < $1 AND session_key IS NULL ORDER BY last_used LIMIT $2)",
+                        &[&(before as i64), &(limit as i64)],
+                    )
+                })
+                .map_or(0, |count| count as usize);
+        }
         self.read(|connection| {
             connection.execute(
                 "DELETE FROM threads WHERE id IN (SELECT id FROM threads WHERE last_used < ?1 AND session_key IS NULL ORDER BY last_used LIMIT ?2)",
