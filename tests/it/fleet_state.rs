@@ -900,3 +900,39 @@ async fn two_endpoints_on_one_postgres_serve_one_fleet() {
     drop((bob, alice));
     b.end("-TERM").await;
 }
+
+/// Budgets across endpoints on one PostgreSQL store (the "Replicas" issue, item 4): an
+/// account's tokens are one figure, added in one statement by whichever endpoint its turns go
+/// through, so a budget reached through endpoint A is refused through endpoint B (each endpoint
+/// alone saw only its own calls).
+#[ignore = "pairs with the Codex CLI and PostgreSQL: scripts/test installs them and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_reached_through_one_endpoint_is_refused_through_another() {
+    let server = crate::util::Postgres::start();
+    let url = server.url();
+    let fleet = Fleet::new(&[]).await;
+    // The stub's answers cost 15 tokens each: one turn through A and one through B pass 20.
+    let flags = ["--store", url.as_str(), "--budget-tokens", "20"];
+    let a = fleet.start(&flags).await;
+    let b = fleet.start(&flags).await;
+    let (mut on_a, _) = fleet.connect(&a, "operator", Some("A")).await;
+    let first = new_thread(&mut on_a, &fleet.root).await;
+    let done = turn(&mut on_a, &first, "round 0 through A").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let (mut on_b, _) = fleet.connect(&b, "operator", Some("A")).await;
+    let second = new_thread(&mut on_b, &fleet.root).await;
+    let done = turn(&mut on_b, &second, "round 1 through B").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    // 30 tokens in all, 15 through each: past the budget on both endpoints.
+    for (client, thread, through) in [(&mut on_a, &first, "A"), (&mut on_b, &second, "B")] {
+        let refused = turn(client, thread, "one more").await;
+        let why = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("past its budget") && why.contains("used 30 tokens"),
+            "through {through}: {refused}"
+        );
+    }
+    drop((on_a, on_b));
+    a.end("-TERM").await;
+    b.end("-TERM").await;
+}

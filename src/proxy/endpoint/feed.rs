@@ -175,10 +175,18 @@ impl UsageCounts {
         if entry.0 != day {
             *entry = (day, 0);
         }
-        let before = entry.1;
+        let mut before = entry.1;
         entry.1 = before.saturating_add(used);
         if let Some(store) = &self.store {
-            store.put_usage(identity, day, entry.1);
+            // Several endpoints on one database count one figure: the increment is added there
+            // in one statement and the account's total across them comes back.
+            match store.add_usage(identity, day, used) {
+                Some(total) => {
+                    before = total.saturating_sub(used);
+                    entry.1 = total;
+                }
+                None => store.put_usage(identity, day, entry.1),
+            }
         }
         match self.budget {
             Some(budget) if before > budget => Budget::Past,
@@ -195,10 +203,15 @@ impl UsageCounts {
             .map_or(0, |(_, used)| *used)
     }
 
-    /// Why `identity` may not start a turn now (past its budget), if so.
+    /// Why `identity` may not start a turn now (past its budget), if so. With a store several
+    /// endpoints share, what the account used through all of them.
     pub(super) fn refusal(&self, identity: &str) -> Option<String> {
         let budget = self.budget?;
-        let used = self.used_today(identity);
+        let shared = self
+            .store
+            .as_ref()
+            .and_then(|store| store.usage_of(identity, day_now()));
+        let used = shared.unwrap_or_else(|| self.used_today(identity));
         (used > budget).then(|| {
             format!(
                 "clawbridge: this account used {used} tokens today, past its budget of {budget} (--budget-tokens); requests that call the model (turns, reviews, compactions) are refused until tomorrow (UTC)"

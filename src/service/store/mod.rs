@@ -385,6 +385,42 @@ impl Store {
         });
     }
 
+    /// Add `tokens` to what `identity` used on `day` in a store several endpoints share, at
+    /// once (one statement, so endpoints counting together lose nothing): the account's total
+    /// across every endpoint. `None` for the embedded store (one endpoint's own count is the
+    /// figure; [`Store::put_usage`] keeps it) or when the database could not be reached.
+    pub fn add_usage(&self, identity: &str, day: u64, tokens: u64) -> Option<u64> {
+        if !self.is_shared() {
+            return None;
+        }
+        let identity = identity.to_string();
+        self.read_pg(move |client| {
+            client.query_one(
+                "INSERT INTO usage (identity, day, tokens) VALUES ($1, $2, $3)
+                 ON CONFLICT (identity, day) DO UPDATE SET tokens = usage.tokens + EXCLUDED.tokens
+                 RETURNING tokens",
+                &[&identity, &(day as i64), &(tokens as i64)],
+            )
+        })
+        .map(|row| row.get::<_, i64>(0).max(0) as u64)
+    }
+
+    /// What `identity` used on `day` across every endpoint of a shared store (`None` for the
+    /// embedded store, or when the database could not be reached).
+    pub fn usage_of(&self, identity: &str, day: u64) -> Option<u64> {
+        if !self.is_shared() {
+            return None;
+        }
+        let identity = identity.to_string();
+        self.read_pg(move |client| {
+            client.query_opt(
+                "SELECT tokens FROM usage WHERE identity = $1 AND day = $2",
+                &[&identity, &(day as i64)],
+            )
+        })
+        .map(|row| row.map_or(0, |row| row.get::<_, i64>(0).max(0) as u64))
+    }
+
     /// Pin the `initialize` answer of `scope`.
     pub fn put_runtime(&self, scope: &str, answer: &str) {
         self.write(Write::Runtime {
