@@ -69,6 +69,7 @@ async fn endpoint(
             native,
             wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
             one_account: None,
+            account_members: Default::default(),
         },
         max_connections: 8,
         idle_timeout: Duration::from_secs(60),

@@ -104,6 +104,12 @@ pub struct AppServerArgs {
     /// (under its own fingerprint) instead of being refused.
     #[arg(long)]
     pub unnamed_accounts: bool,
+    /// With --listen ws:// or unix://: give the remote member URL (one of --app-server) to one
+    /// account, by its name in the accounts file or its fingerprint (`apiKey-1a2b...`):
+    /// `URL=ACCOUNT` (repeatable). That account's threads then run there (and only there), its
+    /// login is forwarded there, and no other account's or the native login's work is.
+    #[arg(long = "app-server-account", value_name = "URL=ACCOUNT")]
+    pub app_server_accounts: Vec<String>,
     /// With --listen ws:// or unix://: allow a listener off loopback (the token then crosses the network in
     /// clear).
     #[arg(long)]
@@ -749,6 +755,7 @@ mod tests {
                 "--clients",
                 "--accounts",
                 "--unnamed-accounts",
+                "--app-server-account",
                 "--allow-remote",
                 "--allow-host",
                 "--completion-grace",
@@ -778,8 +785,9 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
-                true, true, true, false, false, true, true, true, true, true, true, true, false,
-                true, true, true, true, true, true, true, true, true, true, true, true, true
+                true, true, true, false, true, false, true, true, true, true, true, true, true,
+                false, true, true, true, true, true, true, true, true, true, true, true, true,
+                true
             ]
         );
     }

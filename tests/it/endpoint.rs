@@ -78,6 +78,7 @@ pub(crate) fn fleet(pool: PoolConfig) -> FleetConfig {
         native: pool,
         wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
         one_account: None,
+        account_members: Default::default(),
     }
 }
 

@@ -71,6 +71,7 @@ pub(crate) async fn accounts_endpoint_scripted(
         native: pool,
         wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
         one_account: None,
+        account_members: Default::default(),
     };
     let endpoint = Endpoint::start(
         settings_tune(EndpointSettings {

@@ -936,3 +936,157 @@ async fn a_budget_reached_through_one_endpoint_is_refused_through_another() {
     a.end("-TERM").await;
     b.end("-TERM").await;
 }
+
+/// A remote member given to one account (`--app-server-account URL=ACCOUNT`, the "Replicas"
+/// issue, item 2): account A's login is forwarded to it and A's turns run there, on A's key;
+/// account B's run on the endpoint's local members and never reach it; a URL that is not a
+/// member, or an account that is none, is refused at start naming the flag.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
+    let mut fleet = Fleet::new(&[]).await;
+    let (sink, mut remote_upstream) = tokio::sync::mpsc::channel(4096);
+    let remote_stub = ResponsesStub::start_with_sink(StubScript::default(), Some(sink))
+        .await
+        .expect("remote stub");
+    let remote = tempfile::tempdir().expect("remote");
+    let home = remote.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(
+        home.join("config.toml"),
+        clawbridge::offline_account_config(&remote_stub.base_url(), "gpt-5.5"),
+    )
+    .expect("config");
+    let token_file = remote.path().join("token");
+    std::fs::write(&token_file, "remote-member-token-0123456789").expect("token");
+    let port = crate::util::free_port();
+    let url = format!("ws://127.0.0.1:{port}");
+    let mut command =
+        std::process::Command::new(clawbridge::resolve_native_binary(&crate::e2e::codex_bin()));
+    for (key, _) in std::env::vars_os() {
+        let text = key.to_string_lossy();
+        if text.starts_with("OPENAI_") || text.starts_with("CODEX_") {
+            command.env_remove(&key);
+        }
+    }
+    let mut member = command
+        .args([
+            "app-server",
+            "--listen",
+            &url,
+            "--ws-auth",
+            "capability-token",
+        ])
+        .arg("--ws-token-file")
+        .arg(&token_file)
+        .env("CODEX_HOME", &home)
+        .env("HOME", &home)
+        .current_dir(remote.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("codex app-server --listen");
+    crate::util::wait_until("the remote member", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let account_a = clawbridge::credential_fingerprint(&format!("Bearer {}", key_of("A")));
+    let token_arg = token_file.display().to_string();
+    let given = format!("{url}={account_a}");
+    let running = fleet
+        .start(&[
+            "--app-server",
+            &url,
+            "--app-server-token-file",
+            &token_arg,
+            "--app-server-account",
+            &given,
+        ])
+        .await;
+    let seen_remotely =
+        |upstream: &mut tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>| {
+            let mut seen = Vec::new();
+            while let Ok(request) = upstream.try_recv() {
+                seen.push((
+                    request
+                        .headers
+                        .get("authorization")
+                        .cloned()
+                        .unwrap_or_default(),
+                    request.body.to_string(),
+                ));
+            }
+            seen
+        };
+    let (mut alpha, _) = fleet.connect(&running, "operator", Some("A")).await;
+    let thread = new_thread(&mut alpha, &fleet.root).await;
+    let done = turn(&mut alpha, &thread, "alpha through its own member").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let (mut bravo, _) = fleet.connect(&running, "operator", Some("B")).await;
+    let other = new_thread(&mut bravo, &fleet.root).await;
+    let done = turn(&mut bravo, &other, "bravo on a local member").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+
+    let remotely = seen_remotely(&mut remote_upstream);
+    let locally = fleet.requests();
+    assert!(
+        remotely
+            .iter()
+            .any(|(auth, body)| body.contains("alpha through its own member")
+                && *auth == format!("Bearer {}", key_of("A"))),
+        "A's turn ran on its member, on A's key: {remotely:?}"
+    );
+    assert!(
+        remotely
+            .iter()
+            .all(|(auth, body)| !body.contains("bravo")
+                && *auth == format!("Bearer {}", key_of("A"))),
+        "nothing of B reached A's member"
+    );
+    assert!(
+        locally
+            .iter()
+            .any(|(auth, body)| body.contains("bravo on a local member")
+                && *auth == format!("Bearer {}", key_of("B")))
+            && locally.iter().all(|(_, body)| !body.contains("alpha")),
+        "B ran locally, A never did: {locally:?}"
+    );
+    drop((alpha, bravo));
+    running.end("-TERM").await;
+
+    // Refused at start, naming the flag: a URL that is no member, an account that is none.
+    for (flags, why) in [
+        (
+            vec!["--app-server-account".to_string(), given.clone()],
+            "is not one of the --app-server members",
+        ),
+        (
+            vec![
+                "--app-server".to_string(),
+                url.clone(),
+                "--app-server-token-file".to_string(),
+                token_arg.clone(),
+                "--app-server-account".to_string(),
+                format!("{url}=nobody"),
+            ],
+            "nobody is no account",
+        ),
+    ] {
+        let output = crate::util::clawbridge()
+            .args(["app-server", "--listen", "ws://127.0.0.1:0", "--state-dir"])
+            .arg(&fleet.state)
+            .arg("--codex-bin")
+            .arg(crate::e2e::codex_bin())
+            .args(&flags)
+            .output()
+            .expect("endpoint");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("--app-server-account") && stderr.contains(why),
+            "{stderr}"
+        );
+    }
+    let _ = member.kill();
+    let _ = member.wait();
+}

@@ -211,6 +211,10 @@ pub struct FleetConfig {
     /// they cannot: then one account's members could read another's login, so the fleet
     /// serves the first account that asks and refuses every other, saying why.
     pub one_account: Option<String>,
+    /// Remote members given to one account each (`--app-server-account URL=ACCOUNT`), by the
+    /// account's identity key: that account's pool is these members only (no local ones), and
+    /// no other pool has them.
+    pub account_members: std::collections::HashMap<String, Vec<super::remote::RemoteEndpoint>>,
 }
 
 impl FleetConfig {
@@ -367,9 +371,14 @@ impl Fleet {
             .jail
             .as_ref()
             .map(|jail| jail.hiding(&self.config.native.codex_home));
+        // An account given members of its own runs there only.
+        let own = self.config.account_members.get(&identity.key());
         let config = PoolConfig {
-            locals: self.config.per_identity.max(1),
-            remotes: Vec::new(),
+            locals: match own {
+                Some(_) => 0,
+                None => self.config.per_identity.max(1),
+            },
+            remotes: own.cloned().unwrap_or_default(),
             codex_home: home,
             member_suffix: format!("@{}", identity.key()),
             jail,
@@ -732,6 +741,7 @@ mod tests {
             per_identity: 1,
             wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
             one_account,
+            account_members: Default::default(),
         };
         let key = |key: &str| Identity::from_login(&json!({"type": "apiKey", "apiKey": key}));
         let (a, b) = (key("sk-a").expect("a"), key("sk-b").expect("b"));

@@ -271,7 +271,7 @@ pub(crate) async fn run_endpoint(
         Ok(_) => member_jail(&args, &state, &clients_path, roots.as_ref(), &codex_home).await,
         Err(_) => (None, None),
     };
-    let pool = PoolConfig {
+    let mut pool = PoolConfig {
         environment: Some(args.member_env.clone()),
         jail,
         reaper: std::env::current_exe().ok(),
@@ -318,6 +318,11 @@ pub(crate) async fn run_endpoint(
         .clone()
         .unwrap_or_else(|| crate::service::accounts::accounts_path(&state));
     let accounts = crate::service::accounts::AccountBook::open(&accounts_path)?;
+    let account_members = give_members(
+        &args.app_server_accounts,
+        &mut pool.remotes,
+        &accounts.current(),
+    )?;
     let named = accounts.current().accounts.len();
     if named > 0 {
         console.note(&format!(
@@ -348,6 +353,7 @@ pub(crate) async fn run_endpoint(
             total_locals,
             wait_for_room: FleetConfig::DEFAULT_WAIT_FOR_ROOM,
             one_account,
+            account_members,
         },
         max_connections: 64,
         idle_timeout: Duration::from_secs(60),
@@ -410,4 +416,54 @@ pub(crate) async fn run_endpoint(
         trace.finish().await;
     }
     Ok(0)
+}
+
+/// `--app-server-account URL=ACCOUNT`: each named remote member taken out of the native pool
+/// and given to the account (its name in the accounts file, or its fingerprint), by the
+/// account's identity key. Errors name the flag and what is wrong.
+fn give_members(
+    given: &[String],
+    remotes: &mut Vec<crate::codex::client::remote::RemoteEndpoint>,
+    accounts: &crate::service::accounts::AccountsFile,
+) -> Result<
+    std::collections::HashMap<String, Vec<crate::codex::client::remote::RemoteEndpoint>>,
+    ProxyError,
+> {
+    let refused = |message: String| {
+        ProxyError::Setup(crate::error::Error::InvalidArgument {
+            flag: "--app-server-account".into(),
+            message,
+        })
+    };
+    let mut members: std::collections::HashMap<String, Vec<_>> = Default::default();
+    for entry in given {
+        let (url, account) = entry
+            .rsplit_once('=')
+            .filter(|(url, account)| !url.is_empty() && !account.is_empty())
+            .ok_or_else(|| refused(format!("{entry}: not URL=ACCOUNT")))?;
+        let identity = match accounts.accounts.iter().find(|named| named.name == account) {
+            Some(named) => named.identity.clone(),
+            None if crate::codex::client::fleet::Identity::from_key(account).is_some() => {
+                account.to_string()
+            }
+            None => {
+                return Err(refused(format!(
+                    "{entry}: {account} is no account named in the accounts file, nor a fingerprint (apiKey-1a2b...; `clawbridge account list`)"
+                )))
+            }
+        };
+        let at = remotes
+            .iter()
+            .position(|remote| remote.url == url)
+            .ok_or_else(|| {
+                refused(format!(
+                    "{entry}: {url} is not one of the --app-server members (or is given to an account twice)"
+                ))
+            })?;
+        members
+            .entry(identity)
+            .or_default()
+            .push(remotes.remove(at));
+    }
+    Ok(members)
 }
