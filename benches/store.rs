@@ -89,6 +89,7 @@ async fn endpoint(
         fresh_thread_grace: clawbridge::FRESH_THREAD_GRACE,
         store,
         max_threads_in_memory: 100_000,
+        lease_ttl: clawbridge::DEFAULT_LEASE_TTL,
         new_runtime_identity: false,
         home_retention: None,
         accounts: None,

@@ -115,8 +115,8 @@ pub use proxy::conversation::{show as transcript_show, Conversation, ShowOptions
 pub use proxy::doctor::endpoint_findings;
 pub use proxy::endpoint::{
     agent_of_workspace, fetch_status, render_status_text, Endpoint, EndpointError,
-    EndpointSettings, EndpointStatus, ListenAddr, Policy as EndpointPolicy, FRESH_THREAD_GRACE,
-    MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
+    EndpointSettings, EndpointStatus, ListenAddr, Policy as EndpointPolicy, DEFAULT_LEASE_TTL,
+    FRESH_THREAD_GRACE, MAX_MESSAGE_BYTES as ENDPOINT_MAX_MESSAGE_BYTES,
 };
 pub use proxy::stall::{StallKind, StallSettings};
 pub use proxy::{
@@ -147,7 +147,7 @@ pub use server::{
 pub use service::clients;
 pub use service::clients::{token_sha256, ClientEntry};
 pub use service::directory::{Directory, Placement};
-pub use service::store::{MemberRecord, Store, StoreError, ThreadRecord};
+pub use service::store::{LeaseTaken, MemberRecord, Store, StoreError, ThreadRecord};
 pub use skills::{
     discover_skills, eligible_skills, parse_skill, render_skills_prompt, skill_version,
     CatalogFormat, CatalogSurface, HostFacts, SkillCache, SkillEntry, SkillTier,

@@ -110,6 +110,11 @@ pub struct AppServerArgs {
     /// login is forwarded there, and no other account's or the native login's work is.
     #[arg(long = "app-server-account", value_name = "URL=ACCOUNT")]
     pub app_server_accounts: Vec<String>,
+    /// With --store postgres://: how long an endpoint's lease of a thread lasts, in seconds
+    /// (renewed every quarter of it while a connection follows the thread; after an endpoint
+    /// dies, another takes its threads once their leases end).
+    #[arg(long, value_name = "SECS", default_value_t = 15)]
+    pub lease_seconds: u64,
     /// With --listen ws:// or unix://: allow a listener off loopback (the token then crosses the network in
     /// clear).
     #[arg(long)]
@@ -756,6 +761,7 @@ mod tests {
                 "--accounts",
                 "--unnamed-accounts",
                 "--app-server-account",
+                "--lease-seconds",
                 "--allow-remote",
                 "--allow-host",
                 "--completion-grace",
@@ -785,9 +791,9 @@ mod tests {
             takes,
             [
                 true, true, false, true, true, true, false, true, false, false, true, true, true,
-                true, true, true, false, true, false, true, true, true, true, true, true, true,
-                false, true, true, true, true, true, true, true, true, true, true, true, true,
-                true
+                true, true, true, false, true, true, false, true, true, true, true, true, true,
+                true, false, true, true, true, true, true, true, true, true, true, true, true,
+                true, true
             ]
         );
     }

@@ -382,6 +382,7 @@ pub(crate) async fn run_endpoint(
         fresh_thread_grace: super::FRESH_THREAD_GRACE,
         store: Some(store),
         max_threads_in_memory: crate::service::directory::DEFAULT_CAPACITY,
+        lease_ttl: std::time::Duration::from_secs(args.lease_seconds.max(1)),
         new_runtime_identity: args.new_runtime_identity,
         home_retention: (args.home_retention_days > 0)
             .then(|| std::time::Duration::from_secs(args.home_retention_days * 86_400)),

@@ -624,6 +624,12 @@ impl Connection {
         else {
             return;
         };
+        // Across the endpoints of a shared store, only the thread's lease holder serves it.
+        if let Some(thread) = &thread {
+            if let Err(why) = self.shared.claim(thread).await {
+                return self.fail(&id, INVALID_REQUEST, why).await;
+            }
+        }
         if let (Some(CodexMethod::ThreadUnsubscribe), Some(thread)) = (kind, &thread) {
             if let Some(status) = self.unsubscribe(thread) {
                 return self
@@ -936,6 +942,9 @@ impl Connection {
                     return thread;
                 };
                 lease.hub.note_opened();
+                if let Err(why) = self.shared.claim(&opened).await {
+                    tracing::warn!("{why}");
+                }
                 self.place(&opened, lease, identity, answer["thread"]["path"].as_str());
                 self.follow(&opened, lease, identity);
                 if let Some(feed) = self.feed_of(&opened) {
@@ -1172,6 +1181,43 @@ impl Connection {
         } else {
             "notSubscribed"
         })
+    }
+
+    /// Another endpoint took `feed`'s thread (its lease passed): the client hears
+    /// `thread/closed` and, when a turn was running, its failed end, and the thread is let go
+    /// here (its next message goes through the lease again, and is refused while the other
+    /// endpoint holds it).
+    pub(super) fn lease_lost(&self, feed: &Arc<Feed>, turn: Option<&str>) {
+        let thread = feed.thread.as_str();
+        if !lock(&self.threads)
+            .get(thread)
+            .is_some_and(|followed| Arc::ptr_eq(&followed.feed, feed))
+        {
+            return;
+        }
+        self.leave(thread);
+        if let Some(turn) = turn {
+            let ended = serde_json::json!({
+                "method": method::TURN_COMPLETED,
+                "params": {
+                    "threadId": thread,
+                    "turn": {
+                        "id": turn,
+                        "items": [],
+                        "status": "failed",
+                        "error": {
+                            "message": "clawbridge: another endpoint took this thread (its lease passed to it while this one could not renew it); go on through that endpoint",
+                        },
+                    },
+                },
+            });
+            self.push(ended.to_string());
+        }
+        let closed = serde_json::json!({
+            "method": method::THREAD_CLOSED,
+            "params": {"threadId": thread},
+        });
+        self.push(closed.to_string());
     }
 
     /// The member serving `thread` went away (it crashed, was killed, or was stopped while

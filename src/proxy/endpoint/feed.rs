@@ -499,6 +499,17 @@ impl Feed {
 
     /// One message of the thread to its followers.
     pub(super) async fn deliver(self: &Arc<Self>, message: Inbound) {
+        // Across the endpoints of a shared store: nothing of a thread whose lease another
+        // endpoint took is relayed from here (checked before each message: a paused endpoint
+        // that wakes up relays nothing it no longer holds).
+        if let Some(shared) = self.shared.upgrade() {
+            if let Some(leases) = &shared.leases {
+                if leases.may_relay(&self.thread) == super::leases::Relay::Lost {
+                    shared.fence(&self.thread);
+                    return;
+                }
+            }
+        }
         match message {
             Inbound::Notification(notification) => {
                 let item_type = (notification.method == method::ITEM_COMPLETED)

@@ -21,6 +21,8 @@
 pub(crate) mod command;
 mod connection;
 mod feed;
+mod leases;
+pub use leases::DEFAULT_LEASE_TTL;
 mod listener;
 mod metrics;
 mod policy;
@@ -171,6 +173,8 @@ pub struct EndpointSettings {
     pub store: Option<Arc<crate::service::store::Store>>,
     /// Threads the directory holds in memory at most (the store keeps them all).
     pub max_threads_in_memory: usize,
+    /// With a store several endpoints share: how long a thread's lease lasts (`--lease-seconds`).
+    pub lease_ttl: Duration,
     /// `--new-runtime-identity`: answer `initialize` with the members' own answer from now on
     /// (pinned again), instead of the one pinned before.
     pub new_runtime_identity: bool,
@@ -250,6 +254,8 @@ struct Shared {
     runtime: runtime::PinnedRuntime,
     /// The threads relayed to their followers, by app-server incarnation and thread.
     feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
+    /// The threads' leases across the endpoints of a shared store (none with the embedded one).
+    leases: Option<leases::Leases>,
     stall_settings: StallSettings,
     stalls: Arc<StallCounts>,
     /// Tokens Codex reported, by kind and per account today (`--budget-tokens`).
@@ -388,6 +394,7 @@ impl Endpoint {
                 settings.new_runtime_identity,
             ),
             feeds: Mutex::new(HashMap::new()),
+            leases: leases::Leases::new(settings.store.clone(), settings.lease_ttl),
             stall_settings: settings.stalls,
             stalls: Arc::default(),
             usage: Arc::new(feed::UsageCounts::new(
@@ -427,6 +434,38 @@ impl Endpoint {
                     tokio::task::spawn_blocking(move || checked.directory.check_rollouts()).await;
                 if let Ok(gone @ 1..) = gone {
                     tracing::warn!("{gone} thread(s) whose rollout is gone from their Codex home");
+                }
+            });
+        }
+        // The leases of the threads this endpoint follows are renewed (the rest let go); a
+        // thread another endpoint took meanwhile is fenced.
+        if let Some(leases) = &shared.leases {
+            tracing::info!(
+                "leases: this endpoint is {} ({:?} each)",
+                leases.holder(),
+                leases.ttl()
+            );
+            let renewing = Arc::clone(&shared);
+            shared.tasks.spawn_cancellable(async move {
+                loop {
+                    let every = renewing
+                        .leases
+                        .as_ref()
+                        .map_or(DEFAULT_LEASE_TTL, |leases| leases.ttl())
+                        / 4;
+                    tokio::time::sleep(every).await;
+                    let shared = Arc::clone(&renewing);
+                    let lost = tokio::task::spawn_blocking(move || {
+                        let Some(leases) = &shared.leases else {
+                            return Vec::new();
+                        };
+                        leases.renew(|thread| shared.follows(thread))
+                    })
+                    .await
+                    .unwrap_or_default();
+                    for thread in lost {
+                        renewing.fence(&thread);
+                    }
                 }
             });
         }
@@ -624,6 +663,66 @@ impl Shared {
     }
 
     /// Whether the endpoint relays `thread` of that app-server incarnation to anyone.
+    /// Whether any connection follows `thread` here (on any app-server incarnation).
+    fn follows(&self, thread: &str) -> bool {
+        lock(&self.feeds)
+            .keys()
+            .any(|(_, followed)| followed == thread)
+    }
+
+    /// Another endpoint took `thread`'s lease: nothing more of it is relayed from here, each
+    /// follower hears `thread/closed` (and a running turn's failed end) and lets it go, and the
+    /// member's subscription is dropped, so the thread's new endpoint is its one writer.
+    fn fence(self: &Arc<Self>, thread: &str) {
+        let feeds: Vec<Arc<Feed>> = lock(&self.feeds)
+            .iter()
+            .filter(|((_, followed), _)| followed == thread)
+            .map(|(_, feed)| Arc::clone(feed))
+            .collect();
+        if feeds.is_empty() {
+            return;
+        }
+        tracing::warn!(
+            "thread {thread}: another endpoint took its lease; this endpoint relays nothing more of it"
+        );
+        for feed in feeds {
+            let turn = feed.turn();
+            for follower in feed.followers() {
+                follower.lease_lost(&feed, turn.as_deref());
+            }
+            let hub = Arc::clone(&feed.lease.hub);
+            let thread = thread.to_string();
+            self.tasks.spawn_cancellable(async move {
+                let unsubscribe = serde_json::json!({ "threadId": thread });
+                let _ = hub
+                    .peer()
+                    .request_raw(
+                        crate::codex::protocol::table::name::THREAD_UNSUBSCRIBE,
+                        &unsubscribe,
+                    )
+                    .await;
+            });
+        }
+    }
+
+    /// The lease of `thread` for this endpoint (a shared store), taken off the async path: the
+    /// refusal to give when another endpoint holds it.
+    async fn claim(self: &Arc<Self>, thread: &str) -> Result<(), String> {
+        if self.leases.is_none() {
+            return Ok(());
+        }
+        let shared = Arc::clone(self);
+        let thread = thread.to_string();
+        tokio::task::spawn_blocking(move || {
+            shared
+                .leases
+                .as_ref()
+                .map_or(Ok(()), |leases| leases.claim(&thread))
+        })
+        .await
+        .unwrap_or_else(|_| Err("clawbridge: the lease could not be taken; try again".into()))
+    }
+
     fn feed_exists(&self, hub: &Arc<CodexHub>, thread: &str) -> bool {
         lock(&self.feeds).contains_key(&feed_key(hub, thread))
     }
@@ -938,6 +1037,7 @@ impl Shared {
                     allow: client.allow.iter().map(|grant| grant.to_string()).collect(),
                 })
                 .collect(),
+            leases: self.leases.as_ref().map(leases::Leases::status),
         }
     }
 }

@@ -49,6 +49,31 @@ pub struct EndpointStatus {
     /// The named clients and what each was granted past its own threads.
     #[serde(default)]
     pub clients: Vec<ClientStatus>,
+    /// With a store several endpoints share: this endpoint's id, the leases it holds, and the
+    /// endpoints of the fleet that hold a live lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases: Option<LeasesStatus>,
+}
+
+/// The leases of a shared store in [`EndpointStatus`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeasesStatus {
+    /// This endpoint's id (host, pid, a random part).
+    pub endpoint: String,
+    pub ttl_seconds: u64,
+    /// The threads this endpoint holds, with their epochs.
+    pub held: Vec<HeldLease>,
+    /// Every endpoint holding a live lease, with how many (this one included).
+    pub fleet: BTreeMap<String, usize>,
+}
+
+/// One lease in [`LeasesStatus`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldLease {
+    pub thread: String,
+    pub epoch: u64,
 }
 
 /// Places for local app-servers in [`EndpointStatus`].
@@ -278,6 +303,26 @@ pub fn render_status_text(status: &Value) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "endpoint   {}", text(&status["listen"]));
     let _ = writeln!(out, "state      {}", text(&status["state"]));
+    if let Some(leases) = status.get("leases").filter(|leases| leases.is_object()) {
+        let fleet: Vec<String> = leases["fleet"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(holder, held)| format!("{} ({})", cut(holder.clone(), 40), count(held)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "leases     this endpoint {}: {} held ({} s each); the fleet's: {}",
+            cut(text(&leases["endpoint"]), 40),
+            list(&leases["held"]).len(),
+            count(&leases["ttlSeconds"]),
+            if fleet.is_empty() {
+                "none".to_string()
+            } else {
+                fleet.join(", ")
+            }
+        );
+    }
     let _ = writeln!(
         out,
         "places     {} of {} app-servers held",

@@ -135,6 +135,20 @@ pub struct ThreadRecord {
     pub last_used: u64,
 }
 
+/// What asking for a thread's lease gave (a store several endpoints share).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaseTaken {
+    /// This endpoint holds it, at `epoch` (a fencing token: it rises each time the thread passes
+    /// to another endpoint).
+    Held { epoch: u64 },
+    /// Another endpoint holds it, for `left_ms` more.
+    Busy {
+        holder: String,
+        epoch: u64,
+        left_ms: u64,
+    },
+}
+
 /// One member as the registry keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberRecord {
@@ -419,6 +433,65 @@ impl Store {
             )
         })
         .map(|row| row.map_or(0, |row| row.get::<_, i64>(0).max(0) as u64))
+    }
+
+    /// Take or keep `thread`'s lease for `holder` (a store several endpoints share; `None` for
+    /// the embedded store, whose one endpoint needs none, or when the database could not be
+    /// reached).
+    pub fn take_lease(
+        &self,
+        thread: &str,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Option<LeaseTaken> {
+        if !self.is_shared() {
+            return None;
+        }
+        let (thread, holder) = (thread.to_string(), holder.to_string());
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self.read_pg(move |client| pg::take_lease(client, &thread, &holder, ttl_ms))
+    }
+
+    /// Renew `holder`'s leases of `threads`: the ones still its own (`None`: the database could
+    /// not be reached, or the store is the embedded one).
+    pub fn renew_leases(
+        &self,
+        holder: &str,
+        threads: Vec<String>,
+        ttl: std::time::Duration,
+    ) -> Option<Vec<String>> {
+        if !self.is_shared() {
+            return None;
+        }
+        let holder = holder.to_string();
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self.read_pg(move |client| pg::renew_leases(client, &holder, &threads, ttl_ms))
+    }
+
+    /// Every endpoint holding a live lease, with how many.
+    pub fn live_lease_holders(&self) -> Vec<(String, usize)> {
+        if !self.is_shared() {
+            return Vec::new();
+        }
+        self.read_pg(pg::live_lease_holders).unwrap_or_default()
+    }
+
+    /// Let `holder`'s leases of `threads` go.
+    pub fn release_leases(&self, holder: &str, threads: Vec<String>) {
+        if !self.is_shared() {
+            return;
+        }
+        let holder = holder.to_string();
+        let _ = self.read_pg(move |client| pg::release_leases(client, &holder, &threads));
+    }
+
+    /// The leases of `threads` (thread, holder, epoch, milliseconds left), for the status.
+    pub fn leases_of(&self, threads: Vec<String>) -> Vec<(String, String, u64, i64)> {
+        if !self.is_shared() {
+            return Vec::new();
+        }
+        self.read_pg(move |client| pg::leases_of(client, &threads))
+            .unwrap_or_default()
     }
 
     /// Pin the `initialize` answer of `scope`.

@@ -17,10 +17,11 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Duration;
 
-use super::{MemberRecord, StoreError, ThreadRecord, Write, BATCH, QUEUE, SCHEMA_VERSION};
+use super::{MemberRecord, StoreError, ThreadRecord, Write, BATCH, QUEUE};
 
 /// The migrations, in order: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE threads (
     id TEXT PRIMARY KEY,
     identity TEXT NOT NULL,
@@ -51,7 +52,24 @@ CREATE TABLE members (
     codex_version TEXT,
     seen BIGINT NOT NULL
 );
-"#];
+"#,
+    r#"
+CREATE TABLE leases (
+    thread TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    epoch BIGINT NOT NULL,
+    expires_ms BIGINT NOT NULL
+);
+"#,
+];
+
+/// The schema this clawbridge writes in PostgreSQL (its own numbering: the shared store has
+/// tables the embedded one does not need, such as the leases).
+const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The database's own clock, in Unix milliseconds: every endpoint's leases are timed by it, so
+/// no two endpoints' clocks need agree.
+const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 /// The advisory lock the migrations run under (any fixed number: "clawbridge" in ASCII).
 const MIGRATION_LOCK: i64 = 0x636c_6177_6272_6964;
@@ -393,6 +411,113 @@ fn apply(transaction: &mut postgres::Transaction<'_>, write: Write) -> Result<()
         Write::Flush(_) | Write::ThreadNow(..) => {}
     }
     Ok(())
+}
+
+/// Take (or keep) `thread`'s lease for `holder` for `ttl_ms`: held with its epoch (the same
+/// while the holder keeps it, one more when it passes to a new holder), or another live
+/// holder's with what is left of it. One statement: two endpoints asking together get one
+/// answer each, never both the lease.
+pub(super) fn take_lease(
+    client: &mut postgres::Client,
+    thread: &str,
+    holder: &str,
+    ttl_ms: i64,
+) -> Result<super::LeaseTaken, postgres::Error> {
+    let taken = client.query_opt(
+        &format!(
+            "INSERT INTO leases (thread, holder, epoch, expires_ms) VALUES ($1, $2, 1, {NOW_MS} + $3)
+             ON CONFLICT (thread) DO UPDATE SET
+               epoch = CASE WHEN leases.holder = EXCLUDED.holder THEN leases.epoch ELSE leases.epoch + 1 END,
+               holder = EXCLUDED.holder, expires_ms = EXCLUDED.expires_ms
+             WHERE leases.holder = EXCLUDED.holder OR leases.expires_ms < {NOW_MS}
+             RETURNING epoch"
+        ),
+        &[&thread, &holder, &ttl_ms],
+    )?;
+    if let Some(row) = taken {
+        return Ok(super::LeaseTaken::Held {
+            epoch: row.get::<_, i64>(0).max(0) as u64,
+        });
+    }
+    let row = client.query_one(
+        &format!("SELECT holder, epoch, expires_ms - {NOW_MS} FROM leases WHERE thread = $1"),
+        &[&thread],
+    )?;
+    Ok(super::LeaseTaken::Busy {
+        holder: row.get(0),
+        epoch: row.get::<_, i64>(1).max(0) as u64,
+        left_ms: row.get::<_, i64>(2).max(0) as u64,
+    })
+}
+
+/// Renew `holder`'s leases of `threads` for `ttl_ms`: the threads still its own (a lease
+/// another endpoint took is not among them).
+pub(super) fn renew_leases(
+    client: &mut postgres::Client,
+    holder: &str,
+    threads: &[String],
+    ttl_ms: i64,
+) -> Result<Vec<String>, postgres::Error> {
+    let rows = client.query(
+        &format!(
+            "UPDATE leases SET expires_ms = {NOW_MS} + $3 WHERE holder = $1 AND thread = ANY($2) RETURNING thread"
+        ),
+        &[&holder, &threads, &ttl_ms],
+    )?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+/// Let `holder`'s leases of `threads` go (it follows them no more): another endpoint may take
+/// them at once.
+pub(super) fn release_leases(
+    client: &mut postgres::Client,
+    holder: &str,
+    threads: &[String],
+) -> Result<u64, postgres::Error> {
+    client.execute(
+        "DELETE FROM leases WHERE holder = $1 AND thread = ANY($2)",
+        &[&holder, &threads],
+    )
+}
+
+/// Every endpoint holding a live lease, with how many.
+pub(super) fn live_lease_holders(
+    client: &mut postgres::Client,
+) -> Result<Vec<(String, usize)>, postgres::Error> {
+    let rows = client.query(
+        &format!(
+            "SELECT holder, COUNT(*) FROM leases WHERE expires_ms > {NOW_MS} GROUP BY holder ORDER BY holder"
+        ),
+        &[],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|row| (row.get(0), row.get::<_, i64>(1).max(0) as usize))
+        .collect())
+}
+
+/// The leases of `threads`: (thread, holder, epoch, milliseconds left, negative once expired).
+pub(super) fn leases_of(
+    client: &mut postgres::Client,
+    threads: &[String],
+) -> Result<Vec<(String, String, u64, i64)>, postgres::Error> {
+    let rows = client.query(
+        &format!(
+            "SELECT thread, holder, epoch, expires_ms - {NOW_MS} FROM leases WHERE thread = ANY($1)"
+        ),
+        &[&threads],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            (
+                row.get(0),
+                row.get(1),
+                row.get::<_, i64>(2).max(0) as u64,
+                row.get(3),
+            )
+        })
+        .collect())
 }
 
 pub(super) const THREAD_COLUMNS: &str =
