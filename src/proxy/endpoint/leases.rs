@@ -99,8 +99,22 @@ impl Leases {
     }
 
     /// The lease of `thread` for this endpoint, taken or kept; the refusal to give the client
-    /// when another endpoint holds it.
+    /// when another endpoint holds it. A lease held elsewhere is waited for once, up to its
+    /// time: an endpoint that died (or whose client left it) lets it run out, and the client
+    /// that reconnected here gets its thread a moment later instead of an error; one still
+    /// renewed by a live endpoint that follows the thread is refused after the wait.
     pub(super) fn claim(&self, thread: &str) -> Result<(), String> {
+        match self.try_claim(thread) {
+            Err((_, Some(left))) if left <= self.ttl => {
+                std::thread::sleep(left + Duration::from_millis(100));
+                self.try_claim(thread).map_err(|(refusal, _)| refusal)
+            }
+            other => other.map_err(|(refusal, _)| refusal),
+        }
+    }
+
+    /// One ask for the lease: the refusal, and how long the other holder's lease has left.
+    fn try_claim(&self, thread: &str) -> Result<(), (String, Option<Duration>)> {
         let asked = Instant::now();
         if lock(&self.held)
             .get(thread)
@@ -126,12 +140,18 @@ impl Leases {
                 holder,
                 epoch,
                 left_ms,
-            }) => Err(format!(
-                "clawbridge: thread {thread} is served by another endpoint ({holder}, lease epoch {epoch}, {:.1} s left); reach it through that endpoint, or once its lease ends",
-                left_ms as f64 / 1000.0
+            }) => Err((
+                format!(
+                    "clawbridge: thread {thread} is served by another endpoint ({holder}, lease epoch {epoch}, {:.1} s left); reach it through that endpoint, or once its lease ends",
+                    left_ms as f64 / 1000.0
+                ),
+                Some(Duration::from_millis(left_ms)),
             )),
-            None => Err(format!(
-                "clawbridge: the fleet's store cannot be reached to take thread {thread}'s lease; try again"
+            None => Err((
+                format!(
+                    "clawbridge: the fleet's store cannot be reached to take thread {thread}'s lease; try again"
+                ),
+                None,
             )),
         }
     }
