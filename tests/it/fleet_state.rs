@@ -1052,6 +1052,52 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
     drop(member);
 }
 
+/// What the replica tests share: a PostgreSQL store, a fleet with client alice, one remote
+/// member (a real Codex listener) given to account A, its upstream recorded, and the endpoint
+/// flags that name them all (with `--lease-seconds` and `extra`).
+struct Replicas {
+    fleet: Fleet,
+    upstream: tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>,
+    flags: Vec<String>,
+    _member: RemoteMember,
+    _stub: ResponsesStub,
+    _server: crate::util::Postgres,
+}
+
+impl Replicas {
+    async fn new(lease_seconds: u64, extra: &[&str]) -> Replicas {
+        let server = crate::util::Postgres::start();
+        let fleet = Fleet::new(&["alice"]).await;
+        let (sink, upstream) = tokio::sync::mpsc::channel(4096);
+        let stub = ResponsesStub::start_with_sink(StubScript::default(), Some(sink))
+            .await
+            .expect("stub");
+        let member = RemoteMember::start(&stub.base_url());
+        let account_a = clawbridge::credential_fingerprint(&format!("Bearer {}", key_of("A")));
+        let mut flags: Vec<String> = vec![
+            "--store".into(),
+            server.url(),
+            "--lease-seconds".into(),
+            lease_seconds.to_string(),
+            "--app-server".into(),
+            member.url.clone(),
+            "--app-server-token-file".into(),
+            member.token_file.display().to_string(),
+            "--app-server-account".into(),
+            format!("{}={account_a}", member.url),
+        ];
+        flags.extend(extra.iter().map(|flag| flag.to_string()));
+        Replicas {
+            fleet,
+            upstream,
+            flags,
+            _member: member,
+            _stub: stub,
+            _server: server,
+        }
+    }
+}
+
 /// A real `codex app-server --listen ws://127.0.0.1:PORT --ws-auth capability-token` over a
 /// home of its own whose model provider is `upstream` (the account's login gives the key),
 /// killed on drop.
@@ -1130,29 +1176,16 @@ impl Drop for RemoteMember {
 #[ignore = "pairs with the Codex CLI and PostgreSQL: scripts/test installs them and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_endpoint_relays_nothing_of_a_thread_another_took() {
-    let server = crate::util::Postgres::start();
-    let store = server.url();
-    let fleet = Fleet::new(&["alice"]).await;
-    let (sink, mut upstream) = tokio::sync::mpsc::channel(4096);
-    let stub = ResponsesStub::start_with_sink(StubScript::default(), Some(sink))
-        .await
-        .expect("stub");
-    let member = RemoteMember::start(&stub.base_url());
-    let account_a = clawbridge::credential_fingerprint(&format!("Bearer {}", key_of("A")));
-    let token = member.token_file.display().to_string();
-    let given = format!("{}={account_a}", member.url);
-    let flags = [
-        "--store",
-        store.as_str(),
-        "--lease-seconds",
-        "2",
-        "--app-server",
-        member.url.as_str(),
-        "--app-server-token-file",
-        token.as_str(),
-        "--app-server-account",
-        given.as_str(),
-    ];
+    // Every part is bound: the server, the member and the stub live as long as the test.
+    let Replicas {
+        fleet,
+        mut upstream,
+        flags,
+        _member,
+        _stub,
+        _server,
+    } = Replicas::new(2, &[]).await;
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let a = fleet.start(&flags).await;
     let b = fleet.start(&flags).await;
     let (mut on_a, _) = fleet.connect(&a, "alice", Some("A")).await;
@@ -1299,33 +1332,18 @@ impl Drop for Haproxy {
 #[ignore = "pairs with the Codex CLI, PostgreSQL and HAProxy: scripts/test installs them and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_s_death_costs_its_agent_a_reconnect_through_haproxy() {
-    let server = crate::util::Postgres::start();
-    let store = server.url();
-    let fleet = Fleet::new(&["alice"]).await;
-    let (sink, mut upstream) = tokio::sync::mpsc::channel(4096);
-    let stub = ResponsesStub::start_with_sink(StubScript::default(), Some(sink))
-        .await
-        .expect("stub");
-    let member = RemoteMember::start(&stub.base_url());
-    let account_a = clawbridge::credential_fingerprint(&format!("Bearer {}", key_of("A")));
-    let token = member.token_file.display().to_string();
-    let given = format!("{}={account_a}", member.url);
     let balancer_port = crate::util::free_port();
     let balancer_host = format!("127.0.0.1:{balancer_port}");
-    let flags = [
-        "--store",
-        store.as_str(),
-        "--lease-seconds",
-        "3",
-        "--allow-host",
-        balancer_host.as_str(),
-        "--app-server",
-        member.url.as_str(),
-        "--app-server-token-file",
-        token.as_str(),
-        "--app-server-account",
-        given.as_str(),
-    ];
+    // Every part is bound: the server, the member and the stub live as long as the test.
+    let Replicas {
+        fleet,
+        mut upstream,
+        flags,
+        _member,
+        _stub,
+        _server,
+    } = Replicas::new(3, &["--allow-host", &balancer_host]).await;
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let a = fleet.start(&flags).await;
     let b = fleet.start(&flags).await;
     let haproxy = Haproxy::start_on(balancer_port, &[&a.addr, &b.addr]);

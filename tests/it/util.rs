@@ -479,11 +479,18 @@ impl Postgres {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("postgres");
-        let socket = socket_dir.join(".s.PGSQL.5432");
+        // Ready, not only listening (a server starting up refuses connections on its socket).
         wait_until(
-            "PostgreSQL's socket",
+            "PostgreSQL ready",
             std::time::Duration::from_secs(30),
-            || std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+            || {
+                std::process::Command::new(bin.join("pg_isready"))
+                    .arg("-q")
+                    .arg("-h")
+                    .arg(&socket_dir)
+                    .status()
+                    .is_ok_and(|status| status.success())
+            },
         );
         Postgres {
             child,

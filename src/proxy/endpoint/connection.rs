@@ -1197,27 +1197,13 @@ impl Connection {
         }
         self.leave(thread);
         if let Some(turn) = turn {
-            let ended = serde_json::json!({
-                "method": method::TURN_COMPLETED,
-                "params": {
-                    "threadId": thread,
-                    "turn": {
-                        "id": turn,
-                        "items": [],
-                        "status": "failed",
-                        "error": {
-                            "message": "clawbridge: another endpoint took this thread (its lease passed to it while this one could not renew it); go on through that endpoint",
-                        },
-                    },
-                },
-            });
-            self.push(ended.to_string());
+            self.push(failed_turn_end(
+                thread,
+                turn,
+                "clawbridge: another endpoint took this thread (its lease passed to it while this one could not renew it); go on through that endpoint",
+            ));
         }
-        let closed = serde_json::json!({
-            "method": method::THREAD_CLOSED,
-            "params": {"threadId": thread},
-        });
-        self.push(closed.to_string());
+        self.push(thread_closed(thread));
     }
 
     /// The member serving `thread` went away (it crashed, was killed, or was stopped while
@@ -1239,28 +1225,14 @@ impl Connection {
         }
         // A thread with no turn has no rollout: it went with its app-server.
         if feed.unpersisted.load(Ordering::SeqCst) {
-            let closed = serde_json::json!({
-                "method": method::THREAD_CLOSED,
-                "params": {"threadId": thread},
-            });
-            self.push(closed.to_string());
+            self.push(thread_closed(thread));
         }
         if let Some(turn) = turn {
-            let ended = serde_json::json!({
-                "method": method::TURN_COMPLETED,
-                "params": {
-                    "threadId": thread,
-                    "turn": {
-                        "id": turn,
-                        "items": [],
-                        "status": "failed",
-                        "error": {
-                            "message": format!("clawbridge: the app-server {member} serving this thread went away during the turn; resume the thread to go on"),
-                        },
-                    },
-                },
-            });
-            self.push(ended.to_string());
+            self.push(failed_turn_end(
+                thread,
+                turn,
+                &format!("clawbridge: the app-server {member} serving this thread went away during the turn; resume the thread to go on"),
+            ));
         }
     }
 
@@ -1458,4 +1430,22 @@ pub(super) fn thread_of(params: &RawParams) -> Option<String> {
     serde_json::from_str::<Peek>(params.get())
         .ok()
         .and_then(|peek| peek.thread_id)
+}
+
+/// A `turn/completed` that ends `turn` of `thread` as failed, saying why (the turn's app-server
+/// went away, or another endpoint took the thread): the client's turn never hangs.
+fn failed_turn_end(thread: &str, turn: &str, why: &str) -> String {
+    serde_json::json!({
+        "method": method::TURN_COMPLETED,
+        "params": {
+            "threadId": thread,
+            "turn": {"id": turn, "items": [], "status": "failed", "error": {"message": why}},
+        },
+    })
+    .to_string()
+}
+
+/// A `thread/closed` of `thread`.
+fn thread_closed(thread: &str) -> String {
+    serde_json::json!({"method": method::THREAD_CLOSED, "params": {"threadId": thread}}).to_string()
 }

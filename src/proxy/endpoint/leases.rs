@@ -30,6 +30,9 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
 struct Held {
     epoch: u64,
     trusted_until: Instant,
+    /// Another endpoint took it: nothing of the thread is relayed until it is claimed again
+    /// (kept, not removed, so no relay reads "not leased" and goes on while it is fenced).
+    lost: bool,
 }
 
 /// This endpoint's leases.
@@ -76,6 +79,7 @@ impl Leases {
     pub(super) fn status(&self) -> super::status::LeasesStatus {
         let mut held: Vec<super::status::HeldLease> = lock(&self.held)
             .iter()
+            .filter(|(_, lease)| !lease.lost)
             .map(|(thread, lease)| super::status::HeldLease {
                 thread: thread.clone(),
                 epoch: lease.epoch,
@@ -87,6 +91,14 @@ impl Leases {
             ttl_seconds: self.ttl.as_secs(),
             held,
             fleet: self.store.live_lease_holders().into_iter().collect(),
+        }
+    }
+
+    /// A lost lease's thread was fenced (its followers let it go): its entry goes.
+    pub(super) fn forget(&self, thread: &str) {
+        let mut held = lock(&self.held);
+        if held.get(thread).is_some_and(|held| held.lost) {
+            held.remove(thread);
         }
     }
 
@@ -118,7 +130,7 @@ impl Leases {
         let asked = Instant::now();
         if lock(&self.held)
             .get(thread)
-            .is_some_and(|held| held.trusted_until > asked + self.ttl / 2)
+            .is_some_and(|held| !held.lost && held.trusted_until > asked + self.ttl / 2)
         {
             return Ok(());
         }
@@ -129,6 +141,7 @@ impl Leases {
                     Held {
                         epoch,
                         trusted_until: asked + self.ttl * 3 / 4,
+                        lost: false,
                     },
                 );
                 if before.is_none_or(|before| before.epoch != epoch) && epoch > 1 {
@@ -163,6 +176,7 @@ impl Leases {
         let held = lock(&self.held).get(thread).copied();
         match held {
             None => Relay::Go,
+            Some(held) if held.lost => Relay::Lost,
             Some(held) if held.trusted_until > now => Relay::Go,
             Some(_) => {
                 let kept = self
@@ -170,14 +184,16 @@ impl Leases {
                     .renew_leases(&self.holder, vec![thread.to_string()], self.ttl)
                     .is_some_and(|kept| kept.iter().any(|kept| kept == thread));
                 let mut leases = lock(&self.held);
-                if kept {
-                    if let Some(held) = leases.get_mut(thread) {
+                match leases.get_mut(thread) {
+                    Some(held) if kept => {
                         held.trusted_until = now + self.ttl * 3 / 4;
+                        Relay::Go
                     }
-                    Relay::Go
-                } else {
-                    leases.remove(thread);
-                    Relay::Lost
+                    Some(held) => {
+                        held.lost = true;
+                        Relay::Lost
+                    }
+                    None => Relay::Lost,
                 }
             }
         }
@@ -188,8 +204,9 @@ impl Leases {
     pub(super) fn renew(&self, follows: impl Fn(&str) -> bool) -> Vec<String> {
         let asked = Instant::now();
         let (kept, dropped): (Vec<String>, Vec<String>) = lock(&self.held)
-            .keys()
-            .cloned()
+            .iter()
+            .filter(|(_, held)| !held.lost)
+            .map(|(thread, _)| thread.clone())
             .partition(|thread| follows(thread));
         if !dropped.is_empty() {
             self.store.release_leases(&self.holder, dropped.clone());
@@ -217,7 +234,9 @@ impl Leases {
                     lease.trusted_until = asked + self.ttl * 3 / 4;
                 }
             } else {
-                held.remove(&thread);
+                if let Some(lease) = held.get_mut(&thread) {
+                    lease.lost = true;
+                }
                 lost.push(thread);
             }
         }

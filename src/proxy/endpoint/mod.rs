@@ -680,6 +680,9 @@ impl Shared {
             .map(|(_, feed)| Arc::clone(feed))
             .collect();
         if feeds.is_empty() {
+            if let Some(leases) = &self.leases {
+                leases.forget(thread);
+            }
             return;
         }
         tracing::warn!(
@@ -702,6 +705,10 @@ impl Shared {
                     )
                     .await;
             });
+        }
+        // Only now that no follower is left: until then a relay reads the lease as lost.
+        if let Some(leases) = &self.leases {
+            leases.forget(thread);
         }
     }
 

@@ -553,19 +553,26 @@ impl Store {
         }
     }
 
+    /// The thread whose `column` (`id`, `session_key`) is `value`, in PostgreSQL.
+    fn pg_thread_where(&self, column: &'static str, value: &str) -> Option<ThreadRecord> {
+        let value = value.to_string();
+        self.read_pg(move |client| {
+            client.query_opt(
+                &format!(
+                    "SELECT {} FROM threads WHERE {column} = $1",
+                    pg::THREAD_COLUMNS
+                ),
+                &[&value],
+            )
+        })
+        .flatten()
+        .map(|row| pg::thread_of_row(&row))
+    }
+
     /// A thread by id.
     pub fn thread(&self, id: &str) -> Option<ThreadRecord> {
         if self.is_shared() {
-            let id = id.to_string();
-            return self
-                .read_pg(move |client| {
-                    client.query_opt(
-                        &format!("SELECT {} FROM threads WHERE id = $1", pg::THREAD_COLUMNS),
-                        &[&id],
-                    )
-                })
-                .flatten()
-                .map(|row| pg::thread_of_row(&row));
+            return self.pg_thread_where("id", id);
         }
         self.read(|connection| {
             connection
@@ -582,19 +589,7 @@ impl Store {
     /// The thread bound to `serve`'s session `key`.
     pub fn session(&self, key: &str) -> Option<ThreadRecord> {
         if self.is_shared() {
-            let key = key.to_string();
-            return self
-                .read_pg(move |client| {
-                    client.query_opt(
-                        &format!(
-                            "SELECT {} FROM threads WHERE session_key = $1",
-                            pg::THREAD_COLUMNS
-                        ),
-                        &[&key],
-                    )
-                })
-                .flatten()
-                .map(|row| pg::thread_of_row(&row));
+            return self.pg_thread_where("session_key", key);
         }
         self.read(|connection| {
             connection
