@@ -357,11 +357,10 @@ impl Observer {
     async fn observe(&mut self, direction: Direction, message: &Value) {
         let method = message["method"].as_str().unwrap_or_default();
         match (direction, method) {
+            // What the captures learn from a request was told to `known` when it was offered
+            // (`ObserverQueue::feeding`), not here.
             (Direction::In, method::INITIALIZE) => {
                 self.initialize_id = message.get("id").cloned();
-                if let Ok(mut known) = self.known.lock() {
-                    known.observe_request(message);
-                }
                 self.ensure_schema().await;
             }
             (Direction::Out, "")
@@ -371,16 +370,8 @@ impl Observer {
                 self.user_agent = message["result"]["userAgent"].as_str().map(str::to_string);
                 self.record_versions().await;
             }
-            (Direction::In, crate::codex::protocol::table::name::THREAD_INJECT_ITEMS) => {
-                if let Ok(mut known) = self.known.lock() {
-                    known.observe_request(message);
-                }
-            }
             (Direction::In, method) if ParamsSchemas::checks(method) => {
                 let params = &message["params"];
-                if let Ok(mut known) = self.known.lock() {
-                    known.observe_request(message);
-                }
                 self.record_versions().await;
                 self.check(method, message.get("id"), params);
             }

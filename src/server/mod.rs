@@ -133,17 +133,7 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     )
     .await?;
     // Each run's turn as a trace; with `--capture`, the model calls from the capture.
-    let trace = crate::traffic::trace::LiveTrace::start(&config.trace, plane.captures())?;
-    if let Some(trace) = &trace {
-        tracing::info!(
-            "traces: OTLP to {} (content: {:?})",
-            trace.target(),
-            trace.content()
-        );
-        if let Ok(mut known) = known.lock() {
-            known.trace = Some(std::sync::Arc::clone(trace));
-        }
-    }
+    let trace = crate::observe::tap::start_trace(&config.trace, plane.captures(), &known)?;
     let codex_home = plane.codex_home().to_path_buf();
     let config_overrides = plane.config_overrides().to_vec();
     // Session bindings and thread owners are kept in the state database (an earlier

@@ -1122,32 +1122,7 @@ impl RemoteMember {
         std::fs::write(&token_file, "remote-member-token-0123456789").expect("token");
         let port = crate::util::free_port();
         let url = format!("ws://127.0.0.1:{port}");
-        let mut command =
-            std::process::Command::new(clawbridge::resolve_native_binary(&crate::e2e::codex_bin()));
-        for (key, _) in std::env::vars_os() {
-            let text = key.to_string_lossy();
-            if text.starts_with("OPENAI_") || text.starts_with("CODEX_") {
-                command.env_remove(&key);
-            }
-        }
-        let child = command
-            .args([
-                "app-server",
-                "--listen",
-                &url,
-                "--ws-auth",
-                "capability-token",
-            ])
-            .arg("--ws-token-file")
-            .arg(&token_file)
-            .env("CODEX_HOME", &home)
-            .env("HOME", &home)
-            .current_dir(dir.path())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("codex app-server --listen");
+        let child = crate::util::codex_listener(&home, dir.path(), &url, Some(&token_file));
         crate::util::wait_until("the remote member", Duration::from_secs(20), || {
             std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
         });

@@ -210,31 +210,13 @@ impl RemoteCodex {
             Some(_) => format!("ws://127.0.0.1:{port}"),
             None => format!("unix://{}", socket.display()),
         };
-        let mut command =
-            std::process::Command::new(clawbridge::resolve_native_binary(&codex_bin()));
-        for (key, _) in std::env::vars_os() {
-            let key_text = key.to_string_lossy();
-            if key_text.starts_with("OPENAI_") || key_text.starts_with("CODEX_") {
-                command.env_remove(&key);
-            }
-        }
-        command.args(["app-server", "--listen", &url]);
-        if let Some(token) = token {
+        let token_file = token.map(|token| {
             let token_file = dir.path().join("token");
             std::fs::write(&token_file, token).expect("token");
-            command
-                .args(["--ws-auth", "capability-token", "--ws-token-file"])
-                .arg(&token_file);
-        }
-        let child = command
-            .env("CODEX_HOME", &home.path)
-            .env("HOME", &home.path)
-            .current_dir(dir.path())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("codex app-server --listen");
+            token_file
+        });
+        let child =
+            crate::util::codex_listener(&home.path, dir.path(), &url, token_file.as_deref());
         crate::util::wait_until(
             "the remote listener",
             Duration::from_secs(20),

@@ -523,3 +523,37 @@ impl Drop for Postgres {
         let _ = self.child.wait();
     }
 }
+
+/// A real `codex app-server --listen URL` over `home` (its `CODEX_HOME` and `HOME`), started in
+/// `cwd` with none of this process's `OPENAI_*` and `CODEX_*` variables; with `token_file`, its
+/// WebSocket asks for that capability token. The caller waits for it to listen and kills it.
+pub fn codex_listener(
+    home: &Path,
+    cwd: &Path,
+    listen: &str,
+    token_file: Option<&Path>,
+) -> std::process::Child {
+    let mut command =
+        std::process::Command::new(clawbridge::resolve_native_binary(&crate::e2e::codex_bin()));
+    for (key, _) in std::env::vars_os() {
+        let text = key.to_string_lossy();
+        if text.starts_with("OPENAI_") || text.starts_with("CODEX_") {
+            command.env_remove(&key);
+        }
+    }
+    command.args(["app-server", "--listen", listen]);
+    if let Some(token_file) = token_file {
+        command
+            .args(["--ws-auth", "capability-token", "--ws-token-file"])
+            .arg(token_file);
+    }
+    command
+        .env("CODEX_HOME", home)
+        .env("HOME", home)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("codex app-server --listen")
+}

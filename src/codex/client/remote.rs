@@ -227,6 +227,21 @@ pub fn remote_endpoints(
     Ok(endpoints)
 }
 
+/// The TLS configuration of a `wss://` member given none (the system's roots only): made once
+/// for the process, not at every reconnection (it reads the system's certificates).
+fn system_roots() -> Option<Arc<rustls::ClientConfig>> {
+    static SYSTEM: std::sync::OnceLock<Option<Arc<rustls::ClientConfig>>> =
+        std::sync::OnceLock::new();
+    SYSTEM
+        .get_or_init(|| {
+            crate::support::tls::client_config(None, "--app-server-ca")
+                .map(Arc::new)
+                .map_err(|error| tracing::warn!("TLS for wss:// members: {error}"))
+                .ok()
+        })
+        .clone()
+}
+
 /// A connected socket of any of the three kinds.
 trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for S {}
@@ -260,14 +275,10 @@ async fn open(endpoint: &RemoteEndpoint) -> Result<Box<dyn Stream>, RemoteError>
                 })?;
             let config = match &endpoint.tls {
                 Some(config) => Arc::clone(config),
-                None => Arc::new(
-                    crate::support::tls::client_config(None, "--app-server-ca").map_err(
-                        |error| RemoteError::Handshake {
-                            url: url.clone(),
-                            message: error.to_string(),
-                        },
-                    )?,
-                ),
+                None => system_roots().ok_or_else(|| RemoteError::Handshake {
+                    url: url.clone(),
+                    message: "no TLS configuration could be made".into(),
+                })?,
             };
             let stream = tokio_rustls::TlsConnector::from(config)
                 .connect(name, socket)

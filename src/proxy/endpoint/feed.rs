@@ -69,6 +69,8 @@ pub(super) struct Feed {
     pub(super) workspace: Mutex<Option<String>>,
     /// The endpoint, to stop the account's other running turns when it passes its budget.
     pub(super) shared: std::sync::Weak<super::Shared>,
+    /// The endpoint leases threads (a shared store): each relay checks the thread's lease.
+    pub(super) leased: bool,
 }
 
 /// Tokens Codex reported, for `/metrics` and the accounts' daily budget (`--budget-tokens`).
@@ -502,7 +504,7 @@ impl Feed {
         // Across the endpoints of a shared store: nothing of a thread whose lease another
         // endpoint took is relayed from here (checked before each message: a paused endpoint
         // that wakes up relays nothing it no longer holds).
-        if let Some(shared) = self.shared.upgrade() {
+        if let Some(shared) = self.leased.then(|| self.shared.upgrade()).flatten() {
             if let Some(leases) = &shared.leases {
                 if leases.may_relay(&self.thread) == super::leases::Relay::Lost {
                     shared.fence(&self.thread);

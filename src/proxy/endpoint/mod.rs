@@ -767,6 +767,7 @@ impl Shared {
             model: Mutex::new(None),
             workspace: Mutex::new(None),
             shared: Arc::downgrade(self),
+            leased: self.leases.is_some(),
         });
         let relayed = Arc::clone(&feed);
         let shared = Arc::downgrade(self);
