@@ -112,3 +112,27 @@ fn two_stores_on_one_database_see_one_fleet_and_never_show_its_password() {
         "{not_a_url}"
     );
 }
+
+/// Protection: a read is bounded. A database that stops answering (paused with SIGSTOP) costs a
+/// reader at most the answer timeout (10 s), never a hang of the request that asked; once it
+/// answers again, so does the store.
+#[ignore = "needs PostgreSQL: scripts/test installs it and runs these (--include-ignored)"]
+#[test]
+fn a_database_that_stops_answering_costs_a_reader_a_bounded_wait() {
+    let server = crate::util::Postgres::start();
+    let store = Store::open_postgres(&server.url()).expect("store");
+    store.put_thread(thread("t-1", "alice"));
+    store.flush();
+    server.signal("-STOP");
+    let asked = std::time::Instant::now();
+    let answer = store.thread("t-1");
+    let waited = asked.elapsed();
+    server.signal("-CONT");
+    assert_eq!(answer, None, "no answer from a paused database");
+    assert!(
+        waited >= std::time::Duration::from_secs(9) && waited < std::time::Duration::from_secs(15),
+        "bounded by the answer timeout: {waited:?}"
+    );
+    let again = crate::util::poll(std::time::Duration::from_secs(20), || store.thread("t-1"));
+    assert_eq!(again.map(|thread| thread.owner), Some("alice".to_string()));
+}

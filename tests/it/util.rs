@@ -499,6 +499,18 @@ impl Postgres {
         }
     }
 
+    /// Pause the server (SIGSTOP) or let it go on (SIGCONT), its backends with it: a database
+    /// that stops answering.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let _ = std::process::Command::new("pkill")
+            .args([signal, "-P", &pid])
+            .status();
+        let _ = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status();
+    }
+
     /// The store URL of its `postgres` database, with a password (the server trusts the
     /// socket, so it is only there to be hidden).
     pub fn url(&self) -> String {

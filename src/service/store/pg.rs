@@ -75,6 +75,10 @@ const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 const MIGRATION_LOCK: i64 = 0x636c_6177_6272_6964;
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a read waits for the database's answer: past it the reader gets none (logged) and
+/// goes on, whatever the database is doing (paused, partitioned, overloaded). The server is also
+/// asked to end a statement after it, and a TCP connection gives up on a silent peer after it.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A read: run on the connection, its answer sent back by the closure itself.
 type Read = Box<dyn FnOnce(&mut postgres::Client) + Send>;
@@ -138,6 +142,13 @@ impl Postgres {
             .parse()
             .map_err(|error| failed(format!("not a PostgreSQL URL: {error}")))?;
         config.connect_timeout(CONNECT_TIMEOUT);
+        config.tcp_user_timeout(ANSWER_TIMEOUT);
+        if config.get_options().is_none() {
+            config.options(&format!(
+                "-c statement_timeout={}",
+                ANSWER_TIMEOUT.as_millis()
+            ));
+        }
         if config.get_application_name().is_none() {
             config.application_name("clawbridge");
         }
@@ -215,7 +226,17 @@ impl Postgres {
             let _ = answer.send(outcome.ok());
         });
         self.jobs.send(Job::Read(job)).ok()?;
-        wait.recv().ok().flatten()
+        match wait.recv_timeout(ANSWER_TIMEOUT) {
+            Ok(answer) => answer,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                tracing::warn!(
+                    "{}: no answer within {ANSWER_TIMEOUT:?}; going on without it",
+                    self.shown
+                );
+                None
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+        }
     }
 }
 
