@@ -122,6 +122,7 @@ pub fn record_of(key: &str, binding: &Binding) -> crate::service::store::ThreadR
         epoch: 1,
         gone: false,
         last_used: crate::service::directory::now(),
+        home: None,
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Placement<'a> {
     pub owner: &'a str,
     /// Its rollout, when the answer named one.
     pub rollout: Option<&'a str>,
+    /// The state dir whose local member took it; `None` for a remote member.
+    pub home: Option<&'a str>,
 }
 
 impl Directory {
@@ -127,6 +129,7 @@ impl Directory {
             epoch: known.as_ref().map_or(1, |known| known.epoch + 1),
             gone: false,
             last_used: now(),
+            home: placement.home.map(str::to_string),
         };
         self.save(thread.clone());
         thread
@@ -234,6 +237,7 @@ mod tests {
             member: "local-0",
             owner,
             rollout: Some("/home/sessions/rollout-t.jsonl"),
+            home: None,
         }
     }
 
@@ -281,6 +285,7 @@ mod tests {
                 epoch: 1,
                 gone: false,
                 last_used: n,
+                home: None,
             });
         }
         assert!(directory.in_memory() <= 20, "{}", directory.in_memory());

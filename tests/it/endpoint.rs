@@ -48,6 +48,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         policy: clawbridge::EndpointPolicy::default(),
         fresh_thread_grace: clawbridge::FRESH_THREAD_GRACE,
         store: None,
+        home: None,
         max_threads_in_memory: 100_000,
         lease_ttl: clawbridge::DEFAULT_LEASE_TTL,
         new_runtime_identity: false,

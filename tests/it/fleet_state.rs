@@ -84,9 +84,27 @@ impl Fleet {
 
     /// [`Fleet::start`] with the members on the Codex CLI `codex`.
     async fn start_on(&self, codex: &Path, flags: &[&str]) -> Running {
+        self.start_with(codex, &self.state, flags).await
+    }
+
+    /// [`Fleet::start`] on another state dir (made with the fleet's tokens when new).
+    async fn start_in(&self, state: &Path, flags: &[&str]) -> Running {
+        if !state.exists() {
+            std::fs::create_dir_all(state).expect("state");
+            for file in ["app-server-token", "clients.json"] {
+                if self.state.join(file).exists() {
+                    std::fs::copy(self.state.join(file), state.join(file)).expect("copy");
+                }
+            }
+        }
+        self.start_with(&crate::e2e::codex_bin(), state, flags)
+            .await
+    }
+
+    async fn start_with(&self, codex: &Path, state: &Path, flags: &[&str]) -> Running {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
             .args(["app-server", "--listen", "ws://127.0.0.1:0", "--state-dir"])
-            .arg(&self.state)
+            .arg(state)
             .arg("--workspace-root")
             .arg(&self.root)
             .arg("--codex-bin")
@@ -583,6 +601,7 @@ async fn unused_account_homes_go_after_their_retention_and_homes_with_threads_st
         epoch: 1,
         gone,
         last_used: 1,
+        home: None,
     };
     store
         .put_thread_now(record("t-1", "apiKey-bbbbbbbbbbbbbbbb", false))
@@ -902,6 +921,87 @@ async fn two_endpoints_on_one_postgres_serve_one_fleet() {
     b.end("-TERM").await;
 }
 
+/// Protection: a thread on a local member is served only by an endpoint on its state dir (the
+/// "Replicas" issue, item 3). Endpoints A and B share one PostgreSQL store but not a state dir:
+/// alice's thread runs on A's local member, whose Codex home B cannot read. A is killed with -9;
+/// through B the thread is refused naming A's state dir (without the check B's own member
+/// answers "no rollout" and the thread is marked gone for the whole fleet, or a new one begins
+/// from nothing); A, started again on its state dir, resumes it with her earlier words.
+#[ignore = "pairs with the Codex CLI and PostgreSQL: scripts/test installs them and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_on_a_dead_endpoint_s_local_member_is_reported_never_begun_again() {
+    let server = crate::util::Postgres::start();
+    let url = server.url();
+    let mut fleet = Fleet::new(&["alice"]).await;
+    let flags = ["--store", url.as_str(), "--lease-seconds", "2"];
+    let a = fleet.start(&flags).await;
+    let other = fleet.dir.path().join("state-b");
+    let b = fleet.start_in(&other, &flags).await;
+    let (mut alice, _) = fleet.connect(&a, "alice", Some("A")).await;
+    let hers = new_thread(&mut alice, &fleet.root).await;
+    let done = turn(&mut alice, &hers, "alice says heron-0").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    drop(alice);
+    a.end("-KILL").await;
+    let home_a = std::fs::read_to_string(fleet.state.join("home-id")).expect("A's state dir id");
+    let home_b = std::fs::read_to_string(other.join("home-id")).expect("B's state dir id");
+    assert_ne!(home_a, home_b, "each state dir has its own id");
+
+    let (mut alice, _) = fleet.connect(&b, "alice", Some("A")).await;
+    for method in ["thread/resume", "turn/start", "thread/read"] {
+        let refused = alice
+            .request(method, json!({"threadId": hers, "input": []}))
+            .await;
+        let why = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("local app-server") && why.contains(home_a.trim()),
+            "{method}: {refused}"
+        );
+    }
+    let status = clawbridge::fetch_status(
+        &clawbridge::ListenAddr::parse(&format!("ws://{}", b.addr)).expect("addr"),
+        OPERATOR_TOKEN,
+    )
+    .await
+    .expect("status");
+    assert_eq!(status["leases"]["stateDir"], home_b.trim(), "{status}");
+    drop(alice);
+
+    // A again, on its own state dir: the thread is neither gone nor another's.
+    let a = fleet.start(&flags).await;
+    let (mut alice, _) = fleet.connect(&a, "alice", Some("A")).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let resumed = loop {
+        let resumed = alice
+            .request("thread/resume", json!({"threadId": hers}))
+            .await;
+        if resumed["result"].is_object() || tokio::time::Instant::now() > deadline {
+            break resumed;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        resumed["result"]["thread"]["id"],
+        hers.as_str(),
+        "{resumed}"
+    );
+    fleet.requests();
+    let done = turn(&mut alice, &hers, "alice says heron-1").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let requests = fleet.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|(auth, body)| body.contains("alice says heron-1")
+                && body.contains("alice says heron-0")
+                && auth == &format!("Bearer {}", key_of("A"))),
+        "her turn through A again carries her earlier words and her key"
+    );
+    drop(alice);
+    a.end("-TERM").await;
+    b.end("-TERM").await;
+}
+
 /// Budgets across endpoints on one PostgreSQL store (the "Replicas" issue, item 4): an
 /// account's tokens are one figure, added in one statement by whichever endpoint its turns go
 /// through, so a budget reached through endpoint A is refused through endpoint B (each endpoint
@@ -951,10 +1051,13 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
         .await
         .expect("remote stub");
     let member = RemoteMember::start(&remote_stub.base_url());
+    let second = RemoteMember::start(&remote_stub.base_url());
     let (url, token_file) = (member.url.clone(), member.token_file.clone());
     let account_a = clawbridge::credential_fingerprint(&format!("Bearer {}", key_of("A")));
     let token_arg = token_file.display().to_string();
+    let second_token = second.token_file.display().to_string();
     let given = format!("{url}={account_a}");
+    let given_second = format!("{}={account_a}", second.url);
     let running = fleet
         .start(&[
             "--app-server",
@@ -963,6 +1066,12 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
             &token_arg,
             "--app-server-account",
             &given,
+            "--app-server",
+            &second.url,
+            "--app-server-token-file",
+            &second_token,
+            "--app-server-account",
+            &given_second,
         ])
         .await;
     let seen_remotely =
@@ -981,6 +1090,11 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
             seen
         };
     let (mut alpha, _) = fleet.connect(&running, "operator", Some("A")).await;
+    // Each of A's members keeps A's login in its own Codex home: the login reached both.
+    for home in [&member.home, &second.home] {
+        let auth = std::fs::read_to_string(home.join("auth.json")).unwrap_or_default();
+        assert!(auth.contains(&key_of("A")), "{}: {auth}", home.display());
+    }
     let thread = new_thread(&mut alpha, &fleet.root).await;
     let done = turn(&mut alpha, &thread, "alpha through its own member").await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
@@ -1013,6 +1127,19 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
             && locally.iter().all(|(_, body)| !body.contains("alpha")),
         "B ran locally, A never did: {locally:?}"
     );
+    // The first member dies: A's next thread runs on the second, on A's key too.
+    drop(member);
+    let later = new_thread(&mut alpha, &fleet.root).await;
+    let done = turn(&mut alpha, &later, "alpha on its second member").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let remotely = seen_remotely(&mut remote_upstream);
+    assert!(
+        remotely
+            .iter()
+            .any(|(auth, body)| body.contains("alpha on its second member")
+                && *auth == format!("Bearer {}", key_of("A"))),
+        "{remotely:?}"
+    );
     drop((alpha, bravo));
     running.end("-TERM").await;
 
@@ -1025,11 +1152,11 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
         (
             vec![
                 "--app-server".to_string(),
-                url.clone(),
+                second.url.clone(),
                 "--app-server-token-file".to_string(),
-                token_arg.clone(),
+                second_token.clone(),
                 "--app-server-account".to_string(),
-                format!("{url}=nobody"),
+                format!("{}=nobody", second.url),
             ],
             "nobody is no account",
         ),
@@ -1049,7 +1176,7 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
             "{stderr}"
         );
     }
-    drop(member);
+    drop(second);
 }
 
 /// What the replica tests share: a PostgreSQL store, a fleet with client alice, one remote
@@ -1104,6 +1231,7 @@ impl Replicas {
 struct RemoteMember {
     child: std::process::Child,
     url: String,
+    home: PathBuf,
     token_file: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -1129,6 +1257,7 @@ impl RemoteMember {
         RemoteMember {
             child,
             url,
+            home,
             token_file,
             _dir: dir,
         }

@@ -15,6 +15,7 @@ fn thread(id: &str, owner: &str) -> ThreadRecord {
         epoch: 1,
         gone: false,
         last_used: 1_800_000_000,
+        home: None,
     }
 }
 

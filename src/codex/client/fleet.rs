@@ -613,6 +613,16 @@ impl Fleet {
         sweep
     }
 
+    /// The remote members given to `identity` (`--app-server-account`), by member name: each
+    /// keeps its own login in its own Codex home, so a login of the account goes to every one.
+    pub fn own_members(&self, identity: &Identity) -> Vec<String> {
+        self.config
+            .account_members
+            .get(&identity.key())
+            .map(|members| members.iter().map(|member| member.url.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// The running app-servers of one identity, by member name.
     pub fn live_hubs(&self, identity: &Identity) -> Vec<(String, Arc<CodexHub>)> {
         let pool = lock(&self.pools)

@@ -304,6 +304,8 @@ pub enum PoolError {
 pub struct Lease {
     pub member: usize,
     pub name: String,
+    /// A child of this process (over a Codex home in the state dir), not a remote member.
+    pub local: bool,
     pub generation: u64,
     pub hub: Arc<CodexHub>,
     _counted: Arc<Counted>,
@@ -383,6 +385,7 @@ impl Member {
         Lease {
             member: self.index,
             name: self.name.clone(),
+            local: self.kind.is_child(),
             generation,
             hub,
             _counted: counted,

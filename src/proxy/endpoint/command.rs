@@ -381,6 +381,7 @@ pub(crate) async fn run_endpoint(
         allow_hosts: args.allow_hosts.clone(),
         fresh_thread_grace: super::FRESH_THREAD_GRACE,
         store: Some(store),
+        home: Some(crate::service::store::home_id(&state)?),
         max_threads_in_memory: crate::service::directory::DEFAULT_CAPACITY,
         lease_ttl: std::time::Duration::from_secs(args.lease_seconds.max(1)),
         new_runtime_identity: args.new_runtime_identity,

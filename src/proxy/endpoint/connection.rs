@@ -540,11 +540,40 @@ impl Connection {
             };
             match lease.hub.peer().request_raw(LOGIN, &value).await {
                 Ok(raw) => {
+                    self.login_elsewhere(&identity, &lease.name, &value).await;
                     self.become_identity(identity).await;
                     return self.answer(&id, raw.get()).await;
                 }
                 Err(PeerError::ConnectionClosed) if tries < 2 => continue,
                 Err(error) => return self.member_failed(&id, &identity, &lease, error).await,
+            }
+        }
+    }
+
+    /// The account's other remote members hear its login too: each keeps the login in its own
+    /// Codex home, and a turn placed on one that never heard it would carry no key. One that
+    /// cannot be reached now is logged (its turns fail until the account logs in again; none
+    /// carries another account's key, as it serves this account only).
+    async fn login_elsewhere(&self, identity: &Identity, done: &str, login: &Value) {
+        for member in self.shared.fleet.own_members(identity) {
+            if member == done {
+                continue;
+            }
+            let sent = match self.lease(identity, Some(&member)).await {
+                Ok((lease, _hold)) => lease
+                    .hub
+                    .peer()
+                    .request_raw(LOGIN, login)
+                    .await
+                    .map(drop)
+                    .map_err(|error| error.to_string()),
+                Err(error) => Err(error),
+            };
+            match sent {
+                Ok(()) => tracing::info!("{identity}: logged in on {member} too"),
+                Err(error) => tracing::warn!(
+                    "{identity}: the login did not reach {member} ({error}); its turns there fail until the account logs in again"
+                ),
             }
         }
     }
@@ -826,6 +855,18 @@ impl Connection {
             })
             .await;
         }
+        // A local member of another state dir holds it: its rollout is in that state dir's
+        // Codex home, which this endpoint's members cannot read (a resume here would find
+        // nothing, or begin it again from nothing).
+        if let (Some(theirs), Some(ours)) = (&home.home, &self.shared.home) {
+            if theirs != ours {
+                return refuse(format!(
+                    "clawbridge: thread {thread} runs on a local app-server ({}) of the endpoint on state dir {theirs}, whose Codex home this endpoint (state dir {ours}) cannot read; reach the thread through an endpoint on that state dir (start it again if it died), or give the fleet remote app-servers every endpoint reaches (`--app-server`, see docs/replicas.md)",
+                    home.member
+                ))
+                .await;
+            }
+        }
         if home.gone
             && matches!(
                 kind,
@@ -1052,6 +1093,11 @@ impl Connection {
                 member: &lease.name,
                 owner: &self.caller.name,
                 rollout,
+                home: if lease.local {
+                    self.shared.home.as_deref()
+                } else {
+                    None
+                },
             },
         );
     }

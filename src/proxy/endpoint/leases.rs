@@ -88,6 +88,7 @@ impl Leases {
         held.sort_by(|a, b| a.thread.cmp(&b.thread));
         super::status::LeasesStatus {
             endpoint: self.holder.clone(),
+            state_dir: None,
             ttl_seconds: self.ttl.as_secs(),
             held,
             fleet: self.store.live_lease_holders().into_iter().collect(),

@@ -173,6 +173,10 @@ pub struct EndpointSettings {
     pub store: Option<Arc<crate::service::store::Store>>,
     /// Threads the directory holds in memory at most (the store keeps them all).
     pub max_threads_in_memory: usize,
+    /// The state dir's id ([`crate::service::store::home_id`]): the threads of this endpoint's
+    /// local members are filed under it, and one filed under another is refused, not resumed
+    /// here from nothing. `None`: no state dir (every thread is this endpoint's).
+    pub home: Option<String>,
     /// With a store several endpoints share: how long a thread's lease lasts (`--lease-seconds`).
     pub lease_ttl: Duration,
     /// `--new-runtime-identity`: answer `initialize` with the members' own answer from now on
@@ -256,6 +260,8 @@ struct Shared {
     feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
     /// The threads' leases across the endpoints of a shared store (none with the embedded one).
     leases: Option<leases::Leases>,
+    /// The state dir's id (see [`EndpointSettings::home`]).
+    home: Option<String>,
     stall_settings: StallSettings,
     stalls: Arc<StallCounts>,
     /// Tokens Codex reported, by kind and per account today (`--budget-tokens`).
@@ -395,6 +401,7 @@ impl Endpoint {
             ),
             feeds: Mutex::new(HashMap::new()),
             leases: leases::Leases::new(settings.store.clone(), settings.lease_ttl),
+            home: settings.home.clone(),
             stall_settings: settings.stalls,
             stalls: Arc::default(),
             usage: Arc::new(feed::UsageCounts::new(
@@ -1045,7 +1052,10 @@ impl Shared {
                     allow: client.allow.iter().map(|grant| grant.to_string()).collect(),
                 })
                 .collect(),
-            leases: self.leases.as_ref().map(leases::Leases::status),
+            leases: self.leases.as_ref().map(|leases| status::LeasesStatus {
+                state_dir: self.home.clone(),
+                ..leases.status()
+            }),
         }
     }
 }

@@ -61,6 +61,10 @@ pub struct EndpointStatus {
 pub struct LeasesStatus {
     /// This endpoint's id (host, pid, a random part).
     pub endpoint: String,
+    /// Its state dir's id: the threads of its local members are filed under it, and only an
+    /// endpoint on that state dir serves them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<String>,
     pub ttl_seconds: u64,
     /// The threads this endpoint holds, with their epochs.
     pub held: Vec<HeldLease>,
@@ -312,8 +316,12 @@ pub fn render_status_text(status: &Value) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "leases     this endpoint {}: {} held ({} s each); the fleet's: {}",
+            "leases     this endpoint {}{}: {} held ({} s each); the fleet's: {}",
             cut(text(&leases["endpoint"]), 40),
+            leases["stateDir"]
+                .as_str()
+                .map(|dir| format!(" (state dir {})", cut(dir.to_string(), 40)))
+                .unwrap_or_default(),
             list(&leases["held"]).len(),
             count(&leases["ttlSeconds"]),
             if fleet.is_empty() {

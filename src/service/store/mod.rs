@@ -25,10 +25,11 @@ mod pg;
 pub use pg::{is_postgres, shown as shown_store};
 
 /// The schema this clawbridge writes; a database of a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The migrations, in order: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE threads (
     id TEXT PRIMARY KEY,
     identity TEXT NOT NULL,
@@ -59,7 +60,10 @@ CREATE TABLE members (
     codex_version TEXT,
     seen INTEGER NOT NULL
 ) WITHOUT ROWID;
-"#];
+"#,
+    // The state dir whose local member holds a thread (see [`ThreadRecord::home`]).
+    "ALTER TABLE threads ADD COLUMN home TEXT;",
+];
 
 /// Writes waiting for the writer at most; past it a writer waits (the disk is that far
 /// behind), it never drops one.
@@ -133,6 +137,68 @@ pub struct ThreadRecord {
     pub gone: bool,
     /// Unix seconds of its last use.
     pub last_used: u64,
+    /// The state dir ([`home_id`]) whose local member holds it (its rollout is in that state
+    /// dir's Codex home); `None` on a remote member, which every endpoint reaches.
+    pub home: Option<String>,
+}
+
+/// The file in a state dir that names it among the endpoints of a shared store.
+pub const HOME_ID_FILE: &str = "home-id";
+
+/// This state dir's id among the endpoints of a shared store, made once and kept in
+/// `<state-dir>/home-id`. Local members keep their threads in the state dir's Codex homes, so a
+/// thread on a local member can be served only by an endpoint on the same state dir; its
+/// record names the state dir by this id, and an endpoint on another state dir says so instead
+/// of resuming it from nothing.
+pub fn home_id(state: &Path) -> Result<String, StoreError> {
+    let path = state.join(HOME_ID_FILE);
+    let failed = |message: String| StoreError::Other {
+        path: path.clone(),
+        message,
+    };
+    match crate::support::fs::read_file_capped(&path, 256) {
+        Ok(bytes) => {
+            let id = String::from_utf8_lossy(&bytes).trim().to_string();
+            let valid = !id.is_empty()
+                && id.len() <= 128
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+            if valid {
+                Ok(id)
+            } else {
+                Err(failed(
+                    "not a state dir id (letters, digits, `-`, `.`, `_`); remove the file to make a new one, \
+                     and the threads of this state dir's local app-servers are no longer found here"
+                        .into(),
+                ))
+            }
+        }
+        Err(_) if !path.exists() => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|name| {
+                    name.trim()
+                        .chars()
+                        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+                        .take(64)
+                        .collect::<String>()
+                })
+                .unwrap_or_default();
+            let mut random = [0u8; 6];
+            getrandom::fill(&mut random).map_err(|error| failed(error.to_string()))?;
+            let id = format!(
+                "{}-{}",
+                if host.is_empty() { "host" } else { &host },
+                crate::support::hex::encode(&random)
+            );
+            crate::support::fs::create_private_dir(state)
+                .map_err(|error| failed(error.to_string()))?;
+            crate::support::fs::write_private(&path, format!("{id}\n").as_bytes())
+                .map_err(|error| failed(format!("{error:#}")))?;
+            Ok(id)
+        }
+        Err(error) => Err(failed(format!("{error:#}"))),
+    }
 }
 
 /// What asking for a thread's lease gave (a store several endpoints share).
@@ -856,7 +922,7 @@ impl Drop for Store {
 }
 
 const THREAD_COLUMNS: &str =
-    "id, identity, member, owner, session_key, fingerprint, rollout, epoch, gone, last_used";
+    "id, identity, member, owner, session_key, fingerprint, rollout, epoch, gone, last_used, home";
 
 fn thread_of_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ThreadRecord> {
     Ok(ThreadRecord {
@@ -870,6 +936,7 @@ fn thread_of_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ThreadRecord> {
         epoch: row.get::<_, i64>(7)?.max(0) as u64,
         gone: row.get::<_, i64>(8)? != 0,
         last_used: row.get::<_, i64>(9)?.max(0) as u64,
+        home: row.get(10)?,
     })
 }
 
@@ -930,7 +997,7 @@ fn apply(
             }
             transaction.execute(
                 &format!(
-                    "INSERT OR REPLACE INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                    "INSERT OR REPLACE INTO threads ({THREAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
                 ),
                 params![
                     thread.id,
@@ -943,6 +1010,7 @@ fn apply(
                     thread.epoch as i64,
                     i64::from(thread.gone),
                     thread.last_used as i64,
+                    thread.home,
                 ],
             )?;
         }
@@ -1002,6 +1070,7 @@ mod tests {
             epoch: 1,
             gone: false,
             last_used: 100,
+            home: None,
         }
     }
 
@@ -1011,7 +1080,10 @@ mod tests {
         let path = dir.path().join("state").join("app-server.db");
         {
             let store = Store::open(&path).expect("open");
-            store.put_thread(thread("t1", "alice"));
+            store.put_thread(ThreadRecord {
+                home: Some("host-0a1b2c".into()),
+                ..thread("t1", "alice")
+            });
             store.put_thread(ThreadRecord {
                 session_key: Some("s".into()),
                 ..thread("t2", "bob")
@@ -1021,7 +1093,13 @@ mod tests {
             store.flush();
         }
         let store = Store::open(&path).expect("reopen");
-        assert_eq!(store.thread("t1"), Some(thread("t1", "alice")));
+        assert_eq!(
+            store.thread("t1"),
+            Some(ThreadRecord {
+                home: Some("host-0a1b2c".into()),
+                ..thread("t1", "alice")
+            })
+        );
         assert_eq!(
             store.session("s").map(|thread| thread.id),
             Some("t2".into())
@@ -1049,6 +1127,46 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_database_of_the_first_schema_is_migrated_and_keeps_its_threads() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("app-server.db");
+        {
+            let mut connection = Connection::open(&path).expect("open");
+            let transaction = connection.transaction().expect("transaction");
+            transaction.execute_batch(MIGRATIONS[0]).expect("schema 1");
+            transaction
+                .execute(
+                    "INSERT INTO threads (id, identity, member, owner, epoch, last_used) VALUES ('t1', 'apiKey-1', 'local-0', 'alice', 1, 100)",
+                    [],
+                )
+                .expect("row");
+            transaction
+                .pragma_update(None, "user_version", 1)
+                .expect("version");
+            transaction.commit().expect("commit");
+        }
+        let store = Store::open(&path).expect("migrated");
+        assert_eq!(store.thread("t1"), Some(thread("t1", "alice")));
+        let version: i64 = store
+            .read(|connection| connection.query_row("PRAGMA user_version", [], |row| row.get(0)))
+            .expect("version");
+        assert_eq!(version, SCHEMA_VERSION);
+        assert!(SCHEMA_VERSION >= 2);
+    }
+
+    #[test]
+    fn a_state_dir_keeps_one_id_and_a_broken_one_is_named() {
+        let dir = tempfile::tempdir().expect("dir");
+        let first = home_id(dir.path()).expect("made");
+        assert_eq!(home_id(dir.path()).expect("read"), first);
+        let other = tempfile::tempdir().expect("dir");
+        assert_ne!(home_id(other.path()).expect("made"), first);
+        std::fs::write(dir.path().join(HOME_ID_FILE), "a b\n").expect("write");
+        let error = home_id(dir.path()).expect_err("refused").to_string();
+        assert!(error.contains("home-id"), "{error}");
     }
 
     #[test]

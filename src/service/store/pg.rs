@@ -61,6 +61,8 @@ CREATE TABLE leases (
     expires_ms BIGINT NOT NULL
 );
 "#,
+    // The state dir whose local member holds a thread (see [`ThreadRecord::home`]).
+    "ALTER TABLE threads ADD COLUMN home TEXT;",
 ];
 
 /// The schema this clawbridge writes in PostgreSQL (its own numbering: the shared store has
@@ -369,12 +371,13 @@ fn apply(transaction: &mut postgres::Transaction<'_>, write: Write) -> Result<()
                 )?;
             }
             transaction.execute(
-                "INSERT INTO threads (id, identity, member, owner, session_key, fingerprint, rollout, epoch, gone, last_used)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                "INSERT INTO threads (id, identity, member, owner, session_key, fingerprint, rollout, epoch, gone, last_used, home)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                  ON CONFLICT (id) DO UPDATE SET identity = EXCLUDED.identity, member = EXCLUDED.member,
                    owner = EXCLUDED.owner, session_key = EXCLUDED.session_key,
                    fingerprint = EXCLUDED.fingerprint, rollout = EXCLUDED.rollout,
-                   epoch = EXCLUDED.epoch, gone = EXCLUDED.gone, last_used = EXCLUDED.last_used",
+                   epoch = EXCLUDED.epoch, gone = EXCLUDED.gone, last_used = EXCLUDED.last_used,
+                   home = EXCLUDED.home",
                 &[
                     &thread.id,
                     &thread.identity,
@@ -386,6 +389,7 @@ fn apply(transaction: &mut postgres::Transaction<'_>, write: Write) -> Result<()
                     &(thread.epoch as i64),
                     &thread.gone,
                     &(thread.last_used as i64),
+                    &thread.home,
                 ],
             )?;
         }
@@ -542,7 +546,7 @@ pub(super) fn leases_of(
 }
 
 pub(super) const THREAD_COLUMNS: &str =
-    "id, identity, member, owner, session_key, fingerprint, rollout, epoch, gone, last_used";
+    "id, identity, member, owner, session_key, fingerprint, rollout, epoch, gone, last_used, home";
 
 pub(super) fn thread_of_row(row: &postgres::Row) -> ThreadRecord {
     ThreadRecord {
@@ -556,6 +560,7 @@ pub(super) fn thread_of_row(row: &postgres::Row) -> ThreadRecord {
         epoch: row.get::<_, i64>(7).max(0) as u64,
         gone: row.get(8),
         last_used: row.get::<_, i64>(9).max(0) as u64,
+        home: row.get(10),
     }
 }
 
