@@ -88,6 +88,7 @@ async fn endpoint(
         policy: clawbridge::EndpointPolicy::default(),
         fresh_thread_grace: clawbridge::FRESH_THREAD_GRACE,
         store,
+        home: None,
         max_threads_in_memory: 100_000,
         lease_ttl: clawbridge::DEFAULT_LEASE_TTL,
         new_runtime_identity: false,
@@ -195,6 +196,7 @@ fn main() {
                 member: "local-0@apiKey-1a2b3c4d5e6f7a8b",
                 owner: "alice",
                 rollout: Some(&rollout),
+                home: Some("host-0a1b2c3d4e5f"),
             },
         );
     }

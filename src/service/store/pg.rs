@@ -87,7 +87,7 @@ type Read = Box<dyn FnOnce(&mut postgres::Client) + Send>;
 
 /// A job for the connection's thread.
 pub(super) enum Job {
-    Write(Write),
+    Write(Box<Write>),
     Read(Read),
 }
 
@@ -206,7 +206,7 @@ impl Postgres {
     }
 
     pub(super) fn write(&self, write: Write) {
-        if self.jobs.send(Job::Write(write)).is_err() {
+        if self.jobs.send(Job::Write(Box::new(write))).is_err() {
             tracing::error!(
                 "{}: the state writer is gone; a change was not kept",
                 self.shown
@@ -310,10 +310,10 @@ fn job_loop(
         match job {
             Job::Read(read) => read(&mut client),
             Job::Write(first) => {
-                let mut batch = vec![first];
+                let mut batch = vec![*first];
                 while batch.len() < BATCH {
                     match queue.try_recv() {
-                        Ok(Job::Write(write)) => batch.push(write),
+                        Ok(Job::Write(write)) => batch.push(*write),
                         Ok(read) => {
                             next = Some(read);
                             break;
