@@ -1372,61 +1372,6 @@ async fn a_paused_endpoint_relays_nothing_of_a_thread_another_took() {
     b.end("-TERM").await;
 }
 
-/// Debian's HAProxy (as `scripts/test` installs it) in front of `backends`, TCP mode, every
-/// connection to the first backend that is up (checked every 200 ms): its address.
-struct Haproxy {
-    child: std::process::Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Haproxy {
-    fn start_on(port: u16, backends: &[&str]) -> Haproxy {
-        let bin = std::env::var_os("CLAWBRIDGE_HAPROXY_BIN")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("haproxy"));
-        let dir = tempfile::tempdir().expect("dir");
-        let servers: String = backends
-            .iter()
-            .enumerate()
-            .map(|(index, addr)| {
-                format!("  server endpoint-{index} {addr} check inter 200ms fall 1 rise 2\n")
-            })
-            .collect();
-        let config = dir.path().join("haproxy.cfg");
-        std::fs::write(
-            &config,
-            format!(
-                "global\n  maxconn 256\ndefaults\n  mode tcp\n  timeout connect 2s\n  timeout client 120s\n  timeout server 120s\nfrontend agents\n  bind 127.0.0.1:{port}\n  default_backend endpoints\nbackend endpoints\n  balance first\n{servers}"
-            ),
-        )
-        .expect("config");
-        let child = std::process::Command::new(&bin)
-            .arg("-db")
-            .arg("-f")
-            .arg(&config)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| panic!("{}: {error} (scripts/install-haproxy)", bin.display()));
-        crate::util::wait_until("HAProxy's listener", Duration::from_secs(20), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        Haproxy {
-            child,
-            addr: format!("127.0.0.1:{port}"),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Two endpoints on one PostgreSQL store behind a real HAProxy, one remote member (a real Codex
 /// listener given to account A on both): alice's agent reaches endpoint A through HAProxy and
 /// runs a turn; A is killed with -9; the agent reconnects through HAProxy (to B now) and its
@@ -1450,7 +1395,7 @@ async fn an_endpoint_s_death_costs_its_agent_a_reconnect_through_haproxy() {
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let a = fleet.start(&flags).await;
     let b = fleet.start(&flags).await;
-    let haproxy = Haproxy::start_on(balancer_port, &[&a.addr, &b.addr]);
+    let haproxy = crate::services::Haproxy::start_on(balancer_port, &[&a.addr, &b.addr]);
     let (mut agent, _) = fleet.connect_at(&haproxy.addr, "alice", Some("A")).await;
     let thread = new_thread(&mut agent, &fleet.root).await;
     let done = turn(&mut agent, &thread, "alice says tulip-0").await;

@@ -31,6 +31,7 @@ mod serve;
 mod serve_daemon;
 mod serve_hardening;
 mod serve_security;
+mod services;
 mod skills;
 mod snapshots;
 mod tenants;
