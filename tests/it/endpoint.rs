@@ -336,6 +336,52 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<T> {
         self.sender.flush().await.expect("flush");
     }
 
+    /// [`Client::send`] that says whether it went (the endpoint may be gone).
+    pub(crate) async fn try_send(&mut self, message: Value) -> bool {
+        self.sender.send_text(message.to_string()).await.is_ok()
+            && self.sender.flush().await.is_ok()
+    }
+
+    /// The next message within `limit`: `Err(true)` once the connection is closed (or broken),
+    /// `Err(false)` when nothing came within the limit.
+    pub(crate) async fn try_next(&mut self, limit: Duration) -> Result<Value, bool> {
+        let mut data = Vec::new();
+        match tokio::time::timeout(limit, self.receiver.receive_data(&mut data)).await {
+            Err(_) => Err(false),
+            Ok(Err(_)) => Err(true),
+            Ok(Ok(_)) => {
+                let message: Value = serde_json::from_slice(&data).map_err(|_| true)?;
+                self.seen.push(message.clone());
+                Ok(message)
+            }
+        }
+    }
+
+    /// A request's answer, or why none came ([`Client::try_next`]'s `Err`).
+    pub(crate) async fn try_request(
+        &mut self,
+        method: &str,
+        params: Value,
+        limit: Duration,
+    ) -> Result<Value, bool> {
+        let id = self.next_id;
+        self.next_id += 1;
+        if !self
+            .try_send(json!({"id": id, "method": method, "params": params}))
+            .await
+        {
+            return Err(true);
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let message = self.try_next(left).await?;
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return Ok(message);
+            }
+        }
+    }
+
     /// The next message; `None` once the endpoint closed the connection.
     pub(crate) async fn next(&mut self) -> Option<Value> {
         let mut data = Vec::new();

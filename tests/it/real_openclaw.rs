@@ -452,10 +452,12 @@ fn ws_endpoint(
     transcript: &Path,
     script: &Path,
     otel: &str,
+    extra: &[&str],
 ) -> WsEndpoint {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["app-server", "--listen", listen, "--offline"])
+        .args(extra)
         .args(["--otel-endpoint", otel])
         .args(["--app-servers", "2", "--transcript"])
         .arg(transcript)
@@ -634,11 +636,12 @@ impl PeakSampler {
 
 /// Two OpenClaw agents (alpha and beta, two workspaces, each in its own OpenClaw home so they run
 /// side by side) on OpenClaw's `appServer.transport: "websocket"` (url and `authToken:
-/// "${CODEX_APP_SERVER_TOKEN}"`) against `clawbridge app-server --listen ws://127.0.0.1:0
-/// --offline --app-servers 2`: each runs a plain turn and a tool-call turn (OpenClaw's
-/// `agents_list`, answered back through the endpoint); the threads spread over both members;
-/// transcripts, captures and the conformance log are written; `app-server status` lists the
-/// members; a wrong token is refused and OpenClaw says so (401).
+/// "${CODEX_APP_SERVER_TOKEN}"`) against two `clawbridge app-server --listen ws://127.0.0.1:0
+/// --offline --app-servers 2` on one PostgreSQL and one state dir, behind a real HAProxy (the
+/// "Replicas" issue): each runs a plain turn through endpoint A and a tool-call turn (OpenClaw's
+/// `agents_list`, answered back through the endpoint) through B after A's kill -9, on the same
+/// thread; transcripts, captures and the conformance log are written (one folder for both);
+/// `app-server status` lists the members; a wrong token is refused and OpenClaw says so (401).
 #[test]
 #[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
 fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
@@ -673,6 +676,21 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     let collector = runtime.block_on(crate::otel::Collector::start_forwarding(Some(
         phoenix.url.clone(),
     )));
+    // Two endpoints on one PostgreSQL and one state dir (the homes on shared storage), behind
+    // HAProxy sending every connection to the first that is up: A, on Codex 0.169.0, and B, on
+    // Codex 0.171.0 (the pinned `initialize` answer is the fleet's, in the database).
+    let postgres = crate::util::Postgres::start();
+    let store = postgres.url();
+    let balancer_port = crate::util::free_port();
+    let balancer = format!("127.0.0.1:{balancer_port}");
+    let replica = [
+        "--store",
+        store.as_str(),
+        "--allow-host",
+        balancer.as_str(),
+        "--lease-seconds",
+        "3",
+    ];
     let endpoint = ws_endpoint(
         "ws://127.0.0.1:0",
         &crate::e2e::codex_bin(),
@@ -680,11 +698,31 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         &transcript,
         &script,
         &collector.url,
+        &replica,
     );
-    let endpoint_pid = endpoint.child.id();
-    let memory =
-        PeakSampler::start(move || process_tree(endpoint_pid).into_iter().map(rss_kib).sum());
-    let own_memory = PeakSampler::start(move || rss_kib(endpoint_pid));
+    let standby = ws_endpoint(
+        "ws://127.0.0.1:0",
+        &crate::e2e::codex_bin_of("0.171.0"),
+        &token_file,
+        &transcript,
+        &script,
+        &collector.url,
+        &replica,
+    );
+    let (a_addr, b_addr) = (
+        endpoint.url.trim_start_matches("ws://").to_string(),
+        standby.url.trim_start_matches("ws://").to_string(),
+    );
+    let haproxy = crate::services::Haproxy::start_on(balancer_port, &[&a_addr, &b_addr]);
+    let through = format!("ws://{}", haproxy.addr);
+    let pids = [endpoint.child.id(), standby.child.id()];
+    let memory = PeakSampler::start(move || {
+        pids.iter()
+            .flat_map(|pid| process_tree(*pid))
+            .map(rss_kib)
+            .sum()
+    });
+    let own_memory = PeakSampler::start(move || pids.iter().map(|pid| rss_kib(*pid)).sum());
     // The second agent's workspace: the fixture with its own identity.
     let beta_workspace = dir.path().join("workspace-beta");
     copy_tree(&repo_root().join("fixtures/workspace"), &beta_workspace);
@@ -726,26 +764,23 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
             .map(|run| run.join().expect("agent run"))
             .collect::<Vec<(String, Value, std::time::Duration)>>()
     };
-    let plain = turns(&endpoint.url, &|agent| format!("{agent}: say hello"), true);
-    // The endpoint is killed with -9 between each agent's two runs and started again on the
-    // same state dir and port, its members upgraded to Codex 0.171.0: each agent's next run
-    // resumes the same Codex thread, its earlier words in the model's request (checked below),
-    // as if nothing had happened (OpenClaw's plugin starts a new thread when the `initialize`
-    // answer changes; the endpoint's stays pinned).
+    let plain = turns(&through, &|agent| format!("{agent}: say hello"), true);
+    // Endpoint A is killed with -9 between each agent's two runs: HAProxy sends the next runs
+    // to B, whose members run Codex 0.171.0. Each agent's next run resumes the same Codex
+    // thread (once A's lease ran out), its earlier words in the model's request (checked
+    // below), as if nothing had happened (OpenClaw's plugin starts a new thread when the
+    // `initialize` answer changes; the fleet's stays pinned).
     let mut endpoint = endpoint;
     endpoint.kill_hard();
-    let url = endpoint.url.clone();
-    let endpoint = ws_endpoint(
-        &url,
-        &crate::e2e::codex_bin_of("0.171.0"),
-        &token_file,
-        &transcript,
-        &script,
-        &collector.url,
+    crate::util::wait_until(
+        "HAProxy finds A down",
+        std::time::Duration::from_secs(5),
+        || std::net::TcpStream::connect(&a_addr).is_err(),
     );
-    assert_eq!(endpoint.url, url, "the same port");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let endpoint = standby;
     let tool = turns(
-        &endpoint.url,
+        &through,
         &|agent| format!("{agent}: which agents are there?"),
         false,
     );
@@ -987,11 +1022,11 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         "the client is named: {conformance}"
     );
     let (peak, own) = (memory.peak_mib(), own_memory.peak_mib());
-    eprintln!("MEASURE: clawbridge app-server with its 2 members, peak RSS over the run: {peak:.0} MiB (clawbridge itself: {own:.0} MiB)");
+    eprintln!("MEASURE: two clawbridge app-servers with their members, peak RSS over the run: {peak:.0} MiB (clawbridge itself: {own:.0} MiB)");
 
     let (ok, stdout, stderr) = openclaw_ws_turn(
         &dir.path().join("refused"),
-        &endpoint.url,
+        &through,
         "not-the-token-0123456789",
         "ws-refused",
         &["--fresh"],

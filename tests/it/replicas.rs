@@ -64,6 +64,18 @@ fn two_stores_on_one_database_see_one_fleet_and_never_show_its_password() {
         b.runtime("endpoint").as_deref(),
         Some(r#"{"userAgent":"x/0.169.0"}"#)
     );
+    // Two endpoints pinning their members' answers at once: the first pinned is everyone's
+    // (a later one on newer members never replaces it).
+    assert_eq!(
+        a.pin_runtime("pinned-together", r#"{"userAgent":"x/0.169.0"}"#)
+            .as_deref(),
+        Some(r#"{"userAgent":"x/0.169.0"}"#)
+    );
+    assert_eq!(
+        b.pin_runtime("pinned-together", r#"{"userAgent":"x/0.171.0"}"#)
+            .as_deref(),
+        Some(r#"{"userAgent":"x/0.169.0"}"#)
+    );
     assert_eq!(b.members().len(), 1);
     assert_eq!(b.thread_count(), 2);
     // B moves the session to a new thread: A sees the old one unbound.

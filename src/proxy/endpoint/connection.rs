@@ -71,7 +71,7 @@ impl Connection {
         let (out, mut queue) =
             crate::support::queue::byte_queue::<String>(CLIENT_QUEUE_BYTES, Some(CLIENT_QUEUE));
         let cancel = shared.cancel.child_token();
-        let number = shared.opened.fetch_add(1, Ordering::SeqCst) + 1;
+        let number = shared.connection_number();
         tracing::info!("client connection {number} opened ({})", caller.name);
         let (transcript, transcript_task) = match &shared.transcript {
             Some(dir) => {

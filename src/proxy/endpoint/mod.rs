@@ -549,6 +549,29 @@ impl Endpoint {
 }
 
 impl Shared {
+    /// The next connection's number. With a transcript folder, its `connection-N` folder is
+    /// made here, and a number whose folder exists is passed over: another endpoint writing to
+    /// the same folder (several endpoints on shared storage) took it.
+    fn connection_number(&self) -> usize {
+        for _ in 0..10_000 {
+            let number = self.opened.fetch_add(1, Ordering::SeqCst) + 1;
+            let Some(dir) = &self.transcript else {
+                return number;
+            };
+            let made = {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(dir.join(format!("connection-{number}")))
+            };
+            match made {
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                _ => return number,
+            }
+        }
+        self.opened.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
     /// The identity a login runs as: with named accounts, the account its key is listed under
     /// (a rotated key reaches the account's home and threads); a key removed from its account,
     /// or (unless `--unnamed-accounts`) a key of no account, is refused, saying how to add it.

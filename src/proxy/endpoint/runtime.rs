@@ -20,6 +20,8 @@ const SCOPE: &str = "app-server initialize";
 
 pub(super) struct PinnedRuntime {
     store: Option<Arc<Store>>,
+    /// `--new-runtime-identity`: the first member answer replaces the stored one.
+    renew: bool,
     pinned: Mutex<Option<String>>,
     /// Member answers already told apart from the pinned one (each logged once).
     differing: Mutex<HashSet<String>>,
@@ -34,6 +36,7 @@ impl PinnedRuntime {
         };
         PinnedRuntime {
             store,
+            renew,
             pinned: Mutex::new(pinned),
             differing: Mutex::new(HashSet::new()),
         }
@@ -54,11 +57,25 @@ impl PinnedRuntime {
                 answer.clone()
             }
             None => {
-                if let Some(store) = &self.store {
-                    store.put_runtime(SCOPE, &own);
+                // Pinned unless pinned already: endpoints of a shared store that start
+                // together (or one on older members) all answer with the one pinned first.
+                let answer = match &self.store {
+                    Some(store) if self.renew => {
+                        store.put_runtime(SCOPE, &own);
+                        own.clone()
+                    }
+                    Some(store) => store
+                        .pin_runtime(SCOPE, &own)
+                        .unwrap_or_else(|| own.clone()),
+                    None => own.clone(),
+                };
+                if answer != own && lock(&self.differing).insert(own.clone()) {
+                    tracing::warn!(
+                        "an app-server answers `initialize` with {own}, not the pinned {answer}; clients keep the pinned answer, so their threads stay bound (restart with --new-runtime-identity to take the new one)"
+                    );
                 }
-                *pinned = Some(own.clone());
-                own
+                *pinned = Some(answer.clone());
+                answer
             }
         }
     }

@@ -193,9 +193,19 @@ pub fn home_id(state: &Path) -> Result<String, StoreError> {
             );
             crate::support::fs::create_private_dir(state)
                 .map_err(|error| failed(error.to_string()))?;
-            crate::support::fs::write_private(&path, format!("{id}\n").as_bytes())
+            // Written whole beside it, then linked into place only if no other endpoint
+            // starting on this state dir at the same moment made one first (then its id is
+            // this one's too).
+            let temp = state.join(format!("{HOME_ID_FILE}.{}.tmp", std::process::id()));
+            crate::support::fs::write_private(&temp, format!("{id}\n").as_bytes())
                 .map_err(|error| failed(format!("{error:#}")))?;
-            Ok(id)
+            let linked = std::fs::hard_link(&temp, &path);
+            let _ = std::fs::remove_file(&temp);
+            match linked {
+                Ok(()) => Ok(id),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => home_id(state),
+                Err(error) => Err(failed(error.to_string())),
+            }
         }
         Err(error) => Err(failed(format!("{error:#}"))),
     }
@@ -771,6 +781,29 @@ impl Store {
     }
 
     /// The pinned `initialize` answer of `scope`.
+    /// Pin `answer` under `scope` unless an answer is pinned there already (another endpoint of
+    /// a shared store pinned first): the answer pinned, whichever it is. `None`: the database
+    /// did not answer (the caller keeps its own for now).
+    pub fn pin_runtime(&self, scope: &str, answer: &str) -> Option<String> {
+        if !self.is_shared() {
+            if let Some(pinned) = self.runtime(scope) {
+                return Some(pinned);
+            }
+            self.put_runtime(scope, answer);
+            return Some(answer.to_string());
+        }
+        let (scope, answer) = (scope.to_string(), answer.to_string());
+        self.read_pg(move |client| {
+            client.execute(
+                "INSERT INTO runtime (scope, answer) VALUES ($1, $2) ON CONFLICT (scope) DO NOTHING",
+                &[&scope, &answer],
+            )?;
+            client
+                .query_one("SELECT answer FROM runtime WHERE scope = $1", &[&scope])
+                .map(|row| row.get(0))
+        })
+    }
+
     pub fn runtime(&self, scope: &str) -> Option<String> {
         if self.is_shared() {
             let scope = scope.to_string();
