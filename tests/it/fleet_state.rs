@@ -1381,6 +1381,28 @@ async fn a_paused_endpoint_relays_nothing_of_a_thread_another_took() {
         "{status}"
     );
     assert!(leases["fleet"][endpoint].as_u64() >= Some(1), "{status}");
+    // Each thread of the fleet with its holder and epoch.
+    let listed = leases["threads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|lease| lease["thread"] == thread.as_str())
+        .unwrap_or_else(|| panic!("the thread's lease is listed: {status}"));
+    assert_eq!(listed["holder"], endpoint, "{status}");
+    assert_eq!(listed["epoch"], 2, "{status}");
+    let (code, shown, _) = crate::util::run_cli(&[
+        "app-server",
+        "status",
+        "--listen",
+        &format!("ws://{}", b.addr),
+        "--token-file",
+        &fleet.state.join("app-server-token").display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains(&format!("thread {thread} held by")) && shown.contains("epoch 2"),
+        "{shown}"
+    );
 
     // A wakes: nothing of B's turn reaches alice's connection on A; she hears thread/closed.
     let _ = std::process::Command::new("kill")

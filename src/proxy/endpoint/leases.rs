@@ -92,6 +92,19 @@ impl Leases {
             ttl_seconds: self.ttl.as_secs(),
             held,
             fleet: self.store.live_lease_holders().into_iter().collect(),
+            threads: self
+                .store
+                .live_leases(super::status::SHOWN_FLEET_LEASES)
+                .into_iter()
+                .map(
+                    |(thread, holder, epoch, left_ms)| super::status::FleetLease {
+                        thread,
+                        holder,
+                        epoch,
+                        seconds_left: u64::try_from(left_ms.max(0)).unwrap_or(0).div_ceil(1000),
+                    },
+                )
+                .collect(),
         }
     }
 

@@ -70,6 +70,24 @@ pub struct LeasesStatus {
     pub held: Vec<HeldLease>,
     /// Every endpoint holding a live lease, with how many (this one included).
     pub fleet: BTreeMap<String, usize>,
+    /// The fleet's live leases, each thread's holder and epoch (at most
+    /// [`SHOWN_FLEET_LEASES`], those ending soonest first).
+    #[serde(default)]
+    pub threads: Vec<FleetLease>,
+}
+
+/// The fleet's leases `app-server status` lists at most.
+pub const SHOWN_FLEET_LEASES: usize = 200;
+
+/// One live lease of the fleet in [`LeasesStatus`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetLease {
+    pub thread: String,
+    pub holder: String,
+    pub epoch: u64,
+    /// Seconds left (rounded up).
+    pub seconds_left: u64,
 }
 
 /// One lease in [`LeasesStatus`].
@@ -330,6 +348,24 @@ pub fn render_status_text(status: &Value) -> String {
                 fleet.join(", ")
             }
         );
+        let threads = list(&leases["threads"]);
+        for lease in threads.iter().take(20) {
+            let _ = writeln!(
+                out,
+                "           thread {} held by {} (epoch {}, {} s left)",
+                text(&lease["thread"]),
+                cut(text(&lease["holder"]), 40),
+                count(&lease["epoch"]),
+                count(&lease["secondsLeft"])
+            );
+        }
+        if threads.len() > 20 {
+            let _ = writeln!(
+                out,
+                "           and {} more (--json lists them)",
+                threads.len() - 20
+            );
+        }
     }
     let _ = writeln!(
         out,

@@ -552,6 +552,16 @@ impl Store {
         self.read_pg(pg::live_lease_holders).unwrap_or_default()
     }
 
+    /// The fleet's live leases, at most `limit`: (thread, holder, epoch, milliseconds left).
+    pub fn live_leases(&self, limit: usize) -> Vec<(String, String, u64, i64)> {
+        if !self.is_shared() {
+            return Vec::new();
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read_pg(move |client| pg::live_leases(client, limit))
+            .unwrap_or_default()
+    }
+
     /// Let `holder`'s leases of `threads` go.
     pub fn release_leases(&self, holder: &str, threads: Vec<String>) {
         if !self.is_shared() {

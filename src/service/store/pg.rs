@@ -521,6 +521,31 @@ pub(super) fn live_lease_holders(
         .collect())
 }
 
+/// The live leases of the fleet, at most `limit`, the ones ending soonest first: (thread,
+/// holder, epoch, milliseconds left).
+pub(super) fn live_leases(
+    client: &mut postgres::Client,
+    limit: i64,
+) -> Result<Vec<(String, String, u64, i64)>, postgres::Error> {
+    let rows = client.query(
+        &format!(
+            "SELECT thread, holder, epoch, expires_ms - {NOW_MS} FROM leases WHERE expires_ms > {NOW_MS} ORDER BY expires_ms, thread LIMIT $1"
+        ),
+        &[&limit],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            (
+                row.get(0),
+                row.get(1),
+                row.get::<_, i64>(2).max(0) as u64,
+                row.get(3),
+            )
+        })
+        .collect())
+}
+
 /// The leases of `threads`: (thread, holder, epoch, milliseconds left, negative once expired).
 pub(super) fn leases_of(
     client: &mut postgres::Client,
