@@ -1683,7 +1683,7 @@ async fn soak_agent(
 /// Then: no turn left unanswered on an open connection, no model request on another account's
 /// key, no thread held by both endpoints at once, each agent's own thread still its own (the
 /// other refused on it) and its last turn carrying its first. The counts are printed
-/// (`CLAWBRIDGE_SOAK_SECS`, 20 by default).
+/// (`CLAWBRIDGE_SOAK_SECS`, 12 by default; the closing note's counts are from a longer run).
 #[ignore = "pairs with the Codex CLI, PostgreSQL and HAProxy: scripts/test installs them and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key() {
@@ -1692,7 +1692,7 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
     let secs: u64 = std::env::var("CLAWBRIDGE_SOAK_SECS")
         .ok()
         .and_then(|secs| secs.parse().ok())
-        .unwrap_or(20);
+        .unwrap_or(12);
     let server = crate::util::Postgres::start();
     let url = server.url();
     let fleet = Fleet::new(&["alice", "bob"]).await;
