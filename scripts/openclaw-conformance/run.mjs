@@ -603,6 +603,28 @@ function compareTimezone(index) {
   check(group, `zone ${JSON.stringify(written)}: ${JSON.stringify(ours)} vs ${JSON.stringify(theirs)}`, same);
 }
 
+// The Runtime line's default model as both resolve it (`resolveDefaultModelForAgent`): the agent
+// entry's own `model` first, then `agents.defaults.model`, each a string or `{primary, fallbacks}`;
+// an entry without a primary leaves the defaults' in place.
+function compareDefaultModel(index) {
+  const group = `default-model#${index}`;
+  const form = (model) => (random() < 0.5 ? model : { primary: model, fallbacks: ["openai/gpt-5.4"] });
+  const defaults = pick(["openai/gpt-5.4-mini", "anthropic/claude-x", "openai/gpt-5.5"]);
+  const own = pick([undefined, "openai/gpt-5.4", "anthropic/claude-y", "no-primary"]);
+  const agent = pick(["main", "ops"]);
+  const list = [{ id: "ops", workspace: "/tmp/ops" }];
+  if (own === "no-primary") list[0].model = { fallbacks: ["openai/gpt-5.4"] };
+  else if (own) list[0].model = form(own);
+  const config = { agents: { defaults: { model: form(defaults) }, list } };
+  const dir = workspace({ "AGENTS.md": "Agents." });
+  const line = clawbridge("prompt", { workspace: dir, harness: "embedded", config, agentId: agent, model: "anthropic/claude-x", tools: [{ name: "read" }] })
+    .split("\n").find((text) => text.startsWith("Runtime: "));
+  const ours = line?.split(" | ").find((part) => part.startsWith("default_model="))?.slice("default_model=".length);
+  const ref = oc.resolveDefaultModelForAgent({ cfg: config, agentId: agent });
+  const theirs = `${ref.provider}/${ref.model}`;
+  check(group, `agent ${agent}, ${JSON.stringify(config.agents)}: ${JSON.stringify(ours)} vs ${JSON.stringify(theirs)}`, ours === theirs);
+}
+
 // Sections where clawbridge follows the seed page rather than this OpenClaw build.
 const SECTION_DEVIATIONS = {
   "## Assistant Output Directives": { placement: "seed-dynamic-suffix" },
@@ -721,6 +743,7 @@ for (const trigger of ["user", "heartbeat", "cron"]) for (const memory of [false
 for (const trigger of ["user", "heartbeat"]) compareSurfaces(++index, trigger);
 for (let round = 0; round < 8; round += 1) compareModelAliases(++index);
 for (let round = 0; round < 12; round += 1) compareTimezone(++index);
+for (let round = 0; round < 12; round += 1) compareDefaultModel(++index);
 for (let round = 0; round < 60; round += 1) compareConfigGates(++index);
 
 const deviationCount = Object.values(tally.deviations).reduce((sum, count) => sum + count, 0);

@@ -55,7 +55,6 @@ config_keys! {
         DEFAULT_WORKSPACE = "agents.defaults.workspace",
         REPO_ROOT = "agents.defaults.repoRoot",
         USER_TIMEZONE = "agents.defaults.userTimezone",
-        DEFAULT_MODEL = "agents.defaults.model",
         MODELS = "agents.defaults.models",
         SANDBOX = "agents.defaults.sandbox",
         SKILLS_ALLOW_BUNDLED = "skills.allowBundled",
@@ -87,6 +86,7 @@ config_keys! {
         HEARTBEAT_EVERY = "heartbeat.every",
         HEARTBEAT_IN_PROMPT = "heartbeat.includeSystemPromptSection",
         HEARTBEAT_PROMPT = "heartbeat.prompt",
+        MODEL = "model",
     }
     list_keys {
         "agents.list[].id",

@@ -103,6 +103,33 @@ impl OpenClawConfig {
     }
 
     /// The `agents.list[]` entry of `agent_id`, if any.
+    /// The agent's default model as OpenClaw resolves it for the Runtime line: the agent
+    /// entry's own `model` when it names a primary, else `agents.defaults.model`'s; each written
+    /// either as a string (`"openai/gpt-5.4-mini"`) or as `{primary, fallbacks}`.
+    pub fn default_model(&self, agent_id: &str) -> Option<String> {
+        let primary = |value: &Value| {
+            match value {
+                Value::String(model) => Some(model.trim().to_string()),
+                Value::Object(model) => model
+                    .get("primary")
+                    .and_then(Value::as_str)
+                    .map(|model| model.trim().to_string()),
+                _ => None,
+            }
+            .filter(|model| !model.is_empty())
+        };
+        self.agent_entry(agent_id)
+            .and_then(|entry| dotted_get(entry, keys::MODEL.name()))
+            .and_then(primary)
+            .or_else(|| {
+                dotted_get(
+                    &self.root,
+                    &format!("agents.defaults.{}", keys::MODEL.name()),
+                )
+                .and_then(primary)
+            })
+    }
+
     pub fn agent_entry(&self, agent_id: &str) -> Option<&Value> {
         self.get(keys::AGENTS_LIST)?
             .as_array()?
@@ -540,6 +567,47 @@ fn unit_ms(unit: &str) -> f64 {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_default_model_is_the_agent_s_own_then_the_defaults_in_either_form() {
+        let config = |value: Value| OpenClawConfig::new(value);
+        let defaults_string =
+            config(json!({"agents": {"defaults": {"model": "openai/gpt-5.4-mini"}}}));
+        assert_eq!(
+            defaults_string.default_model("main").as_deref(),
+            Some("openai/gpt-5.4-mini")
+        );
+        let both = config(json!({"agents": {
+            "defaults": {"model": {"primary": "openai/gpt-5.5", "fallbacks": ["x/y"]}},
+            "list": [
+                {"id": "ops", "model": "anthropic/claude-x"},
+                {"id": "Research", "model": {"primary": "openai/gpt-5.4"}},
+                {"id": "quiet", "model": {"fallbacks": ["x/y"]}}
+            ]
+        }}));
+        assert_eq!(
+            both.default_model("main").as_deref(),
+            Some("openai/gpt-5.5")
+        );
+        assert_eq!(
+            both.default_model("ops").as_deref(),
+            Some("anthropic/claude-x")
+        );
+        assert_eq!(
+            both.default_model("research").as_deref(),
+            Some("openai/gpt-5.4")
+        );
+        // An entry without a primary leaves the defaults' in place.
+        assert_eq!(
+            both.default_model("quiet").as_deref(),
+            Some("openai/gpt-5.5")
+        );
+        assert_eq!(config(json!({})).default_model("main"), None);
+        assert_eq!(
+            config(json!({"agents": {"defaults": {"model": " "}}})).default_model("main"),
+            None
+        );
+    }
 
     #[test]
     fn per_agent_limits_override_defaults() {

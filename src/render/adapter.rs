@@ -434,12 +434,7 @@ pub fn prompt_inputs(
             arch: options.host.arch.clone(),
             node: text(&run.runtime.node),
             model: Some(run.model.clone()),
-            default_model: run
-                .config
-                .get(crate::config::keys::DEFAULT_MODEL)
-                .and_then(|model| model.get("primary"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            default_model: run.config.default_model(&run.agent_id),
             shell: options.host.shell.clone(),
             channel: text(&channel.name),
             capabilities: texts(&channel.capabilities),

@@ -586,14 +586,25 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
         ]));
     }
     if full && (has_message_tool || inputs.delivery_mode != SourceReplyDelivery::MessageToolOnly) {
-        let how = match inputs.delivery_mode {
-            SourceReplyDelivery::MessageToolOnly => "Use OpenClaw's compact reply directives inside `message` sends to attach files, send voice notes or reply to a specific message.",
-            SourceReplyDelivery::Automatic => "Use OpenClaw's compact reply directives in your reply to attach files, send voice notes or reply to a specific message.",
+        // The literal tokens are OpenClaw's reply pipeline's (it parses them and strips them
+        // before rendering): fixed, whatever the wording around them.
+        let how: &[&str] = match inputs.delivery_mode {
+            SourceReplyDelivery::MessageToolOnly => &[
+                "Your visible output goes out through `message(action=send)`: attach, voice and reply with the tool's own fields, not with reply directives.",
+                "- Files and images (your tools' output included): `media` for one, `attachments: [{media: ...}]` for several; never `MEDIA:` lines.",
+                "- Audio as a voice note: `asVoice`.",
+                "- A reply to a specific message: `replyTo`.",
+            ],
+            SourceReplyDelivery::Automatic => &[
+                "OpenClaw reads these directives in your final reply and removes them before it is shown; the channel's settings still decide what is delivered.",
+                "- Attach a file or image (your tools' output included): `MEDIA:<path-or-url>`, alone on its own line, as plain text (not in code, bold or a sentence); one line per attachment.",
+                "- Send attached audio as a voice note: `[[audio_as_voice]]`.",
+                "- Reply to the message you are answering: start with `[[reply_to_current]]`; to reply to another message, `[[reply_to:<id>]]` with its explicit id only.",
+            ],
         };
-        dynamic.push(vec![
-            "## Assistant Output Directives".to_string(),
-            how.to_string(),
-        ]);
+        let mut section = vec!["## Assistant Output Directives".to_string()];
+        section.extend(how.iter().map(|line| line.to_string()));
+        dynamic.push(section);
     }
     let silent = inputs.silent_reply_mode == SilentReplyMode::Generic;
     if full {
