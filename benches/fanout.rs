@@ -25,16 +25,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawbridge::{resolve_native_binary, OfflineHome, ResponsesStub, StubScript};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[path = "common/offline_turn.rs"]
 #[allow(dead_code)]
 mod offline_turn;
 use offline_turn::{codex_bin, OfflineTurn};
+#[path = "common/timing.rs"]
+#[allow(dead_code)]
+mod timing;
+use timing::percentile;
 #[path = "common/line.rs"]
 mod line;
-use line::{request, Line, Socket};
+use line::{timed_session, Line, Socket};
 
 const TOKEN: &str = "fanout-bench-token-0123456789abcdef";
 
@@ -128,13 +132,6 @@ struct Figures {
     latencies: Vec<Duration>,
 }
 
-fn percentile(latencies: &[Duration], fraction: f64) -> Duration {
-    let mut sorted = latencies.to_vec();
-    sorted.sort();
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
-}
-
 /// One agent's session: initialize, its thread, `turns` turns one after another; the latency
 /// of each turn (`turn/start` sent to its `turn/completed`).
 async fn agent(
@@ -143,33 +140,10 @@ async fn agent(
     thread_start: &Value,
     turns: usize,
 ) -> Vec<Duration> {
-    request(
-        line,
-        1,
-        "initialize",
-        json!({"clientInfo": {"name": "openclaw", "version": "fanout-bench"}, "capabilities": {"experimentalApi": true}}),
-    )
-    .await;
-    line.send(json!({"method": "initialized"})).await;
-    let started = request(line, 2, "thread/start", thread_start.clone()).await;
-    let thread = started["result"]["thread"]["id"]
-        .as_str()
-        .expect("thread id")
-        .to_string();
-    let mut latencies = Vec::new();
-    for turn in 0..turns {
-        let sent = Instant::now();
-        let params = json!({"threadId": thread, "input": [{"type": "text", "text": format!("agent {agent}, turn {turn}: say hello")}]});
-        request(line, 10 + turn as u64, "turn/start", params).await;
-        loop {
-            let message = line.next().await;
-            if message["method"] == "turn/completed" && message["params"]["threadId"] == thread {
-                break;
-            }
-        }
-        latencies.push(sent.elapsed());
-    }
-    latencies
+    timed_session(line, "fanout-bench", thread_start, turns, |turn| {
+        format!("agent {agent}, turn {turn}: say hello")
+    })
+    .await
 }
 
 /// An agent on an app-server's stdio.

@@ -14,29 +14,24 @@
 //! `cargo bench --bench replicas -- [--rounds 4] [--agents 4] [--turns 8]`.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-use serde_json::json;
+use std::time::Duration;
 
 #[path = "common/offline_turn.rs"]
 #[allow(dead_code)]
 mod offline_turn;
 use offline_turn::{codex_bin, OfflineTurn};
+#[path = "common/timing.rs"]
+#[allow(dead_code)]
+mod timing;
+use timing::percentile;
 #[path = "common/line.rs"]
 mod line;
-use line::{request, Line, Socket};
+use line::{timed_session, Socket};
 #[path = "../tests/it/services.rs"]
 #[allow(dead_code)]
 mod services;
 
 const TOKEN: &str = "replicas-bench-token-0123456789abcdef";
-
-fn percentile(latencies: &[Duration], fraction: f64) -> Duration {
-    let mut sorted = latencies.to_vec();
-    sorted.sort();
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
-}
 
 fn flag(args: &[String], name: &str, default: usize) -> usize {
     args.iter()
@@ -99,33 +94,14 @@ async fn endpoint(offline: &OfflineTurn, state: &Path, members: usize, flags: &[
 /// One agent's session through `addr`: a new thread and `turns` turns; each turn's latency.
 async fn session(addr: &str, offline: &OfflineTurn, turns: usize) -> Vec<Duration> {
     let mut line = Socket::connect_with(TOKEN, addr).await;
-    request(
+    timed_session(
         &mut line,
-        1,
-        "initialize",
-        json!({"clientInfo": {"name": "openclaw", "version": "replicas-bench"}}),
+        "replicas-bench",
+        &offline.thread_start,
+        turns,
+        |turn| format!("turn {turn}: say hello"),
     )
-    .await;
-    line.send(json!({"method": "initialized"})).await;
-    let started = request(&mut line, 2, "thread/start", offline.thread_start.clone()).await;
-    let thread = started["result"]["thread"]["id"]
-        .as_str()
-        .expect("thread")
-        .to_string();
-    let mut latencies = Vec::new();
-    for turn in 0..turns {
-        let sent = Instant::now();
-        let params = json!({"threadId": thread, "input": [{"type": "text", "text": format!("turn {turn}: say hello")}]});
-        request(&mut line, 10 + turn as u64, "turn/start", params).await;
-        loop {
-            let message = line.next().await;
-            if message["method"] == "turn/completed" && message["params"]["threadId"] == thread {
-                break;
-            }
-        }
-        latencies.push(sent.elapsed());
-    }
-    latencies
+    .await
 }
 
 /// `agents` sessions at once through `addr`: every turn's latency.

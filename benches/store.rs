@@ -15,24 +15,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawbridge::{Endpoint, EndpointSettings, FleetConfig, ListenAddr, PoolConfig, StallSettings};
-use serde_json::json;
 
 #[path = "common/offline_turn.rs"]
 #[allow(dead_code)]
 mod offline_turn;
 use offline_turn::{codex_bin, OfflineTurn};
+#[path = "common/timing.rs"]
+#[allow(dead_code)]
+mod timing;
+use timing::percentile;
 #[path = "common/line.rs"]
 mod line;
-use line::{request, Line, Socket};
+use line::{timed_session, Socket};
 
 const TOKEN: &str = "store-bench-token-0123456789abcdef";
-
-fn percentile(latencies: &[Duration], fraction: f64) -> Duration {
-    let mut sorted = latencies.to_vec();
-    sorted.sort();
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
-}
 
 fn flag(args: &[String], name: &str, default: usize) -> usize {
     args.iter()
@@ -103,33 +99,14 @@ async fn endpoint(
 async fn session(endpoint: &Endpoint, offline: &OfflineTurn, turns: usize) -> Vec<Duration> {
     let addr = endpoint.tcp_addr().expect("tcp").to_string();
     let mut line = Socket::connect_with(TOKEN, &addr).await;
-    request(
+    timed_session(
         &mut line,
-        1,
-        "initialize",
-        json!({"clientInfo": {"name": "openclaw", "version": "store-bench"}}),
+        "store-bench",
+        &offline.thread_start,
+        turns,
+        |turn| format!("turn {turn}: say hello"),
     )
-    .await;
-    line.send(json!({"method": "initialized"})).await;
-    let started = request(&mut line, 2, "thread/start", offline.thread_start.clone()).await;
-    let thread = started["result"]["thread"]["id"]
-        .as_str()
-        .expect("thread")
-        .to_string();
-    let mut latencies = Vec::new();
-    for turn in 0..turns {
-        let sent = Instant::now();
-        let params = json!({"threadId": thread, "input": [{"type": "text", "text": format!("turn {turn}: say hello")}]});
-        request(&mut line, 10 + turn as u64, "turn/start", params).await;
-        loop {
-            let message = line.next().await;
-            if message["method"] == "turn/completed" && message["params"]["threadId"] == thread {
-                break;
-            }
-        }
-        latencies.push(sent.elapsed());
-    }
-    latencies
+    .await
 }
 
 fn main() {

@@ -1,6 +1,8 @@
 //! One agent's side of Codex's app-server protocol for the benches: a request and its answer
 //! over any line (an app-server's stdio, the endpoint's WebSocket), and the WebSocket itself.
 
+use std::time::{Duration, Instant};
+
 use serde_json::{json, Value};
 
 /// Send a message; read the next one.
@@ -20,6 +22,45 @@ pub async fn request(line: &mut impl Line, id: u64, method: &str, params: Value)
             return message;
         }
     }
+}
+
+/// One agent's session on `line`: initialize (as OpenClaw, version `version`), a thread started
+/// with `thread_start`, and `turns` turns one after another (`text` says each one's message); the
+/// latency of each turn (`turn/start` sent to its `turn/completed`).
+pub async fn timed_session(
+    line: &mut impl Line,
+    version: &str,
+    thread_start: &Value,
+    turns: usize,
+    text: impl Fn(usize) -> String,
+) -> Vec<Duration> {
+    request(
+        line,
+        1,
+        "initialize",
+        json!({"clientInfo": {"name": "openclaw", "version": version}, "capabilities": {"experimentalApi": true}}),
+    )
+    .await;
+    line.send(json!({"method": "initialized"})).await;
+    let started = request(line, 2, "thread/start", thread_start.clone()).await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .expect("thread id")
+        .to_string();
+    let mut latencies = Vec::new();
+    for turn in 0..turns {
+        let sent = Instant::now();
+        let params = json!({"threadId": thread, "input": [{"type": "text", "text": text(turn)}]});
+        request(line, 10 + turn as u64, "turn/start", params).await;
+        loop {
+            let message = line.next().await;
+            if message["method"] == "turn/completed" && message["params"]["threadId"] == thread {
+                break;
+            }
+        }
+        latencies.push(sent.elapsed());
+    }
+    latencies
 }
 
 /// An agent on the endpoint's WebSocket.

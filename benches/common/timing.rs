@@ -3,6 +3,15 @@
 
 use std::time::{Duration, Instant};
 
+/// The `fraction` percentile of `latencies` (nearest rank; zero when there are none).
+#[allow(dead_code)] // not every bench that times work reports percentiles
+pub fn percentile(latencies: &[Duration], fraction: f64) -> Duration {
+    let mut sorted = latencies.to_vec();
+    sorted.sort();
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted.get(index).copied().unwrap_or_default()
+}
+
 pub fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]

@@ -227,6 +227,29 @@ pub(crate) async fn turn(client: &mut Ws, thread: &str, text: &str) -> Value {
     done
 }
 
+/// `thread/resume` of `thread`, asked again every 200 ms while it is refused (another
+/// endpoint's lease running out), for up to 20 s: the last answer.
+async fn resume_once_free(client: &mut Ws, thread: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let resumed = client
+            .request("thread/resume", json!({"threadId": thread}))
+            .await;
+        if resumed["result"].is_object() || tokio::time::Instant::now() > deadline {
+            return resumed;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// [`resume_once_free`], which must give the thread back, then a turn that must complete.
+async fn resume_and_turn(client: &mut Ws, thread: &str, text: &str) {
+    let resumed = resume_once_free(client, thread).await;
+    assert_eq!(resumed["result"]["thread"]["id"], thread, "{resumed}");
+    let done = turn(client, thread, text).await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+}
+
 async fn new_thread(client: &mut Ws, cwd: &Path) -> String {
     let started = client
         .request(
@@ -883,24 +906,8 @@ async fn two_endpoints_on_one_postgres_serve_one_fleet() {
         .await;
     assert!(held["error"].is_object(), "{held}");
     a.end("-KILL").await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let resumed = loop {
-        let resumed = alice
-            .request("thread/resume", json!({"threadId": hers}))
-            .await;
-        if resumed["result"].is_object() || tokio::time::Instant::now() > deadline {
-            break resumed;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert_eq!(
-        resumed["result"]["thread"]["id"],
-        hers.as_str(),
-        "{resumed}"
-    );
     fleet.requests();
-    let done = turn(&mut alice, &hers, "alice says tulip-1").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    resume_and_turn(&mut alice, &hers, "alice says tulip-1").await;
     let requests = fleet.requests();
     let mine: Vec<&(String, String)> = requests
         .iter()
@@ -982,24 +989,8 @@ async fn a_thread_on_a_dead_endpoint_s_local_member_is_reported_never_begun_agai
     // A again, on its own state dir: the thread is neither gone nor another's.
     let a = fleet.start(&flags).await;
     let (mut alice, _) = fleet.connect(&a, "alice", Some("A")).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let resumed = loop {
-        let resumed = alice
-            .request("thread/resume", json!({"threadId": hers}))
-            .await;
-        if resumed["result"].is_object() || tokio::time::Instant::now() > deadline {
-            break resumed;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert_eq!(
-        resumed["result"]["thread"]["id"],
-        hers.as_str(),
-        "{resumed}"
-    );
     fleet.requests();
-    let done = turn(&mut alice, &hers, "alice says heron-1").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    resume_and_turn(&mut alice, &hers, "alice says heron-1").await;
     let requests = fleet.requests();
     assert!(
         requests
