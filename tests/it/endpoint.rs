@@ -288,7 +288,8 @@ pub(crate) struct Client<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin
     pub(crate) seen: Vec<Value>,
 }
 
-/// Upgrade `io` with the test token (`host` as the `Host` header); the handshake's status.
+/// Upgrade `io` with the test token (`host` as the `Host` header); the handshake's status (`0`:
+/// the connection closed before any answer, as a balancer whose backend is down does).
 pub(crate) async fn ws_client<T>(io: T, host: &str, token: &str) -> Result<Client<T>, u16>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
@@ -301,7 +302,10 @@ where
         value: bearer.as_bytes(),
     }];
     client.set_headers(&headers);
-    match client.handshake().await.expect("handshake") {
+    let Ok(answer) = client.handshake().await else {
+        return Err(0);
+    };
+    match answer {
         soketto::handshake::ServerResponse::Accepted { .. } => {}
         soketto::handshake::ServerResponse::Rejected { status_code } => return Err(status_code),
         soketto::handshake::ServerResponse::Redirect { status_code, .. } => {
