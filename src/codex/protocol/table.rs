@@ -54,6 +54,22 @@ pub enum Access {
     Operator,
 }
 
+/// Where the endpoint (`app-server --listen`) sends a request: the table's routing column,
+/// which its router reads before anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// The endpoint answers it itself: the handshake, the account a connection runs as, the
+    /// threads loaded over every member of the connection's account.
+    Endpoint,
+    /// A new thread: the account's least busy member. It names no thread yet, whatever its
+    /// params carry.
+    NewThread,
+    /// The member of the thread its `threadId` names (its owner's only), else the account's
+    /// least busy member. Every method the table has no other route for, and every method it
+    /// does not know.
+    Member,
+}
+
 /// What the operator may grant a named client past its own threads (`clawbridge client add
 /// NAME --allow GRANT`).
 #[derive(
@@ -123,11 +139,13 @@ pub const ROOT_SCHEMA_FILES: [&str; 4] = [
 macro_rules! codex_methods {
     (@access) => { None };
     (@access $access:expr) => { Some($access) };
+    (@route) => { Route::Member };
+    (@route $route:expr) => { $route };
     ($(
         $(#[$doc:meta])*
         $variant:ident, $constant:ident = $name:literal, $flow:ident,
             files: [$($file:literal),*], params: $params:expr, answer: $answer:expr, kept: $kept:literal
-            $(, access: $access:expr)?;
+            $(, access: $access:expr)? $(, route: $route:expr)?;
     )*) => {
         /// A Codex method clawbridge knows.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -193,6 +211,11 @@ macro_rules! codex_methods {
             pub const fn access(self) -> Option<Access> {
                 match self { $(CodexMethod::$variant => codex_methods!(@access $($access)?),)* }
             }
+
+            /// Where the endpoint sends it ([`Route`]).
+            pub const fn route(self) -> Route {
+                match self { $(CodexMethod::$variant => codex_methods!(@route $($route)?),)* }
+            }
         }
     };
 }
@@ -200,10 +223,12 @@ macro_rules! codex_methods {
 codex_methods! {
     /// The handshake: the client's name and capabilities; Codex's version and home.
     Initialize, INITIALIZE = "initialize", Request,
-        files: ["v1/InitializeResponse.json"], params: None, answer: None, kept: true, access: Access::Endpoint;
+        files: ["v1/InitializeResponse.json"], params: None, answer: None, kept: true, access: Access::Endpoint,
+        route: Route::Endpoint;
     ThreadStart, THREAD_START = "thread/start", Request,
         files: ["v2/ThreadStartParams.json", "v2/ThreadStartResponse.json"],
-        params: Some("ThreadStartParams.json"), answer: None, kept: true, access: Access::Open;
+        params: Some("ThreadStartParams.json"), answer: None, kept: true, access: Access::Open,
+        route: Route::NewThread;
     ThreadResume, THREAD_RESUME = "thread/resume", Request,
         files: ["v2/ThreadResumeParams.json", "v2/ThreadResumeResponse.json"],
         params: Some("ThreadResumeParams.json"), answer: None, kept: true, access: Access::Thread;
@@ -224,13 +249,14 @@ codex_methods! {
     ThreadUnsubscribe, THREAD_UNSUBSCRIBE = "thread/unsubscribe", Request,
         files: [], params: None, answer: None, kept: false, access: Access::Thread;
     ThreadLoadedList, THREAD_LOADED_LIST = "thread/loaded/list", Request,
-        files: [], params: None, answer: None, kept: false, access: Access::Listing;
+        files: [], params: None, answer: None, kept: false, access: Access::Listing, route: Route::Endpoint;
     AccountRead, ACCOUNT_READ = "account/read", Request,
         files: [], params: None, answer: None, kept: false, access: Access::Open;
     AccountLoginStart, ACCOUNT_LOGIN_START = "account/login/start", Request,
-        files: [], params: None, answer: None, kept: false, access: Access::Endpoint;
+        files: [], params: None, answer: None, kept: false, access: Access::Endpoint, route: Route::Endpoint;
     AccountLogout, ACCOUNT_LOGOUT = "account/logout", Request,
-        files: [], params: None, answer: Some("LogoutAccountResponse"), kept: false, access: Access::Endpoint;
+        files: [], params: None, answer: Some("LogoutAccountResponse"), kept: false, access: Access::Endpoint,
+        route: Route::Endpoint;
     AccountRateLimitsRead, ACCOUNT_RATE_LIMITS_READ = "account/rateLimits/read", Request,
         files: [], params: None, answer: Some("GetAccountRateLimitsResponse"), kept: false, access: Access::Open;
     AccountSecuritySetupRead, ACCOUNT_SECURITY_SETUP_READ = "account/securitySetup/read", Request,
@@ -688,6 +714,36 @@ pub fn vendored_files() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_routing_column_names_what_the_endpoint_answers_itself_and_the_new_thread() {
+        let routed = |route: Route| -> Vec<&str> {
+            CodexMethod::ALL
+                .iter()
+                .filter(|method| method.route() == route)
+                .map(|method| method.name())
+                .collect()
+        };
+        assert_eq!(
+            routed(Route::Endpoint),
+            [
+                "initialize",
+                "thread/loaded/list",
+                "account/login/start",
+                "account/logout"
+            ]
+        );
+        assert_eq!(routed(Route::NewThread), ["thread/start"]);
+        // What the endpoint answers or routes itself (its access rule) it also routes itself.
+        for method in CodexMethod::ALL {
+            if method.access() == Some(Access::Endpoint) {
+                assert_eq!(method.route(), Route::Endpoint, "{}", method.name());
+            }
+            if method.flow() != Flow::Request {
+                assert_eq!(method.route(), Route::Member, "{}", method.name());
+            }
+        }
+    }
 
     #[test]
     fn names_are_unique_and_read_back() {

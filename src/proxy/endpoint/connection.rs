@@ -2,7 +2,7 @@
 //! members and their answers, the server requests it answers.
 
 use crate::codex::protocol::table::name as method;
-use crate::codex::protocol::table::CodexMethod;
+use crate::codex::protocol::table::{CodexMethod, Route};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -634,18 +634,21 @@ impl Connection {
         trace: Option<W3cTraceContext>,
     ) {
         let kind = CodexMethod::from_name(&method);
-        if self.answered_here(&id, kind, &params).await {
+        // The table's routing column: answered here, a new thread, or the member of the thread
+        // the request names (a method the table does not know goes by the thread too).
+        let route = kind.map_or(Route::Member, CodexMethod::route);
+        if route == Route::Endpoint && self.answered_here(&id, kind, &params).await {
             return;
         }
         let identity = self.identity();
         let Some(admitted) = self.admit(&id, &method, &params, &identity).await else {
             return;
         };
-        // Any request that names a thread is about it (`thread/start` names none yet): it goes
+        // Any request that names a thread is about it (a new thread names none yet): it goes
         // to the thread's member, and only the thread's owner may send it.
-        let thread = match kind {
-            Some(CodexMethod::ThreadStart) => None,
-            _ => thread_of(&params),
+        let thread = match route {
+            Route::NewThread => None,
+            Route::Endpoint | Route::Member => thread_of(&params),
         };
         let Some(home) = self
             .thread_home(&id, kind, thread.as_deref(), &identity)
