@@ -411,6 +411,28 @@ async fn the_initialize_answer_is_pinned_across_a_codex_upgrade() {
         init, pinned,
         "the members run 0.171.0; clients are told the pinned answer"
     );
+    // Told from the pin: the handshake started no member (a client logs in next, on a member
+    // of its own account).
+    let status = clawbridge::fetch_status(
+        &clawbridge::ListenAddr::parse(&format!("ws://{}", running.addr)).expect("addr"),
+        OPERATOR_TOKEN,
+    )
+    .await
+    .expect("status");
+    let started: Vec<&Value> = status["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            status["identities"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|identity| identity["members"].as_array().into_iter().flatten()),
+        )
+        .filter(|member| member["generation"].as_u64() > Some(0))
+        .collect();
+    assert!(started.is_empty(), "no member started: {status:#}");
     running.end("-TERM").await;
     let running = fleet.start_on(&newer, &["--new-runtime-identity"]).await;
     let (_, renewed) = fleet.connect(&running, "operator", None).await;

@@ -439,6 +439,11 @@ impl Connection {
             let name: String = name.chars().filter(|c| !c.is_control()).take(200).collect();
             *lock(&self.client) = Some(name);
         }
+        // The pinned answer, when there is one: a handshake starts no member (a restarted or
+        // standby endpoint, whose clients log in next, holds no native member for nothing).
+        if let Some(answer) = self.shared.runtime.pinned() {
+            return self.answer(&id, &answer).await;
+        }
         // Any running member's answer (one Codex build): a handshake starts nothing when one
         // runs, so a client that logs in next does not hold a native member for nothing.
         if let Some(result) = self.shared.fleet.any_initialize_result() {

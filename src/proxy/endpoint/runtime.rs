@@ -42,6 +42,22 @@ impl PinnedRuntime {
         }
     }
 
+    /// The answer pinned, if there is one (unless `--new-runtime-identity` asks for a member's
+    /// next answer): what a handshake is told without a member having to start. With a shared
+    /// store, one another endpoint pinned since this one started counts (read once, then kept).
+    pub(super) fn pinned(&self) -> Option<String> {
+        if self.renew {
+            return None;
+        }
+        let mut pinned = lock(&self.pinned);
+        if pinned.is_none() {
+            if let Some(store) = self.store.as_ref().filter(|store| store.is_shared()) {
+                *pinned = store.runtime(SCOPE);
+            }
+        }
+        pinned.clone()
+    }
+
     /// What a client is told, given a member's own answer: the pinned answer (this one, pinned
     /// now, when there is none). A member answering otherwise (a Codex upgrade) is logged once.
     pub(super) fn answer(&self, member: &Value) -> String {
