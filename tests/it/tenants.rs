@@ -426,6 +426,30 @@ async fn no_tenant_reaches_another_by_any_method_file_or_variable() {
         );
     }
 
+    // Nor by naming a thread of his own and hers in one request: Codex reads the last of two
+    // `threadId`s, so the endpoint refuses params that give a key twice (without that, the
+    // ownership check read none and Codex read hers).
+    let own = thread_with_turn(&mut dave, &root.join("dave"), "dave's own words").await;
+    let own = own["result"]["thread"]["id"]
+        .as_str()
+        .expect("dave's thread")
+        .to_string();
+    for method in ["thread/read", "thread/turns/list", "thread/resume"] {
+        let refused = dave
+            .request_text(
+                method,
+                &format!(
+                    r#"{{"threadId": "{own}", "includeTurns": true, "threadId": "{theirs}"}}"#
+                ),
+            )
+            .await;
+        let why = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("gives `threadId` twice") && !refused.to_string().contains(ALICE_SECRET),
+            "{method}: {refused}"
+        );
+    }
+
     // Bob, on account B, tries every request of Codex's API at alice's thread, then aimed at
     // the state dir and the operator's files.
     let mut bob = tenancy.connect("bob", Some("B")).await;

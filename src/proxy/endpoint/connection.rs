@@ -639,6 +639,15 @@ impl Connection {
         trace: Option<W3cTraceContext>,
     ) {
         let kind = CodexMethod::from_name(&method);
+        if let Some(key) = duplicated_key(params.get()) {
+            return self
+                .fail(
+                    &id,
+                    INVALID_REQUEST,
+                    format!("clawbridge: `params` gives `{key}` twice; give each key once"),
+                )
+                .await;
+        }
         // The table's routing column: answered here, a new thread, or the member of the thread
         // the request names (a method the table does not know goes by the thread too).
         let route = kind.map_or(Route::Member, CodexMethod::route);
@@ -1475,6 +1484,43 @@ struct TraceField {
     trace: Option<W3cTraceContext>,
 }
 
+/// The first top-level key `params` gives twice, if any. Codex reads such params too, keeping
+/// the last value of the key; anything the endpoint decides by a key (the thread a request is
+/// about, and so whose it is) must read the same value, so a client's params that name a key
+/// twice are refused before anything is decided by them.
+pub(super) fn duplicated_key(params: &str) -> Option<String> {
+    struct Keys(Option<String>);
+    struct Visit;
+    impl<'de> serde::de::Visitor<'de> for Visit {
+        type Value = Keys;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut twice = None;
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                if twice.is_none() && !seen.insert(key.clone()) {
+                    twice = Some(key);
+                }
+            }
+            Ok(Keys(twice))
+        }
+    }
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Keys, D::Error> {
+            deserializer.deserialize_map(Visit)
+        }
+    }
+    if !params.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Keys>(params)
+        .ok()
+        .and_then(|keys| keys.0)
+}
+
 pub(super) fn thread_of(params: &RawParams) -> Option<String> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -1502,4 +1548,29 @@ fn failed_turn_end(thread: &str, turn: &str, why: &str) -> String {
 /// A `thread/closed` of `thread`.
 fn thread_closed(thread: &str) -> String {
     serde_json::json!({"method": method::THREAD_CLOSED, "params": {"threadId": thread}}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duplicated_key;
+
+    #[test]
+    fn a_key_given_twice_is_found_at_the_top_level_only() {
+        assert_eq!(
+            duplicated_key(r#"{"threadId": "a", "input": [], "threadId": "b"}"#).as_deref(),
+            Some("threadId")
+        );
+        // An escaped spelling is the same key.
+        assert_eq!(
+            duplicated_key(r#"{"threadId": "a", "thread\u0049d": "b"}"#).as_deref(),
+            Some("threadId")
+        );
+        assert_eq!(
+            duplicated_key(r#"{"threadId": "a", "turn": {"id": 1, "id": 2}}"#),
+            None
+        );
+        assert_eq!(duplicated_key(r#"{"threadId": "a", "input": []}"#), None);
+        assert_eq!(duplicated_key("[1, 1]"), None);
+        assert_eq!(duplicated_key("null"), None);
+    }
 }
