@@ -198,6 +198,16 @@ impl Fleet {
 }
 
 impl Running {
+    /// Its `app-server status` (JSON), with the operator's token.
+    async fn status(&self) -> Value {
+        clawbridge::fetch_status(
+            &clawbridge::ListenAddr::parse(&format!("ws://{}", self.addr)).expect("addr"),
+            OPERATOR_TOKEN,
+        )
+        .await
+        .expect("status")
+    }
+
     fn pid(&self) -> String {
         self.child.id().expect("running").to_string()
     }
@@ -344,12 +354,7 @@ async fn a_restart_changes_nothing_an_agent_can_see() {
             );
         }
         // The status says where the state lives.
-        let status = clawbridge::fetch_status(
-            &clawbridge::ListenAddr::parse(&format!("ws://{}", running.addr)).expect("addr"),
-            OPERATOR_TOKEN,
-        )
-        .await
-        .expect("status");
+        let status = running.status().await;
         let state = status["state"].as_str().unwrap_or_default();
         assert!(state.ends_with("app-server.db"), "{status}");
         assert!(status["knownThreads"].as_u64() >= Some(2), "{status}");
@@ -413,12 +418,7 @@ async fn the_initialize_answer_is_pinned_across_a_codex_upgrade() {
     );
     // Told from the pin: the handshake started no member (a client logs in next, on a member
     // of its own account).
-    let status = clawbridge::fetch_status(
-        &clawbridge::ListenAddr::parse(&format!("ws://{}", running.addr)).expect("addr"),
-        OPERATOR_TOKEN,
-    )
-    .await
-    .expect("status");
+    let status = running.status().await;
     let started: Vec<&Value> = status["members"]
         .as_array()
         .into_iter()
@@ -943,12 +943,7 @@ async fn two_endpoints_on_one_postgres_serve_one_fleet() {
             "her words through A are there"
         );
     }
-    let status = clawbridge::fetch_status(
-        &clawbridge::ListenAddr::parse(&format!("ws://{}", b.addr)).expect("addr"),
-        OPERATOR_TOKEN,
-    )
-    .await
-    .expect("status");
+    let status = b.status().await;
     let state = status["state"].as_str().unwrap_or_default();
     assert!(
         state.starts_with("postgresql://") && !status.to_string().contains("pg-secret-4417"),
@@ -999,12 +994,7 @@ async fn a_thread_on_a_dead_endpoint_s_local_member_is_reported_never_begun_agai
             "{method}: {refused}"
         );
     }
-    let status = clawbridge::fetch_status(
-        &clawbridge::ListenAddr::parse(&format!("ws://{}", b.addr)).expect("addr"),
-        OPERATOR_TOKEN,
-    )
-    .await
-    .expect("status");
+    let status = b.status().await;
     assert_eq!(status["leases"]["stateDir"], home_b.trim(), "{status}");
     drop(alice);
 
@@ -1379,12 +1369,7 @@ async fn a_paused_endpoint_relays_nothing_of_a_thread_another_took() {
 
     // B's status names it, its lease of the thread (epoch 2: it passed once) and the fleet's
     // live holders.
-    let status = clawbridge::fetch_status(
-        &clawbridge::ListenAddr::parse(&format!("ws://{}", b.addr)).expect("addr"),
-        OPERATOR_TOKEN,
-    )
-    .await
-    .expect("status");
+    let status = b.status().await;
     let leases = &status["leases"];
     let endpoint = leases["endpoint"].as_str().unwrap_or_default();
     assert!(!endpoint.is_empty(), "{status}");
@@ -1468,12 +1453,7 @@ async fn an_endpoint_s_death_costs_its_agent_a_reconnect_through_haproxy() {
     let thread = new_thread(&mut agent, &fleet.root).await;
     let done = turn(&mut agent, &thread, "alice says tulip-0").await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
-    let status = clawbridge::fetch_status(
-        &clawbridge::ListenAddr::parse(&format!("ws://{}", a.addr)).expect("addr"),
-        OPERATOR_TOKEN,
-    )
-    .await
-    .expect("status");
+    let status = a.status().await;
     assert_eq!(
         status["leases"]["held"][0]["thread"],
         thread.as_str(),
