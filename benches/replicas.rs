@@ -23,7 +23,7 @@ use offline_turn::{codex_bin, OfflineTurn};
 #[path = "common/timing.rs"]
 #[allow(dead_code)]
 mod timing;
-use timing::percentile;
+use timing::{flag, percentile};
 #[path = "common/line.rs"]
 mod line;
 use line::{timed_session, Socket};
@@ -32,14 +32,6 @@ use line::{timed_session, Socket};
 mod services;
 
 const TOKEN: &str = "replicas-bench-token-0123456789abcdef";
-
-fn flag(args: &[String], name: &str, default: usize) -> usize {
-    args.iter()
-        .position(|arg| arg == name)
-        .and_then(|at| args.get(at + 1))
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
 
 /// One `clawbridge app-server --listen` process: its address.
 struct Running {

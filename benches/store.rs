@@ -23,20 +23,12 @@ use offline_turn::{codex_bin, OfflineTurn};
 #[path = "common/timing.rs"]
 #[allow(dead_code)]
 mod timing;
-use timing::percentile;
+use timing::{flag, percentile};
 #[path = "common/line.rs"]
 mod line;
 use line::{timed_session, Socket};
 
 const TOKEN: &str = "store-bench-token-0123456789abcdef";
-
-fn flag(args: &[String], name: &str, default: usize) -> usize {
-    args.iter()
-        .position(|arg| arg == name)
-        .and_then(|at| args.get(at + 1))
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
 
 /// An endpoint on one local member over the offline home, its state in `store` (or memory).
 async fn endpoint(

@@ -12,6 +12,16 @@ pub fn percentile(latencies: &[Duration], fraction: f64) -> Duration {
     sorted.get(index).copied().unwrap_or_default()
 }
 
+/// A `--name N` flag of the bench's command line, else `default`.
+#[allow(dead_code)] // not every bench takes flags
+pub fn flag(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|arg| arg == name)
+        .and_then(|at| args.get(at + 1))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
 pub fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
