@@ -221,6 +221,14 @@ impl Running {
     }
 }
 
+/// How long a soak runs: `CLAWBRIDGE_SOAK_SECS`, 12 s by default (what CI runs).
+fn soak_secs() -> u64 {
+    std::env::var("CLAWBRIDGE_SOAK_SECS")
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or(12)
+}
+
 /// A turn on `thread` to its `turn/completed` (or the refusal of its `turn/start`).
 pub(crate) async fn turn(client: &mut Ws, thread: &str, text: &str) -> Value {
     let answer = client
@@ -485,10 +493,7 @@ struct SoakAgent {
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_soak_with_endpoint_restarts_loses_no_turn_owner_or_key() {
-    let secs: u64 = std::env::var("CLAWBRIDGE_SOAK_SECS")
-        .ok()
-        .and_then(|secs| secs.parse().ok())
-        .unwrap_or(12);
+    let secs = soak_secs();
     let mut fleet = Fleet::new(&["alice", "bob"]).await;
     let mut running = fleet.start(&["--app-servers", "3"]).await;
     let mut agents = vec![
@@ -1682,10 +1687,7 @@ async fn soak_agent(
 async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
-    let secs: u64 = std::env::var("CLAWBRIDGE_SOAK_SECS")
-        .ok()
-        .and_then(|secs| secs.parse().ok())
-        .unwrap_or(12);
+    let secs = soak_secs();
     let server = crate::util::Postgres::start();
     let url = server.url();
     let fleet = Fleet::new(&["alice", "bob"]).await;
