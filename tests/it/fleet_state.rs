@@ -182,18 +182,7 @@ impl Fleet {
 
     /// Every model request so far: its `Authorization` and its body.
     fn requests(&mut self) -> Vec<(String, String)> {
-        let mut seen = Vec::new();
-        while let Ok(request) = self.upstream.try_recv() {
-            seen.push((
-                request
-                    .headers
-                    .get("authorization")
-                    .cloned()
-                    .unwrap_or_default(),
-                request.body.to_string(),
-            ));
-        }
-        seen
+        drain_requests(&mut self.upstream)
     }
 }
 
@@ -219,6 +208,24 @@ impl Running {
             .status();
         let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
     }
+}
+
+/// Every model request a recording upstream got so far: its `Authorization` and its body.
+fn drain_requests(
+    upstream: &mut tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>,
+) -> Vec<(String, String)> {
+    let mut seen = Vec::new();
+    while let Ok(request) = upstream.try_recv() {
+        seen.push((
+            request
+                .headers
+                .get("authorization")
+                .cloned()
+                .unwrap_or_default(),
+            request.body.to_string(),
+        ));
+    }
+    seen
 }
 
 /// How long a soak runs: `CLAWBRIDGE_SOAK_SECS`, 12 s by default (what CI runs).
@@ -1094,21 +1101,6 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
             &given_second,
         ])
         .await;
-    let seen_remotely =
-        |upstream: &mut tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>| {
-            let mut seen = Vec::new();
-            while let Ok(request) = upstream.try_recv() {
-                seen.push((
-                    request
-                        .headers
-                        .get("authorization")
-                        .cloned()
-                        .unwrap_or_default(),
-                    request.body.to_string(),
-                ));
-            }
-            seen
-        };
     let (mut alpha, _) = fleet.connect(&running, "operator", Some("A")).await;
     // Each of A's members keeps A's login in its own Codex home: the login reached both.
     for home in [&member.home, &second.home] {
@@ -1123,7 +1115,7 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
     let done = turn(&mut bravo, &other, "bravo on a local member").await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
 
-    let remotely = seen_remotely(&mut remote_upstream);
+    let remotely = drain_requests(&mut remote_upstream);
     let locally = fleet.requests();
     assert!(
         remotely
@@ -1152,7 +1144,7 @@ async fn a_remote_member_given_to_an_account_serves_it_and_no_other() {
     let later = new_thread(&mut alpha, &fleet.root).await;
     let done = turn(&mut alpha, &later, "alpha on its second member").await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
-    let remotely = seen_remotely(&mut remote_upstream);
+    let remotely = drain_requests(&mut remote_upstream);
     assert!(
         remotely
             .iter()
@@ -1847,17 +1839,7 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
     drop(bob);
 
     // Keys and history, from what the model was sent.
-    let mut requests = Vec::new();
-    while let Ok(request) = upstream.try_recv() {
-        requests.push((
-            request
-                .headers
-                .get("authorization")
-                .cloned()
-                .unwrap_or_default(),
-            request.body.to_string(),
-        ));
-    }
+    let requests = drain_requests(&mut upstream);
     let mut wrong_keys = 0;
     for (auth, body) in &requests {
         for account in ["A", "B"] {
