@@ -639,7 +639,8 @@ impl Connection {
         trace: Option<W3cTraceContext>,
     ) {
         let kind = CodexMethod::from_name(&method);
-        if let Some(key) = duplicated_key(params.get()) {
+        let peek = peek_params(params.get());
+        if let Some(key) = peek.twice {
             return self
                 .fail(
                     &id,
@@ -662,7 +663,7 @@ impl Connection {
         // to the thread's member, and only the thread's owner may send it.
         let thread = match route {
             Route::NewThread => None,
-            Route::Endpoint | Route::Member => thread_of(&params),
+            Route::Endpoint | Route::Member => peek.thread,
         };
         let Some(home) = self
             .thread_home(&id, kind, thread.as_deref(), &identity)
@@ -820,7 +821,7 @@ impl Connection {
             };
         self.note_lowered(&admitted.lowered);
         if spends_tokens(method) {
-            if let Some(why) = self.shared.usage.refusal(&identity.key()) {
+            if let Some(why) = self.shared.usage.refusal_of(identity.key()).await {
                 self.fail(id, INVALID_REQUEST, why).await;
                 return None;
             }
@@ -1484,52 +1485,67 @@ struct TraceField {
     trace: Option<W3cTraceContext>,
 }
 
-/// The first top-level key `params` gives twice, if any. Codex reads such params too, keeping
-/// the last value of the key; anything the endpoint decides by a key (the thread a request is
-/// about, and so whose it is) must read the same value, so a client's params that name a key
-/// twice are refused before anything is decided by them.
-pub(super) fn duplicated_key(params: &str) -> Option<String> {
-    struct Keys(Option<String>);
+/// What the endpoint reads of a client's params, in one pass: the thread they name
+/// (`threadId`) and the first top-level key they give twice.
+#[derive(Debug, Default)]
+pub(super) struct ParamsPeek {
+    pub(super) thread: Option<String>,
+    pub(super) twice: Option<String>,
+}
+
+/// [`ParamsPeek`] of `params` (nothing of params that are not an object, or not JSON). Codex
+/// reads params that give a key twice too, keeping the last value; anything the endpoint decides
+/// by a key (the thread a request is about, and so whose it is) must read the same value, so
+/// such params are refused before anything is decided by them.
+pub(super) fn peek_params(params: &str) -> ParamsPeek {
     struct Visit;
     impl<'de> serde::de::Visitor<'de> for Visit {
-        type Value = Keys;
+        type Value = ParamsPeek;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("an object")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<ParamsPeek, A::Error> {
             let mut seen = std::collections::HashSet::new();
-            let mut twice = None;
+            let mut peek = ParamsPeek::default();
             while let Some(key) = map.next_key::<String>()? {
-                map.next_value::<serde::de::IgnoredAny>()?;
-                if twice.is_none() && !seen.insert(key.clone()) {
-                    twice = Some(key);
+                if key == "threadId" {
+                    peek.thread = match map.next_value::<Value>()? {
+                        Value::String(thread) => Some(thread),
+                        _ => None,
+                    };
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                if peek.twice.is_none() && !seen.insert(key.clone()) {
+                    peek.twice = Some(key);
                 }
             }
-            Ok(Keys(twice))
-        }
-    }
-    impl<'de> serde::Deserialize<'de> for Keys {
-        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Keys, D::Error> {
-            deserializer.deserialize_map(Visit)
+            Ok(peek)
         }
     }
     if !params.trim_start().starts_with('{') {
-        return None;
+        return ParamsPeek::default();
     }
-    serde_json::from_str::<Keys>(params)
+    let mut deserializer = serde_json::Deserializer::from_str(params);
+    serde::Deserializer::deserialize_map(&mut deserializer, Visit)
         .ok()
-        .and_then(|keys| keys.0)
+        .filter(|_| deserializer.end().is_ok())
+        .unwrap_or_default()
 }
 
+/// The first top-level key `params` gives twice, if any ([`peek_params`]).
+#[cfg(test)]
+fn duplicated_key(params: &str) -> Option<String> {
+    peek_params(params).twice
+}
+
+/// The thread a client's params name, none when they give a key twice ([`peek_params`]).
 pub(super) fn thread_of(params: &RawParams) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Peek {
-        thread_id: Option<String>,
-    }
-    serde_json::from_str::<Peek>(params.get())
-        .ok()
-        .and_then(|peek| peek.thread_id)
+    let peek = peek_params(params.get());
+    peek.thread.filter(|_| peek.twice.is_none())
 }
 
 /// A `turn/completed` that ends `turn` of `thread` as failed, saying why (the turn's app-server

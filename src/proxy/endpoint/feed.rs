@@ -205,6 +205,23 @@ impl UsageCounts {
             .map_or(0, |(_, used)| *used)
     }
 
+    /// Whether counting a call or checking the budget asks a database several endpoints share
+    /// (a network round trip: the callers make it off the async workers).
+    pub(super) fn on_shared_store(&self) -> bool {
+        self.store.as_ref().is_some_and(|store| store.is_shared())
+    }
+
+    /// [`UsageCounts::refusal`], on a blocking thread when it asks the shared store.
+    pub(super) async fn refusal_of(self: &Arc<Self>, identity: String) -> Option<String> {
+        if self.budget.is_none() || !self.on_shared_store() {
+            return self.refusal(&identity);
+        }
+        let usage = Arc::clone(self);
+        tokio::task::spawn_blocking(move || usage.refusal(&identity))
+            .await
+            .unwrap_or(None)
+    }
+
     /// Why `identity` may not start a turn now (past its budget), if so. With a store several
     /// endpoints share, what the account used through all of them.
     pub(super) fn refusal(&self, identity: &str) -> Option<String> {
@@ -546,11 +563,26 @@ impl Feed {
                         && notification.scope().turn_id.as_deref() == running.as_deref();
                     if of_running {
                         let model = lock(&self.model).clone();
-                        match self.usage.add(
-                            &self.identity.key(),
-                            model.as_deref(),
-                            notification.params.get(),
-                        ) {
+                        let budget = if self.usage.on_shared_store() {
+                            // Added in the shared database: off the async workers, in order.
+                            let (usage, identity, params) = (
+                                Arc::clone(&self.usage),
+                                self.identity.key(),
+                                notification.params.get().to_string(),
+                            );
+                            tokio::task::spawn_blocking(move || {
+                                usage.add(&identity, model.as_deref(), &params)
+                            })
+                            .await
+                            .unwrap_or(Budget::Within)
+                        } else {
+                            self.usage.add(
+                                &self.identity.key(),
+                                model.as_deref(),
+                                notification.params.get(),
+                            )
+                        };
+                        match budget {
                             Budget::Within => {}
                             Budget::Crossed => self.budget_crossed(),
                             // A call made after the budget was spent: its turn stops now.

@@ -56,13 +56,11 @@ impl Leases {
     /// Leases over `store`, when it is shared (else `None`: nothing to lease).
     pub(super) fn new(store: Option<Arc<Store>>, ttl: Duration) -> Option<Leases> {
         let store = store.filter(|store| store.is_shared())?;
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|name| name.trim().to_string())
-            .unwrap_or_else(|_| "host".into());
         let mut random = [0u8; 4];
         let _ = getrandom::fill(&mut random);
         let holder = format!(
-            "{host}:{}:{}",
+            "{}:{}:{}",
+            crate::service::store::host_name(),
             std::process::id(),
             crate::support::hex::encode(&random)
         );
@@ -139,15 +137,21 @@ impl Leases {
         }
     }
 
+    /// This endpoint holds `thread`'s lease and trusts it for half a lease more: a request
+    /// about it needs no ask of the store.
+    pub(super) fn holds(&self, thread: &str) -> bool {
+        let now = Instant::now();
+        lock(&self.held)
+            .get(thread)
+            .is_some_and(|held| !held.lost && held.trusted_until > now + self.ttl / 2)
+    }
+
     /// One ask for the lease: the refusal, and how long the other holder's lease has left.
     fn try_claim(&self, thread: &str) -> Result<(), (String, Option<Duration>)> {
-        let asked = Instant::now();
-        if lock(&self.held)
-            .get(thread)
-            .is_some_and(|held| !held.lost && held.trusted_until > asked + self.ttl / 2)
-        {
+        if self.holds(thread) {
             return Ok(());
         }
+        let asked = Instant::now();
         match self.store.take_lease(thread, &self.holder, self.ttl) {
             Some(LeaseTaken::Held { epoch }) => {
                 let before = lock(&self.held).insert(

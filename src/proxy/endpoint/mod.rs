@@ -466,7 +466,8 @@ impl Endpoint {
                         let Some(leases) = &shared.leases else {
                             return Vec::new();
                         };
-                        leases.renew(|thread| shared.follows(thread))
+                        let followed = shared.followed();
+                        leases.renew(|thread| followed.contains(thread))
                     })
                     .await
                     .unwrap_or_default();
@@ -693,11 +694,12 @@ impl Shared {
     }
 
     /// Whether the endpoint relays `thread` of that app-server incarnation to anyone.
-    /// Whether any connection follows `thread` here (on any app-server incarnation).
-    fn follows(&self, thread: &str) -> bool {
+    /// The threads some connection follows here (on any app-server incarnation).
+    fn followed(&self) -> std::collections::HashSet<String> {
         lock(&self.feeds)
             .keys()
-            .any(|(_, followed)| followed == thread)
+            .map(|(_, thread)| thread.clone())
+            .collect()
     }
 
     /// Another endpoint took `thread`'s lease: nothing more of it is relayed from here, each
@@ -745,7 +747,13 @@ impl Shared {
     /// The lease of `thread` for this endpoint (a shared store), taken off the async path: the
     /// refusal to give when another endpoint holds it.
     async fn claim(self: &Arc<Self>, thread: &str) -> Result<(), String> {
-        if self.leases.is_none() {
+        // A lease held and trusted (most requests of a followed thread) asks nothing of the
+        // store, so it takes no blocking thread either.
+        if self
+            .leases
+            .as_ref()
+            .is_none_or(|leases| leases.holds(thread))
+        {
             return Ok(());
         }
         let shared = Arc::clone(self);

@@ -142,6 +142,23 @@ pub struct ThreadRecord {
     pub home: Option<String>,
 }
 
+/// This machine's name as the ids of a shared store carry it (a state dir's, an endpoint's
+/// lease holder): letters, digits, `-` and `.`, at most 64; `host` when it has none.
+pub fn host_name() -> String {
+    let name: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "host".into()
+    } else {
+        name
+    }
+}
+
 /// The file in a state dir that names it among the endpoints of a shared store.
 pub const HOME_ID_FILE: &str = "home-id";
 
@@ -175,22 +192,9 @@ pub fn home_id(state: &Path) -> Result<String, StoreError> {
             }
         }
         Err(_) if !path.exists() => {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|name| {
-                    name.trim()
-                        .chars()
-                        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
-                        .take(64)
-                        .collect::<String>()
-                })
-                .unwrap_or_default();
             let mut random = [0u8; 6];
             getrandom::fill(&mut random).map_err(|error| failed(error.to_string()))?;
-            let id = format!(
-                "{}-{}",
-                if host.is_empty() { "host" } else { &host },
-                crate::support::hex::encode(&random)
-            );
+            let id = format!("{}-{}", host_name(), crate::support::hex::encode(&random));
             crate::support::fs::create_private_dir(state)
                 .map_err(|error| failed(error.to_string()))?;
             // Written whole beside it, then linked into place only if no other endpoint
@@ -571,15 +575,6 @@ impl Store {
         let _ = self.read_pg(move |client| pg::release_leases(client, &holder, &threads));
     }
 
-    /// The leases of `threads` (thread, holder, epoch, milliseconds left), for the status.
-    pub fn leases_of(&self, threads: Vec<String>) -> Vec<(String, String, u64, i64)> {
-        if !self.is_shared() {
-            return Vec::new();
-        }
-        self.read_pg(move |client| pg::leases_of(client, &threads))
-            .unwrap_or_default()
-    }
-
     /// Pin the `initialize` answer of `scope`.
     pub fn put_runtime(&self, scope: &str, answer: &str) {
         self.write(Write::Runtime {
@@ -790,7 +785,6 @@ impl Store {
         .unwrap_or_default()
     }
 
-    /// The pinned `initialize` answer of `scope`.
     /// Pin `answer` under `scope` unless an answer is pinned there already (another endpoint of
     /// a shared store pinned first): the answer pinned, whichever it is. `None`: the database
     /// did not answer (the caller keeps its own for now).
@@ -814,6 +808,7 @@ impl Store {
         })
     }
 
+    /// The pinned `initialize` answer of `scope`.
     pub fn runtime(&self, scope: &str) -> Option<String> {
         if self.is_shared() {
             let scope = scope.to_string();

@@ -521,16 +521,6 @@ pub(super) fn live_lease_holders(
         .collect())
 }
 
-/// A lease row (thread, holder, epoch, milliseconds left) as the lease reads select it.
-fn lease_of_row(row: &postgres::Row) -> (String, String, u64, i64) {
-    (
-        row.get(0),
-        row.get(1),
-        row.get::<_, i64>(2).max(0) as u64,
-        row.get(3),
-    )
-}
-
 /// The live leases of the fleet, at most `limit`, the ones ending soonest first: (thread,
 /// holder, epoch, milliseconds left).
 pub(super) fn live_leases(
@@ -543,21 +533,17 @@ pub(super) fn live_leases(
         ),
         &[&limit],
     )?;
-    Ok(rows.iter().map(lease_of_row).collect())
-}
-
-/// The leases of `threads`: (thread, holder, epoch, milliseconds left, negative once expired).
-pub(super) fn leases_of(
-    client: &mut postgres::Client,
-    threads: &[String],
-) -> Result<Vec<(String, String, u64, i64)>, postgres::Error> {
-    let rows = client.query(
-        &format!(
-            "SELECT thread, holder, epoch, expires_ms - {NOW_MS} FROM leases WHERE thread = ANY($1)"
-        ),
-        &[&threads],
-    )?;
-    Ok(rows.iter().map(lease_of_row).collect())
+    Ok(rows
+        .iter()
+        .map(|row| {
+            (
+                row.get(0),
+                row.get(1),
+                row.get::<_, i64>(2).max(0) as u64,
+                row.get(3),
+            )
+        })
+        .collect())
 }
 
 pub(super) const THREAD_COLUMNS: &str =
