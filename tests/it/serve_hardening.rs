@@ -797,10 +797,22 @@ async fn an_app_server_is_recycled_after_its_thread_budget() {
             "{events:?}"
         );
         threads.push(started["threadId"].clone());
-        let status: Value = client
-            .request("bridge.status", rpc_params![])
-            .await
-            .expect("status");
+        // The recycle follows the run's end, asynchronously: after the second run, the status
+        // is read until it shows it (bounded), never before.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status: Value = loop {
+            let status: Value = client
+                .request("bridge.status", rpc_params![])
+                .await
+                .expect("status");
+            if threads.len() != 2
+                || status["codex"]["recycled"] == json!(1)
+                || tokio::time::Instant::now() > deadline
+            {
+                break status;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
         pids.push((
             status["codex"]["pid"].clone(),
             status["codex"]["recycled"].clone(),
