@@ -24,3 +24,13 @@ tools_dir() {
   mkdir -p "$link"
   (cd "$link" && pwd -P)
 }
+
+# tool_lock TOOLS NAME: hold the cache's lock for the tool NAME until this script exits. Two
+# scripts on one machine (two CI runs, a test running scripts/demo beside scripts/test) may ask
+# for the same tool at once: the second waits while the first checks or installs, then finds the
+# install made, instead of removing it under the first's feet to make its own.
+tool_lock() {
+  local fd
+  exec {fd}>"$1/.$2.lock"
+  flock "$fd"
+}

@@ -855,15 +855,17 @@ impl ServeArgs {
         hide.extend(self.clients.iter().cloned());
         hide.extend(self.capture.capture.iter().cloned());
         hide.extend(self.member_hide.iter().cloned());
-        let member_jail = std::env::current_exe().ok().map(|helper| crate::Jail {
-            helper,
-            hide,
-            keep: self.workspace_roots.clone(),
-        });
+        let member_jail = crate::support::process::own_executable()
+            .ok()
+            .map(|helper| crate::Jail {
+                helper,
+                hide,
+                keep: self.workspace_roots.clone(),
+            });
         Ok(crate::ServeConfig {
             member_env: Some(self.member_env),
             member_jail,
-            member_reaper: std::env::current_exe().ok(),
+            member_reaper: crate::support::process::own_executable().ok(),
             listen: self.listen,
             token: self.token,
             no_auth: self.no_auth,
@@ -929,7 +931,7 @@ impl DoctorArgs {
             state_dir: self.state_dir.clone(),
             listen: self.listen,
             workspace_roots: self.workspace_roots.clone(),
-            jail_helper: std::env::current_exe().ok(),
+            jail_helper: crate::support::process::own_executable().ok(),
             // Asking about a running endpoint is an endpoint operator's question too.
             service: if self.app_server || self.endpoint.is_some() {
                 crate::app::doctor::Service::AppServer

@@ -296,7 +296,8 @@ fn first_stage(args: &[OsString]) -> Result<u8, String> {
     for root in &covered {
         let _ = rustix::mount::mount_remount(root, quiet | MountFlags::RDONLY, c"");
     }
-    let helper = std::env::current_exe().map_err(|error| format!("the helper: {error}"))?;
+    let helper = crate::support::process::own_executable()
+        .map_err(|error| format!("the helper: {error}"))?;
     let mut init = std::process::Command::new(helper);
     init.arg(JAIL_INIT)
         .arg(uid.to_string())

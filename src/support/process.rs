@@ -35,6 +35,21 @@ pub enum ChildError {
 /// Bytes of stderr kept for messages.
 const STDERR_TAIL: usize = 4096;
 
+/// This process's own executable as a path that starts this very build again, for the helpers
+/// it runs (the reaper, the jail's stages). An endpoint serves for days, and an upgrade in place
+/// (`cargo install`, `npm install -g`, a package manager) replaces or removes the file it was
+/// started from: `current_exe` then names a file that is gone (Linux reads it as "PATH
+/// (deleted)") or a newer build whose helper protocol may differ, and every app-server started
+/// after the upgrade would fail. On Linux `/proc/self/exe` still reaches the running image;
+/// elsewhere, or without `/proc`, the executable's path.
+pub fn own_executable() -> std::io::Result<std::path::PathBuf> {
+    let image = std::path::Path::new("/proc/self/exe");
+    if cfg!(target_os = "linux") && std::fs::read_link(image).is_ok() {
+        return Ok(image.to_path_buf());
+    }
+    std::env::current_exe()
+}
+
 /// Start `program` (its binary, then its arguments), inheriting this process's stdio: the
 /// helpers' `-- PROGRAM...` (the jail's last stage, the reaper); the error names the binary.
 pub fn spawn_program<S: AsRef<std::ffi::OsStr>>(

@@ -27,6 +27,8 @@ struct Fleet {
     root: PathBuf,
     tokens: std::collections::BTreeMap<&'static str, String>,
     upstream: tokio::sync::mpsc::Receiver<clawbridge::CapturedRequest>,
+    /// The `clawbridge` the endpoints are started from (this build's, or a copy of it).
+    exe: PathBuf,
     _stub: ResponsesStub,
 }
 
@@ -73,6 +75,7 @@ impl Fleet {
             root: root.canonicalize().expect("root"),
             tokens,
             upstream,
+            exe: PathBuf::from(env!("CARGO_BIN_EXE_clawbridge")),
             _stub: stub,
             dir,
         }
@@ -114,7 +117,7 @@ impl Fleet {
         listen: &str,
         flags: &[&str],
     ) -> Running {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        let mut child = tokio::process::Command::new(&self.exe)
             .args(["app-server", "--listen", listen, "--state-dir"])
             .arg(state)
             .arg("--workspace-root")
@@ -286,6 +289,58 @@ async fn new_thread(client: &mut Ws, cwd: &Path) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("{started}"))
         .to_string()
+}
+
+/// Protection: an upgrade in place under a running endpoint. Operators replace the installed
+/// binaries (`cargo install`, `npm install -g`, a package) while the endpoint serves; the
+/// app-servers it starts afterwards (a new account's, here) are started through its own helpers
+/// (the reaper, the jail's stages), which must still run this build. Before, they were started
+/// from the executable's path: after the upgrade it named a removed file (Linux reads it as
+/// "PATH (deleted)") or another build, and no app-server started until a restart.
+#[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_in_place_leaves_a_running_endpoint_able_to_start_app_servers() {
+    let mut fleet = Fleet::new(&["alice", "bob"]).await;
+    let installed = fleet.dir.path().join("bin");
+    std::fs::create_dir_all(&installed).expect("bin");
+    let built = Path::new(env!("CARGO_BIN_EXE_clawbridge"));
+    for name in ["clawbridge", "clawbridge-runtime"] {
+        std::fs::copy(built.with_file_name(name), installed.join(name)).expect("copy");
+    }
+    fleet.exe = installed.join("clawbridge");
+    let running = fleet.start(&[]).await;
+    let (mut alice, _) = fleet.connect(&running, "alice", Some("A")).await;
+    let hers = new_thread(&mut alice, &fleet.root).await;
+    let done = turn(&mut alice, &hers, "alice before the upgrade").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    // The upgrade: each file is removed and another written in its place.
+    for name in ["clawbridge", "clawbridge-runtime"] {
+        let path = installed.join(name);
+        std::fs::remove_file(&path).expect("remove");
+        std::fs::write(&path, "#!/bin/sh\necho 'another build' >&2\nexit 97\n").expect("new");
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    }
+    fleet.requests();
+    let (mut bob, _) = fleet.connect(&running, "bob", Some("B")).await;
+    let his = new_thread(&mut bob, &fleet.root).await;
+    let done = turn(&mut bob, &his, "bob after the upgrade").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let requests = fleet.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|(auth, body)| body.contains("bob after the upgrade")
+                && auth == &format!("Bearer {}", key_of("B"))),
+        "bob's turn reached the model on his key through an app-server started after the upgrade"
+    );
+    let status = running.status().await;
+    assert_eq!(
+        status["policy"]["isolation"], "private view per app-server (mount and PID namespaces)",
+        "{status}"
+    );
+    drop((alice, bob));
+    running.end("-TERM").await;
 }
 
 /// Protection: the durable directory and the pinned runtime identity. Alice (account A) and bob

@@ -96,7 +96,7 @@ async fn member_jail(
     roots: Option<&crate::support::fs::Roots>,
     codex_home: &Path,
 ) -> (Option<crate::support::jail::Jail>, Option<String>) {
-    let helper = match std::env::current_exe() {
+    let helper = match crate::support::process::own_executable() {
         Ok(helper) => helper,
         Err(error) => return (None, Some(format!("the jail's helper: {error}"))),
     };
@@ -274,7 +274,7 @@ pub(crate) async fn run_endpoint(
     let mut pool = PoolConfig {
         environment: Some(args.member_env.clone()),
         jail,
-        reaper: std::env::current_exe().ok(),
+        reaper: crate::support::process::own_executable().ok(),
         locals: total_locals,
         remotes,
         isolate_environment: plane.offline_url().is_some(),
