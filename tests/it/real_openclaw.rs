@@ -95,11 +95,38 @@ fn methods(entries: &[Value], direction: &str) -> Vec<String> {
         .collect()
 }
 
+/// The run home's kept Gateway (`openclaw-run --gateway`), stopped when the test ends, passed or
+/// not.
+struct KeptGateway(Option<&'static str>);
+
+impl Drop for KeptGateway {
+    fn drop(&mut self) {
+        let mut stop = Command::new(repo_root().join("scripts/openclaw-run"));
+        if let Some(home) = self.0 {
+            stop.args(["--home", home]);
+        }
+        let _ = stop.arg("--stop-gateway").status();
+    }
+}
+
+/// OpenClaw as an operator runs it: one Gateway (kept running in the run home by
+/// `openclaw-run --gateway`) with `clawbridge app-server --offline` in its Codex slot, the
+/// session's turns sent to it one after another, then a heartbeat woken on it.
 #[test]
 #[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
 fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     let dir = tempfile::tempdir().expect("dir");
     let out = dir.path().join("transcript");
+    let gateway = KeptGateway(None);
+    // The slot's stub script is the Gateway's for its life: the second turn's tool call is
+    // answered by its message.
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"responses": [], "byInput": [{"contains": "which agents are there?", "responses": [{"toolCall": {"name": "agents_list", "arguments": {}}}, {"text": "Agents listed."}]}]}"#,
+    )
+    .expect("script");
+    let script_arg = script.display().to_string();
 
     // 1. A plain turn: OpenClaw's Codex harness answers with the stub's text.
     let session = ["--session-key", "agent:main:clawbridge-e2e"];
@@ -115,7 +142,14 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     let managed = PeakSampler::start(move || codex_rss_kib(&run_home));
     let plain = openclaw_turn(
         &out,
-        &["--fresh", session[0], session[1]],
+        &[
+            "--fresh",
+            "--gateway",
+            "--stub-script",
+            &script_arg,
+            session[0],
+            session[1],
+        ],
         "hello from the conformance test",
     );
     eprintln!(
@@ -132,12 +166,30 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
             .contains(&"clawbridge offline stub reply 1.".to_string()),
         "{plain:#}"
     );
-    let threads = thread_files(&out);
-    assert_eq!(threads.len(), 1, "one thread: {threads:?}");
+    // The session's thread is the one in the agent's workspace that carries the message (the
+    // Gateway runs side threads too, in the agent's own folder, some quoting the message).
+    let session_thread = thread_files(&out)
+        .into_iter()
+        .find(|file| {
+            let entries = jsonl(file);
+            entries.first().is_some_and(|first| {
+                first["message"]["params"]["cwd"]
+                    .as_str()
+                    .is_some_and(|cwd| cwd.ends_with("/workspace"))
+            }) && entries.iter().any(|entry| {
+                entry
+                    .to_string()
+                    .contains("hello from the conformance test")
+            })
+        })
+        .expect("the session's thread");
+    let threads = vec![session_thread];
     let entries = jsonl(&threads[0]);
     let sent = methods(&entries, "in");
+    // (A Gateway's plugin asks `mcpServerStatus/list` in between.)
+    let turn_at = sent.iter().position(|method| method == "turn/start");
     assert!(
-        sent.starts_with(&["thread/start".to_string(), "turn/start".to_string()]),
+        sent.first().map(String::as_str) == Some("thread/start") && turn_at.is_some(),
         "the thread file opens with OpenClaw's thread/start, then turn/start: {sent:?}"
     );
     let start = &entries[0]["message"]["params"];
@@ -162,7 +214,20 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     let (code, stdout, stderr) = run_cli(&["audit", &out_text, "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let audit: Value = serde_json::from_str(&stdout).expect("audit json");
-    let turn = &audit["threads"][0]["turns"][0];
+    let session_id = threads[0]
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    let turn = audit["threads"]
+        .as_array()
+        .and_then(|threads| {
+            threads
+                .iter()
+                .find(|thread| thread["thread"] == *session_id)
+        })
+        .map(|thread| &thread["turns"][0])
+        .unwrap_or_else(|| panic!("the session's thread in the audit: {audit:#}"));
     let row = |file: &str| {
         turn["rows"]
             .as_array()
@@ -277,19 +342,13 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     );
     assert!(layers.contains("openclaw 2026.9.6 through clawbridge app-server"));
 
-    // 2. The same session's second turn, a tool call: OpenClaw resumes the thread (a new
-    // app-server process), the model calls OpenClaw's `agents_list`, Codex asks OpenClaw
-    // (`item/tool/call`), OpenClaw answers through the proxy, the model gets the output.
-    let script = dir.path().join("tool-call.json");
-    std::fs::write(
-        &script,
-        r#"{"responses": [{"toolCall": {"name": "agents_list", "arguments": {}}}, {"text": "Agents listed."}]}"#,
-    )
-    .expect("script");
-    let script_arg = script.display().to_string();
+    // 2. The same session's second turn, a tool call, sent to the same Gateway: the model
+    // calls OpenClaw's `agents_list`, Codex asks OpenClaw (`item/tool/call`), OpenClaw answers
+    // through the proxy, the model gets the output. (A thread resumed by a new connection is
+    // the WebSocket test's: its agents' plugins reconnect after an endpoint's kill -9.)
     let tool = openclaw_turn(
         &out,
-        &["--stub-script", &script_arg, session[0], session[1]],
+        &["--gateway", session[0], session[1]],
         "which agents are there?",
     );
     assert_eq!(strings(&tool, "agentHarnessId"), vec!["codex".to_string()]);
@@ -297,16 +356,12 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         strings(&tool, "finalAssistantVisibleText").contains(&"Agents listed.".to_string()),
         "{tool:#}"
     );
-    assert_eq!(
-        thread_files(&out),
-        threads,
-        "the second turn continues the same thread"
-    );
     let all = jsonl(&threads[0]);
     let sent = methods(&all, "in");
-    assert!(
-        sent.contains(&"thread/resume".to_string()),
-        "the second turn resumes the thread: {sent:?}"
+    assert_eq!(
+        sent.iter().filter(|method| *method == "turn/start").count(),
+        2,
+        "the second turn continues the same thread: {sent:?}"
     );
     let call = all
         .iter()
@@ -326,16 +381,7 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         answer["message"]["result"]["contentItems"].is_array(),
         "{answer}"
     );
-    let checked: Vec<String> = jsonl(&out.join("conformance.jsonl"))
-        .iter()
-        .filter(|entry| entry["kind"] == "check")
-        .filter_map(|entry| entry["method"].as_str().map(str::to_string))
-        .collect();
-    assert!(
-        checked.contains(&"thread/resume".to_string()),
-        "{checked:?}"
-    );
-    // The second process numbered its turn after the first one's, and captured both requests.
+    // The second turn is numbered after the first, and both its requests are captured.
     let second = out
         .join("model-requests")
         .join(&thread_name)
@@ -349,8 +395,8 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     );
     assert!(second.join("layers.2.md").is_file());
 
-    // 3. A heartbeat through OpenClaw's Gateway (loopback, random port and token): a system event
-    // wakes the main session, OpenClaw runs the heartbeat turn on Codex through the proxy.
+    // 3. A heartbeat on the same Gateway: a system event wakes the main session, OpenClaw runs
+    // the heartbeat turn on Codex through the proxy.
     let heartbeat = openclaw_turn(&out, &["--heartbeat"], "Check the release checklist.");
     let thread = heartbeat["heartbeatThread"]
         .as_str()
@@ -372,14 +418,18 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         .filter_map(|item| item["content"][0]["text"].as_str())
         .next_back()
         .expect("a user input");
+    // (On a Gateway the session's earlier system events come first, such as its creation.)
     assert!(
-        user_input.starts_with("System: [<date> <time> UTC] Check the release checklist."),
+        user_input
+            .lines()
+            .any(|line| line == "System: [<date> <time> UTC] Check the release checklist."),
         "the event is a System: line, clock redacted: {user_input}"
     );
     let entries = jsonl(&out.join(format!("{thread}.jsonl")));
     assert!(methods(&entries, "in").contains(&"thread/start".to_string()));
     assert!(methods(&entries, "out").contains(&"turn/completed".to_string()));
-    // The Gateway went down with its whole process group: nothing runs with the run's HOME.
+    // The Gateway goes down with its whole process group: nothing runs with the run's HOME.
+    drop(gateway);
     // Its real path: `.tools` links to the per-user tools cache, and `openclaw-run` names the
     // home by the cache's path.
     let tools = repo_root().join(".tools");
@@ -747,7 +797,11 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
                 std::thread::spawn(move || {
                     let home = format!("ws-{agent}");
                     let key = api_key(&agent);
+                    // Each agent's OpenClaw Gateway, kept running in its home from its first
+                    // run on (as an operator runs OpenClaw): its plugin's connection to the
+                    // endpoint outlives a turn and must find B after A's kill -9.
                     let mut args = if first { vec!["--fresh"] } else { Vec::new() };
+                    args.push("--gateway");
                     args.extend(["--agent", agent.as_str(), "--workspace", workspace.as_str()]);
                     let began = std::time::Instant::now();
                     let (ok, stdout, stderr) =
@@ -764,12 +818,31 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
             .map(|run| run.join().expect("agent run"))
             .collect::<Vec<(String, Value, std::time::Duration)>>()
     };
+    let _gateways = (KeptGateway(Some("ws-alpha")), KeptGateway(Some("ws-beta")));
     let plain = turns(&through, &|agent| format!("{agent}: say hello"), true);
     // Endpoint A is killed with -9 between each agent's two runs: HAProxy sends the next runs
     // to B, whose members run Codex 0.171.0. Each agent's next run resumes the same Codex
     // thread (once A's lease ran out), its earlier words in the model's request (checked
     // below), as if nothing had happened (OpenClaw's plugin starts a new thread when the
     // `initialize` answer changes; the fleet's stays pinned).
+    // A's capture writer files a request after the forwarder passed it on; with a Gateway the
+    // turn's answer is back at once, so A is killed only once both first turns are filed (a
+    // kill -9 loses what a writer has not written yet: the captures are diagnostics).
+    crate::util::wait_until(
+        "A filed both agents' first model requests",
+        std::time::Duration::from_secs(10),
+        || {
+            let filed: Vec<String> = walk(&transcript.join("model-requests"))
+                .into_iter()
+                .filter_map(|file| std::fs::read_to_string(file).ok())
+                .collect();
+            ["alpha", "beta"].iter().all(|agent| {
+                filed
+                    .iter()
+                    .any(|text| text.contains(&format!("{agent}: say hello")))
+            })
+        },
+    );
     let mut endpoint = endpoint;
     endpoint.kill_hard();
     crate::util::wait_until(
@@ -1004,16 +1077,43 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     }
     // Usage counted once, from the model's own calls: OpenClaw resumed each thread at its
     // second run (across the kill -9), and that resume added nothing. Each agent's model was
-    // called three times (the script: one answer to "say hello", a tool call and an answer to
-    // "which agents"), at 15 tokens a call as the stub reports them: 45 for each account.
-    let used: Vec<u64> = accounts
+    // called for its turns (the script: one answer to "say hello", a tool call and an answer
+    // to "which agents") and its Gateway's activity recaps, at 15 tokens a call as the stub
+    // reports them: 15 for each captured request of the account.
+    // Every model call: a turn's first request, and those after a tool call (model-request.N).
+    let every_call: Vec<(std::path::PathBuf, String)> = walk(&transcript.join("model-requests"))
+        .into_iter()
+        .filter(|file| {
+            file.file_name().is_some_and(|name| {
+                let name = name.to_string_lossy();
+                name.starts_with("model-request") && name.ends_with(".json")
+            })
+        })
+        .filter_map(|file| Some((file.clone(), std::fs::read_to_string(file).ok()?)))
+        .collect();
+    let calls = |agent: &str| {
+        every_call
+            .iter()
+            .filter(|(_, request)| request.contains(&format!("{agent}: ")))
+            .count() as u64
+    };
+    let mut used: Vec<u64> = accounts
         .iter()
         .map(|account| account["tokensToday"].as_u64().unwrap_or(0))
         .collect();
+    used.sort_unstable();
+    let mut wanted = vec![15 * calls("alpha"), 15 * calls("beta")];
+    wanted.sort_unstable();
+    assert!(
+        calls("alpha") >= 3 && calls("beta") >= 3,
+        "each agent's three turn calls were captured: alpha {}, beta {}, of {:?}",
+        calls("alpha"),
+        calls("beta"),
+        every_call.iter().map(|(file, _)| file).collect::<Vec<_>>()
+    );
     assert_eq!(
-        used,
-        [45, 45],
-        "each account's tokens today are its agent's three model calls, the resumes adding nothing: {status:#}"
+        used, wanted,
+        "each account's tokens today are its agent's model calls, the resumes adding nothing: {status:#}"
     );
     let conformance =
         std::fs::read_to_string(transcript.join("conformance.jsonl")).expect("conformance.jsonl");
