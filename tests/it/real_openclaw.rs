@@ -183,7 +183,7 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
             })
         })
         .expect("the session's thread");
-    let threads = vec![session_thread];
+    let threads = [session_thread];
     let entries = jsonl(&threads[0]);
     let sent = methods(&entries, "in");
     // (A Gateway's plugin asks `mcpServerStatus/list` in between.)

@@ -236,8 +236,36 @@ pub fn credential_fingerprint(authorization: &str) -> String {
     crate::support::credential::of_authorization(authorization)
 }
 
+/// `redactions` and the git checkouts Codex names in the request's turn metadata
+/// (`workspaces`, keyed by each checkout's path, sent when one has changes). Codex looks for the
+/// checkout around the thread's folder on its own, past a folder that only looks like one, so
+/// the path it names is not always one the caller knew of: each becomes `<git-root>` unless a
+/// placeholder covers it already.
+fn with_reported_checkouts(request: &CapturedRequest, redactions: &Redactions) -> Redactions {
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        #[serde(default)]
+        workspaces: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+    }
+    let mut all = redactions.clone();
+    let reported = request
+        .headers
+        .get("x-codex-turn-metadata")
+        .and_then(|text| serde_json::from_str::<Metadata>(text).ok());
+    for path in reported
+        .into_iter()
+        .flat_map(|metadata| metadata.workspaces.into_keys())
+    {
+        if Path::new(&path).is_absolute() && all.apply(&path) == path {
+            all.add_path(Path::new(&path), "<git-root>");
+        }
+    }
+    all
+}
+
 /// The redacted request document written as `model-request.json`.
 pub fn redacted_request(request: &CapturedRequest, redactions: &Redactions) -> Value {
+    let redactions = &with_reported_checkouts(request, redactions);
     let headers: Map<String, Value> = request
         .headers
         .iter()
@@ -538,6 +566,36 @@ pub fn render_layers(layers: &[Layer], title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Protection: a checkout Codex names in its turn metadata (a parent of the workspace, found
+    /// past a `.git` folder that is no repository) is redacted even when the caller did not
+    /// know it; a path a placeholder covers keeps that placeholder.
+    #[test]
+    fn the_checkouts_codex_reports_are_redacted() {
+        let metadata = serde_json::json!({
+            "thread_id": "t",
+            "workspaces": {
+                "/srv/agents/checkout": {"has_changes": true},
+                "/srv/agents/checkout/ws": {"has_changes": true},
+            },
+        });
+        let request = CapturedRequest {
+            path: "/v1/responses".to_string(),
+            headers: [("x-codex-turn-metadata".to_string(), metadata.to_string())]
+                .into_iter()
+                .collect(),
+            body: serde_json::json!({"input": []}),
+            at: None,
+        };
+        let mut known = Redactions::default();
+        known.add("/srv/agents/checkout/ws", "<workspace>");
+        let filed = redacted_request(&request, &known).to_string();
+        assert!(!filed.contains("/srv/agents"), "{filed}");
+        assert!(
+            filed.contains("<git-root>") && filed.contains("<workspace>"),
+            "{filed}"
+        );
+    }
 
     #[test]
     fn redaction_replaces_paths_ids_dates_and_ports() {
