@@ -3,8 +3,10 @@
 //!
 //! `scripts/test-openclaw` installs OpenClaw, Node 24 and the plugin (cached in .tools/) and runs
 //! these; each turn goes through `scripts/openclaw-run` (a throwaway HOME with the minimal
-//! openclaw.json). They are #[ignore]d for a bare `cargo test` (a 1.2 GB install, about 50 s per
-//! turn); `scripts/test` runs them through `scripts/test-openclaw`.
+//! openclaw.json), most of them to a Gateway it keeps running in that HOME (`--gateway`): each
+//! OpenClaw process loads and copies its plugins anew (about 40 s of CPU), a turn sent to a
+//! running Gateway costs about 3. They are #[ignore]d for a bare `cargo test` (a 1.2 GB
+//! install); `scripts/test` runs them through `scripts/test-openclaw`.
 
 use std::path::Path;
 use std::process::Command;
