@@ -1128,3 +1128,43 @@ fn account_tells_which_account_a_key_maps_to_without_printing_it() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("never on the command line"), "{stderr}");
 }
+
+/// docs/system-prompt.md §12 lists every difference from OpenClaw 2026.6.10 the conformance
+/// suite tolerates, each with the spec sentence that decides it: the list is
+/// `scripts/openclaw-conformance/deviations.json`, entry for entry and word for word, so a
+/// deviation added, changed or dropped there cannot leave the page behind.
+#[test]
+fn the_prompt_page_lists_every_tolerated_deviation_as_the_suite_has_it() {
+    let root = repo_root();
+    let listed: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("scripts/openclaw-conformance/deviations.json"))
+            .expect("deviations.json"),
+    )
+    .expect("json");
+    let page = std::fs::read_to_string(root.join("docs/system-prompt.md")).expect("page");
+    let section = page
+        .split_once("\n## 12. Where clawbridge differs from OpenClaw 2026.6.10")
+        .map(|(_, rest)| rest.split("\n## ").next().unwrap_or(rest))
+        .expect("docs/system-prompt.md has its section 12");
+    let wanted: Vec<String> = listed["deviations"]
+        .as_array()
+        .expect("deviations")
+        .iter()
+        .map(|entry| {
+            format!(
+                "- **`{}`**: {} *Why:* {}",
+                entry["id"].as_str().expect("id"),
+                entry["what"].as_str().expect("what"),
+                entry["why"].as_str().expect("why")
+            )
+        })
+        .collect();
+    let on_page: Vec<&str> = section
+        .lines()
+        .filter(|line| line.starts_with("- **`"))
+        .collect();
+    assert_eq!(
+        on_page, wanted,
+        "docs/system-prompt.md §12 repeats deviations.json entry for entry"
+    );
+}
