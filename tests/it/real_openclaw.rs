@@ -693,7 +693,8 @@ impl PeakSampler {
 /// "Replicas" issue): each runs a plain turn through endpoint A and a tool-call turn (OpenClaw's
 /// `agents_list`, answered back through the endpoint) through B after A's kill -9, on the same
 /// thread; transcripts, captures and the conformance log are written (one folder for both);
-/// `app-server status` lists the members; a wrong token is refused and OpenClaw says so (401).
+/// `app-server status` lists the members; after the endpoint's token is rotated, a Gateway still
+/// holding the old one is refused and OpenClaw says so (401).
 #[test]
 #[ignore = "needs the real OpenClaw (scripts/test-openclaw installs it)"]
 fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
@@ -1126,21 +1127,6 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     let (peak, own) = (memory.peak_mib(), own_memory.peak_mib());
     eprintln!("MEASURE: two clawbridge app-servers with their members, peak RSS over the run: {peak:.0} MiB (clawbridge itself: {own:.0} MiB)");
 
-    let (ok, stdout, stderr) = openclaw_ws_turn(
-        &dir.path().join("refused"),
-        &through,
-        "not-the-token-0123456789",
-        "ws-refused",
-        &["--fresh"],
-        "Say hello.",
-        None,
-    );
-    assert!(!ok, "a wrong token must be refused:\n{stdout}");
-    assert!(
-        stdout.contains("401") || stderr.contains("401"),
-        "OpenClaw says why: {stdout}\n{stderr}"
-    );
-
     // The traces: the endpoint stops (SIGTERM: it drains and sends what it holds); each
     // agent's tool-call turn is one trace, OpenClaw's turn at its root, its two model calls
     // with their tokens and the agents_list call under it, nothing orphaned.
@@ -1289,6 +1275,50 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     check_openclaw_tool_traces(&collector.spans());
+
+    // The endpoint's token rotated under a running Gateway: B's address serves again with
+    // another token, and alpha's Gateway, still holding the old one, is refused when its plugin
+    // reconnects (401), and OpenClaw says so.
+    let rotated = dir.path().join("rotated").join("token");
+    std::fs::create_dir_all(rotated.parent().expect("folder")).expect("folder");
+    crate::util::write_private(&rotated, "the-rotated-token-0123456789abcdef\n");
+    let _rotated = ws_endpoint(
+        &format!("ws://{b_addr}"),
+        &crate::e2e::codex_bin(),
+        &rotated,
+        &dir.path().join("rotated").join("transcript"),
+        &script,
+        &collector.url,
+        &replica,
+    );
+    // HAProxy checks its servers every 200 ms and takes one back after two good checks.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let workspace = agents[0].1.display().to_string();
+    let (ok, stdout, stderr) = openclaw_ws_turn(
+        &dir.path().join("out-alpha"),
+        &through,
+        token,
+        "ws-alpha",
+        &[
+            "--gateway",
+            "--agent",
+            "alpha",
+            "--workspace",
+            &workspace,
+            "--timeout",
+            "120",
+        ],
+        "alpha: say hello again",
+        None,
+    );
+    assert!(
+        !ok,
+        "a token the endpoint no longer takes must be refused:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("401") || stderr.contains("401"),
+        "OpenClaw says why: {stdout}\n{stderr}"
+    );
 }
 
 /// Each agent's tool-call turn is one trace: OpenClaw's turn at its root, its two model calls
