@@ -8,7 +8,10 @@
 //! spawned alternately with it: `clawbridge params` on the at-caps workspace against the
 //! physical floor (a minimal binary that reads the same files and hashes the SKILL.md bytes with
 //! the same `sha2` build), and start-up (`clawbridge params` on an empty workspace) against a
-//! minimal Rust binary that only parses its arguments. `BENCH_BREAKDOWN=1` adds per-stage
+//! minimal Rust binary that only parses its arguments, timed and counted: what each process
+//! does (its minor page faults from its resource usage, its system calls by `strace -c`, its
+//! instructions by `perf stat` where the machine exposes a counter), which the binary's layout
+//! does not move as it moves wall time. `BENCH_BREAKDOWN=1` adds per-stage
 //! medians; `BENCH_PROFILE=1` loops the from-disk path for a profiler. OpenClaw's own figures
 //! come from `scripts/bench-vs-openclaw`.
 
@@ -407,9 +410,13 @@ fn alternate_spawns(rounds: usize, [mut first, mut second]: [Command; 2]) -> [Du
     )
 }
 
+/// `program` as a user starts it: quiet, and without the library path `cargo bench` sets for
+/// its own processes (with it, the loader of both binaries searches cargo's folders first:
+/// about 350 more system calls each, which made the two look closer than they are).
 fn quiet(program: &Path) -> Command {
     let mut command = Command::new(program);
     command
+        .env_remove("LD_LIBRARY_PATH")
         .env("CLAWBRIDGE_LOG", "error")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -467,6 +474,9 @@ fn whole_process(ws: &Path, run_path: &Path) {
         against_goal(ratio)
     );
     let mut ours = quiet(&clawbridge);
+    ours.arg("params").arg(&run);
+    start_up_counts(&mut quiet(&minimal), &mut ours);
+    let mut ours = quiet(&clawbridge);
     ours.arg("--version");
     let times = alternate_spawns(rounds, [quiet(&minimal), ours]);
     let ratio = times[1].as_secs_f64() / times[0].as_secs_f64();
@@ -476,6 +486,117 @@ fn whole_process(ws: &Path, run_path: &Path) {
         micros(times[0]),
         against_goal(ratio)
     );
+}
+
+/// What a start-up does, counted for `ours` against `minimal` (issue "Performance 4", item 2):
+/// minor page faults (the median of 21 runs' resource usage: the kernel's own count of the pages
+/// the process touched), system calls (`strace -f -c`, when installed) and user-space
+/// instructions (`perf stat`, when the machine exposes the counter; a VM often does not).
+fn start_up_counts(minimal: &mut Command, ours: &mut Command) {
+    let faults = |command: &mut Command| {
+        let mut seen: Vec<u64> = (0..21).filter_map(|_| minor_faults(command)).collect();
+        seen.sort_unstable();
+        seen.get(seen.len() / 2).copied()
+    };
+    match (faults(minimal), faults(ours)) {
+        (Some(base), Some(count)) => println!(
+            "start-up counts: minor page faults {count} = {:.2}x a minimal Rust binary ({base}), median of 21",
+            count as f64 / base.max(1) as f64
+        ),
+        _ => println!("start-up counts: minor page faults unavailable (no resource usage)"),
+    }
+    for (what, count) in [
+        ("system calls", syscalls as fn(&Command) -> Option<u64>),
+        ("user-space instructions", instructions),
+    ] {
+        match (count(minimal), count(ours)) {
+            (Some(base), Some(count)) => println!(
+                "start-up counts: {what} {count} = {:.2}x a minimal Rust binary ({base})",
+                count as f64 / base.max(1) as f64
+            ),
+            _ => println!("start-up counts: {what} not counted on this machine (strace -c or a perf counter missing)"),
+        }
+    }
+}
+
+/// The minor page faults of one run of `command`: what this process's count of its waited-for
+/// children's faults (`cminflt` in /proc/self/stat) grew by while it ran and was waited for.
+fn minor_faults(command: &mut Command) -> Option<u64> {
+    fn children_faults() -> Option<u64> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // After the command name's closing parenthesis: state is field 3, cminflt field 11.
+        let (_, rest) = stat.rsplit_once(')')?;
+        rest.split_whitespace().nth(8)?.parse().ok()
+    }
+    let before = children_faults()?;
+    let status = command.status().ok()?;
+    let after = children_faults()?;
+    status.success().then(|| after.saturating_sub(before))
+}
+
+/// `tool` with `args`, in the environment `command` would run in (its variables set and
+/// removed), to run `command` under it.
+fn like(command: &Command, tool: &str, args: &[&str]) -> Command {
+    let mut wrapped = Command::new(tool);
+    wrapped.args(args);
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped
+}
+
+/// The system calls of one run of `command` (and its children), by `strace -f -c`.
+fn syscalls(command: &Command) -> Option<u64> {
+    let report = tempfile::NamedTempFile::new().ok()?;
+    let status = like(command, "strace", &["-f", "-c", "-o"])
+        .arg(report.path())
+        .arg(command.get_program())
+        .args(command.get_args())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    // The summary's last line: "100.00 ... CALLS [ERRORS] total".
+    let text = std::fs::read_to_string(report.path()).ok()?;
+    let total = text
+        .lines()
+        .rev()
+        .find(|line| line.trim_end().ends_with("total"))?;
+    let fields: Vec<&str> = total.split_whitespace().collect();
+    fields
+        .iter()
+        .rev()
+        .nth(if fields.len() >= 6 { 2 } else { 1 })?
+        .parse()
+        .ok()
+}
+
+/// The user-space instructions of one run of `command`, by `perf stat`, if the machine counts
+/// them (`<not supported>` in most VMs).
+fn instructions(command: &Command) -> Option<u64> {
+    let output = like(
+        command,
+        "perf",
+        &["stat", "-x", ",", "-e", "instructions:u", "--"],
+    )
+    .arg(command.get_program())
+    .args(command.get_args())
+    .stdout(std::process::Stdio::null())
+    .output()
+    .ok()?;
+    let text = String::from_utf8_lossy(&output.stderr);
+    text.lines()
+        .find(|line| line.contains("instructions"))?
+        .split(',')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The start-up and whole-process goal (issue "Performance 3"): at most 1.5x its floor.
