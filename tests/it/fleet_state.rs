@@ -1537,17 +1537,7 @@ async fn an_endpoint_s_death_costs_its_agent_a_reconnect_through_haproxy() {
     };
     let took = died.elapsed();
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
-    let mut after = Vec::new();
-    while let Ok(request) = upstream.try_recv() {
-        after.push((
-            request
-                .headers
-                .get("authorization")
-                .cloned()
-                .unwrap_or_default(),
-            request.body.to_string(),
-        ));
-    }
+    let after = drain_requests(&mut upstream);
     assert!(
         after
             .iter()

@@ -1044,10 +1044,39 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
             "{thread} was resumed, not a new one: {started_threads:?}"
         );
     }
-    let captured: Vec<String> = walk(&transcript.join("model-requests"))
+    // Every model call filed: a turn's first request (model-request.json), and those after a
+    // tool call (model-request.N.json). The capture writer files a request after forwarding
+    // it, so the last calls (after each tool call) are waited for before the folder is read.
+    crate::util::wait_until(
+        "B filed both agents' model calls after their tool calls",
+        std::time::Duration::from_secs(10),
+        || {
+            let after_tool: Vec<String> = walk(&transcript.join("model-requests"))
+                .into_iter()
+                .filter(|file| file.ends_with("model-request.2.json"))
+                .filter_map(|file| std::fs::read_to_string(file).ok())
+                .collect();
+            ["alpha", "beta"].iter().all(|agent| {
+                after_tool
+                    .iter()
+                    .any(|text| text.contains(&format!("{agent}: which agents are there?")))
+            })
+        },
+    );
+    let every_call: Vec<(std::path::PathBuf, String)> = walk(&transcript.join("model-requests"))
         .into_iter()
-        .filter(|file| file.ends_with("model-request.json"))
-        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .filter(|file| {
+            file.file_name().is_some_and(|name| {
+                let name = name.to_string_lossy();
+                name.starts_with("model-request") && name.ends_with(".json")
+            })
+        })
+        .filter_map(|file| Some((file.clone(), std::fs::read_to_string(file).ok()?)))
+        .collect();
+    let captured: Vec<&String> = every_call
+        .iter()
+        .filter(|(file, _)| file.ends_with("model-request.json"))
+        .map(|(_, request)| request)
         .collect();
     for agent in ["alpha", "beta"] {
         assert!(
@@ -1083,17 +1112,6 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
     // called for its turns (the script: one answer to "say hello", a tool call and an answer
     // to "which agents") and its Gateway's activity recaps, at 15 tokens a call as the stub
     // reports them: 15 for each captured request of the account.
-    // Every model call: a turn's first request, and those after a tool call (model-request.N).
-    let every_call: Vec<(std::path::PathBuf, String)> = walk(&transcript.join("model-requests"))
-        .into_iter()
-        .filter(|file| {
-            file.file_name().is_some_and(|name| {
-                let name = name.to_string_lossy();
-                name.starts_with("model-request") && name.ends_with(".json")
-            })
-        })
-        .filter_map(|file| Some((file.clone(), std::fs::read_to_string(file).ok()?)))
-        .collect();
     let calls = |agent: &str| {
         every_call
             .iter()

@@ -240,32 +240,40 @@ pub fn credential_fingerprint(authorization: &str) -> String {
 /// (`workspaces`, keyed by each checkout's path, sent when one has changes). Codex looks for the
 /// checkout around the thread's folder on its own, past a folder that only looks like one, so
 /// the path it names is not always one the caller knew of: each becomes `<git-root>` unless a
-/// placeholder covers it already.
-fn with_reported_checkouts(request: &CapturedRequest, redactions: &Redactions) -> Redactions {
+/// placeholder covers it already. Borrowed as it came when there is none (most requests): no
+/// copy, and no file system call, per request.
+fn with_reported_checkouts<'a>(
+    request: &CapturedRequest,
+    redactions: &'a Redactions,
+) -> std::borrow::Cow<'a, Redactions> {
     #[derive(serde::Deserialize)]
     struct Metadata {
         #[serde(default)]
         workspaces: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
     }
-    let mut all = redactions.clone();
-    let reported = request
+    let unknown: Vec<String> = request
         .headers
         .get("x-codex-turn-metadata")
-        .and_then(|text| serde_json::from_str::<Metadata>(text).ok());
-    for path in reported
+        .and_then(|text| serde_json::from_str::<Metadata>(text).ok())
         .into_iter()
         .flat_map(|metadata| metadata.workspaces.into_keys())
-    {
-        if Path::new(&path).is_absolute() && all.apply(&path) == path {
-            all.add_path(Path::new(&path), "<git-root>");
-        }
+        .filter(|path| Path::new(path).is_absolute() && redactions.apply(path) == *path)
+        .collect();
+    if unknown.is_empty() {
+        return std::borrow::Cow::Borrowed(redactions);
     }
-    all
+    let mut all = redactions.clone();
+    for path in unknown {
+        // As Codex wrote it: the checkout's path as Codex resolved it.
+        all.add(path, "<git-root>");
+    }
+    std::borrow::Cow::Owned(all)
 }
 
 /// The redacted request document written as `model-request.json`.
 pub fn redacted_request(request: &CapturedRequest, redactions: &Redactions) -> Value {
-    let redactions = &with_reported_checkouts(request, redactions);
+    let redactions = with_reported_checkouts(request, redactions);
+    let redactions = redactions.as_ref();
     let headers: Map<String, Value> = request
         .headers
         .iter()
