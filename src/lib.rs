@@ -41,9 +41,7 @@ compile_error!("clawbridge runs on Unix (built and tested on Linux): it relies o
 
 mod app;
 mod artifacts;
-mod codex;
 mod config;
-mod error;
 pub mod face;
 mod observe;
 mod proxy;
@@ -52,10 +50,15 @@ mod routing;
 mod server;
 mod service;
 mod skills;
-mod support;
-mod traffic;
 mod translate;
 mod workspace;
+
+// The layers below the service core are crates of their own (crates/); the rest of the crate
+// names them by the paths it always has.
+use clawbridge_codex as codex;
+use clawbridge_support as support;
+use clawbridge_support::error;
+use clawbridge_traffic as traffic;
 
 // The public surface: what the binary, the integration tests and the benches use, and nothing
 // else. The modules are private, so the compiler reports whatever the crate no longer uses. The

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The supported Codex CLI versions, read from the one table fixtures/codex-versions.tsv (which
-# build.rs turns into the handshake's and doctor's constants).
+# crates/codex/build.rs turns into the handshake's and doctor's constants).
 # `codex_version pinned`: the pinned version; `codex_version newest`: the newest row;
 # `codex_version tested`: every row that is not the pinned one, oldest first.
 codex_version() {

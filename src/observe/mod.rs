@@ -677,7 +677,7 @@ mod tests {
     /// An observer with a small schema (the folder stays as long as `dir`: answers' schemas are
     /// read when first needed).
     fn observer(dir: &std::path::Path) -> (Observer, PathBuf) {
-        let schema = crate::codex::schema::conformance::tests::folder();
+        let schema = crate::codex::schema::conformance::testing::folder();
         let wire = dir.join("schema");
         std::fs::rename(schema.path(), &wire).expect("move the schema");
         let log = dir.join("conformance.jsonl");

@@ -1,4 +1,9 @@
-//! The layer map of docs/architecture.md, enforced: no module imports from a layer above its own.
+//! The layer map of docs/architecture.md, enforced inside each crate: no module imports from a
+//! layer above its own. Between the crates (`crates/support`, `crates/codex`, `crates/traffic`
+//! and the main crate) Cargo enforces it, since a crate can only name the crates it depends on;
+//! these checks read every crate's sources, so the layers inside one crate (`codex::protocol`
+//! below `codex::client`) and the rules that are no imports (no bare spawn, no printing below
+//! the face, no method name outside the table, no circles) hold everywhere.
 
 use std::path::Path;
 
@@ -6,7 +11,7 @@ use crate::util::repo_root;
 
 /// The layers, lowest first: (module path prefix, layer).
 const LAYERS: &[(&str, usize)] = &[
-    ("error", 0),
+    // The helpers and the typed errors (`support::error`).
     ("support", 0),
     // The Codex wire as data: it knows nothing of OpenClaw runs (the policy is in translate).
     ("codex::protocol", 0),
@@ -56,14 +61,98 @@ fn module_of(file: &Path, src: &Path) -> String {
     parts.join("::")
 }
 
+/// The crates whose sources the checks read, each with the module path its `crate::` means
+/// (the main crate's is the root; a crate below it names its folder).
+const CRATES: &[(&str, &str)] = &[
+    ("src", ""),
+    ("crates/support/src", "support"),
+    ("crates/codex/src", "codex"),
+    ("crates/traffic/src", "traffic"),
+];
+
+/// One source file of one crate: its path, its module path as the main crate names it
+/// (`crates/codex/src/client/peer.rs` -> `codex::client::peer`) and its crate's namespace.
+struct Source {
+    file: std::path::PathBuf,
+    module: String,
+    namespace: &'static str,
+}
+
+/// Every Rust file of every crate in [`CRATES`], sorted.
+fn sources() -> Vec<Source> {
+    let mut out = Vec::new();
+    for (dir, namespace) in CRATES {
+        let src = repo_root().join(dir);
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        files.sort();
+        for file in files {
+            let inner = module_of(&file, &src);
+            let module = match (*namespace, inner.as_str()) {
+                ("", _) => inner,
+                (namespace, "lib") => namespace.to_string(),
+                (namespace, inner) => format!("{namespace}::{inner}"),
+            };
+            out.push(Source {
+                file,
+                module,
+                namespace,
+            });
+        }
+    }
+    assert!(out.len() > 100, "the sources were read: {}", out.len());
+    out
+}
+
+/// The module paths a source's code names, as the main crate names them: `crate::` paths
+/// (a lower crate's put under its namespace), the lower crates by name (`clawbridge_codex::x`
+/// is `codex::x`), and `super::` paths. The main crate's `crate::error` is `support::error`.
+fn used_paths(code: &str, source: &Source) -> Vec<String> {
+    let own = crate_paths(code).into_iter().map(|path| {
+        if source.namespace.is_empty() {
+            match path.strip_prefix("error") {
+                Some(rest) if rest.is_empty() || rest.starts_with("::") => {
+                    format!("support::error{rest}")
+                }
+                _ => path,
+            }
+        } else {
+            format!("{}::{path}", source.namespace)
+        }
+    });
+    let lower = CRATES
+        .iter()
+        .filter(|(_, namespace)| !namespace.is_empty())
+        .flat_map(|(_, namespace)| {
+            let marker = format!("clawbridge_{namespace}::");
+            paths_after(code, &marker)
+                .into_iter()
+                .map(move |path| format!("{namespace}::{path}"))
+        });
+    let mut out: Vec<String> = own.chain(lower).collect();
+    out.extend(super_paths(code, &source.module));
+    out
+}
+
 /// Every `crate::a::b` path a source text names, grouped imports (`crate::{a, b::{c, d}}`)
 /// expanded, cut to two segments.
 fn crate_paths(text: &str) -> Vec<String> {
+    paths_after(text, "crate::")
+}
+
+/// Every path after `marker` (`crate::`, `clawbridge_codex::`) in a source text, grouped
+/// imports expanded, cut to two segments.
+fn paths_after(text: &str, marker: &str) -> Vec<String> {
     let code = without_comments(text);
     let mut out = Vec::new();
     let mut rest = code.as_str();
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
+    while let Some(at) = rest.find(marker) {
+        // `clawbridge_codex::` is no `crate::` path, nor `$crate::` a module's.
+        let before = rest[..at].chars().last();
+        rest = &rest[at + marker.len()..];
+        if before.is_some_and(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
+            continue;
+        }
         let (paths, _) = use_tree(rest);
         out.extend(paths);
     }
@@ -175,9 +264,6 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn no_module_imports_from_a_layer_above_it() {
     let src = repo_root().join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
     let reexports = root_reexports(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));
     assert!(
         reexports.get("Endpoint").map(String::as_str) == Some("proxy::endpoint"),
@@ -185,34 +271,32 @@ fn no_module_imports_from_a_layer_above_it() {
     );
     let mut violations = Vec::new();
     let mut checked = 0;
-    for file in &files {
-        let module = module_of(file, &src);
-        let Some(own) = layer_of(&module) else {
-            // lib.rs, the binaries (main.rs, bin/clawbridge-runtime.rs) and the `codex`
-            // namespace are no layer.
+    for source in sources() {
+        let module = &source.module;
+        let Some(own) = layer_of(module) else {
+            // lib.rs, the binaries (main.rs, bin/clawbridge-runtime.rs) are no layer, nor the
+            // `codex` crate's root (its layers are its folders).
             assert!(
                 ["lib", "main", "bin::clawbridge-runtime", "codex"].contains(&module.as_str()),
                 "{module} is in no layer: add it to docs/architecture.md and LAYERS"
             );
             continue;
         };
-        let text = std::fs::read_to_string(file).expect("read");
+        let text = std::fs::read_to_string(&source.file).expect("read");
         let code = code_of(&text);
-        for path in crate_paths(&code)
-            .into_iter()
-            .chain(super_paths(&code, &module))
-        {
-            // `crate::Name` through the crate root's re-export is an import of its module.
+        for path in used_paths(&code, &source) {
+            // `crate::Name` through the main crate root's re-export is an import of its module.
             let first = path.split("::").next().unwrap_or_default();
-            let path = reexports.get(first).cloned().unwrap_or(path);
+            let path = match source.namespace {
+                "" => reexports.get(first).cloned().unwrap_or(path),
+                _ => path,
+            };
             let Some(used) = layer_of(&path) else {
                 continue;
             };
             checked += 1;
             if used > own {
-                violations.push(format!(
-                    "{module} (layer {own}) uses crate::{path} (layer {used})"
-                ));
+                violations.push(format!("{module} (layer {own}) uses {path} (layer {used})"));
             }
         }
     }
@@ -257,9 +341,7 @@ fn root_reexports_name_their_modules() {
 /// `tokio::spawn` in the library's code outside its tests.
 #[test]
 fn no_bare_spawn_outside_tests() {
-    let src = repo_root().join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files: Vec<_> = sources().into_iter().map(|source| source.file).collect();
     let mut bare = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).expect("read");
@@ -293,9 +375,12 @@ fn the_architecture_page_numbers_the_layers_the_code_has() {
             continue;
         };
         for path in folders.split('`').skip(1).step_by(2) {
+            // `crates/codex/src/protocol/` is `codex::protocol`; `crates/support/` is `support`.
+            let path = path.strip_prefix("crates/").unwrap_or(path);
             let module = path
                 .trim_end_matches('/')
                 .trim_end_matches(".rs")
+                .replacen("/src", "", 1)
                 .replace('/', "::");
             documented.insert(module, number);
         }
@@ -315,8 +400,8 @@ fn the_architecture_page_numbers_the_layers_the_code_has() {
 /// `warning` are left out: they are JSON keys and labels too).
 #[test]
 fn no_codex_method_is_spelled_outside_the_table() {
-    let src = repo_root().join("src");
-    let table = std::fs::read_to_string(src.join("codex/protocol/table.rs")).expect("table");
+    let table = std::fs::read_to_string(repo_root().join("crates/codex/src/protocol/table.rs"))
+        .expect("table");
     let flows = [
         "Request",
         "ClientNotification",
@@ -334,12 +419,11 @@ fn no_codex_method_is_spelled_outside_the_table() {
         .filter(|name| name != "error" && name != "warning")
         .collect();
     assert!(names.len() > 40, "the table was read: {names:?}");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files: Vec<_> = sources().into_iter().map(|source| source.file).collect();
     let mut spelled = Vec::new();
     for file in files
         .iter()
-        .filter(|file| !file.ends_with("codex/protocol/table.rs"))
+        .filter(|file| !file.ends_with("crates/codex/src/protocol/table.rs"))
     {
         let text = std::fs::read_to_string(file).expect("read");
         let code = code_of(&text);
@@ -366,10 +450,11 @@ fn no_codex_method_is_spelled_outside_the_table() {
 #[test]
 fn only_the_face_prints() {
     let src = repo_root().join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files: Vec<_> = sources().into_iter().map(|source| source.file).collect();
     let face = |file: &Path| {
-        let relative = file.strip_prefix(&src).expect("under src");
+        let Ok(relative) = file.strip_prefix(&src) else {
+            return false;
+        };
         relative.starts_with("face")
             || relative.starts_with("bin")
             || relative == Path::new("main.rs")
@@ -408,20 +493,13 @@ fn only_the_face_prints() {
 /// `traffic::capture` once did).
 #[test]
 fn no_two_modules_import_each_other() {
-    let src = repo_root().join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let cut = |path: &str| path.split("::").take(2).collect::<Vec<_>>().join("::");
     let mut edges = std::collections::BTreeSet::new();
-    for file in &files {
-        let module = cut(&module_of(file, &src));
-        let text = std::fs::read_to_string(file).expect("read");
+    for source in sources() {
+        let module = cut(&source.module);
+        let text = std::fs::read_to_string(&source.file).expect("read");
         let code = code_of(&text);
-        let own = module_of(file, &src);
-        for path in crate_paths(&code)
-            .into_iter()
-            .chain(super_paths(&code, &own))
-        {
+        for path in used_paths(&code, &source) {
             let used = cut(&path);
             if used != module
                 && !module.starts_with(&format!("{used}::"))
@@ -449,10 +527,15 @@ fn code_of(text: &str) -> String {
     let mut code = String::with_capacity(text.len());
     let mut lines = text.split_inclusive('\n').peekable();
     while let Some(line) = lines.next() {
-        let opens_test_module = line.trim_end() == "#[cfg(test)]"
-            && lines.peek().is_some_and(|next| {
-                next.starts_with("mod ") || next.starts_with("pub(crate) mod ")
-            });
+        // A crate's helpers for the tests above it (`testing`) are test code too.
+        let opens_test_module = matches!(
+            line.trim_end(),
+            "#[cfg(test)]" | "#[cfg(any(test, feature = \"testing\"))]"
+        ) && lines.peek().is_some_and(|next| {
+            next.starts_with("mod ")
+                || next.starts_with("pub(crate) mod ")
+                || next.starts_with("pub mod ")
+        });
         if !opens_test_module {
             code.push_str(line);
             continue;
@@ -527,4 +610,45 @@ fn test_modules_are_cut_and_what_follows_them_is_read() {
             "proxy::stall::K"
         ]
     );
+}
+
+/// docs/development.md's layout names paths that exist: each entry of its first column (a
+/// file or folder, or several joined by commas) is in the repository, and every crate's
+/// folder is named (the page once listed files long moved).
+#[test]
+fn the_development_page_lays_out_paths_that_exist() {
+    let root = repo_root();
+    let page = std::fs::read_to_string(root.join("docs/development.md")).expect("page");
+    let (_, after) = page.split_once("## Layout").expect("a layout section");
+    let block = after.split("```").nth(1).expect("a layout block");
+    let mut named = Vec::new();
+    let mut missing = Vec::new();
+    for line in block
+        .lines()
+        .filter(|line| !line.starts_with(' ') && !line.is_empty())
+    {
+        let first = line.split("  ").next().unwrap_or_default().trim();
+        for path in first.split(", ") {
+            named.push(path.to_string());
+            if !root.join(path).exists() {
+                missing.push(path.to_string());
+            }
+        }
+    }
+    assert!(named.len() > 20, "the layout was read: {named:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/development.md names what is not there: {missing:?}"
+    );
+    for (dir, _) in CRATES {
+        let folder = dir.trim_end_matches("/src").trim_end_matches("src");
+        if !folder.is_empty() {
+            assert!(
+                named
+                    .iter()
+                    .any(|path| path.trim_end_matches('/') == folder),
+                "docs/development.md's layout does not name {folder}"
+            );
+        }
+    }
 }

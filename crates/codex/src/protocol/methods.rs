@@ -1,0 +1,99 @@
+//! The Codex requests clawbridge sends beyond the thread and turn params, typed: each is a
+//! [`Method`] with its name, params and result, so no call site spells a method name or builds
+//! params by hand.
+
+use crate::protocol::table::name as method;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Serialize;
+
+/// A request to Codex: its method name, what it takes and what it answers.
+pub trait Method {
+    const NAME: &'static str;
+    type Params: Serialize + Send + Sync;
+    type Result: DeserializeOwned;
+}
+
+/// `turn/interrupt`: end a running turn (Codex answers `{}` and then `turn/completed`).
+pub struct TurnInterrupt;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnInterruptParams {
+    pub thread_id: String,
+    pub turn_id: String,
+}
+
+impl Method for TurnInterrupt {
+    const NAME: &'static str = method::TURN_INTERRUPT;
+    type Params = TurnInterruptParams;
+    type Result = IgnoredAny;
+}
+
+/// `thread/unsubscribe`: let Codex unload a thread nobody follows any more.
+pub struct ThreadUnsubscribe;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadUnsubscribeParams {
+    pub thread_id: String,
+}
+
+impl Method for ThreadUnsubscribe {
+    const NAME: &'static str = method::THREAD_UNSUBSCRIBE;
+    type Params = ThreadUnsubscribeParams;
+    type Result = IgnoredAny;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_camel_case_on_the_wire() {
+        let interrupt = TurnInterruptParams {
+            thread_id: "t".into(),
+            turn_id: "u".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&interrupt).expect("json"),
+            r#"{"threadId":"t","turnId":"u"}"#
+        );
+        let unsubscribe = ThreadUnsubscribeParams {
+            thread_id: "t".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&unsubscribe).expect("json"),
+            r#"{"threadId":"t"}"#
+        );
+        assert_eq!(TurnInterrupt::NAME, "turn/interrupt");
+        assert_eq!(ThreadUnsubscribe::NAME, "thread/unsubscribe");
+    }
+}
+
+/// `turn/steer`: add user input to a running turn (Codex 0.169.0 and 0.171.0 measured; the
+/// params are those of both versions' generated schema, `v2/TurnSteerParams.json`).
+pub struct TurnSteer;
+
+/// The first Codex version known to have `turn/steer`.
+pub const TURN_STEER_SINCE: (u64, u64, u64) = (0, 169, 0);
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerParams {
+    pub thread_id: String,
+    /// Codex refuses the steer unless this is the thread's running turn.
+    pub expected_turn_id: String,
+    pub input: Vec<super::params::UserInput>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerResult {
+    pub turn_id: String,
+}
+
+impl Method for TurnSteer {
+    const NAME: &'static str = method::TURN_STEER;
+    type Params = TurnSteerParams;
+    type Result = TurnSteerResult;
+}

@@ -1,0 +1,426 @@
+//! The `--transcript DIR` files: every forwarded message as a JSON line
+//! (`{"direction": "in"|"out", "message": ...}`), one file per Codex thread.
+//!
+//! A message names its thread in `params.threadId`, `params.thread.id` or `result.thread.id`; a
+//! response is filed with its request (request ids are remembered, bounded); the rest goes to
+//! `connection.jsonl`. Secrets are redacted before anything is written ([`redact`]); the folder
+//! is created 0700 and the files 0600, and file names are thread ids reduced to
+//! `[A-Za-z0-9_-]`, so no thread id can name a path outside DIR.
+//!
+//! One writer for every face that carries Codex's protocol: the stdio slot and the endpoint's
+//! connections (`app-server --transcript`, the client's lines) and `serve --transcript` (its own
+//! lines to each app-server, through the peer's tap). [`transcript_writer`] runs one on a thread
+//! of its own, fed by a queue bounded in bytes ([`TranscriptQueue`]: a line waits for nothing on
+//! disk). The readers are `traffic::trace::offline`'s.
+
+use clawbridge_codex::protocol::table::name as method;
+use std::collections::{HashMap, VecDeque};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::capture::live::safe_name;
+use clawbridge_codex::protocol::wire::Direction;
+
+/// Longest line the transcript records (longer lines are forwarded untouched).
+pub const MAX_TRANSCRIPT_LINE: usize = 64 * 1024 * 1024;
+/// Transcript files open at once (the least recently used is closed, and reopened to append).
+pub const MAX_OPEN_FILES: usize = 64;
+/// Request ids remembered so a response lands in its request's thread file.
+pub const MAX_PENDING: usize = 4096;
+
+/// A transcript folder that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("transcript folder {path}: {source}")]
+pub struct TranscriptError {
+    pub path: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The per-thread JSON-lines transcript.
+#[derive(Debug)]
+pub struct Transcript {
+    dir: PathBuf,
+    files: HashMap<String, std::fs::File>,
+    /// Open files, least recently used first.
+    order: VecDeque<String>,
+    /// Request id (its JSON text) -> the thread file its response belongs in.
+    pending: HashMap<String, String>,
+    pending_order: VecDeque<String>,
+    /// Thread-opening requests (`thread/start`, `thread/fork`) wait for their response, which
+    /// names the thread, so both land in the thread's file: request id -> the written line.
+    held: Vec<(String, String)>,
+    failed: bool,
+}
+
+/// Thread-opening requests held for their response at most (then written to the connection).
+const MAX_HELD: usize = 16;
+
+impl Drop for Transcript {
+    fn drop(&mut self) {
+        for (_, entry) in std::mem::take(&mut self.held) {
+            self.write("connection", &entry);
+        }
+    }
+}
+
+impl Transcript {
+    pub fn open(dir: &Path) -> Result<Transcript, TranscriptError> {
+        let refused = |source: std::io::Error| TranscriptError {
+            path: dir.display().to_string(),
+            source,
+        };
+        // Private: a transcript holds the user's conversation.
+        clawbridge_support::fs::create_private_dir(dir).map_err(refused)?;
+        // A folder that was there already must be a real folder of ours, and private.
+        let metadata = std::fs::symlink_metadata(dir).map_err(refused)?;
+        if metadata.file_type().is_symlink() || !metadata.is_dir() {
+            return Err(refused(std::io::Error::other(
+                "is a symbolic link or not a folder; refusing to write a transcript through it",
+            )));
+        }
+        {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let me = rustix::process::geteuid().as_raw();
+            if metadata.uid() != me {
+                return Err(refused(std::io::Error::other(format!(
+                    "belongs to another user (uid {}); use a folder of your own",
+                    metadata.uid()
+                ))));
+            }
+            if metadata.mode() & 0o077 != 0 {
+                tracing::warn!(
+                    "transcript folder {} was readable by others (mode {:o}); made it 0700",
+                    dir.display(),
+                    metadata.mode() & 0o777
+                );
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(refused)?;
+            }
+        }
+        Ok(Transcript {
+            dir: dir.to_path_buf(),
+            files: HashMap::new(),
+            order: VecDeque::new(),
+            pending: HashMap::new(),
+            pending_order: VecDeque::new(),
+            held: Vec::new(),
+            failed: false,
+        })
+    }
+
+    #[cfg(test)]
+    pub fn record(&mut self, direction: Direction, line: &[u8]) {
+        self.record_at(direction, line, std::time::SystemTime::now());
+    }
+
+    /// Record `line`, forwarded at `at` (the entry's `atMs`: `export-otel` times spans by it).
+    pub fn record_at(&mut self, direction: Direction, line: &[u8], at: std::time::SystemTime) {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            return;
+        }
+        let mut message: Value =
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+        let id = message.get("id").map(Value::to_string);
+        let is_request = message.get("method").is_some();
+        // The thread's file, or (for a response) the file its request went to, which is a file
+        // name already, or the connection's.
+        let thread = thread_of(&message);
+        let file = match &thread {
+            Some(thread) => safe_name(thread),
+            None => (!is_request)
+                .then(|| id.as_ref().and_then(|id| self.pending.remove(id)))
+                .flatten()
+                .unwrap_or_else(|| "connection".to_string()),
+        };
+        let opens_thread = is_request
+            && thread.is_none()
+            && matches!(
+                message.get("method").and_then(Value::as_str),
+                Some(method::THREAD_START | method::THREAD_FORK)
+            );
+        if let (true, Some(id)) = (is_request, id.clone()) {
+            if self.pending.len() >= MAX_PENDING {
+                if let Some(old) = self.pending_order.pop_front() {
+                    self.pending.remove(&old);
+                }
+            }
+            self.pending.insert(id.clone(), file.clone());
+            self.pending_order.push_back(id);
+        }
+        redact(&mut message);
+        let at_ms = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        });
+        let entry = serde_json::json!({
+            "atMs": at_ms,
+            "direction": direction.as_str(),
+            "message": message,
+        })
+        .to_string();
+        if let (true, Some(id)) = (opens_thread, id.as_ref()) {
+            if self.held.len() >= MAX_HELD {
+                let (_, oldest) = self.held.remove(0);
+                self.write("connection", &oldest);
+            }
+            self.held.push((id.clone(), entry));
+            return;
+        }
+        if !is_request {
+            if let Some(at) = id
+                .as_ref()
+                .and_then(|id| self.held.iter().position(|(held, _)| held == id))
+            {
+                let (_, request) = self.held.remove(at);
+                self.write(&file, &request);
+            }
+        }
+        self.write(&file, &entry);
+    }
+
+    fn write(&mut self, file: &str, entry: &str) {
+        let written = self
+            .file(file)
+            .and_then(|handle| writeln!(handle, "{entry}"));
+        if let Err(error) = written {
+            if !self.failed {
+                tracing::warn!(
+                    "transcript {}: {error}; forwarding goes on",
+                    self.dir.display()
+                );
+                self.failed = true;
+            }
+        }
+    }
+
+    /// The open file `<name>.jsonl` (`name` is `connection` or a [`safe_name`]), opened
+    /// without following a link: a planted symlink is refused, never written through.
+    fn file(&mut self, name: &str) -> std::io::Result<&mut std::fs::File> {
+        let safe = name.to_string();
+        if !self.files.contains_key(&safe) {
+            if self.files.len() >= MAX_OPEN_FILES {
+                if let Some(old) = self.order.pop_front() {
+                    self.files.remove(&old);
+                }
+            }
+            use std::os::unix::fs::OpenOptionsExt;
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(self.dir.join(format!("{safe}.jsonl")))?;
+            self.files.insert(safe.clone(), file);
+        }
+        self.order.retain(|open| open != &safe);
+        self.order.push_back(safe.clone());
+        self.files
+            .get_mut(&safe)
+            .ok_or_else(|| std::io::Error::other("transcript file vanished"))
+    }
+}
+
+/// The thread a message names: `params.threadId`, `params.thread.id`, `result.thread.id`.
+fn thread_of(message: &Value) -> Option<String> {
+    let text = |value: &Value| value.as_str().map(str::to_string);
+    text(&message["params"]["threadId"])
+        .or_else(|| text(&message["params"]["thread"]["id"]))
+        .or_else(|| text(&message["result"]["thread"]["id"]))
+        .or_else(|| text(&message["params"]["conversationId"]))
+}
+
+/// Replace secrets with `<redacted>` (by key and by value: [`clawbridge_support::redact`]).
+pub fn redact(value: &mut Value) {
+    clawbridge_support::redact::redact_value(value);
+}
+
+/// Bytes of lines waiting for the transcript writer at most.
+const TRANSCRIPT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
+
+/// A transcript of `dir` written on a thread of its own, and the queue that feeds it (bounded in
+/// bytes: a line waits for nothing on disk). The thread ends when every queue handle is gone.
+pub fn transcript_writer(
+    dir: &Path,
+    tasks: &clawbridge_support::task::Tasks,
+) -> Result<(TranscriptQueue, tokio::task::JoinHandle<()>), TranscriptError> {
+    let mut transcript = Transcript::open(dir)?;
+    let (sender, mut lines) = clawbridge_support::queue::byte_queue::<(
+        Direction,
+        Vec<u8>,
+        std::time::SystemTime,
+    )>(TRANSCRIPT_QUEUE_BYTES, None);
+    let task = tasks.spawn_blocking(move || {
+        while let Some((direction, line, at)) = lines.blocking_recv() {
+            transcript.record_at(direction, &line, at);
+        }
+    });
+    let queue = TranscriptQueue {
+        sender,
+        warned: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
+    Ok((queue, task))
+}
+
+/// The feeding side of a transcript writer.
+#[derive(Clone)]
+pub struct TranscriptQueue {
+    sender: clawbridge_support::queue::ByteSender<(Direction, Vec<u8>, std::time::SystemTime)>,
+    warned: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TranscriptQueue {
+    /// Queue a line if the byte budget has room; never waits.
+    pub fn offer(&self, direction: Direction, line: Vec<u8>) {
+        if !self
+            .sender
+            .offer(line.len(), (direction, line, std::time::SystemTime::now()))
+            && !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            tracing::warn!(
+                "transcript: the writer is behind; a message was forwarded but not recorded"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_redacted_and_the_rest_is_kept() {
+        let mut message = json!({"method": "account/login/start", "params": {
+            "type": "apiKey", "apiKey": "sk-live-123", "nested": {"access_token": "abc", "refreshToken": "r"},
+            "headers": ["Bearer xyz", "plain"], "text": "keep me", "tokenUsage": {"total": 3}}});
+        redact(&mut message);
+        assert_eq!(message["params"]["apiKey"], "<redacted>");
+        assert_eq!(message["params"]["nested"]["access_token"], "<redacted>");
+        assert_eq!(message["params"]["nested"]["refreshToken"], "<redacted>");
+        assert_eq!(message["params"]["headers"], json!(["<redacted>", "plain"]));
+        assert_eq!(message["params"]["text"], "keep me");
+        assert_eq!(
+            message["params"]["tokenUsage"],
+            json!({"total": 3}),
+            "usage is not a secret"
+        );
+        assert_eq!(message["params"]["type"], "apiKey");
+    }
+
+    /// Protection: file names are injective. Ids that reduce to the same characters, reserved
+    /// names, empty and long ids, and an id shaped like another's hashed name all get files of
+    /// their own.
+    #[test]
+    fn thread_file_names_are_injective() {
+        let ids = [
+            "a/b",
+            "a.b",
+            "a_b",
+            "a:b",
+            "",
+            "connection",
+            "conformance",
+            "audit",
+            "model-requests",
+            &"x".repeat(300),
+            &"x".repeat(301),
+            "01a233a5-8000-7532-a8a8-360dd820e4b9",
+        ];
+        let mut names: Vec<String> = ids.iter().map(|id| safe_name(id)).collect();
+        let hashed_of_a_slash_b = safe_name("a/b");
+        names.push(safe_name(&hashed_of_a_slash_b));
+        let unique: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert!(!names
+            .iter()
+            .any(|name| crate::record::RESERVED_NAMES.contains(&name.as_str())));
+        assert_eq!(safe_name("thr-abc"), "thr-abc", "plain ids keep their name");
+        assert!(names
+            .iter()
+            .all(|name| name.len() <= 100 && !name.contains('/')));
+    }
+
+    /// Protection: the folder and its files are ours and private. A folder left 0777 is made
+    /// 0700; a planted link in place of a thread's file is refused, not written through; a link
+    /// as the folder itself is refused.
+    #[test]
+    fn a_foreign_folder_mode_and_planted_links_are_not_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let folder = dir.path().join("t");
+        std::fs::create_dir(&folder).expect("folder");
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "untouched\n").expect("victim");
+        std::os::unix::fs::symlink(&victim, folder.join("thr-1.jsonl")).expect("link");
+        let mut transcript = Transcript::open(&folder).expect("open");
+        assert_eq!(
+            std::fs::metadata(&folder)
+                .expect("meta")
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
+        transcript.record(
+            Direction::Out,
+            br#"{"method":"turn/started","params":{"threadId":"thr-1","turn":{"id":"t"}}}"#,
+        );
+        drop(transcript);
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("read"),
+            "untouched\n"
+        );
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&folder, &linked).expect("dir link");
+        assert!(
+            Transcript::open(&linked).is_err(),
+            "a linked folder is refused"
+        );
+    }
+
+    /// A response lands in the file of its request, whatever that file is called: the
+    /// connection's, or a thread's hashed name (never hashed a second time).
+    #[test]
+    fn responses_follow_their_request_into_the_same_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let folder = dir.path().join("t");
+        let mut transcript = Transcript::open(&folder).expect("open");
+        transcript.record(
+            Direction::In,
+            br#"{"id":1,"method":"initialize","params":{}}"#,
+        );
+        transcript.record(Direction::Out, br#"{"id":1,"result":{"userAgent":"x"}}"#);
+        transcript.record(
+            Direction::In,
+            br#"{"id":2,"method":"turn/start","params":{"threadId":"odd/id"}}"#,
+        );
+        transcript.record(Direction::Out, br#"{"id":2,"result":{"turn":{"id":"u"}}}"#);
+        drop(transcript);
+        let mut names: Vec<String> = std::fs::read_dir(&folder)
+            .expect("read")
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            vec![
+                "connection.jsonl".to_string(),
+                format!("{}.jsonl", safe_name("odd/id"))
+            ]
+        );
+        let lines = |name: &str| {
+            std::fs::read_to_string(folder.join(name))
+                .expect("read")
+                .lines()
+                .count()
+        };
+        assert_eq!(lines("connection.jsonl"), 2);
+        assert_eq!(lines(&format!("{}.jsonl", safe_name("odd/id"))), 2);
+    }
+}
