@@ -652,3 +652,27 @@ fn the_development_page_lays_out_paths_that_exist() {
         }
     }
 }
+
+/// Every crate of the workspace takes its version from `[workspace.package]`: the codex crate's
+/// `initialize` (`clientInfo.version`) and the traffic crate's exporter name clawbridge's
+/// version through their own `CARGO_PKG_VERSION`, which must be `clawbridge --version`'s.
+#[test]
+fn every_crate_has_the_workspace_version() {
+    let root = repo_root();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    assert!(
+        manifest.contains("[workspace.package]\nversion = \""),
+        "{manifest}"
+    );
+    for (dir, _) in CRATES {
+        let folder = root.join(dir.trim_end_matches("src"));
+        let text = std::fs::read_to_string(folder.join("Cargo.toml")).expect("a manifest");
+        let (_, package) = text.split_once("[package]\n").expect("a [package] section");
+        let package = package.split("\n[").next().unwrap_or_default();
+        assert!(
+            package.contains("\nversion.workspace = true\n"),
+            "{}: the version is not the workspace's",
+            folder.display()
+        );
+    }
+}
