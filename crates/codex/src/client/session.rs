@@ -12,7 +12,7 @@ use crate::protocol::table::name as method;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::peer::{Events, Peer, PeerConfig, PeerError};
@@ -23,6 +23,7 @@ pub use super::turn::{
     TurnLimits, TurnOutcome, TurnStatus,
 };
 use crate::protocol::inbound::Inbound;
+use crate::protocol::methods::{Initialize, InitializeParams};
 use crate::protocol::params::{ThreadParams, TurnStartParams};
 use crate::protocol::{supported_range, NEWEST_TESTED_CODEX_VERSION, OLDEST_SUPPORTED_SEMVER};
 
@@ -143,13 +144,10 @@ impl CodexSession {
     }
 
     async fn handshake(&mut self, experimental_api: bool) -> Result<(), SessionError> {
-        let mut params = json!({
-            "clientInfo": {"name": "clawbridge", "title": "clawbridge", "version": env!("CARGO_PKG_VERSION")},
-        });
-        if experimental_api {
-            params["capabilities"] = json!({"experimentalApi": true});
-        }
-        let raw: Value = self.peer.request(method::INITIALIZE, &params).await?;
+        let raw: Value = self
+            .peer
+            .call::<Initialize>(&InitializeParams::clawbridge(experimental_api))
+            .await?;
         let result: InitializeResult =
             serde_json::from_value(raw.clone()).map_err(|error| PeerError::Codec {
                 method: method::INITIALIZE.into(),

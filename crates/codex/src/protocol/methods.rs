@@ -13,6 +13,58 @@ pub trait Method {
     type Result: DeserializeOwned;
 }
 
+/// `initialize`: the handshake. clawbridge names itself and, when asked, opts into Codex's
+/// experimental API; the answer is kept whole (the endpoint hands the same one to every client),
+/// so it stays a JSON value.
+pub struct Initialize;
+
+/// What clawbridge says of itself in `initialize`. The fields are in the order the bytes have
+/// always had (sorted: `capabilities` before `clientInfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<InitializeCapabilities>,
+    pub client_info: ClientInfo,
+}
+
+/// `initialize`'s `clientInfo`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClientInfo {
+    pub name: String,
+    pub title: String,
+    pub version: String,
+}
+
+/// `initialize`'s `capabilities`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeCapabilities {
+    pub experimental_api: bool,
+}
+
+impl InitializeParams {
+    /// clawbridge's own handshake, its version the workspace's (`clawbridge --version`).
+    pub fn clawbridge(experimental_api: bool) -> Self {
+        InitializeParams {
+            capabilities: experimental_api.then_some(InitializeCapabilities {
+                experimental_api: true,
+            }),
+            client_info: ClientInfo {
+                name: "clawbridge".into(),
+                title: "clawbridge".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+        }
+    }
+}
+
+impl Method for Initialize {
+    const NAME: &'static str = method::INITIALIZE;
+    type Params = InitializeParams;
+    type Result = serde_json::Value;
+}
+
 /// `turn/interrupt`: end a running turn (Codex answers `{}` and then `turn/completed`).
 pub struct TurnInterrupt;
 
@@ -47,6 +99,23 @@ impl Method for ThreadUnsubscribe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn initialize_keeps_the_bytes_it_always_had() {
+        let version = env!("CARGO_PKG_VERSION");
+        assert_eq!(
+            serde_json::to_string(&InitializeParams::clawbridge(true)).expect("json"),
+            format!(
+                r#"{{"capabilities":{{"experimentalApi":true}},"clientInfo":{{"name":"clawbridge","title":"clawbridge","version":"{version}"}}}}"#
+            )
+        );
+        assert_eq!(
+            serde_json::to_string(&InitializeParams::clawbridge(false)).expect("json"),
+            format!(
+                r#"{{"clientInfo":{{"name":"clawbridge","title":"clawbridge","version":"{version}"}}}}"#
+            )
+        );
+    }
 
     #[test]
     fn params_are_camel_case_on_the_wire() {
