@@ -43,7 +43,6 @@ mod app;
 mod artifacts;
 mod config;
 pub mod face;
-mod observe;
 mod proxy;
 mod render;
 mod routing;
@@ -56,6 +55,7 @@ mod workspace;
 // The layers below the service core are crates of their own (crates/); the rest of the crate
 // names them by the paths it always has.
 use clawbridge_codex as codex;
+use clawbridge_observe as observe;
 use clawbridge_support as support;
 use clawbridge_support::error;
 use clawbridge_traffic as traffic;

@@ -766,6 +766,19 @@ pub fn audit_live_turn(
     turn_audit(cwd, opened, turn, number, None, &AuditOptions::default())
 }
 
+/// [`audit_live_turn`] as the observation wing takes it (`app-server --audit`, `serve
+/// --transcript`): each turn's table as text and its rows as JSON.
+pub fn live_auditor() -> crate::observe::audit::TurnAuditor {
+    std::sync::Arc::new(|cwd: &str, opened: &Value, turn: &Value, number: usize| {
+        let audited =
+            audit_live_turn(cwd, opened, turn, number).map_err(|error| error.to_string())?;
+        Ok(crate::observe::audit::AuditedTurn {
+            text: audited.render_text(),
+            rows: serde_json::to_value(&audited).map_err(|error| error.to_string())?,
+        })
+    })
+}
+
 fn turn_audit(
     cwd: &str,
     opened: &Value,

@@ -142,9 +142,10 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
                 .as_ref()
                 .map(|dir| dir.join("audit.jsonl")),
             settings.console.clone(),
+            crate::app::audit::live_auditor(),
         )
     });
-    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit, true);
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
     let lines = observer.lines.clone();
 
     // Before Codex starts: a SIGTERM from then on ends Codex with the proxy, never orphans it.

@@ -135,11 +135,9 @@ pub struct Bridge {
     pub(super) state_lock: Mutex<Option<state::StateLock>>,
     /// `--otel-endpoint`: each run's turn as a trace (finished on stop).
     pub(super) trace: Mutex<Option<Arc<crate::traffic::trace::LiveTrace>>>,
-    /// `--transcript`: the observer of every line to and from the app-servers (its per-method
-    /// summary written on stop).
+    /// `--transcript` or a trace: the observer of every line to and from the app-servers (its
+    /// per-method summary written on stop).
     pub(super) observer: Mutex<Option<crate::observe::tap::ObserverTap>>,
-    /// The next run's stream number in the trace (each run is a conversation of its own).
-    pub(super) trace_streams: std::sync::atomic::AtomicUsize,
 }
 
 impl Bridge {

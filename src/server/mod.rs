@@ -81,38 +81,11 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     let mut known = crate::traffic::capture::live::Known::default();
     known.face = Some("clawbridge serve");
     let known = std::sync::Arc::new(Mutex::new(known));
-    // `--transcript DIR`: checked (ours, private, not a link) before anything starts; then
-    // every line to and from the app-servers is checked against the running Codex's schema
-    // (`DIR/conformance.jsonl`, `clawbridge app-server report DIR`) and each turn audited
-    // (`DIR/audit.jsonl`), as the endpoint does for its clients.
-    let observe_tasks = crate::support::task::Tasks::new();
-    let observer = match &config.transcript {
-        Some(root) => {
-            crate::traffic::transcript::Transcript::open(root)
-                .map_err(|error| ServeError::Usage(error.to_string()))?;
-            let schema = match &config.codex_bin {
-                CodexBinary::Found(binary) => Some(crate::observe::tap::load_schema(
-                    &observe_tasks,
-                    binary.clone(),
-                    None,
-                )),
-                CodexBinary::Missing(_) => None,
-            };
-            let audit = crate::observe::audit::LiveAudit::new(
-                Some(root.join("audit.jsonl")),
-                crate::support::console::Console::quiet(),
-            );
-            Some(crate::observe::tap::ObserverTap::start(
-                &observe_tasks,
-                schema,
-                Some(root.join("conformance.jsonl")),
-                std::sync::Arc::clone(&known),
-                Some(audit),
-                false,
-            ))
-        }
-        None => None,
-    };
+    // `--transcript DIR`: checked (ours, private, not a link) before anything starts.
+    if let Some(root) = &config.transcript {
+        crate::traffic::transcript::Transcript::open(root)
+            .map_err(|error| ServeError::Usage(error.to_string()))?;
+    }
     let plane = Plane::start(
         &PlaneSettings {
             offline: config.offline.then(|| OfflineSettings {
@@ -134,6 +107,44 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
     .await?;
     // Each run's turn as a trace; with `--capture`, the model calls from the capture.
     let trace = crate::observe::tap::start_trace(&config.trace, plane.captures(), &known)?;
+    // The observer, as the endpoint's: fed every line to and from the app-servers by their
+    // taps. With `--transcript DIR` each is checked against the running Codex's schema
+    // (`DIR/conformance.jsonl`, `clawbridge app-server report DIR`) and each turn audited
+    // (`DIR/audit.jsonl`); with a trace, the trace is told each (started after the trace, which
+    // the observer takes from `known`).
+    let observe_tasks = crate::support::task::Tasks::new();
+    let observer = match (&config.transcript, &trace) {
+        (Some(root), _) => {
+            let schema = match &config.codex_bin {
+                CodexBinary::Found(binary) => Some(crate::observe::tap::load_schema(
+                    &observe_tasks,
+                    binary.clone(),
+                    None,
+                )),
+                CodexBinary::Missing(_) => None,
+            };
+            let audit = crate::observe::audit::LiveAudit::new(
+                Some(root.join("audit.jsonl")),
+                crate::support::console::Console::quiet(),
+                crate::app::audit::live_auditor(),
+            );
+            Some(crate::observe::tap::ObserverTap::start(
+                &observe_tasks,
+                schema,
+                Some(root.join("conformance.jsonl")),
+                std::sync::Arc::clone(&known),
+                Some(audit),
+            ))
+        }
+        (None, Some(_)) => Some(crate::observe::tap::ObserverTap::start(
+            &observe_tasks,
+            None,
+            None,
+            std::sync::Arc::clone(&known),
+            None,
+        )),
+        (None, None) => None,
+    };
     let codex_home = plane.codex_home().to_path_buf();
     let config_overrides = plane.config_overrides().to_vec();
     // Session bindings and thread owners are kept in the state database (an earlier
@@ -182,7 +193,6 @@ pub async fn start(config: ServeConfig) -> Result<Running, ServeError> {
         config: config.clone(),
         trace: Mutex::new(trace),
         observer: Mutex::new(observer),
-        trace_streams: std::sync::atomic::AtomicUsize::new(0),
     });
     let (token, token_file) = resolve_auth(&config)?;
     let clients_path = config

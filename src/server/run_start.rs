@@ -399,63 +399,6 @@ async fn open_thread(
     Ok(OpenedThread { handle, params })
 }
 
-/// A turn's event as the span book reads it: Codex's notifications and requests, the client's
-/// answers (the deltas, which it does not read, are not parsed for it).
-fn trace_event(
-    trace: &crate::traffic::trace::LiveTrace,
-    stream: usize,
-    run_id: &str,
-    event: &TurnEvent<'_>,
-) {
-    use crate::codex::protocol::table::name as method;
-    use crate::traffic::trace::Side;
-    match event {
-        TurnEvent::Notification {
-            method: name,
-            params,
-            ..
-        } if matches!(
-            *name,
-            method::TURN_STARTED
-                | method::TURN_COMPLETED
-                | method::THREAD_TOKEN_USAGE_UPDATED
-                | method::THREAD_COMPACTED
-                | method::ITEM_STARTED
-                | method::ITEM_COMPLETED
-        ) =>
-        {
-            if let Ok(params) = params.parse::<serde_json::Value>() {
-                // The turn's id answers the run's `turn/start` (the peer took Codex's answer).
-                if *name == method::TURN_STARTED {
-                    trace.message(
-                        stream,
-                        Side::Codex,
-                        &serde_json::json!({"id": run_id, "result": {"turn": params["turn"]}}),
-                    );
-                }
-                trace.message(
-                    stream,
-                    Side::Codex,
-                    &serde_json::json!({"method": name, "params": params}),
-                );
-            }
-        }
-        TurnEvent::ServerRequest { request } => trace.message(
-            stream,
-            Side::Codex,
-            &serde_json::json!({"id": request.id, "method": request.method, "params": request.params}),
-        ),
-        TurnEvent::Answered { id, answer } => {
-            let message = match answer {
-                Ok(result) => serde_json::json!({"id": id, "result": result}),
-                Err(error) => serde_json::json!({"id": id, "error": {"code": error.code, "message": error.message}}),
-            };
-            trace.message(stream, Side::Client, &message);
-        }
-        TurnEvent::Notification { .. } => {}
-    }
-}
-
 /// The session's binding: its thread, the fingerprint, the owner and the member, written at
 /// once. Past `--max-sessions` an idle session is forgotten first (its next run starts a new
 /// thread), so the state file stays far below the size its loader accepts.
@@ -536,35 +479,19 @@ impl RunTask {
             run: Arc::clone(state),
         };
         let observer_state = Arc::clone(state);
-        // `--otel-endpoint`: the turn as a trace, each run a conversation of its own.
-        let trace = lock(&bridge.trace).clone();
-        let stream = bridge
-            .trace_streams
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(trace) = &trace {
-            let mut turn = serde_json::to_value(&params.turn_start).unwrap_or_default();
-            turn["threadId"] = serde_json::Value::String(handle.thread_id.clone());
+        // `--otel-endpoint`: the observer tells the trace every line to and from the
+        // app-server (the tap); the thread's turns are named after the run's agent, which
+        // the connection's `initialize` (clawbridge's own) cannot say.
+        if let Some(trace) = lock(&bridge.trace).as_ref() {
             let agent = state
                 .session_key
                 .split(':')
                 .nth(1)
                 .filter(|agent| !agent.is_empty())
                 .unwrap_or("clawbridge-serve");
-            trace.client_turn(
-                stream,
-                agent,
-                &serde_json::json!({
-                    "id": state.run_id,
-                    "method": crate::codex::protocol::table::name::TURN_START,
-                    "params": turn,
-                }),
-            );
+            trace.name_thread(&handle.thread_id, agent);
         }
-        let traced = trace.clone();
         let mut observer = move |event: TurnEvent<'_>| {
-            if let Some(trace) = &traced {
-                trace_event(trace, stream, &observer_state.run_id, &event);
-            }
             if let TurnEvent::Notification {
                 kind: NotificationKind::TurnStarted,
                 turn_id: Some(turn_id),

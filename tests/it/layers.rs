@@ -1,6 +1,6 @@
 //! The layer map of docs/architecture.md, enforced inside each crate: no module imports from a
-//! layer above its own. Between the crates (`crates/support`, `crates/codex`, `crates/traffic`
-//! and the main crate) Cargo enforces it, since a crate can only name the crates it depends on;
+//! layer above its own. Between the crates (`crates/support`, `crates/codex`, `crates/traffic`,
+//! `crates/observe` and the main crate) Cargo enforces it, since a crate can only name the crates it depends on;
 //! these checks read every crate's sources, so the layers inside one crate (`codex::protocol`
 //! below `codex::client`) and the rules that are no imports (no bare spawn, no printing below
 //! the face, no method name outside the table, no circles) hold everywhere.
@@ -68,6 +68,7 @@ const CRATES: &[(&str, &str)] = &[
     ("crates/support/src", "support"),
     ("crates/codex/src", "codex"),
     ("crates/traffic/src", "traffic"),
+    ("crates/observe/src", "observe"),
 ];
 
 /// One source file of one crate: its path, its module path as the main crate names it
@@ -675,4 +676,72 @@ fn every_crate_has_the_workspace_version() {
             folder.display()
         );
     }
+}
+
+/// What clawbridge writes on the Codex wire is typed (`codex::protocol::methods`, `answers`,
+/// `wire::Outgoing`): no `json!` in the production code of the codex crate's wire and runtime,
+/// nor of the endpoint's relay. Two are left, each a value by nature: the one content item of a
+/// text answer (a client's items pass through as they are) and the sandbox policy the endpoint's
+/// ceiling writes into a client's params (`{type}` alone, Codex's defaults).
+#[test]
+fn the_codex_wire_is_written_from_types() {
+    let allowed = [
+        ("crates/codex/src/protocol/answers.rs", 1),
+        ("src/proxy/endpoint/policy.rs", 1),
+    ];
+    let root = repo_root();
+    let mut found = Vec::new();
+    let mut files = Vec::new();
+    for dir in [
+        "crates/codex/src/protocol",
+        "crates/codex/src/client",
+        "src/proxy/endpoint",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 20, "the files were read: {}", files.len());
+    for file in &files {
+        let code = without_test_functions(&code_of(&std::fs::read_to_string(file).expect("read")));
+        let count = code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//") && line.contains("json!("))
+            .count();
+        let relative = file
+            .strip_prefix(&root)
+            .expect("in the repository")
+            .to_string_lossy()
+            .to_string();
+        let allowance = allowed
+            .iter()
+            .find(|(path, _)| *path == relative)
+            .map_or(0, |(_, count)| *count);
+        if count > allowance {
+            found.push(format!("{relative}: {count} json!"));
+        }
+    }
+    assert!(found.is_empty(), "json! on the Codex wire: {found:#?}");
+}
+
+/// A source text without its top-level `#[cfg(test)]` functions (helpers the tests share,
+/// such as a test token), each to its closing brace at the start of a line.
+fn without_test_functions(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut lines = code.lines().peekable();
+    while let Some(line) = lines.next() {
+        let opens = line.trim_end() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.starts_with("pub fn ") || next.starts_with("fn "));
+        if opens {
+            for skipped in lines.by_ref() {
+                if skipped == "}" {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }

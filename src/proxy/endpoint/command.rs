@@ -302,9 +302,10 @@ pub(crate) async fn run_endpoint(
         crate::observe::audit::LiveAudit::new(
             args.transcript.as_ref().map(|dir| dir.join("audit.jsonl")),
             console.clone(),
+            crate::app::audit::live_auditor(),
         )
     });
-    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit, true);
+    let observer = ObserverTap::start(&tasks, schema, log, Arc::clone(&known), audit);
     let clients = crate::service::clients::ClientsFile::load(&clients_path)?.clients;
     if !clients.is_empty() {
         console.note(&format!(

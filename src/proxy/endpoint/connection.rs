@@ -22,10 +22,15 @@ use crate::codex::client::fleet::Identity;
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::peer::PeerError;
 use crate::codex::client::pool::Lease;
+use crate::codex::protocol::inbound::{ReviewStartedAnswer, ThreadOpenedAnswer, TurnStartedAnswer};
 use crate::codex::protocol::methods::{
-    ThreadUnsubscribe, ThreadUnsubscribeParams, TurnInterrupt, TurnInterruptParams,
+    ThreadLoadedList, ThreadLoadedListParams, ThreadLoadedListResult, ThreadReattach,
+    ThreadReattachParams, ThreadUnsubscribe, ThreadUnsubscribeParams, ThreadUnsubscribeResult,
+    TurnInterrupt, TurnInterruptParams,
 };
-use crate::codex::protocol::wire::{Incoming, RawParams, RequestId, RpcError, W3cTraceContext};
+use crate::codex::protocol::wire::{
+    own_json, Incoming, Outgoing, RawParams, RequestId, RpcError, W3cTraceContext,
+};
 use crate::service::clients::Caller;
 use crate::support::sync::lock;
 use crate::support::ws::{WsReceiver as Receiver, WsSender as Sender};
@@ -680,7 +685,7 @@ impl Connection {
         if let (Some(CodexMethod::ThreadUnsubscribe), Some(thread)) = (kind, &thread) {
             if let Some(status) = self.unsubscribe(thread) {
                 return self
-                    .answer(&id, &serde_json::json!({ "status": status }).to_string())
+                    .answer(&id, &own_text(&ThreadUnsubscribeResult { status }))
                     .await;
             }
         }
@@ -958,13 +963,10 @@ impl Connection {
                 let known_here = self.shared.feed_exists(&lease.hub, thread);
                 self.follow(thread, lease, identity);
                 if !known_here {
-                    let resume = serde_json::json!({ "threadId": thread });
-                    if let Err(error) = lease
-                        .hub
-                        .peer()
-                        .request_raw(method::THREAD_RESUME, &resume)
-                        .await
-                    {
+                    let resume = ThreadReattachParams {
+                        thread_id: thread.to_string(),
+                    };
+                    if let Err(error) = lease.hub.peer().call::<ThreadReattach>(&resume).await {
                         self.leave(thread);
                         self.note_gone(thread, home, &error);
                         self.member_failed(id, identity, lease, error).await;
@@ -996,21 +998,21 @@ impl Connection {
             Some(
                 CodexMethod::ThreadStart | CodexMethod::ThreadResume | CodexMethod::ThreadFork,
             ) => {
-                let answer = serde_json::from_str::<Value>(raw).unwrap_or_default();
-                let Some(opened) = answer["thread"]["id"].as_str().map(str::to_string) else {
+                let answer = ThreadOpenedAnswer::read(raw);
+                let Some(opened) = answer.thread.id else {
                     return thread;
                 };
                 lease.hub.note_opened();
                 if let Err(why) = self.shared.claim(&opened).await {
                     tracing::warn!("{why}");
                 }
-                self.place(&opened, lease, identity, answer["thread"]["path"].as_str());
+                self.place(&opened, lease, identity, answer.thread.path.as_deref());
                 self.follow(&opened, lease, identity);
                 if let Some(feed) = self.feed_of(&opened) {
-                    if let Some(model) = answer["model"].as_str() {
+                    if let Some(model) = &answer.model {
                         feed.set_model(model);
                     }
-                    if let Some(cwd) = answer["cwd"].as_str() {
+                    if let Some(cwd) = &answer.cwd {
                         feed.set_workspace(cwd);
                     }
                     if kind == Some(CodexMethod::ThreadStart) {
@@ -1020,9 +1022,7 @@ impl Connection {
                 Some(opened)
             }
             Some(CodexMethod::TurnStart) => {
-                let turn = serde_json::from_str::<Value>(raw)
-                    .ok()
-                    .and_then(|answer| answer["turn"]["id"].as_str().map(str::to_string));
+                let turn = TurnStartedAnswer::read(raw).turn.id;
                 if let (Some(thread), Some(turn)) = (&thread, turn) {
                     self.shared.directory.touch(thread);
                     if let Some(feed) = self.feed_of(thread) {
@@ -1033,8 +1033,7 @@ impl Connection {
                 thread
             }
             Some(CodexMethod::ReviewStart) => {
-                let answer = serde_json::from_str::<Value>(raw).unwrap_or_default();
-                if let Some(review) = answer["reviewThreadId"].as_str() {
+                if let Some(review) = ReviewStartedAnswer::read(raw).review_thread_id.as_deref() {
                     if Some(review) != thread.as_deref() {
                         self.place(review, lease, identity, None);
                         self.follow(review, lease, identity);
@@ -1063,17 +1062,11 @@ impl Connection {
     /// running app-servers (one page; a client of one app-server sees its own the same way).
     /// Another identity's threads are never listed.
     pub(super) async fn loaded_list(&self, id: &RequestId) {
-        #[derive(serde::Deserialize)]
-        struct Page {
-            #[serde(default)]
-            data: Vec<String>,
-        }
         let mut loaded = Vec::new();
-        let everything = serde_json::json!({});
         for (name, hub) in self.shared.fleet.live_hubs(&self.identity()) {
             let asked = hub
                 .peer()
-                .request::<_, Page>(method::THREAD_LOADED_LIST, &everything);
+                .call::<ThreadLoadedList>(&ThreadLoadedListParams {});
             match tokio::time::timeout(Duration::from_secs(10), asked).await {
                 Ok(Ok(page)) => loaded.extend(page.data),
                 Ok(Err(error)) => tracing::debug!("thread/loaded/list on {name}: {error}"),
@@ -1091,8 +1084,11 @@ impl Connection {
         }
         loaded.sort();
         loaded.dedup();
-        let result = serde_json::json!({"data": loaded, "nextCursor": null});
-        self.answer(id, &result.to_string()).await;
+        let result = ThreadLoadedListResult {
+            data: loaded,
+            next_cursor: None,
+        };
+        self.answer(id, &own_text(&result)).await;
     }
 
     /// File a thread Codex accepted on `lease`'s member as `identity`'s, this connection's
@@ -1210,10 +1206,19 @@ impl Connection {
                 .await;
             return;
         }
-        let text =
-            serde_json::json!({"id": ours, "method": request.method, "params": request.params})
-                .to_string();
-        self.push(text);
+        let text = serde_json::value::to_raw_value(&request.params).and_then(|params| {
+            serde_json::to_string(&Outgoing::Request {
+                id: RequestId::Integer(ours),
+                method: request.method,
+                params,
+                trace: None,
+            })
+        });
+        match text {
+            Ok(text) => self.push(text),
+            // A `Value` always serializes; were it ever not to, the request is not relayed.
+            Err(error) => tracing::warn!("a server request could not be relayed: {error}"),
+        }
     }
 
     /// Wait until everything the member said about `thread` before now is in this client's
@@ -1350,8 +1355,14 @@ impl Connection {
     }
 
     pub(super) async fn answer_error(&self, id: &RequestId, error: RpcError) {
-        let message = serde_json::json!({"id": id, "error": error});
-        self.send(message.to_string()).await;
+        let message = Outgoing::Error {
+            id: id.clone(),
+            error,
+        };
+        match serde_json::to_string(&message) {
+            Ok(text) => self.send(text).await,
+            Err(error) => tracing::warn!("an error answer could not be written: {error}"),
+        }
     }
 
     /// Stop following every thread; each that nobody else follows is unsubscribed on its
@@ -1551,19 +1562,93 @@ pub(super) fn thread_of(params: &RawParams) -> Option<String> {
 /// A `turn/completed` that ends `turn` of `thread` as failed, saying why (the turn's app-server
 /// went away, or another endpoint took the thread): the client's turn never hangs.
 fn failed_turn_end(thread: &str, turn: &str, why: &str) -> String {
-    serde_json::json!({
-        "method": method::TURN_COMPLETED,
-        "params": {
-            "threadId": thread,
-            "turn": {"id": turn, "items": [], "status": "failed", "error": {"message": why}},
+    notification(
+        method::TURN_COMPLETED,
+        &TurnEndedParams {
+            thread_id: thread,
+            turn: EndedTurn {
+                error: Some(TurnError { message: why }),
+                id: turn,
+                items: [],
+                status: "failed",
+            },
         },
-    })
-    .to_string()
+    )
+}
+
+/// A `turn/completed` that ends `turn` of `thread` as completed (`error: null`): a turn whose
+/// final agent message came and whose end Codex never sent (the stall watch recovers it).
+pub(super) fn completed_turn_end(thread: &str, turn: &str) -> String {
+    notification(
+        method::TURN_COMPLETED,
+        &TurnEndedParams {
+            thread_id: thread,
+            turn: EndedTurn {
+                error: None,
+                id: turn,
+                items: [],
+                status: "completed",
+            },
+        },
+    )
 }
 
 /// A `thread/closed` of `thread`.
 fn thread_closed(thread: &str) -> String {
-    serde_json::json!({"method": method::THREAD_CLOSED, "params": {"threadId": thread}}).to_string()
+    notification(
+        method::THREAD_CLOSED,
+        &ThreadClosedParams { thread_id: thread },
+    )
+}
+
+/// `turn/completed`'s params for a turn the endpoint ends itself.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnEndedParams<'a> {
+    thread_id: &'a str,
+    turn: EndedTurn<'a>,
+}
+
+/// The turn of [`TurnEndedParams`]: no items, its status, and why it failed (`null` when it
+/// did not).
+#[derive(serde::Serialize)]
+struct EndedTurn<'a> {
+    error: Option<TurnError<'a>>,
+    id: &'a str,
+    items: [(); 0],
+    status: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct TurnError<'a> {
+    message: &'a str,
+}
+
+/// `thread/closed`'s params.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadClosedParams<'a> {
+    thread_id: &'a str,
+}
+
+/// A notification the endpoint writes to its client, its params' keys sorted as clawbridge's
+/// own always are ([`own_json`]).
+fn notification(method: &str, params: &impl serde::Serialize) -> String {
+    let message = own_json(params).and_then(|params| {
+        serde_json::to_string(&Outgoing::Notification {
+            method: method.to_string(),
+            params: Some(params),
+        })
+    });
+    // Plain structs of text always serialize.
+    message.unwrap_or_default()
+}
+
+/// clawbridge's own answer as the text that goes out (keys sorted, [`own_json`]).
+fn own_text(value: &impl serde::Serialize) -> String {
+    own_json(value)
+        .map(|raw| raw.get().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

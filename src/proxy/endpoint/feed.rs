@@ -430,14 +430,7 @@ impl Feed {
                     self.lease.name
                 );
                 self.stalls.recovered.fetch_add(1, Ordering::SeqCst);
-                let ended = serde_json::json!({
-                    "method": method::TURN_COMPLETED,
-                    "params": {
-                        "threadId": self.thread,
-                        "turn": {"id": turn, "items": [], "status": "completed", "error": null},
-                    },
-                })
-                .to_string();
+                let ended = super::connection::completed_turn_end(&self.thread, &turn);
                 for follower in self.followers() {
                     follower.push(ended.clone());
                 }

@@ -728,13 +728,11 @@ impl Shared {
             let hub = Arc::clone(&feed.lease.hub);
             let thread = thread.to_string();
             self.tasks.spawn_cancellable(async move {
-                let unsubscribe = serde_json::json!({ "threadId": thread });
+                let unsubscribe =
+                    crate::codex::protocol::methods::ThreadUnsubscribeParams { thread_id: thread };
                 let _ = hub
                     .peer()
-                    .request_raw(
-                        crate::codex::protocol::table::name::THREAD_UNSUBSCRIBE,
-                        &unsubscribe,
-                    )
+                    .call::<crate::codex::protocol::methods::ThreadUnsubscribe>(&unsubscribe)
                     .await;
             });
         }

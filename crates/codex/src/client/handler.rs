@@ -11,11 +11,11 @@
 use crate::protocol::table::name as method;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::session::{HandlerFuture, HandlerResult, ServerRequest, ServerRequestHandler};
 use crate::protocol::answers::{self, DynamicToolCallResponse};
-use crate::protocol::inbound::RequestKind;
+use crate::protocol::inbound::{DynamicToolCall, RequestKind};
 use crate::protocol::wire::{RpcError, METHOD_NOT_FOUND};
 
 /// Largest tool handler output read.
@@ -71,23 +71,44 @@ pub fn tool_answer_from_output(output: &[u8]) -> Result<Value, ToolAnswerError> 
     tool_answer(&serde_json::from_slice(output)?)
 }
 
+/// What a `--tool-handler` command reads on stdin: the call as Codex named it, with its thread
+/// and turn (the fields in the order the bytes have always had: sorted).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolCommandInput<'a> {
+    arguments: &'a Value,
+    call_id: &'a Value,
+    namespace: &'a Value,
+    thread_id: Option<&'a str>,
+    tool: &'a str,
+    turn_id: Option<&'a str>,
+}
+
 impl DefaultHandler {
     async fn tool_call(&self, request: &ServerRequest) -> Value {
-        let params = &request.params;
-        let tool = params["tool"].as_str().unwrap_or("<unnamed>").to_string();
+        let fallback = DynamicToolCall::default();
+        let call = match &request.kind {
+            RequestKind::DynamicToolCall(call) => call,
+            _ => &fallback,
+        };
+        let tool = match call.tool.as_str() {
+            "" => "<unnamed>".to_string(),
+            named => named.to_string(),
+        };
         let Some(command) = &self.tool_command else {
             return tool_failure(format!(
                 "The tool `{tool}` is not available in this clawbridge run (no --tool-handler was configured)."
             ));
         };
-        let input = json!({
-            "tool": tool,
-            "namespace": params["namespace"],
-            "arguments": params["arguments"],
-            "callId": params["callId"],
-            "threadId": params["threadId"],
-            "turnId": params["turnId"],
-        });
+        let scope = request.scope();
+        let input = ToolCommandInput {
+            arguments: &call.arguments,
+            call_id: &call.call_id,
+            namespace: &call.namespace,
+            thread_id: scope.thread_id.as_deref(),
+            tool: &tool,
+            turn_id: scope.turn_id.as_deref(),
+        };
         match self.run_tool_command(command, &input).await {
             Ok(answer) => answer,
             Err(why) => {
@@ -97,7 +118,11 @@ impl DefaultHandler {
         }
     }
 
-    async fn run_tool_command(&self, command: &str, input: &Value) -> Result<Value, String> {
+    async fn run_tool_command(
+        &self,
+        command: &str,
+        input: &ToolCommandInput<'_>,
+    ) -> Result<Value, String> {
         let bytes = serde_json::to_vec(input).map_err(|error| error.to_string())?;
         let timeout = self.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT);
         let owned = command.to_string();
@@ -166,6 +191,7 @@ impl ServerRequestHandler for DefaultHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn tool_output_shapes() {

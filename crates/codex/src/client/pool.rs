@@ -21,7 +21,6 @@
 //! Recycling (a member past its thread or memory budget) is not a crash: the app-server drains
 //! (no new runs; stopped when its last run ends) and the member's next run starts a fresh one.
 
-use crate::protocol::table::name as method;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -477,10 +476,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// takes work: one that answers `initialize` and then goes mute, or sends frames that are not
 /// JSON-RPC, fails here instead of taking every new thread.
 async fn probe(hub: &CodexHub, limit: Duration) -> Result<(), String> {
-    let everything = serde_json::json!({});
     let asked = hub
         .peer()
-        .request::<_, serde_json::Value>(method::THREAD_LOADED_LIST, &everything);
+        .call::<crate::protocol::methods::ThreadLoadedList>(
+            &crate::protocol::methods::ThreadLoadedListParams {},
+        );
     let limit = limit.min(PROBE_TIMEOUT);
     match tokio::time::timeout(limit, asked).await {
         Ok(Ok(_)) => Ok(()),

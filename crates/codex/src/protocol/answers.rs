@@ -29,6 +29,13 @@ impl DynamicToolCallResponse {
     }
 }
 
+/// An approval's answer: Codex's decision word for the request's form (`accept`/`decline`,
+/// or the legacy `approved`/`denied`; [`super::inbound::ApprovalKind::answer`] picks it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ApprovalResponse {
+    pub decision: &'static str,
+}
+
 /// `item/tool/requestUserInput`'s answer: no answers (nobody is asked).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ToolRequestUserInputResponse {

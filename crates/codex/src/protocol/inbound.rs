@@ -52,6 +52,92 @@ impl OwnedScope {
     }
 }
 
+/// What clawbridge reads of Codex's answer to `thread/start`, `thread/resume` or `thread/fork`:
+/// the thread's id and rollout path, its model and workspace. Lenient: every other field (and a
+/// field of another type) is skipped, never built into a value; the answer goes on as Codex
+/// wrote it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ThreadOpenedAnswer {
+    pub thread: ThreadRef,
+    #[serde(deserialize_with = "lenient_text")]
+    pub model: Option<String>,
+    #[serde(deserialize_with = "lenient_text")]
+    pub cwd: Option<String>,
+}
+
+/// A thread as an answer names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ThreadRef {
+    #[serde(deserialize_with = "lenient_text")]
+    pub id: Option<String>,
+    #[serde(deserialize_with = "lenient_text")]
+    pub path: Option<String>,
+}
+
+/// What clawbridge reads of Codex's answer to `turn/start`: the turn's id.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct TurnStartedAnswer {
+    pub turn: TurnRef,
+}
+
+/// A turn as an answer names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct TurnRef {
+    #[serde(deserialize_with = "lenient_text")]
+    pub id: Option<String>,
+}
+
+/// What clawbridge reads of Codex's answer to `review/start`: a detached review's new thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ReviewStartedAnswer {
+    #[serde(deserialize_with = "lenient_text")]
+    pub review_thread_id: Option<String>,
+}
+
+impl ThreadOpenedAnswer {
+    /// The answer's view, or an empty one when it is not an object (what Codex wrote still
+    /// goes on; clawbridge only learns nothing from it).
+    pub fn read(raw: &str) -> Self {
+        serde_json::from_str(raw).unwrap_or_default()
+    }
+}
+
+impl TurnStartedAnswer {
+    /// As [`ThreadOpenedAnswer::read`].
+    pub fn read(raw: &str) -> Self {
+        serde_json::from_str(raw).unwrap_or_default()
+    }
+}
+
+impl ReviewStartedAnswer {
+    /// As [`ThreadOpenedAnswer::read`].
+    pub fn read(raw: &str) -> Self {
+        serde_json::from_str(raw).unwrap_or_default()
+    }
+}
+
+/// A string field read leniently: a string is kept, anything else (null, a number, an object)
+/// reads as absent instead of failing the whole answer's view.
+fn lenient_text<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Lenient {
+        Text(String),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Lenient::deserialize(deserializer)? {
+        Lenient::Text(text) => Some(text),
+        Lenient::Other(_) => None,
+    })
+}
+
 /// How Codex says a turn ended (`turn/completed.turn.status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -145,7 +231,7 @@ impl ApprovalKind {
             (_, true) => "accept",
             (_, false) => "decline",
         };
-        serde_json::json!({ "decision": decision })
+        super::answers::to_value(&super::answers::ApprovalResponse { decision })
     }
 }
 
@@ -373,6 +459,39 @@ impl TokenUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_read_leniently() {
+        let opened = ThreadOpenedAnswer::read(
+            r#"{"thread":{"id":"thr","path":"/r.jsonl","turns":[]},"model":"gpt-5.5","cwd":"/w","approvalPolicy":"never"}"#,
+        );
+        assert_eq!(opened.thread.id.as_deref(), Some("thr"));
+        assert_eq!(opened.thread.path.as_deref(), Some("/r.jsonl"));
+        assert_eq!(opened.model.as_deref(), Some("gpt-5.5"));
+        assert_eq!(opened.cwd.as_deref(), Some("/w"));
+        // A field of another type reads as absent; the rest of the answer is still read.
+        let odd = ThreadOpenedAnswer::read(r#"{"thread":{"id":"thr","path":null},"model":5}"#);
+        assert_eq!(odd.thread.id.as_deref(), Some("thr"));
+        assert_eq!((odd.thread.path, odd.model), (None, None));
+        // Not an object at all: nothing learnt, nothing failed.
+        assert_eq!(
+            ThreadOpenedAnswer::read("[1]"),
+            ThreadOpenedAnswer::default()
+        );
+        assert_eq!(
+            TurnStartedAnswer::read(r#"{"turn":{"id":"t1","items":[]}}"#)
+                .turn
+                .id
+                .as_deref(),
+            Some("t1")
+        );
+        assert_eq!(
+            ReviewStartedAnswer::read(r#"{"reviewThreadId":"r1","turn":{}}"#)
+                .review_thread_id
+                .as_deref(),
+            Some("r1")
+        );
+    }
     use serde_json::json;
 
     #[test]

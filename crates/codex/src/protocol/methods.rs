@@ -96,6 +96,54 @@ impl Method for ThreadUnsubscribe {
     type Result = IgnoredAny;
 }
 
+/// `thread/resume` with the thread alone: load a thread Codex has on disk onto this app-server
+/// (the endpoint does it before relaying a turn to a member that has not loaded the thread),
+/// keeping what the thread was started with.
+pub struct ThreadReattach;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReattachParams {
+    pub thread_id: String,
+}
+
+impl Method for ThreadReattach {
+    const NAME: &'static str = method::THREAD_RESUME;
+    type Params = ThreadReattachParams;
+    type Result = IgnoredAny;
+}
+
+/// `thread/loaded/list`: the threads an app-server holds in memory (one page, no cursor).
+pub struct ThreadLoadedList;
+
+/// No params: every loaded thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ThreadLoadedListParams {}
+
+/// `thread/loaded/list`'s answer as clawbridge reads it and answers it to a client (`nextCursor`
+/// always written: `null` when the list is whole).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadLoadedListResult {
+    #[serde(default)]
+    pub data: Vec<String>,
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+impl Method for ThreadLoadedList {
+    const NAME: &'static str = method::THREAD_LOADED_LIST;
+    type Params = ThreadLoadedListParams;
+    type Result = ThreadLoadedListResult;
+}
+
+/// `thread/unsubscribe`'s answer: what became of the subscription (`unsubscribed`,
+/// `notSubscribed`, `notLoaded`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ThreadUnsubscribeResult {
+    pub status: &'static str,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +162,40 @@ mod tests {
             format!(
                 r#"{{"clientInfo":{{"name":"clawbridge","title":"clawbridge","version":"{version}"}}}}"#
             )
+        );
+    }
+
+    #[test]
+    fn the_endpoint_s_own_messages_keep_their_bytes() {
+        assert_eq!(ThreadReattach::NAME, "thread/resume");
+        assert_eq!(
+            serde_json::to_string(&ThreadReattachParams {
+                thread_id: "t".into()
+            })
+            .expect("json"),
+            r#"{"threadId":"t"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ThreadLoadedListParams {}).expect("json"),
+            "{}"
+        );
+        let list = ThreadLoadedListResult {
+            data: vec!["a".into()],
+            next_cursor: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&list).expect("json"),
+            r#"{"data":["a"],"nextCursor":null}"#
+        );
+        let page: ThreadLoadedListResult =
+            serde_json::from_str(r#"{"data":["x"],"other":1}"#).expect("lenient");
+        assert_eq!(page.data, ["x"]);
+        assert_eq!(
+            serde_json::to_string(&ThreadUnsubscribeResult {
+                status: "unsubscribed"
+            })
+            .expect("json"),
+            r#"{"status":"unsubscribed"}"#
         );
     }
 

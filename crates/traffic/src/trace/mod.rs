@@ -100,12 +100,12 @@ impl LiveTrace {
         ))
     }
 
-    /// A turn that `client` starts now on connection `stream` (its `turn/start` message): the
-    /// name and the message under one lock, so turns of several clients at once keep theirs.
-    pub fn client_turn(&self, stream: usize, client: &str, message: &Value) {
+    /// Name thread `thread`'s turns after `agent` from now on (told before its `turn/start`
+    /// reaches the book: `serve` knows each run's agent, its connection's `initialize` names
+    /// only clawbridge).
+    pub fn name_thread(&self, thread: &str, agent: &str) {
         if let Ok(mut book) = self.book.lock() {
-            book.set_client(client);
-            book.message(stream, Side::Client, message, SystemTime::now());
+            book.name_thread(thread, agent, SystemTime::now());
         }
     }
 

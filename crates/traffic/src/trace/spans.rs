@@ -123,6 +123,9 @@ struct Turn {
 
 #[derive(Default)]
 struct Thread {
+    /// The agent its turns are named by, when the client that opened it told the book
+    /// (`serve` knows each run's agent from its session key); else the connection's client.
+    agent: Option<String>,
     model: Option<String>,
     /// The folder of its workspace (its `cwd`, from its start or a turn), without the path.
     workspace: Option<String>,
@@ -319,9 +322,10 @@ impl SpanBook {
         self.salt = Some(salt);
     }
 
-    /// The name turn spans carry from now on (a client's `initialize` sets it otherwise).
-    pub fn set_client(&mut self, client: &str) {
-        self.client = client_name(client);
+    /// The agent whose turns thread `thread_id` carries from now on (a client that knows it
+    /// better than its `initialize` says: `serve` runs many agents' turns on one connection).
+    pub fn name_thread(&mut self, thread_id: &str, agent: &str, at: SystemTime) {
+        self.thread(thread_id, at).agent = Some(client_name(agent));
     }
 
     /// The client of connection `stream` (its `initialize`), else the book's.
@@ -469,9 +473,9 @@ impl SpanBook {
         at: SystemTime,
     ) {
         let content = self.content;
-        let client = client.to_string();
         let metadata = self.metadata();
         let thread = self.thread(thread_id, at);
+        let client = thread.agent.clone().unwrap_or_else(|| client.to_string());
         if let Some(turn) = thread.turn.take() {
             // A turn/start while one is open: the earlier never told its end.
             thread.last = Some((turn.id.clone(), turn.context.clone()));
@@ -1278,6 +1282,40 @@ mod tests {
         assert!(
             !names[1].contains("sk-proj-abcdefghijklmnopqrstuvwxyz012345"),
             "{names:?}"
+        );
+    }
+
+    /// Protection: on one connection that runs several agents' threads (`serve`'s app-server),
+    /// each thread's turns carry the agent its client named for it, not the connection's
+    /// `initialize`; a thread nobody named keeps the connection's client.
+    #[test]
+    fn a_named_thread_s_turns_carry_its_agent() {
+        let (mut book, exporter, _provider) = new_book(ContentPolicy::Metadata, false);
+        book.message(0, Side::Client, &json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "clawbridge"}}}), at(0));
+        book.name_thread("thr-main", "main", at(1));
+        book.name_thread("thr-ops", "ops", at(1));
+        for (id, thread) in [(2, "thr-main"), (3, "thr-ops"), (4, "thr-other")] {
+            book.message(
+                0,
+                Side::Client,
+                &json!({"id": id, "method": "turn/start", "params": {"threadId": thread, "input": []}}),
+                at(10),
+            );
+            book.message(0, Side::Codex, &json!({"method": "turn/completed", "params": {"threadId": thread, "turn": {"id": "t", "status": "completed", "items": []}}}), at(40));
+        }
+        let spans = exporter.get_finished_spans().expect("spans");
+        let mut names: Vec<String> = named(&spans, "invoke_agent")
+            .iter()
+            .map(|span| span.name.to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "invoke_agent clawbridge",
+                "invoke_agent main",
+                "invoke_agent ops"
+            ]
         );
     }
 

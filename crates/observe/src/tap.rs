@@ -1,6 +1,6 @@
 //! The taps of `app-server`: copies of each message that never hold it up. The observer (the
 //! schema check of every message, [`super`]) and the transcript writer
-//! ([`crate::traffic::transcript`], on a thread of its own) are each fed through a queue bounded in
+//! ([`clawbridge_traffic::transcript`], on a thread of its own) are each fed through a queue bounded in
 //! bytes; both faces (the stdio slot and the endpoint's connections) start them here.
 
 use std::path::PathBuf;
@@ -8,15 +8,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{self as observe, Observer};
-use crate::codex::protocol::wire::Direction;
-use crate::codex::schema::conformance::WireSchemas;
-use crate::codex::schema::{version_in, SchemaCache};
-use crate::support::task::Tasks;
-use crate::traffic::capture::live::Known;
+use clawbridge_codex::protocol::wire::Direction;
+use clawbridge_codex::schema::conformance::WireSchemas;
+use clawbridge_codex::schema::{version_in, SchemaCache};
+use clawbridge_support::task::Tasks;
+use clawbridge_traffic::capture::live::Known;
 
 /// A running observer: its queue, and how to stop it.
-pub(crate) struct ObserverTap {
-    pub(crate) lines: observe::ObserverQueue,
+pub struct ObserverTap {
+    pub lines: observe::ObserverQueue,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
     schema_pending: Arc<std::sync::atomic::AtomicBool>,
@@ -24,24 +24,20 @@ pub(crate) struct ObserverTap {
 
 impl ObserverTap {
     /// Start the observer on `tasks`: `schema` checks what it sees, `log` gets the
-    /// `conformance.jsonl` lines, `known` what captures need, `audit` (`--audit`) each turn;
-    /// `trace`: it tells the live trace each message (`serve` traces from its own run events
-    /// instead, so its observer tells none).
-    pub(crate) fn start(
+    /// `conformance.jsonl` lines, `known` what captures need and the live trace it tells each
+    /// message (every face's: the stdio slot's, the endpoint's connections', `serve`'s
+    /// app-servers'), `audit` (`--audit`) each turn.
+    pub fn start(
         tasks: &Tasks,
         schema: Option<observe::SchemaSource>,
         log: Option<PathBuf>,
         known: Arc<Mutex<Known>>,
         audit: Option<super::audit::LiveAudit>,
-        trace: bool,
     ) -> Self {
         let (lines, observed) = observe::observer_queue(observe::OBSERVER_QUEUE_BYTES);
         let lines = lines.feeding(Arc::clone(&known));
         let (stop, stopped) = tokio::sync::oneshot::channel();
-        let mut observer = Observer::new(schema, log, known).with_audit(audit);
-        if !trace {
-            observer.trace = None;
-        }
+        let observer = Observer::new(schema, log, known).with_audit(audit);
         let schema_pending = Arc::clone(&observer.schema_pending);
         let task = tasks.spawn(observer.run(observed, stopped));
         ObserverTap {
@@ -53,7 +49,7 @@ impl ObserverTap {
     }
 
     /// Let the observer finish what it holds (bounded) and write its per-method summary.
-    pub(crate) async fn finish(self) {
+    pub async fn finish(self) {
         let _ = self.stop.send(());
         let mut task = self.task;
         if tokio::time::timeout(Duration::from_secs(5), &mut task)
@@ -73,12 +69,12 @@ impl ObserverTap {
 
 /// The live trace `settings` (or the OpenTelemetry variables) ask for, told to `known` so that
 /// the observer and the capture writer feed it; its target is logged once.
-pub(crate) fn start_trace(
-    settings: &crate::traffic::trace::TraceSettings,
+pub fn start_trace(
+    settings: &clawbridge_traffic::trace::TraceSettings,
     captured_calls: bool,
     known: &Arc<Mutex<Known>>,
-) -> Result<Option<Arc<crate::traffic::trace::LiveTrace>>, crate::error::Error> {
-    let trace = crate::traffic::trace::LiveTrace::start(settings, captured_calls)?;
+) -> Result<Option<Arc<clawbridge_traffic::trace::LiveTrace>>, clawbridge_support::error::Error> {
+    let trace = clawbridge_traffic::trace::LiveTrace::start(settings, captured_calls)?;
     if let Some(trace) = &trace {
         tracing::info!(
             "traces: OTLP to {} (content: {:?})",
@@ -95,7 +91,7 @@ pub(crate) fn start_trace(
 /// The schemas of `binary`, from the cache or generated, on a blocking thread: the params
 /// schemas (required) and the whole protocol's (the checks of every message; a folder without
 /// them, such as an older cache entry, leaves only the params checked).
-pub(crate) fn load_schema(
+pub fn load_schema(
     tasks: &Tasks,
     binary: PathBuf,
     cache: Option<PathBuf>,
@@ -108,7 +104,7 @@ pub(crate) fn load_schema(
         let mut command = std::process::Command::new(&binary);
         command.arg("--version");
         let output =
-            crate::support::process::run_bounded(command, b"", Duration::from_secs(10), 4096)
+            clawbridge_support::process::run_bounded(command, b"", Duration::from_secs(10), 4096)
                 .map_err(|error| format!("{} --version: {error}", binary.display()))?;
         let version = version_in(&String::from_utf8_lossy(&output.stdout))
             .ok_or_else(|| format!("{} --version printed no version", binary.display()))?;
@@ -140,15 +136,15 @@ pub fn connection_taps(
     observer: Option<super::ObserverQueue>,
     known: Arc<Mutex<Known>>,
     tasks: Tasks,
-) -> crate::codex::protocol::wire::TapMaker {
+) -> clawbridge_codex::protocol::wire::TapMaker {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let next = std::sync::Arc::new(AtomicUsize::new(1));
-    crate::codex::protocol::wire::TapMaker(std::sync::Arc::new(move || {
+    clawbridge_codex::protocol::wire::TapMaker(std::sync::Arc::new(move || {
         let stream = next.fetch_add(1, Ordering::SeqCst);
         let observer = observer.clone();
         let queue = root.as_ref().and_then(|root| {
             let dir = root.join(format!("connection-{stream}"));
-            match crate::traffic::transcript::transcript_writer(&dir, &tasks) {
+            match clawbridge_traffic::transcript::transcript_writer(&dir, &tasks) {
                 Ok((queue, _task)) => Some(queue),
                 Err(error) => {
                     tracing::warn!("{error}; this app-server's lines are not recorded");
@@ -158,7 +154,7 @@ pub fn connection_taps(
         });
         let known = std::sync::Arc::clone(&known);
         let versioned = AtomicBool::new(false);
-        let tap: crate::codex::protocol::wire::LineTap =
+        let tap: clawbridge_codex::protocol::wire::LineTap =
             std::sync::Arc::new(move |direction: Direction, line: &[u8]| {
                 if let Some(queue) = &queue {
                     queue.offer(direction, line.to_vec());
@@ -182,7 +178,7 @@ pub fn connection_taps(
                             serde_json::from_slice(line).unwrap_or_default();
                         if let Some(version) = message["result"]["userAgent"]
                             .as_str()
-                            .and_then(crate::codex::protocol::wire::version_from_user_agent)
+                            .and_then(clawbridge_codex::protocol::wire::version_from_user_agent)
                         {
                             versioned.store(true, Ordering::Relaxed);
                             if let Ok(mut known) = known.lock() {

@@ -5,9 +5,11 @@
 //! where each workspace file went (thread developer instructions, collaboration instructions,
 //! `additionalContext`, the turn's input, nowhere) against where the spec puts it. The observer
 //! hands this module every message it takes (off the forwarding path); each `turn/start` is
-//! audited with the thread's latest `thread/start` or `thread/resume` params by
-//! [`crate::app::audit::audit_live_turn`] (the workspace read at the thread's `cwd`, confined
-//! and capped as everywhere, on a blocking thread). The turn's table goes to the console's
+//! audited with the thread's latest `thread/start` or `thread/resume` params by the
+//! [`TurnAuditor`] the face hands in (the app layer's `audit_live_turn`: the workspace read at
+//! the thread's `cwd`, confined and capped as everywhere, routed as the spec says; on a blocking
+//! thread). The observation wing knows nothing of workspaces or routing itself, so it stands
+//! below the translation. The turn's table goes to the console's
 //! notices (stderr), the rows to `DIR/audit.jsonl` with a transcript.
 //!
 //! Bounded: at most [`MAX_STARTING`] `thread/start` requests wait for their answer and
@@ -18,14 +20,26 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::codex::protocol::table::name as method;
-use crate::codex::protocol::wire::Direction;
-use crate::support::console::Console;
+use clawbridge_codex::protocol::table::name as method;
+use clawbridge_codex::protocol::wire::Direction;
+use clawbridge_support::console::Console;
 
 /// `thread/start` requests remembered until their answer names the thread.
 pub const MAX_STARTING: usize = 256;
 /// Threads whose opening params are remembered.
 pub const MAX_THREADS: usize = 1024;
+
+/// What audits one live turn: the thread's `cwd`, its latest start or resume params, the
+/// turn's params and its number in the thread give the audit (or why there is none).
+pub type TurnAuditor = std::sync::Arc<
+    dyn Fn(&str, &Value, &Value, usize) -> Result<AuditedTurn, String> + Send + Sync,
+>;
+
+/// One turn audited: its table as `clawbridge audit` prints it, and its rows for `audit.jsonl`.
+pub struct AuditedTurn {
+    pub text: String,
+    pub rows: Value,
+}
 
 /// One remembered thread: its latest start or resume params, turns audited, last use.
 struct Opened {
@@ -40,6 +54,8 @@ pub struct LiveAudit {
     log: Option<PathBuf>,
     /// Where each turn's table is told.
     console: Console,
+    /// What audits a turn.
+    auditor: TurnAuditor,
     /// `thread/start` params by (connection, request id), until the answer.
     starting: HashMap<(usize, String), (Value, u64)>,
     threads: HashMap<String, Opened>,
@@ -48,11 +64,13 @@ pub struct LiveAudit {
 }
 
 impl LiveAudit {
-    /// An audit that tells each turn's table to `console` and appends its rows to `log`.
-    pub fn new(log: Option<PathBuf>, console: Console) -> Self {
+    /// An audit by `auditor` that tells each turn's table to `console` and appends its rows to
+    /// `log`.
+    pub fn new(log: Option<PathBuf>, console: Console, auditor: TurnAuditor) -> Self {
         Self {
             log,
             console,
+            auditor,
             starting: HashMap::new(),
             threads: HashMap::new(),
             clock: 0,
@@ -133,33 +151,32 @@ impl LiveAudit {
         else {
             tracing::info!(
                 "audit: thread {} turn {number}: no cwd in its params (not audited)",
-                crate::support::text::printable(thread)
+                clawbridge_support::text::printable(thread)
             );
             return;
         };
         let (opened, turn) = (opened.params.clone(), params.clone());
         let workspace = cwd.clone();
-        let audited = tokio::task::spawn_blocking(move || {
-            crate::app::audit::audit_live_turn(&workspace, &opened, &turn, number)
-        })
-        .await;
+        let auditor = std::sync::Arc::clone(&self.auditor);
+        let audited =
+            tokio::task::spawn_blocking(move || auditor(&workspace, &opened, &turn, number)).await;
         let audited = match audited.map_err(|error| error.to_string()) {
             Ok(Ok(audited)) => audited,
-            Ok(Err(error)) => return self.not_audited(thread, number, &error.to_string()),
+            Ok(Err(error)) => return self.not_audited(thread, number, &error),
             Err(error) => return self.not_audited(thread, number, &error),
         };
         // What the operator asked to see, as `clawbridge audit` prints it.
         self.console.note(&format!(
             "clawbridge audit: thread {} (workspace {})",
-            crate::support::text::printable(thread),
-            crate::support::text::printable(&cwd),
+            clawbridge_support::text::printable(thread),
+            clawbridge_support::text::printable(&cwd),
         ));
-        for line in audited.render_text().lines() {
+        for line in audited.text.lines() {
             self.console.note(line);
         }
         let Some(log) = &self.log else { return };
-        let entry = json!({"kind": "turn", "thread": thread, "cwd": cwd, "audit": audited});
-        if let Err(error) = crate::support::jsonl::append_line(log, &entry) {
+        let entry = json!({"kind": "turn", "thread": thread, "cwd": cwd, "audit": audited.rows});
+        if let Err(error) = clawbridge_support::jsonl::append_line(log, &entry) {
             if !self.failed {
                 tracing::warn!("{}: {error}", log.display());
                 self.failed = true;
@@ -174,8 +191,8 @@ impl LiveAudit {
     fn not_audited(&self, thread: &str, number: usize, why: &str) {
         tracing::warn!(
             "audit: thread {} turn {number}: {}",
-            crate::support::text::printable(thread),
-            crate::support::text::printable(why)
+            clawbridge_support::text::printable(thread),
+            clawbridge_support::text::printable(why)
         );
     }
 }
@@ -198,9 +215,14 @@ fn forget_oldest<K: Clone + Eq + std::hash::Hash, V>(
 mod tests {
     use super::*;
 
+    /// An auditor that audits nothing (these tests look at what is remembered).
+    fn none() -> TurnAuditor {
+        std::sync::Arc::new(|_: &str, _: &Value, _: &Value, _: usize| Err("not here".to_string()))
+    }
+
     #[tokio::test]
     async fn remembered_threads_and_starts_are_bounded() {
-        let mut audit = LiveAudit::new(None, Console::quiet());
+        let mut audit = LiveAudit::new(None, Console::quiet(), none());
         for index in 0..MAX_THREADS + 10 {
             let resume = json!({"id": index, "method": "thread/resume", "params": {"threadId": format!("t{index}")}});
             audit.observe(0, Direction::In, &resume).await;
@@ -225,7 +247,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_thread_start_is_known_by_its_answer() {
-        let mut audit = LiveAudit::new(None, Console::quiet());
+        let mut audit = LiveAudit::new(None, Console::quiet(), none());
         let start = json!({"id": "s", "method": "thread/start", "params": {"cwd": "/nowhere"}});
         audit.observe(3, Direction::In, &start).await;
         // Another connection's answer with the same id names no thread of this one.

@@ -9,19 +9,19 @@
 //! [`ObserverQueue`] bounded in bytes; a full queue skips the copy (counted, with one warning),
 //! never a forwarded line. The observer:
 //! - checks every message in both directions against the schema generated from the running
-//!   Codex ([`crate::codex::schema::conformance`]): client requests and Codex's answers (paired by
+//!   Codex ([`clawbridge_codex::schema::conformance`]): client requests and Codex's answers (paired by
 //!   id, per connection), notifications both ways, Codex's server requests and the client's
 //!   answers. Methods the schema does not know are counted as unknown, never dropped; at the end
 //!   one summary line per method goes to `conformance.jsonl` (read back by
 //!   `clawbridge app-server report DIR`, `proxy::report`);
 //! - checks `thread/start`, `thread/resume`, `turn/start` and `turn/steer` params field by field
-//!   ([`crate::codex::schema`]), with a `check` line each, as before;
+//!   ([`clawbridge_codex::schema`]), with a `check` line each, as before;
 //! - records the client (OpenClaw's `clientInfo`) next to the Codex version, and remembers the
 //!   developer instructions and working folders that the offline captures need to label and
 //!   redact model requests ([`Known`], which the capture writer reads:
-//!   [`crate::traffic::capture::live`]).
+//!   [`clawbridge_traffic::capture::live`]).
 //!
-//! Bounded: requests waiting for their answer ([`crate::traffic::transcript::MAX_PENDING`], the oldest forgotten
+//! Bounded: requests waiting for their answer ([`clawbridge_traffic::transcript::MAX_PENDING`], the oldest forgotten
 //! first), methods tallied ([`MAX_METHODS`], the rest under one row), problem lines written per
 //! method ([`MAX_PROBLEM_LINES`]).
 
@@ -35,12 +35,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::codex::protocol::table::name as method;
-use crate::codex::protocol::wire::Direction;
-use crate::codex::schema::conformance::{Flow, Verdict, WireSchemas};
-use crate::codex::schema::{ParamsSchemas, Problem};
-use crate::support::queue::{byte_queue, ByteReceiver, ByteSender};
-use crate::traffic::capture::live::Known;
+use clawbridge_codex::protocol::table::name as method;
+use clawbridge_codex::protocol::wire::Direction;
+use clawbridge_codex::schema::conformance::{Flow, Verdict, WireSchemas};
+use clawbridge_codex::schema::{ParamsSchemas, Problem};
+use clawbridge_support::queue::{byte_queue, ByteReceiver, ByteSender};
+use clawbridge_traffic::capture::live::Known;
 
 /// Bytes of lines waiting for the observer at most (each line counts at least 256).
 pub const OBSERVER_QUEUE_BYTES: usize = 64 * 1024 * 1024;
@@ -92,8 +92,8 @@ pub struct ObserverFeed {
 
 impl ObserverFeed {
     /// The next queued copy, if one is queued already (for tests of the pumps' order).
-    #[cfg(test)]
-    pub(crate) fn try_next(&mut self) -> Option<Tapped> {
+    #[cfg(any(test, feature = "testing"))]
+    pub fn try_next(&mut self) -> Option<Tapped> {
         self.lines.try_recv()
     }
 }
@@ -234,7 +234,7 @@ pub struct Observer {
     schema: Option<SchemaSource>,
     /// Set while the schema is still loading (generating a new Codex version's takes seconds):
     /// a stop then waits longer for the summary.
-    pub(crate) schema_pending: Arc<AtomicBool>,
+    pub schema_pending: Arc<AtomicBool>,
     schemas: Option<ParamsSchemas>,
     wire: Option<WireSchemas>,
     log: Option<PathBuf>,
@@ -248,7 +248,7 @@ pub struct Observer {
     arrivals: u64,
     tally: BTreeMap<(String, Flow), Counts>,
     /// The live trace, told every message (`--otel-endpoint`).
-    trace: Option<Arc<crate::traffic::trace::LiveTrace>>,
+    trace: Option<Arc<clawbridge_traffic::trace::LiveTrace>>,
 }
 
 /// The method of a message, cut to [`MAX_METHOD_CHARS`].
@@ -340,8 +340,8 @@ impl Observer {
         };
         if let Some(trace) = &self.trace {
             let side = match tapped.direction {
-                Direction::In => crate::traffic::trace::Side::Client,
-                Direction::Out => crate::traffic::trace::Side::Codex,
+                Direction::In => clawbridge_traffic::trace::Side::Client,
+                Direction::Out => clawbridge_traffic::trace::Side::Codex,
             };
             trace.message(tapped.stream, side, &message);
         }
@@ -519,7 +519,7 @@ impl Observer {
 
     /// Remember a request until its answer comes (the oldest is forgotten when full).
     fn remember(&mut self, stream: usize, direction: Direction, id: &Value, method: &str) {
-        if self.pending.len() >= crate::traffic::transcript::MAX_PENDING {
+        if self.pending.len() >= clawbridge_traffic::transcript::MAX_PENDING {
             if let Some(oldest) = self
                 .pending
                 .iter()
@@ -661,7 +661,7 @@ impl Observer {
         let Some(path) = &self.log else {
             return;
         };
-        if let Err(error) = crate::support::jsonl::append_line(path, entry) {
+        if let Err(error) = clawbridge_support::jsonl::append_line(path, entry) {
             if !self.failed {
                 tracing::warn!("{}: {error}", path.display());
                 self.failed = true;
@@ -677,7 +677,7 @@ mod tests {
     /// An observer with a small schema (the folder stays as long as `dir`: answers' schemas are
     /// read when first needed).
     fn observer(dir: &std::path::Path) -> (Observer, PathBuf) {
-        let schema = crate::codex::schema::conformance::testing::folder();
+        let schema = clawbridge_codex::schema::conformance::testing::folder();
         let wire = dir.join("schema");
         std::fs::rename(schema.path(), &wire).expect("move the schema");
         let log = dir.join("conformance.jsonl");
@@ -850,7 +850,7 @@ mod tests {
     async fn pending_requests_and_methods_are_bounded() {
         let dir = tempfile::tempdir().expect("dir");
         let (mut observer, _) = observer(dir.path());
-        for index in 0..(crate::traffic::transcript::MAX_PENDING + 10) {
+        for index in 0..(clawbridge_traffic::transcript::MAX_PENDING + 10) {
             let line = format!(
                 r#"{{"id":{index},"method":"m{}","params":{{}}}}"#,
                 index % 1000
@@ -865,7 +865,7 @@ mod tests {
         }
         assert_eq!(
             observer.pending.len(),
-            crate::traffic::transcript::MAX_PENDING
+            clawbridge_traffic::transcript::MAX_PENDING
         );
         assert!(
             !observer
