@@ -34,8 +34,8 @@ use crate::codex::client::pool::Lease;
 use crate::codex::client::session::SessionError;
 use crate::codex::client::session::TurnEvent;
 use crate::codex::protocol::inbound::NotificationKind;
+use crate::codex::protocol::methods::ThreadIdParams;
 use crate::codex::protocol::methods::ThreadUnsubscribe;
-use crate::codex::protocol::methods::ThreadUnsubscribeParams;
 use crate::codex::protocol::params::CodexParams;
 use crate::codex::protocol::params::ThreadParams;
 use crate::config::Run;
@@ -561,7 +561,7 @@ impl RunTask {
             false => Some(thread_id),
         };
         if let Some(unload) = unload.filter(|_| hub.is_alive()) {
-            let unsubscribe_params = ThreadUnsubscribeParams {
+            let unsubscribe_params = ThreadIdParams {
                 thread_id: unload.clone(),
             };
             let unsubscribe = hub.peer().call::<ThreadUnsubscribe>(&unsubscribe_params);

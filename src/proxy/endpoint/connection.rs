@@ -22,11 +22,12 @@ use crate::codex::client::fleet::Identity;
 use crate::codex::client::hub::CodexHub;
 use crate::codex::client::peer::PeerError;
 use crate::codex::client::pool::Lease;
-use crate::codex::protocol::inbound::{ReviewStartedAnswer, ThreadOpenedAnswer, TurnStartedAnswer};
+use crate::codex::protocol::inbound::{
+    AnswerView as _, ReviewStartedAnswer, ThreadOpenedAnswer, TurnStartedAnswer,
+};
 use crate::codex::protocol::methods::{
-    ThreadLoadedList, ThreadLoadedListParams, ThreadLoadedListResult, ThreadReattach,
-    ThreadReattachParams, ThreadUnsubscribe, ThreadUnsubscribeParams, ThreadUnsubscribeResult,
-    TurnInterrupt, TurnInterruptParams,
+    ThreadIdParams, ThreadLoadedList, ThreadLoadedListParams, ThreadLoadedListResult,
+    ThreadReattach, ThreadUnsubscribe, ThreadUnsubscribeResult, TurnInterrupt, TurnInterruptParams,
 };
 use crate::codex::protocol::wire::{
     own_json, Incoming, Outgoing, RawParams, RequestId, RpcError, W3cTraceContext,
@@ -963,7 +964,7 @@ impl Connection {
                 let known_here = self.shared.feed_exists(&lease.hub, thread);
                 self.follow(thread, lease, identity);
                 if !known_here {
-                    let resume = ThreadReattachParams {
+                    let resume = ThreadIdParams {
                         thread_id: thread.to_string(),
                     };
                     if let Err(error) = lease.hub.peer().call::<ThreadReattach>(&resume).await {
@@ -1377,7 +1378,7 @@ impl Connection {
                 continue;
             }
             unsubscribes.spawn(async move {
-                let params = ThreadUnsubscribeParams { thread_id: thread };
+                let params = ThreadIdParams { thread_id: thread };
                 if let Err(error) = followed
                     .lease
                     .hub

@@ -729,7 +729,7 @@ impl Shared {
             let thread = thread.to_string();
             self.tasks.spawn_cancellable(async move {
                 let unsubscribe =
-                    crate::codex::protocol::methods::ThreadUnsubscribeParams { thread_id: thread };
+                    crate::codex::protocol::methods::ThreadIdParams { thread_id: thread };
                 let _ = hub
                     .peer()
                     .call::<crate::codex::protocol::methods::ThreadUnsubscribe>(&unsubscribe)

@@ -99,27 +99,18 @@ pub struct ReviewStartedAnswer {
     pub review_thread_id: Option<String>,
 }
 
-impl ThreadOpenedAnswer {
+/// A lenient view of one of Codex's answers.
+pub trait AnswerView: serde::de::DeserializeOwned + Default {
     /// The answer's view, or an empty one when it is not an object (what Codex wrote still
     /// goes on; clawbridge only learns nothing from it).
-    pub fn read(raw: &str) -> Self {
+    fn read(raw: &str) -> Self {
         serde_json::from_str(raw).unwrap_or_default()
     }
 }
 
-impl TurnStartedAnswer {
-    /// As [`ThreadOpenedAnswer::read`].
-    pub fn read(raw: &str) -> Self {
-        serde_json::from_str(raw).unwrap_or_default()
-    }
-}
-
-impl ReviewStartedAnswer {
-    /// As [`ThreadOpenedAnswer::read`].
-    pub fn read(raw: &str) -> Self {
-        serde_json::from_str(raw).unwrap_or_default()
-    }
-}
+impl AnswerView for ThreadOpenedAnswer {}
+impl AnswerView for TurnStartedAnswer {}
+impl AnswerView for ReviewStartedAnswer {}
 
 /// A string field read leniently: a string is kept, anything else (null, a number, an object)
 /// reads as absent instead of failing the whole answer's view.

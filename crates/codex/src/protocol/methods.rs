@@ -13,10 +13,35 @@ pub trait Method {
     type Result: DeserializeOwned;
 }
 
-/// `initialize`: the handshake. clawbridge names itself and, when asked, opts into Codex's
-/// experimental API; the answer is kept whole (the endpoint hands the same one to every client),
-/// so it stays a JSON value.
-pub struct Initialize;
+/// One [`Method`]: its marker type, the name the method table gives it, what it takes and what
+/// it answers.
+macro_rules! codex_method {
+    ($(#[$doc:meta])* $name:ident = $constant:ident, $params:ty => $result:ty) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl Method for $name {
+            const NAME: &'static str = method::$constant;
+            type Params = $params;
+            type Result = $result;
+        }
+    };
+}
+
+/// The params of a request about one thread and nothing else (`thread/unsubscribe`, the
+/// endpoint's `thread/resume` of a thread alone).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadIdParams {
+    pub thread_id: String,
+}
+
+codex_method! {
+    /// `initialize`: the handshake. clawbridge names itself and, when asked, opts into Codex's
+    /// experimental API; the answer is kept whole (the endpoint hands the same one to every
+    /// client), so it stays a JSON value.
+    Initialize = INITIALIZE, InitializeParams => serde_json::Value
+}
 
 /// What clawbridge says of itself in `initialize`. The fields are in the order the bytes have
 /// always had (sorted: `capabilities` before `clientInfo`).
@@ -59,14 +84,10 @@ impl InitializeParams {
     }
 }
 
-impl Method for Initialize {
-    const NAME: &'static str = method::INITIALIZE;
-    type Params = InitializeParams;
-    type Result = serde_json::Value;
+codex_method! {
+    /// `turn/interrupt`: end a running turn (Codex answers `{}` and then `turn/completed`).
+    TurnInterrupt = TURN_INTERRUPT, TurnInterruptParams => IgnoredAny
 }
-
-/// `turn/interrupt`: end a running turn (Codex answers `{}` and then `turn/completed`).
-pub struct TurnInterrupt;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -75,46 +96,22 @@ pub struct TurnInterruptParams {
     pub turn_id: String,
 }
 
-impl Method for TurnInterrupt {
-    const NAME: &'static str = method::TURN_INTERRUPT;
-    type Params = TurnInterruptParams;
-    type Result = IgnoredAny;
+codex_method! {
+    /// `thread/unsubscribe`: let Codex unload a thread nobody follows any more.
+    ThreadUnsubscribe = THREAD_UNSUBSCRIBE, ThreadIdParams => IgnoredAny
 }
 
-/// `thread/unsubscribe`: let Codex unload a thread nobody follows any more.
-pub struct ThreadUnsubscribe;
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadUnsubscribeParams {
-    pub thread_id: String,
+codex_method! {
+    /// `thread/resume` with the thread alone: load a thread Codex has on disk onto this
+    /// app-server (the endpoint does it before relaying a turn to a member that has not loaded
+    /// the thread), keeping what the thread was started with.
+    ThreadReattach = THREAD_RESUME, ThreadIdParams => IgnoredAny
 }
 
-impl Method for ThreadUnsubscribe {
-    const NAME: &'static str = method::THREAD_UNSUBSCRIBE;
-    type Params = ThreadUnsubscribeParams;
-    type Result = IgnoredAny;
+codex_method! {
+    /// `thread/loaded/list`: the threads an app-server holds in memory (one page, no cursor).
+    ThreadLoadedList = THREAD_LOADED_LIST, ThreadLoadedListParams => ThreadLoadedListResult
 }
-
-/// `thread/resume` with the thread alone: load a thread Codex has on disk onto this app-server
-/// (the endpoint does it before relaying a turn to a member that has not loaded the thread),
-/// keeping what the thread was started with.
-pub struct ThreadReattach;
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadReattachParams {
-    pub thread_id: String,
-}
-
-impl Method for ThreadReattach {
-    const NAME: &'static str = method::THREAD_RESUME;
-    type Params = ThreadReattachParams;
-    type Result = IgnoredAny;
-}
-
-/// `thread/loaded/list`: the threads an app-server holds in memory (one page, no cursor).
-pub struct ThreadLoadedList;
 
 /// No params: every loaded thread.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -129,12 +126,6 @@ pub struct ThreadLoadedListResult {
     pub data: Vec<String>,
     #[serde(default)]
     pub next_cursor: Option<String>,
-}
-
-impl Method for ThreadLoadedList {
-    const NAME: &'static str = method::THREAD_LOADED_LIST;
-    type Params = ThreadLoadedListParams;
-    type Result = ThreadLoadedListResult;
 }
 
 /// `thread/unsubscribe`'s answer: what became of the subscription (`unsubscribed`,
@@ -169,7 +160,7 @@ mod tests {
     fn the_endpoint_s_own_messages_keep_their_bytes() {
         assert_eq!(ThreadReattach::NAME, "thread/resume");
         assert_eq!(
-            serde_json::to_string(&ThreadReattachParams {
+            serde_json::to_string(&ThreadIdParams {
                 thread_id: "t".into()
             })
             .expect("json"),
@@ -209,7 +200,7 @@ mod tests {
             serde_json::to_string(&interrupt).expect("json"),
             r#"{"threadId":"t","turnId":"u"}"#
         );
-        let unsubscribe = ThreadUnsubscribeParams {
+        let unsubscribe = ThreadIdParams {
             thread_id: "t".into(),
         };
         assert_eq!(
@@ -221,9 +212,11 @@ mod tests {
     }
 }
 
-/// `turn/steer`: add user input to a running turn (Codex 0.169.0 and 0.171.0 measured; the
-/// params are those of both versions' generated schema, `v2/TurnSteerParams.json`).
-pub struct TurnSteer;
+codex_method! {
+    /// `turn/steer`: add user input to a running turn (Codex 0.169.0 and 0.171.0 measured; the
+    /// params are those of both versions' generated schema, `v2/TurnSteerParams.json`).
+    TurnSteer = TURN_STEER, TurnSteerParams => TurnSteerResult
+}
 
 /// The first Codex version known to have `turn/steer`.
 pub const TURN_STEER_SINCE: (u64, u64, u64) = (0, 169, 0);
@@ -241,10 +234,4 @@ pub struct TurnSteerParams {
 #[serde(rename_all = "camelCase")]
 pub struct TurnSteerResult {
     pub turn_id: String,
-}
-
-impl Method for TurnSteer {
-    const NAME: &'static str = method::TURN_STEER;
-    type Params = TurnSteerParams;
-    type Result = TurnSteerResult;
 }
