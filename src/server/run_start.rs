@@ -503,8 +503,15 @@ impl RunTask {
             if let TurnEvent::Notification { method, params, .. } = &event {
                 match *method {
                     crate::codex::protocol::table::name::THREAD_TOKEN_USAGE_UPDATED => {
-                        if let Ok(params) = params.parse::<serde_json::Value>() {
-                            *lock(&observer_state.token_usage) = Some(params["tokenUsage"].clone());
+                        /// `thread/tokenUsage/updated`'s params: the usage, kept as Codex
+                        /// sent it (`bridge.status` shows it whole).
+                        #[derive(serde::Deserialize)]
+                        #[serde(rename_all = "camelCase")]
+                        struct UsageUpdated {
+                            token_usage: serde_json::Value,
+                        }
+                        if let Ok(updated) = params.parse::<UsageUpdated>() {
+                            *lock(&observer_state.token_usage) = Some(updated.token_usage);
                         }
                     }
                     crate::codex::protocol::table::name::THREAD_COMPACTED => {

@@ -128,12 +128,18 @@ fn policy_mode(policy: &Value) -> Option<SandboxMode> {
 /// Codex's policy object for a mode, with its defaults (no extra writable roots, no network
 /// below full access).
 fn mode_policy(mode: SandboxMode) -> Value {
+    /// The policy object with its type alone.
+    #[derive(serde::Serialize)]
+    struct ModePolicy {
+        #[serde(rename = "type")]
+        kind: &'static str,
+    }
     let kind = match mode {
         SandboxMode::ReadOnly => "readOnly",
         SandboxMode::WorkspaceWrite => "workspaceWrite",
         SandboxMode::DangerFullAccess => "dangerFullAccess",
     };
-    serde_json::json!({ "type": kind })
+    crate::codex::protocol::answers::to_value(&ModePolicy { kind })
 }
 
 fn mode_name(value: &str) -> Option<SandboxMode> {

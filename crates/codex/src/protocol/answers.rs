@@ -22,8 +22,19 @@ pub struct DynamicToolCallResponse {
 impl DynamicToolCallResponse {
     /// One text item.
     pub fn text(text: impl Into<String>, success: bool) -> Self {
+        /// Codex's `inputText` content item.
+        #[derive(Serialize)]
+        struct InputText {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            text: String,
+        }
+        let item = InputText {
+            kind: "inputText",
+            text: text.into(),
+        };
         DynamicToolCallResponse {
-            content_items: vec![serde_json::json!({"type": "inputText", "text": text.into()})],
+            content_items: vec![to_value(&item)],
             success,
         }
     }
