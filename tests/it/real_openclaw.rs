@@ -318,6 +318,9 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         .join("model-requests")
         .join(&thread_name)
         .join("turn-01");
+    // The capture writer files a request after the forwarder passed it on; with a Gateway the
+    // turn's answer can be back first (CI once read turn 2's second request a moment early).
+    filed(&turn, &["model-request.json", "model-response.json"]);
     let request: Value = serde_json::from_str(
         &std::fs::read_to_string(turn.join("model-request.json")).expect("model-request.json"),
     )
@@ -389,6 +392,7 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         .join(&thread_name)
         .join("turn-02");
     assert!(turn.join("model-request.json").is_file(), "turn 1 is kept");
+    filed(&second, &["model-request.2.json", "layers.2.md"]);
     let after_tool = std::fs::read_to_string(second.join("model-request.2.json"))
         .expect("the request after the tool output was captured");
     assert!(
@@ -404,13 +408,10 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
         .as_str()
         .expect("the heartbeat's thread")
         .to_string();
-    let request = std::fs::read_to_string(
-        out.join("model-requests")
-            .join(&thread)
-            .join("turn-01")
-            .join("model-request.json"),
-    )
-    .expect("the heartbeat's model request was captured");
+    let heartbeat_turn = out.join("model-requests").join(&thread).join("turn-01");
+    filed(&heartbeat_turn, &["model-request.json"]);
+    let request = std::fs::read_to_string(heartbeat_turn.join("model-request.json"))
+        .expect("the heartbeat's model request was captured");
     let request: Value = serde_json::from_str(&request).expect("json");
     let user_input = request["body"]["input"]
         .as_array()
@@ -1518,5 +1519,16 @@ fn team_recipe_runs_as_written() {
     assert!(
         std::net::TcpStream::connect(address.trim()).is_err(),
         "the endpoint at {address} still listens"
+    );
+}
+
+/// Wait (30 s at most) until the capture writer has filed each of `names` in the turn folder
+/// `dir`: it writes after the forwarder passed the request on, and a Gateway's answer can come
+/// back to the test first.
+fn filed(dir: &std::path::Path, names: &[&str]) {
+    crate::util::wait_until(
+        &format!("{} filed in {}", names.join(", "), dir.display()),
+        std::time::Duration::from_secs(30),
+        || names.iter().all(|name| dir.join(name).is_file()),
     );
 }
