@@ -537,6 +537,19 @@ fn code_of(text: &str) -> String {
                 || next.starts_with("pub(crate) mod ")
                 || next.starts_with("pub mod ")
         });
+        // A `#[cfg(test)]` function (a helper the tests share) is test code too.
+        let opens_test_function = line.trim_end() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.starts_with("pub fn ") || next.starts_with("fn "));
+        if opens_test_function {
+            for inner in lines.by_ref() {
+                if inner.trim_end() == "}" {
+                    break;
+                }
+            }
+            continue;
+        }
         if !opens_test_module {
             code.push_str(line);
             continue;
@@ -600,6 +613,14 @@ fn test_modules_are_cut_and_what_follows_them_is_read() {
         code.contains("crate::a::b") && code.contains("crate::c::d") && code.contains("fn last")
     );
     assert!(!code.contains("crate::z::y") && !code.contains("mod more"));
+    // A test helper at the top level is cut to its closing brace; what follows is read.
+    let helper = code_of(
+        "#[cfg(test)]\npub fn token() -> String {\n    json!({}).to_string()\n}\nfn kept() {}\n",
+    );
+    assert!(
+        !helper.contains("json!") && helper.contains("fn kept"),
+        "{helper}"
+    );
     assert_eq!(
         super_paths(
             "use super::feed::{Feed, Followed};\nlet x = super::super::stall::K;\n",
@@ -696,7 +717,7 @@ fn the_codex_wire_is_written_from_types() {
     }
     assert!(files.len() > 20, "the files were read: {}", files.len());
     for file in &files {
-        let code = without_test_functions(&code_of(&std::fs::read_to_string(file).expect("read")));
+        let code = code_of(&std::fs::read_to_string(file).expect("read"));
         let count = code
             .lines()
             .filter(|line| !line.trim_start().starts_with("//") && line.contains("json!("))
@@ -715,28 +736,4 @@ fn the_codex_wire_is_written_from_types() {
         }
     }
     assert!(found.is_empty(), "json! on the Codex wire: {found:#?}");
-}
-
-/// A source text without its top-level `#[cfg(test)]` functions (helpers the tests share,
-/// such as a test token), each to its closing brace at the start of a line.
-fn without_test_functions(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut lines = code.lines().peekable();
-    while let Some(line) = lines.next() {
-        let opens = line.trim_end() == "#[cfg(test)]"
-            && lines
-                .peek()
-                .is_some_and(|next| next.starts_with("pub fn ") || next.starts_with("fn "));
-        if opens {
-            for skipped in lines.by_ref() {
-                if skipped == "}" {
-                    break;
-                }
-            }
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
 }

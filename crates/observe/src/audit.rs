@@ -162,8 +162,7 @@ impl LiveAudit {
             tokio::task::spawn_blocking(move || auditor(&workspace, &opened, &turn, number)).await;
         let audited = match audited.map_err(|error| error.to_string()) {
             Ok(Ok(audited)) => audited,
-            Ok(Err(error)) => return self.not_audited(thread, number, &error),
-            Err(error) => return self.not_audited(thread, number, &error),
+            Ok(Err(error)) | Err(error) => return self.not_audited(thread, number, &error),
         };
         // What the operator asked to see, as `clawbridge audit` prints it.
         self.console.note(&format!(

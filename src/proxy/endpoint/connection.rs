@@ -1645,10 +1645,11 @@ fn notification(method: &str, params: &impl serde::Serialize) -> String {
     message.unwrap_or_default()
 }
 
-/// clawbridge's own answer as the text that goes out (keys sorted, [`own_json`]).
+/// clawbridge's own answer as the text that goes out (keys sorted, through a `Value`, as
+/// [`own_json`] writes them).
 fn own_text(value: &impl serde::Serialize) -> String {
-    own_json(value)
-        .map(|raw| raw.get().to_string())
+    serde_json::to_value(value)
+        .map(|value| value.to_string())
         .unwrap_or_default()
 }
 

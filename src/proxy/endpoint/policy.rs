@@ -128,18 +128,12 @@ fn policy_mode(policy: &Value) -> Option<SandboxMode> {
 /// Codex's policy object for a mode, with its defaults (no extra writable roots, no network
 /// below full access).
 fn mode_policy(mode: SandboxMode) -> Value {
-    /// The policy object with its type alone.
-    #[derive(serde::Serialize)]
-    struct ModePolicy {
-        #[serde(rename = "type")]
-        kind: &'static str,
-    }
     let kind = match mode {
         SandboxMode::ReadOnly => "readOnly",
         SandboxMode::WorkspaceWrite => "workspaceWrite",
         SandboxMode::DangerFullAccess => "dangerFullAccess",
     };
-    crate::codex::protocol::answers::to_value(&ModePolicy { kind })
+    Value::Object(Map::from_iter([("type".to_string(), Value::from(kind))]))
 }
 
 fn mode_name(value: &str) -> Option<SandboxMode> {

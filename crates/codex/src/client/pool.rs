@@ -476,11 +476,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// takes work: one that answers `initialize` and then goes mute, or sends frames that are not
 /// JSON-RPC, fails here instead of taking every new thread.
 async fn probe(hub: &CodexHub, limit: Duration) -> Result<(), String> {
+    use crate::protocol::methods::{Method as _, ThreadLoadedList, ThreadLoadedListParams};
+    // Any answer will do: the list itself is not read.
     let asked = hub
         .peer()
-        .call::<crate::protocol::methods::ThreadLoadedList>(
-            &crate::protocol::methods::ThreadLoadedListParams {},
-        );
+        .request::<_, serde::de::IgnoredAny>(ThreadLoadedList::NAME, &ThreadLoadedListParams {});
     let limit = limit.min(PROBE_TIMEOUT);
     match tokio::time::timeout(limit, asked).await {
         Ok(Ok(_)) => Ok(()),
