@@ -737,3 +737,75 @@ fn the_codex_wire_is_written_from_types() {
     }
     assert!(found.is_empty(), "json! on the Codex wire: {found:#?}");
 }
+
+/// The lower crates export their modules whole, so the compiler's dead-code lint no longer sees
+/// a public item of theirs that nothing uses. This check stands in for it: every public item a
+/// lower crate defines (a function, type, trait, constant or static outside its tests) must be
+/// named somewhere besides its definition, in any crate, test, bench or example.
+#[test]
+fn every_public_item_of_a_lower_crate_is_used() {
+    let root = repo_root();
+    let mut files = Vec::new();
+    for dir in ["src", "crates", "tests", "benches", "examples"] {
+        if root.join(dir).is_dir() {
+            rust_files(&root.join(dir), &mut files);
+        }
+    }
+    let mut uses: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        for word in identifiers(&without_comments(&text)) {
+            *uses.entry(word.to_string()).or_default() += 1;
+        }
+    }
+    let mut unused = Vec::new();
+    for source in sources()
+        .iter()
+        .filter(|source| !source.namespace.is_empty())
+    {
+        let text = std::fs::read_to_string(&source.file).expect("read source");
+        for name in public_items(&code_of(&text)) {
+            if uses.get(&name).copied().unwrap_or(0) <= 1 {
+                unused.push(format!("{} ({})", name, source.module));
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "public items of a lower crate that nothing names: {unused:?}"
+    );
+}
+
+/// The identifiers of a source text, in order.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
+/// The names of the public items a source text defines (`pub fn`, `pub struct`, …, at any
+/// indentation, so methods of an `impl` count).
+fn public_items(code: &str) -> Vec<String> {
+    const KINDS: [&str; 9] = [
+        "fn ",
+        "async fn ",
+        "const fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "type ",
+        "const ",
+        "static ",
+    ];
+    code.lines()
+        .filter_map(|line| line.trim_start().strip_prefix("pub "))
+        .filter_map(|rest| KINDS.iter().find_map(|kind| rest.strip_prefix(kind)))
+        .filter_map(|rest| identifiers(rest).next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn public_items_are_read_at_any_indentation() {
+    let code = "pub fn a() {}\nimpl X {\n    pub async fn b(&self) {}\n    pub(crate) fn c() {}\n    pub const D: u8 = 1;\n}\npub struct E<T>(T);\n";
+    assert_eq!(public_items(code), ["a", "b", "D", "E"]);
+}

@@ -1,6 +1,7 @@
 //! One client connection: its identity and caller, the threads it follows, its requests to the
 //! members and their answers, the server requests it answers.
 
+use crate::codex::protocol::scan::request_peek;
 use crate::codex::protocol::table::name as method;
 use crate::codex::protocol::table::{CodexMethod, Route};
 use std::collections::HashMap;
@@ -645,7 +646,7 @@ impl Connection {
         trace: Option<W3cTraceContext>,
     ) {
         let kind = CodexMethod::from_name(&method);
-        let peek = peek_params(params.get());
+        let peek = request_peek(params.get());
         if let Some(key) = peek.twice {
             return self
                 .fail(
@@ -1490,73 +1491,15 @@ fn refreshed_by_holder(identity: &Identity, answer: &str) -> Result<(), String> 
     }
 }
 
-/// The `threadId` a message's params name, if any.
 /// The one envelope field of a client's request read besides the wire's own.
 #[derive(serde::Deserialize)]
 struct TraceField {
     trace: Option<W3cTraceContext>,
 }
 
-/// What the endpoint reads of a client's params, in one pass: the thread they name
-/// (`threadId`) and the first top-level key they give twice.
-#[derive(Debug, Default)]
-pub(super) struct ParamsPeek {
-    pub(super) thread: Option<String>,
-    pub(super) twice: Option<String>,
-}
-
-/// [`ParamsPeek`] of `params` (nothing of params that are not an object, or not JSON). Codex
-/// reads params that give a key twice too, keeping the last value; anything the endpoint decides
-/// by a key (the thread a request is about, and so whose it is) must read the same value, so
-/// such params are refused before anything is decided by them.
-pub(super) fn peek_params(params: &str) -> ParamsPeek {
-    struct Visit;
-    impl<'de> serde::de::Visitor<'de> for Visit {
-        type Value = ParamsPeek;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<ParamsPeek, A::Error> {
-            let mut seen = std::collections::HashSet::new();
-            let mut peek = ParamsPeek::default();
-            while let Some(key) = map.next_key::<String>()? {
-                if key == "threadId" {
-                    peek.thread = match map.next_value::<Value>()? {
-                        Value::String(thread) => Some(thread),
-                        _ => None,
-                    };
-                } else {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-                if peek.twice.is_none() && !seen.insert(key.clone()) {
-                    peek.twice = Some(key);
-                }
-            }
-            Ok(peek)
-        }
-    }
-    if !params.trim_start().starts_with('{') {
-        return ParamsPeek::default();
-    }
-    let mut deserializer = serde_json::Deserializer::from_str(params);
-    serde::Deserializer::deserialize_map(&mut deserializer, Visit)
-        .ok()
-        .filter(|_| deserializer.end().is_ok())
-        .unwrap_or_default()
-}
-
-/// The first top-level key `params` gives twice, if any ([`peek_params`]).
-#[cfg(test)]
-fn duplicated_key(params: &str) -> Option<String> {
-    peek_params(params).twice
-}
-
-/// The thread a client's params name, none when they give a key twice ([`peek_params`]).
+/// The thread a client's params name, none when they give a key twice ([`request_peek`]).
 pub(super) fn thread_of(params: &RawParams) -> Option<String> {
-    let peek = peek_params(params.get());
+    let peek = request_peek(params.get());
     peek.thread.filter(|_| peek.twice.is_none())
 }
 
@@ -1651,29 +1594,4 @@ fn own_text(value: &impl serde::Serialize) -> String {
     serde_json::to_value(value)
         .map(|value| value.to_string())
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::duplicated_key;
-
-    #[test]
-    fn a_key_given_twice_is_found_at_the_top_level_only() {
-        assert_eq!(
-            duplicated_key(r#"{"threadId": "a", "input": [], "threadId": "b"}"#).as_deref(),
-            Some("threadId")
-        );
-        // An escaped spelling is the same key.
-        assert_eq!(
-            duplicated_key(r#"{"threadId": "a", "thread\u0049d": "b"}"#).as_deref(),
-            Some("threadId")
-        );
-        assert_eq!(
-            duplicated_key(r#"{"threadId": "a", "turn": {"id": 1, "id": 2}}"#),
-            None
-        );
-        assert_eq!(duplicated_key(r#"{"threadId": "a", "input": []}"#), None);
-        assert_eq!(duplicated_key("[1, 1]"), None);
-        assert_eq!(duplicated_key("null"), None);
-    }
 }

@@ -8,7 +8,6 @@
 //! turn fails with [`SessionError::CodexExited`], and the hub reports itself dead so the next run
 //! starts a new process.
 
-use crate::protocol::table::name as method;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +25,7 @@ use super::session::{
 };
 use super::turn::{drive_turn, TurnFailure};
 use crate::protocol::inbound::Inbound;
+use crate::protocol::methods::{ThreadResume, ThreadStart};
 use crate::protocol::params::{ThreadParams, TurnStartParams};
 use crate::protocol::wire::METHOD_NOT_FOUND;
 use clawbridge_support::sync::lock;
@@ -597,19 +597,14 @@ impl CodexHub {
 
     /// Start or resume a thread and claim its messages.
     pub async fn open_thread(&self, thread: &ThreadParams) -> Result<ThreadHandle, SessionError> {
-        use super::turn::ThreadResponse;
         // Claim a resumed thread first, so nothing of it goes to the unclaimed buffer.
         let pre_claimed = match thread {
             ThreadParams::ThreadResume(resume) => Some(self.claim(&resume.thread_id)),
             ThreadParams::ThreadStart(_) => None,
         };
-        let response: Result<ThreadResponse, PeerError> = match thread {
-            ThreadParams::ThreadStart(params) => {
-                self.peer.request(method::THREAD_START, params).await
-            }
-            ThreadParams::ThreadResume(params) => {
-                self.peer.request(method::THREAD_RESUME, params).await
-            }
+        let response = match thread {
+            ThreadParams::ThreadStart(params) => self.peer.call::<ThreadStart>(params).await,
+            ThreadParams::ThreadResume(params) => self.peer.call::<ThreadResume>(params).await,
         };
         let response = match response {
             Ok(response) => response,

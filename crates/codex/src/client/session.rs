@@ -23,7 +23,7 @@ pub use super::turn::{
     TurnLimits, TurnOutcome, TurnStatus,
 };
 use crate::protocol::inbound::Inbound;
-use crate::protocol::methods::{Initialize, InitializeParams};
+use crate::protocol::methods::{Initialize, InitializeParams, Method, ThreadResume, ThreadStart};
 use crate::protocol::params::{ThreadParams, TurnStartParams};
 use crate::protocol::{supported_range, NEWEST_TESTED_CODEX_VERSION, OLDEST_SUPPORTED_SEMVER};
 
@@ -215,14 +215,12 @@ impl CodexSession {
 
     /// Start or resume the thread; returns its id.
     pub async fn open_thread(&mut self, thread: &ThreadParams) -> Result<String, SessionError> {
-        use super::turn::ThreadResponse;
-        let response: ThreadResponse = match thread {
+        let response = match thread {
             ThreadParams::ThreadStart(params) => {
-                self.request_buffering(method::THREAD_START, params).await?
+                self.request_buffering::<ThreadStart>(params).await?
             }
             ThreadParams::ThreadResume(params) => {
-                self.request_buffering(method::THREAD_RESUME, params)
-                    .await?
+                self.request_buffering::<ThreadResume>(params).await?
             }
         };
         Ok(response.thread.id)
@@ -297,17 +295,15 @@ impl CodexSession {
     }
 
     /// Send a request while buffering whatever arrives before its answer.
-    async fn request_buffering<P: serde::Serialize, T: serde::de::DeserializeOwned>(
+    async fn request_buffering<M: Method>(
         &mut self,
-        method: &str,
-        params: &P,
-    ) -> Result<T, SessionError> {
+        params: &M::Params,
+    ) -> Result<M::Result, SessionError> {
         let peer = self.peer.clone();
-        match super::turn::request_buffering(
+        match super::turn::request_buffering::<M, _>(
             &peer,
             &mut self.events,
             &mut self.early_events,
-            method,
             params,
         )
         .await

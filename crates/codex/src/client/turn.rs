@@ -6,19 +6,18 @@
 //! `turn/completed`, every server request answered with its exact id, a progress-aware idle
 //! timeout (reset only by this turn's notifications, paused while answering) and a hard cap.
 
-use crate::protocol::table::name as method;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::peer::{Events, Peer, PeerError};
 use crate::protocol::inbound::{Inbound, NotificationKind, Request, TurnState};
+use crate::protocol::methods::{Method, TurnStart};
 use crate::protocol::params::TurnStartParams;
 use crate::protocol::wire::{RequestId, RpcError, INTERNAL_ERROR};
 
@@ -211,18 +210,6 @@ impl EventSource for mpsc::Receiver<Inbound> {
     }
 }
 
-/// The part of a `thread/start` / `thread/resume` answer we read.
-#[derive(Deserialize)]
-pub struct ThreadResponse {
-    pub thread: ThreadInfo,
-}
-
-/// See [`ThreadResponse`].
-#[derive(Deserialize)]
-pub struct ThreadInfo {
-    pub id: String,
-}
-
 /// Why a turn ended early.
 #[derive(Debug)]
 pub enum TurnFailure {
@@ -239,18 +226,13 @@ pub enum TurnFailure {
 /// Send a request while buffering whatever arrives before its answer into `early`
 /// (notifications, and server requests the next turn answers): nothing is lost and the bounded
 /// source never blocks the reader.
-pub async fn request_buffering<
-    S: EventSource,
-    P: serde::Serialize,
-    T: serde::de::DeserializeOwned,
->(
+pub async fn request_buffering<M: Method, S: EventSource>(
     peer: &Peer,
     source: &mut S,
     early: &mut Vec<Inbound>,
-    method: &str,
-    params: &P,
-) -> Result<T, PeerError> {
-    let request = peer.request(method, params);
+    params: &M::Params,
+) -> Result<M::Result, PeerError> {
+    let request = peer.call::<M>(params);
     tokio::pin!(request);
     let mut open = true;
     loop {
@@ -281,16 +263,8 @@ pub async fn drive_turn<S: EventSource>(
     observer: &mut (dyn FnMut(TurnEvent<'_>) + Send),
     limits: TurnLimits,
 ) -> Result<TurnOutcome, TurnFailure> {
-    #[derive(Deserialize)]
-    struct TurnResponse {
-        turn: TurnInfo,
-    }
-    #[derive(Deserialize)]
-    struct TurnInfo {
-        id: String,
-    }
     let hard_deadline = Instant::now() + limits.hard;
-    let response: TurnResponse = request_buffering(peer, source, early, method::TURN_START, turn)
+    let response = request_buffering::<TurnStart, _>(peer, source, early, turn)
         .await
         .map_err(TurnFailure::Peer)?;
     let thread_id = turn.thread_id.clone();

@@ -1,31 +1,20 @@
-//! The Codex requests clawbridge sends beyond the thread and turn params, typed: each is a
-//! [`Method`] with its name, params and result, so no call site spells a method name or builds
-//! params by hand.
+//! The Codex requests clawbridge sends, typed: each is a [`Method`] with its name, params and
+//! result, declared in its row of the method table ([`super::table`]'s `typed` column) and
+//! re-exported here, so no call site spells a method name or builds params by hand. The thread
+//! and turn params are [`super::params`]'; the rest, and what clawbridge reads of the answers,
+//! are here.
 
-use crate::protocol::table::name as method;
-use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// A request to Codex: its method name, what it takes and what it answers.
+pub use super::table::typed::*;
+
+/// A request to Codex: its method name, what it takes and what it answers. The method table
+/// declares each (its `typed` column); this module holds what they take and answer.
 pub trait Method {
     const NAME: &'static str;
     type Params: Serialize + Send + Sync;
     type Result: DeserializeOwned;
-}
-
-/// One [`Method`]: its marker type, the name the method table gives it, what it takes and what
-/// it answers.
-macro_rules! codex_method {
-    ($(#[$doc:meta])* $name:ident = $constant:ident, $params:ty => $result:ty) => {
-        $(#[$doc])*
-        pub struct $name;
-
-        impl Method for $name {
-            const NAME: &'static str = method::$constant;
-            type Params = $params;
-            type Result = $result;
-        }
-    };
 }
 
 /// The params of a request about one thread and nothing else (`thread/unsubscribe`, the
@@ -34,13 +23,6 @@ macro_rules! codex_method {
 #[serde(rename_all = "camelCase")]
 pub struct ThreadIdParams {
     pub thread_id: String,
-}
-
-codex_method! {
-    /// `initialize`: the handshake. clawbridge names itself and, when asked, opts into Codex's
-    /// experimental API; the answer is kept whole (the endpoint hands the same one to every
-    /// client), so it stays a JSON value.
-    Initialize = INITIALIZE, InitializeParams => serde_json::Value
 }
 
 /// What clawbridge says of itself in `initialize`. The fields are in the order the bytes have
@@ -84,11 +66,6 @@ impl InitializeParams {
     }
 }
 
-codex_method! {
-    /// `turn/interrupt`: end a running turn (Codex answers `{}` and then `turn/completed`).
-    TurnInterrupt = TURN_INTERRUPT, TurnInterruptParams => IgnoredAny
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnInterruptParams {
@@ -96,21 +73,30 @@ pub struct TurnInterruptParams {
     pub turn_id: String,
 }
 
-codex_method! {
-    /// `thread/unsubscribe`: let Codex unload a thread nobody follows any more.
-    ThreadUnsubscribe = THREAD_UNSUBSCRIBE, ThreadIdParams => IgnoredAny
+/// What clawbridge reads of a `thread/start` or `thread/resume` answer: the thread's id, which
+/// it needs (an answer without one fails the call). The endpoint and the observers read
+/// answers through the lenient [`super::inbound::ThreadOpenedAnswer`] instead.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct ThreadOpened {
+    pub thread: OpenedThread,
 }
 
-codex_method! {
-    /// `thread/resume` with the thread alone: load a thread Codex has on disk onto this
-    /// app-server (the endpoint does it before relaying a turn to a member that has not loaded
-    /// the thread), keeping what the thread was started with.
-    ThreadReattach = THREAD_RESUME, ThreadIdParams => IgnoredAny
+/// See [`ThreadOpened`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct OpenedThread {
+    pub id: String,
 }
 
-codex_method! {
-    /// `thread/loaded/list`: the threads an app-server holds in memory (one page, no cursor).
-    ThreadLoadedList = THREAD_LOADED_LIST, ThreadLoadedListParams => ThreadLoadedListResult
+/// What clawbridge reads of a `turn/start` answer: the turn's id.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct TurnStarted {
+    pub turn: StartedTurn,
+}
+
+/// See [`TurnStarted`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct StartedTurn {
+    pub id: String,
 }
 
 /// No params: every loaded thread.
@@ -210,12 +196,6 @@ mod tests {
         assert_eq!(TurnInterrupt::NAME, "turn/interrupt");
         assert_eq!(ThreadUnsubscribe::NAME, "thread/unsubscribe");
     }
-}
-
-codex_method! {
-    /// `turn/steer`: add user input to a running turn (Codex 0.169.0 and 0.171.0 measured; the
-    /// params are those of both versions' generated schema, `v2/TurnSteerParams.json`).
-    TurnSteer = TURN_STEER, TurnSteerParams => TurnSteerResult
 }
 
 /// The first Codex version known to have `turn/steer`.

@@ -244,6 +244,57 @@ pub fn peek(params: &str) -> Result<Peek, ScanError> {
     Ok(peek)
 }
 
+/// What the endpoint reads of a client's request params before it decides anything by them:
+/// the thread they name (`threadId`, a string) and the first top-level key they give twice.
+/// Codex reads params that give a key twice too, keeping the last value; anything decided by a
+/// key (the thread a request is about, and so whose it is) must read what Codex will, so the
+/// endpoint refuses such params before it reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestPeek {
+    pub thread: Option<String>,
+    pub twice: Option<String>,
+}
+
+/// [`RequestPeek`] of a request's params, in one pass of the scanner. Params that are not an
+/// object, not JSON, or have a key or `threadId` that does not decode give nothing: Codex
+/// refuses them itself.
+pub fn request_peek(params: &str) -> RequestPeek {
+    if u32::try_from(params.len()).is_err() {
+        return RequestPeek::default();
+    }
+    let mut scanner = Scanner::new(params);
+    scanner.whitespace();
+    if scanner.byte() != Some(b'{') {
+        return RequestPeek::default();
+    }
+    let mut peek = RequestPeek::default();
+    let mut seen = std::collections::HashSet::new();
+    let mut undecodable = false;
+    let walked = scanner
+        .object(|scanner, key| {
+            let Some(name) = scanner.key(&key) else {
+                undecodable = true;
+                return scanner.value();
+            };
+            if name == "threadId" {
+                peek.thread = scanner
+                    .lenient_text(&mut undecodable)?
+                    .map(|text| text.read(scanner.text).into_owned());
+            } else {
+                scanner.value()?;
+            }
+            if peek.twice.is_none() && !seen.insert(name.clone()) {
+                peek.twice = Some(name.into_owned());
+            }
+            Ok(())
+        })
+        .and_then(|()| scanner.end());
+    if walked.is_err() || undecodable {
+        return RequestPeek::default();
+    }
+    peek
+}
+
 /// The bytes that end a run of plain string contents: a quote, a backslash, a control character.
 const STRING_STOPS: [bool; 256] = {
     let mut stops = [false; 256];
@@ -1162,5 +1213,47 @@ mod tests {
             })
         ));
         assert!(serde_json::from_str::<serde_json::Value>(&deep).is_err());
+    }
+    #[test]
+    fn a_request_peek_reads_the_thread_and_the_first_key_given_twice() {
+        let twice = |params: &str| request_peek(params).twice;
+        assert_eq!(
+            twice(r#"{"threadId": "a", "input": [], "threadId": "b"}"#).as_deref(),
+            Some("threadId")
+        );
+        // The same key escaped is the same key, as Codex reads it.
+        assert_eq!(
+            twice(r#"{"threadId": "a", "thread\u0049d": "b"}"#).as_deref(),
+            Some("threadId")
+        );
+        // Only the top level counts.
+        assert_eq!(
+            twice(r#"{"threadId": "a", "turn": {"id": 1, "id": 2}}"#),
+            None
+        );
+        assert_eq!(twice(r#"{"threadId": "a", "input": []}"#), None);
+        assert_eq!(twice("[1, 1]"), None);
+        assert_eq!(twice("null"), None);
+        assert_eq!(
+            request_peek(r#" {"input": [], "threadId": "t\u00e9"} "#)
+                .thread
+                .as_deref(),
+            Some("té")
+        );
+        // A thread of another type names none; broken params give nothing.
+        assert_eq!(request_peek(r#"{"threadId": 7}"#), RequestPeek::default());
+        assert_eq!(request_peek(r#"{"threadId": "a""#), RequestPeek::default());
+        assert_eq!(
+            request_peek(r#"{"threadId": "a"} x"#),
+            RequestPeek::default()
+        );
+        assert_eq!(
+            request_peek(r#"{"threadId": "\ud800"}"#),
+            RequestPeek::default()
+        );
+        assert_eq!(
+            request_peek(r#"{"\ud800": 1, "threadId": "a"}"#),
+            RequestPeek::default()
+        );
     }
 }

@@ -1,9 +1,11 @@
 //! The one table of the Codex app-server methods clawbridge knows, in the manner of codex-rs's
 //! `client_request_definitions!`: each method once, with its direction, whether it belongs to a
-//! thread, and the generated-schema files its params and answer are checked against.
+//! thread, the generated-schema files its params and answer are checked against, and, for the
+//! requests clawbridge sends, their types (the `typed` column: a marker with its params and
+//! result, whose [`Method`](super::methods::Method) impl the table generates into [`typed`]).
 //!
 //! Everything else reads it: the names the code matches on and sends ([`name`]), the typed
-//! requests of [`super::methods`] (`Method::NAME`), the notifications the wire names without
+//! requests (`Method::NAME` is the row's name), the notifications the wire names without
 //! holding the line (`wire`), what a new Codex must keep for clawbridge ([`CodexMethod::kept`]:
 //! the conformance families and `schema diff`), the generated-schema files vendored
 //! ([`vendored_files`]), the params checked field by field ([`CodexMethod::params_schema`]),
@@ -145,8 +147,30 @@ macro_rules! codex_methods {
         $(#[$doc:meta])*
         $variant:ident, $constant:ident = $name:literal, $flow:ident,
             files: [$($file:literal),*], params: $params:expr, answer: $answer:expr, kept: $kept:literal
-            $(, access: $access:expr)? $(, route: $route:expr)?;
+            $(, access: $access:expr)? $(, route: $route:expr)?
+            $(, typed: [$($(#[$typed_doc:meta])* $marker:ident($typed_params:ty => $typed_result:ty)),+])?;
     )*) => {
+        /// The requests clawbridge sends, typed by the table's `typed` column: each marker is a
+        /// [`Method`](super::methods::Method) whose name is its row's, so a typed call cannot
+        /// name another method than the one its params are for. [`super::methods`] holds the
+        /// params and results and re-exports the markers.
+        pub mod typed {
+            #[allow(unused_imports)]
+            use super::super::methods::*;
+            #[allow(unused_imports)]
+            use super::super::params::*;
+            $($($(
+                $(#[$typed_doc])*
+                pub struct $marker;
+
+                impl Method for $marker {
+                    const NAME: &'static str = $name;
+                    type Params = $typed_params;
+                    type Result = $typed_result;
+                }
+            )+)?)*
+        }
+
         /// A Codex method clawbridge knows.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum CodexMethod {
@@ -224,32 +248,61 @@ codex_methods! {
     /// The handshake: the client's name and capabilities; Codex's version and home.
     Initialize, INITIALIZE = "initialize", Request,
         files: ["v1/InitializeResponse.json"], params: None, answer: None, kept: true, access: Access::Endpoint,
-        route: Route::Endpoint;
+        route: Route::Endpoint,
+        typed: [
+            /// clawbridge names itself and, when asked, opts into Codex's experimental API; the
+            /// answer is kept whole (the endpoint hands the same one to every client).
+            Initialize(InitializeParams => serde_json::Value)
+        ];
     ThreadStart, THREAD_START = "thread/start", Request,
         files: ["v2/ThreadStartParams.json", "v2/ThreadStartResponse.json"],
         params: Some("ThreadStartParams.json"), answer: None, kept: true, access: Access::Open,
-        route: Route::NewThread;
+        route: Route::NewThread, typed: [ThreadStart(ThreadStartParams => ThreadOpened)];
     ThreadResume, THREAD_RESUME = "thread/resume", Request,
         files: ["v2/ThreadResumeParams.json", "v2/ThreadResumeResponse.json"],
-        params: Some("ThreadResumeParams.json"), answer: None, kept: true, access: Access::Thread;
+        params: Some("ThreadResumeParams.json"), answer: None, kept: true, access: Access::Thread,
+        typed: [
+            ThreadResume(ThreadResumeParams => ThreadOpened),
+            /// The thread alone: load a thread Codex has on disk onto this app-server (the
+            /// endpoint does it before relaying a turn to a member that has not loaded the
+            /// thread), keeping what the thread was started with.
+            ThreadReattach(ThreadIdParams => serde::de::IgnoredAny)
+        ];
     TurnStart, TURN_START = "turn/start", Request,
         files: ["v2/TurnStartParams.json", "v2/TurnStartResponse.json"],
-        params: Some("TurnStartParams.json"), answer: None, kept: true, access: Access::Thread;
+        params: Some("TurnStartParams.json"), answer: None, kept: true, access: Access::Thread,
+        typed: [TurnStart(TurnStartParams => TurnStarted)];
     TurnSteer, TURN_STEER = "turn/steer", Request,
         files: ["v2/TurnSteerParams.json", "v2/TurnSteerResponse.json"],
-        params: Some("TurnSteerParams.json"), answer: None, kept: true, access: Access::Thread;
+        params: Some("TurnSteerParams.json"), answer: None, kept: true, access: Access::Thread,
+        typed: [
+            /// Add user input to a running turn (Codex 0.169.0 and 0.171.0 measured).
+            TurnSteer(TurnSteerParams => TurnSteerResult)
+        ];
     TurnInterrupt, TURN_INTERRUPT = "turn/interrupt", Request,
         files: ["v2/TurnInterruptParams.json", "v2/TurnInterruptResponse.json"],
-        params: None, answer: None, kept: true, access: Access::Thread;
+        params: None, answer: None, kept: true, access: Access::Thread,
+        typed: [
+            /// End a running turn (Codex answers `{}` and then `turn/completed`).
+            TurnInterrupt(TurnInterruptParams => serde::de::IgnoredAny)
+        ];
     /// The handshake's end, from the client.
     Initialized, INITIALIZED = "initialized", ClientNotification,
         files: [], params: None, answer: None, kept: true;
     ThreadFork, THREAD_FORK = "thread/fork", Request,
         files: [], params: None, answer: None, kept: false, access: Access::Thread;
     ThreadUnsubscribe, THREAD_UNSUBSCRIBE = "thread/unsubscribe", Request,
-        files: [], params: None, answer: None, kept: false, access: Access::Thread;
+        files: [], params: None, answer: None, kept: false, access: Access::Thread,
+        typed: [
+            /// Let Codex unload a thread nobody follows any more.
+            ThreadUnsubscribe(ThreadIdParams => serde::de::IgnoredAny)
+        ];
     ThreadLoadedList, THREAD_LOADED_LIST = "thread/loaded/list", Request,
-        files: [], params: None, answer: None, kept: false, access: Access::Listing, route: Route::Endpoint;
+        files: [], params: None, answer: None, kept: false, access: Access::Listing, route: Route::Endpoint,
+        typed: [
+            /// The threads an app-server holds in memory (one page, no cursor).
+            ThreadLoadedList(ThreadLoadedListParams => ThreadLoadedListResult)
+        ];
     AccountRead, ACCOUNT_READ = "account/read", Request,
         files: [], params: None, answer: None, kept: false, access: Access::Open;
     AccountLoginStart, ACCOUNT_LOGIN_START = "account/login/start", Request,

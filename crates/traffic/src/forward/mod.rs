@@ -664,11 +664,6 @@ impl LiveCapture {
         self.forwarder.base_url()
     }
 
-    /// The `-c` override that points Codex's `openai` provider at the forwarder.
-    pub fn config_override(&self) -> String {
-        format!("openai_base_url=\"{}\"", self.forwarder.base_url())
-    }
-
     /// Stop forwarding; let the writer finish what it holds (bounded).
     pub async fn finish(self) {
         drop(self.forwarder);
