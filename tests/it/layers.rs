@@ -809,3 +809,38 @@ fn public_items_are_read_at_any_indentation() {
     let code = "pub fn a() {}\nimpl X {\n    pub async fn b(&self) {}\n    pub(crate) fn c() {}\n    pub const D: u8 = 1;\n}\npub struct E<T>(T);\n";
     assert_eq!(public_items(code), ["a", "b", "D", "E"]);
 }
+
+/// What the observers read of Codex's messages goes through the lenient typed views
+/// (`codex::protocol::observed`, the answer views of `inbound`): the span book, the
+/// transcript's filing, the observer, the live audit and the capture's knowledge of a
+/// conversation index no message, params or result by field name.
+#[test]
+fn the_observers_read_the_codex_wire_through_views() {
+    let root = repo_root();
+    let files = [
+        "crates/traffic/src/trace/spans.rs",
+        "crates/traffic/src/transcript.rs",
+        "crates/traffic/src/capture/live.rs",
+        "crates/observe/src/lib.rs",
+        "crates/observe/src/audit.rs",
+    ];
+    let mut found = Vec::new();
+    for file in files {
+        let code = code_of(&std::fs::read_to_string(root.join(file)).expect("read"));
+        for line in code.lines() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let indexes = ["message", "params", "result"].iter().any(|name| {
+                line.contains(&format!("{name}[\"")) || line.contains(&format!("{name}.get(\""))
+            });
+            if indexes {
+                found.push(format!("{file}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Codex messages read by field name: {found:#?}"
+    );
+}

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
+use clawbridge_codex::protocol::observed::Observed;
 use clawbridge_codex::protocol::table::name as method;
 use clawbridge_codex::protocol::wire::Direction;
 use clawbridge_support::console::Console;
@@ -81,9 +82,10 @@ impl LiveAudit {
     /// Take one message of connection `stream`; a `turn/start` is audited (and told) here.
     pub async fn observe(&mut self, stream: usize, direction: Direction, message: &Value) {
         self.clock += 1;
-        let params = &message["params"];
-        let id = message.get("id").map(Value::to_string);
-        match (direction, message["method"].as_str()) {
+        let observed = Observed::of(message);
+        let params = observed.params;
+        let id = observed.id.map(Value::to_string);
+        match (direction, observed.method) {
             (Direction::In, Some(method::THREAD_START)) => {
                 if let Some(id) = id {
                     if self.starting.len() >= MAX_STARTING {
@@ -94,19 +96,19 @@ impl LiveAudit {
                 }
             }
             (Direction::In, Some(method::THREAD_RESUME)) => {
-                if let Some(thread) = params["threadId"].as_str() {
+                if let Some(thread) = observed.thread_id() {
                     self.opened(thread.to_string(), params.clone());
                 }
             }
             (Direction::Out, None) => {
                 let Some(id) = id else { return };
                 if let Some((params, _)) = self.starting.remove(&(stream, id)) {
-                    if let Some(thread) = message["result"]["thread"]["id"].as_str() {
+                    if let Some(thread) = observed.opened_thread() {
                         self.opened(thread.to_string(), params);
                     }
                 }
             }
-            (Direction::In, Some(method::TURN_START)) => self.turn(params).await,
+            (Direction::In, Some(method::TURN_START)) => self.turn(&observed).await,
             _ => {}
         }
     }
@@ -126,8 +128,9 @@ impl LiveAudit {
         );
     }
 
-    async fn turn(&mut self, params: &Value) {
-        let Some(thread) = params["threadId"].as_str() else {
+    async fn turn(&mut self, observed: &Observed<'_>) {
+        let params = observed.params;
+        let Some(thread) = observed.thread_id() else {
             return;
         };
         let clock = self.clock;
@@ -144,9 +147,9 @@ impl LiveAudit {
         opened.turns += 1;
         opened.used = clock;
         let number = opened.turns;
-        let Some(cwd) = params["cwd"]
-            .as_str()
-            .or_else(|| opened.params["cwd"].as_str())
+        let Some(cwd) = observed
+            .cwd()
+            .or_else(|| Observed::params_of(&opened.params).cwd())
             .map(str::to_string)
         else {
             tracing::info!(

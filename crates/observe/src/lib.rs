@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use clawbridge_codex::protocol::observed::Observed;
 use clawbridge_codex::protocol::table::name as method;
 use clawbridge_codex::protocol::wire::Direction;
 use clawbridge_codex::schema::conformance::{Flow, Verdict, WireSchemas};
@@ -355,25 +356,23 @@ impl Observer {
     }
 
     async fn observe(&mut self, direction: Direction, message: &Value) {
-        let method = message["method"].as_str().unwrap_or_default();
-        match (direction, method) {
+        let observed = Observed::of(message);
+        match (direction, observed.method.unwrap_or_default()) {
             // What the captures learn from a request was told to `known` when it was offered
             // (`ObserverQueue::feeding`), not here.
             (Direction::In, method::INITIALIZE) => {
-                self.initialize_id = message.get("id").cloned();
+                self.initialize_id = observed.id.cloned();
                 self.ensure_schema().await;
             }
             (Direction::Out, "")
-                if self.initialize_id.is_some()
-                    && message.get("id") == self.initialize_id.as_ref() =>
+                if self.initialize_id.is_some() && observed.id == self.initialize_id.as_ref() =>
             {
-                self.user_agent = message["result"]["userAgent"].as_str().map(str::to_string);
+                self.user_agent = observed.user_agent().map(str::to_string);
                 self.record_versions().await;
             }
             (Direction::In, method) if ParamsSchemas::checks(method) => {
-                let params = &message["params"];
                 self.record_versions().await;
-                self.check(method, message.get("id"), params);
+                self.check(method, &observed);
             }
             _ => {}
         }
@@ -398,11 +397,9 @@ impl Observer {
 
     /// Classify a message, pair answers with their requests, and check it.
     fn conform(&mut self, stream: usize, direction: Direction, message: &Value) {
-        let method = message
-            .get("method")
-            .and_then(Value::as_str)
-            .map(method_name);
-        let id = message.get("id").filter(|id| !id.is_null());
+        let observed = Observed::of(message);
+        let method = observed.method.map(method_name);
+        let id = observed.id;
         let (flow, method) = match (direction, method, id) {
             (Direction::In, Some(method), Some(id)) => {
                 self.remember(stream, direction, id, &method);
@@ -507,8 +504,8 @@ impl Observer {
                         "kind": "problem",
                         "method": method,
                         "message": flow,
-                        "id": message.get("id"),
-                        "threadId": message["params"]["threadId"].as_str(),
+                        "id": observed.id,
+                        "threadId": observed.thread_id(),
                         "problems": problems,
                     });
                     self.append(&entry);
@@ -628,11 +625,11 @@ impl Observer {
             .unwrap_or_default()
     }
 
-    fn check(&mut self, method: &str, id: Option<&Value>, params: &Value) {
+    fn check(&mut self, method: &str, observed: &Observed<'_>) {
         let Some(schemas) = &self.schemas else {
             return;
         };
-        let problems: Vec<Problem> = schemas.check(method, params);
+        let problems: Vec<Problem> = schemas.check(method, observed.params);
         let (client, codex) = self.versions();
         for problem in &problems {
             tracing::warn!(
@@ -644,12 +641,11 @@ impl Observer {
                 codex.as_deref().unwrap_or("?")
             );
         }
-        let thread = params["threadId"].as_str();
         let entry = json!({
             "kind": "check",
             "method": method,
-            "id": id,
-            "threadId": thread,
+            "id": observed.id,
+            "threadId": observed.thread_id(),
             "client": client,
             "codexVersion": codex,
             "problems": problems,

@@ -13,6 +13,7 @@
 //! of its own, fed by a queue bounded in bytes ([`TranscriptQueue`]: a line waits for nothing on
 //! disk). The readers are `traffic::trace::offline`'s.
 
+use clawbridge_codex::protocol::observed::Observed;
 use clawbridge_codex::protocol::table::name as method;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write as _;
@@ -125,11 +126,12 @@ impl Transcript {
         }
         let mut message: Value =
             serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
-        let id = message.get("id").map(Value::to_string);
-        let is_request = message.get("method").is_some();
+        let observed = Observed::of(&message);
+        let id = observed.id.map(Value::to_string);
+        let is_request = observed.method.is_some();
         // The thread's file, or (for a response) the file its request went to, which is a file
         // name already, or the connection's.
-        let thread = thread_of(&message);
+        let thread = observed.thread().map(str::to_string);
         let file = match &thread {
             Some(thread) => safe_name(thread),
             None => (!is_request)
@@ -140,7 +142,7 @@ impl Transcript {
         let opens_thread = is_request
             && thread.is_none()
             && matches!(
-                message.get("method").and_then(Value::as_str),
+                observed.method,
                 Some(method::THREAD_START | method::THREAD_FORK)
             );
         if let (true, Some(id)) = (is_request, id.clone()) {
@@ -222,15 +224,6 @@ impl Transcript {
             .get_mut(&safe)
             .ok_or_else(|| std::io::Error::other("transcript file vanished"))
     }
-}
-
-/// The thread a message names: `params.threadId`, `params.thread.id`, `result.thread.id`.
-fn thread_of(message: &Value) -> Option<String> {
-    let text = |value: &Value| value.as_str().map(str::to_string);
-    text(&message["params"]["threadId"])
-        .or_else(|| text(&message["params"]["thread"]["id"]))
-        .or_else(|| text(&message["result"]["thread"]["id"]))
-        .or_else(|| text(&message["params"]["conversationId"]))
 }
 
 /// Replace secrets with `<redacted>` (by key and by value: [`clawbridge_support::redact`]).

@@ -3,13 +3,16 @@
 //! Layout: [`params`] owns the typed `thread/start`, `thread/resume` and `turn/start` structs
 //! (strict outbound: every key we send is a field) and assembles them for a run; [`wire`] mirrors
 //! JSON-RPC as Codex speaks it (no `"jsonrpc"` field, ids keep their JSON type); [`methods`]
-//! types the other requests clawbridge sends (`turn/interrupt`, `thread/unsubscribe`); [`inbound`]
+//! types the requests clawbridge sends, declared by the method table ([`table`]); [`inbound`]
 //! types the notifications and server requests clawbridge acts on, keeping the rest raw; [`scan`]
-//! is the one pass over each inbound line that validates it and finds what those read.
+//! is the one pass over each inbound line that validates it and finds what those read;
+//! [`observed`] holds the lenient views the observers (traces, audits) read a conversation
+//! through; [`answers`] the answers clawbridge gives Codex's server requests.
 
 pub mod answers;
 pub mod inbound;
 pub mod methods;
+pub mod observed;
 pub mod params;
 pub mod scan;
 pub mod table;

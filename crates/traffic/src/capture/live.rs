@@ -9,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use clawbridge_codex::protocol::observed::{Observed, ObservedParams};
 use serde_json::Value;
 
 use super::{label_layers_with, redacted_request, render_layers, Redactions};
@@ -131,16 +132,29 @@ impl Known {
     /// their observer, `serve` through its peers' tap), so a capture reads the same everywhere.
     pub fn observe_request(&mut self, message: &Value) {
         use clawbridge_codex::protocol::table::name as method;
-        let params = &message["params"];
-        match message["method"].as_str().unwrap_or_default() {
+        let observed = Observed::of(message);
+        let method = observed.method.unwrap_or_default();
+        if !matches!(
+            method,
+            method::INITIALIZE
+                | method::THREAD_INJECT_ITEMS
+                | method::TURN_START
+                | method::THREAD_START
+                | method::THREAD_RESUME
+                | method::THREAD_FORK
+        ) {
+            return;
+        }
+        let params = observed.params();
+        match method {
             method::INITIALIZE => {
-                let info = &params["clientInfo"];
+                let info = &params.client_info;
                 // A client names itself: what it says is kept (and later printed) redacted, cut
                 // to a line's worth, its control characters escaped.
                 let client = format!(
                     "{} {}",
-                    info["name"].as_str().unwrap_or("?"),
-                    info["version"].as_str().unwrap_or("?")
+                    info.name.as_deref().unwrap_or("?"),
+                    info.version.as_deref().unwrap_or("?")
                 );
                 self.client = Some(
                     clawbridge_support::text::printable(&clawbridge_support::redact::redact_text(
@@ -151,37 +165,25 @@ impl Known {
                     .collect(),
                 );
             }
-            method::THREAD_INJECT_ITEMS => self.remember_injected(params),
-            method::TURN_START => self.remember_turn(params),
+            method::THREAD_INJECT_ITEMS => self.remember_injected(&params),
+            method::TURN_START => self.remember_turn(&params),
             method::THREAD_START | method::THREAD_RESUME | method::THREAD_FORK => {
-                self.remember(params)
+                self.remember(&params)
             }
             _ => {}
         }
     }
 
-    pub fn remember_turn(&mut self, params: &Value) {
-        for key in params["additionalContext"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(key, _)| key)
-        {
+    fn remember_turn(&mut self, params: &ObservedParams) {
+        for key in params.additional_context.keys() {
             if !self.context_keys.contains(key) && self.context_keys.len() < MAX_KNOWN {
                 self.context_keys.push(key.clone());
             }
         }
     }
 
-    pub fn remember_injected(&mut self, params: &Value) {
-        let texts = params["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|item| item["content"].as_array())
-            .flatten()
-            .filter_map(|content| content["text"].as_str());
-        for text in texts {
+    fn remember_injected(&mut self, params: &ObservedParams) {
+        for text in params.injected_texts() {
             if !self.injected.iter().any(|known| known == text) {
                 if self.injected.len() >= MAX_KNOWN {
                     self.injected.pop_front();
@@ -191,8 +193,9 @@ impl Known {
         }
     }
 
-    pub fn remember(&mut self, params: &Value) {
-        if let Some(text) = params["developerInstructions"].as_str() {
+    /// What a thread's opening params tell: its developer instructions and folder.
+    pub fn remember(&mut self, params: &ObservedParams) {
+        if let Some(text) = params.developer_instructions.as_deref() {
             if !self
                 .developer_instructions
                 .iter()
@@ -204,7 +207,7 @@ impl Known {
                 self.developer_instructions.push_back(text.to_string());
             }
         }
-        if let Some(cwd) = params["cwd"].as_str() {
+        if let Some(cwd) = params.cwd.as_deref() {
             let cwd = PathBuf::from(cwd);
             if !self.folders.contains(&cwd) {
                 if self.folders.len() >= MAX_KNOWN {
@@ -656,7 +659,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let known = Arc::new(Mutex::new(Known::default()));
         if let Ok(mut known) = known.lock() {
-            known.remember(&serde_json::json!({"developerInstructions": "SOUL of thr-9"}));
+            known.remember(&ObservedParams {
+                developer_instructions: Some("SOUL of thr-9".into()),
+                ..ObservedParams::default()
+            });
         }
         let mut writer = CaptureWriter::new(dir.path().to_path_buf(), Arc::clone(&known));
         for request in [

@@ -32,6 +32,10 @@ use opentelemetry_sdk::trace::{SdkTracer, Span};
 use serde_json::Value;
 
 use super::semconv as attr;
+use clawbridge_codex::protocol::inbound::{ThreadOpenedAnswer, TurnStartedAnswer};
+use clawbridge_codex::protocol::observed::{
+    ClientAnswerView, Observed, ObservedError, ObservedItem, ObservedParams,
+};
 use clawbridge_codex::protocol::table::name as method;
 
 /// Threads whose turns are followed at once.
@@ -218,17 +222,6 @@ fn clip_value(value: &Value) -> String {
     }
 }
 
-/// The texts of Codex user input items (`[{type: text, text}]`), joined.
-fn input_text(input: &Value) -> String {
-    input
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|item| item["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The output texts of a Responses response document.
 fn output_text(response: &Value) -> String {
     response["output"]
@@ -242,14 +235,14 @@ fn output_text(response: &Value) -> String {
 }
 
 /// The tool a tool item names, or `None` for an item that is no tool call.
-fn tool_of(item: &Value) -> Option<(String, &'static str)> {
-    let named = |key: &str| item[key].as_str().map(str::to_string);
-    match item["type"].as_str()? {
+fn tool_of(item: &ObservedItem) -> Option<(String, &'static str)> {
+    let named = |name: &Option<String>| name.clone();
+    match item.kind.as_deref()? {
         "commandExecution" => Some(("shell".to_string(), "function")),
         "fileChange" => Some(("apply_patch".to_string(), "function")),
         "webSearch" => Some(("web_search".to_string(), "extension")),
         "mcpToolCall" => Some((
-            match (named("server"), named("tool")) {
+            match (named(&item.server), named(&item.tool)) {
                 (Some(server), Some(tool)) => format!("{server}.{tool}"),
                 (None, Some(tool)) => tool,
                 _ => "mcp".to_string(),
@@ -257,45 +250,20 @@ fn tool_of(item: &Value) -> Option<(String, &'static str)> {
             "extension",
         )),
         "dynamicToolCall" => Some((
-            named("tool").unwrap_or_else(|| "tool".to_string()),
+            named(&item.tool).unwrap_or_else(|| "tool".to_string()),
             "function",
         )),
         _ => None,
     }
 }
 
-/// What a tool item was asked to do, as content.
-fn tool_input(item: &Value) -> Option<String> {
-    for key in ["command", "arguments", "query", "changes"] {
-        if !item[key].is_null() {
-            return Some(clip_value(&item[key]));
-        }
-    }
-    None
-}
-
-/// What a tool item gave back, as content.
-fn tool_output(item: &Value) -> Option<String> {
-    for key in ["aggregatedOutput", "result", "contentItems", "error"] {
-        if !item[key].is_null() {
-            return Some(clip_value(&item[key]));
-        }
-    }
-    None
-}
-
-/// The decision in a client's answer to an approval (`{"decision": "accept"}`, or an object
-/// whose one key names it).
-fn decision_of(result: &Value) -> String {
-    match &result["decision"] {
-        Value::String(text) => text.clone(),
-        Value::Object(map) => map.keys().next().cloned().unwrap_or_default(),
-        _ => match result.get("success").and_then(Value::as_bool) {
-            Some(true) => "success".to_string(),
-            Some(false) => "failure".to_string(),
-            None => "answered".to_string(),
-        },
-    }
+/// An error's message as a span's status carries it (`error` when it gave none).
+fn error_text(error: &ObservedError) -> String {
+    error
+        .message
+        .as_ref()
+        .map(clip_value)
+        .unwrap_or_else(|| "error".to_string())
 }
 
 impl SpanBook {
@@ -381,18 +349,17 @@ impl SpanBook {
 
     /// One message of the conversation on connection `stream`, sent by `side`, seen `at`.
     pub fn message(&mut self, stream: usize, side: Side, message: &Value, at: SystemTime) {
-        let name = message["method"].as_str();
-        let id = message.get("id").filter(|id| !id.is_null());
-        match (side, name, id) {
+        let observed = Observed::of(message);
+        match (side, observed.method, observed.id) {
             (Side::Client, Some(name), Some(id)) => {
-                self.client_request(stream, name, id, message, at)
+                self.client_request(stream, name, id, &observed, at)
             }
-            (Side::Codex, None, Some(id)) => self.codex_answer(stream, id, message, at),
+            (Side::Codex, None, Some(id)) => self.codex_answer(stream, id, &observed, at),
             (Side::Codex, Some(name), Some(id)) => {
-                self.server_request(stream, name, id, message, at)
+                self.server_request(stream, name, id, &observed, at)
             }
-            (Side::Client, None, Some(id)) => self.client_answer(stream, id, message, at),
-            (Side::Codex, Some(name), None) => self.notification(name, &message["params"], at),
+            (Side::Client, None, Some(id)) => self.client_answer(stream, id, &observed, at),
+            (Side::Codex, Some(name), None) => self.notification(name, &observed, at),
             _ => {}
         }
     }
@@ -402,14 +369,29 @@ impl SpanBook {
         stream: usize,
         name: &str,
         id: &Value,
-        message: &Value,
+        observed: &Observed<'_>,
         at: SystemTime,
     ) {
-        let params = &message["params"];
-        let thread = params["threadId"].as_str().map(str::to_string);
+        if !matches!(
+            name,
+            method::INITIALIZE
+                | method::TURN_START
+                | method::TURN_STEER
+                | method::THREAD_START
+                | method::THREAD_RESUME
+        ) {
+            return;
+        }
+        let params = observed.params();
+        let thread = params.thread_id.clone();
         match name {
             method::INITIALIZE => {
-                if let Some(client) = text_of(&params["clientInfo"]["name"]) {
+                if let Some(client) = params
+                    .client_info
+                    .name
+                    .as_deref()
+                    .filter(|name| !name.is_empty())
+                {
                     if self.clients.len() >= MAX_CLIENTS && !self.clients.contains_key(&stream) {
                         if let Some(oldest) = self.clients.keys().min().copied() {
                             self.clients.remove(&oldest);
@@ -420,15 +402,14 @@ impl SpanBook {
             }
             method::TURN_START => {
                 if let Some(thread) = &thread {
-                    let parent = message
-                        .get("trace")
-                        .and_then(|trace| serde_json::from_value(trace.clone()).ok())
+                    let parent = observed
+                        .trace()
                         .and_then(|trace| super::context::parent_of(&trace));
                     let ours = self.salt.as_ref().map(|salt| {
                         super::context::turn_context(salt, stream, &id.to_string(), parent.as_ref())
                     });
                     let client = self.client_of(stream);
-                    self.start_turn(thread, &client, params, parent, ours, at);
+                    self.start_turn(thread, &client, &params, parent, ours, at);
                 }
             }
             method::TURN_STEER => {
@@ -440,16 +421,13 @@ impl SpanBook {
                     turn.steers += 1;
                     let mut attributes = Vec::new();
                     if self.content == ContentPolicy::Full {
-                        attributes.push(KeyValue::new(
-                            attr::INPUT_VALUE,
-                            clip(&input_text(&params["input"])),
-                        ));
+                        attributes
+                            .push(KeyValue::new(attr::INPUT_VALUE, clip(&params.input_text())));
                     }
                     turn.span.add_event_with_timestamp("steer", at, attributes);
                 }
             }
-            method::THREAD_START | method::THREAD_RESUME => {}
-            _ => return,
+            _ => {}
         }
         self.remember(
             (stream, id.to_string()),
@@ -467,7 +445,7 @@ impl SpanBook {
         &mut self,
         thread_id: &str,
         client: &str,
-        params: &Value,
+        params: &ObservedParams,
         parent: Option<SpanContext>,
         ours: Option<SpanContext>,
         at: SystemTime,
@@ -481,11 +459,8 @@ impl SpanBook {
             thread.last = Some((turn.id.clone(), turn.context.clone()));
             Self::end_turn(turn, "unfinished", at, content);
         }
-        let model = params["model"]
-            .as_str()
-            .map(str::to_string)
-            .or_else(|| thread.model.clone());
-        if let Some(folder) = params["cwd"].as_str().and_then(workspace_folder) {
+        let model = params.model.clone().or_else(|| thread.model.clone());
+        if let Some(folder) = params.cwd.as_deref().and_then(workspace_folder) {
             thread.workspace = Some(folder);
         }
         let workspace = thread.workspace.clone();
@@ -513,7 +488,7 @@ impl SpanBook {
         if content == ContentPolicy::Full {
             attributes.push(KeyValue::new(
                 attr::INPUT_VALUE,
-                clip_value(&Value::String(input_text(&params["input"]))),
+                clip_value(&Value::String(params.input_text())),
             ));
             attributes.push(KeyValue::new(attr::INPUT_MIME_TYPE, "text/plain"));
         }
@@ -578,18 +553,18 @@ impl SpanBook {
         span.end_with_timestamp(at);
     }
 
-    fn codex_answer(&mut self, stream: usize, id: &Value, message: &Value, at: SystemTime) {
+    fn codex_answer(&mut self, stream: usize, id: &Value, observed: &Observed<'_>, at: SystemTime) {
         let Some(pending) = self.pending.remove(&(stream, id.to_string())) else {
             return;
         };
-        let result = &message["result"];
         match pending.method.as_str() {
             method::THREAD_START | method::THREAD_RESUME => {
-                let Some(thread_id) = result["thread"]["id"].as_str() else {
+                let opened: ThreadOpenedAnswer = observed.answer();
+                let Some(thread_id) = opened.thread.id.as_deref() else {
                     return;
                 };
-                let model = result["model"].as_str().map(str::to_string);
-                let workspace = result["cwd"].as_str().and_then(workspace_folder);
+                let model = opened.model.clone();
+                let workspace = opened.cwd.as_deref().and_then(workspace_folder);
                 let thread = self.thread(thread_id, at);
                 thread.model = model.clone();
                 if workspace.is_some() {
@@ -625,8 +600,8 @@ impl SpanBook {
                     .with_start_time(pending.at)
                     .with_attributes(attributes)
                     .start_with_context(&self.tracer, &Context::new());
-                if let Some(error) = message.get("error") {
-                    span.set_status(Status::error(clip_value(&error["message"])));
+                if let Some(error) = observed.error() {
+                    span.set_status(Status::error(error_text(&error)));
                 }
                 span.end_with_timestamp(at);
             }
@@ -638,26 +613,25 @@ impl SpanBook {
                 let Some(thread) = self.threads.get_mut(thread) else {
                     return;
                 };
-                if let Some(error) = message.get("error") {
+                if let Some(error) = observed.error() {
                     if let Some(mut turn) = thread.turn.take() {
                         turn.span.set_attribute(KeyValue::new(
                             attr::ERROR_TYPE,
                             "turn/start refused".to_string(),
                         ));
-                        turn.span
-                            .set_status(Status::error(clip_value(&error["message"])));
+                        turn.span.set_status(Status::error(error_text(&error)));
                         thread.last = Some((turn.id.clone(), turn.context.clone()));
                         Self::end_turn(turn, "refused", at, content);
                     }
                 } else if let Some(turn) = thread.turn.as_mut() {
-                    turn.id = result["turn"]["id"].as_str().map(str::to_string);
+                    turn.id = observed.answer::<TurnStartedAnswer>().turn.id;
                 }
             }
             _ => {}
         }
     }
 
-    fn notification(&mut self, name: &str, params: &Value, at: SystemTime) {
+    fn notification(&mut self, name: &str, observed: &Observed<'_>, at: SystemTime) {
         // Most of a turn's notifications are deltas: nothing to do for them, decided first.
         if !matches!(
             name,
@@ -670,7 +644,8 @@ impl SpanBook {
         ) {
             return;
         }
-        let Some(thread_id) = params["threadId"].as_str() else {
+        let params = observed.params();
+        let Some(thread_id) = params.thread_id.as_deref() else {
             return;
         };
         let content = self.content;
@@ -683,12 +658,13 @@ impl SpanBook {
             method::TURN_STARTED => {
                 if let Some(turn) = thread.turn.as_mut() {
                     if turn.id.is_none() {
-                        turn.id = params["turn"]["id"].as_str().map(str::to_string);
+                        turn.id = params.turn.as_ref().and_then(|turn| turn.id.clone());
                     }
                 }
             }
             method::TURN_COMPLETED => {
-                let id = params["turn"]["id"].as_str();
+                let ended = params.turn.unwrap_or_default();
+                let id = ended.id.as_deref();
                 let matches = thread
                     .turn
                     .as_ref()
@@ -698,26 +674,18 @@ impl SpanBook {
                 }
                 if let Some(mut turn) = thread.turn.take() {
                     if turn.answer.is_empty() {
-                        turn.answer = params["turn"]["items"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter(|item| item["type"] == "agentMessage")
-                            .filter_map(|item| item["text"].as_str())
+                        turn.answer = ended
+                            .items
+                            .iter()
+                            .filter(|item| item.is_agent_message())
+                            .filter_map(|item| item.text.as_deref())
                             .collect::<Vec<_>>()
                             .join("\n");
                     }
-                    if let Some(error) = params["turn"]["error"].as_object() {
-                        let text = error
-                            .get("message")
-                            .map(clip_value)
-                            .unwrap_or_else(|| "error".to_string());
-                        turn.span.set_status(Status::error(text));
+                    if let Some(error) = &ended.error {
+                        turn.span.set_status(Status::error(error_text(error)));
                     }
-                    let status = params["turn"]["status"]
-                        .as_str()
-                        .unwrap_or("completed")
-                        .to_string();
+                    let status = ended.status.as_deref().unwrap_or("completed").to_string();
                     thread.last = Some((turn.id.clone(), turn.context.clone()));
                     Self::end_turn(turn, &status, at, content);
                 }
@@ -729,17 +697,17 @@ impl SpanBook {
                 };
                 // Another turn's usage (what Codex tells again of a resumed thread) is not a
                 // call of this turn.
-                if let (Some(id), Some(mine)) = (params["turnId"].as_str(), turn.id.as_deref()) {
+                if let (Some(id), Some(mine)) = (params.turn_id.as_deref(), turn.id.as_deref()) {
                     if id != mine {
                         return;
                     }
                 }
-                let last = &params["tokenUsage"]["last"];
+                let last = params.token_usage.last;
                 let tokens = [
-                    int(&last["inputTokens"]),
-                    int(&last["cachedInputTokens"]),
-                    int(&last["outputTokens"]),
-                    int(&last["reasoningOutputTokens"]),
+                    last.input_tokens,
+                    last.cached_input_tokens,
+                    last.output_tokens,
+                    last.reasoning_output_tokens,
                 ];
                 // The turn counts its calls and tokens from Codex's own reports, which come
                 // before its end (a captured call may be filed after it).
@@ -774,8 +742,10 @@ impl SpanBook {
                 let Some(turn) = thread.turn.as_mut() else {
                     return;
                 };
-                let item = &params["item"];
-                let (Some((tool, kind)), Some(id)) = (tool_of(item), item["id"].as_str()) else {
+                let Some(item) = &params.item else {
+                    return;
+                };
+                let (Some((tool, kind)), Some(id)) = (tool_of(item), item.id.as_deref()) else {
                     return;
                 };
                 if turn.tools.len() >= MAX_OPEN_TOOLS {
@@ -786,10 +756,7 @@ impl SpanBook {
                     KeyValue::new(attr::OPENINFERENCE_SPAN_KIND, attr::KIND_TOOL),
                     KeyValue::new(attr::GEN_AI_TOOL_CALL_ID, id.to_string()),
                     KeyValue::new(attr::GEN_AI_TOOL_TYPE, kind),
-                    KeyValue::new(
-                        attr::ITEM_TYPE,
-                        item["type"].as_str().unwrap_or("").to_string(),
-                    ),
+                    KeyValue::new(attr::ITEM_TYPE, item.kind.clone().unwrap_or_default()),
                     KeyValue::new(attr::SESSION_ID, thread_id.to_string()),
                 ];
                 if content != ContentPolicy::Off {
@@ -797,8 +764,8 @@ impl SpanBook {
                     attributes.push(KeyValue::new(attr::TOOL_NAME, tool.clone()));
                 }
                 if content == ContentPolicy::Full {
-                    if let Some(input) = tool_input(item) {
-                        attributes.push(KeyValue::new(attr::INPUT_VALUE, input));
+                    if let Some(input) = item.tool_input() {
+                        attributes.push(KeyValue::new(attr::INPUT_VALUE, clip_value(input)));
                     }
                 }
                 let span = tracer
@@ -815,26 +782,27 @@ impl SpanBook {
                 let Some(turn) = thread.turn.as_mut() else {
                     return;
                 };
-                let item = &params["item"];
-                if item["type"] == "agentMessage" {
-                    if let Some(text) = item["text"].as_str() {
+                let Some(item) = &params.item else {
+                    return;
+                };
+                if item.is_agent_message() {
+                    if let Some(text) = item.text.as_deref() {
                         if !turn.answer.is_empty() {
                             turn.answer.push('\n');
                         }
                         turn.answer.push_str(text);
                     }
                 }
-                let Some(mut tool) = item["id"].as_str().and_then(|id| turn.tools.remove(id))
-                else {
+                let Some(mut tool) = item.id.as_deref().and_then(|id| turn.tools.remove(id)) else {
                     return;
                 };
-                let status = item["status"].as_str().unwrap_or("completed");
+                let status = item.status.as_deref().unwrap_or("completed");
                 tool.span
                     .set_attribute(KeyValue::new(attr::ITEM_STATUS, status.to_string()));
                 if content == ContentPolicy::Full {
-                    if let Some(output) = tool_output(item) {
+                    if let Some(output) = item.tool_output() {
                         tool.span
-                            .set_attribute(KeyValue::new(attr::OUTPUT_VALUE, output));
+                            .set_attribute(KeyValue::new(attr::OUTPUT_VALUE, clip_value(output)));
                     }
                 }
                 match status {
@@ -918,11 +886,11 @@ impl SpanBook {
         stream: usize,
         name: &str,
         id: &Value,
-        message: &Value,
+        observed: &Observed<'_>,
         at: SystemTime,
     ) {
-        let params = &message["params"];
-        let Some(thread_id) = params["threadId"].as_str() else {
+        let params = observed.params();
+        let Some(thread_id) = params.thread_id.as_deref() else {
             return;
         };
         let content = self.content;
@@ -939,7 +907,7 @@ impl SpanBook {
         }
         let tool_call = name == method::ITEM_TOOL_CALL;
         // A client-run tool inside the item span Codex opened for it, if there is one.
-        let call_id = params["callId"].as_str().unwrap_or("");
+        let call_id = params.call_id.as_deref().unwrap_or("");
         let parent = turn
             .tools
             .get(call_id)
@@ -950,7 +918,7 @@ impl SpanBook {
             KeyValue::new(attr::SESSION_ID, thread_id.to_string()),
         ];
         let span_name = if tool_call {
-            let tool = params["tool"].as_str().unwrap_or("tool").to_string();
+            let tool = params.tool.clone().unwrap_or_else(|| "tool".to_string());
             attributes.push(KeyValue::new(
                 attr::OPENINFERENCE_SPAN_KIND,
                 attr::KIND_TOOL,
@@ -962,7 +930,7 @@ impl SpanBook {
             if content == ContentPolicy::Full {
                 attributes.push(KeyValue::new(
                     attr::INPUT_VALUE,
-                    clip_value(&params["arguments"]),
+                    clip_value(&params.arguments),
                 ));
             }
             format!("client tool {tool}")
@@ -992,7 +960,13 @@ impl SpanBook {
         );
     }
 
-    fn client_answer(&mut self, stream: usize, id: &Value, message: &Value, at: SystemTime) {
+    fn client_answer(
+        &mut self,
+        stream: usize,
+        id: &Value,
+        observed: &Observed<'_>,
+        at: SystemTime,
+    ) {
         let Some(pending) = self.pending.remove(&(stream, format!("server {id}"))) else {
             return;
         };
@@ -1009,17 +983,17 @@ impl SpanBook {
             return;
         };
         let span = &mut open.span;
-        if let Some(error) = message.get("error") {
-            span.set_status(Status::error(clip_value(&error["message"])));
+        if let Some(error) = observed.error() {
+            span.set_status(Status::error(error_text(&error)));
         } else {
-            let decision = decision_of(&message["result"]);
+            let decision = observed.answer::<ClientAnswerView>().decision();
             if content != ContentPolicy::Off {
                 span.set_attribute(KeyValue::new(attr::APPROVAL_DECISION, decision));
             }
             if content == ContentPolicy::Full && pending.method == method::ITEM_TOOL_CALL {
                 span.set_attribute(KeyValue::new(
                     attr::OUTPUT_VALUE,
-                    clip_value(&message["result"]),
+                    clip_value(observed.result),
                 ));
             }
             span.set_status(Status::Ok);
