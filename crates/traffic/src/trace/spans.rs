@@ -655,170 +655,225 @@ impl SpanBook {
             return;
         };
         match name {
-            method::TURN_STARTED => {
-                if let Some(turn) = thread.turn.as_mut() {
-                    if turn.id.is_none() {
-                        turn.id = params.turn.as_ref().and_then(|turn| turn.id.clone());
-                    }
-                }
-            }
-            method::TURN_COMPLETED => {
-                let ended = params.turn.unwrap_or_default();
-                let id = ended.id.as_deref();
-                let matches = thread
-                    .turn
-                    .as_ref()
-                    .is_some_and(|turn| turn.id.is_none() || turn.id.as_deref() == id);
-                if !matches {
-                    return;
-                }
-                if let Some(mut turn) = thread.turn.take() {
-                    if turn.answer.is_empty() {
-                        turn.answer = ended
-                            .items
-                            .iter()
-                            .filter(|item| item.is_agent_message())
-                            .filter_map(|item| item.text.as_deref())
-                            .collect::<Vec<_>>()
-                            .join("\n");
-                    }
-                    if let Some(error) = &ended.error {
-                        turn.span.set_status(Status::error(error_text(error)));
-                    }
-                    let status = ended.status.as_deref().unwrap_or("completed").to_string();
-                    thread.last = Some((turn.id.clone(), turn.context.clone()));
-                    Self::end_turn(turn, &status, at, content);
-                }
-            }
-            method::THREAD_TOKEN_USAGE_UPDATED => {
-                let model = thread.model.clone();
-                let Some(turn) = thread.turn.as_mut() else {
-                    return;
-                };
-                // Another turn's usage (what Codex tells again of a resumed thread) is not a
-                // call of this turn.
-                if let (Some(id), Some(mine)) = (params.turn_id.as_deref(), turn.id.as_deref()) {
-                    if id != mine {
-                        return;
-                    }
-                }
-                let last = params.token_usage.last;
-                let tokens = [
-                    last.input_tokens,
-                    last.cached_input_tokens,
-                    last.output_tokens,
-                    last.reasoning_output_tokens,
-                ];
-                // The turn counts its calls and tokens from Codex's own reports, which come
-                // before its end (a captured call may be filed after it).
-                turn.model_calls += 1;
-                for (sum, add) in turn.tokens.iter_mut().zip(tokens) {
-                    *sum += add;
-                }
-                if !captured_calls {
-                    let mut span = Self::chat_span(
-                        &tracer,
-                        &turn.context,
-                        thread_id,
-                        model.as_deref(),
-                        turn.mark,
-                        content,
-                    );
-                    if content != ContentPolicy::Off {
-                        Self::usage_attributes(&mut span, tokens);
-                    }
-                    span.end_with_timestamp(at);
-                    turn.mark = at;
-                }
-            }
-            method::THREAD_COMPACTED => {
-                if let Some(turn) = thread.turn.as_mut() {
-                    turn.compactions += 1;
-                    turn.span
-                        .add_event_with_timestamp("compaction", at, Vec::new());
-                }
-            }
+            method::TURN_STARTED => Self::turn_started(thread, &params),
+            method::TURN_COMPLETED => Self::turn_completed(thread, params, at, content),
+            method::THREAD_TOKEN_USAGE_UPDATED => Self::token_usage(
+                thread,
+                thread_id,
+                &params,
+                &tracer,
+                captured_calls,
+                content,
+                at,
+            ),
+            method::THREAD_COMPACTED => Self::compacted(thread, at),
             method::ITEM_STARTED => {
-                let Some(turn) = thread.turn.as_mut() else {
-                    return;
-                };
-                let Some(item) = &params.item else {
-                    return;
-                };
-                let (Some((tool, kind)), Some(id)) = (tool_of(item), item.id.as_deref()) else {
-                    return;
-                };
-                if turn.tools.len() >= MAX_OPEN_TOOLS {
-                    return;
-                }
-                let mut attributes = vec![
-                    KeyValue::new(attr::GEN_AI_OPERATION_NAME, attr::OPERATION_EXECUTE_TOOL),
-                    KeyValue::new(attr::OPENINFERENCE_SPAN_KIND, attr::KIND_TOOL),
-                    KeyValue::new(attr::GEN_AI_TOOL_CALL_ID, id.to_string()),
-                    KeyValue::new(attr::GEN_AI_TOOL_TYPE, kind),
-                    KeyValue::new(attr::ITEM_TYPE, item.kind.clone().unwrap_or_default()),
-                    KeyValue::new(attr::SESSION_ID, thread_id.to_string()),
-                ];
-                if content != ContentPolicy::Off {
-                    attributes.push(KeyValue::new(attr::GEN_AI_TOOL_NAME, tool.clone()));
-                    attributes.push(KeyValue::new(attr::TOOL_NAME, tool.clone()));
-                }
-                if content == ContentPolicy::Full {
-                    if let Some(input) = item.tool_input() {
-                        attributes.push(KeyValue::new(attr::INPUT_VALUE, clip_value(input)));
-                    }
-                }
-                let span = tracer
-                    .span_builder(format!("{} {tool}", attr::OPERATION_EXECUTE_TOOL))
-                    .with_kind(SpanKind::Internal)
-                    .with_start_time(at)
-                    .with_attributes(attributes)
-                    .start_with_context(&tracer, &Self::parent(&turn.context));
-                let context = span.span_context().clone();
-                turn.tools
-                    .insert(id.to_string(), OpenTool { span, context });
+                Self::item_started(thread, thread_id, &params, &tracer, content, at)
             }
-            method::ITEM_COMPLETED => {
-                let Some(turn) = thread.turn.as_mut() else {
-                    return;
-                };
-                let Some(item) = &params.item else {
-                    return;
-                };
-                if item.is_agent_message() {
-                    if let Some(text) = item.text.as_deref() {
-                        if !turn.answer.is_empty() {
-                            turn.answer.push('\n');
-                        }
-                        turn.answer.push_str(text);
-                    }
-                }
-                let Some(mut tool) = item.id.as_deref().and_then(|id| turn.tools.remove(id)) else {
-                    return;
-                };
-                let status = item.status.as_deref().unwrap_or("completed");
-                tool.span
-                    .set_attribute(KeyValue::new(attr::ITEM_STATUS, status.to_string()));
-                if content == ContentPolicy::Full {
-                    if let Some(output) = item.tool_output() {
-                        tool.span
-                            .set_attribute(KeyValue::new(attr::OUTPUT_VALUE, clip_value(output)));
-                    }
-                }
-                match status {
-                    "completed" => tool.span.set_status(Status::Ok),
-                    other => {
-                        tool.span
-                            .set_attribute(KeyValue::new(attr::ERROR_TYPE, other.to_string()));
-                        tool.span
-                            .set_status(Status::error(format!("the tool call ended {other}")));
-                    }
-                }
-                tool.span.end_with_timestamp(at);
-                turn.mark = at;
-            }
+            method::ITEM_COMPLETED => Self::item_completed(thread, &params, content, at),
             _ => {}
         }
+    }
+
+    /// `turn/started`: the open turn learns its id, if `turn/start`'s answer did not tell it.
+    fn turn_started(thread: &mut Thread, params: &ObservedParams) {
+        if let Some(turn) = thread.turn.as_mut() {
+            if turn.id.is_none() {
+                turn.id = params.turn.as_ref().and_then(|turn| turn.id.clone());
+            }
+        }
+    }
+
+    /// `turn/completed`: the open turn ends with Codex's status, its error and its answer.
+    fn turn_completed(
+        thread: &mut Thread,
+        params: ObservedParams,
+        at: SystemTime,
+        content: ContentPolicy,
+    ) {
+        let ended = params.turn.unwrap_or_default();
+        let id = ended.id.as_deref();
+        let matches = thread
+            .turn
+            .as_ref()
+            .is_some_and(|turn| turn.id.is_none() || turn.id.as_deref() == id);
+        if !matches {
+            return;
+        }
+        if let Some(mut turn) = thread.turn.take() {
+            if turn.answer.is_empty() {
+                turn.answer = ended
+                    .items
+                    .iter()
+                    .filter(|item| item.is_agent_message())
+                    .filter_map(|item| item.text.as_deref())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+            }
+            if let Some(error) = &ended.error {
+                turn.span.set_status(Status::error(error_text(error)));
+            }
+            let status = ended.status.as_deref().unwrap_or("completed").to_string();
+            thread.last = Some((turn.id.clone(), turn.context.clone()));
+            Self::end_turn(turn, &status, at, content);
+        }
+    }
+
+    /// `thread/tokenUsage/updated`: one model call of the open turn, counted, and its `chat`
+    /// span when no capture files the calls.
+    #[allow(clippy::too_many_arguments)]
+    fn token_usage(
+        thread: &mut Thread,
+        thread_id: &str,
+        params: &ObservedParams,
+        tracer: &SdkTracer,
+        captured_calls: bool,
+        content: ContentPolicy,
+        at: SystemTime,
+    ) {
+        let model = thread.model.clone();
+        let Some(turn) = thread.turn.as_mut() else {
+            return;
+        };
+        // Another turn's usage (what Codex tells again of a resumed thread) is not a
+        // call of this turn.
+        if let (Some(id), Some(mine)) = (params.turn_id.as_deref(), turn.id.as_deref()) {
+            if id != mine {
+                return;
+            }
+        }
+        let last = params.token_usage.last;
+        let tokens = [
+            last.input_tokens,
+            last.cached_input_tokens,
+            last.output_tokens,
+            last.reasoning_output_tokens,
+        ];
+        // The turn counts its calls and tokens from Codex's own reports, which come
+        // before its end (a captured call may be filed after it).
+        turn.model_calls += 1;
+        for (sum, add) in turn.tokens.iter_mut().zip(tokens) {
+            *sum += add;
+        }
+        if !captured_calls {
+            let mut span = Self::chat_span(
+                tracer,
+                &turn.context,
+                thread_id,
+                model.as_deref(),
+                turn.mark,
+                content,
+            );
+            if content != ContentPolicy::Off {
+                Self::usage_attributes(&mut span, tokens);
+            }
+            span.end_with_timestamp(at);
+            turn.mark = at;
+        }
+    }
+
+    /// `thread/compacted`: an event on the open turn.
+    fn compacted(thread: &mut Thread, at: SystemTime) {
+        if let Some(turn) = thread.turn.as_mut() {
+            turn.compactions += 1;
+            turn.span
+                .add_event_with_timestamp("compaction", at, Vec::new());
+        }
+    }
+
+    /// `item/started` of a tool call: its span opens under the turn.
+    fn item_started(
+        thread: &mut Thread,
+        thread_id: &str,
+        params: &ObservedParams,
+        tracer: &SdkTracer,
+        content: ContentPolicy,
+        at: SystemTime,
+    ) {
+        let Some(turn) = thread.turn.as_mut() else {
+            return;
+        };
+        let Some(item) = &params.item else {
+            return;
+        };
+        let (Some((tool, kind)), Some(id)) = (tool_of(item), item.id.as_deref()) else {
+            return;
+        };
+        if turn.tools.len() >= MAX_OPEN_TOOLS {
+            return;
+        }
+        let mut attributes = vec![
+            KeyValue::new(attr::GEN_AI_OPERATION_NAME, attr::OPERATION_EXECUTE_TOOL),
+            KeyValue::new(attr::OPENINFERENCE_SPAN_KIND, attr::KIND_TOOL),
+            KeyValue::new(attr::GEN_AI_TOOL_CALL_ID, id.to_string()),
+            KeyValue::new(attr::GEN_AI_TOOL_TYPE, kind),
+            KeyValue::new(attr::ITEM_TYPE, item.kind.clone().unwrap_or_default()),
+            KeyValue::new(attr::SESSION_ID, thread_id.to_string()),
+        ];
+        if content != ContentPolicy::Off {
+            attributes.push(KeyValue::new(attr::GEN_AI_TOOL_NAME, tool.clone()));
+            attributes.push(KeyValue::new(attr::TOOL_NAME, tool.clone()));
+        }
+        if content == ContentPolicy::Full {
+            if let Some(input) = item.tool_input() {
+                attributes.push(KeyValue::new(attr::INPUT_VALUE, clip_value(input)));
+            }
+        }
+        let span = tracer
+            .span_builder(format!("{} {tool}", attr::OPERATION_EXECUTE_TOOL))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(at)
+            .with_attributes(attributes)
+            .start_with_context(tracer, &Self::parent(&turn.context));
+        let context = span.span_context().clone();
+        turn.tools
+            .insert(id.to_string(), OpenTool { span, context });
+    }
+
+    /// `item/completed`: an agent message joins the turn's answer; a tool call's span ends.
+    fn item_completed(
+        thread: &mut Thread,
+        params: &ObservedParams,
+        content: ContentPolicy,
+        at: SystemTime,
+    ) {
+        let Some(turn) = thread.turn.as_mut() else {
+            return;
+        };
+        let Some(item) = &params.item else {
+            return;
+        };
+        if item.is_agent_message() {
+            if let Some(text) = item.text.as_deref() {
+                if !turn.answer.is_empty() {
+                    turn.answer.push('\n');
+                }
+                turn.answer.push_str(text);
+            }
+        }
+        let Some(mut tool) = item.id.as_deref().and_then(|id| turn.tools.remove(id)) else {
+            return;
+        };
+        let status = item.status.as_deref().unwrap_or("completed");
+        tool.span
+            .set_attribute(KeyValue::new(attr::ITEM_STATUS, status.to_string()));
+        if content == ContentPolicy::Full {
+            if let Some(output) = item.tool_output() {
+                tool.span
+                    .set_attribute(KeyValue::new(attr::OUTPUT_VALUE, clip_value(output)));
+            }
+        }
+        match status {
+            "completed" => tool.span.set_status(Status::Ok),
+            other => {
+                tool.span
+                    .set_attribute(KeyValue::new(attr::ERROR_TYPE, other.to_string()));
+                tool.span
+                    .set_status(Status::error(format!("the tool call ended {other}")));
+            }
+        }
+        tool.span.end_with_timestamp(at);
+        turn.mark = at;
     }
 
     /// A `chat <model>` span under `parent`, started at `start`.
