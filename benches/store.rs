@@ -83,6 +83,7 @@ async fn endpoint(
         home_retention: None,
         accounts: None,
         unnamed_accounts: false,
+        route: clawbridge::LiveRoute::AsSent,
     };
     Endpoint::start(settings, false).await.expect("endpoint")
 }

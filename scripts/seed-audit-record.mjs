@@ -139,7 +139,10 @@ const landings = (list) =>
         .join(", ");
 
 function record([version, dir, ...scenarios]) {
-  const out = { openclaw: version, workspace: "fixtures/workspace", scenarios: [] };
+  // `VERSION-route-spec`: the same scenarios with clawbridge routing the files (`--route spec`).
+  const routed = version.endsWith("-route-spec");
+  const openclaw = routed ? version.slice(0, -"-route-spec".length) : version;
+  const out = { openclaw, route: routed ? "spec" : "as-sent", workspace: "fixtures/workspace", scenarios: [] };
   for (const scenario of scenarios) {
     const [name, sessionKey, flags, message] = scenario.split("|");
     const audit = JSON.parse(fs.readFileSync(path.join(dir, `${name}.audit.json`), "utf8"));
@@ -165,17 +168,36 @@ function record([version, dir, ...scenarios]) {
   const files = [];
   for (const column of columns) for (const row of column.rows) if (!files.includes(row.file)) files.push(row.file);
   const md = [];
-  md.push(`# Seed audit: OpenClaw ${version}`);
-  md.push("");
-  md.push(
-    "Where the real OpenClaw put each workspace file, against where the seed's system-prompt page " +
-      "puts it, on `fixtures/workspace`. Recorded by `scripts/seed-audit " +
-      version +
-      "` (transcripts in `" +
-      version +
-      "/`), checked by `scripts/seed-audit --check`. The verdicts and their meaning: " +
-      "[docs/audit.md](../../docs/audit.md).",
-  );
+  if (routed) {
+    md.push(`# Seed audit: OpenClaw ${openclaw} through \`clawbridge app-server --route spec\``);
+    md.push("");
+    md.push(
+      "Where each workspace file reached Codex when clawbridge routed the real OpenClaw's requests " +
+        "(`app-server --route spec`), against where the seed's system-prompt page puts it, on " +
+        "`fixtures/workspace`. Recorded by `scripts/seed-audit --route spec " +
+        openclaw +
+        "` (transcripts in `" +
+        version +
+        "/`: each request as OpenClaw sent it, then as clawbridge routed it), checked by " +
+        "`scripts/seed-audit --check`. The same scenarios as sent: [" +
+        openclaw +
+        ".md](" +
+        openclaw +
+        ".md). The verdicts and their meaning: [docs/audit.md](../../docs/audit.md).",
+    );
+  } else {
+    md.push(`# Seed audit: OpenClaw ${version}`);
+    md.push("");
+    md.push(
+      "Where the real OpenClaw put each workspace file, against where the seed's system-prompt page " +
+        "puts it, on `fixtures/workspace`. Recorded by `scripts/seed-audit " +
+        version +
+        "` (transcripts in `" +
+        version +
+        "/`), checked by `scripts/seed-audit --check`. The verdicts and their meaning: " +
+        "[docs/audit.md](../../docs/audit.md).",
+    );
+  }
   md.push("");
   md.push(`| file | ${columns.map((column) => column.label).join(" | ")} |`);
   md.push(`|---|${columns.map(() => "---").join("|")}|`);
@@ -203,6 +225,14 @@ function record([version, dir, ...scenarios]) {
       for (const turn of thread.turns) {
         md.push("");
         md.push(`Turn ${turn.turn}. OpenClaw also sent: ${turn.notes.length ? turn.notes.join("; ") : "nothing else"}.`);
+        if (turn.route === "spec") {
+          md.push("");
+          md.push(`Routed by clawbridge: ${turn.routed.length ? turn.routed.join("; ") : "nothing to move"}.`);
+        }
+        for (const flag of turn.flags ?? []) {
+          md.push("");
+          md.push(`**Flagged**: ${flag}.`);
+        }
         md.push("");
         md.push("| file | spec | OpenClaw | model | verdict |");
         md.push("|---|---|---|---|---|");

@@ -174,6 +174,7 @@ pub use traffic::stub::{
     StubStep,
 };
 pub use traffic::trace::{ContentPolicy, TraceSettings};
+pub use translate::live::{LiveRoute, LiveRouter, Rerouted};
 pub use translate::params::{build_params, dynamic_tools};
 pub use translate::{translate, NoticeMemory, TranslateOptions, Translation};
 pub use workspace::{

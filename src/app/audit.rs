@@ -27,11 +27,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::codex::protocol::table::name as method;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::routing::Surface;
 use crate::traffic::trace::offline::{
     files_in, json_lines, regular_file, sources, transcript_folder,
 };
+pub use crate::translate::live::{collapsed, find, How};
+use crate::translate::live::{facts_of, infer_run, spec_of, strings_of, InferOptions};
 
 /// Largest transcript or capture file read.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -39,8 +41,6 @@ const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 const MAX_THREADS: usize = 10_000;
 /// Turns of one thread audited at most (each reads its workspace again).
 const MAX_TURNS: usize = 10_000;
-/// Characters of a file's (whitespace-collapsed) start that count as finding its head.
-const HEAD_CHARS: usize = 120;
 
 /// A layer of what Codex is sent (or of what reached the model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -69,27 +69,6 @@ impl Layer {
             Layer::AdditionalContext => "additionalContext",
             Layer::TurnInput => "turn input",
             Layer::LeftToCodex => "left to Codex",
-        }
-    }
-}
-
-/// How a file's text is found in a layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum How {
-    Whole,
-    /// Its head only: cut.
-    Cut,
-    /// Named, without its content.
-    Pointer,
-}
-
-impl How {
-    fn label(self) -> &'static str {
-        match self {
-            How::Whole => "whole",
-            How::Cut => "cut",
-            How::Pointer => "pointer",
         }
     }
 }
@@ -204,7 +183,40 @@ pub struct TurnAudit {
     /// What else OpenClaw's params carried that the spec does not have (the keys of
     /// `additionalContext`, thread config the spec does not set).
     pub notes: Vec<String>,
+    /// The route clawbridge applied (`as-sent`, or `spec` when it moved the files:
+    /// `app-server --route spec`), and what it moved.
+    pub route: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routed: Vec<String>,
+    /// Whether the collaboration instructions Codex was sent reached the model request (from the
+    /// capture; `None` without one, or without collaboration instructions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collaboration_reached_model: Option<bool>,
+    /// What never reached the model though the spec sends it (from the capture): a persona the
+    /// agent never had.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
     pub rows: Vec<Row>,
+}
+
+/// A request as the client sent it and as Codex got it (the same, unless clawbridge routed it).
+#[derive(Clone, Debug, Default)]
+pub struct Sent {
+    pub client: Value,
+    pub codex: Value,
+    /// What clawbridge moved, when it routed the request.
+    pub routed: Option<Vec<String>>,
+}
+
+impl Sent {
+    /// A request Codex got as the client sent it.
+    pub fn as_sent(params: &Value) -> Sent {
+        Sent {
+            client: params.clone(),
+            codex: params.clone(),
+            routed: None,
+        }
+    }
 }
 
 /// One thread of the transcript.
@@ -243,47 +255,6 @@ pub struct AuditOptions {
     pub workspace: Option<std::path::PathBuf>,
     /// The run's session key, when the params name none (`openclaw agent --session-key`).
     pub session_key: Option<String>,
-}
-
-/// Text collapsed to single spaces (OpenClaw re-wraps and trims what it injects).
-fn collapsed(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// How `content` (of the file `name`) is found in `haystack` (already collapsed).
-pub fn find(name: &str, content: &str, haystack: &str) -> Option<How> {
-    let content = collapsed(content);
-    if content.is_empty() {
-        return haystack.contains(name).then_some(How::Pointer);
-    }
-    if haystack.contains(&content) {
-        return Some(How::Whole);
-    }
-    let head: String = content.chars().take(HEAD_CHARS).collect();
-    if haystack.contains(&head) {
-        return Some(How::Cut);
-    }
-    haystack.contains(name).then_some(How::Pointer)
-}
-
-/// Every string inside `value`, joined (for layers that are objects: `additionalContext`, a
-/// model request).
-fn all_strings(value: &Value, out: &mut String) {
-    match value {
-        Value::String(text) => {
-            out.push_str(text);
-            out.push('\n');
-        }
-        Value::Array(items) => items.iter().for_each(|item| all_strings(item, out)),
-        Value::Object(map) => map.values().for_each(|item| all_strings(item, out)),
-        _ => {}
-    }
-}
-
-fn strings_of(value: &Value) -> String {
-    let mut out = String::new();
-    all_strings(value, &mut out);
-    collapsed(&out)
 }
 
 /// The texts of a turn's layers, collapsed: the thread's (from its latest start or resume) and
@@ -429,93 +400,6 @@ fn read_regular(path: &Path) -> Option<Vec<u8>> {
         return None;
     }
     crate::support::fs::read_file_capped(path, MAX_FILE_BYTES).ok()
-}
-
-/// An OpenClaw session key in a text (`agent:<id>:<rest>`), the first one.
-fn session_key_in(text: &str) -> Option<String> {
-    let pattern = regex::Regex::new(r"agent:[A-Za-z0-9_-]{1,64}:[A-Za-z0-9:._+@-]{1,200}").ok()?;
-    pattern
-        .find(text)
-        .map(|found| found.as_str().trim_end_matches(['.', ':']).to_string())
-}
-
-/// The run OpenClaw's params describe, as a run document, and what was inferred from what.
-fn inferred_run(
-    cwd: &str,
-    thread: &Value,
-    turn: &Value,
-    options: &AuditOptions,
-) -> (Value, Vec<String>) {
-    let mut inferred = vec![match options.workspace {
-        Some(_) => format!("workspace: {cwd} (given)"),
-        None => format!("workspace: {cwd} (the thread's cwd)"),
-    }];
-    // A given workspace may be relative (to where the command runs); the run document reads
-    // paths relative to itself, so it gets the absolute one.
-    let absolute = std::path::absolute(cwd).unwrap_or_else(|_| Path::new(cwd).to_path_buf());
-    let mut document = serde_json::json!({
-        "workspace": absolute,
-        // Skills are not audited: only the workspace's own folder is read.
-        "managedSkillsDir": absolute.join(".clawbridge-audit-no-skills"),
-        "bundledSkillsDir": absolute.join(".clawbridge-audit-no-skills"),
-    });
-    let everything = format!("{} {}", strings_of(thread), strings_of(turn));
-    if let Some(key) = &options.session_key {
-        inferred.push(format!("session key: {key} (given)"));
-        document["sessionKey"] = Value::String(key.clone());
-    } else if let Some(key) = session_key_in(&everything) {
-        inferred.push(format!("session key: {key} (named in the params)"));
-        document["sessionKey"] = Value::String(key);
-    } else {
-        inferred.push("session key: none named in the params (a direct main session)".into());
-    }
-    let input = strings_of(&turn["input"]);
-    let key = document["sessionKey"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    if input.contains("HEARTBEAT_OK") || turn["turnTrigger"] == "heartbeat" {
-        inferred.push("trigger: heartbeat (the turn asks for HEARTBEAT_OK)".into());
-        document["trigger"] = "heartbeat".into();
-    } else if key.contains(":cron:") || turn["turnTrigger"] == "cron" {
-        inferred.push("trigger: cron (the session key or the turn's trigger)".into());
-        document["trigger"] = "cron".into();
-    }
-    if let Some(model) = thread["model"].as_str().or(turn["model"].as_str()) {
-        document["model"] = Value::String(model.to_string());
-    }
-    document["message"] = Value::String(input);
-    inferred.push("budgets: OpenClaw's defaults (its config is not in the transcript)".into());
-    (document, inferred)
-}
-
-/// The spec's routing of the inferred run, and the workspace files it read.
-fn spec_of(
-    document: Value,
-    cwd: &Path,
-) -> Result<(crate::routing::RoutedWorkspace, Vec<(String, String)>)> {
-    let source = cwd.join("(inferred run)");
-    let text = document.to_string();
-    let roots =
-        crate::support::fs::Roots::new(vec![std::fs::canonicalize(cwd).map_err(|source| {
-            Error::Read {
-                path: cwd.to_path_buf(),
-                source,
-            }
-        })?]);
-    let run = crate::config::run::RunDocument::parse(&text, &source)?.into_run_confined(
-        &source,
-        cwd,
-        Some(roots),
-    )?;
-    let loaded = crate::workspace::load_bootstrap_files(&run);
-    let routed = crate::routing::route_workspace(&run, &loaded)?;
-    let files = loaded
-        .files
-        .iter()
-        .filter_map(|file| Some((file.name.clone(), file.text()?.to_string())))
-        .collect();
-    Ok((routed, files))
 }
 
 /// The model request documents of a thread's turn (`model-requests/<thread>/turn-NN/`), their
@@ -667,14 +551,17 @@ fn audit_thread(
     files: &[std::path::PathBuf],
     options: &AuditOptions,
 ) -> Result<ThreadAudit> {
-    let mut opened = Value::Null;
+    let mut opened = Sent::default();
+    let mut ephemeral = false;
     let mut cwd = String::new();
     let mut turns = Vec::new();
     let mut skipped = None;
     // A message two connections' files both hold (one request, as each saw it) counts once.
     let mut seen = std::collections::HashSet::new();
     'files: for file in files {
-        for entry in json_lines(file)? {
+        // A line at a time, with one line of lookahead (a routed request follows the client's).
+        let mut lines = json_lines(file)?.peekable();
+        while let Some(entry) = lines.next() {
             let entry = entry?;
             if entry["direction"] != "in" {
                 continue;
@@ -695,12 +582,45 @@ fn audit_thread(
                 }
             }
             let params = &message["params"];
+            // What Codex got in its place, when clawbridge routed it (`--route spec`): the entry
+            // that follows it, for the same request.
+            let routed = match lines.peek() {
+                Some(Ok(next))
+                    if next["direction"] == "routed" && next["message"]["id"] == message["id"] =>
+                {
+                    lines.next().and_then(|next| next.ok())
+                }
+                _ => None,
+            };
+            let routed = routed.as_ref();
+            let sent = Sent {
+                client: params.clone(),
+                codex: routed
+                    .map_or(params, |next| &next["message"]["params"])
+                    .clone(),
+                routed: routed.map(|next| {
+                    next["notes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                }),
+            };
             match message["method"].as_str() {
                 Some(method::THREAD_START | method::THREAD_RESUME) => {
-                    opened = params.clone();
+                    ephemeral = params["ephemeral"] == true;
+                    opened = sent;
                     if let Some(dir) = params["cwd"].as_str() {
                         cwd = dir.to_string();
                     }
+                }
+                Some(method::TURN_START) if ephemeral => {
+                    skipped = Some(
+                        "an ephemeral thread (a utility call of OpenClaw's, such as an activity recap, not an agent's turn): its workspace files are not routed"
+                            .to_string(),
+                    );
                 }
                 Some(method::TURN_START) => {
                     if let Some(dir) = params["cwd"].as_str() {
@@ -720,7 +640,7 @@ fn audit_thread(
                         break 'files;
                     }
                     let number = turns.len() + 1;
-                    match audit_turn(dir, thread, number, &cwd, &opened, params, options) {
+                    match audit_turn(dir, thread, number, &cwd, &opened, &sent, options) {
                         Ok(turn) => turns.push(turn),
                         Err(error) => skipped = Some(error.to_string()),
                     }
@@ -746,8 +666,8 @@ fn audit_turn(
     thread: &str,
     number: usize,
     cwd: &str,
-    opened: &Value,
-    turn: &Value,
+    opened: &Sent,
+    turn: &Sent,
     options: &AuditOptions,
 ) -> Result<TurnAudit> {
     let model = model_text(dir, thread, number);
@@ -763,7 +683,14 @@ pub fn audit_live_turn(
     turn: &Value,
     number: usize,
 ) -> Result<TurnAudit> {
-    turn_audit(cwd, opened, turn, number, None, &AuditOptions::default())
+    turn_audit(
+        cwd,
+        &Sent::as_sent(opened),
+        &Sent::as_sent(turn),
+        number,
+        None,
+        &AuditOptions::default(),
+    )
 }
 
 /// [`audit_live_turn`] as the observation wing takes it (`app-server --audit`, `serve
@@ -781,21 +708,31 @@ pub fn live_auditor() -> crate::observe::audit::TurnAuditor {
 
 fn turn_audit(
     cwd: &str,
-    opened: &Value,
-    turn: &Value,
+    opened: &Sent,
+    turn: &Sent,
     number: usize,
     model: Option<String>,
     options: &AuditOptions,
 ) -> Result<TurnAudit> {
-    let (document, inferred) = inferred_run(cwd, opened, turn, options);
+    // The run is inferred from what the client sent (what OpenClaw pasted tells what it took
+    // the session for); the layers are what Codex got.
+    let facts = (!opened.client.is_null())
+        .then(|| facts_of(&opened.client, cwd).ok())
+        .flatten();
+    let infer = InferOptions {
+        workspace_given: options.workspace.is_some(),
+        session_key: options.session_key.clone(),
+        facts,
+    };
+    let (document, inferred) = infer_run(cwd, &opened.client, &turn.client, &infer);
     let (routed, files) = spec_of(document, Path::new(cwd))?;
-    let layers = Layers::of(opened, turn);
+    let layers = Layers::of(&opened.codex, &turn.codex);
     let mut rows = Vec::new();
     for routed_file in &routed.files {
         let content = files
             .iter()
-            .find(|(name, _)| *name == routed_file.name)
-            .map(|(_, text)| text.as_str())
+            .find(|file| file.name == routed_file.name)
+            .map(|file| file.text.as_str())
             .unwrap_or_default();
         let spec = spec_landings(routed_file.surface, routed_file.truncated);
         let openclaw = layers.landings(&routed_file.name, content);
@@ -814,10 +751,58 @@ fn turn_audit(
                 .then(|| crate::support::redact::redact_text(content).into_owned()),
         });
     }
+    let collaboration = collapsed(
+        turn.codex["collaborationMode"]["settings"]["developer_instructions"]
+            .as_str()
+            .unwrap_or_default(),
+    );
+    let collaboration_reached_model = match (&model, collaboration.is_empty()) {
+        (Some(text), false) => {
+            let head: String = collaboration.chars().take(200).collect();
+            Some(text.contains(&head))
+        }
+        _ => None,
+    };
+    let mut flags = Vec::new();
+    if collaboration_reached_model == Some(false) {
+        flags.push(
+            "the collaboration instructions Codex was sent are not in the model request"
+                .to_string(),
+        );
+    }
+    if model.is_some() {
+        for row in &rows {
+            let sent_by_spec = row
+                .spec
+                .iter()
+                .any(|landing| landing.layer != Layer::LeftToCodex);
+            let has_content = files
+                .iter()
+                .any(|file| file.name == row.file && !file.text.trim().is_empty());
+            if sent_by_spec && has_content && row.model.is_none() {
+                flags.push(format!("{} never reached the model", row.file));
+            }
+        }
+    }
+    let routed: Vec<String> = opened
+        .routed
+        .iter()
+        .chain(turn.routed.iter())
+        .flatten()
+        .cloned()
+        .collect();
     Ok(TurnAudit {
         turn: number,
         inferred,
-        notes: notes_of(opened, turn),
+        notes: notes_of(&opened.client, &turn.client),
+        route: if opened.routed.is_some() || turn.routed.is_some() {
+            "spec"
+        } else {
+            "as-sent"
+        },
+        routed,
+        collaboration_reached_model,
+        flags,
         rows,
     })
 }
@@ -832,6 +817,15 @@ impl TurnAudit {
         }
         for note in &self.notes {
             out.push_str(&format!("    OpenClaw also sent: {note}\n"));
+        }
+        if self.route == "spec" {
+            out.push_str("    route: spec (clawbridge moved the workspace files)\n");
+            for note in &self.routed {
+                out.push_str(&format!("      {note}\n"));
+            }
+        }
+        for flag in &self.flags {
+            out.push_str(&format!("    ! {flag}\n"));
         }
         let header = ["file", "spec", "OpenClaw", "model", "verdict"];
         let rows: Vec<[String; 5]> = self
@@ -981,6 +975,7 @@ const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::live::{session_key_in, HEAD_CHARS};
 
     fn at(layer: Layer, how: How) -> Landing {
         Landing { layer, how }

@@ -66,6 +66,10 @@ pub struct AppServerArgs {
     /// does for a finished transcript.
     #[arg(long)]
     pub audit: bool,
+    /// How OpenClaw's thread and turn requests reach Codex: `as-sent` (byte for byte) or `spec`
+    /// (each workspace file moved to where the spec puts it, once: docs/live-routing.md).
+    #[arg(long, value_name = "ROUTE", default_value = "as-sent", value_parser = parse_route)]
+    pub route: crate::translate::live::LiveRoute,
     /// Do not check params against the running Codex's schema.
     #[arg(long)]
     pub no_check: bool,
@@ -325,6 +329,11 @@ fn own_flags() -> Vec<(String, bool)> {
 }
 
 /// `--max-sandbox`'s value: one of Codex's sandbox modes.
+fn parse_route(value: &str) -> Result<crate::translate::live::LiveRoute, String> {
+    crate::translate::live::LiveRoute::parse(value)
+        .ok_or_else(|| format!("{value}: one of as-sent, spec"))
+}
+
 fn parse_sandbox(value: &str) -> Result<crate::codex::protocol::params::SandboxMode, String> {
     use crate::codex::protocol::params::SandboxMode;
     [
@@ -752,6 +761,7 @@ mod tests {
                 "--no-websocket",
                 "--stub-script",
                 "--audit",
+                "--route",
                 "--no-check",
                 "--listen",
                 "--token-file",
@@ -790,10 +800,10 @@ mod tests {
         assert_eq!(
             takes,
             [
-                true, true, false, true, true, true, false, true, false, false, true, true, true,
-                true, true, true, false, true, true, false, true, true, true, true, true, true,
-                true, false, true, true, true, true, true, true, true, true, true, true, true,
-                true, true
+                true, true, false, true, true, true, false, true, false, true, false, true, true,
+                true, true, true, true, false, true, true, false, true, true, true, true, true,
+                true, true, false, true, true, true, true, true, true, true, true, true, true,
+                true, true, true
             ]
         );
     }

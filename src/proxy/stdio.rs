@@ -21,6 +21,11 @@ use crate::support::task::Tasks;
 use crate::traffic::capture::live::Known;
 use crate::traffic::plane::{OfflineHomeAt, Plane};
 use crate::traffic::transcript::{transcript_writer, TranscriptQueue};
+use crate::translate::live::{LiveRoute, LiveRouter};
+
+/// The router both pumps share (`--route spec`): the inbound one asks it, the outbound one tells
+/// it which thread a `thread/start` opened.
+type SharedRouter = Option<Arc<Mutex<LiveRouter>>>;
 
 /// What `clawbridge app-server` was given.
 #[derive(Clone, Debug, Default)]
@@ -50,6 +55,9 @@ pub struct ProxySettings {
     pub otel: crate::traffic::trace::TraceSettings,
     /// Where notices go (`--audit`'s tables).
     pub console: crate::support::console::Console,
+    /// `--route`: OpenClaw's requests as sent, or with the workspace files where the spec puts
+    /// them.
+    pub route: LiveRoute,
 }
 
 impl From<AppServerArgs> for ProxySettings {
@@ -81,6 +89,7 @@ impl From<AppServerArgs> for ProxySettings {
                 ..args.otel.settings()
             },
             console: crate::support::console::Console::quiet(),
+            route: args.route,
         }
     }
 }
@@ -171,12 +180,15 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
             source: std::io::Error::other("no pipes to the child"),
         });
     };
+    let router: SharedRouter =
+        (settings.route == LiveRoute::Spec).then(|| Arc::new(Mutex::new(LiveRouter::new())));
     let inbound = tasks.spawn(pump(
         tokio::io::stdin(),
         child_in,
         Direction::In,
         transcript.clone(),
         lines.clone(),
+        router.clone(),
     ));
     let outbound = tasks.spawn(pump(
         child_out,
@@ -184,6 +196,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
         Direction::Out,
         transcript,
         lines,
+        router,
     ));
     let mut inbound = inbound;
     let code = tokio::select! {
@@ -242,14 +255,18 @@ fn exit_code(status: &std::process::ExitStatus) -> i32 {
 }
 
 /// Copy `from` to `to` line by line, unchanged, recording each complete line and handing the
-/// interesting ones to the observer.
+/// interesting ones to the observer. With a router, the client's lines are held whole and a
+/// thread or turn request goes out as the spec routes it (the transcript records both, the
+/// observer sees what Codex got), and Codex's answers tell the router which thread opened.
 async fn pump(
     from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     direction: Direction,
     transcript: Option<TranscriptQueue>,
     observer: observe::ObserverQueue,
+    router: SharedRouter,
 ) {
+    let routing = router.as_ref().filter(|_| direction == Direction::In);
     let mut reader = BufReader::with_capacity(256 * 1024, from);
     let mut line: Vec<u8> = Vec::new();
     let mut oversized = false;
@@ -272,19 +289,58 @@ async fn pump(
                 // The copies of a complete line are queued before its end goes out (queuing
                 // never waits): the other side cannot answer a request before the observer and
                 // the transcript have it, so an answer always finds its request.
-                if ended && !oversized {
-                    match &transcript {
-                        Some(queue) => {
-                            observer.offer(0, direction, line.clone());
-                            queue.offer(direction, std::mem::take(&mut line));
-                        }
-                        None => observer.offer(0, direction, std::mem::take(&mut line)),
+                if let (Some(router), Direction::Out, true, false) =
+                    (&router, direction, ended, oversized)
+                {
+                    learn_answer(router, &line);
+                }
+                if let (Some(router), false) = (routing, oversized) {
+                    // Held whole until its end: it may go out rewritten.
+                    let consumed = chunk.len();
+                    if !ended {
+                        reader.consume(consumed);
+                        continue;
                     }
+                    let original = std::mem::take(&mut line);
+                    let routed = route_line(router, &original).await;
+                    let out = routed.as_ref().map_or(&original, |(text, _)| text);
+                    if let Some(queue) = &transcript {
+                        queue.offer(direction, original.clone());
+                        if let Some((text, notes)) = &routed {
+                            queue.offer_routed(text.clone(), notes.clone());
+                        }
+                    }
+                    // The observer checks what the client sent, as the endpoint's does; the
+                    // captures learn what Codex got.
+                    observer.offer(0, direction, original.clone());
+                    if routed.is_some() {
+                        observer.routed(out);
+                    }
+                    if to.write_all(out).await.is_err() {
+                        return;
+                    }
+                    (consumed, ended)
+                } else {
+                    if routing.is_some() && oversized && !line.is_empty() {
+                        // Past the cap: what was held goes out first, the rest streams.
+                        if to.write_all(&std::mem::take(&mut line)).await.is_err() {
+                            return;
+                        }
+                    }
+                    if ended && !oversized {
+                        match &transcript {
+                            Some(queue) => {
+                                observer.offer(0, direction, line.clone());
+                                queue.offer(direction, std::mem::take(&mut line));
+                            }
+                            None => observer.offer(0, direction, std::mem::take(&mut line)),
+                        }
+                    }
+                    if to.write_all(chunk).await.is_err() {
+                        return;
+                    }
+                    (chunk.len(), ended)
                 }
-                if to.write_all(chunk).await.is_err() {
-                    return;
-                }
-                (chunk.len(), ended)
             }
         };
         reader.consume(consumed);
@@ -298,6 +354,50 @@ async fn pump(
     }
     let _ = to.flush().await;
     // Dropping `to` closes Codex's stdin (inbound) or our stdout (outbound).
+}
+
+/// A client's line as the spec routes it (its params replaced, the rest of its bytes kept), with
+/// what moved; `None` to send it as it is. The workspace is read on the blocking pool.
+async fn route_line(
+    router: &Arc<Mutex<LiveRouter>>,
+    line: &[u8],
+) -> Option<(Vec<u8>, Vec<String>)> {
+    let text = std::str::from_utf8(line).ok()?;
+    let envelope = crate::codex::protocol::scan::scan_line(text.trim_end()).ok()?;
+    let method = envelope.method?.read(text).into_owned();
+    let id = envelope.id?.to_string();
+    let (range, _) = envelope.params?;
+    let params = text.get(range.clone())?.to_string();
+    let router = Arc::clone(router);
+    let rerouted = tokio::task::spawn_blocking(move || {
+        router
+            .lock()
+            .ok()
+            .and_then(|mut router| router.request(&id, &method, &params))
+    })
+    .await
+    .ok()??;
+    let mut out = Vec::with_capacity(line.len() + rerouted.params.len());
+    out.extend_from_slice(&line[..range.start]);
+    out.extend_from_slice(rerouted.params.as_bytes());
+    out.extend_from_slice(&line[range.end..]);
+    Some((out, rerouted.notes))
+}
+
+/// Tell the router of an answer of Codex's (a `thread/start` answer names its thread).
+fn learn_answer(router: &Arc<Mutex<LiveRouter>>, line: &[u8]) {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return;
+    };
+    let Ok(envelope) = crate::codex::protocol::scan::scan_line(text.trim_end()) else {
+        return;
+    };
+    let (Some(id), None, Some(result)) = (envelope.id, envelope.method, envelope.result) else {
+        return;
+    };
+    if let (Ok(mut router), Some(result)) = (router.lock(), text.get(result)) {
+        router.answer(&id.to_string(), result);
+    }
 }
 
 #[cfg(test)]
@@ -343,7 +443,7 @@ mod tests {
             seen_at_end: Vec::new(),
         };
         let input: &[u8] = b"{\"id\":1,\"method\":\"a\"}\n{\"id\":2,\"method\":\"b\"}\n";
-        pump(input, &mut checking, Direction::In, None, queue).await;
+        pump(input, &mut checking, Direction::In, None, queue, None).await;
         assert_eq!(
             checking.seen_at_end,
             vec![

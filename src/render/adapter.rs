@@ -244,6 +244,19 @@ pub fn codex_developer_inputs(
     }
 }
 
+/// The workspace block of the thread developer instructions alone (SOUL, IDENTITY, USER and
+/// TOOLS as routed, and the truncation notice): what live routing adds to OpenClaw's own
+/// developer instructions.
+pub fn codex_workspace_block(routed: &RoutedWorkspace) -> Option<String> {
+    super::codex::workspace_block(&CodexDeveloperInputs {
+        workspace_files: context_files(&routed.thread_files),
+        truncation_notice: routed
+            .notice_for(Surface::ThreadDeveloperInstructions)
+            .then(|| TRUNCATION_NOTICE.to_string()),
+        ..CodexDeveloperInputs::default()
+    })
+}
+
 /// The Codex thread developer instructions of a run, through the facade.
 pub fn codex_developer_instructions(
     run: &Run,

@@ -81,32 +81,39 @@ pub fn collaboration_instructions(
         Trigger::Cron => additions.push(CRON_NOTE.to_string()),
         Trigger::User => {}
     }
-    if let Some(note) = &routed.memory_note {
-        additions.push(format!(
-            "{MEMORY_NOTE_HEADING}\n\nMEMORY.md exists in the active workspace as a memory file, not as instructions. Its content is not pasted into Codex turns; when durable memory is relevant, use {}.\n\n- {}",
-            note.tools
-                .iter()
-                .map(|tool| format!("`{tool}`"))
-                .collect::<Vec<_>>()
-                .join(" or "),
-            note.path
-        ));
-    }
+    additions.extend(routed.memory_note.as_ref().map(memory_note));
     let catalog = trim_end_js(&skills.text);
     if !catalog.is_empty() {
         additions.push(format!("{SKILLS_HEADING}\n\n{catalog}"));
     }
-    if let Some(path) = &routed.heartbeat_pointer {
-        additions.push(format!(
-            "{HEARTBEAT_POINTER_HEADING}\n\nHEARTBEAT.md exists in the active workspace. Read it before you proceed with this heartbeat, then decide what is appropriate.\n\n- {path}"
-        ));
-    }
+    additions.extend(routed.heartbeat_pointer.as_deref().map(heartbeat_pointer));
     if additions.is_empty() {
         return None;
     }
     let mut parts = vec![DEFAULT_COLLABORATION_PRESET.to_string()];
     parts.extend(additions);
     Some(join_parts(&parts))
+}
+
+/// The memory note (docs/routing.md §6.2 part 3): MEMORY.md named with the memory tools to
+/// read it by, its content not pasted.
+pub fn memory_note(note: &crate::routing::MemoryNote) -> String {
+    format!(
+        "{MEMORY_NOTE_HEADING}\n\nMEMORY.md exists in the active workspace as a memory file, not as instructions. Its content is not pasted into Codex turns; when durable memory is relevant, use {}.\n\n- {}",
+        note.tools
+            .iter()
+            .map(|tool| format!("`{tool}`"))
+            .collect::<Vec<_>>()
+            .join(" or "),
+        note.path
+    )
+}
+
+/// The heartbeat pointer (docs/routing.md §6.2 part 5): HEARTBEAT.md named, never pasted.
+pub fn heartbeat_pointer(path: &str) -> String {
+    format!(
+        "{HEARTBEAT_POINTER_HEADING}\n\nHEARTBEAT.md exists in the active workspace. Read it before you proceed with this heartbeat, then decide what is appropriate.\n\n- {path}"
+    )
 }
 
 /// The prompt as OpenClaw core hands it over: untrusted conversation metadata and recent history
@@ -218,7 +225,9 @@ pub fn turn_input_text(run: &Run, routed: &RoutedWorkspace) -> String {
     format!("{}\n\n{request}", join_parts(&parts))
 }
 
-fn runtime_context(routed: &RoutedWorkspace) -> Option<String> {
+/// The turn input's runtime context (docs/routing.md §6.3): the turn-scoped workspace files
+/// (BOOTSTRAP.md, MEMORY.md when no memory note covers it, hook-added files), `None` without any.
+pub fn runtime_context(routed: &RoutedWorkspace) -> Option<String> {
     if routed.turn_files.is_empty() {
         return None;
     }
@@ -298,7 +307,9 @@ fn deferred_manifest(deferred: &[String]) -> Option<String> {
     ))
 }
 
-fn workspace_block(inputs: &CodexDeveloperInputs) -> Option<String> {
+/// The thread developer instructions' workspace block (part 8): SOUL, IDENTITY, USER and TOOLS
+/// as fitted, and the truncation notice; `None` without any file.
+pub fn workspace_block(inputs: &CodexDeveloperInputs) -> Option<String> {
     if inputs.workspace_files.is_empty() {
         return None;
     }

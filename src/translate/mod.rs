@@ -5,6 +5,7 @@
 //! the moment of use and asks [`NoticeMemory`] about `once` truncation notices; the memory itself
 //! lives in the app layer.
 
+pub mod live;
 pub mod params;
 
 use crate::codex::protocol::params::CodexParams;

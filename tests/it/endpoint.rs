@@ -55,6 +55,7 @@ pub(crate) fn settings(pool: PoolConfig) -> EndpointSettings {
         home_retention: None,
         accounts: None,
         unnamed_accounts: false,
+        route: clawbridge::LiveRoute::AsSent,
     }
 }
 

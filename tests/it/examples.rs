@@ -179,6 +179,7 @@ const DOCS: &[&str] = &[
     "docs/commands.md",
     "docs/app-server.md",
     "docs/audit.md",
+    "docs/live-routing.md",
     "docs/bridge-api.md",
     "docs/codex-compat.md",
     "docs/traces.md",

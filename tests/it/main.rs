@@ -15,6 +15,7 @@ mod endpoint_soak;
 mod examples;
 mod fleet_state;
 mod layers;
+mod live_routing;
 mod metrics;
 mod operations;
 mod otel;

@@ -151,6 +151,14 @@ impl ObserverQueue {
         self
     }
 
+    /// What clawbridge sent Codex in place of a client's request (`--route spec`): the captures
+    /// learn its texts (the developer instructions they label by), nothing is checked twice.
+    pub fn routed(&self, line: &[u8]) {
+        if let Some(known) = &self.known {
+            observe_request(known, line);
+        }
+    }
+
     /// Copies the checker had no room for.
     pub fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)

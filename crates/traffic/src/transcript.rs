@@ -51,8 +51,9 @@ pub struct Transcript {
     pending: HashMap<String, String>,
     pending_order: VecDeque<String>,
     /// Thread-opening requests (`thread/start`, `thread/fork`) wait for their response, which
-    /// names the thread, so both land in the thread's file: request id -> the written line.
-    held: Vec<(String, String)>,
+    /// names the thread, so both land in the thread's file: request id -> the written lines (the
+    /// client's request, and what clawbridge routed in its place, if it did).
+    held: Vec<(String, Vec<String>)>,
     failed: bool,
 }
 
@@ -61,8 +62,10 @@ const MAX_HELD: usize = 16;
 
 impl Drop for Transcript {
     fn drop(&mut self) {
-        for (_, entry) in std::mem::take(&mut self.held) {
-            self.write("connection", &entry);
+        for (_, entries) in std::mem::take(&mut self.held) {
+            for entry in entries {
+                self.write("connection", &entry);
+            }
         }
     }
 }
@@ -119,6 +122,16 @@ impl Transcript {
 
     /// Record `line`, forwarded at `at` (the entry's `atMs`: `export-otel` times spans by it).
     pub fn record_at(&mut self, direction: Direction, line: &[u8], at: std::time::SystemTime) {
+        self.record_entry(Entry::Line(direction), line, at);
+    }
+
+    /// Record what clawbridge sent Codex in place of a client's request (`--route spec`), beside
+    /// it: an entry of direction `routed`, with what moved in words.
+    pub fn record_routed(&mut self, line: &[u8], notes: &[String], at: std::time::SystemTime) {
+        self.record_entry(Entry::Routed(notes), line, at);
+    }
+
+    fn record_entry(&mut self, kind: Entry<'_>, line: &[u8], at: std::time::SystemTime) {
         let text = String::from_utf8_lossy(line);
         let text = text.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {
@@ -145,7 +158,8 @@ impl Transcript {
                 observed.method,
                 Some(method::THREAD_START | method::THREAD_FORK)
             );
-        if let (true, Some(id)) = (is_request, id.clone()) {
+        let routed = matches!(kind, Entry::Routed(_));
+        if let (true, false, Some(id)) = (is_request, routed, id.clone()) {
             if self.pending.len() >= MAX_PENDING {
                 if let Some(old) = self.pending_order.pop_front() {
                     self.pending.remove(&old);
@@ -158,18 +172,32 @@ impl Transcript {
         let at_ms = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| {
             u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
         });
-        let entry = serde_json::json!({
-            "atMs": at_ms,
-            "direction": direction.as_str(),
-            "message": message,
-        })
+        let entry = match kind {
+            Entry::Line(direction) => serde_json::json!({
+                "atMs": at_ms,
+                "direction": direction.as_str(),
+                "message": message,
+            }),
+            Entry::Routed(notes) => serde_json::json!({
+                "atMs": at_ms,
+                "direction": "routed",
+                "message": message,
+                "notes": notes,
+            }),
+        }
         .to_string();
         if let (true, Some(id)) = (opens_thread, id.as_ref()) {
+            if let Some((_, entries)) = self.held.iter_mut().find(|(held, _)| held == id) {
+                entries.push(entry);
+                return;
+            }
             if self.held.len() >= MAX_HELD {
                 let (_, oldest) = self.held.remove(0);
-                self.write("connection", &oldest);
+                for entry in oldest {
+                    self.write("connection", &entry);
+                }
             }
-            self.held.push((id.clone(), entry));
+            self.held.push((id.clone(), vec![entry]));
             return;
         }
         if !is_request {
@@ -177,8 +205,10 @@ impl Transcript {
                 .as_ref()
                 .and_then(|id| self.held.iter().position(|(held, _)| held == id))
             {
-                let (_, request) = self.held.remove(at);
-                self.write(&file, &request);
+                let (_, requests) = self.held.remove(at);
+                for request in requests {
+                    self.write(&file, &request);
+                }
             }
         }
         self.write(&file, &entry);
@@ -226,6 +256,14 @@ impl Transcript {
     }
 }
 
+/// What an entry records: a line that went one way, or what clawbridge routed in place of the
+/// client's request just recorded.
+#[derive(Clone, Copy)]
+enum Entry<'a> {
+    Line(Direction),
+    Routed(&'a [String]),
+}
+
 /// Replace secrets with `<redacted>` (by key and by value: [`clawbridge_support::redact`]).
 pub fn redact(value: &mut Value) {
     clawbridge_support::redact::redact_value(value);
@@ -241,14 +279,14 @@ pub fn transcript_writer(
     tasks: &clawbridge_support::task::Tasks,
 ) -> Result<(TranscriptQueue, tokio::task::JoinHandle<()>), TranscriptError> {
     let mut transcript = Transcript::open(dir)?;
-    let (sender, mut lines) = clawbridge_support::queue::byte_queue::<(
-        Direction,
-        Vec<u8>,
-        std::time::SystemTime,
-    )>(TRANSCRIPT_QUEUE_BYTES, None);
+    let (sender, mut lines) =
+        clawbridge_support::queue::byte_queue::<Queued>(TRANSCRIPT_QUEUE_BYTES, None);
     let task = tasks.spawn_blocking(move || {
-        while let Some((direction, line, at)) = lines.blocking_recv() {
-            transcript.record_at(direction, &line, at);
+        while let Some(queued) = lines.blocking_recv() {
+            match queued.routed {
+                None => transcript.record_at(queued.direction, &queued.line, queued.at),
+                Some(notes) => transcript.record_routed(&queued.line, &notes, queued.at),
+            }
         }
     });
     let queue = TranscriptQueue {
@@ -259,18 +297,40 @@ pub fn transcript_writer(
 }
 
 /// The feeding side of a transcript writer.
+/// One line on its way to the writer.
+struct Queued {
+    direction: Direction,
+    line: Vec<u8>,
+    at: std::time::SystemTime,
+    /// What moved, for a routed request.
+    routed: Option<Vec<String>>,
+}
+
 #[derive(Clone)]
 pub struct TranscriptQueue {
-    sender: clawbridge_support::queue::ByteSender<(Direction, Vec<u8>, std::time::SystemTime)>,
+    sender: clawbridge_support::queue::ByteSender<Queued>,
     warned: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl TranscriptQueue {
     /// Queue a line if the byte budget has room; never waits.
     pub fn offer(&self, direction: Direction, line: Vec<u8>) {
-        if !self
-            .sender
-            .offer(line.len(), (direction, line, std::time::SystemTime::now()))
+        self.queue(direction, line, None);
+    }
+
+    /// What clawbridge sent Codex in place of the client's request offered just before.
+    pub fn offer_routed(&self, line: Vec<u8>, notes: Vec<String>) {
+        self.queue(Direction::In, line, Some(notes));
+    }
+
+    fn queue(&self, direction: Direction, line: Vec<u8>, routed: Option<Vec<String>>) {
+        let queued = Queued {
+            direction,
+            at: std::time::SystemTime::now(),
+            routed,
+            line,
+        };
+        if !self.sender.offer(queued.line.len(), queued)
             && !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
             tracing::warn!(
@@ -415,5 +475,54 @@ mod tests {
         };
         assert_eq!(lines("connection.jsonl"), 2);
         assert_eq!(lines(&format!("{}.jsonl", safe_name("odd/id"))), 2);
+    }
+    #[test]
+    fn a_routed_request_is_filed_beside_the_client_s() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut transcript = Transcript::open(dir.path()).expect("open");
+        let at = std::time::SystemTime::UNIX_EPOCH;
+        transcript.record(
+            Direction::In,
+            br#"{"id":1,"method":"thread/start","params":{"developerInstructions":"theirs"}}"#,
+        );
+        transcript.record_routed(
+            br#"{"id":1,"method":"thread/start","params":{"developerInstructions":"ours"}}"#,
+            &["SOUL.md: moved".to_string()],
+            at,
+        );
+        transcript.record(
+            Direction::Out,
+            br#"{"id":1,"result":{"thread":{"id":"thr"}}}"#,
+        );
+        transcript.record(
+            Direction::In,
+            br#"{"id":2,"method":"turn/start","params":{"threadId":"thr","input":[]}}"#,
+        );
+        transcript.record_routed(
+            br#"{"id":2,"method":"turn/start","params":{"threadId":"thr","input":[{"type":"text","text":"x"}]}}"#,
+            &[],
+            at,
+        );
+        drop(transcript);
+        let text = std::fs::read_to_string(dir.path().join("thr.jsonl")).expect("thread file");
+        let entries: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("entry"))
+            .collect();
+        let directions: Vec<&str> = entries
+            .iter()
+            .map(|entry| entry["direction"].as_str().expect("direction"))
+            .collect();
+        assert_eq!(directions, ["in", "routed", "out", "in", "routed"]);
+        assert_eq!(
+            entries[0]["message"]["params"]["developerInstructions"],
+            "theirs"
+        );
+        assert_eq!(
+            entries[1]["message"]["params"]["developerInstructions"],
+            "ours"
+        );
+        assert_eq!(entries[1]["notes"], json!(["SOUL.md: moved"]));
+        assert!(!dir.path().join("connection.jsonl").exists());
     }
 }

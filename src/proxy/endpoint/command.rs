@@ -339,6 +339,7 @@ pub(crate) async fn run_endpoint(
     let settings = EndpointSettings {
         accounts: Some(Arc::new(accounts)),
         unnamed_accounts: args.unnamed_accounts,
+        route: args.route,
         listen,
         token,
         clients,

@@ -698,6 +698,11 @@ impl Connection {
             return;
         };
         let text = admitted.params.as_deref().unwrap_or(params.get());
+        // `--route spec`: a thread or turn request goes with the workspace files where the spec
+        // puts them (after the policy admitted it: the folder it names is one it may use).
+        let route_key = format!("{}:{id}", self.number);
+        let routed = self.routed(&route_key, &id, &method, kind, text).await;
+        let text = routed.as_deref().unwrap_or(text);
         let params: &serde_json::value::RawValue = match serde_json::from_str(text) {
             Ok(params) => params,
             Err(_) => {
@@ -743,6 +748,12 @@ impl Connection {
             .await
         {
             Ok(raw) => {
+                if let (Some(router), Some(CodexMethod::ThreadStart)) = (&self.shared.router, kind)
+                {
+                    if let Ok(mut router) = router.lock() {
+                        router.answer(&route_key, raw.get());
+                    }
+                }
                 let answered = self
                     .after_answer(kind, thread, raw.get(), &lease, &identity)
                     .await;
@@ -774,6 +785,55 @@ impl Connection {
                 self.member_failed(&id, &identity, &lease, error).await
             }
         }
+    }
+
+    /// A thread or turn request's params as the spec routes them (`--route spec`), recorded in
+    /// the transcript beside the client's; `None` to send them as they are. The workspace is
+    /// read on the blocking pool.
+    async fn routed(
+        &self,
+        key: &str,
+        id: &RequestId,
+        method: &str,
+        kind: Option<CodexMethod>,
+        params: &str,
+    ) -> Option<String> {
+        let router = self.shared.router.as_ref()?;
+        if !matches!(
+            kind,
+            Some(CodexMethod::ThreadStart | CodexMethod::ThreadResume | CodexMethod::TurnStart)
+        ) {
+            return None;
+        }
+        let (router, key, name, text) = (
+            Arc::clone(router),
+            key.to_string(),
+            method.to_string(),
+            params.to_string(),
+        );
+        let rerouted = tokio::task::spawn_blocking(move || {
+            router
+                .lock()
+                .ok()
+                .and_then(|mut router| router.request(&key, &name, &text))
+        })
+        .await
+        .ok()??;
+        let params: Box<serde_json::value::RawValue> =
+            serde_json::value::RawValue::from_string(rerouted.params).ok()?;
+        let line = serde_json::to_string(&RoutedRequest {
+            id,
+            method,
+            params: &params,
+        })
+        .ok()?;
+        if let Some(transcript) = &self.transcript {
+            transcript.offer_routed(line.as_bytes().to_vec(), rerouted.notes);
+        }
+        if let Some(observe) = &self.shared.observe {
+            observe.routed(line.as_bytes());
+        }
+        Some(params.get().to_string())
     }
 
     /// The requests the endpoint answers itself (the table's `Access::Endpoint` rows): the
@@ -1489,6 +1549,14 @@ fn refreshed_by_holder(identity: &Identity, answer: &str) -> Result<(), String> 
         )),
         Err(refusal) => Err(format!("a token refresh answer: {refusal}")),
     }
+}
+
+/// A client's request as clawbridge routed it, for the transcript.
+#[derive(serde::Serialize)]
+struct RoutedRequest<'a> {
+    id: &'a RequestId,
+    method: &'a str,
+    params: &'a serde_json::value::RawValue,
 }
 
 /// The one envelope field of a client's request read besides the wire's own.

@@ -195,6 +195,9 @@ pub struct EndpointSettings {
     /// `--unnamed-accounts`: with named accounts, a key of none still logs in (under its
     /// fingerprint) instead of being refused.
     pub unnamed_accounts: bool,
+    /// `--route`: OpenClaw's thread and turn requests as sent, or with the workspace files where
+    /// the spec puts them.
+    pub route: crate::translate::live::LiveRoute,
 }
 
 /// How often the account homes are swept (and once at the start).
@@ -293,6 +296,9 @@ struct Shared {
     sweeping: Mutex<()>,
     accounts: Option<Arc<crate::service::accounts::AccountBook>>,
     unnamed_accounts: bool,
+    /// `--route spec`: the router every connection's thread and turn requests pass (one for the
+    /// endpoint: OpenClaw resumes its threads on new connections).
+    router: Option<Arc<std::sync::Mutex<crate::translate::live::LiveRouter>>>,
 }
 
 /// The highest `connection-N` folder already in a transcript folder (0 when none): a restarted
@@ -425,6 +431,11 @@ impl Endpoint {
             sweeping: Mutex::new(()),
             accounts: settings.accounts,
             unnamed_accounts: settings.unnamed_accounts,
+            router: (settings.route == crate::translate::live::LiveRoute::Spec).then(|| {
+                Arc::new(std::sync::Mutex::new(
+                    crate::translate::live::LiveRouter::new(),
+                ))
+            }),
         });
         let router = axum::Router::new()
             .route("/status", axum::routing::get(status))
