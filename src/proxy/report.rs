@@ -27,6 +27,9 @@ pub struct Report {
     pub clients: Vec<String>,
     /// Copies the checker had no room for.
     pub skipped: u64,
+    /// Requests clawbridge sent Codex routed by the spec (`--route spec`): the transcript holds
+    /// each beside the client's.
+    pub routed: u64,
     /// No run has ended yet (a running endpoint's or proxy's folder): the rows count what the
     /// log holds so far, the params checks and the messages with problems, not every message.
     pub partial: bool,
@@ -72,6 +75,7 @@ pub fn read(dir: &Path) -> Result<Report, crate::error::Error> {
             Some("summary") => {
                 report.runs += 1;
                 report.skipped += entry["skipped"].as_u64().unwrap_or(0);
+                report.routed += entry["routed"].as_u64().unwrap_or(0);
                 note(&mut report.codex_versions, &entry["codexVersion"]);
                 note(&mut report.clients, &entry["client"]);
             }
@@ -178,6 +182,13 @@ fn render_raw(report: &Report) -> String {
             String::new()
         }
     ));
+    if report.routed > 0 {
+        out.push_str(&format!(
+            "{} request{} routed by the spec (--route spec; the transcript holds each beside the client's, `clawbridge audit` shows both)\n\n",
+            report.routed,
+            if report.routed == 1 { "" } else { "s" }
+        ));
+    }
     let width = report
         .rows
         .iter()
@@ -269,5 +280,25 @@ mod tests {
         let error = read(dir.path()).expect_err("no summary");
         assert!(error.to_string().contains("conformance.jsonl"), "{error}");
         assert!(read(&dir.path().join("missing")).is_err());
+    }
+    #[test]
+    fn routed_requests_are_added_up_and_told() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(
+            dir.path().join("conformance.jsonl"),
+            "{\"kind\":\"summary\",\"client\":\"openclaw 2026.9.6\",\"codexVersion\":\"0.169.0\",\"skipped\":0,\"routed\":2}\n{\"kind\":\"summary\",\"client\":\"openclaw 2026.9.6\",\"codexVersion\":\"0.169.0\",\"skipped\":0,\"routed\":1}\n",
+        )
+        .expect("log");
+        let report = read(dir.path()).expect("report");
+        assert_eq!(report.routed, 3);
+        assert!(render(&report).contains("3 requests routed by the spec"));
+        std::fs::write(
+            dir.path().join("conformance.jsonl"),
+            "{\"kind\":\"summary\",\"client\":\"c\",\"codexVersion\":\"0.169.0\",\"skipped\":0}\n",
+        )
+        .expect("log");
+        let report = read(dir.path()).expect("report");
+        assert_eq!(report.routed, 0);
+        assert!(!render(&report).contains("routed"));
     }
 }

@@ -744,6 +744,10 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         balancer.as_str(),
         "--lease-seconds",
         "3",
+        // Live routing: each agent's workspace files where the spec puts them (the stdio slot
+        // is proved as sent here, and routed by the seed-audit record).
+        "--route",
+        "spec",
     ];
     let endpoint = ws_endpoint(
         "ws://127.0.0.1:0",
@@ -1143,6 +1147,24 @@ fn two_openclaw_agents_run_through_the_websocket_endpoint_on_two_members() {
         conformance.contains("openclaw"),
         "the client is named: {conformance}"
     );
+    // `--route spec` on both endpoints: every turn of both agents, across endpoint A's kill -9
+    // and the resume on B, reached Codex with each workspace file where the spec puts it, and
+    // the transcript holds what OpenClaw sent beside what Codex got.
+    let (code, stdout, stderr) = run_cli(&["audit", &transcript.display().to_string(), "--json"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let audit: Value = serde_json::from_str(&stdout).expect("audit json");
+    let mut audited = 0;
+    for thread in audit["threads"].as_array().expect("threads") {
+        for turn in thread["turns"].as_array().into_iter().flatten() {
+            audited += 1;
+            assert_eq!(turn["route"], "spec", "{turn:#}");
+            for row in turn["rows"].as_array().expect("rows") {
+                assert_eq!(row["verdict"], "asSpec", "{}: {row:#}", thread["thread"]);
+            }
+            assert!(turn.get("flags").is_none(), "{turn:#}");
+        }
+    }
+    assert_eq!(audited, 4, "two turns per agent: {audit:#}");
     let (peak, own) = (memory.peak_mib(), own_memory.peak_mib());
     eprintln!("MEASURE: two clawbridge app-servers with their members, peak RSS over the run: {peak:.0} MiB (clawbridge itself: {own:.0} MiB)");
 

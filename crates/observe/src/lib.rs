@@ -70,6 +70,8 @@ pub struct ObserverQueue {
     known: Option<Arc<Mutex<Known>>>,
     queue: ByteSender<Tapped>,
     skipped: Arc<AtomicU64>,
+    /// Requests clawbridge routed in place of the client's (`--route spec`).
+    routed: Arc<AtomicU64>,
     /// Messages with schema problems, by method (for `/metrics`).
     problems: Arc<Mutex<BTreeMap<String, u64>>>,
     warned: Arc<AtomicBool>,
@@ -88,6 +90,7 @@ impl std::fmt::Debug for ObserverQueue {
 pub struct ObserverFeed {
     lines: ByteReceiver<Tapped>,
     skipped: Arc<AtomicU64>,
+    routed: Arc<AtomicU64>,
     problems: Arc<Mutex<BTreeMap<String, u64>>>,
 }
 
@@ -103,18 +106,21 @@ impl ObserverFeed {
 pub fn observer_queue(bytes: usize) -> (ObserverQueue, ObserverFeed) {
     let (queue, lines) = byte_queue(bytes, None);
     let skipped = Arc::new(AtomicU64::new(0));
+    let routed = Arc::new(AtomicU64::new(0));
     let problems = Arc::new(Mutex::new(BTreeMap::new()));
     (
         ObserverQueue {
             known: None,
             queue,
             skipped: Arc::clone(&skipped),
+            routed: Arc::clone(&routed),
             problems: Arc::clone(&problems),
             warned: Arc::new(AtomicBool::new(false)),
         },
         ObserverFeed {
             lines,
             skipped,
+            routed,
             problems,
         },
     )
@@ -154,6 +160,7 @@ impl ObserverQueue {
     /// What clawbridge sent Codex in place of a client's request (`--route spec`): the captures
     /// learn its texts (the developer instructions they label by), nothing is checked twice.
     pub fn routed(&self, line: &[u8]) {
+        self.routed.fetch_add(1, Ordering::Relaxed);
         if let Some(known) = &self.known {
             observe_request(known, line);
         }
@@ -339,7 +346,10 @@ impl Observer {
                 }
             }
         }
-        self.summarise(feed.skipped.load(Ordering::Relaxed));
+        self.summarise(
+            feed.skipped.load(Ordering::Relaxed),
+            feed.routed.load(Ordering::Relaxed),
+        );
     }
 
     async fn take(&mut self, tapped: Tapped) {
@@ -542,7 +552,7 @@ impl Observer {
     }
 
     /// One `method` line per row, and a `summary` line, at the end.
-    fn summarise(&mut self, skipped: u64) {
+    fn summarise(&mut self, skipped: u64, routed: u64) {
         let (client, codex) = self.versions();
         let entry = json!({
             "kind": "summary",
@@ -550,6 +560,7 @@ impl Observer {
             "codexVersion": codex,
             "schemaChecks": self.wire.is_some(),
             "skipped": skipped,
+            "routed": routed,
             "waitingAnswers": self.pending.len(),
         });
         self.append(&entry);
@@ -790,7 +801,7 @@ mod tests {
                 })
                 .await;
         }
-        observer.summarise(2);
+        observer.summarise(2, 0);
         let entries = lines(&log);
         let row = |method: &str, flow: &str| -> Value {
             entries
