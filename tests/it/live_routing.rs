@@ -334,3 +334,25 @@ fn the_recorded_routed_sessions_sent_each_file_to_the_model_once() {
     }
     assert!(checked >= 15, "files checked: {checked}");
 }
+
+/// docs/live-routing.md shows the two records' verdict tables as they are.
+#[test]
+fn the_docs_show_the_records() {
+    let root = crate::util::repo_root();
+    let page = std::fs::read_to_string(root.join("docs/live-routing.md")).expect("page");
+    for record in ["2026.9.6.md", "2026.9.6-route-spec.md"] {
+        let text = std::fs::read_to_string(root.join("fixtures/seed-audit").join(record))
+            .expect("record");
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|line| !line.starts_with("| file |"))
+            .take_while(|line| line.starts_with('|'))
+            .collect();
+        assert!(table.len() > 3, "{record}: a table");
+        assert!(
+            page.contains(&table.join("\n")),
+            "docs/live-routing.md shows {record}'s table as it is:\n{}",
+            table.join("\n")
+        );
+    }
+}
