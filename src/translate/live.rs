@@ -586,41 +586,15 @@ pub fn route_turn(
     let mut collab_layer = Layer::new(collaboration.as_deref().unwrap_or_default());
     let mut input_layer = Layer::new(input.as_deref().unwrap_or_default());
     let context = strings_of(params.get("additionalContext").unwrap_or(&Value::Null));
-    let mut stuck = BTreeSet::new();
-    for file in &files {
-        for (layer, name) in [
+    let stuck = take_out_of_turn(
+        &files,
+        &mut [
             (&mut collab_layer, "collaboration instructions"),
             (&mut input_layer, "turn input"),
-        ] {
-            match layer.take_out(file) {
-                TakenOut::Nothing => {}
-                TakenOut::Removed(how) => notes.push(format!(
-                    "{}: taken out of the {name} ({})",
-                    file.name,
-                    how.label()
-                )),
-                TakenOut::Stuck => {
-                    notes.push(format!(
-                        "{}: left in the {name} as OpenClaw sent it (its text could not be taken out)",
-                        file.name
-                    ));
-                    stuck.insert(file.name.clone());
-                }
-            }
-        }
-        if !file.text.trim().is_empty()
-            && matches!(
-                find(&file.name, &file.text, &context),
-                Some(How::Whole | How::Cut)
-            )
-        {
-            notes.push(format!(
-                "{}: left in additionalContext as OpenClaw sent it",
-                file.name
-            ));
-            stuck.insert(file.name.clone());
-        }
-    }
+        ],
+        &context,
+        &mut notes,
+    );
     let mut additions = Vec::new();
     if let Some(note) = routed
         .memory_note
@@ -672,30 +646,79 @@ pub fn route_turn(
         None => input_text,
     };
     if input.as_deref() != Some(input_text.as_str()) {
-        match input_at {
-            Some(at) => {
-                if let Some(item) = params
-                    .get_mut("input")
-                    .and_then(Value::as_array_mut)
-                    .and_then(|items| items.get_mut(at))
-                    .and_then(Value::as_object_mut)
-                {
-                    item.insert("text".into(), Value::String(input_text));
-                }
+        set_input(params, input_at, input_text);
+    }
+    Ok(notes)
+}
+
+/// Put `text` in the turn's input: as the text of its item at `at`, or as a text item first
+/// when it had none.
+fn set_input(params: &mut Map<String, Value>, at: Option<usize>, text: String) {
+    match at {
+        Some(at) => {
+            if let Some(item) = params
+                .get_mut("input")
+                .and_then(Value::as_array_mut)
+                .and_then(|items| items.get_mut(at))
+                .and_then(Value::as_object_mut)
+            {
+                item.insert("text".into(), Value::String(text));
             }
-            None => {
-                let item =
-                    serde_json::json!({"type": "text", "text": input_text, "text_elements": []});
-                match params.get_mut("input").and_then(Value::as_array_mut) {
-                    Some(items) => items.insert(0, item),
-                    None => {
-                        params.insert("input".into(), Value::Array(vec![item]));
-                    }
+        }
+        None => {
+            let item = serde_json::json!({"type": "text", "text": text, "text_elements": []});
+            match params.get_mut("input").and_then(Value::as_array_mut) {
+                Some(items) => items.insert(0, item),
+                None => {
+                    params.insert("input".into(), Value::Array(vec![item]));
                 }
             }
         }
     }
-    Ok(notes)
+}
+
+/// Take every workspace file out of a turn's layers (each named for the notes); the names of
+/// the files that stay where OpenClaw put them (their text there cannot be taken out, or it is
+/// in `additionalContext`, whose collapsed strings are `context`).
+fn take_out_of_turn(
+    files: &[WorkspaceFile],
+    layers: &mut [(&mut Layer, &str)],
+    context: &str,
+    notes: &mut Vec<String>,
+) -> BTreeSet<String> {
+    let mut stuck = BTreeSet::new();
+    for file in files {
+        for (layer, name) in layers.iter_mut() {
+            match layer.take_out(file) {
+                TakenOut::Nothing => {}
+                TakenOut::Removed(how) => notes.push(format!(
+                    "{}: taken out of the {name} ({})",
+                    file.name,
+                    how.label()
+                )),
+                TakenOut::Stuck => {
+                    notes.push(format!(
+                        "{}: left in the {name} as OpenClaw sent it (its text could not be taken out)",
+                        file.name
+                    ));
+                    stuck.insert(file.name.clone());
+                }
+            }
+        }
+        if !file.text.trim().is_empty()
+            && matches!(
+                find(&file.name, &file.text, context),
+                Some(How::Whole | How::Cut)
+            )
+        {
+            notes.push(format!(
+                "{}: left in additionalContext as OpenClaw sent it",
+                file.name
+            ));
+            stuck.insert(file.name.clone());
+        }
+    }
+    stuck
 }
 
 /// Put `text` in the turn's collaboration instructions: into the mode OpenClaw sent, or a

@@ -341,8 +341,8 @@ fn the_docs_show_the_records() {
     let root = crate::util::repo_root();
     let page = std::fs::read_to_string(root.join("docs/live-routing.md")).expect("page");
     for record in ["2026.9.6.md", "2026.9.6-route-spec.md"] {
-        let text = std::fs::read_to_string(root.join("fixtures/seed-audit").join(record))
-            .expect("record");
+        let text =
+            std::fs::read_to_string(root.join("fixtures/seed-audit").join(record)).expect("record");
         let table: Vec<&str> = text
             .lines()
             .skip_while(|line| !line.starts_with("| file |"))
