@@ -260,11 +260,34 @@ fn exit_code(status: &std::process::ExitStatus) -> i32 {
 /// observer sees what Codex got), and Codex's answers tell the router which thread opened.
 async fn pump(
     from: impl AsyncRead + Unpin,
+    to: impl AsyncWrite + Unpin,
+    direction: Direction,
+    transcript: Option<TranscriptQueue>,
+    observer: observe::ObserverQueue,
+    router: SharedRouter,
+) {
+    pump_capped(
+        from,
+        to,
+        direction,
+        transcript,
+        observer,
+        router,
+        MAX_TRANSCRIPT_LINE,
+    )
+    .await
+}
+
+/// [`pump`] with lines past `cap` bytes forwarded untouched (streamed, not held, recorded or
+/// routed).
+async fn pump_capped(
+    from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     direction: Direction,
     transcript: Option<TranscriptQueue>,
     observer: observe::ObserverQueue,
     router: SharedRouter,
+    cap: usize,
 ) {
     let routing = router.as_ref().filter(|_| direction == Direction::In);
     let mut reader = BufReader::with_capacity(256 * 1024, from);
@@ -278,10 +301,15 @@ async fn pump(
                     Some(at) => (&buffer[..=at], true),
                     None => (buffer, false),
                 };
+                // What a routing pump held of a line that turns out too long goes out first.
+                let mut spill = Vec::new();
                 if !oversized {
-                    if line.len() + chunk.len() > MAX_TRANSCRIPT_LINE {
+                    if line.len() + chunk.len() > cap {
                         oversized = true;
-                        line = Vec::new();
+                        spill = std::mem::take(&mut line);
+                        if routing.is_none() {
+                            spill.clear();
+                        }
                     } else {
                         line.extend_from_slice(chunk);
                     }
@@ -321,9 +349,9 @@ async fn pump(
                     }
                     (consumed, ended)
                 } else {
-                    if routing.is_some() && oversized && !line.is_empty() {
+                    if !spill.is_empty() {
                         // Past the cap: what was held goes out first, the rest streams.
-                        if to.write_all(&std::mem::take(&mut line)).await.is_err() {
+                        if to.write_all(&spill).await.is_err() {
                             return;
                         }
                     }
@@ -384,8 +412,13 @@ async fn route_line(
     Some((out, rerouted.notes))
 }
 
-/// Tell the router of an answer of Codex's (a `thread/start` answer names its thread).
+/// Tell the router of an answer of Codex's (a `thread/start` answer names its thread). Most of
+/// Codex's lines are notifications: only an answer while a thread opening waits is read.
 fn learn_answer(router: &Arc<Mutex<LiveRouter>>, line: &[u8]) {
+    let waiting = router.lock().is_ok_and(|router| router.awaits_answers());
+    if !waiting || memchr::memmem::find(line, b"\"result\"").is_none() {
+        return;
+    }
     let Ok(text) = std::str::from_utf8(line) else {
         return;
     };
@@ -451,5 +484,49 @@ mod tests {
                 Some(b"{\"id\":2,\"method\":\"b\"}\n".to_vec())
             ]
         );
+    }
+
+    /// Protection: a routing pump holds a client's line until its end, and a line that turns
+    /// out longer than the cap goes out whole all the same (what was held first, then the rest),
+    /// untouched.
+    #[tokio::test]
+    async fn a_routing_pump_forwards_an_oversized_line_whole() {
+        let (queue, _feed) = observe::observer_queue(1 << 20);
+        let router: SharedRouter = Some(Arc::new(Mutex::new(LiveRouter::new())));
+        let long = format!(
+            "{{\"id\":1,\"method\":\"turn/start\",\"params\":{{\"x\":\"{}\"}}}}\n",
+            "a".repeat(300_000)
+        );
+        let input = format!("{long}{{\"id\":2,\"method\":\"b\"}}\n");
+        let reader = Trickle(input.as_bytes());
+        let mut out: Vec<u8> = Vec::new();
+        pump_capped(
+            reader,
+            &mut out,
+            Direction::In,
+            None,
+            queue,
+            router,
+            100_000,
+        )
+        .await;
+        assert_eq!(out.len(), input.len());
+        assert_eq!(out, input.as_bytes());
+    }
+
+    /// A reader that gives at most 4 KiB per read, as a pipe does.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl AsyncRead for Trickle<'_> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let take = self.0.len().min(4096).min(buf.remaining());
+            buf.put_slice(&self.0[..take]);
+            self.0 = &self.0[take..];
+            Poll::Ready(Ok(()))
+        }
     }
 }

@@ -44,6 +44,9 @@ pub const HEAD_CHARS: usize = 120;
 pub const MAX_THREADS: usize = 4096;
 /// Thread openings awaiting their answer, remembered at most.
 pub const MAX_PENDING: usize = 1024;
+/// Longest file text looked for whatever whitespace separates its words (OpenClaw's per-file
+/// budget is 20 000 characters).
+const MAX_PATTERN_BYTES: usize = 128 * 1024;
 
 /// How the app-server routes OpenClaw's requests (`--route`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -408,6 +411,11 @@ impl LiveRouter {
         if let Some(thread) = opened.thread.id {
             self.remember(thread, facts);
         }
+    }
+
+    /// Whether a `thread/start` waits for its answer (the only answers the router reads).
+    pub fn awaits_answers(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     fn remember(&mut self, thread: String, facts: ThreadFacts) {
@@ -871,6 +879,11 @@ fn locate(text: &str, needle: &str) -> Option<std::ops::Range<usize>> {
     }
     if let Some(at) = text.find(needle) {
         return Some(at..at + needle.len());
+    }
+    // Whitespace-tolerant matching compiles the text into a pattern: only for texts of a
+    // bootstrap file's usual size (a longer one is found exactly or not at all).
+    if needle.len() > MAX_PATTERN_BYTES {
+        return None;
     }
     let pattern = needle
         .split_whitespace()
