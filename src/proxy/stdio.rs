@@ -396,15 +396,7 @@ async fn route_line(
     let id = envelope.id?.to_string();
     let (range, _) = envelope.params?;
     let params = text.get(range.clone())?.to_string();
-    let router = Arc::clone(router);
-    let rerouted = tokio::task::spawn_blocking(move || {
-        router
-            .lock()
-            .ok()
-            .and_then(|mut router| router.request(&id, &method, &params))
-    })
-    .await
-    .ok()??;
+    let rerouted = crate::translate::live::route_blocking(router, id, method, params).await?;
     let mut out = Vec::with_capacity(line.len() + rerouted.params.len());
     out.extend_from_slice(&line[..range.start]);
     out.extend_from_slice(rerouted.params.as_bytes());

@@ -477,6 +477,25 @@ pub fn facts_of(opening: &Value, cwd: &str) -> std::result::Result<ThreadFacts, 
     Ok(facts)
 }
 
+/// [`LiveRouter::request`] on the blocking pool (the workspace is read there), for the faces'
+/// async paths.
+pub async fn route_blocking(
+    router: &std::sync::Arc<std::sync::Mutex<LiveRouter>>,
+    id: String,
+    method: String,
+    params: String,
+) -> Option<Rerouted> {
+    let router = std::sync::Arc::clone(router);
+    tokio::task::spawn_blocking(move || {
+        router
+            .lock()
+            .ok()
+            .and_then(|mut router| router.request(&id, &method, &params))
+    })
+    .await
+    .ok()?
+}
+
 /// A thread's opening (`thread/start`, `thread/resume`), rewritten in place: what it tells the
 /// turns, and what moved (or why nothing could be). `None` for a thread the router leaves
 /// alone entirely (ephemeral, or no `cwd`).

@@ -21,7 +21,7 @@ use crate::serve::{config, connect, follow, run_document};
 pub(crate) const TOKEN: &str = "endpoint-test-token-0123456789";
 
 pub(crate) struct Offline {
-    stub: ResponsesStub,
+    pub(crate) stub: ResponsesStub,
     _home: OfflineHome,
 }
 
@@ -100,6 +100,14 @@ pub(crate) fn no_codex() -> PoolConfig {
 }
 
 pub(crate) async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
+    endpoint_with(script, |settings| settings).await
+}
+
+/// [`endpoint`] with its settings changed by `tweak` first.
+pub(crate) async fn endpoint_with(
+    script: Vec<StubStep>,
+    tweak: impl FnOnce(EndpointSettings) -> EndpointSettings,
+) -> (Endpoint, Offline) {
     let stub = ResponsesStub::start(StubScript {
         responses: script,
         ..Default::default()
@@ -115,10 +123,10 @@ pub(crate) async fn endpoint(script: Vec<StubStep>) -> (Endpoint, Offline) {
         ..PoolConfig::new(Ok(codex_bin()), home.path.clone())
     };
     let running = Endpoint::start(
-        EndpointSettings {
+        tweak(EndpointSettings {
             cwd: crate::util::repo_root().join("fixtures/workspace"),
             ..settings(pool)
-        },
+        }),
         false,
     )
     .await

@@ -184,39 +184,21 @@ fn recorded_requests(workspace: &std::path::Path) -> (Value, Value) {
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_endpoint_routes_openclaw_s_requests_as_the_spec_says() {
-    use clawbridge::{
-        EndpointSettings, OfflineHome, PoolConfig, ResponsesStub, StubScript, StubStep,
-    };
+    use clawbridge::{EndpointSettings, StubStep};
     let dir = tempfile::tempdir().expect("dir");
     let workspace = workspace(dir.path());
     let transcript = dir.path().join("transcript");
-    let stub = ResponsesStub::start(StubScript {
-        responses: vec![
-            StubStep::Text("ROUTED".into()),
-            StubStep::Text("AGAIN".into()),
-        ],
-        ..Default::default()
+    let script = vec![
+        StubStep::Text("ROUTED".into()),
+        StubStep::Text("AGAIN".into()),
+    ];
+    let (endpoint, offline) = crate::endpoint::endpoint_with(script, |settings| EndpointSettings {
+        transcript: Some(transcript.clone()),
+        route: clawbridge::LiveRoute::Spec,
+        ..settings
     })
-    .await
-    .expect("stub");
-    let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
-    let pool = PoolConfig {
-        locals: 1,
-        isolate_environment: true,
-        config_overrides: vec![format!("openai_base_url=\"{}\"", stub.base_url())],
-        recycle_rss_bytes: u64::MAX,
-        ..PoolConfig::new(Ok(crate::e2e::codex_bin()), home.path.clone())
-    };
-    let endpoint = clawbridge::Endpoint::start(
-        EndpointSettings {
-            transcript: Some(transcript.clone()),
-            route: clawbridge::LiveRoute::Spec,
-            ..crate::endpoint::settings(pool)
-        },
-        false,
-    )
-    .await
-    .expect("endpoint");
+    .await;
+    let stub = &offline.stub;
     let mut client = crate::endpoint::tcp_client(&endpoint).await;
     client.initialize().await;
     let (start, mut turn) = recorded_requests(&workspace);

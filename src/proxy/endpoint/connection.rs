@@ -805,20 +805,13 @@ impl Connection {
         ) {
             return None;
         }
-        let (router, key, name, text) = (
-            Arc::clone(router),
+        let rerouted = crate::translate::live::route_blocking(
+            router,
             key.to_string(),
             method.to_string(),
             params.to_string(),
-        );
-        let rerouted = tokio::task::spawn_blocking(move || {
-            router
-                .lock()
-                .ok()
-                .and_then(|mut router| router.request(&key, &name, &text))
-        })
-        .await
-        .ok()??;
+        )
+        .await?;
         let params: Box<serde_json::value::RawValue> =
             serde_json::value::RawValue::from_string(rerouted.params).ok()?;
         let line = serde_json::to_string(&RoutedRequest {
