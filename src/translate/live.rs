@@ -559,12 +559,7 @@ pub fn route_opening(
     if block.is_some() {
         notes.push(format!(
             "{}: in the thread's developer instructions (the spec's workspace block)",
-            routed
-                .thread_files
-                .iter()
-                .map(|file| file.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names(&routed.thread_files)
         ));
     }
     let rewritten = text.finish(block.as_deref());
@@ -645,12 +640,7 @@ pub fn route_turn(
     if runtime.is_some() {
         notes.push(format!(
             "{}: runtime context before the turn's input",
-            routed
-                .turn_files
-                .iter()
-                .map(|file| file.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names(&routed.turn_files)
         ));
     }
     // The collaboration instructions: OpenClaw's, less the files, plus the spec's additions.
@@ -676,6 +666,15 @@ pub fn route_turn(
         set_input(params, input_at, input_text);
     }
     Ok(notes)
+}
+
+/// The names of routed files, for a note.
+fn names(files: &[crate::workspace::FittedFile]) -> String {
+    files
+        .iter()
+        .map(|file| file.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Put `text` in the turn's input: as the text of its item at `at`, or as a text item first
