@@ -2,7 +2,8 @@
 //
 //   node seed-audit-record.mjs --scrub SRC DST FROM=TO...
 //     Copy what `clawbridge audit` reads of a transcript folder (connection.jsonl, the thread
-//     files, model-requests/<thread>/turn-NN/model-request*.json) from SRC to DST, with each FROM
+//     files, model-requests/<thread>/turn-NN/model-request*.json) and the model's answers beside
+//     them (model-response*.json, for a replay's model side) from SRC to DST, with each FROM
 //     path replaced by TO, the moments and durations of the run taken out (TIMES), and every
 //     UUID renamed `id-N` in the order first seen: the committed transcript names no machine,
 //     moment or random id.
@@ -20,7 +21,7 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 const TIMES = new Set([
   "atMs", "emittedAtMs", "startedAt", "startedAtMs", "completedAt", "completedAtMs",
   "createdAt", "updatedAt", "create_time", "durationMs", "timeMs", "recencyAt",
-  "sectionEnteredAt", "expiresAt", "retirementAt", "anchorMs",
+  "sectionEnteredAt", "expiresAt", "retirementAt", "anchorMs", "firstByteMs", "totalMs",
 ]);
 const timeless = (value) => {
   if (Array.isArray(value)) return value.map(timeless);
@@ -91,7 +92,8 @@ function scrub([src, dst, ...pairs]) {
     for (const turn of fs.readdirSync(folder).sort()) {
       if (!/^turn-\d+$/.test(turn)) continue;
       for (const file of fs.readdirSync(path.join(folder, turn)).sort()) {
-        if (!/^model-request(\.\d+)?\.json$/.test(file)) continue;
+        // Each model request and, for a replay's model side, the answer it got.
+        if (!/^model-(request|response)(\.\d+)?\.json$/.test(file)) continue;
         const target = path.join(dst, "model-requests", clean(thread), turn);
         fs.mkdirSync(target, { recursive: true });
         const request = timeless(JSON.parse(fs.readFileSync(path.join(folder, turn, file), "utf8")));

@@ -338,3 +338,37 @@ fn the_docs_show_the_records() {
         );
     }
 }
+
+/// The committed real-OpenClaw records keep the model's answer beside each captured request,
+/// so a replay can answer the model's side from them ("Replay" issue): both routes, every
+/// scenario.
+#[test]
+fn the_recorded_sessions_keep_the_model_s_answers() {
+    let root = crate::util::repo_root().join("fixtures/seed-audit");
+    let mut pairs = 0;
+    for record in ["2026.9.6", "2026.9.6-route-spec"] {
+        for (scenario, _) in SCENARIOS {
+            let requests = root.join(record).join(scenario).join("model-requests");
+            for thread in std::fs::read_dir(&requests).expect("model-requests") {
+                for turn in std::fs::read_dir(thread.expect("thread").path()).expect("turns") {
+                    let turn = turn.expect("turn").path();
+                    for entry in std::fs::read_dir(&turn).expect("turn") {
+                        let name = entry.expect("entry").file_name();
+                        let name = name.to_string_lossy();
+                        if let Some(suffix) = name.strip_prefix("model-request") {
+                            let answer = turn.join(format!("model-response{suffix}"));
+                            let text = std::fs::read_to_string(&answer).unwrap_or_else(|_| {
+                                panic!("{record} {scenario}: no {}", answer.display())
+                            });
+                            let answer: Value = serde_json::from_str(&text).expect("json");
+                            assert!(answer["output"].is_array(), "{text}");
+                            assert!(answer["timings"].get("totalMs").is_none(), "{text}");
+                            pairs += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(pairs >= 10, "request and answer pairs: {pairs}");
+}
