@@ -103,7 +103,7 @@ pub async fn run_proxy(settings: ProxySettings) -> Result<i32, ProxyError> {
     let tasks = Tasks::new();
     let (transcript, transcript_task) = match &settings.transcript {
         Some(dir) => {
-            let (queue, task) = transcript_writer(dir, &tasks)?;
+            let (queue, task) = transcript_writer(dir, &tasks, settings.route == LiveRoute::Spec)?;
             (Some(queue), Some(task))
         }
         None => (None, None),

@@ -366,38 +366,7 @@ impl LiveRouter {
     /// are (not a thread or turn request, an ephemeral utility thread, no workspace at its
     /// `cwd`, nothing to move). `id` is the request's id as JSON text.
     pub fn request(&mut self, id: &str, method: &str, params: &str) -> Option<Rerouted> {
-        use crate::codex::protocol::table::name;
-        if !matches!(
-            method,
-            name::THREAD_START | name::THREAD_RESUME | name::TURN_START
-        ) {
-            return None;
-        }
-        let mut value: Value = serde_json::from_str(params).ok()?;
-        let object = value.as_object_mut()?;
-        let outcome = if method == name::TURN_START {
-            let thread = object.get("threadId").and_then(Value::as_str)?.to_string();
-            let facts = self.threads.get(&thread).cloned().unwrap_or_default();
-            route_turn(object, &facts)
-        } else {
-            let (facts, outcome) = route_opening(object)?;
-            match object.get("threadId").and_then(Value::as_str) {
-                Some(thread) => self.remember(thread.to_string(), facts),
-                None => self.remember_pending(id.to_string(), facts),
-            }
-            outcome
-        };
-        let notes = match outcome {
-            Ok(notes) => notes,
-            Err(why) => {
-                tracing::info!("route spec: {method} sent as it is ({why})");
-                return None;
-            }
-        };
-        Some(Rerouted {
-            params: serde_json::to_string(&value).ok()?,
-            notes,
-        })
+        route_request(self, id, method, params)
     }
 
     /// Codex's answer to request `id` (its result as JSON text): a `thread/start` answer names
@@ -477,8 +446,83 @@ pub fn facts_of(opening: &Value, cwd: &str) -> std::result::Result<ThreadFacts, 
     Ok(facts)
 }
 
+/// What the routing of one request asks of the router's memory: the facts of a thread, and
+/// to keep those of a thread's opening. A router behind a lock is asked briefly, never held
+/// while the workspace is read.
+trait Memory {
+    fn facts(&self, thread: &str) -> ThreadFacts;
+    fn opened(&mut self, thread: Option<&str>, id: &str, facts: ThreadFacts);
+}
+
+impl Memory for LiveRouter {
+    fn facts(&self, thread: &str) -> ThreadFacts {
+        self.threads.get(thread).cloned().unwrap_or_default()
+    }
+
+    fn opened(&mut self, thread: Option<&str>, id: &str, facts: ThreadFacts) {
+        match thread {
+            Some(thread) => self.remember(thread.to_string(), facts),
+            None => self.remember_pending(id.to_string(), facts),
+        }
+    }
+}
+
+impl Memory for &std::sync::Mutex<LiveRouter> {
+    fn facts(&self, thread: &str) -> ThreadFacts {
+        self.lock()
+            .map(|router| router.facts(thread))
+            .unwrap_or_default()
+    }
+
+    fn opened(&mut self, thread: Option<&str>, id: &str, facts: ThreadFacts) {
+        if let Ok(mut router) = self.lock() {
+            router.opened(thread, id, facts);
+        }
+    }
+}
+
+/// One request routed with `memory`'s facts ([`LiveRouter::request`]).
+fn route_request(
+    memory: &mut impl Memory,
+    id: &str,
+    method: &str,
+    params: &str,
+) -> Option<Rerouted> {
+    use crate::codex::protocol::table::name;
+    if !matches!(
+        method,
+        name::THREAD_START | name::THREAD_RESUME | name::TURN_START
+    ) {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(params).ok()?;
+    let object = value.as_object_mut()?;
+    let outcome = if method == name::TURN_START {
+        let thread = object.get("threadId").and_then(Value::as_str)?.to_string();
+        let facts = memory.facts(&thread);
+        route_turn(object, &facts)
+    } else {
+        let (facts, outcome) = route_opening(object)?;
+        let thread = object.get("threadId").and_then(Value::as_str);
+        memory.opened(thread, id, facts);
+        outcome
+    };
+    let notes = match outcome {
+        Ok(notes) => notes,
+        Err(why) => {
+            tracing::info!("route spec: {method} sent as it is ({why})");
+            return None;
+        }
+    };
+    Some(Rerouted {
+        params: serde_json::to_string(&value).ok()?,
+        notes,
+    })
+}
+
 /// [`LiveRouter::request`] on the blocking pool (the workspace is read there), for the faces'
-/// async paths.
+/// async paths: the router's lock is taken only to read a thread's facts and to keep an
+/// opening's, so one agent's workspace read never holds another's request.
 pub async fn route_blocking(
     router: &std::sync::Arc<std::sync::Mutex<LiveRouter>>,
     id: String,
@@ -487,10 +531,8 @@ pub async fn route_blocking(
 ) -> Option<Rerouted> {
     let router = std::sync::Arc::clone(router);
     tokio::task::spawn_blocking(move || {
-        router
-            .lock()
-            .ok()
-            .and_then(|mut router| router.request(&id, &method, &params))
+        let mut memory = &*router;
+        route_request(&mut memory, &id, &method, &params)
     })
     .await
     .ok()?

@@ -144,7 +144,8 @@ pub fn connection_taps(
         let observer = observer.clone();
         let queue = root.as_ref().and_then(|root| {
             let dir = root.join(format!("connection-{stream}"));
-            match clawbridge_traffic::transcript::transcript_writer(&dir, &tasks) {
+            // serve's own requests are never routed.
+            match clawbridge_traffic::transcript::transcript_writer(&dir, &tasks, false) {
                 Ok((queue, _task)) => Some(queue),
                 Err(error) => {
                     tracing::warn!("{error}; this app-server's lines are not recorded");

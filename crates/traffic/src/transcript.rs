@@ -53,7 +53,10 @@ pub struct Transcript {
     /// Thread-opening requests (`thread/start`, `thread/fork`) wait for their response, which
     /// names the thread, so both land in the thread's file: request id -> the written lines (the
     /// client's request, and what clawbridge routed in its place, if it did).
-    held: Vec<(String, Vec<String>)>,
+    held: Vec<Held>,
+    /// `--route spec`: a thread or turn request is held too, until what was routed in its place
+    /// (or its answer) comes, so the two are written side by side whatever Codex sends between.
+    routing: bool,
     failed: bool,
 }
 
@@ -62,9 +65,10 @@ const MAX_HELD: usize = 16;
 
 impl Drop for Transcript {
     fn drop(&mut self) {
-        for (_, entries) in std::mem::take(&mut self.held) {
-            for entry in entries {
-                self.write("connection", &entry);
+        for held in std::mem::take(&mut self.held) {
+            let file = held.file.unwrap_or_else(|| "connection".to_string());
+            for entry in held.entries {
+                self.write(&file, &entry);
             }
         }
     }
@@ -111,8 +115,16 @@ impl Transcript {
             pending: HashMap::new(),
             pending_order: VecDeque::new(),
             held: Vec::new(),
+            routing: false,
             failed: false,
         })
+    }
+
+    /// Hold each thread and turn request until what was routed in its place comes
+    /// (`--route spec`).
+    pub fn routing(mut self, on: bool) -> Transcript {
+        self.routing = on;
+        self
     }
 
     #[cfg(test)]
@@ -159,6 +171,11 @@ impl Transcript {
                 Some(method::THREAD_START | method::THREAD_FORK)
             );
         let routed = matches!(kind, Entry::Routed(_));
+        let routable = self.routing
+            && matches!(
+                observed.method,
+                Some(method::THREAD_START | method::THREAD_RESUME | method::TURN_START)
+            );
         if let (true, false, Some(id)) = (is_request, routed, id.clone()) {
             if self.pending.len() >= MAX_PENDING {
                 if let Some(old) = self.pending_order.pop_front() {
@@ -186,32 +203,50 @@ impl Transcript {
             }),
         }
         .to_string();
-        if let (true, Some(id)) = (opens_thread, id.as_ref()) {
-            if let Some((_, entries)) = self.held.iter_mut().find(|(held, _)| held == id) {
-                entries.push(entry);
+
+        if let (true, Some(id)) = (is_request && (opens_thread || routable), id.as_ref()) {
+            if let Some(at) = self.held.iter().position(|held| held.id == *id) {
+                self.held[at].entries.push(entry);
+                // A routed request beside its client's: written now, unless the thread it
+                // opens is named only by the answer.
+                if routed && self.held[at].file.is_some() {
+                    let held = self.held.remove(at);
+                    self.write_held(held);
+                }
                 return;
             }
-            if self.held.len() >= MAX_HELD {
-                let (_, oldest) = self.held.remove(0);
-                for entry in oldest {
-                    self.write("connection", &entry);
+            if !routed {
+                if self.held.len() >= MAX_HELD {
+                    let oldest = self.held.remove(0);
+                    self.write_held(oldest);
                 }
+                self.held.push(Held {
+                    id: id.clone(),
+                    file: (!opens_thread).then(|| file.clone()),
+                    entries: vec![entry],
+                });
+                return;
             }
-            self.held.push((id.clone(), vec![entry]));
-            return;
         }
         if !is_request {
             if let Some(at) = id
                 .as_ref()
-                .and_then(|id| self.held.iter().position(|(held, _)| held == id))
+                .and_then(|id| self.held.iter().position(|held| held.id == *id))
             {
-                let (_, requests) = self.held.remove(at);
-                for request in requests {
-                    self.write(&file, &request);
-                }
+                let mut held = self.held.remove(at);
+                held.file.get_or_insert_with(|| file.clone());
+                self.write_held(held);
             }
         }
         self.write(&file, &entry);
+    }
+
+    /// Write what was held, in order, into its file (the connection's when none is known).
+    fn write_held(&mut self, held: Held) {
+        let file = held.file.unwrap_or_else(|| "connection".to_string());
+        for entry in held.entries {
+            self.write(&file, &entry);
+        }
     }
 
     fn write(&mut self, file: &str, entry: &str) {
@@ -256,6 +291,15 @@ impl Transcript {
     }
 }
 
+/// A request's entries held back: until its answer names the thread it opened (`file` none),
+/// or until what was routed in its place comes.
+#[derive(Debug)]
+struct Held {
+    id: String,
+    file: Option<String>,
+    entries: Vec<String>,
+}
+
 /// What an entry records: a line that went one way, or what clawbridge routed in place of the
 /// client's request just recorded.
 #[derive(Clone, Copy)]
@@ -277,8 +321,9 @@ const TRANSCRIPT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 pub fn transcript_writer(
     dir: &Path,
     tasks: &clawbridge_support::task::Tasks,
+    routing: bool,
 ) -> Result<(TranscriptQueue, tokio::task::JoinHandle<()>), TranscriptError> {
-    let mut transcript = Transcript::open(dir)?;
+    let mut transcript = Transcript::open(dir)?.routing(routing);
     let (sender, mut lines) =
         clawbridge_support::queue::byte_queue::<Queued>(TRANSCRIPT_QUEUE_BYTES, None);
     let task = tasks.spawn_blocking(move || {
@@ -524,5 +569,53 @@ mod tests {
         );
         assert_eq!(entries[1]["notes"], json!(["SOUL.md: moved"]));
         assert!(!dir.path().join("connection.jsonl").exists());
+    }
+    #[test]
+    fn a_routed_request_stays_beside_its_client_s_whatever_comes_between() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut transcript = Transcript::open(dir.path()).expect("open").routing(true);
+        let at = std::time::SystemTime::UNIX_EPOCH;
+        transcript.record(
+            Direction::In,
+            br#"{"id":7,"method":"turn/start","params":{"threadId":"thr","input":[]}}"#,
+        );
+        // Codex tells something of the thread before the routed request is recorded.
+        transcript.record(
+            Direction::Out,
+            br#"{"method":"thread/status/changed","params":{"threadId":"thr"}}"#,
+        );
+        transcript.record_routed(
+            br#"{"id":7,"method":"turn/start","params":{"threadId":"thr","input":[{"type":"text","text":"x"}]}}"#,
+            &[],
+            at,
+        );
+        // A request the router left as it was: its answer releases it.
+        transcript.record(
+            Direction::In,
+            br#"{"id":8,"method":"turn/start","params":{"threadId":"thr","input":[]}}"#,
+        );
+        transcript.record(Direction::Out, br#"{"id":8,"result":{"turn":{"id":"u"}}}"#);
+        drop(transcript);
+        let text = std::fs::read_to_string(dir.path().join("thr.jsonl")).expect("thread file");
+        let entries: Vec<(String, Value)> = text
+            .lines()
+            .map(|line| {
+                let entry: Value = serde_json::from_str(line).expect("entry");
+                (
+                    entry["direction"].as_str().expect("direction").to_string(),
+                    entry["message"]["id"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("out".to_string(), Value::Null),
+                ("in".to_string(), json!(7)),
+                ("routed".to_string(), json!(7)),
+                ("in".to_string(), json!(8)),
+                ("out".to_string(), json!(8)),
+            ]
+        );
     }
 }

@@ -85,6 +85,7 @@ impl Connection {
                 match crate::traffic::transcript::transcript_writer(
                     &dir.join(format!("connection-{number}")),
                     &shared.tasks,
+                    shared.router.is_some(),
                 ) {
                     Ok((queue, task)) => (Some(queue), Some(task)),
                     Err(error) => {
