@@ -645,7 +645,7 @@ pub fn route_turn(
                 .position(|item| item.get("text").and_then(Value::as_str).is_some())
         });
     let input = input_at
-        .and_then(|at| params["input"][at]["text"].as_str())
+        .and_then(|at| params.get("input")?.get(at)?.get("text")?.as_str())
         .map(str::to_string);
     let mut collab_layer = Layer::new(collaboration.as_deref().unwrap_or_default());
     let mut input_layer = Layer::new(input.as_deref().unwrap_or_default());
