@@ -128,16 +128,16 @@ impl Verdict {
         match self {
             Verdict::AsSpec => None,
             Verdict::Moved => Some(
-                "the model reads it in another layer than the seed's: run the agent through `clawbridge serve` for the seed's layering, or leave it (nothing is lost)",
+                "the model reads it in another layer than the seed's: `clawbridge app-server --route spec` (or the agent through `clawbridge serve`) gives the seed's layering, or leave it (nothing is lost)",
             ),
             Verdict::Missing => Some(
-                "the model never saw it: keep it a regular file (not a link) in the agent's workspace within agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars (20000 / 60000); if it is, this OpenClaw leaves it out, and `clawbridge serve` sends it as the seed does",
+                "the model never saw it: keep it a regular file (not a link) in the agent's workspace within agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars (20000 / 60000); if it is, this OpenClaw leaves it out, and `clawbridge app-server --route spec` (or `clawbridge serve`) sends it as the seed does",
             ),
             Verdict::Truncated => Some(
                 "cut where the seed has it whole (or the other way): shorten the file, or set agents.defaults.bootstrapMaxChars / bootstrapTotalMaxChars to the seed's 20000 / 60000",
             ),
             Verdict::Extra => Some(
-                "sent where the seed sends nothing, or twice (Codex reads AGENTS.md itself): it costs tokens, nothing is lost; `clawbridge serve` sends it as the seed does",
+                "sent where the seed sends nothing, or twice (Codex reads AGENTS.md itself): it costs tokens, nothing is lost; `clawbridge app-server --route spec` (or `clawbridge serve`) sends it as the seed does",
             ),
         }
     }
