@@ -33,7 +33,7 @@ use crate::traffic::trace::offline::{
     files_in, json_lines, regular_file, sources, transcript_folder,
 };
 pub use crate::translate::live::{collapsed, find, How};
-use crate::translate::live::{facts_of, infer_run, spec_of, strings_of, InferOptions};
+use crate::translate::live::{facts_of, infer_run, spec_of, strings_of, InferOptions, ThreadFacts};
 
 /// Largest transcript or capture file read.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -206,6 +206,9 @@ pub struct Sent {
     pub codex: Value,
     /// What clawbridge moved, when it routed the request.
     pub routed: Option<Vec<String>>,
+    /// What an opening tells of its thread's turns, read from the workspace once per opening
+    /// (and folder), not once per turn.
+    facts: std::cell::OnceCell<(String, Option<ThreadFacts>)>,
 }
 
 impl Sent {
@@ -215,6 +218,23 @@ impl Sent {
             client: params.clone(),
             codex: params.clone(),
             routed: None,
+            facts: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// What this opening (as the client sent it) tells of its thread, with the workspace at
+    /// `cwd`; `None` for no opening or a workspace that cannot be read.
+    fn facts(&self, cwd: &str) -> Option<ThreadFacts> {
+        if self.client.is_null() {
+            return None;
+        }
+        let (seen, facts) = self
+            .facts
+            .get_or_init(|| (cwd.to_string(), facts_of(&self.client, cwd).ok()));
+        if seen == cwd {
+            facts.clone()
+        } else {
+            facts_of(&self.client, cwd).ok()
         }
     }
 }
@@ -598,6 +618,7 @@ fn audit_thread(
                 codex: routed
                     .map_or(params, |next| &next["message"]["params"])
                     .clone(),
+                facts: std::cell::OnceCell::new(),
                 routed: routed.map(|next| {
                     next["notes"]
                         .as_array()
@@ -716,13 +737,10 @@ fn turn_audit(
 ) -> Result<TurnAudit> {
     // The run is inferred from what the client sent (what OpenClaw pasted tells what it took
     // the session for); the layers are what Codex got.
-    let facts = (!opened.client.is_null())
-        .then(|| facts_of(&opened.client, cwd).ok())
-        .flatten();
     let infer = InferOptions {
         workspace_given: options.workspace.is_some(),
         session_key: options.session_key.clone(),
-        facts,
+        facts: opened.facts(cwd),
     };
     let (document, inferred) = infer_run(cwd, &opened.client, &turn.client, &infer);
     let (routed, files) = spec_of(document, Path::new(cwd))?;

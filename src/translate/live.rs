@@ -261,12 +261,11 @@ pub fn infer_run(
     {
         document["model"] = Value::String(model.to_string());
     }
-    let mut tools = tools_of(thread);
-    if let Some(facts) = &options.facts {
-        tools.extend(facts.tools.iter().cloned());
-    }
-    tools.sort();
-    tools.dedup();
+    // The opening's tools, as its facts have them (gathered once), else from the params.
+    let tools = match &options.facts {
+        Some(facts) => facts.tools.clone(),
+        None => tools_of(thread),
+    };
     let memory: Vec<&str> = MEMORY_TOOLS
         .iter()
         .copied()
@@ -415,6 +414,15 @@ impl LiveRouter {
 /// subagent's (it pasted AGENTS.md, which Codex reads itself, into the developer instructions:
 /// OpenClaw does that only for the subagent allow-list).
 pub fn facts_of(opening: &Value, cwd: &str) -> std::result::Result<ThreadFacts, String> {
+    opening_spec(opening, cwd).map(|(facts, _)| facts)
+}
+
+/// [`facts_of`], with the spec's routing of the opening: the workspace is read once, and again
+/// only for a subagent's thread (whose session loads fewer files).
+fn opening_spec(
+    opening: &Value,
+    cwd: &str,
+) -> std::result::Result<(ThreadFacts, (RoutedWorkspace, Vec<WorkspaceFile>)), String> {
     let mut facts = ThreadFacts {
         cwd: Some(cwd.to_string()),
         model: opening
@@ -424,26 +432,41 @@ pub fn facts_of(opening: &Value, cwd: &str) -> std::result::Result<ThreadFacts, 
         tools: tools_of(opening),
         subagent: false,
     };
-    let probe = InferOptions {
-        facts: Some(facts.clone()),
-        ..InferOptions::default()
-    };
-    let (document, _) = infer_run(cwd, opening, &Value::Null, &probe);
-    let (_, files) = spec_of(document, Path::new(cwd)).map_err(|error| error.to_string())?;
+    let probe = spec_with(cwd, opening, &Value::Null, &facts)?;
     let instructions = collapsed(
         opening
             .get("developerInstructions")
             .and_then(Value::as_str)
             .unwrap_or_default(),
     );
-    facts.subagent = files.iter().any(|file| {
+    facts.subagent = probe.1.iter().any(|file| {
         file.name == "AGENTS.md"
             && matches!(
                 find(&file.name, &file.text, &instructions),
                 Some(How::Whole | How::Cut)
             )
     });
-    Ok(facts)
+    if !facts.subagent {
+        return Ok((facts, probe));
+    }
+    let spec = spec_with(cwd, opening, &Value::Null, &facts)?;
+    Ok((facts, spec))
+}
+
+/// The spec's routing of the run a thread's and a turn's params describe, with what the
+/// thread's opening told.
+fn spec_with(
+    cwd: &str,
+    thread: &Value,
+    turn: &Value,
+    facts: &ThreadFacts,
+) -> std::result::Result<(RoutedWorkspace, Vec<WorkspaceFile>), String> {
+    let options = InferOptions {
+        facts: Some(facts.clone()),
+        ..InferOptions::default()
+    };
+    let (document, _) = infer_run(cwd, thread, turn, &options);
+    spec_of(document, Path::new(cwd)).map_err(|error| error.to_string())
 }
 
 /// What the routing of one request asks of the router's memory: the facts of a thread, and
@@ -558,18 +581,9 @@ pub fn route_opening(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let facts = match facts_of(&opening, &cwd) {
-        Ok(facts) => facts,
-        Err(why) => return Some((facts, Err(why))),
-    };
-    let options = InferOptions {
-        facts: Some(facts.clone()),
-        ..InferOptions::default()
-    };
-    let (document, _) = infer_run(&cwd, &opening, &Value::Null, &options);
-    let (routed, files) = match spec_of(document, Path::new(&cwd)) {
+    let (facts, (routed, files)) = match opening_spec(&opening, &cwd) {
         Ok(spec) => spec,
-        Err(error) => return Some((facts, Err(error.to_string()))),
+        Err(why) => return Some((facts, Err(why))),
     };
     let mut notes = Vec::new();
     let mut text = Layer::new(&instructions);
@@ -623,12 +637,7 @@ pub fn route_turn(
         .or_else(|| facts.cwd.clone())
         .ok_or("no cwd in the turn's params or its thread's")?;
     let turn = Value::Object(params.clone());
-    let options = InferOptions {
-        facts: Some(facts.clone()),
-        ..InferOptions::default()
-    };
-    let (document, _) = infer_run(&cwd, &Value::Null, &turn, &options);
-    let (routed, files) = spec_of(document, Path::new(&cwd)).map_err(|error| error.to_string())?;
+    let (routed, files) = spec_with(&cwd, &Value::Null, &turn, facts)?;
     let mut notes = Vec::new();
     let collaboration = params
         .get("collaborationMode")
@@ -856,10 +865,15 @@ impl Layer {
     /// heading line that names it, or the pointer lines that name it.
     fn take_out(&mut self, file: &WorkspaceFile) -> TakenOut {
         let content = file.text.trim();
-        if !content.is_empty() {
-            if let Some(range) = locate(&self.text, content) {
-                self.cut(range, &file.name);
-                return TakenOut::Removed(How::Whole);
+        // Found first as the audit finds it (whitespace collapsed): most files are in no given
+        // layer, and only one that is gets located for cutting.
+        let found = find(&file.name, content, &collapsed(&self.text));
+        if !content.is_empty() && matches!(found, Some(How::Whole | How::Cut)) {
+            if found == Some(How::Whole) {
+                if let Some(range) = locate(&self.text, content) {
+                    self.cut(range, &file.name);
+                    return TakenOut::Removed(How::Whole);
+                }
             }
             let head: String = collapsed(content).chars().take(HEAD_CHARS).collect();
             if let Some(range) = locate(&self.text, &head) {
@@ -867,12 +881,7 @@ impl Layer {
                 self.cut(range.start..end, &file.name);
                 return TakenOut::Removed(How::Cut);
             }
-            if matches!(
-                find(&file.name, content, &collapsed(&self.text)),
-                Some(How::Whole | How::Cut)
-            ) {
-                return TakenOut::Stuck;
-            }
+            return TakenOut::Stuck;
         }
         let pointers = pointer_lines(&self.text, file);
         if pointers.is_empty() {
