@@ -72,7 +72,7 @@ pub use app::drive::PairingError;
 pub use app::events::RunEvent;
 pub use app::fixtures::SyncSettings;
 pub use app::state::WarningLedger;
-pub use app::{commands, doctor, fixtures, pairing};
+pub use app::{commands, doctor, fixtures, pairing, replay};
 pub use artifacts::model_fixture::{
     apply_plan, find_catalog, load_catalog, plan_sync, sha256_hex, CatalogKind, DiscoveryEnv,
     FileOutcome, Personality, SyncRequest, DEFAULT_MODEL as DEFAULT_FIXTURE_MODEL, DEFAULT_OUT_DIR,

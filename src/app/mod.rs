@@ -23,4 +23,5 @@ pub mod drive;
 pub mod events;
 pub mod fixtures;
 pub mod pairing;
+pub mod replay;
 pub mod state;

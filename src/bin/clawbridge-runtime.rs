@@ -124,6 +124,7 @@ fn run(cli: Box<Cli>) -> Result<ExitCode, Failure> {
             let report = pairing::capture(&run, &out, &codex.settings(true)).await?;
             print_stdout(&report.render_text())
         }),
+        Command::Replay(args) => block_on(clawbridge::face::replay::run(*args)),
         Command::CacheReport {
             paths,
             json,

@@ -293,6 +293,17 @@ pub enum Command {
         #[arg(long, value_name = "KEY")]
         session_key: Option<String>,
     },
+    /// Play a recorded session again through this clawbridge and a real Codex, offline, and say
+    /// per turn where what the model receives diverged.
+    ///
+    /// DIR is an `app-server --transcript` folder with its captures (`--offline` or `--capture`
+    /// keep each model request beside its answer), or a bundle from `replay --bundle`. The
+    /// client's side is played from the transcript, the model's answered from the captures by
+    /// thread and turn; Codex runs with a scratch home and reaches only the loopback stub. Each
+    /// turn is `reused` (no model request), `exact` or `diverged` (the first difference, by the
+    /// cache report's layer names). Exits 2 on a folder it cannot replay (naming why); with
+    /// --fail-on-divergence, 1 when a turn diverged. See docs/replay.md.
+    Replay(Box<ReplayArgs>),
     /// Read an `app-server --transcript` folder as a conversation.
     #[command(subcommand)]
     Transcript(TranscriptCommand),
@@ -436,6 +447,52 @@ impl LiveCaptureArgs {
             no_websocket: self.no_websocket,
         })
     }
+}
+
+/// `clawbridge replay`.
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// The recording: an `app-server --transcript` folder with its `model-requests/`.
+    pub dir: PathBuf,
+    /// The Codex CLI to replay on (else CODEX_BIN, else `codex` on PATH): the pinned one, or
+    /// another to see what changes in what the model receives.
+    #[arg(long)]
+    pub codex_bin: Option<PathBuf>,
+    /// The folder a recorded `cwd` is replayed from, `RECORDED=DIR` (repeatable; copied into a
+    /// scratch folder, never written). A bundle names its own.
+    #[arg(long = "workspace", value_name = "RECORDED=DIR")]
+    pub workspaces: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Exit 1 when any turn diverged.
+    #[arg(long)]
+    pub fail_on_divergence: bool,
+    /// Keep the replay's own transcript and captures in DIR (a recording in turn).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Seconds the replay waits for what the recording says comes next.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub step_timeout: u64,
+    /// Replay the first N turns of each thread, then send the rest live to --then-upstream.
+    #[arg(long, value_name = "N", requires = "then_upstream")]
+    pub until_turn: Option<usize>,
+    /// With --until-turn: the Responses upstream's base URL (`http://127.0.0.1:PORT/v1`,
+    /// `https://api.openai.com/v1`) the turns past N go to.
+    #[arg(long, value_name = "URL", requires = "until_turn")]
+    pub then_upstream: Option<String>,
+    /// With --then-upstream: the environment variable holding the upstream's key (sent as a
+    /// bearer token; never printed).
+    #[arg(long, value_name = "VAR", requires = "then_upstream")]
+    pub upstream_key_env: Option<String>,
+    /// Write DIR as one redacted, self-contained bundle to FILE (`.tar`: the transcript, the
+    /// captures, the workspace files the session ran in, the versions) instead of replaying it;
+    /// `replay FILE` takes the bundle as it is.
+    #[arg(long, value_name = "FILE")]
+    pub bundle: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]

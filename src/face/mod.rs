@@ -11,4 +11,5 @@ pub mod cli;
 pub mod exit;
 pub mod front;
 pub mod log;
+pub mod replay;
 pub mod run;

@@ -112,7 +112,12 @@ pub fn redact_value(value: &mut Value) {
     match value {
         Value::Object(map) => {
             for (key, item) in map.iter_mut() {
-                if (is_header_map(key) && item.is_object())
+                if key == "properties" && item.is_object() {
+                    // A JSON Schema's properties: each key names a property (`gatewayToken`,
+                    // `apiKey`) and its object is the property's schema, not a secret. A
+                    // schema kept whole is what a replay needs to send the tool as it was.
+                    redact_schema_properties(item);
+                } else if (is_header_map(key) && item.is_object())
                     || is_secret_collection(key)
                     || (is_secret_key(key) && (item.is_object() || item.is_array()))
                 {
@@ -140,6 +145,23 @@ pub fn redact_value(value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// A JSON Schema `properties` map: a schema (an object) under any name is redacted as any
+/// value is; a scalar under a secret's name (a map that only looked like a schema) still goes.
+fn redact_schema_properties(properties: &mut Value) {
+    let Value::Object(map) = properties else {
+        return;
+    };
+    for (key, item) in map.iter_mut() {
+        if item.is_object() {
+            redact_value(item);
+        } else if is_secret_key(key) && is_scalar(item) {
+            *item = Value::from(REDACTED);
+        } else {
+            redact_value(item);
+        }
     }
 }
 
@@ -415,6 +437,29 @@ mod tests {
                 false,
             ),
         ]
+    }
+
+    #[test]
+    fn a_schema_property_named_like_a_secret_keeps_its_schema() {
+        // OpenClaw's message tool has a `gatewayToken` property: its schema is not a secret,
+        // and a transcript that redacted it could not be replayed as it was sent.
+        let mut value = serde_json::json!({"parameters": {"type": "object", "properties": {
+            "gatewayToken": {"type": "string", "description": "the gateway's token"},
+            "pageToken": {"type": "string"},
+            "apiKey": "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+            "note": {"type": "string", "default": "sk-proj-abcdefghijklmnopqrstuvwxyz012345"}
+        }}});
+        redact_value(&mut value);
+        let properties = &value["parameters"]["properties"];
+        assert_eq!(properties["gatewayToken"]["type"], "string");
+        assert_eq!(
+            properties["gatewayToken"]["description"],
+            "the gateway's token"
+        );
+        assert_eq!(properties["pageToken"]["type"], "string");
+        // A scalar under a secret's name, and a secret by its shape, still go.
+        assert_eq!(properties["apiKey"], REDACTED);
+        assert_eq!(properties["note"]["default"], REDACTED);
     }
 
     #[test]

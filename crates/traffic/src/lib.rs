@@ -20,6 +20,7 @@ pub mod capture;
 pub mod forward;
 pub mod plane;
 pub mod record;
+pub mod replay_book;
 pub mod stub;
 pub mod trace;
 pub mod transcript;

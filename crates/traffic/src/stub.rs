@@ -53,6 +53,14 @@ pub enum StubStep {
     /// checking that what sits between Codex and the model passes events on as they come).
     /// `{"paced": {"ms": 300, "step": {"text": "hi"}}}`.
     Paced { ms: u64, step: Box<StubStep> },
+    /// A recorded answer played back (a replay's model side, [`crate::replay_book`]): the
+    /// response's output items in order, each message's text in the deltas it came in.
+    #[serde(skip)]
+    Recorded(Box<crate::replay_book::RecordedAnswer>),
+    /// Send the request on to this upstream base URL and stream its answer back (a replay's
+    /// fork: the turns past it go live), with this bearer key when given.
+    #[serde(skip)]
+    Forward { url: String, bearer: Option<String> },
 }
 
 /// Longest delay a script may ask for (a hang is `"hang"`).
@@ -170,6 +178,8 @@ struct StubState {
     secret: String,
     /// The server and each WebSocket's; cancelled with the stub.
     tasks: Tasks,
+    /// A replay's recorded answers, taken by thread and turn before any script step.
+    book: Option<Arc<Mutex<crate::replay_book::ReplayBook>>>,
 }
 
 /// Browser-proofing of the loopback stub: Codex never sends `Origin`, and it names the stub by
@@ -227,6 +237,7 @@ impl ResponsesStub {
             port: addr.port(),
             secret,
             tasks: tasks.clone(),
+            book: None,
         }));
         let router = Router::new()
             // Codex tries a WebSocket first (GET with an upgrade); 426 sends it to HTTP at once
@@ -252,6 +263,11 @@ impl ResponsesStub {
             state,
             _stop: tasks.drop_guard(),
         })
+    }
+
+    /// Answer every request from `book` (a replay's model side) rather than the script.
+    pub fn answer_from(&self, book: Arc<Mutex<crate::replay_book::ReplayBook>>) {
+        lock(&self.state).book = Some(book);
     }
 
     /// The base URL Codex is pointed at (with the secret path segment).
@@ -307,7 +323,10 @@ async fn responses(
     if let Some(refusal) = refused(&state, &headers).or_else(|| wrong_secret(&state, &secret)) {
         return refusal;
     }
-    let (number, step) = next_step(&state, &headers, body);
+    let (number, step) = next_step(&state, &headers, body.clone());
+    if let StubStep::Forward { url, bearer } = &step {
+        return forward_upstream(url, bearer.as_deref(), &headers, body).await;
+    }
     let mut step = step;
     while let StubStep::Delayed { ms, step: then } = step {
         tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_STUB_DELAY_MS))).await;
@@ -342,6 +361,67 @@ async fn responses(
         step => (
             [("content-type", "text/event-stream")],
             sse_body(number, &step),
+        )
+            .into_response(),
+    }
+}
+
+/// Headers of Codex's model request the upstream gets as they came (the body says the rest).
+const FORWARDED_HEADERS: [&str; 6] = [
+    "accept",
+    "originator",
+    "user-agent",
+    "session_id",
+    "openai-beta",
+    "x-codex-turn-metadata",
+];
+
+/// A replay's fork: the request sent on to `url` and its answer streamed back as it comes.
+async fn forward_upstream(
+    url: &str,
+    bearer: Option<&str>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
+    let client = match reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+    {
+        Ok(client) => client,
+        Err(error) => return (StatusCode::BAD_GATEWAY, error.to_string()).into_response(),
+    };
+    let mut request = client
+        .post(format!("{}/responses", url.trim_end_matches('/')))
+        .header("content-type", "application/json")
+        .body(body);
+    for name in FORWARDED_HEADERS {
+        if let Some(value) = headers.get(name) {
+            request = request.header(name, value.clone());
+        }
+    }
+    if let Some(bearer) = bearer {
+        request = request.bearer_auth(bearer);
+    }
+    match request.send().await {
+        Ok(answer) => {
+            let status =
+                StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let kind = answer
+                .headers()
+                .get("content-type")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("text/event-stream")
+                .to_string();
+            (
+                status,
+                [("content-type", kind)],
+                axum::body::Body::from_stream(answer.bytes_stream()),
+            )
+                .into_response()
+        }
+        Err(error) => (
+            StatusCode::BAD_GATEWAY,
+            format!("clawbridge replay: the upstream did not answer: {error}"),
         )
             .into_response(),
     }
@@ -387,6 +467,7 @@ fn next_step(state: &Mutex<StubState>, headers: &HeaderMap, body: Bytes) -> (usi
                 .find(|rule| !rule.responses.is_empty() && text.contains(&rule.contains))
                 .map(|rule| rule.responses.remove(0))
         });
+        let booked = state.book.clone().map(|book| lock(&book).answer(&headers));
         // A long-lived serve sends many turns through one stub: keep the latest requests only,
         // bounded in number and bytes.
         state.kept_bytes += body.len();
@@ -400,7 +481,9 @@ fn next_step(state: &Mutex<StubState>, headers: &HeaderMap, body: Bytes) -> (usi
         }
         state.served += 1;
         let number = state.served;
-        let step = if let Some(step) = ruled {
+        let step = if let Some(step) = booked {
+            step
+        } else if let Some(step) = ruled {
             step
         } else if state.script.is_empty() {
             StubStep::Text(format!("clawbridge offline stub reply {number}."))
@@ -497,6 +580,9 @@ async fn serve_websocket(
         };
         let events: Vec<String> = match step {
             StubStep::Hang => std::future::pending().await,
+            StubStep::Forward { .. } => vec![json!({"type": "error", "status": 502,
+                "error": {"type": "server_error", "code": "replay", "message": "clawbridge replay forwards over HTTP only"}})
+            .to_string()],
             StubStep::HttpStatus(code) => vec![json!({"type": "error", "status": code,
                 "error": {"type": "server_error", "code": "scripted", "message": "offline stub: scripted error"}})
             .to_string()],
@@ -608,6 +694,12 @@ pub fn sse_body(number: usize, step: &StubStep) -> String {
                 &json!({"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
             );
         }
+        StubStep::Recorded(answer) => {
+            for event in answer.events(&response_id) {
+                sse_event(&mut out, &event);
+            }
+            return out;
+        }
         StubStep::Fail(message) => {
             sse_event(
                 &mut out,
@@ -616,6 +708,7 @@ pub fn sse_body(number: usize, step: &StubStep) -> String {
             );
         }
         StubStep::HttpStatus(_)
+        | StubStep::Forward { .. }
         | StubStep::Hang
         | StubStep::Delayed { .. }
         | StubStep::Paced { .. } => {}
