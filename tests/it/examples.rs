@@ -180,6 +180,7 @@ const DOCS: &[&str] = &[
     "docs/app-server.md",
     "docs/audit.md",
     "docs/live-routing.md",
+    "docs/replay.md",
     "docs/bridge-api.md",
     "docs/codex-compat.md",
     "docs/traces.md",

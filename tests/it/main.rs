@@ -25,6 +25,7 @@ mod prompt;
 mod proxy;
 mod readers;
 mod real_openclaw;
+mod replay;
 mod replicas;
 mod routing;
 mod schema;

@@ -17,7 +17,18 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-use crate::stub::StubStep;
+/// What the book says to answer a model request with (the stub streams it: `StubStep`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum BookAnswer {
+    /// The recorded answer.
+    Recorded(Box<RecordedAnswer>),
+    /// The recorded HTTP error status.
+    HttpStatus(u16),
+    /// A `response.failed` with this message.
+    Fail(String),
+    /// Past the fork: sent on to this upstream (with this bearer key).
+    Forward { url: String, bearer: Option<String> },
+}
 
 /// Live threads a book follows at most (a replay opens a handful; a hostile recording cannot
 /// make it grow without bound).
@@ -186,7 +197,7 @@ impl ReplayBook {
 
     /// The answer for a model request with these headers (Codex names the thread and turn in
     /// `x-codex-turn-metadata`).
-    pub fn answer(&mut self, headers: &BTreeMap<String, String>) -> StubStep {
+    pub fn answer(&mut self, headers: &BTreeMap<String, String>) -> BookAnswer {
         let metadata: Value = headers
             .get("x-codex-turn-metadata")
             .and_then(|text| serde_json::from_str(text).ok())
@@ -218,7 +229,7 @@ impl ReplayBook {
                     turn: turn_number,
                     request,
                 });
-                return StubStep::Forward {
+                return BookAnswer::Forward {
                     url: upstream.clone(),
                     bearer: bearer.clone(),
                 };
@@ -238,9 +249,9 @@ impl ReplayBook {
                     request,
                 });
                 if answer.http_status != 200 && answer.http_status != 0 {
-                    return StubStep::HttpStatus(answer.http_status);
+                    return BookAnswer::HttpStatus(answer.http_status);
                 }
-                StubStep::Recorded(Box::new(answer))
+                BookAnswer::Recorded(Box::new(answer))
             }
             None => self.missing(format!(
                 "no recorded answer for thread {recorded_thread}, turn {turn_number}, request {request}"
@@ -248,11 +259,11 @@ impl ReplayBook {
         }
     }
 
-    fn missing(&mut self, reason: String) -> StubStep {
+    fn missing(&mut self, reason: String) -> BookAnswer {
         self.served.push(Served::Missing {
             reason: reason.clone(),
         });
-        StubStep::Fail(format!("clawbridge replay: {reason}"))
+        BookAnswer::Fail(format!("clawbridge replay: {reason}"))
     }
 }
 
@@ -287,8 +298,8 @@ mod tests {
         book.add("rec-b", 1, vec![text("b1"), text("b1 again")]);
         book.bind("live-b", "rec-b");
         book.bind("live-a", "rec-a");
-        let said = |step: StubStep| match step {
-            StubStep::Recorded(answer) => answer.output[0]["content"][0]["text"].clone(),
+        let said = |step: BookAnswer| match step {
+            BookAnswer::Recorded(answer) => answer.output[0]["content"][0]["text"].clone(),
             other => json!(format!("{other:?}")),
         };
         assert_eq!(said(book.answer(&headers("live-b", "t1"))), json!("b1"));
@@ -301,11 +312,11 @@ mod tests {
         // A third request of the same turn has no twin: failed, named.
         assert!(matches!(
             book.answer(&headers("live-b", "t1")),
-            StubStep::Fail(message) if message.contains("rec-b, turn 1, request 3")
+            BookAnswer::Fail(message) if message.contains("rec-b, turn 1, request 3")
         ));
         assert!(matches!(
             book.answer(&headers("stranger", "t1")),
-            StubStep::Fail(message) if message.contains("did not open")
+            BookAnswer::Fail(message) if message.contains("did not open")
         ));
     }
 
@@ -318,10 +329,10 @@ mod tests {
         book.bind("live", "rec");
         assert!(matches!(
             book.answer(&headers("live", "t1")),
-            StubStep::Recorded(_)
+            BookAnswer::Recorded(_)
         ));
         assert!(
-            matches!(book.answer(&headers("live", "t2")), StubStep::Forward { url, .. } if url.ends_with("/v1"))
+            matches!(book.answer(&headers("live", "t2")), BookAnswer::Forward { url, .. } if url.ends_with("/v1"))
         );
     }
 

@@ -63,6 +63,18 @@ pub enum StubStep {
     Forward { url: String, bearer: Option<String> },
 }
 
+impl From<crate::replay_book::BookAnswer> for StubStep {
+    fn from(answer: crate::replay_book::BookAnswer) -> Self {
+        use crate::replay_book::BookAnswer;
+        match answer {
+            BookAnswer::Recorded(answer) => StubStep::Recorded(answer),
+            BookAnswer::HttpStatus(code) => StubStep::HttpStatus(code),
+            BookAnswer::Fail(message) => StubStep::Fail(message),
+            BookAnswer::Forward { url, bearer } => StubStep::Forward { url, bearer },
+        }
+    }
+}
+
 /// Longest delay a script may ask for (a hang is `"hang"`).
 const MAX_STUB_DELAY_MS: u64 = 10 * 60 * 1000;
 
@@ -467,7 +479,10 @@ fn next_step(state: &Mutex<StubState>, headers: &HeaderMap, body: Bytes) -> (usi
                 .find(|rule| !rule.responses.is_empty() && text.contains(&rule.contains))
                 .map(|rule| rule.responses.remove(0))
         });
-        let booked = state.book.clone().map(|book| lock(&book).answer(&headers));
+        let booked = state
+            .book
+            .clone()
+            .map(|book| StubStep::from(lock(&book).answer(&headers)));
         // A long-lived serve sends many turns through one stub: keep the latest requests only,
         // bounded in number and bytes.
         state.kept_bytes += body.len();

@@ -17,6 +17,7 @@
 //! base URLs in a thread's `config`) is taken out before it is sent and named in the notes: a
 //! recording is data, and replaying one must not run its commands or reach its URLs.
 
+use crate::codex::protocol::table::name as method;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -142,8 +143,8 @@ pub async fn drive(
         // hold the replay up; the comparison names it).
         let hard = |live: &Live<'_>| {
             wanted.iter().all(|id| live.answers.contains_key(id))
-                && live.seen_in(&recorded_file.name, "turn/completed")
-                    >= before.get("turn/completed").copied().unwrap_or(0)
+                && live.seen_in(&recorded_file.name, method::TURN_COMPLETED)
+                    >= before.get(method::TURN_COMPLETED).copied().unwrap_or(0)
         };
         if let Err(why) = live.wait(run.step_timeout, hard).await {
             stalled = Some(format!(
@@ -172,9 +173,9 @@ pub async fn drive(
             break;
         }
         // A thread opened: the book learns which recorded thread its model requests replay.
-        if message["method"] == "thread/start"
-            || message["method"] == "thread/resume"
-            || message["method"] == "thread/fork"
+        if message["method"] == method::THREAD_START
+            || message["method"] == method::THREAD_RESUME
+            || message["method"] == method::THREAD_FORK
         {
             let id = message["id"].to_string();
             if live
@@ -211,7 +212,7 @@ pub async fn drive(
                     .entries
                     .iter()
                     .filter(|entry| {
-                        entry.way == Way::Out && entry.message["method"] == "turn/completed"
+                        entry.way == Way::Out && entry.message["method"] == method::TURN_COMPLETED
                     })
                     .count();
                 (file.name.clone(), count)
@@ -220,9 +221,9 @@ pub async fn drive(
         if let Err(why) = live
             .wait(run.step_timeout, |live| {
                 wanted.iter().all(|id| live.answers.contains_key(id))
-                    && totals
-                        .iter()
-                        .all(|(thread, count)| live.seen_in(thread, "turn/completed") >= *count)
+                    && totals.iter().all(|(thread, count)| {
+                        live.seen_in(thread, method::TURN_COMPLETED) >= *count
+                    })
             })
             .await
         {

@@ -21,6 +21,7 @@ mod drive;
 mod recording;
 mod report;
 
+use crate::codex::protocol::table::name as method;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -270,7 +271,7 @@ fn refuse_mixed_sessions(dir: &Path, recording: &Recording) -> Result<(), Error>
             .iter()
             .filter(|file| file.name == "connection")
             .flat_map(|file| &file.entries)
-            .filter(|entry| entry.way == Way::In && entry.message["method"] == "initialize")
+            .filter(|entry| entry.way == Way::In && entry.message["method"] == method::INITIALIZE)
             .count();
         if sessions > 1 {
             return Err(unreplayable(
@@ -419,7 +420,7 @@ fn copy_tree(source: &Path, target: &Path) -> Result<(), Error> {
 fn by_turn(entries: &[Entry]) -> Vec<Vec<&Entry>> {
     let mut turns: Vec<Vec<&Entry>> = vec![Vec::new()];
     for entry in entries {
-        if entry.way == Way::In && entry.message["method"] == "turn/start" {
+        if entry.way == Way::In && entry.message["method"] == method::TURN_START {
             turns.push(Vec::new());
         }
         if let Some(turn) = turns.last_mut() {

@@ -5,6 +5,7 @@
 //! only, never through a link, each capped, at most so many; a line that is not JSON is passed
 //! over and counted, and a folder with nothing to replay is refused naming why.
 
+use crate::codex::protocol::table::name as method;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -183,7 +184,7 @@ impl Recording {
             .unwrap_or(&[])
         {
             let message = &entry.message;
-            if entry.way == Way::Out && message["method"] == "item/agentMessage/delta" {
+            if entry.way == Way::Out && message["method"] == method::ITEM_AGENT_MESSAGE_DELTA {
                 if let (Some(item), Some(delta)) = (
                     message["params"]["itemId"].as_str(),
                     message["params"]["delta"].as_str(),
