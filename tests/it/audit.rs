@@ -374,13 +374,13 @@ fn transcript_show_reads_a_real_run_as_a_conversation() {
         "show",
         &dir_text,
         "--thread",
-        "id-9",
+        "id-11",
         "--full",
     ]);
     assert_eq!(code, 0);
-    assert!(one.starts_with("thread id-9"), "{one}");
+    assert!(one.starts_with("thread id-11"), "{one}");
     assert!(
-        !one.contains("thread id-2") && !one.contains("more characters"),
+        !one.contains("thread id-4") && !one.contains("more characters"),
         "{one}"
     );
 

@@ -156,7 +156,7 @@ fn every_recorded_scenario_routed_by_the_spec_is_as_spec() {
 /// The recorded direct session's `thread/start` and `turn/start` params, their folder pointed at
 /// `workspace`.
 fn recorded_requests(workspace: &std::path::Path) -> (Value, Value) {
-    let file = crate::util::repo_root().join("fixtures/seed-audit/2026.9.6/direct/id-3.jsonl");
+    let file = crate::util::repo_root().join("fixtures/seed-audit/2026.9.6/direct/id-4.jsonl");
     let mut start = Value::Null;
     let mut turn = Value::Null;
     for line in std::fs::read_to_string(file).expect("read").lines() {

@@ -10,12 +10,14 @@ use serde_json::Value;
 use crate::e2e::codex_bin_of;
 use crate::util::*;
 
-/// The committed records whose sessions replay (the heartbeat's two app-server processes wrote
-/// one folder at once: refused, tested below).
+/// The committed records and their sessions (the heartbeat's two app-server processes wrote one
+/// folder at once: told apart by each line's session).
 const RECORDS: [&str; 2] = ["2026.9.6", "2026.9.6-route-spec"];
-const SESSIONS: [&str; 4] = ["direct", "group", "cron", "subagent"];
+const SESSIONS: [&str; 5] = ["direct", "group", "heartbeat", "cron", "subagent"];
 /// Where the committed sessions ran (scripts/seed-audit's OpenClaw home, scrubbed).
 const RECORDED_CWD: &str = "/home/openclaw/workspace";
+/// The direct session's thread file (its id as the record's scrub numbered it).
+const DIRECT_THREAD: &str = "id-4.jsonl";
 
 fn pinned() -> PathBuf {
     codex_bin_of(clawbridge::PINNED_CODEX_VERSION)
@@ -327,7 +329,7 @@ fn links_fifos_and_broken_lines_in_a_recording_are_passed_over_by_name() {
         .status()
         .expect("mkfifo");
     assert!(made.success());
-    let thread = session.path().join("id-3.jsonl");
+    let thread = session.path().join(DIRECT_THREAD);
     let mut text = std::fs::read_to_string(&thread).expect("read");
     text.push_str("{\"direction\": \"out\", \"message\": {\"method\": \n");
     std::fs::write(&thread, text).expect("write");
@@ -362,14 +364,32 @@ fn refused(dir: &Path) -> String {
 
 #[test]
 fn what_cannot_be_replayed_is_refused_naming_why() {
-    // Two app-server processes in one folder.
-    let stderr = refused(&repo_root().join("fixtures/seed-audit/2026.9.6/heartbeat"));
+    // Two app-server processes in one folder, written before each line named its session.
+    let heartbeat = copied_session("2026.9.6", "heartbeat");
+    for entry in std::fs::read_dir(heartbeat.path()).expect("read").flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            let lines: Vec<String> = std::fs::read_to_string(&path)
+                .expect("read")
+                .lines()
+                .map(|line| {
+                    let mut entry: Value = serde_json::from_str(line).expect("json");
+                    entry.as_object_mut().map(|entry| entry.remove("session"));
+                    entry.to_string()
+                })
+                .collect();
+            std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+        }
+    }
+    let stderr = refused(heartbeat.path());
     assert!(stderr.contains("2 sessions"), "{stderr}");
     // No captures.
     let empty = tempfile::tempdir().expect("temp");
     std::fs::copy(
-        repo_root().join("fixtures/seed-audit/2026.9.6/direct/id-3.jsonl"),
-        empty.path().join("id-3.jsonl"),
+        repo_root()
+            .join("fixtures/seed-audit/2026.9.6/direct")
+            .join(DIRECT_THREAD),
+        empty.path().join(DIRECT_THREAD),
     )
     .expect("copy");
     assert!(refused(empty.path()).contains("no model requests with their answers"));
@@ -377,7 +397,9 @@ fn what_cannot_be_replayed_is_refused_naming_why() {
     let session = copied_session("2026.9.6", "direct");
     let answer = session
         .path()
-        .join("model-requests/id-3/turn-01/model-response.json");
+        .join("model-requests")
+        .join(DIRECT_THREAD.trim_end_matches(".jsonl"))
+        .join("turn-01/model-response.json");
     let mut document: Value =
         serde_json::from_str(&std::fs::read_to_string(&answer).expect("read")).expect("json");
     document["output"] = serde_json::json!([{"type": "function_call", "name": "exec_command",
@@ -454,4 +476,176 @@ fn a_bundle_that_leaves_its_folder_or_holds_a_link_is_refused() {
     let garbage = dir.path().join("garbage.tar");
     std::fs::write(&garbage, b"not a tar at all").expect("write");
     refused(&garbage);
+}
+
+/// Record a session through `app-server --offline` as OpenClaw would drive it: a thread with a
+/// dynamic tool, one turn whose model calls the tool (the client answers `answer`), then
+/// answers in text. The recording folder.
+fn record_tool_session(root: &Path, answer: &str) -> PathBuf {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let home = root.join("codex-home");
+    let workspace = root.join("workspace");
+    let transcript = root.join("recording");
+    std::fs::create_dir_all(&home).expect("home");
+    copy_tree(&repo_root().join("fixtures/workspace"), &workspace);
+    let script = root.join("stub-script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"responses": [
+            {"toolCall": {"name": "lookup_release", "arguments": {"item": "date"}}},
+            {"text": "The release is on the 12th."}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let mut child = clawbridge()
+        .args(["app-server", "--offline", "--no-check", "--codex-bin"])
+        .arg(pinned())
+        .arg("--transcript")
+        .arg(&transcript)
+        .arg("--stub-script")
+        .arg(&script)
+        .args(["-c", "cli_auth_credentials_store=\"ephemeral\""])
+        .env("CODEX_HOME", &home)
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = move |value: Value| writeln!(stdin, "{value}").expect("write");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut next = || -> Value {
+        assert!(
+            Instant::now() < deadline,
+            "the recorded session did not finish"
+        );
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).expect("read") > 0,
+            "the slot closed"
+        );
+        serde_json::from_str(&line).expect("json")
+    };
+    send(
+        serde_json::json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "openclaw", "version": "2026.9.6"}, "capabilities": {"experimentalApi": true}}}),
+    );
+    while next()["id"] != 1 {}
+    send(serde_json::json!({"method": "initialized"}));
+    send(
+        serde_json::json!({"id": 2, "method": "thread/start", "params": {
+        "cwd": workspace, "approvalPolicy": "never", "sandbox": "read-only",
+        "dynamicTools": [{"type": "function", "name": "lookup_release",
+            "description": "Look up a fact about the release.",
+            "inputSchema": {"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]}}]}}),
+    );
+    let thread = loop {
+        let message = next();
+        if message["id"] == 2 {
+            break message["result"]["thread"]["id"]
+                .as_str()
+                .expect("thread")
+                .to_string();
+        }
+    };
+    send(
+        serde_json::json!({"id": 3, "method": "turn/start", "params": {"threadId": thread,
+        "input": [{"type": "text", "text": "When is the release?"}]}}),
+    );
+    let mut asked = 0;
+    loop {
+        let message = next();
+        if message["method"] == "item/tool/call" {
+            asked += 1;
+            send(serde_json::json!({"id": message["id"], "result": {
+                "contentItems": [{"type": "inputText", "text": answer}], "success": true}}));
+        }
+        if message["method"] == "turn/completed" {
+            break;
+        }
+    }
+    assert_eq!(asked, 1, "the model called the tool once");
+    drop(send);
+    let _ = crate::util::wait_for("the slot's end", Duration::from_secs(15), || {
+        child.try_wait().expect("wait")
+    });
+    transcript
+}
+
+#[test]
+#[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
+fn a_dynamic_tool_call_is_answered_from_the_recording() {
+    let root = tempfile::tempdir().expect("temp");
+    let recording = record_tool_session(root.path(), "The 12th of the month.");
+    let workspace = format!(
+        "{}={}",
+        root.path().join("workspace").display(),
+        repo_root().join("fixtures/workspace").display()
+    );
+    let (code, stdout, stderr) = replay(
+        &recording,
+        &["--workspace", &workspace, "--json", "--fail-on-divergence"],
+    );
+    let exact = report(&stdout, &stderr);
+    assert_eq!(code, 0, "{exact:#}\n{stderr}");
+    assert_eq!(
+        exact["modelRequests"]["recorded"], 2,
+        "the tool call and the answer after it"
+    );
+    assert!(
+        !exact["notes"].to_string().contains("declined"),
+        "{exact:#}"
+    );
+    // The client's recorded answer is what the replayed Codex got: changed in the recording,
+    // the model request after the tool call diverges where the tool's output is.
+    let mut changed = 0;
+    for entry in std::fs::read_dir(&recording).expect("recording").flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            let text = std::fs::read_to_string(&path).expect("read");
+            if text.contains("The 12th of the month.") {
+                std::fs::write(
+                    &path,
+                    text.replace("The 12th of the month.", "The 13th of the month."),
+                )
+                .expect("write");
+                changed += 1;
+            }
+        }
+    }
+    assert_eq!(changed, 1, "the client's answer is in the thread's file");
+    let (code, stdout, stderr) = replay(
+        &recording,
+        &["--workspace", &workspace, "--json", "--fail-on-divergence"],
+    );
+    let report = report(&stdout, &stderr);
+    assert_eq!(code, 1, "{report:#}\n{stderr}");
+    let first = report["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find_map(|row| row.get("first")))
+        .expect("a divergence")
+        .clone();
+    assert_eq!(first["kind"], "model request", "{first:#}");
+    assert!(
+        first["at"]
+            .as_str()
+            .is_some_and(|at| at.ends_with("model-request.2.json")),
+        "{first:#}"
+    );
+    assert!(
+        first["recorded"]
+            .as_str()
+            .is_some_and(|text| text.contains("12th")),
+        "{first:#}"
+    );
+    assert!(
+        first["replayed"]
+            .as_str()
+            .is_some_and(|text| text.contains("13th")),
+        "{first:#}"
+    );
 }

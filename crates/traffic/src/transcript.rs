@@ -1,5 +1,7 @@
 //! The `--transcript DIR` files: every forwarded message as a JSON line
-//! (`{"direction": "in"|"out", "message": ...}`), one file per Codex thread.
+//! (`{"direction": "in"|"out", "message": ..., "session": ...}`), one file per Codex thread; the
+//! session names the writer (one per process or connection), so the lines of processes that
+//! share a folder can be told apart.
 //!
 //! A message names its thread in `params.threadId`, `params.thread.id` or `result.thread.id`; a
 //! response is filed with its request (request ids are remembered, bounded); the rest goes to
@@ -58,6 +60,10 @@ pub struct Transcript {
     /// (or its answer) comes, so the two are written side by side whatever Codex sends between.
     routing: bool,
     failed: bool,
+    /// This writer's own id, on every entry: several app-server processes may write one
+    /// folder at once (OpenClaw's heartbeat runs its activity recap beside the turn), and their
+    /// `connection.jsonl` lines share request ids; the session tells them apart (`replay`).
+    session: String,
 }
 
 /// Thread-opening requests held for their response at most (then written to the connection).
@@ -117,6 +123,7 @@ impl Transcript {
             held: Vec::new(),
             routing: false,
             failed: false,
+            session: uuid::Uuid::new_v4().to_string(),
         })
     }
 
@@ -194,12 +201,14 @@ impl Transcript {
                 "atMs": at_ms,
                 "direction": direction.as_str(),
                 "message": message,
+                "session": self.session,
             }),
             Entry::Routed(notes) => serde_json::json!({
                 "atMs": at_ms,
                 "direction": "routed",
                 "message": message,
                 "notes": notes,
+                "session": self.session,
             }),
         }
         .to_string();

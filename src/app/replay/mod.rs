@@ -260,8 +260,9 @@ fn refuse_native_tools(dir: &Path, recording: &Recording) -> Result<(), Error> {
     Ok(())
 }
 
-/// One stdio transcript folder written by two app-server processes at once (OpenClaw's heartbeat
-/// runs its activity recap beside the turn) holds two `initialize`s in one `connection.jsonl`,
+/// A stdio transcript folder written by two app-server processes at once (OpenClaw's heartbeat
+/// runs its activity recap beside the turn) keeps them apart by each line's `session`; one
+/// written before transcripts named sessions holds two `initialize`s in one `connection.jsonl`,
 /// their messages interleaved under the same request ids: which belongs to which cannot be
 /// told, so such a folder is refused rather than replayed wrong.
 fn refuse_mixed_sessions(dir: &Path, recording: &Recording) -> Result<(), Error> {
@@ -462,7 +463,28 @@ fn compare_connection(
             None => Vec::new(),
         };
         let recorded_turns = by_turn(&file.entries);
-        let live_turns = by_turn(&live_entries);
+        // The file's messages compared whole, stream by stream (when a notification comes
+        // beside the client's next request is timing), the first difference named in the turn
+        // its recorded message belongs to. A fork's live turns are left out.
+        let compared = |entries: &[Entry]| -> usize {
+            let turns = fork.map_or(usize::MAX, |fork| fork.after_turn);
+            let mut seen = 0;
+            entries
+                .iter()
+                .position(|entry| {
+                    let starts =
+                        entry.way == Way::In && entry.message["method"] == method::TURN_START;
+                    seen += usize::from(starts);
+                    starts && seen > turns
+                })
+                .unwrap_or(entries.len())
+        };
+        let recorded_refs: Vec<&Entry> = file.entries[..compared(&file.entries)].iter().collect();
+        let live_refs: Vec<&Entry> = live_entries[..compared(&live_entries)].iter().collect();
+        // (A message past the end of the recording is named in its last turn.)
+        let mut event_divergence =
+            compare_events(&recorded_refs, &live_refs, pairing, folders, stalled)
+                .map(|(index, divergence)| (turn_of(&file.entries, index), divergence));
         for (turn, recorded) in recorded_turns.iter().enumerate() {
             let forked = fork.is_some_and(|fork| turn > fork.after_turn);
             let mut row = TurnRow::new(&connection.label, &file.name, turn);
@@ -498,10 +520,8 @@ fn compare_connection(
                     row.diverge(divergence);
                 }
             }
-            if row.first.is_none() {
-                let live = live_turns.get(turn).map(Vec::as_slice).unwrap_or(&[]);
-                if let Some(divergence) = compare_events(recorded, live, pairing, folders, stalled)
-                {
+            if event_divergence.as_ref().is_some_and(|(at, _)| *at == turn) {
+                if let Some((_, divergence)) = event_divergence.take() {
                     row.diverge(divergence);
                 }
             }
@@ -637,16 +657,16 @@ fn compare_bodies(
     })
 }
 
-/// The first message of a turn the client saw differently. Each direction is held against
-/// its own (what the client sent, what Codex answered, what clawbridge routed): how the two
-/// interleave is timing, not behaviour.
+/// The first message the client saw differently, with its index in `recorded`. Each stream is
+/// held against its own (what the client sent, what clawbridge routed, what Codex notified;
+/// Codex's answers by request id): how they interleave is timing, not behaviour.
 fn compare_events(
     recorded: &[&Entry],
     live: &[&Entry],
     pairing: &mut Pairing,
     folders: &Folders,
     stalled: Option<&str>,
-) -> Option<Divergence> {
+) -> Option<(usize, Divergence)> {
     let mut first: Option<(usize, Divergence)> = None;
     let mut keep = |found: Option<(usize, Divergence)>| {
         if let Some((index, divergence)) = found {
@@ -711,7 +731,16 @@ fn compare_events(
         };
         keep(found.map(|divergence| (index, divergence)));
     }
-    first.map(|(_, divergence)| divergence)
+    first
+}
+
+/// The turn (0 for the opening) the entry at `index` of a file belongs to.
+fn turn_of(entries: &[Entry], index: usize) -> usize {
+    entries
+        .iter()
+        .take(index.saturating_add(1))
+        .filter(|entry| entry.way == Way::In && entry.message["method"] == method::TURN_START)
+        .count()
 }
 
 /// The ordered streams of a turn: what the client sent, what clawbridge routed, what Codex

@@ -45,6 +45,9 @@ pub enum Way {
 pub struct Entry {
     pub way: Way,
     pub message: Value,
+    /// The writer that recorded it (a transcript names one per process or connection; older
+    /// ones name none).
+    pub session: Option<String>,
 }
 
 /// One transcript file: `connection` or a thread's.
@@ -132,11 +135,9 @@ impl Recording {
             }
             // The connection's own messages first, then the threads in the order they opened.
             files.sort_by_key(|file| file.name != "connection");
-            if !files.is_empty() {
-                recording
-                    .connections
-                    .push(RecordedConnection { label, files });
-            }
+            recording
+                .connections
+                .extend(Self::by_session(&label, files));
         }
         if recording.connections.is_empty() {
             return Err(crate::traffic::trace::offline::no_thread_files(dir));
@@ -146,6 +147,45 @@ impl Recording {
         }
         recording.workspaces = read_manifest(dir)?;
         Ok(recording)
+    }
+
+    /// A folder's files split by the session that wrote each line, in the order the sessions first
+    /// wrote (`connection.jsonl` first): each is a connection of its own to replay. Lines without a
+    /// session (an older transcript) stay together.
+    fn by_session(label: &str, files: Vec<RecordedFile>) -> Vec<RecordedConnection> {
+        let mut order: Vec<Option<String>> = Vec::new();
+        for entry in files.iter().flat_map(|file| &file.entries) {
+            if !order.contains(&entry.session) {
+                order.push(entry.session.clone());
+            }
+        }
+        let several = order.len() > 1;
+        order
+            .iter()
+            .enumerate()
+            .map(|(index, session)| RecordedConnection {
+                label: if several && label == "." {
+                    format!("session-{}", index + 1)
+                } else if several {
+                    format!("{label}/session-{}", index + 1)
+                } else {
+                    label.to_string()
+                },
+                files: files
+                    .iter()
+                    .map(|file| RecordedFile {
+                        name: file.name.clone(),
+                        entries: file
+                            .entries
+                            .iter()
+                            .filter(|entry| entry.session == *session)
+                            .cloned()
+                            .collect(),
+                    })
+                    .filter(|file| !file.entries.is_empty())
+                    .collect(),
+            })
+            .collect()
     }
 
     /// The recorded answers of a thread, as the replay book takes them.
@@ -310,6 +350,7 @@ fn read_entries(
         entries.push(Entry {
             way,
             message: line["message"].clone(),
+            session: line["session"].as_str().map(str::to_string),
         });
     }
     if lines.passed_over() > 0 {
