@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::recording::{read_json, Recording, Way, MANIFEST};
+use super::recording::{read_json, Recording, MANIFEST};
 use crate::error::Error;
 
 /// Bytes a bundle unpacks to at most, and entries.
@@ -95,13 +95,8 @@ pub fn bundle(
     // The workspaces the session ran in: each recorded `cwd` given here or already in a bundle.
     let mut manifest_workspaces = serde_json::Map::new();
     let mut named = Vec::new();
-    let cwds = recorded_cwds(&recording);
-    for (index, cwd) in cwds.iter().enumerate() {
-        let source = workspaces
-            .iter()
-            .chain(&recording.workspaces)
-            .find(|(recorded, _)| recorded.trim_end_matches('/') == cwd.trim_end_matches('/'))
-            .map(|(_, local)| local.clone());
+    for (index, cwd) in recording.cwds().iter().enumerate() {
+        let source = recording.workspace_for(cwd, workspaces);
         let Some(source) = source else {
             left_out.push(format!(
                 "the workspace {cwd}: not given (--workspace {cwd}=DIR)"
@@ -171,33 +166,10 @@ fn recording_files(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-fn recorded_cwds(recording: &Recording) -> Vec<String> {
-    let mut cwds = std::collections::BTreeSet::new();
-    for file in recording
-        .connections
-        .iter()
-        .flat_map(|connection| &connection.files)
-    {
-        for entry in &file.entries {
-            if entry.way == Way::In {
-                if let Some(cwd) = entry.message["params"]["cwd"].as_str() {
-                    cwds.insert(cwd.to_string());
-                }
-            }
-        }
-    }
-    cwds.into_iter().collect()
-}
-
 /// The client and Codex the session ran on, from its `initialize`.
 fn versions(recording: &Recording) -> Value {
     let mut versions = serde_json::Map::new();
-    for entry in recording
-        .connections
-        .iter()
-        .flat_map(|connection| &connection.files)
-        .flat_map(|file| &file.entries)
-    {
+    for entry in recording.entries() {
         let message = &entry.message;
         if let Some(client) = message["params"]["clientInfo"].as_object() {
             versions.insert(
@@ -229,55 +201,23 @@ fn workspace_files(
     files: &mut Vec<(String, Vec<u8>)>,
     left_out: &mut Vec<String>,
 ) -> Result<(), Error> {
-    let meta = std::fs::symlink_metadata(source).map_err(|error| Error::Read {
-        path: source.to_path_buf(),
-        source: error,
-    })?;
-    if !meta.is_dir() {
-        return Err(Error::InvalidArgument {
-            flag: "--workspace".into(),
-            message: format!("{} is not a folder", source.display()),
-        });
+    let (found, others) = super::recording::workspace_files(source, MAX_WORKSPACE_FILES)?;
+    for other in others {
+        left_out.push(format!("{folder}/{}: not a regular file", other.display()));
     }
-    let mut count = 0usize;
-    let mut stack = vec![source.to_path_buf()];
-    while let Some(current) = stack.pop() {
-        for entry in std::fs::read_dir(&current).into_iter().flatten().flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            let Ok(relative) = path.strip_prefix(source) else {
-                continue;
-            };
-            let name = format!("{folder}/{}", relative.display());
-            if kind.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if !kind.is_file() {
-                left_out.push(format!("{name}: not a regular file"));
-                continue;
-            }
-            count += 1;
-            if count > MAX_WORKSPACE_FILES {
-                left_out.push(format!(
-                    "{name} and the rest: past {MAX_WORKSPACE_FILES} files"
-                ));
-                return Ok(());
-            }
-            match crate::support::fs::read_file_capped(&path, MAX_WORKSPACE_FILE) {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => files.push((
-                        name,
-                        crate::support::redact::redact_text(&text)
-                            .into_owned()
-                            .into_bytes(),
-                    )),
-                    Err(_) => left_out.push(format!("{name}: not UTF-8 text")),
-                },
-                Err(error) => left_out.push(format!("{name}: {error}")),
-            }
+    for (relative, path) in found {
+        let name = format!("{folder}/{}", relative.display());
+        match crate::support::fs::read_file_capped(&path, MAX_WORKSPACE_FILE) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => files.push((
+                    name,
+                    crate::support::redact::redact_text(&text)
+                        .into_owned()
+                        .into_bytes(),
+                )),
+                Err(_) => left_out.push(format!("{name}: not UTF-8 text")),
+            },
+            Err(error) => left_out.push(format!("{name}: {error}")),
         }
     }
     Ok(())

@@ -206,26 +206,17 @@ fn unreplayable(dir: &Path, why: &str) -> Error {
 /// run again by the replayed Codex: such a recording is refused, naming the call. OpenClaw's
 /// dynamic tools are answered from the recording and are fine.
 fn refuse_native_tools(dir: &Path, recording: &Recording) -> Result<(), Error> {
-    let mut dynamic = std::collections::BTreeSet::new();
-    for file in recording
-        .connections
-        .iter()
-        .flat_map(|connection| &connection.files)
-    {
-        for entry in &file.entries {
-            for tool in entry.message["params"]["dynamicTools"]
+    let dynamic: std::collections::BTreeSet<&str> = recording
+        .entries()
+        .flat_map(|entry| {
+            entry.message["params"]["dynamicTools"]
                 .as_array()
                 .into_iter()
                 .flatten()
-            {
-                for key in ["name", "namespace"] {
-                    if let Some(name) = tool[key].as_str() {
-                        dynamic.insert(name.to_string());
-                    }
-                }
-            }
-        }
-    }
+        })
+        .flat_map(|tool| ["name", "namespace"].map(|key| tool[key].as_str()))
+        .flatten()
+        .collect();
     for (thread, turns) in &recording.calls {
         for (turn, calls) in turns {
             for call in calls {
@@ -296,28 +287,9 @@ fn place_workspaces(
     folders: &mut Folders,
     notes: &mut Vec<String>,
 ) -> Result<(), Error> {
-    let mut cwds = std::collections::BTreeSet::new();
-    for file in recording
-        .connections
-        .iter()
-        .flat_map(|connection| &connection.files)
-    {
-        for entry in &file.entries {
-            if entry.way == Way::In {
-                if let Some(cwd) = entry.message["params"]["cwd"].as_str() {
-                    cwds.insert(cwd.to_string());
-                }
-            }
-        }
-    }
-    for (index, cwd) in cwds.iter().enumerate() {
+    for (index, cwd) in recording.cwds().iter().enumerate() {
         let target = scratch.join(format!("workspace-{}", index + 1));
-        let source = options
-            .workspaces
-            .iter()
-            .chain(&recording.workspaces)
-            .find(|(recorded, _)| recorded.trim_end_matches('/') == cwd.trim_end_matches('/'))
-            .map(|(_, local)| local.clone());
+        let source = recording.workspace_for(cwd, &options.workspaces);
         match source {
             Some(source) => copy_tree(&source, &target)?,
             None => {
@@ -351,10 +323,7 @@ fn place_workspaces(
 fn recorded_project_root(recording: &Recording, cwd: &str) -> bool {
     let marker = format!("{}/.codex", cwd.trim_end_matches('/'));
     recording
-        .connections
-        .iter()
-        .flat_map(|connection| &connection.files)
-        .flat_map(|file| &file.entries)
+        .entries()
         .filter(|entry| entry.way == Way::Out)
         .flat_map(|entry| {
             entry.message["result"]["layers"]
@@ -367,51 +336,27 @@ fn recorded_project_root(recording: &Recording, cwd: &str) -> bool {
         })
 }
 
-/// Copy `source` into `target`: folders and regular files only (a link is not followed, a FIFO
-/// or device not opened), within [`MAX_WORKSPACE_BYTES`] and [`MAX_WORKSPACE_FILES`].
+/// Copy `source` into `target`: regular files only (a link is not followed, a FIFO or device
+/// not opened), within [`MAX_WORKSPACE_BYTES`] and [`MAX_WORKSPACE_FILES`].
 fn copy_tree(source: &Path, target: &Path) -> Result<(), Error> {
-    let meta = std::fs::symlink_metadata(source).map_err(|error| Error::Read {
-        path: source.to_path_buf(),
+    let (files, _) = recording::workspace_files(source, MAX_WORKSPACE_FILES)?;
+    crate::support::fs::create_private_dir(target).map_err(|error| Error::Write {
+        path: target.to_path_buf(),
         source: error,
     })?;
-    if !meta.is_dir() {
-        return Err(Error::InvalidArgument {
-            flag: "--workspace".into(),
-            message: format!("{} is not a folder", source.display()),
-        });
-    }
     let mut bytes = 0u64;
-    let mut files = 0usize;
-    let mut stack = vec![(source.to_path_buf(), target.to_path_buf())];
-    while let Some((from, to)) = stack.pop() {
-        crate::support::fs::create_private_dir(&to).map_err(|error| Error::Write {
-            path: to.clone(),
-            source: error,
-        })?;
-        for entry in std::fs::read_dir(&from).into_iter().flatten().flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let (path, destination) = (entry.path(), to.join(entry.file_name()));
-            if kind.is_dir() {
-                stack.push((path, destination));
-            } else if kind.is_file() {
-                files += 1;
-                if files > MAX_WORKSPACE_FILES {
-                    return Err(Error::InvalidArgument {
-                        flag: "--workspace".into(),
-                        message: format!(
-                            "{}: more than {MAX_WORKSPACE_FILES} files",
-                            source.display()
-                        ),
-                    });
-                }
-                let left = MAX_WORKSPACE_BYTES.saturating_sub(bytes);
-                let content = crate::support::fs::read_file_capped(&path, left)?;
-                bytes += content.len() as u64;
-                crate::support::fs::write_private(&destination, &content)?;
-            }
+    for (relative, path) in files {
+        let destination = target.join(&relative);
+        if let Some(parent) = destination.parent() {
+            std::fs::create_dir_all(parent).map_err(|error| Error::Write {
+                path: parent.to_path_buf(),
+                source: error,
+            })?;
         }
+        let left = MAX_WORKSPACE_BYTES.saturating_sub(bytes);
+        let content = crate::support::fs::read_file_capped(&path, left)?;
+        bytes += content.len() as u64;
+        crate::support::fs::write_private(&destination, &content)?;
     }
     Ok(())
 }

@@ -207,6 +207,35 @@ impl Recording {
             .collect()
     }
 
+    /// Every message of the recording, connection by connection.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.connections
+            .iter()
+            .flat_map(|connection| &connection.files)
+            .flat_map(|file| &file.entries)
+    }
+
+    /// The folders the client named as a `cwd`, sorted.
+    pub fn cwds(&self) -> Vec<String> {
+        let cwds: std::collections::BTreeSet<String> = self
+            .entries()
+            .filter(|entry| entry.way == Way::In)
+            .filter_map(|entry| entry.message["params"]["cwd"].as_str().map(str::to_string))
+            .collect();
+        cwds.into_iter().collect()
+    }
+
+    /// The folder of this machine that stands for the recorded `cwd`: the user's
+    /// `--workspace RECORDED=DIR`, else the bundle's manifest.
+    pub fn workspace_for(&self, cwd: &str, given: &[(String, PathBuf)]) -> Option<PathBuf> {
+        let bare = |path: &str| path.trim_end_matches('/').to_string();
+        given
+            .iter()
+            .chain(&self.workspaces)
+            .find(|(recorded, _)| bare(recorded) == bare(cwd))
+            .map(|(_, local)| local.clone())
+    }
+
     /// A thread's file, by its recorded name.
     pub fn thread_file(&self, thread: &str) -> Option<&RecordedFile> {
         self.connections
@@ -488,4 +517,50 @@ pub fn read_live(path: &Path, skipped: &mut Vec<String>) -> Result<Vec<Entry>, E
     let entries = read_entries(path, &mut budget, &mut scratch)?;
     skipped.extend(scratch.skipped);
     Ok(entries)
+}
+
+/// A workspace folder's regular files (each with its path relative to the folder), at most `max`
+/// (an error past it), and what it holds that is not a regular file or folder (never followed or
+/// opened).
+pub fn workspace_files(
+    source: &Path,
+    max: usize,
+) -> Result<(Vec<(PathBuf, PathBuf)>, Vec<PathBuf>), Error> {
+    let meta = std::fs::symlink_metadata(source).map_err(|error| Error::Read {
+        path: source.to_path_buf(),
+        source: error,
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::InvalidArgument {
+            flag: "--workspace".into(),
+            message: format!("{} is not a folder", source.display()),
+        });
+    }
+    let (mut files, mut others) = (Vec::new(), Vec::new());
+    let mut stack = vec![source.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            let relative = path.strip_prefix(source).unwrap_or(&path).to_path_buf();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                if files.len() >= max {
+                    return Err(Error::InvalidArgument {
+                        flag: "--workspace".into(),
+                        message: format!("{}: more than {max} files", source.display()),
+                    });
+                }
+                files.push((relative, path));
+            } else {
+                others.push(relative);
+            }
+        }
+    }
+    files.sort();
+    others.sort();
+    Ok((files, others))
 }
