@@ -519,13 +519,12 @@ pub fn read_live(path: &Path, skipped: &mut Vec<String>) -> Result<Vec<Entry>, E
     Ok(entries)
 }
 
-/// A workspace folder's regular files (each with its path relative to the folder), at most `max`
-/// (an error past it), and what it holds that is not a regular file or folder (never followed or
-/// opened).
-pub fn workspace_files(
-    source: &Path,
-    max: usize,
-) -> Result<(Vec<(PathBuf, PathBuf)>, Vec<PathBuf>), Error> {
+/// A workspace's regular files, each as (its path relative to the folder, its path), and what it
+/// holds that is neither a regular file nor a folder (never followed or opened), relative.
+pub type WorkspaceFiles = (Vec<(PathBuf, PathBuf)>, Vec<PathBuf>);
+
+/// A workspace folder's [`WorkspaceFiles`], at most `max` files (an error past it).
+pub fn workspace_files(source: &Path, max: usize) -> Result<WorkspaceFiles, Error> {
     let meta = std::fs::symlink_metadata(source).map_err(|error| Error::Read {
         path: source.to_path_buf(),
         source: error,
