@@ -104,6 +104,18 @@ pub async fn replay(dir: &Path, options: &ReplayOptions) -> Result<ReplayReport,
     refuse_mixed_sessions(dir, &recording)?;
     let out = match &options.out {
         Some(out) => {
+            // The replay's transcript is appended to as it goes: one left from an earlier
+            // replay would be read as this one's.
+            let used = std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_some());
+            if used {
+                return Err(Error::InvalidArgument {
+                    flag: "--out".into(),
+                    message: format!(
+                        "{} is not empty (give a new or empty folder)",
+                        out.display()
+                    ),
+                });
+            }
             crate::support::fs::create_private_dir(out).map_err(|source| Error::Write {
                 path: out.clone(),
                 source,
