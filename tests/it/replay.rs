@@ -649,3 +649,61 @@ fn a_dynamic_tool_call_is_answered_from_the_recording() {
         "{first:#}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
+async fn an_endpoint_recording_replays_connection_by_connection_and_names_the_endpoint_s_policy() {
+    let dir = tempfile::tempdir().expect("temp");
+    let workspace = dir.path().join("workspace");
+    copy_tree(&repo_root().join("fixtures/workspace"), &workspace);
+    let recording = dir.path().join("recording");
+    let flags: Vec<std::ffi::OsString> = vec![
+        "--offline".into(),
+        "--transcript".into(),
+        recording.clone().into(),
+        "--workspace-root".into(),
+        dir.path().into(),
+    ];
+    let (child, _, mut client) = crate::endpoint::spawned_endpoint(dir.path(), &flags).await;
+    let thread = crate::endpoint::start_turn(
+        &mut client,
+        serde_json::json!({"cwd": workspace, "approvalPolicy": "never"}),
+        "What is on the release checklist?",
+    )
+    .await;
+    client
+        .until("turn/completed", crate::endpoint::turn_completed(&thread))
+        .await;
+    drop(client);
+    crate::endpoint::stop_spawned(child).await;
+    assert!(recording.join("connection-1/connection.jsonl").is_file());
+    let mapping = format!(
+        "{}={}",
+        workspace.display(),
+        repo_root().join("fixtures/workspace").display()
+    );
+    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        replay(&recording, &["--workspace", &mapping, "--json"])
+    })
+    .await
+    .expect("join");
+    let report = report(&stdout, &stderr);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    let rows = report["rows"].as_array().expect("rows");
+    assert!(
+        rows.iter().all(|row| row["connection"] == "connection-1"),
+        "{report:#}"
+    );
+    let turn = rows.iter().find(|row| row["turn"] == 1).expect("the turn");
+    assert_eq!(turn["modelRequests"], 1, "{report:#}");
+    assert_eq!(report["modelRequests"]["recorded"], 1, "{report:#}");
+    assert_eq!(report["modelRequests"]["missing"], 0, "{report:#}");
+    // Replayed through the stdio slot, not an endpoint: what the endpoint itself answered (its
+    // pinned `initialize`) and changed (the sandbox ceiling on a thread's params) is named as a
+    // divergence, not hidden (docs/replay.md, "Limits").
+    let opening = rows
+        .iter()
+        .find(|row| row["thread"] == "connection")
+        .expect("opening");
+    assert_eq!(opening["first"]["path"], "result.userAgent", "{report:#}");
+}

@@ -275,6 +275,7 @@ fn refuse_mixed_sessions(dir: &Path, recording: &Recording) -> Result<(), Error>
             .iter()
             .filter(|file| file.name == "connection")
             .flat_map(|file| &file.entries)
+            .filter(|entry| entry.session.is_none())
             .filter(|entry| entry.way == Way::In && entry.message["method"] == method::INITIALIZE)
             .count();
         if sessions > 1 {
