@@ -583,6 +583,19 @@ fn compare_bodies(
             folders,
         );
         if !same || parted.is_some() {
+            // Where in the body, exactly (`tools[2].description`), when the two bodies part
+            // inside this layer's place.
+            if let Some(exact) = parting(recorded, live, pairing, folders)
+                .filter(|exact| exact.path.starts_with(layer.position.as_str()))
+            {
+                return Some(Divergence::model(
+                    where_,
+                    Some(&layer.label),
+                    &exact.path,
+                    exact.recorded,
+                    exact.replayed,
+                ));
+            }
             let (a, b) = parted.map_or_else(
                 || {
                     (

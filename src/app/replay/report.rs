@@ -86,7 +86,7 @@ impl Divergence {
             .unwrap_or_else(|| "message".into());
         Divergence {
             kind: "client event".into(),
-            at: format!("#{} {what}", index + 1),
+            at: shown(&format!("#{} {what}", index + 1)),
             layer: None,
             path: if path.is_empty() {
                 "(whole)".into()
@@ -116,14 +116,36 @@ impl Divergence {
 /// Characters of a text a report shows.
 const SHOWN: usize = 400;
 
-/// A text as a report shows it: redacted, one line, cut.
+/// A text as a report shows it: redacted, one line (a line break as `\n`, every other control
+/// character escaped: a recording's text must not drive the terminal it is printed on), cut.
 fn shown(text: &str) -> String {
     let redacted = crate::support::redact::redact_text(text);
-    let mut out: String = redacted.chars().take(SHOWN).collect();
-    if out.len() < redacted.len() {
-        out.push('…');
+    let mut out = String::new();
+    for (chars, c) in redacted.chars().enumerate() {
+        if chars == SHOWN {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", u32::from(c))),
+            c => out.push(c),
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shown_text_is_one_line_without_control_characters_or_secrets() {
+        let shown =
+            super::shown("one\ntwo\t\u{1b}[31mred\u{7} sk-proj-abcdefghijklmnopqrstuvwxyz012345");
+        assert_eq!(shown, "one\\ntwo\\t\\u{001b}[31mred\\u{0007} <redacted>");
+        assert!(super::shown(&"x".repeat(1000)).ends_with('…'));
+    }
 }
 
 /// One thread's opening (turn 0) or one of its turns.
