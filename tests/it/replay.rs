@@ -479,9 +479,14 @@ fn a_bundle_that_leaves_its_folder_or_holds_a_link_is_refused() {
 }
 
 /// Record a session through `app-server --offline` as OpenClaw would drive it: a thread with a
-/// dynamic tool, one turn whose model calls the tool (the client answers `answer`), then
-/// answers in text. The recording folder.
-fn record_tool_session(root: &Path, answer: &str) -> PathBuf {
+/// dynamic tool, one turn per question, the stub answering as `script` says and the client
+/// answering each call of the tool with `answer`. The recording folder and the tool calls.
+fn record_session(
+    root: &Path,
+    script: Value,
+    questions: &[&str],
+    answer: &str,
+) -> (PathBuf, usize) {
     use std::io::{BufRead as _, BufReader, Write as _};
     use std::process::Stdio;
     use std::time::{Duration, Instant};
@@ -490,16 +495,9 @@ fn record_tool_session(root: &Path, answer: &str) -> PathBuf {
     let transcript = root.join("recording");
     std::fs::create_dir_all(&home).expect("home");
     copy_tree(&repo_root().join("fixtures/workspace"), &workspace);
+    let script_json = script;
     let script = root.join("stub-script.json");
-    std::fs::write(
-        &script,
-        serde_json::json!({"responses": [
-            {"toolCall": {"name": "lookup_release", "arguments": {"item": "date"}}},
-            {"text": "The release is on the 12th."}
-        ]})
-        .to_string(),
-    )
-    .expect("script");
+    std::fs::write(&script, script_json.to_string()).expect("script");
     let mut child = clawbridge()
         .args(["app-server", "--offline", "--no-check", "--codex-bin"])
         .arg(pinned())
@@ -552,35 +550,46 @@ fn record_tool_session(root: &Path, answer: &str) -> PathBuf {
                 .to_string();
         }
     };
-    send(
-        serde_json::json!({"id": 3, "method": "turn/start", "params": {"threadId": thread,
-        "input": [{"type": "text", "text": "When is the release?"}]}}),
-    );
     let mut asked = 0;
-    loop {
-        let message = next();
-        if message["method"] == "item/tool/call" {
-            asked += 1;
-            send(serde_json::json!({"id": message["id"], "result": {
-                "contentItems": [{"type": "inputText", "text": answer}], "success": true}}));
-        }
-        if message["method"] == "turn/completed" {
-            break;
+    for (index, question) in questions.iter().enumerate() {
+        send(
+            serde_json::json!({"id": 3 + index, "method": "turn/start", "params": {"threadId": thread,
+            "input": [{"type": "text", "text": question}]}}),
+        );
+        loop {
+            let message = next();
+            if message["method"] == "item/tool/call" {
+                asked += 1;
+                send(serde_json::json!({"id": message["id"], "result": {
+                    "contentItems": [{"type": "inputText", "text": answer}], "success": true}}));
+            }
+            if message["method"] == "turn/completed" {
+                break;
+            }
         }
     }
-    assert_eq!(asked, 1, "the model called the tool once");
     drop(send);
     let _ = crate::util::wait_for("the slot's end", Duration::from_secs(15), || {
         child.try_wait().expect("wait")
     });
-    transcript
+    (transcript, asked)
 }
 
 #[test]
 #[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
 fn a_dynamic_tool_call_is_answered_from_the_recording() {
     let root = tempfile::tempdir().expect("temp");
-    let recording = record_tool_session(root.path(), "The 12th of the month.");
+    let script = serde_json::json!({"responses": [
+        {"toolCall": {"name": "lookup_release", "arguments": {"item": "date"}}},
+        {"text": "The release is on the 12th."}
+    ]});
+    let (recording, asked) = record_session(
+        root.path(),
+        script,
+        &["When is the release?"],
+        "The 12th of the month.",
+    );
+    assert_eq!(asked, 1, "the model called the tool once");
     let workspace = format!(
         "{}={}",
         root.path().join("workspace").display(),
@@ -706,4 +715,95 @@ async fn an_endpoint_recording_replays_connection_by_connection_and_names_the_en
         .find(|row| row["thread"] == "connection")
         .expect("opening");
     assert_eq!(opening["first"]["path"], "result.userAgent", "{report:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
+async fn a_fork_replays_the_turns_before_it_and_sends_the_rest_live() {
+    use clawbridge::{ResponsesStub, StubScript, StubStep};
+    let root = tempfile::tempdir().expect("temp");
+    let script = serde_json::json!({"responses": [{"text": "The first answer."}, {"text": "The second answer."}]});
+    let root_path = root.path().to_path_buf();
+    let (recording, _) = tokio::task::spawn_blocking(move || {
+        record_session(
+            &root_path,
+            script,
+            &["First question?", "Second question?"],
+            "",
+        )
+    })
+    .await
+    .expect("join");
+    let upstream = ResponsesStub::start(StubScript {
+        responses: vec![StubStep::Text("Another model's second answer.".into())],
+        ..Default::default()
+    })
+    .await
+    .expect("upstream");
+    let url = upstream.base_url();
+    let out = root.path().join("forked");
+    let out_arg = out.display().to_string();
+    let mapping = format!(
+        "{}={}",
+        root.path().join("workspace").display(),
+        repo_root().join("fixtures/workspace").display()
+    );
+    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        replay(
+            &recording,
+            &[
+                "--workspace",
+                &mapping,
+                "--until-turn",
+                "1",
+                "--then-upstream",
+                &url,
+                "--out",
+                &out_arg,
+                "--json",
+            ],
+        )
+    })
+    .await
+    .expect("join");
+    let report = report(&stdout, &stderr);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    let verdict = |turn: u64| {
+        report["rows"]
+            .as_array()
+            .and_then(|rows| {
+                rows.iter()
+                    .find(|row| row["turn"] == turn && row["thread"] != "connection")
+            })
+            .map(|row| row["verdict"].clone())
+    };
+    assert_eq!(verdict(1), Some(serde_json::json!("exact")), "{report:#}");
+    assert_eq!(verdict(2), Some(serde_json::json!("live")), "{report:#}");
+    assert_eq!(report["modelRequests"]["recorded"], 1, "{report:#}");
+    assert_eq!(report["modelRequests"]["upstream"], 1, "{report:#}");
+    // The upstream got the second turn with the first one's recorded answer in its history.
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].body.to_string();
+    assert!(
+        body.contains("Second question?") && body.contains("The first answer."),
+        "{body}"
+    );
+    let mut seen = String::new();
+    for entry in std::fs::read_dir(out.join("connection-1/transcript"))
+        .expect("transcript")
+        .flatten()
+    {
+        if entry.path().extension().is_some_and(|ext| ext == "jsonl") {
+            seen.push_str(&std::fs::read_to_string(entry.path()).expect("read"));
+        }
+    }
+    assert!(
+        seen.contains("Another model's second answer."),
+        "the second turn went live"
+    );
+    assert!(
+        !seen.contains("The second answer."),
+        "the recorded second answer was not replayed"
+    );
 }
