@@ -51,6 +51,20 @@ fn report(stdout: &str, stderr: &str) -> Value {
         .unwrap_or_else(|error| panic!("not JSON ({error}): {stdout}\n{stderr}"))
 }
 
+/// Every transcript line a replay kept (`--out DIR`), its first connection's, as one text.
+fn replayed_transcript(out: &Path) -> String {
+    let mut seen = String::new();
+    for entry in std::fs::read_dir(out.join("connection-1/transcript"))
+        .expect("transcript")
+        .flatten()
+    {
+        if entry.path().extension().is_some_and(|ext| ext == "jsonl") {
+            seen.push_str(&std::fs::read_to_string(entry.path()).expect("read"));
+        }
+    }
+    seen
+}
+
 /// A committed session copied where a test may change it.
 fn copied_session(record: &str, session: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp");
@@ -303,15 +317,7 @@ async fn a_replay_forks_live_at_a_chosen_turn() {
         .body
         .to_string()
         .contains("What is on the release checklist?"));
-    let mut seen = String::new();
-    for entry in std::fs::read_dir(out_dir.join("connection-1/transcript"))
-        .expect("transcript")
-        .flatten()
-    {
-        if entry.path().extension().is_some_and(|ext| ext == "jsonl") {
-            seen.push_str(&std::fs::read_to_string(entry.path()).expect("read"));
-        }
-    }
+    let seen = replayed_transcript(&out_dir);
     assert!(
         seen.contains("A live answer from the upstream."),
         "the forked turn went live"
@@ -789,15 +795,7 @@ async fn a_fork_replays_the_turns_before_it_and_sends_the_rest_live() {
         body.contains("Second question?") && body.contains("The first answer."),
         "{body}"
     );
-    let mut seen = String::new();
-    for entry in std::fs::read_dir(out.join("connection-1/transcript"))
-        .expect("transcript")
-        .flatten()
-    {
-        if entry.path().extension().is_some_and(|ext| ext == "jsonl") {
-            seen.push_str(&std::fs::read_to_string(entry.path()).expect("read"));
-        }
-    }
+    let seen = replayed_transcript(&out);
     assert!(
         seen.contains("Another model's second answer."),
         "the second turn went live"
