@@ -84,7 +84,8 @@ struct Live<'a> {
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
     pairing: &'a mut Pairing,
     folders: &'a mut Folders,
-    /// The live answers to the client's requests, by id (its JSON text).
+    /// The live answers to the client's requests, by id (its JSON text); only a thread's
+    /// opening keeps its answer (the book learns its thread from it), the rest are `null`.
     answers: HashMap<String, Value>,
     /// Codex's notifications so far, per live thread (`connection` for the rest) and method.
     seen: HashMap<(String, String), usize>,
@@ -111,9 +112,7 @@ pub async fn drive(
             source: std::io::Error::other("the app-server's stdio was not piped"),
         });
     };
-    let mut reader = BufReader::with_capacity(256 * 1024, stdout);
-    // Lines are bounded by the child's own limits; the reader's buffer grows with the longest.
-    let _ = &mut reader;
+    let reader = BufReader::with_capacity(256 * 1024, stdout);
     let mut live = Live {
         stdin,
         lines: reader.lines(),
@@ -127,17 +126,15 @@ pub async fn drive(
         ended: false,
     };
     let script = client_script(connection);
-    let mut sent: Vec<String> = Vec::new();
+    // The requests sent whose recorded answer has not come again yet.
+    let mut awaited: Vec<String> = Vec::new();
     let mut stalled = None;
     for (file, position) in script {
         let recorded_file = &connection.files[file];
         let message = &recorded_file.entries[position].message;
         let before = out_counts(&recorded_file.entries[..position]);
-        let wanted: Vec<String> = sent
-            .iter()
-            .filter(|id| live.recorded_answers.contains_key(*id))
-            .cloned()
-            .collect();
+        awaited.retain(|id| !live.answers.contains_key(id));
+        let wanted = &awaited;
         // What must come again (the answers, the turns completed), then, briefly, the rest of
         // what came before it in its file (a notification a new Codex no longer sends must not
         // hold the replay up; the comparison names it).
@@ -165,8 +162,10 @@ pub async fn drive(
         if let Some(id) = message
             .get("id")
             .filter(|_| message.get("method").is_some())
+            .map(Value::to_string)
+            .filter(|id| live.recorded_answers.contains_key(id))
         {
-            sent.push(id.to_string());
+            awaited.push(id);
         }
         if let Err(error) = live.send(&outgoing).await {
             stalled = Some(format!("sending {}: {error}", describe(message)));
@@ -198,11 +197,8 @@ pub async fn drive(
     }
     if stalled.is_none() {
         // Everything the recording answered, and every turn it completed, comes again.
-        let wanted: Vec<String> = sent
-            .iter()
-            .filter(|id| live.recorded_answers.contains_key(*id))
-            .cloned()
-            .collect();
+        awaited.retain(|id| !live.answers.contains_key(id));
+        let wanted = &awaited;
         let totals: Vec<(String, usize)> = connection
             .files
             .iter()
@@ -321,9 +317,9 @@ impl Live<'_> {
                     self.pairing.learn(recorded, &message);
                     learn_folders(self.folders, recorded, &message);
                 }
-                if self.answers.len() < MAX_QUEUED_ANSWERS {
-                    self.answers.insert(id, message);
-                }
+                let opened = message["result"]["thread"]["id"].is_string();
+                self.answers
+                    .insert(id, if opened { message } else { Value::Null });
             }
             _ => {}
         }
