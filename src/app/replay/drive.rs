@@ -171,49 +171,13 @@ pub async fn drive(
             stalled = Some(format!("sending {}: {error}", describe(message)));
             break;
         }
-        // A thread opened: the book learns which recorded thread its model requests replay.
-        if message["method"] == method::THREAD_START
-            || message["method"] == method::THREAD_RESUME
-            || message["method"] == method::THREAD_FORK
-        {
-            let id = message["id"].to_string();
-            if live
-                .wait(run.step_timeout, |live| live.answers.contains_key(&id))
-                .await
-                .is_ok()
-            {
-                if let (Some(recorded), Some(answer)) =
-                    (live.recorded_answers.get(&id), live.answers.get(&id))
-                {
-                    if let (Some(recorded), Some(current)) = (
-                        recorded["result"]["thread"]["id"].as_str(),
-                        answer["result"]["thread"]["id"].as_str(),
-                    ) {
-                        crate::support::sync::lock(book).bind(current, recorded);
-                    }
-                }
-            }
-        }
+        live.bind_opening(message, run.step_timeout, book).await;
     }
     if stalled.is_none() {
         // Everything the recording answered, and every turn it completed, comes again.
         awaited.retain(|id| !live.answers.contains_key(id));
         let wanted = &awaited;
-        let totals: Vec<(String, usize)> = connection
-            .files
-            .iter()
-            .filter(|file| file.name != "connection")
-            .map(|file| {
-                let count = file
-                    .entries
-                    .iter()
-                    .filter(|entry| {
-                        entry.way == Way::Out && entry.message["method"] == method::TURN_COMPLETED
-                    })
-                    .count();
-                (file.name.clone(), count)
-            })
-            .collect();
+        let totals = turn_totals(connection);
         if let Err(why) = live
             .wait(run.step_timeout, |live| {
                 wanted.iter().all(|id| live.answers.contains_key(id))
@@ -238,6 +202,42 @@ pub async fn drive(
 }
 
 impl Live<'_> {
+    /// After a thread's opening (`thread/start`, `thread/resume`, `thread/fork`) was sent: its
+    /// answer names the live thread, and the book learns which recorded thread that replays.
+    async fn bind_opening(
+        &mut self,
+        message: &Value,
+        timeout: Duration,
+        book: &std::sync::Arc<std::sync::Mutex<crate::traffic::replay_book::ReplayBook>>,
+    ) {
+        let opening = [
+            method::THREAD_START,
+            method::THREAD_RESUME,
+            method::THREAD_FORK,
+        ];
+        if !opening.iter().any(|name| message["method"] == *name) {
+            return;
+        }
+        let id = message["id"].to_string();
+        if self
+            .wait(timeout, |live| live.answers.contains_key(&id))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        if let (Some(recorded), Some(answer)) =
+            (self.recorded_answers.get(&id), self.answers.get(&id))
+        {
+            if let (Some(recorded), Some(current)) = (
+                recorded["result"]["thread"]["id"].as_str(),
+                answer["result"]["thread"]["id"].as_str(),
+            ) {
+                crate::support::sync::lock(book).bind(current, recorded);
+            }
+        }
+    }
+
     /// Read until `done` holds, or `timeout` passes with it not holding (the reason).
     async fn wait(
         &mut self,
@@ -472,6 +472,24 @@ fn learn_folders(folders: &mut Folders, recorded: &Value, live: &Value) {
             folders.add(ours, theirs);
         }
     }
+}
+
+/// Each recorded thread's `turn/completed` count: all must come again before the replay ends.
+fn turn_totals(connection: &RecordedConnection) -> Vec<(String, usize)> {
+    connection
+        .files
+        .iter()
+        .filter(|file| file.name != "connection")
+        .map(|file| {
+            (
+                file.name.clone(),
+                out_counts(&file.entries)
+                    .get(method::TURN_COMPLETED)
+                    .copied()
+                    .unwrap_or(0),
+            )
+        })
+        .collect()
 }
 
 /// Codex's notifications in `entries`, by method (answers are waited for by id).

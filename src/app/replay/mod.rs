@@ -81,47 +81,9 @@ pub async fn replay(dir: &Path, options: &ReplayOptions) -> Result<ReplayReport,
         .path()
         .canonicalize()
         .unwrap_or_else(|_| scratch.path().to_path_buf());
-    // A bundle (one file) is unpacked first, as hostile input; a folder is read where it is.
-    let source = if std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_file()) {
-        let into = scratch_path.join("bundle");
-        crate::support::fs::create_private_dir(&into).map_err(|source| Error::Write {
-            path: into.clone(),
-            source,
-        })?;
-        bundle::unpack(dir, &into)?;
-        into
-    } else {
-        dir.to_path_buf()
-    };
-    let recording = Recording::load(&source)?;
-    if recording.calls.is_empty() {
-        return Err(unreplayable(
-            dir,
-            "it holds no model requests with their answers (model-requests/<thread>/turn-NN/model-response.json; record with `app-server --transcript DIR --offline` or `--capture`)",
-        ));
-    }
-    refuse_native_tools(dir, &recording)?;
-    refuse_mixed_sessions(dir, &recording)?;
+    let recording = load_recording(dir, &scratch_path)?;
     let out = match &options.out {
-        Some(out) => {
-            // The replay's transcript is appended to as it goes: one left from an earlier
-            // replay would be read as this one's.
-            let used = std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_some());
-            if used {
-                return Err(Error::InvalidArgument {
-                    flag: "--out".into(),
-                    message: format!(
-                        "{} is not empty (give a new or empty folder)",
-                        out.display()
-                    ),
-                });
-            }
-            crate::support::fs::create_private_dir(out).map_err(|source| Error::Write {
-                path: out.clone(),
-                source,
-            })?;
-            out.canonicalize().unwrap_or_else(|_| out.clone())
-        }
+        Some(out) => fresh_out(out)?,
         None => scratch_path.join("out"),
     };
     let home = scratch_path.join("home");
@@ -136,18 +98,7 @@ pub async fn replay(dir: &Path, options: &ReplayOptions) -> Result<ReplayReport,
     let mut folders = Folders::default();
     place_workspaces(&recording, options, &scratch_path, &mut folders, &mut notes)?;
 
-    let book = Arc::new(Mutex::new(ReplayBook::new()));
-    {
-        let mut filled = crate::support::sync::lock(&book);
-        for thread in recording.calls.keys() {
-            for (turn, answers) in recording.answers(thread) {
-                filled.add(thread, turn, answers);
-            }
-        }
-        if let Some(fork) = &options.fork {
-            filled.fork_after(fork.after_turn, fork.upstream.clone(), fork.key.clone());
-        }
-    }
+    let book = Arc::new(Mutex::new(book_of(&recording, options.fork.as_ref())));
     let stub = crate::traffic::stub::ResponsesStub::start(Default::default()).await?;
     stub.answer_from(Arc::clone(&book));
     // No `config.toml`: the recorded Codex ran on its defaults and OpenClaw's `-c` flags (a
@@ -205,6 +156,67 @@ pub async fn replay(dir: &Path, options: &ReplayOptions) -> Result<ReplayReport,
         notes,
         options.out.is_some().then(|| out.clone()),
     ))
+}
+
+/// The recording at `dir`: a bundle (one file) unpacked into `scratch` first, as hostile
+/// input; a folder read where it is. Refused when nothing in it can be replayed or replaying it
+/// would run what it recorded.
+fn load_recording(dir: &Path, scratch: &Path) -> Result<Recording, Error> {
+    let source = if std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_file()) {
+        let into = scratch.join("bundle");
+        crate::support::fs::create_private_dir(&into).map_err(|source| Error::Write {
+            path: into.clone(),
+            source,
+        })?;
+        bundle::unpack(dir, &into)?;
+        into
+    } else {
+        dir.to_path_buf()
+    };
+    let recording = Recording::load(&source)?;
+    if recording.calls.is_empty() {
+        return Err(unreplayable(
+            dir,
+            "it holds no model requests with their answers (model-requests/<thread>/turn-NN/model-response.json; record with `app-server --transcript DIR --offline` or `--capture`)",
+        ));
+    }
+    refuse_native_tools(dir, &recording)?;
+    refuse_mixed_sessions(dir, &recording)?;
+    Ok(recording)
+}
+
+/// `--out DIR`, made (private) and refused when it holds anything: the replay's transcript is
+/// appended to as it goes, and one left from an earlier replay would be read as this one's.
+fn fresh_out(out: &Path) -> Result<PathBuf, Error> {
+    let used = std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_some());
+    if used {
+        return Err(Error::InvalidArgument {
+            flag: "--out".into(),
+            message: format!(
+                "{} is not empty (give a new or empty folder)",
+                out.display()
+            ),
+        });
+    }
+    crate::support::fs::create_private_dir(out).map_err(|source| Error::Write {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    Ok(out.canonicalize().unwrap_or_else(|_| out.to_path_buf()))
+}
+
+/// The model's side of the replay: every recorded answer by thread and turn, and the fork.
+fn book_of(recording: &Recording, fork: Option<&Fork>) -> ReplayBook {
+    let mut book = ReplayBook::new();
+    for thread in recording.calls.keys() {
+        for (turn, answers) in recording.answers(thread) {
+            book.add(thread, turn, answers);
+        }
+    }
+    if let Some(fork) = fork {
+        book.fork_after(fork.after_turn, fork.upstream.clone(), fork.key.clone());
+    }
+    book
 }
 
 fn unreplayable(dir: &Path, why: &str) -> Error {
