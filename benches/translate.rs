@@ -10,7 +10,7 @@
 //! the same `sha2` build), and start-up (`clawbridge params` on an empty workspace) against a
 //! minimal Rust binary that only parses its arguments, timed and counted: what each process
 //! does (its minor page faults from its resource usage, its system calls by `strace -c`, its
-//! instructions by `perf stat` where the machine exposes a counter), which the binary's layout
+//! instructions by `perf stat` where the machine exposes a counter, else by valgrind's callgrind), which the binary's layout
 //! does not move as it moves wall time. `BENCH_BREAKDOWN=1` adds per-stage
 //! medians; `BENCH_PROFILE=1` loops the from-disk path for a profiler. OpenClaw's own figures
 //! come from `scripts/bench-vs-openclaw`.
@@ -491,7 +491,7 @@ fn whole_process(ws: &Path, run_path: &Path) {
 /// What a start-up does, counted for `ours` against `minimal` (issue "Performance 4", item 2):
 /// minor page faults (the median of 21 runs' resource usage: the kernel's own count of the pages
 /// the process touched), system calls (`strace -f -c`, when installed) and user-space
-/// instructions (`perf stat`, when the machine exposes the counter; a VM often does not).
+/// instructions (`perf stat` where the machine exposes the counter, else valgrind's callgrind).
 fn start_up_counts(minimal: &mut Command, ours: &mut Command) {
     let faults = |command: &mut Command| {
         let mut seen: Vec<u64> = (0..21).filter_map(|_| minor_faults(command)).collect();
@@ -514,7 +514,7 @@ fn start_up_counts(minimal: &mut Command, ours: &mut Command) {
                 "start-up counts: {what} {count} = {:.2}x a minimal Rust binary ({base})",
                 count as f64 / base.max(1) as f64
             ),
-            _ => println!("start-up counts: {what} not counted on this machine (strace -c or a perf counter missing)"),
+            _ => println!("start-up counts: {what} not counted on this machine (strace, and perf's counter or valgrind, missing)"),
         }
     }
 }
@@ -577,9 +577,41 @@ fn syscalls(command: &Command) -> Option<u64> {
         .ok()
 }
 
-/// The user-space instructions of one run of `command`, by `perf stat`, if the machine counts
-/// them (`<not supported>` in most VMs).
+/// The user-space instructions of one run of `command`, the dynamic loader's included: by `perf
+/// stat` if the machine counts them (`<not supported>` in most VMs), else by valgrind's callgrind
+/// (it executes the program on a synthetic CPU and counts every instruction, so the figure is the
+/// same on every run and no layout moves it).
 fn instructions(command: &Command) -> Option<u64> {
+    perf_instructions(command).or_else(|| callgrind_instructions(command))
+}
+
+/// The instructions of one run under valgrind's callgrind (its `Collected` count).
+fn callgrind_instructions(command: &Command) -> Option<u64> {
+    let output = like(
+        command,
+        "valgrind",
+        &["--tool=callgrind", "--callgrind-out-file=/dev/null"],
+    )
+    .arg(command.get_program())
+    .args(command.get_args())
+    .stdout(std::process::Stdio::null())
+    .output()
+    .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    // "==PID== Collected : 1046207"
+    let text = String::from_utf8_lossy(&output.stderr);
+    text.lines()
+        .find_map(|line| line.split_once("Collected :"))?
+        .1
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `perf stat -e instructions:u`, when the machine exposes the counter.
+fn perf_instructions(command: &Command) -> Option<u64> {
     let output = like(
         command,
         "perf",
