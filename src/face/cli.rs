@@ -471,6 +471,11 @@ pub struct ReplayArgs {
     /// Exit 1 when any turn diverged.
     #[arg(long)]
     pub fail_on_divergence: bool,
+    /// The replay's route (`as-sent` or `spec`; default: the recording's own). The other one
+    /// shows, turn by turn and by layer, what `app-server --route spec` changes in what the
+    /// model receives on a real conversation.
+    #[arg(long, value_name = "ROUTE", value_parser = parse_replay_route)]
+    pub route: Option<crate::translate::live::LiveRoute>,
     /// Keep the replay's own transcript and captures in DIR (a recording in turn).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -1006,6 +1011,12 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "clawbridge", &mut script);
     String::from_utf8_lossy(&script).into_owned()
+}
+
+/// `replay --route`: as `app-server --route` reads it.
+fn parse_replay_route(value: &str) -> Result<crate::translate::live::LiveRoute, String> {
+    crate::translate::live::LiveRoute::parse(value)
+        .ok_or_else(|| format!("{value}: one of as-sent, spec"))
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ pub async fn run(args: super::cli::ReplayArgs) -> Result<ExitCode, Failure> {
         out: args.out.clone(),
         step_timeout: std::time::Duration::from_secs(args.step_timeout.max(1)),
         fork,
+        route: args.route,
     };
     let report = crate::replay::replay(&args.dir, &options).await?;
     if let Some(html) = &args.html {

@@ -805,3 +805,39 @@ async fn a_fork_replays_the_turns_before_it_and_sends_the_rest_live() {
         "the recorded second answer was not replayed"
     );
 }
+
+#[test]
+#[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
+fn replaying_with_the_other_route_shows_what_routing_changes_for_the_model() {
+    let dir = repo_root().join("fixtures/seed-audit/2026.9.6/direct");
+    let (code, stdout, stderr) = replay(
+        &dir,
+        &[
+            "--workspace",
+            &fixture_workspace(),
+            "--route",
+            "spec",
+            "--json",
+        ],
+    );
+    let report = report(&stdout, &stderr);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    assert_eq!(report["route"], "spec");
+    let turn = report["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["turn"] == 1))
+        .expect("turn 1")
+        .clone();
+    assert_eq!(turn["verdict"], "diverged", "{report:#}");
+    assert_eq!(turn["first"]["kind"], "model request", "{turn:#}");
+    let (code, _, stderr) = run_cli(&[
+        "replay",
+        &dir.display().to_string(),
+        "--codex-bin",
+        "/bin/true",
+        "--route",
+        "sideways",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("one of as-sent, spec"), "{stderr}");
+}

@@ -56,6 +56,10 @@ pub struct ReplayOptions {
     pub step_timeout: Duration,
     /// `--until-turn N --then-upstream URL`: the turns past N go to the upstream, live.
     pub fork: Option<Fork>,
+    /// `--route`: the slot's route for the replay (default: the recording's own, `spec` when it
+    /// holds routed requests). The other one shows what routing changes in what the model
+    /// receives on a real conversation.
+    pub route: Option<crate::translate::live::LiveRoute>,
 }
 
 /// Where a forked replay goes live.
@@ -104,6 +108,9 @@ pub async fn replay(dir: &Path, options: &ReplayOptions) -> Result<ReplayReport,
     // No `config.toml`: the recorded Codex ran on its defaults and OpenClaw's `-c` flags (a
     // recorded `config/read` says which), and the replayed one does the same.
 
+    let route_spec = options.route.map_or(recording.routed, |route| {
+        route == crate::translate::live::LiveRoute::Spec
+    });
     let mut pairing = Pairing::default();
     let mut rows = Vec::new();
     for (index, connection) in recording.connections.iter().enumerate() {
@@ -119,7 +126,7 @@ pub async fn replay(dir: &Path, options: &ReplayOptions) -> Result<ReplayReport,
             home: home.clone(),
             codex_home: codex_home.clone(),
             upstream: stub.base_url(),
-            route_spec: recording.routed,
+            route_spec,
             session_flags: drive::session_flags(connection),
             step_timeout: options.step_timeout,
         };
@@ -150,7 +157,7 @@ pub async fn replay(dir: &Path, options: &ReplayOptions) -> Result<ReplayReport,
     drop(stub);
     Ok(ReplayReport::new(
         dir,
-        recording.routed,
+        route_spec,
         rows,
         &served,
         notes,

@@ -199,7 +199,8 @@ pub struct ServedCounts {
 pub struct ReplayReport {
     /// The recording, as given.
     pub recording: String,
-    /// `as-sent` or `spec`: how the recorded slot routed (the replay routes the same).
+    /// `as-sent` or `spec`: how the replay's slot routed (the recording's own route unless
+    /// `--route` said otherwise).
     pub route: String,
     pub reused: usize,
     pub exact: usize,
