@@ -388,6 +388,25 @@ const FORWARDED_HEADERS: [&str; 6] = [
     "x-codex-turn-metadata",
 ];
 
+/// The one client a replay's fork sends through: built on its first request (the system's
+/// roots read once, the project's one TLS configuration), reused for every later one.
+fn fork_client() -> std::result::Result<&'static reqwest::Client, String> {
+    static CLIENT: std::sync::OnceLock<std::result::Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            let tls = clawbridge_support::tls::client_config(None, "--then-upstream")
+                .map_err(|error| error.to_string())?;
+            reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .use_preconfigured_tls(tls)
+                .build()
+                .map_err(|error| format!("clawbridge replay: cannot set up TLS: {error}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
 /// A replay's fork: the request sent on to `url` and its answer streamed back as it comes.
 async fn forward_upstream(
     url: &str,
@@ -395,12 +414,9 @@ async fn forward_upstream(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Response {
-    let client = match reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .build()
-    {
+    let client = match fork_client() {
         Ok(client) => client,
-        Err(error) => return (StatusCode::BAD_GATEWAY, error.to_string()).into_response(),
+        Err(error) => return (StatusCode::BAD_GATEWAY, error).into_response(),
     };
     let mut request = client
         .post(format!("{}/responses", url.trim_end_matches('/')))

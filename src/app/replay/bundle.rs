@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::recording::{read_json, Recording, MANIFEST};
+use super::recording::{Recording, MANIFEST};
 use crate::error::Error;
 
 /// Bytes a bundle unpacks to at most, and entries.
@@ -79,7 +79,11 @@ pub fn bundle(
         let redacted = if name.ends_with(".jsonl") {
             redact_lines(&bytes)
         } else if name.ends_with(".json") {
-            let mut value = read_json(&path)?;
+            let mut value: Value =
+                serde_json::from_slice(&bytes).map_err(|error| Error::InvalidDocument {
+                    path: path.clone(),
+                    message: error.to_string(),
+                })?;
             crate::support::redact::redact_value(&mut value);
             format!("{}\n", crate::support::json::to_pretty(&value)).into_bytes()
         } else if let Ok(text) = std::str::from_utf8(&bytes) {

@@ -462,15 +462,15 @@ pub fn session_flags(connection: &RecordedConnection) -> Vec<String> {
     flags
 }
 
-/// Folders a live answer names where the recorded one named others (Codex's home in
-/// `initialize`, a thread's `cwd` and rollout): paired so the comparison reads them as the
-/// recording's.
+/// Codex's home, which `initialize` names (the recorded one, and the replay's scratch home):
+/// paired so the comparison reads the replay's as the recording's. (The workspaces are paired
+/// when they are copied.)
 fn learn_folders(folders: &mut Folders, recorded: &Value, live: &Value) {
-    let result = (&recorded["result"], &live["result"]);
-    for key in ["codexHome"] {
-        if let (Some(ours), Some(theirs)) = (result.0[key].as_str(), result.1[key].as_str()) {
-            folders.add(ours, theirs);
-        }
+    if let (Some(ours), Some(theirs)) = (
+        recorded["result"]["codexHome"].as_str(),
+        live["result"]["codexHome"].as_str(),
+    ) {
+        folders.add(ours, theirs);
     }
 }
 

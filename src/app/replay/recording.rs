@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::traffic::replay_book::RecordedAnswer;
 use crate::traffic::trace::offline::{
-    files_in, json_lines, regular_file, sources, transcript_folder,
+    files_in, folders_in, json_lines, regular_file, sources, transcript_folder,
 };
 
 /// Thread files read at most over every connection.
@@ -398,7 +398,7 @@ fn read_calls(root: &Path, recording: &mut Recording) -> Result<(), Error> {
     if !is_dir(root) {
         return Ok(());
     }
-    for thread in folders(root) {
+    for thread in folders_in(root) {
         let Some(name) = thread
             .file_name()
             .and_then(|name| name.to_str())
@@ -406,7 +406,7 @@ fn read_calls(root: &Path, recording: &mut Recording) -> Result<(), Error> {
         else {
             continue;
         };
-        for turn in folders(&thread).into_iter().take(MAX_TURNS) {
+        for turn in folders_in(&thread).into_iter().take(MAX_TURNS) {
             let Some(number) = turn
                 .file_name()
                 .and_then(|name| name.to_str())
@@ -444,19 +444,6 @@ fn read_calls(root: &Path, recording: &mut Recording) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-/// Folders (not links) directly in `dir`, sorted.
-fn folders(dir: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
-        .map(|entry| entry.path())
-        .collect();
-    found.sort();
-    found
 }
 
 /// One JSON document, capped; an error names the file.

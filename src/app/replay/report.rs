@@ -116,23 +116,17 @@ impl Divergence {
 /// Characters of a text a report shows.
 const SHOWN: usize = 400;
 
-/// A text as a report shows it: redacted, one line (a line break as `\n`, every other control
-/// character escaped: a recording's text must not drive the terminal it is printed on), cut.
+/// A text as a report shows it: redacted, cut, on one line (a line break as `\n`, a tab as
+/// `\t`) and printable (`support::text::printable`: every other control character and
+/// bidirectional mark escaped; a recording's text must not drive the terminal it is printed on).
 fn shown(text: &str) -> String {
     let redacted = crate::support::redact::redact_text(text);
-    let mut out = String::new();
-    for (chars, c) in redacted.chars().enumerate() {
-        if chars == SHOWN {
-            out.push('…');
-            break;
-        }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", u32::from(c))),
-            c => out.push(c),
-        }
+    let mut cut: String = redacted.chars().take(SHOWN).collect();
+    let more = cut.len() < redacted.len();
+    cut = cut.replace('\n', "\\n").replace('\t', "\\t");
+    let mut out = crate::support::text::printable(&cut).into_owned();
+    if more {
+        out.push('…');
     }
     out
 }

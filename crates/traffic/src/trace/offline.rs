@@ -99,7 +99,7 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Folders (not links) directly in `dir`, sorted by name.
-fn folders_in(dir: &Path) -> Vec<PathBuf> {
+pub fn folders_in(dir: &Path) -> Vec<PathBuf> {
     entries_in(dir, std::fs::FileType::is_dir)
 }
 
