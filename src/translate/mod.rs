@@ -146,8 +146,10 @@ pub fn translate(run: &Run, options: &TranslateOptions) -> Result<Translation> {
         Harness::Codex => CatalogSurface::Codex,
         Harness::Embedded => CatalogSurface::SystemPrompt,
     };
-    // Lightweight cron runs carry no OpenClaw context at all, skills included.
-    let skills_prompt = if run.is_lightweight_cron() {
+    // A lightweight cron turn on Codex carries no OpenClaw context at all, skills included (the
+    // scheduled prompt goes byte for byte); OpenClaw's own system prompt keeps its Skills section
+    // (docs/routing.md, "Where each file goes").
+    let skills_prompt = if run.is_lightweight_cron() && run.harness == Harness::Codex {
         render_skills_prompt(&[], max_chars, max_count, surface)
     } else {
         render_skills_prompt(&skills, max_chars, max_count, surface)

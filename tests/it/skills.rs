@@ -700,3 +700,32 @@ fn env_gates_bundled_allowlists_and_config_paths_read_as_openclaw_reads_them() {
         translation.ineligible_skills
     );
 }
+
+/// A lightweight cron turn on Codex carries the scheduled prompt alone (no skills in the
+/// collaboration instructions), but OpenClaw's own system prompt for it keeps the Skills
+/// section: the spec's routing table names the exception for Codex only (docs/routing.md,
+/// "Where each file goes"), and OpenClaw 2026.6.10's cron runner renders the skills of a
+/// `--light-context` job (fixtures/live-lane/2026.6.10/cron-light.json).
+#[test]
+fn a_lightweight_cron_run_keeps_its_skills_on_the_embedded_prompt_only() {
+    let ws = TestWorkspace::empty();
+    ws.write(
+        "skills/nightly/SKILL.md",
+        &skill("nightly", "Write the nightly report."),
+    );
+    let fields = json!({ "sessionKey": "agent:main:cron:nightly", "trigger": "cron", "lightweight": true, "message": "Run it." });
+    let run = run_with(&ws.path(), fields.clone());
+    let params = params_json(&run);
+    assert!(!all_text(&params).contains("nightly</name>"), "{params}");
+    let mut embedded = fields;
+    embedded["harness"] = json!("embedded");
+    let (translation, _) = translate_run(&run_with(&ws.path(), embedded));
+    assert!(
+        translation
+            .skills_prompt
+            .text
+            .contains("<name>nightly</name>"),
+        "{}",
+        translation.skills_prompt.text
+    );
+}
