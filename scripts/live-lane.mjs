@@ -103,6 +103,22 @@ const SCENARIOS = [
   },
 ];
 
+// The seed audit's five scenarios (scripts/seed-audit, the same messages and session keys as
+// its 2026.9.6 record) on fixtures/workspace with OpenClaw's default config: where OpenClaw
+// 2026.6.10's own runtime put each workspace file (`scripts/seed-audit --route embedded`).
+const SEED_AUDIT = [
+  { name: "direct", how: "cli", sessionKey: "agent:main:main", message: "What is on the release checklist?" },
+  { name: "group", how: "cli", sessionKey: "agent:main:telegram:group:-1001234567890", message: "Hello everyone, what can you do for this group?" },
+  {
+    name: "heartbeat", how: "heartbeat", message: "Check the release checklist.",
+    run: { trigger: "heartbeat", channel: { name: "heartbeat", chatType: "direct" } },
+  },
+  { name: "cron", how: "cli", sessionKey: "agent:main:cron:nightly-report", message: "Write the nightly report.", run: { trigger: "cron" } },
+  { name: "subagent", how: "cli", sessionKey: "agent:main:subagent:research-1", message: "Find the release date in the workspace." },
+].map((scenario) => ({ ...scenario, base: path.join(root, "fixtures", "workspace"), defaults: true }));
+
+const SETS = { "live-lane": SCENARIOS, "seed-audit": SEED_AUDIT };
+
 const merge = (base, over) => {
   if (!over || typeof over !== "object" || Array.isArray(over)) return over ?? base;
   const out = { ...(base ?? {}) };
@@ -130,7 +146,9 @@ function openclawConfig(scenario, home, port) {
       defaults: {
         workspace: `${home}/workspace`, repoRoot: `${home}/workspace`,
         model: { primary: modelId(scenario) }, userTimezone: "UTC",
-        heartbeat: { every: "0m" },
+        // The lane's scenarios keep heartbeats off unless they say otherwise (the seed audit's
+        // keep OpenClaw's default, every 30 minutes).
+        ...(scenario.defaults ? {} : { heartbeat: { every: "0m" } }),
       },
     },
   };
@@ -150,7 +168,7 @@ function workspaceFiles(scenario) {
       else files[relative] = fs.readFileSync(path.join(dir, entry.name), "utf8");
     }
   };
-  walk(path.join(lane, "workspace"));
+  walk(scenario.base ?? path.join(lane, "workspace"));
   for (const [relative, content] of Object.entries(scenario.files ?? {})) {
     if (content === null) delete files[relative];
     else files[relative] = content;
@@ -249,7 +267,8 @@ function run(command, args, options, seconds) {
 async function record(args) {
   const openclaw = arg(args, "--openclaw");
   const out = arg(args, "--out");
-  const names = args.length ? args : SCENARIOS.map((scenario) => scenario.name);
+  const set = SETS[arg(args, "--set") ?? "live-lane"];
+  const names = args.length ? args : set.map((scenario) => scenario.name);
   const launcher = path.join(openclaw, "openclaw.mjs");
   const version = JSON.parse(fs.readFileSync(path.join(openclaw, "package.json"), "utf8")).version;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "live-lane-"));
@@ -264,7 +283,7 @@ async function record(args) {
   fs.mkdirSync(out, { recursive: true });
   try {
     for (const name of names) {
-      const scenario = SCENARIOS.find((candidate) => candidate.name === name);
+      const scenario = set.find((candidate) => candidate.name === name);
       if (!scenario) throw new Error(`no scenario ${name}`);
       const started = Date.now();
       const home = path.join(scratch, "home");
@@ -696,10 +715,8 @@ function ourPrompt(scenario, capture, clawbridge, openclaw, scratch) {
   return scrub({ request: { system: [out], messages: [] } }, replacements).request.system;
 }
 
-function check(mode, args) {
-  const clawbridge = arg(args, "--clawbridge");
-  const openclaw = arg(args, "--openclaw");
-  const records = arg(args, "--records");
+/** A scratch folder for clawbridge's side, with the stand-ins and Node on its `bin/`. */
+function scratchFolder() {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "live-lane-check-"));
   const bin = path.join(scratch, "bin");
   fs.mkdirSync(bin);
@@ -708,15 +725,113 @@ function check(mode, args) {
     fs.chmodSync(path.join(bin, name), 0o755);
   }
   fs.symlinkSync(process.execPath, path.join(bin, "node"));
+  return scratch;
+}
+
+/** A recorded scenario's capture files, each with its scenario of SET. */
+function capturesOf(records, set) {
+  return fs
+    .readdirSync(records)
+    .filter((name) => name.endsWith(".json"))
+    .sort()
+    .map((file) => {
+      const capture = JSON.parse(fs.readFileSync(path.join(records, file), "utf8"));
+      const scenario = set.find((candidate) => candidate.name === capture.scenario);
+      if (!scenario) throw new Error(`${file}: no scenario ${capture.scenario} (record it again)`);
+      return { file, capture, scenario };
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The seed audit of an embedded run: where OpenClaw put each workspace file in the request,
+// against where clawbridge's own prompt for the same run puts it (the spec), in the rows of
+// `clawbridge audit --json`, so scripts/seed-audit-record.mjs writes the record.
+// ---------------------------------------------------------------------------------------------
+const BOOTSTRAP = ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"];
+const LAYERS = { "# Project Context": "projectContext", "# Dynamic Project Context": "dynamicProjectContext" };
+
+/** Where FILE's text landed in a prompt's blocks and messages: [{layer, how}]. */
+function landings(blocks, messages, file, text, contentLines) {
+  const found = [];
+  const whole = text.trim();
+  for (const section of sections(blocks, contentLines)) {
+    const layer = LAYERS[section.heading];
+    if (!layer) continue;
+    for (const entry of projectFiles(section.text)) {
+      if (path.basename(entry.path) !== file) continue;
+      found.push({ layer, how: entry.content === whole ? "whole" : "cut" });
+    }
+  }
+  if (messages.some((message) => message.role === "user" && message.text.includes(whole))) found.push({ layer: "turnInput", how: "whole" });
+  return found;
+}
+
+function auditRow(file, spec, openclaw, model) {
+  const names = (list) => list.map((landing) => `${AUDIT_LAYER[landing.layer]}${landing.how === "whole" ? "" : ` (${landing.how})`}`).join(", ");
+  let verdict;
+  let detail;
+  if (spec.length === 0 && openclaw.length === 0) [verdict, detail] = ["asSpec", "sent nowhere, as the spec says"];
+  else if (spec.length === 0) [verdict, detail] = ["extra", `the spec sends it nowhere; OpenClaw sent it in ${names(openclaw)}`];
+  else if (openclaw.length === 0) [verdict, detail] = ["missing", `the spec sends it in ${names(spec)}; OpenClaw sent it nowhere`];
+  else if (json(spec.map((l) => l.layer)) !== json(openclaw.map((l) => l.layer))) [verdict, detail] = ["moved", `${names(spec)} → ${names(openclaw)}`];
+  else if (json(spec) !== json(openclaw)) [verdict, detail] = ["truncated", `${names(spec)}, but ${names(openclaw)}`];
+  else [verdict, detail] = ["asSpec", names(spec)];
+  return { detail, file, model, openclaw, spec, verdict };
+}
+const AUDIT_LAYER = { projectContext: "Project Context", dynamicProjectContext: "Dynamic Project Context", turnInput: "turn input" };
+
+function audit(args) {
+  const clawbridge = arg(args, "--clawbridge");
+  const openclaw = arg(args, "--openclaw");
+  const records = arg(args, "--records");
+  const out = arg(args, "--out");
+  const scratch = scratchFolder();
+  try {
+    for (const { capture, scenario } of capturesOf(records, SEED_AUDIT)) {
+      const ours = ourPrompt(scenario, capture, clawbridge, openclaw, scratch);
+      const contentLines = new Set(Object.values(capture.workspace).flatMap((text) => text.split("\n")));
+      const { system, messages } = capture.request;
+      const rows = BOOTSTRAP.filter((file) => file in capture.workspace).map((file) => {
+        const text = capture.workspace[file];
+        const theirs = landings(system, messages, file, text, contentLines);
+        const everywhere = [...system, ...messages.map((message) => message.text)].join("\n");
+        const model = everywhere.includes(text.trim()) ? "whole" : everywhere.includes(text.trim().slice(0, 120)) ? "cut" : null;
+        return auditRow(file, landings(ours, [], file, text, contentLines), theirs, model);
+      });
+      const verdicts = {};
+      for (const row of rows) verdicts[row.verdict] = (verdicts[row.verdict] ?? 0) + 1;
+      const flags = rows.filter((row) => row.spec.length > 0 && row.model === null).map((row) => `${row.file} never reached the model`);
+      const report = {
+        client: `openclaw ${capture.openclaw} (its own embedded runtime)`,
+        threads: [{
+          cwd: "fixtures/workspace",
+          thread: "embedded run",
+          turns: [{
+            turn: 1, route: "as-sent", flags, rows,
+            inferred: ["workspace: fixtures/workspace (given)", `session key: ${scenario.sessionKey ?? capture.facts.sessionKey} (given)`],
+            notes: [`the system prompt in ${system.length} block(s) split at the cache boundary`, `the user message: ${JSON.stringify(messages.at(-1)?.text ?? "")}`],
+          }],
+        }],
+        verdicts,
+      };
+      fs.writeFileSync(path.join(out, `${scenario.name}.audit.json`), `${JSON.stringify(report, null, 2)}\n`);
+    }
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function check(mode, args) {
+  const clawbridge = arg(args, "--clawbridge");
+  const openclaw = arg(args, "--openclaw");
+  const records = arg(args, "--records");
+  const scratch = scratchFolder();
   const report = [];
   let failures = 0;
   const tally = {};
   try {
-    const captures = fs.readdirSync(records).filter((name) => name.endsWith(".json")).sort();
-    for (const file of captures) {
-      const capture = JSON.parse(fs.readFileSync(path.join(records, file), "utf8"));
-      const scenario = SCENARIOS.find((candidate) => candidate.name === capture.scenario);
-      if (!scenario) throw new Error(`${file}: no scenario ${capture.scenario} (record it again)`);
+    const captures = capturesOf(records, SCENARIOS);
+    for (const { capture, scenario } of captures) {
       const ours = ourPrompt(scenario, capture, clawbridge, openclaw, scratch);
       // LIVE_LANE_SHOW=DIR: both prompts of each scenario written there, to read side by side.
       if (process.env.LIVE_LANE_SHOW) {
@@ -765,7 +880,8 @@ function check(mode, args) {
 const [command, ...rest] = process.argv.slice(2);
 if (command === "record") await record(rest);
 else if (command === "check" || command === "update") check(command, rest);
+else if (command === "audit") audit(rest);
 else {
-  console.error("usage: live-lane.mjs record|check|update ...");
+  console.error("usage: live-lane.mjs record|check|update|audit ...");
   process.exitCode = 2;
 }

@@ -122,6 +122,8 @@ const LAYER = {
   additionalContext: "additionalContext",
   turnInput: "turn input",
   leftToCodex: "left to Codex",
+  projectContext: "Project Context",
+  dynamicProjectContext: "Dynamic Project Context",
 };
 const VERDICT = {
   asSpec: "as spec",
@@ -144,7 +146,9 @@ function record([version, dir, ...scenarios]) {
   // `VERSION-route-spec`: the same scenarios with clawbridge routing the files (`--route spec`).
   const routed = version.endsWith("-route-spec");
   const openclaw = routed ? version.slice(0, -"-route-spec".length) : version;
-  const out = { openclaw, route: routed ? "spec" : "as-sent", workspace: "fixtures/workspace", scenarios: [] };
+  // SEED_AUDIT_ROUTE=embedded: OpenClaw's own embedded runtime (scripts/live-lane), no Codex.
+  const embedded = process.env.SEED_AUDIT_ROUTE === "embedded";
+  const out = { openclaw, route: embedded ? "embedded" : routed ? "spec" : "as-sent", workspace: "fixtures/workspace", scenarios: [] };
   for (const scenario of scenarios) {
     const [name, sessionKey, flags, message] = scenario.split("|");
     const audit = JSON.parse(fs.readFileSync(path.join(dir, `${name}.audit.json`), "utf8"));
@@ -186,6 +190,20 @@ function record([version, dir, ...scenarios]) {
         ".md](" +
         openclaw +
         ".md). The verdicts and their meaning: [docs/audit.md](../../docs/audit.md).",
+    );
+  } else if (embedded) {
+    md.push(`# Seed audit: OpenClaw ${version}, its own embedded runtime`);
+    md.push("");
+    md.push(
+      "Where the real OpenClaw put each workspace file in the system prompt its own embedded runtime " +
+        "sent a model (it predates its Codex plugin), against where the spec's system-prompt layers put " +
+        "it (clawbridge's own prompt for the same run), on `fixtures/workspace`. Recorded by " +
+        "`scripts/seed-audit --route embedded " +
+        version +
+        "` (the live lane's route: first model requests in `" +
+        version +
+        "/`), checked by `scripts/seed-audit --check`. The verdicts and their meaning: " +
+        "[docs/audit.md](../../docs/audit.md).",
     );
   } else {
     md.push(`# Seed audit: OpenClaw ${version}`);
