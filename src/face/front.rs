@@ -41,7 +41,41 @@ pub fn parse() -> Parsed<Cli> {
 
 /// Read a command line the front runs itself ([`is_one_shot_line`]).
 pub fn parse_one_shot() -> Parsed<OneShotCli> {
-    parse_as(std::env::args_os().skip(1).collect(), |command| command)
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if let Some(cli) = plain_params(&args) {
+        return Parsed::Cli(Box::new(cli));
+    }
+    parse_as(args, |command| command)
+}
+
+/// `clawbridge params FILE` and nothing else, read without building clap's command tree: the
+/// line a caller runs once per turn, whose start is most of its time, and clap's tree is the
+/// largest part of that start after the loader (docs/performance.md, "Start-up"). The result is
+/// the value clap gives for the same line (`plain_params_reads_as_clap_reads`); any other
+/// line, a flag or a path that looks like one included, goes to clap.
+pub fn plain_params(args: &[OsString]) -> Option<OneShotCli> {
+    let [command, run] = args else {
+        return None;
+    };
+    let run_text = run.to_string_lossy();
+    if command != "params" || run_text.is_empty() || run_text.starts_with('-') {
+        return None;
+    }
+    Some(OneShotCli {
+        verbose: 0,
+        color: super::cli::Color::Auto,
+        log_format: super::cli::LogFormat::Text,
+        command: OneShot::Params(super::cli::RunArgs {
+            run: run.into(),
+            state_dir: None,
+            bootstrap_hook: None,
+        }),
+    })
+}
+
+/// Parse a one-shot line with clap only (for the test that keeps [`plain_params`] equal to it).
+pub fn parse_one_shot_with_clap(args: Vec<OsString>) -> Parsed<OneShotCli> {
+    parse_as(args, |command| command)
 }
 
 fn parse_as<T: Parser>(

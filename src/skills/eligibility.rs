@@ -101,7 +101,7 @@ fn ineligibility(
                 filled(entry.get("env").and_then(|env| env.get(&variable)))
                     || (primary_env == Some(variable.as_str()) && filled(entry.get("apiKey")))
             });
-            if !configured && host.env.get(&variable).is_none_or(String::is_empty) {
+            if !configured && host.env_var(&variable).is_none_or(|value| value.is_empty()) {
                 return Some(format!("requires environment variable {variable}"));
             }
         }

@@ -3,8 +3,8 @@
 //! Layout: `discover` ([`discover_skills`]) walks the skill roots (configured extra dirs, then
 //! the workspace `skills/` folder, a later root replacing a same-name skill), confined and
 //! capped, and parses each `SKILL.md` frontmatter; `eligibility` ([`eligible_skills`]) applies
-//! the gates against explicit [`HostFacts`] (never the live process environment, so tests and
-//! snapshots stay hermetic); `catalog` ([`render_skills_prompt`]) renders the catalog within
+//! the gates against the [`HostFacts`] it is given (the CLI's read this process's environment
+//! when a gate asks; tests and snapshots give fixed ones, so they stay hermetic); `catalog` ([`render_skills_prompt`]) renders the catalog within
 //! `skills.limits.maxSkillsPromptChars`, falling back to the compact format (docs/routing.md,
 //! "Skills").
 
@@ -65,12 +65,29 @@ pub struct SkillEntry {
 pub struct HostFacts {
     /// Node-style platform name: `linux`, `darwin`, `win32`.
     pub platform: String,
-    pub env: BTreeMap<String, String>,
+    /// The environment a skill's `requires.env` gate reads ([`HostFacts::env_var`]).
+    pub env: HostEnv,
     pub path_dirs: Vec<PathBuf>,
     /// OpenClaw's managed skills folder; a run's `managedSkillsDir` wins.
     pub managed_skills_dir: Option<PathBuf>,
     /// OpenClaw's bundled skills folder; a run's `bundledSkillsDir` wins.
     pub bundled_skills_dir: Option<PathBuf>,
+}
+
+/// Where a host's environment variables come from.
+#[derive(Clone, Debug)]
+pub enum HostEnv {
+    /// This process's environment, read when a gate asks: a start-up copies none of it (and a
+    /// variable that is not UTF-8 reads as unset instead of stopping the copy).
+    Process,
+    /// A fixed set (tests, snapshots, hermetic translation).
+    Given(BTreeMap<String, String>),
+}
+
+impl Default for HostEnv {
+    fn default() -> Self {
+        HostEnv::Given(BTreeMap::new())
+    }
 }
 
 impl HostFacts {
@@ -85,12 +102,11 @@ impl HostFacts {
         let path_dirs = std::env::var_os("PATH")
             .map(|path| std::env::split_paths(&path).collect())
             .unwrap_or_default();
-        let env: BTreeMap<String, String> = std::env::vars().collect();
         let set = |name: &str| {
-            env.get(name)
-                .map(|value| value.trim())
-                .filter(|value| !value.is_empty())
-                .map(PathBuf::from)
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+                .map(|value| PathBuf::from(value.trim()))
         };
         // Where OpenClaw itself looks: its state dir (`$OPENCLAW_STATE_DIR`, else ~/.openclaw).
         let managed_skills_dir = set("OPENCLAW_STATE_DIR")
@@ -102,7 +118,15 @@ impl HostFacts {
             path_dirs,
             managed_skills_dir,
             bundled_skills_dir,
-            env,
+            env: HostEnv::Process,
+        }
+    }
+
+    /// A variable of the host's environment, as a skill's `requires.env` gate reads it.
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        match &self.env {
+            HostEnv::Process => std::env::var(name).ok(),
+            HostEnv::Given(env) => env.get(name).cloned(),
         }
     }
 

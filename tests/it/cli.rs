@@ -1168,3 +1168,37 @@ fn the_prompt_page_lists_every_tolerated_deviation_as_the_suite_has_it() {
         "docs/system-prompt.md §12 repeats deviations.json entry for entry"
     );
 }
+
+/// The front reads `clawbridge params FILE` without clap (its start is most of its time), and
+/// must read it exactly as clap does; anything else still goes to clap.
+#[test]
+fn plain_params_reads_as_clap_reads() {
+    use clawbridge::face::front::{parse_one_shot_with_clap, plain_params, Parsed};
+    use std::ffi::OsString;
+    let line = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
+    for words in [
+        &["params", "run.json"][..],
+        &["params", "a dir/run file.json"],
+    ] {
+        let fast = plain_params(&line(words)).expect("the plain line is read without clap");
+        let Parsed::Cli(clap) = parse_one_shot_with_clap(line(words)) else {
+            panic!("clap reads {words:?}");
+        };
+        assert_eq!(format!("{fast:?}"), format!("{clap:?}"), "{words:?}");
+    }
+    for words in [
+        &["params"][..],
+        &["params", "--help"],
+        &["params", "-"],
+        &["params", ""],
+        &["params", "run.json", "--state-dir", "s"],
+        &["-v", "params", "run.json"],
+        &["prompt", "run.json"],
+        &["context", "run.json"],
+    ] {
+        assert!(
+            plain_params(&line(words)).is_none(),
+            "{words:?} goes to clap"
+        );
+    }
+}

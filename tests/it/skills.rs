@@ -729,3 +729,42 @@ fn a_lightweight_cron_run_keeps_its_skills_on_the_embedded_prompt_only() {
         translation.skills_prompt.text
     );
 }
+
+/// The CLI's skill gates read this process's environment, one variable when a gate names it: a
+/// set variable offers the skill, an unset or empty one does not, and a variable elsewhere in
+/// the environment that is not UTF-8 changes nothing (copying the whole environment stopped
+/// on it with a panic).
+#[test]
+fn env_gates_read_the_process_environment_and_survive_a_non_utf8_variable() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let ws = TestWorkspace::empty();
+    ws.write(
+        "skills/keyed/SKILL.md",
+        "---\nname: keyed\ndescription: Needs a key\nmetadata: {\"openclaw\": {\"requires\": {\"env\": [\"CLAWBRIDGE_TEST_SKILL_KEY\"]}}}\n---\n",
+    );
+    let run = ws.path().join("run.json");
+    std::fs::write(&run, json!({ "workspace": ws.path() }).to_string()).expect("run");
+    let offered = |key: Option<&str>| {
+        let mut command = clawbridge();
+        command
+            .args(["params".as_ref(), run.as_os_str()])
+            .env_remove("CLAWBRIDGE_TEST_SKILL_KEY")
+            .env(
+                "CLAWBRIDGE_TEST_NOT_UTF8",
+                std::ffi::OsStr::from_bytes(b"caf\xe9"),
+            );
+        if let Some(key) = key {
+            command.env("CLAWBRIDGE_TEST_SKILL_KEY", key);
+        }
+        let output = command.output().expect("clawbridge params");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).contains("<name>keyed</name>")
+    };
+    assert!(offered(Some("k-1")));
+    assert!(!offered(Some("")));
+    assert!(!offered(None));
+}
