@@ -24,6 +24,7 @@ import path from "node:path";
 import http from "node:http";
 import crypto from "node:crypto";
 import { spawn, execFileSync } from "node:child_process";
+import { SECTION_DEVIATIONS as SHARED_SECTION_DEVIATIONS } from "./openclaw-conformance/sections.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const root = path.resolve(here, "..");
@@ -564,18 +565,15 @@ function compare(scenario, theirs, ours, workspace) {
   return rows;
 }
 
-// Where a section's presence or placement differs because clawbridge follows the seed page.
+// Where a section's presence or placement differs because clawbridge follows the seed page:
+// the compiled-function suite's table, and what only a live run shows.
 const SECTION_DEVIATIONS = {
-  "## Assistant Output Directives": { placement: "seed-dynamic-suffix" },
-  "## Silent Replies": { placement: "seed-dynamic-suffix" },
-  "## Heartbeats": { presence: "seed-heartbeats-section", placement: "seed-dynamic-suffix" },
-  "# Dynamic Project Context": { presence: "seed-dynamic-project-context" },
-  "## OpenClaw Self-Update": { presence: "seed-self-update-section" },
+  ...SHARED_SECTION_DEVIATIONS,
   "## Group Chat Context": {
-    placement: "seed-dynamic-suffix",
+    ...SHARED_SECTION_DEVIATIONS["## Group Chat Context"],
     presence: (scenario, ours) => (ours && scenario.agentArgs?.includes("--channel") ? "channel-is-the-source-chat" : undefined),
   },
-  "## Messaging": { placement: "seed-dynamic-suffix" },
+  "## Silent Replies": { ...SHARED_SECTION_DEVIATIONS["## Silent Replies"] },
   "## Skill Workshop": { presence: "no-skill-workshop-section" },
   "## Bootstrap Pending": { presence: "no-bootstrap-pending-section" },
   "## GPT-5 Working Style": { presence: "gpt5-overlay-stable-prefix" },

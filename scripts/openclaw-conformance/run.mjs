@@ -14,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { loadOpenClaw } from "./openclaw.mjs";
+import { SECTION_DEVIATIONS } from "./sections.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const args = Object.fromEntries(
@@ -625,16 +626,6 @@ function compareDefaultModel(index) {
   check(group, `agent ${agent}, ${JSON.stringify(config.agents)}: ${JSON.stringify(ours)} vs ${JSON.stringify(theirs)}`, ours === theirs);
 }
 
-// Sections where clawbridge follows the seed page rather than this OpenClaw build.
-const SECTION_DEVIATIONS = {
-  "## Assistant Output Directives": { placement: "seed-dynamic-suffix" },
-  "## Silent Replies": { placement: "seed-dynamic-suffix" },
-  "## Heartbeats": { presence: "seed-heartbeats-section", placement: "seed-dynamic-suffix" },
-  "# Dynamic Project Context": { presence: "seed-dynamic-project-context" },
-  "## OpenClaw Self-Update": { presence: "seed-self-update-section" },
-  "## Group Chat Context": { placement: "seed-dynamic-suffix" },
-  "## Messaging": { placement: "seed-dynamic-suffix" },
-};
 
 // ---------------------------------------------------------------------------------------------
 // 4. Codex: developer instructions, collaboration instructions, the surface of each file.
