@@ -181,6 +181,11 @@ function writeWorkspace(dir, files) {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   for (const [relative, content] of Object.entries(files)) {
+    // A capture names its files; none may leave the folder it is written to.
+    const parts = relative.split(/[\\/]/);
+    if (path.isAbsolute(relative) || parts.includes("..") || parts.includes("") || typeof content !== "string") {
+      throw new Error(`workspace file ${JSON.stringify(relative)}: not a plain relative path inside the workspace`);
+    }
     fs.mkdirSync(path.dirname(path.join(dir, relative)), { recursive: true });
     fs.writeFileSync(path.join(dir, relative), content);
   }
