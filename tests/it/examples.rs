@@ -18,9 +18,9 @@
 //! install` and `npm install -g` (`scripts/test-install` installs both ways), the `export PATH`
 //! line (it is this test's environment), `ssh` (a second host), `sudo` (operations.md's steps on
 //! a host as root: `operations` checks the unit, `fleet_state` runs the account steps), `read
-//! -rs` (a person pastes a key), `scripts/seed-audit VERSION` and
-//! `--update` (four minutes of real OpenClaw runs; rewrites the records: scripts/test runs
-//! `--check`), `scripts/codex-compat latest` (scripts/test runs it on the newest supported Codex);
+//! -rs` (a person pastes a key), `scripts/seed-audit VERSION`, `--route embedded VERSION`,
+//! `--update` and `scripts/live-lane --record` (minutes of real OpenClaw runs; rewrites the
+//! records: scripts/test runs `--check`), `scripts/codex-compat latest` (scripts/test runs it on the newest supported Codex);
 //! and blocks marked `<!-- recipe: SCRIPT -->` or `<!-- recipe settings: SCRIPT -->` (a test keeps
 //! the recipe equal to the script, and the real-OpenClaw tests run the script). A line that is a synopsis rather
 //! than a command (`DIR`, `[--json]`, `...`) fails: the examples are for running.
@@ -147,6 +147,14 @@ fn skipped(line: &str) -> Option<&'static str> {
         (
             "scripts/seed-audit 2",
             "five real OpenClaw runs (4 minutes); the real-OpenClaw stage runs OpenClaw",
+        ),
+        (
+            "scripts/seed-audit --route embedded",
+            "it records with the real OpenClaw 2026.6.10 (about 40 s); scripts/test runs --check on the record",
+        ),
+        (
+            "scripts/live-lane --record",
+            "it records with the real OpenClaw 2026.6.10 (about 100 s); scripts/test runs --check on the record",
         ),
         (
             "scripts/seed-audit --update",
