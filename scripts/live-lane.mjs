@@ -503,7 +503,6 @@ const FACTS = {
     } catch {}
     return { metadata: metadata && Object.fromEntries(Object.entries(metadata).sort(([a], [b]) => (a < b ? -1 : 1))) };
   },
-  "## Voice (TTS)": (text) => ({ voice: text.length > 0 }),
   // The silent-reply token where the run's reply contract has one (spec §6.1), the message tool.
   "## Messaging": (text) => ({ noReply: /\bonly:? `?NO_REPLY/i.test(text), messageTool: text.includes("### message tool") }),
 };

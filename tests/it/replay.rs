@@ -267,16 +267,20 @@ fn a_bundle_travels_without_a_secret_and_replays_as_it_is() {
     assert!(report["exact"].as_u64() >= Some(1));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
-async fn a_replay_forks_live_at_a_chosen_turn() {
-    use clawbridge::{ResponsesStub, StubScript, StubStep};
-    let upstream = ResponsesStub::start(StubScript {
-        responses: vec![StubStep::Text("A live answer from the upstream.".into())],
+/// A loopback model upstream a fork sends its later turns to, answering `text` once.
+async fn upstream_answering(text: &str) -> clawbridge::ResponsesStub {
+    clawbridge::ResponsesStub::start(clawbridge::StubScript {
+        responses: vec![clawbridge::StubStep::Text(text.into())],
         ..Default::default()
     })
     .await
-    .expect("upstream");
+    .expect("upstream")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
+async fn a_replay_forks_live_at_a_chosen_turn() {
+    let upstream = upstream_answering("A live answer from the upstream.").await;
     let url = upstream.base_url();
     let out = tempfile::tempdir().expect("temp");
     let out_dir = out.path().join("replayed");
@@ -713,7 +717,6 @@ async fn an_endpoint_recording_replays_connection_by_connection_and_names_the_en
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the pinned Codex CLI (scripts/test installs it)"]
 async fn a_fork_replays_the_turns_before_it_and_sends_the_rest_live() {
-    use clawbridge::{ResponsesStub, StubScript, StubStep};
     let root = tempfile::tempdir().expect("temp");
     let script = serde_json::json!({"responses": [{"text": "The first answer."}, {"text": "The second answer."}]});
     let root_path = root.path().to_path_buf();
@@ -727,12 +730,7 @@ async fn a_fork_replays_the_turns_before_it_and_sends_the_rest_live() {
     })
     .await
     .expect("join");
-    let upstream = ResponsesStub::start(StubScript {
-        responses: vec![StubStep::Text("Another model's second answer.".into())],
-        ..Default::default()
-    })
-    .await
-    .expect("upstream");
+    let upstream = upstream_answering("Another model's second answer.").await;
     let url = upstream.base_url();
     let out = root.path().join("forked");
     let out_arg = out.display().to_string();
