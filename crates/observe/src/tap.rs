@@ -48,24 +48,42 @@ impl ObserverTap {
         }
     }
 
-    /// Let the observer finish what it holds (bounded) and write its per-method summary.
+    /// Let the observer finish what it holds and write its per-method summary. What it holds is
+    /// bounded (its queue's bytes, taken at the stop), so its time is too, but not to a figure:
+    /// Codex's schema may still be generating (a version seen for the first time), or a loaded
+    /// machine checks and audits what was queued slowly (a fresh machine's CI once ended a
+    /// `serve` before its summary was written, when only a loading schema was waited for). So
+    /// it is waited for up to 5 s, then, said in the log, up to 30 s more.
     pub async fn finish(self) {
         let _ = self.stop.send(());
         let mut task = self.task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut task)
+        if tokio::time::timeout(FINISH_QUIETLY, &mut task)
             .await
-            .is_err()
-            && self
-                .schema_pending
-                .load(std::sync::atomic::Ordering::Relaxed)
+            .is_ok()
         {
-            // Codex's schema is still being generated (a version seen for the first time): the
-            // lines wait for it, and so does their summary, a while longer.
+            return;
+        }
+        if self
+            .schema_pending
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
             tracing::info!("conformance: waiting for Codex's schema to check what is left");
-            let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
+        } else {
+            tracing::info!("conformance: waiting for the observer to check what is left");
+        }
+        if tokio::time::timeout(FINISH_AT_MOST, task).await.is_err() {
+            tracing::warn!(
+                "conformance: the observer did not finish within {} s; its summary is not written",
+                (FINISH_QUIETLY + FINISH_AT_MOST).as_secs()
+            );
         }
     }
 }
+
+/// How long a stop waits for the observer's summary before it says it is waiting.
+const FINISH_QUIETLY: Duration = Duration::from_secs(5);
+/// How much longer it then waits.
+const FINISH_AT_MOST: Duration = Duration::from_secs(30);
 
 /// The live trace `settings` (or the OpenTelemetry variables) ask for, told to `known` so that
 /// the observer and the capture writer feed it; its target is logged once.
@@ -192,4 +210,44 @@ pub fn connection_taps(
             });
         Some(tap)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A stop waits for the summary of an observer still busy past the first 5 s with its
+    /// schema loaded (here a turn's audit that takes 6 s; on a loaded machine, checking what was
+    /// queued): the summary is in the log when `finish` returns.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_waits_for_a_busy_observer_s_summary() {
+        let dir = tempfile::tempdir().expect("dir");
+        let log = dir.path().join("conformance.jsonl");
+        let slow: super::super::audit::TurnAuditor = Arc::new(
+            |_: &str, _: &serde_json::Value, _: &serde_json::Value, _: usize| {
+                std::thread::sleep(Duration::from_secs(6));
+                Err("not audited here".to_string())
+            },
+        );
+        let audit = super::super::audit::LiveAudit::new(
+            None,
+            clawbridge_support::console::Console::quiet(),
+            slow,
+        );
+        let tasks = Tasks::new();
+        let tap = ObserverTap::start(
+            &tasks,
+            None,
+            Some(log.clone()),
+            Arc::new(Mutex::new(Known::default())),
+            Some(audit),
+        );
+        let turn = json!({"id": 1, "method": "turn/start", "params": {"threadId": "t1", "cwd": "/srv/workspace"}});
+        tap.lines
+            .offer(1, Direction::In, turn.to_string().into_bytes());
+        tap.finish().await;
+        let written = std::fs::read_to_string(&log).expect("the summary was written");
+        assert!(written.contains("\"summary\""), "{written}");
+    }
 }
