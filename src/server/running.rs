@@ -175,6 +175,13 @@ impl Running {
         let _ = self.handle.stop();
         self.handle.clone().stopped().await;
         self.bridge.pool.shutdown().await;
+        // The observer's summary (`conformance.jsonl`) is written before `stop` returns, as at
+        // a shutdown: without this, an observer still waiting for a schema generated for the
+        // first time wrote it after the caller had gone on to read it.
+        let observer = lock(&self.bridge.observer).take();
+        if let Some(observer) = observer {
+            observer.finish().await;
+        }
         let plane = lock(&self.bridge.plane).take();
         if let Some(plane) = plane {
             plane.finish().await;
