@@ -51,9 +51,9 @@ impl ObserverTap {
     /// Let the observer finish what it holds and write its per-method summary. What it holds is
     /// bounded (its queue's bytes, taken at the stop), so its time is too, but not to a figure:
     /// Codex's schema may still be generating (a version seen for the first time), or a loaded
-    /// machine checks and audits what was queued slowly (a fresh machine's CI once ended a
-    /// `serve` before its summary was written, when only a loading schema was waited for). So
-    /// it is waited for up to 5 s, then, said in the log, up to 30 s more.
+    /// machine checks and audits what was queued slowly (before, only a loading schema was
+    /// waited for past the first 5 s). So it is waited for up to 5 s, then, said in the log, up
+    /// to 30 s more.
     pub async fn finish(self) {
         let _ = self.stop.send(());
         let mut task = self.task;
