@@ -577,7 +577,6 @@ const SECTION_DEVIATIONS = {
     ...SHARED_SECTION_DEVIATIONS["## Group Chat Context"],
     presence: (scenario, ours) => (ours && scenario.agentArgs?.includes("--channel") ? "channel-is-the-source-chat" : undefined),
   },
-  "## Silent Replies": { ...SHARED_SECTION_DEVIATIONS["## Silent Replies"] },
   "## Skill Workshop": { presence: "no-skill-workshop-section" },
   "## Bootstrap Pending": { presence: "no-bootstrap-pending-section" },
   "## GPT-5 Working Style": { presence: "gpt5-overlay-stable-prefix" },

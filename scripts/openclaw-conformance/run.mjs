@@ -626,7 +626,6 @@ function compareDefaultModel(index) {
   check(group, `agent ${agent}, ${JSON.stringify(config.agents)}: ${JSON.stringify(ours)} vs ${JSON.stringify(theirs)}`, ours === theirs);
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // 4. Codex: developer instructions, collaboration instructions, the surface of each file.
 // ---------------------------------------------------------------------------------------------

@@ -109,6 +109,14 @@ impl Running {
             tokio::time::timeout_at(flush_by, subscribers.wait_for(|active| *active == 0)).await;
         let _ = self.handle.stop();
         let _ = tokio::time::timeout_at(deadline, self.handle.clone().stopped()).await;
+        self.wind_down(deadline).await;
+    }
+
+    /// What every way of stopping does once the server no longer listens: stop Codex, let the
+    /// observer write its summary (`conformance.jsonl`) and the capture plane what it holds,
+    /// join the tasks (until `deadline`), send the trace, and release the state dir. `stop` and
+    /// `shutdown` share it, so neither returns before the summary is written.
+    async fn wind_down(&self, deadline: tokio::time::Instant) {
         self.bridge.pool.shutdown().await;
         let observer = lock(&self.bridge.observer).take();
         if let Some(observer) = observer {
@@ -174,22 +182,8 @@ impl Running {
     pub async fn stop(&self) {
         let _ = self.handle.stop();
         self.handle.clone().stopped().await;
-        self.bridge.pool.shutdown().await;
-        // The observer's summary (`conformance.jsonl`) is written before `stop` returns, as at
-        // a shutdown: without this, an observer still waiting for a schema generated for the
-        // first time wrote it after the caller had gone on to read it.
-        let observer = lock(&self.bridge.observer).take();
-        if let Some(observer) = observer {
-            observer.finish().await;
-        }
-        let plane = lock(&self.bridge.plane).take();
-        if let Some(plane) = plane {
-            plane.finish().await;
-        }
-        self.join_tasks(tokio::time::Instant::now() + Duration::from_secs(5))
+        self.wind_down(tokio::time::Instant::now() + Duration::from_secs(5))
             .await;
-        self.finish_trace().await;
-        lock(&self.bridge.state_lock).take();
     }
 
     /// Bodies of the model requests the offline stub received (tests, diagnostics).

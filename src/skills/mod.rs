@@ -4,9 +4,9 @@
 //! the workspace `skills/` folder, a later root replacing a same-name skill), confined and
 //! capped, and parses each `SKILL.md` frontmatter; `eligibility` ([`eligible_skills`]) applies
 //! the gates against the [`HostFacts`] it is given (the CLI's read this process's environment
-//! when a gate asks; tests and snapshots give fixed ones, so they stay hermetic); `catalog` ([`render_skills_prompt`]) renders the catalog within
-//! `skills.limits.maxSkillsPromptChars`, falling back to the compact format (docs/routing.md,
-//! "Skills").
+//! when a gate asks; tests and snapshots give fixed ones, so they stay hermetic); `catalog`
+//! ([`render_skills_prompt`]) renders the catalog within `skills.limits.maxSkillsPromptChars`,
+//! falling back to the compact format (docs/routing.md, "Skills").
 
 mod available;
 mod discover;
