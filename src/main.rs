@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         front::Parsed::Exit(code) => return code,
         front::Parsed::Passthrough(_) => return runtime(),
     };
-    front::init_logging(cli.verbose, cli.color, cli.log_format);
+    front::init_logging_on_demand(cli.verbose, cli.color, cli.log_format);
     front::finish("clawbridge", front::one_shot(cli.command))
 }
 

@@ -205,10 +205,57 @@ fn peak_resident_kib() -> Option<u64> {
 /// redirected to a file holds no escape codes; repeated lines counted, not repeated
 /// ([`super::log`]).
 pub fn init_logging(verbose: u8, color: super::cli::Color, format: super::cli::LogFormat) {
-    use std::io::IsTerminal as _;
-    let default = ["warn", "info", "debug"][usize::from(verbose.min(2))];
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("CLAWBRIDGE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level(verbose)));
+    logging(filter, color, format).init();
+}
+
+/// Logging as [`init_logging`] sets it up, for the one-shot commands (`src/main.rs`): the
+/// subscriber is built when the first event or span passes the level, not at start. Building it
+/// (tracing-subscriber's registry allocates its span slab, and the filter is parsed) was about a
+/// twentieth of the instructions of a one-shot start-up that logs nothing, as most do (the
+/// translate bench's start-up counts). A filter other than a plain level in `CLAWBRIDGE_LOG`
+/// (`clawbridge::skills=debug`) is built at once, by [`init_logging`].
+pub fn init_logging_on_demand(
+    verbose: u8,
+    color: super::cli::Color,
+    format: super::cli::LogFormat,
+) {
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let level = match std::env::var("CLAWBRIDGE_LOG") {
+        Err(std::env::VarError::NotPresent) => default_level(verbose).to_string(),
+        Ok(text) if PLAIN_LEVELS.contains(&text.trim().to_ascii_lowercase().as_str()) => {
+            text.trim().to_ascii_lowercase()
+        }
+        _ => return init_logging(verbose, color, format),
+    };
+    let Ok(filter) = level.parse::<tracing::level_filters::LevelFilter>() else {
+        return init_logging(verbose, color, format);
+    };
+    OnDemand {
+        level: filter,
+        built: std::sync::OnceLock::new(),
+        build: Box::new(move || logging(tracing_subscriber::EnvFilter::new(&level), color, format)),
+    }
+    .init();
+}
+
+/// The values of `CLAWBRIDGE_LOG` that are one level for every target.
+const PLAIN_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// The level when `CLAWBRIDGE_LOG` is unset: warnings, `-v` info, `-vv` debug.
+fn default_level(verbose: u8) -> &'static str {
+    ["warn", "info", "debug"][usize::from(verbose.min(2))]
+}
+
+/// A subscriber for stderr: `filter`, the line format and the colour (see [`init_logging`]).
+fn logging(
+    filter: tracing_subscriber::EnvFilter,
+    color: super::cli::Color,
+    format: super::cli::LogFormat,
+) -> Box<dyn tracing::Subscriber + Send + Sync> {
+    use std::io::IsTerminal as _;
     let ansi = color.ansi(
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
@@ -218,8 +265,95 @@ pub fn init_logging(verbose: u8, color: super::cli::Color, format: super::cli::L
         .with_writer(|| super::log::Stderr)
         .with_target(false);
     match format {
-        super::cli::LogFormat::Text => logs.with_ansi(ansi).init(),
-        super::cli::LogFormat::Json => logs.json().with_ansi(false).init(),
+        super::cli::LogFormat::Text => Box::new(logs.with_ansi(ansi).finish()),
+        super::cli::LogFormat::Json => Box::new(logs.json().with_ansi(false).finish()),
+    }
+}
+
+/// The subscriber of [`init_logging_on_demand`]: below `level` it answers alone (nothing is
+/// enabled); the first callsite at or above it builds the real subscriber, which then decides
+/// and does everything. A span or event exists only once that one is built, so every call about
+/// one goes to it.
+struct OnDemand {
+    level: tracing::level_filters::LevelFilter,
+    built: std::sync::OnceLock<Box<dyn tracing::Subscriber + Send + Sync>>,
+    build: Box<dyn Fn() -> Box<dyn tracing::Subscriber + Send + Sync> + Send + Sync>,
+}
+
+impl OnDemand {
+    fn inner(&self) -> &(dyn tracing::Subscriber + Send + Sync) {
+        self.built.get_or_init(|| (self.build)()).as_ref()
+    }
+
+    fn passes(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= self.level
+    }
+}
+
+impl tracing::Subscriber for OnDemand {
+    fn register_callsite(
+        &self,
+        metadata: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if !self.passes(metadata) {
+            return tracing::subscriber::Interest::never();
+        }
+        match self.built.get() {
+            Some(inner) => inner.register_callsite(metadata),
+            // Asked again at each use, so the real subscriber decides once it is built.
+            None => tracing::subscriber::Interest::sometimes(),
+        }
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        Some(self.level)
+    }
+
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        self.passes(metadata) && self.inner().enabled(metadata)
+    }
+
+    fn event_enabled(&self, event: &tracing::Event<'_>) -> bool {
+        self.inner().event_enabled(event)
+    }
+
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        self.inner().new_span(span)
+    }
+
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        self.inner().record(span, values);
+    }
+
+    fn record_follows_from(&self, span: &tracing::span::Id, follows: &tracing::span::Id) {
+        self.inner().record_follows_from(span, follows);
+    }
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        self.inner().event(event);
+    }
+
+    fn enter(&self, span: &tracing::span::Id) {
+        self.inner().enter(span);
+    }
+
+    fn exit(&self, span: &tracing::span::Id) {
+        self.inner().exit(span);
+    }
+
+    fn clone_span(&self, id: &tracing::span::Id) -> tracing::span::Id {
+        self.inner().clone_span(id)
+    }
+
+    fn try_close(&self, id: tracing::span::Id) -> bool {
+        self.inner().try_close(id)
+    }
+
+    fn current_span(&self) -> tracing_core::span::Current {
+        match self.built.get() {
+            Some(inner) => inner.current_span(),
+            None => tracing_core::span::Current::none(),
+        }
     }
 }
 
@@ -323,5 +457,80 @@ mod worker_tests {
         assert_eq!(worker_threads(Some("3"), 96), Ok(3));
         assert!(worker_threads(Some("0"), 4).is_err());
         assert!(worker_threads(Some("many"), 4).is_err());
+    }
+}
+
+#[cfg(test)]
+mod on_demand_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use super::OnDemand;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lines").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn on_demand(lines: &Lines, builds: &Arc<AtomicUsize>) -> OnDemand {
+        let (lines, builds) = (lines.clone(), Arc::clone(builds));
+        OnDemand {
+            level: tracing::level_filters::LevelFilter::WARN,
+            built: std::sync::OnceLock::new(),
+            build: Box::new(move || {
+                builds.fetch_add(1, Ordering::SeqCst);
+                let lines = lines.clone();
+                Box::new(
+                    tracing_subscriber::fmt()
+                        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+                        .with_writer(move || lines.clone())
+                        .with_ansi(false)
+                        .finish(),
+                )
+            }),
+        }
+    }
+
+    #[test]
+    fn nothing_below_the_level_builds_the_subscriber_and_the_first_warning_does() {
+        let (lines, builds) = (Lines::default(), Arc::new(AtomicUsize::new(0)));
+        tracing::subscriber::with_default(on_demand(&lines, &builds), || {
+            tracing::info!("an info line");
+            tracing::debug!("a debug line");
+            let span = tracing::info_span!("a quiet span");
+            let _entered = span.enter();
+            assert_eq!(builds.load(Ordering::SeqCst), 0, "built below the level");
+            tracing::warn!(file = "AGENTS.md", "a warning");
+            tracing::error!("an error");
+            let outer = tracing::warn_span!("outer", agent = "main");
+            outer.in_scope(|| tracing::warn!("inside"));
+        });
+        assert_eq!(builds.load(Ordering::SeqCst), 1, "built once");
+        let text = String::from_utf8(lines.0.lock().expect("lines").clone()).expect("utf-8");
+        assert!(
+            !text.contains("info line") && !text.contains("debug line"),
+            "{text}"
+        );
+        assert!(
+            text.contains("WARN") && text.contains("a warning") && text.contains("AGENTS.md"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ERROR") && text.contains("an error"),
+            "{text}"
+        );
+        assert!(
+            text.contains("outer{agent=\"main\"}") && text.contains("inside"),
+            "the span's context is the real subscriber's: {text}"
+        );
     }
 }
