@@ -225,13 +225,12 @@ pub fn init_logging_on_demand(
     use tracing_subscriber::util::SubscriberInitExt as _;
     let level = match std::env::var("CLAWBRIDGE_LOG") {
         Err(std::env::VarError::NotPresent) => default_level(verbose).to_string(),
-        Ok(text) if PLAIN_LEVELS.contains(&text.trim().to_ascii_lowercase().as_str()) => {
-            text.trim().to_ascii_lowercase()
-        }
-        _ => return init_logging(verbose, color, format),
+        Ok(text) => text.trim().to_ascii_lowercase(),
+        Err(std::env::VarError::NotUnicode(_)) => return init_logging(verbose, color, format),
     };
-    let Ok(filter) = level.parse::<tracing::level_filters::LevelFilter>() else {
-        return init_logging(verbose, color, format);
+    let filter = match level.parse::<tracing::level_filters::LevelFilter>() {
+        Ok(filter) if PLAIN_LEVELS.contains(&level.as_str()) => filter,
+        _ => return init_logging(verbose, color, format),
     };
     OnDemand {
         level: filter,
