@@ -22,15 +22,15 @@ use offline_turn::{codex_bin, OfflineTurn};
 
 use clawbridge::TurnLimits;
 use clawbridge::{serve, ServeConfig};
-use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
-use jsonrpsee::rpc_params;
-use jsonrpsee::ws_client::WsClientBuilder;
+use rpc_client_core::client::{ClientT, SubscriptionClientT};
+use rpc_client_core::rpc_params;
+use rpc_ws_client::WsClientBuilder;
 
 /// The bench's bearer token (the production path authenticates every connection).
 const TOKEN: &str = "serve-load-bench-token-0123456789";
 
-fn auth_headers() -> jsonrpsee::http_client::HeaderMap {
-    let mut headers = jsonrpsee::http_client::HeaderMap::new();
+fn auth_headers() -> rpc_http_client::HeaderMap {
+    let mut headers = rpc_http_client::HeaderMap::new();
     if let Ok(value) = format!("Bearer {TOKEN}").parse() {
         headers.insert("authorization", value);
     }

@@ -1010,7 +1010,7 @@ fn run_capture_records_the_turn() {
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_capture_records_every_run() {
-    use jsonrpsee::core::client::ClientT;
+    use crate::rpc::client::ClientT;
     let state = tempfile::tempdir().expect("state");
     let capture = state.path().join("capture");
     let transcript = state.path().join("transcript");
@@ -1027,7 +1027,7 @@ async fn serve_capture_records_every_run() {
     let client = crate::serve::connect(&running).await;
     let document = crate::serve::run_document("telegram-direct.json");
     let started: Value = client
-        .request("bridge.runStart", jsonrpsee::rpc_params![document])
+        .request("bridge.runStart", crate::rpc::rpc_params![document])
         .await
         .expect("run");
     let events = crate::serve::follow(&client, started["runId"].as_str().expect("id"), None).await;

@@ -7,12 +7,12 @@
 
 use std::time::Duration;
 
+use crate::rpc::client::ClientT;
+use crate::rpc::rpc_params;
 use clawbridge::{
     fetch_status, serve, Endpoint, EndpointSettings, FleetConfig, ListenAddr, OfflineHome,
     PoolConfig, ResponsesStub, ServeConfig, StallSettings, StubScript, StubStep,
 };
-use jsonrpsee::core::client::ClientT;
-use jsonrpsee::rpc_params;
 use serde_json::{json, Value};
 
 use crate::e2e::codex_bin;

@@ -528,15 +528,12 @@ fn code_of(text: &str) -> String {
     let mut code = String::with_capacity(text.len());
     let mut lines = text.split_inclusive('\n').peekable();
     while let Some(line) = lines.next() {
-        // A crate's helpers for the tests above it (`testing`) are test code too.
-        let opens_test_module = matches!(
-            line.trim_end(),
-            "#[cfg(test)]" | "#[cfg(any(test, feature = \"testing\"))]"
-        ) && lines.peek().is_some_and(|next| {
-            next.starts_with("mod ")
-                || next.starts_with("pub(crate) mod ")
-                || next.starts_with("pub mod ")
-        });
+        let opens_test_module = line.trim_end() == "#[cfg(test)]"
+            && lines.peek().is_some_and(|next| {
+                next.starts_with("mod ")
+                    || next.starts_with("pub(crate) mod ")
+                    || next.starts_with("pub mod ")
+            });
         // A `#[cfg(test)]` function (a helper the tests share) is test code too.
         let opens_test_function = line.trim_end() == "#[cfg(test)]"
             && lines

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::rpc::client::ClientT;
+use crate::rpc::rpc_params;
 use clawbridge::{serve, OfflineHome, ResponsesStub, Running, ServeConfig, StubScript, StubStep};
-use jsonrpsee::core::client::ClientT;
-use jsonrpsee::rpc_params;
 use serde_json::{json, Value};
 
 use crate::e2e::codex_bin;
@@ -22,14 +22,14 @@ fn run_of(session: &str, message: &str) -> Value {
     document
 }
 
-async fn status(client: &jsonrpsee::ws_client::WsClient) -> Value {
+async fn status(client: &crate::rpc::ws_client::WsClient) -> Value {
     client
         .request("bridge.status", rpc_params![])
         .await
         .expect("status")
 }
 
-async fn start(client: &jsonrpsee::ws_client::WsClient, document: Value) -> Value {
+async fn start(client: &crate::rpc::ws_client::WsClient, document: Value) -> Value {
     client
         .request("bridge.runStart", rpc_params![document])
         .await

@@ -3,13 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::rpc::client::{ClientT, SubscriptionClientT};
+use crate::rpc::rpc_params;
+use crate::rpc::ws_client::WsClientBuilder;
 use clawbridge::SandboxMode;
 use clawbridge::TurnLimits;
 use clawbridge::{serve, Running, ServeConfig, ServeError};
 use clawbridge::{StubScript, StubStep};
-use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
-use jsonrpsee::rpc_params;
-use jsonrpsee::ws_client::WsClientBuilder;
 use serde_json::{json, Value};
 
 use crate::e2e::codex_bin;
@@ -70,7 +70,7 @@ fn bearer(token: &str) -> http::HeaderMap {
     .collect()
 }
 
-pub async fn connect(running: &Running) -> jsonrpsee::ws_client::WsClient {
+pub async fn connect(running: &Running) -> crate::rpc::ws_client::WsClient {
     WsClientBuilder::default()
         .set_headers(bearer(running.token.as_deref().unwrap_or_default()))
         .build(format!("ws://{}", running.addr))
@@ -80,9 +80,9 @@ pub async fn connect(running: &Running) -> jsonrpsee::ws_client::WsClient {
 
 /// A subscription to a run's events (replayed from its start).
 pub async fn subscribe(
-    client: &jsonrpsee::ws_client::WsClient,
+    client: &crate::rpc::ws_client::WsClient,
     run_id: &str,
-) -> jsonrpsee::core::client::Subscription<Value> {
+) -> crate::rpc::client::Subscription<Value> {
     client
         .subscribe::<Value, _>(
             "bridge.subscribeRun",
@@ -94,7 +94,7 @@ pub async fn subscribe(
 }
 
 /// The next event of a subscription (within a minute).
-pub async fn next_event(subscription: &mut jsonrpsee::core::client::Subscription<Value>) -> Value {
+pub async fn next_event(subscription: &mut crate::rpc::client::Subscription<Value>) -> Value {
     tokio::time::timeout(Duration::from_secs(60), subscription.next())
         .await
         .expect("event in time")
@@ -105,7 +105,7 @@ pub async fn next_event(subscription: &mut jsonrpsee::core::client::Subscription
 /// A run's events, replayed from its start, up to and including the first one `stop` accepts or
 /// `turnEnd`.
 pub async fn events_until(
-    client: &jsonrpsee::ws_client::WsClient,
+    client: &crate::rpc::ws_client::WsClient,
     run_id: &str,
     stop: impl Fn(&Value) -> bool,
 ) -> Vec<Value> {
@@ -123,7 +123,7 @@ pub async fn events_until(
 
 /// Collect a run's events up to and including `turnEnd`, answering tool calls with `answer`.
 pub async fn follow(
-    client: &jsonrpsee::ws_client::WsClient,
+    client: &crate::rpc::ws_client::WsClient,
     run_id: &str,
     answer: Option<Value>,
 ) -> Vec<Value> {
@@ -357,7 +357,7 @@ async fn refusals_paths_tokens_and_binds() {
         .await
         .expect("serve");
     let url = format!("http://{}", running.addr);
-    let wrong = jsonrpsee::http_client::HttpClientBuilder::default()
+    let wrong = crate::rpc::http_client::HttpClientBuilder::default()
         .set_headers(bearer("nope"))
         .build(&url)
         .expect("client");
@@ -365,7 +365,7 @@ async fn refusals_paths_tokens_and_binds() {
         .request::<Value, _>("bridge.status", rpc_params![])
         .await;
     assert!(refused.is_err(), "wrong token refused");
-    let right = jsonrpsee::http_client::HttpClientBuilder::default()
+    let right = crate::rpc::http_client::HttpClientBuilder::default()
         .set_headers(bearer(TEST_TOKEN))
         .build(&url)
         .expect("client");

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
-use jsonrpsee::rpc_params;
+use crate::rpc::client::{ClientT, SubscriptionClientT};
+use crate::rpc::rpc_params;
 use serde_json::{json, Value};
 
 use crate::e2e::codex_bin;
@@ -243,7 +243,7 @@ async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
 }
 
 /// Start the Telegram fixture run and follow it to a completed `turnEnd`; its run id.
-async fn run_to_completion(client: &jsonrpsee::ws_client::WsClient) -> String {
+async fn run_to_completion(client: &crate::rpc::ws_client::WsClient) -> String {
     let started: Value = client
         .request(
             "bridge.runStart",

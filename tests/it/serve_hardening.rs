@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use jsonrpsee::core::client::ClientT;
-use jsonrpsee::rpc_params;
+use crate::rpc::client::ClientT;
+use crate::rpc::rpc_params;
 use serde_json::{json, Value};
 
 use crate::e2e::codex_bin;
@@ -25,7 +25,7 @@ fn unsandboxed_dir() -> tempfile::TempDir {
 }
 
 /// Answer a `toolCall` event with a successful "sent".
-async fn answer_call(client: &jsonrpsee::ws_client::WsClient, call: &Value) {
+async fn answer_call(client: &crate::rpc::ws_client::WsClient, call: &Value) {
     let ok: Value = client
         .request(
             "bridge.toolResult",
@@ -51,7 +51,7 @@ fn escalation_script(fixture: &Fixture, escaped: &std::path::Path, times: usize)
 }
 
 /// Follow a run to its end, accepting every approval it asks for (the most a client can do).
-async fn accept_everything(client: &jsonrpsee::ws_client::WsClient, run_id: &str) -> Vec<Value> {
+async fn accept_everything(client: &crate::rpc::ws_client::WsClient, run_id: &str) -> Vec<Value> {
     let mut subscription = crate::serve::subscribe(client, run_id).await;
     let mut events = Vec::new();
     loop {
@@ -619,7 +619,7 @@ fn add_client(state: &std::path::Path, name: &str, operator: bool) -> String {
 #[ignore = "pairs with the Codex CLI: scripts/test installs it and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_client_cannot_see_or_touch_another_clients_runs() {
-    use jsonrpsee::core::client::SubscriptionClientT;
+    use crate::rpc::client::SubscriptionClientT;
     codex_bin();
     let fixture = Fixture::new();
     let alice_token = add_client(&fixture.state, "alice", false);

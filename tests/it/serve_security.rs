@@ -9,9 +9,9 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jsonrpsee::core::client::ClientT;
-use jsonrpsee::rpc_params;
-use jsonrpsee::ws_client::{WsClient, WsClientBuilder};
+use crate::rpc::client::ClientT;
+use crate::rpc::rpc_params;
+use crate::rpc::ws_client::{WsClient, WsClientBuilder};
 use serde_json::{json, Value};
 
 use crate::e2e::{codex_bin, installed_codex_bin};
@@ -273,7 +273,7 @@ impl Fixture {
     }
 }
 
-pub fn error_text(result: Result<Value, jsonrpsee::core::ClientError>) -> String {
+pub fn error_text(result: Result<Value, crate::rpc::ClientError>) -> String {
     match result {
         Ok(value) => panic!("expected an error, got {value}"),
         Err(error) => error.to_string(),
@@ -972,7 +972,7 @@ async fn the_service_answers_as_its_openrpc_document_describes() {
     for method in committed["methods"].as_array().expect("methods") {
         let name = method["name"].as_str().expect("name");
         let answer: Result<Value, _> = client.request(name, rpc_params![json!({})]).await;
-        if let Err(jsonrpsee::core::ClientError::Call(error)) = &answer {
+        if let Err(crate::rpc::ClientError::Call(error)) = &answer {
             assert_ne!(error.code(), -32601, "{name} is documented but not served");
         }
     }

@@ -95,8 +95,7 @@ pub struct ObserverFeed {
 }
 
 impl ObserverFeed {
-    /// The next queued copy, if one is queued already (for tests of the pumps' order).
-    #[cfg(any(test, feature = "testing"))]
+    /// The next queued copy, if one is queued already (the tests of the pumps' order read it).
     pub fn try_next(&mut self) -> Option<Tapped> {
         self.lines.try_recv()
     }
@@ -692,7 +691,7 @@ mod tests {
     /// An observer with a small schema (the folder stays as long as `dir`: answers' schemas are
     /// read when first needed).
     fn observer(dir: &std::path::Path) -> (Observer, PathBuf) {
-        let schema = clawbridge_codex::schema::conformance::testing::folder();
+        let schema = crate::schema_folder::folder();
         let wire = dir.join("schema");
         std::fs::rename(schema.path(), &wire).expect("move the schema");
         let log = dir.join("conformance.jsonl");
@@ -912,3 +911,8 @@ mod tests {
         );
     }
 }
+
+/// The codex crate's small schema folder, which its tests build too.
+#[cfg(test)]
+#[path = "../../codex/tests/support/schema_folder.rs"]
+mod schema_folder;

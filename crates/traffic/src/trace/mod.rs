@@ -141,3 +141,39 @@ impl LiveTrace {
         let _ = tokio::time::timeout(export::SHUTDOWN_WAIT * 2, flushed).await;
     }
 }
+
+/// The spans a unit test's tracer finished, kept in memory. The SDK has one
+/// (`InMemorySpanExporter`), behind its `testing` feature; turning that on for the tests would
+/// give the test build an `opentelemetry_sdk` (and everything above it) of its own, so the
+/// tests' build and the product's could not be one build.
+#[cfg(test)]
+pub(crate) mod collected {
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+    use std::sync::{Arc, Mutex};
+
+    /// A clone shares the spans: one goes to the provider, the test keeps the other.
+    #[derive(Clone, Debug, Default)]
+    pub struct Collected {
+        spans: Arc<Mutex<Vec<SpanData>>>,
+    }
+
+    impl Collected {
+        /// Every span finished so far, in the order they ended.
+        pub fn get_finished_spans(&self) -> Result<Vec<SpanData>, String> {
+            self.spans
+                .lock()
+                .map(|spans| spans.clone())
+                .map_err(|error| error.to_string())
+        }
+    }
+
+    impl SpanExporter for Collected {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            if let Ok(mut spans) = self.spans.lock() {
+                spans.extend(batch);
+            }
+            Ok(())
+        }
+    }
+}

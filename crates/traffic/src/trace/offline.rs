@@ -301,9 +301,10 @@ pub fn export_folder(dir: &Path, book: &mut SpanBook) -> Result<Exported, Error>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::collected::Collected;
     use crate::trace::ContentPolicy;
     use opentelemetry::trace::TracerProvider as _;
-    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
 
     /// Protection: a model call document that is a link is not read (under `full`, its text
     /// would go to the collector); the real one beside it is.
@@ -341,7 +342,7 @@ mod tests {
             r#"{"body": {"model": "gpt-5.5", "input": "inside"}}"#,
         )
         .expect("request");
-        let exporter = InMemorySpanExporter::default();
+        let exporter = Collected::default();
         let provider = SdkTracerProvider::builder()
             .with_simple_exporter(exporter.clone())
             .build();

@@ -1198,15 +1198,16 @@ impl SpanBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::collected::Collected;
     use opentelemetry::trace::TracerProvider as _;
-    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData};
     use serde_json::json;
 
     fn new_book(
         content: ContentPolicy,
         captured: bool,
-    ) -> (SpanBook, InMemorySpanExporter, SdkTracerProvider) {
-        let exporter = InMemorySpanExporter::default();
+    ) -> (SpanBook, Collected, SdkTracerProvider) {
+        let exporter = Collected::default();
         let provider = SdkTracerProvider::builder()
             .with_simple_exporter(exporter.clone())
             .build();
