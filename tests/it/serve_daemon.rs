@@ -197,7 +197,9 @@ async fn a_huge_skills_tree_is_cut_at_the_entry_cap_within_the_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
     use crate::serve::{config, connect, run_document};
-    let state = tempfile::tempdir().expect("state");
+    // On the build folder's disk, not under $TMPDIR: a tmpfs (scripts/test puts the tests' temp
+    // folders on one) takes `chattr +i` and sets nothing.
+    let state = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("state");
     let running = clawbridge::serve(config(codex_bin(), state.path(), None, vec![]))
         .await
         .expect("serve");
@@ -212,6 +214,18 @@ async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
                     .status()
                     .expect("chattr");
                 assert!(status.success(), "chattr {flag} {}", path.display());
+                let listed = std::process::Command::new("lsattr")
+                    .arg(&path)
+                    .output()
+                    .expect("lsattr");
+                let attributes = String::from_utf8_lossy(&listed.stdout);
+                let set = attributes.split_whitespace().next().unwrap_or("").contains('i');
+                assert_eq!(
+                    set,
+                    flag == "+i",
+                    "chattr {flag} took on {}: {attributes}",
+                    path.display()
+                );
             }
         }
     };

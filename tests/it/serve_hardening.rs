@@ -322,7 +322,7 @@ async fn fan_out_requests_leave_the_service_responsive_and_stoppable() {
 
 /// Protection: the offline Codex home lies where a sandboxed turn cannot write it. It is created
 /// in the 0700 state dir (not under $TMPDIR), and serve warns when a home lies under a temp
-/// folder or a workspace root (here the test's state dir is under /tmp, so it warns; one under
+/// folder or a workspace root (here the test's state dir is under $TMPDIR, so it warns; one under
 /// /var/tmp does not).
 #[test]
 fn the_offline_codex_home_is_private_and_an_exposed_one_is_named() {
@@ -346,7 +346,10 @@ fn the_offline_codex_home_is_private_and_an_exposed_one_is_named() {
             .then_some(())
     });
     assert!(
-        serve.stderr().contains("writable by sandboxed turns") && serve.stderr().contains("/tmp"),
+        serve.stderr().contains("writable by sandboxed turns")
+            && serve
+                .stderr()
+                .contains(&std::env::temp_dir().display().to_string()),
         "{}",
         serve.stderr()
     );
