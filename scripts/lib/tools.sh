@@ -21,6 +21,10 @@ tools_dir() {
     # Another install script may link it at the same moment: either link is the same.
     ln -s "$cache" "$link" 2>/dev/null || true
   fi
+  # A link whose cache was removed (a cleaned ~/.cache) gets its folder back.
+  if [ -L "$link" ] && [ ! -e "$link" ]; then
+    mkdir -p "$(readlink "$link")"
+  fi
   mkdir -p "$link"
   (cd "$link" && pwd -P)
 }
