@@ -219,7 +219,11 @@ async fn a_failed_bindings_write_ends_the_run_with_its_cause() {
                     .output()
                     .expect("lsattr");
                 let attributes = String::from_utf8_lossy(&listed.stdout);
-                let set = attributes.split_whitespace().next().unwrap_or("").contains('i');
+                let set = attributes
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .contains('i');
                 assert_eq!(
                     set,
                     flag == "+i",
