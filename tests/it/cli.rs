@@ -817,7 +817,7 @@ fn listen_takes_localhost_and_ws_forms_and_says_why_a_name_is_refused() {
     assert!(address.starts_with("127.0.0.1:"), "{address}");
     for args in [
         vec!["serve", "--listen", "example.com:7077"],
-        vec!["app-server", "--listen", "ws://example.com:39175"],
+        vec!["app-server", "--listen", "ws://example.com:19175"],
     ] {
         let output = clawbridge()
             .args(&args)

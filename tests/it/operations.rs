@@ -66,7 +66,7 @@ async fn the_guide_s_systemd_unit_verifies_and_its_endpoint_starts_and_stops() {
     let args: Vec<String> = words[1..]
         .iter()
         .map(|word| match word.as_str() {
-            "ws://127.0.0.1:39175" => "ws://127.0.0.1:0".to_string(),
+            "ws://127.0.0.1:19175" => "ws://127.0.0.1:0".to_string(),
             "/var/lib/clawbridge" => state.display().to_string(),
             "/srv/openclaw" => root.display().to_string(),
             other => other.to_string(),

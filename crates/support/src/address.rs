@@ -114,9 +114,9 @@ mod tests {
     #[test]
     fn the_three_schemes_and_nothing_else() {
         assert_eq!(
-            SocketUrl::parse("ws://127.0.0.1:39175"),
+            SocketUrl::parse("ws://127.0.0.1:19175"),
             Ok(SocketUrl::Ws {
-                authority: "127.0.0.1:39175".into(),
+                authority: "127.0.0.1:19175".into(),
                 path: "/".into()
             })
         );

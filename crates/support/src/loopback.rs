@@ -67,7 +67,7 @@ pub fn parse_listen_addr(text: &str) -> std::result::Result<SocketAddr, String> 
             "{text}: `{host}` is a host name; give an IP address (127.0.0.1:PORT) or localhost:PORT (a name is not looked up: it could resolve off loopback)"
         )),
         _ => Err(format!(
-            "{text}: not an address; give IP:PORT (127.0.0.1:39175), localhost:PORT, or either after ws://"
+            "{text}: not an address; give IP:PORT (127.0.0.1:19175), localhost:PORT, or either after ws://"
         )),
     }
 }
@@ -79,9 +79,9 @@ mod listen_tests {
     #[test]
     fn listen_addresses_take_the_forms_people_write() {
         for (text, expected) in [
-            ("127.0.0.1:39175", "127.0.0.1:39175"),
-            ("ws://127.0.0.1:39175", "127.0.0.1:39175"),
-            ("ws://127.0.0.1:39175/", "127.0.0.1:39175"),
+            ("127.0.0.1:19175", "127.0.0.1:19175"),
+            ("ws://127.0.0.1:19175", "127.0.0.1:19175"),
+            ("ws://127.0.0.1:19175/", "127.0.0.1:19175"),
             ("http://127.0.0.1:7077", "127.0.0.1:7077"),
             ("localhost:7077", "127.0.0.1:7077"),
             ("ws://LocalHost:0", "127.0.0.1:0"),

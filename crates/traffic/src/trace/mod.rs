@@ -170,9 +170,10 @@ pub(crate) mod collected {
 
     impl SpanExporter for Collected {
         async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-            if let Ok(mut spans) = self.spans.lock() {
-                spans.extend(batch);
-            }
+            let mut spans = self.spans.lock().map_err(|error| {
+                opentelemetry_sdk::error::OTelSdkError::InternalFailure(error.to_string())
+            })?;
+            spans.extend(batch);
             Ok(())
         }
     }
