@@ -28,6 +28,10 @@ enum Fault {
     Echo,
     /// Closes every connection as it is accepted: a listener that is gone.
     Closed,
+    /// Starts threads, answers `turn/start` and closes the connection at once, before any of
+    /// the turn's notifications (a member killed right after answering); everything else as
+    /// [`Fault::Healthy`].
+    DieAfterTurnStart,
 }
 
 /// A fake Codex WebSocket listener: it completes the handshake and answers `initialize` (as
@@ -127,6 +131,21 @@ async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
                 }
                 Fault::MuteAfterOne => continue,
                 Fault::Healthy => json!({"id": id, "result": {"data": []}}).to_string(),
+                Fault::DieAfterTurnStart if message["method"] == "thread/start" => json!({
+                    "id": id,
+                    "result": {"thread": {"id": format!("fake-thread-{answered}")}, "model": "gpt-5.5"}
+                })
+                .to_string(),
+                Fault::DieAfterTurnStart if message["method"] == "turn/start" => {
+                    let answer = json!({
+                        "id": id,
+                        "result": {"turn": {"id": "fake-turn", "status": "inProgress", "items": []}}
+                    });
+                    let _ = sender.send_text(answer.to_string()).await;
+                    let _ = sender.flush().await;
+                    return;
+                }
+                Fault::DieAfterTurnStart => json!({"id": id, "result": {"data": []}}).to_string(),
                 Fault::Closed => return,
                 Fault::Echo => {
                     json!({"id": id, "result": {"received": String::from_utf8_lossy(&data)}})
@@ -176,6 +195,99 @@ async fn endpoint_with(
     .await
     .expect("endpoint");
     (endpoint, stub, home)
+}
+
+/// An endpoint whose only members are `remotes` (no Codex of its own), restarted after every
+/// crash, requests timing out after 2 s.
+async fn endpoint_of_remotes(remotes: Vec<RemoteEndpoint>) -> (Endpoint, tempfile::TempDir) {
+    let home = tempfile::tempdir().expect("home");
+    let mut pool = PoolConfig {
+        locals: 0,
+        remotes,
+        recycle_rss_bytes: u64::MAX,
+        handshake_timeout: Duration::from_secs(10),
+        backoff_first: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(200),
+        crash_limit: 1_000,
+        ..PoolConfig::new(Err("no local member".into()), home.path().to_path_buf())
+    };
+    pool.peer.request_timeout = Duration::from_secs(2);
+    let endpoint = Endpoint::start(
+        EndpointSettings {
+            cwd: crate::util::repo_root().join("fixtures/workspace"),
+            fleet: fleet(pool),
+            max_connections: 16,
+            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
+        },
+        false,
+    )
+    .await
+    .expect("endpoint");
+    (endpoint, home)
+}
+
+/// Protection (a turn never left hanging): a member that goes away right after answering
+/// `turn/start`, before any of the turn's notifications. The endpoint handles two things at
+/// once then, the answer (which notes the turn as running) and the member's end (whose relay
+/// tells the thread's followers of the running turn, ended): whichever comes first, the
+/// client that started the turn hears it end, failed, naming the member, once. It used to
+/// hear nothing when the end came first (the relay knew no turn yet, and the answer then
+/// noted it on a feed nobody relayed): the replica soak saw a turn unanswered for a minute
+/// under load. The order is the scheduler's, so ten rounds run (the member reconnected
+/// between them); `feed`'s unit tests pin the rule itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_gone_right_after_answering_turn_start_never_leaves_the_turn_hanging() {
+    let fake = FakeRemote::start(Fault::DieAfterTurnStart).await;
+    let (endpoint, _home) = endpoint_of_remotes(vec![remote(&fake.url)]).await;
+    for round in 0..10 {
+        let mut client = tcp_client(&endpoint).await;
+        client.initialize().await;
+        // The member comes back within a moment of the last round's end.
+        let mut thread = None;
+        for _ in 0..100 {
+            let started = client.request("thread/start", json!({})).await;
+            if let Some(id) = started["result"]["thread"]["id"].as_str() {
+                thread = Some(id.to_string());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let thread = thread.unwrap_or_else(|| panic!("round {round}: no thread started"));
+        let answer = client
+            .request(
+                "turn/start",
+                json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
+            )
+            .await;
+        assert_eq!(answer["result"]["turn"]["id"], "fake-turn", "{answer}");
+        let ended = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.until("turn/completed", turn_completed(&thread)),
+        )
+        .await;
+        let Ok(ended) = ended else {
+            panic!("round {round}: the turn never ended: {:#?}", client.seen);
+        };
+        assert_eq!(ended["params"]["turn"]["status"], "failed", "{ended}");
+        assert!(
+            ended
+                .to_string()
+                .contains(&format!("{} serving this thread went away", fake.url)),
+            "{ended}"
+        );
+        // Once: what else comes within a moment holds no second end of the turn.
+        while let Ok(Some(_)) =
+            tokio::time::timeout(Duration::from_millis(300), client.next()).await
+        {}
+        let ends = client
+            .seen
+            .iter()
+            .filter(|message| message["method"] == "turn/completed")
+            .count();
+        assert_eq!(ends, 1, "round {round}: {:#?}", client.seen);
+    }
+    endpoint.stop().await;
+    fake.task.abort();
 }
 
 fn remote(url: &str) -> RemoteEndpoint {

@@ -741,6 +741,12 @@ impl Connection {
             )),
             _ => trace,
         };
+        // The feed a turn starts on, taken now: if its app-server goes away before the answer
+        // is handled, the connection may no longer follow the thread by then.
+        let starts_on = match (kind, &thread) {
+            (Some(CodexMethod::TurnStart), Some(thread)) => self.feed_of(thread),
+            _ => None,
+        };
         // The client's params go to Codex byte for byte (validated above, never re-serialized).
         match lease
             .hub
@@ -755,8 +761,11 @@ impl Connection {
                         router.answer(&route_key, raw.get());
                     }
                 }
-                let answered = self
-                    .after_answer(kind, thread, raw.get(), &lease, &identity)
+                let Answered {
+                    thread: answered,
+                    then,
+                } = self
+                    .after_answer(kind, thread, raw.get(), &lease, &identity, starts_on)
                     .await;
                 if let Some(answered) = answered {
                     self.barrier(&lease.hub, &answered).await;
@@ -775,6 +784,9 @@ impl Connection {
                 };
                 self.answer(&id, answer.as_deref().unwrap_or(raw.get()))
                     .await;
+                if let Some(then) = then {
+                    self.push(then);
+                }
             }
             Err(error) => {
                 if resumed_here {
@@ -1040,8 +1052,10 @@ impl Connection {
     /// What a member's answer files: a thread opened (started, resumed, forked: filed only
     /// now that Codex accepted it, so a refused resume leaves nothing behind and takes
     /// nobody's thread; followed; its model labels its tokens, its workspace names its
-    /// agent), a turn started (the thread touched, the turn and its answerer noted), a
-    /// detached review's new thread (followed). The thread the answer is about, if any.
+    /// agent), a turn started (the thread touched, the turn and its answerer noted; or, when
+    /// the app-server of the feed it started on, `starts_on`, went away meanwhile, the turn's
+    /// failed end for the client), a detached review's new thread (followed). The thread the
+    /// answer is about, if any, and what the client hears after the answer.
     async fn after_answer(
         self: &Arc<Self>,
         kind: Option<CodexMethod>,
@@ -1049,14 +1063,15 @@ impl Connection {
         raw: &str,
         lease: &Lease,
         identity: &Identity,
-    ) -> Option<String> {
-        match kind {
+        starts_on: Option<Arc<Feed>>,
+    ) -> Answered {
+        let thread = match kind {
             Some(
                 CodexMethod::ThreadStart | CodexMethod::ThreadResume | CodexMethod::ThreadFork,
             ) => {
                 let answer = ThreadOpenedAnswer::read(raw);
                 let Some(opened) = answer.thread.id else {
-                    return thread;
+                    return Answered { thread, then: None };
                 };
                 lease.hub.note_opened();
                 if let Err(why) = self.shared.claim(&opened).await {
@@ -1081,9 +1096,33 @@ impl Connection {
                 let turn = TurnStartedAnswer::read(raw).turn.id;
                 if let (Some(thread), Some(turn)) = (&thread, turn) {
                     self.shared.directory.touch(thread);
-                    if let Some(feed) = self.feed_of(thread) {
-                        feed.set_turn(Some(turn));
-                        *lock(&feed.answerer) = Some(self.number);
+                    // Its app-server may have gone away between answering and this (the feed
+                    // refuses the turn, or its end already let the thread go), or another
+                    // endpoint took the thread meanwhile: its followers were told without the
+                    // turn, so this client hears the turn's end from here, after the answer.
+                    // (The feed it follows now, if it is the one the turn started on.)
+                    let following = self
+                        .feed_of(thread)
+                        .filter(|feed| starts_on.as_ref().is_none_or(|on| Arc::ptr_eq(on, feed)));
+                    let why = match following {
+                        Some(feed) if feed.turn_answered(turn.clone()) => {
+                            *lock(&feed.answerer) = Some(self.number);
+                            None
+                        }
+                        Some(feed) => Some(app_server_gone(&feed.lease.name)),
+                        None => starts_on.map(|feed| {
+                            if feed.app_server_went_away() {
+                                app_server_gone(&feed.lease.name)
+                            } else {
+                                LET_GO_AS_THE_TURN_STARTED.to_string()
+                            }
+                        }),
+                    };
+                    if let Some(why) = why {
+                        return Answered {
+                            then: Some(failed_turn_end(thread, &turn, &why)),
+                            thread: Some(thread.clone()),
+                        };
                     }
                 }
                 thread
@@ -1098,7 +1137,8 @@ impl Connection {
                 thread
             }
             _ => thread,
-        }
+        };
+        Answered { thread, then: None }
     }
 
     /// Whether this connection follows `thread` on that app-server incarnation.
@@ -1353,11 +1393,7 @@ impl Connection {
             self.push(thread_closed(thread));
         }
         if let Some(turn) = turn {
-            self.push(failed_turn_end(
-                thread,
-                turn,
-                &format!("clawbridge: the app-server {member} serving this thread went away during the turn; resume the thread to go on"),
-            ));
+            self.push(failed_turn_end(thread, turn, &app_server_gone(member)));
         }
     }
 
@@ -1563,6 +1599,24 @@ struct TraceField {
 pub(super) fn thread_of(params: &RawParams) -> Option<String> {
     let peek = request_peek(params.get());
     peek.thread.filter(|_| peek.twice.is_none())
+}
+
+/// What a client hears of a turn it started while its connection let the thread go (another
+/// endpoint took the thread, or the client unsubscribed from it): nothing of the turn reaches
+/// this connection.
+const LET_GO_AS_THE_TURN_STARTED: &str = "clawbridge: this connection let the thread go as its turn started (another endpoint took the thread, or it was unsubscribed); resume the thread to go on";
+
+/// What a client hears of a turn whose app-server went away under it.
+fn app_server_gone(member: &str) -> String {
+    format!("clawbridge: the app-server {member} serving this thread went away during the turn; resume the thread to go on")
+}
+
+/// What a member's answer filed ([`Connection::after_answer`]).
+struct Answered {
+    /// The thread the answer is about, if any.
+    thread: Option<String>,
+    /// A message the client hears right after the answer.
+    then: Option<String>,
 }
 
 /// A `turn/completed` that ends `turn` of `thread` as failed, saying why (the turn's app-server

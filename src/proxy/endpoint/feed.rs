@@ -261,6 +261,35 @@ pub(super) struct TurnState {
     pub(super) id: Option<String>,
     /// Codex said `turn/started`: before it, Codex refuses to interrupt the turn.
     pub(super) active: bool,
+    /// The feed's app-server went away (its relay ended and told the followers of the turn it
+    /// had): no turn is noted from then on.
+    pub(super) gone: bool,
+}
+
+impl TurnState {
+    /// The app-server went away: the running turn, taken (its followers end it for their
+    /// clients), and nothing noted from now on.
+    fn go(&mut self) -> Option<String> {
+        self.gone = true;
+        self.active = false;
+        self.id.take()
+    }
+
+    /// Note `turn` as running (`started`: Codex said `turn/started`), or none; whether it was
+    /// noted. A turn whose `turn/start` answer is handled only after the app-server went away
+    /// is not: the relay that told the followers did not know it, so the one that answered
+    /// the client ends it for it (else the client waits on a turn nobody will end).
+    fn note(&mut self, turn: Option<String>, started: bool) -> bool {
+        if self.gone && turn.is_some() {
+            return false;
+        }
+        // The same turn stays active once started; a new or no turn is not active yet.
+        let running = turn.is_some();
+        let same = self.id == turn;
+        self.active = running && (started || (same && self.active));
+        self.id = turn;
+        true
+    }
 }
 
 /// A feed's key: the app-server incarnation (its hub, alive as long as the feed holds it) and
@@ -302,7 +331,7 @@ impl Feed {
 
     /// The running turn (`turn/start`'s answer), or none (it ended).
     pub(super) fn set_turn(&self, turn: Option<String>) {
-        self.update_turn(turn, false);
+        let _ = self.update_turn(turn, false);
     }
 
     /// Codex said `turn/started`: the turn is active (it can be interrupted), and its
@@ -310,7 +339,7 @@ impl Feed {
     fn turn_started(&self, turn: String) {
         self.compactions.store(0, Ordering::SeqCst);
         self.context_alarm.store(false, Ordering::SeqCst);
-        self.update_turn(Some(turn), true);
+        let _ = self.update_turn(Some(turn), true);
     }
 
     /// After a compaction or a usage update: two or more compactions in this turn and the
@@ -333,23 +362,49 @@ impl Feed {
         }
     }
 
-    fn update_turn(&self, turn: Option<String>, started: bool) {
+    /// Whether the turn was noted ([`TurnState::note`]).
+    fn update_turn(&self, turn: Option<String>, started: bool) -> bool {
         let running = turn.is_some();
         if running {
             self.persisted();
             self.unpersisted.store(false, Ordering::SeqCst);
         }
+        let mut noted = false;
         self.turn.send_modify(|state| {
-            match (state.id.is_some(), running) {
+            let was_running = state.id.is_some();
+            noted = state.note(turn, started);
+            match (was_running, state.id.is_some()) {
                 (false, true) => self.lease.hub.hold(),
                 (true, false) => self.lease.hub.release(),
                 _ => {}
             }
-            // The same turn stays active once started; a new or no turn is not active yet.
-            let same = state.id == turn;
-            state.active = running && (started || (same && state.active));
-            state.id = turn;
         });
+        noted
+    }
+
+    /// `turn/start`'s answer, handled by the connection that sent it: whether the turn is
+    /// noted as running; false when the app-server went away first (its followers were told
+    /// without this turn: the caller ends it for its client).
+    pub(super) fn turn_answered(&self, turn: String) -> bool {
+        self.update_turn(Some(turn), false)
+    }
+
+    /// Whether the feed's app-server went away ([`Feed::app_server_gone`]).
+    pub(super) fn app_server_went_away(&self) -> bool {
+        self.turn.borrow().gone
+    }
+
+    /// The app-server went away (the relay ended): the running turn, taken at the same moment
+    /// no later one can be noted ([`Feed::turn_answered`] says so to its caller instead).
+    pub(super) fn app_server_gone(&self) -> Option<String> {
+        let mut taken = None;
+        self.turn.send_modify(|state| {
+            taken = state.go();
+            if taken.is_some() {
+                self.lease.hub.release();
+            }
+        });
+        taken
     }
 
     /// A thread this app-server started and has no turn yet holds it (see `fresh`), for
@@ -652,4 +707,39 @@ pub(super) fn item_type(params: &str) -> Option<String> {
     serde_json::from_str::<Completed>(params)
         .ok()
         .map(|completed| completed.item.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TurnState;
+
+    #[test]
+    fn a_turn_is_noted_started_and_ended() {
+        let mut state = TurnState::default();
+        assert!(state.note(Some("t1".into()), false));
+        assert_eq!((state.id.as_deref(), state.active), (Some("t1"), false));
+        assert!(state.note(Some("t1".into()), true));
+        assert!(state.active);
+        // `turn/start`'s answer after `turn/started` keeps it active.
+        assert!(state.note(Some("t1".into()), false));
+        assert!(state.active);
+        assert!(state.note(None, false));
+        assert_eq!(state, TurnState::default());
+    }
+
+    /// Protection (a turn never left hanging): once the app-server went away, the running turn
+    /// is taken for the followers, and a `turn/start` answer handled afterwards is refused, so
+    /// its connection ends the turn for its client.
+    #[test]
+    fn after_the_app_server_went_away_no_turn_is_noted() {
+        let mut state = TurnState::default();
+        assert!(state.note(Some("t1".into()), true));
+        assert_eq!(state.go().as_deref(), Some("t1"));
+        assert!(!state.active);
+        assert!(!state.note(Some("t2".into()), false));
+        assert_eq!(state.id, None);
+        assert_eq!(state.go(), None);
+        // Ending it is still fine.
+        assert!(state.note(None, false));
+    }
 }

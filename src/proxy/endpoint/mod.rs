@@ -857,8 +857,9 @@ impl Shared {
                     feeds.remove(&key);
                 }
             }
-            let turn = relayed.turn();
-            relayed.set_turn(None);
+            // Taken at the moment no later `turn/start` answer can be noted on this feed: one
+            // handled after this is ended by the connection that answers it.
+            let turn = relayed.app_server_gone();
             relayed.persisted();
             lock(&relayed.watch).ended();
             for follower in relayed.followers() {
