@@ -169,7 +169,7 @@ async fn endpoint_with(
         .await
         .expect("stub");
     let home = OfflineHome::prepare(None, &stub.base_url(), "gpt-5.5", None).expect("home");
-    let mut pool = PoolConfig {
+    let pool = PoolConfig {
         locals: 1,
         remotes,
         isolate_environment: true,
@@ -182,26 +182,14 @@ async fn endpoint_with(
         on_restart,
         ..PoolConfig::new(Ok(codex_bin()), home.path.clone())
     };
-    pool.peer.request_timeout = Duration::from_secs(2);
-    let endpoint = Endpoint::start(
-        EndpointSettings {
-            cwd: crate::util::repo_root().join("fixtures/workspace"),
-            fleet: fleet(pool),
-            max_connections: 16,
-            ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
-        },
-        false,
-    )
-    .await
-    .expect("endpoint");
-    (endpoint, stub, home)
+    (endpoint_over(pool).await, stub, home)
 }
 
 /// An endpoint whose only members are `remotes` (no Codex of its own), restarted after every
 /// crash, requests timing out after 2 s.
 async fn endpoint_of_remotes(remotes: Vec<RemoteEndpoint>) -> (Endpoint, tempfile::TempDir) {
     let home = tempfile::tempdir().expect("home");
-    let mut pool = PoolConfig {
+    let pool = PoolConfig {
         locals: 0,
         remotes,
         recycle_rss_bytes: u64::MAX,
@@ -211,8 +199,13 @@ async fn endpoint_of_remotes(remotes: Vec<RemoteEndpoint>) -> (Endpoint, tempfil
         crash_limit: 1_000,
         ..PoolConfig::new(Err("no local member".into()), home.path().to_path_buf())
     };
+    (endpoint_over(pool).await, home)
+}
+
+/// An endpoint over `pool`, its requests timing out after 2 s.
+async fn endpoint_over(mut pool: PoolConfig) -> Endpoint {
     pool.peer.request_timeout = Duration::from_secs(2);
-    let endpoint = Endpoint::start(
+    Endpoint::start(
         EndpointSettings {
             cwd: crate::util::repo_root().join("fixtures/workspace"),
             fleet: fleet(pool),
@@ -222,8 +215,7 @@ async fn endpoint_of_remotes(remotes: Vec<RemoteEndpoint>) -> (Endpoint, tempfil
         false,
     )
     .await
-    .expect("endpoint");
-    (endpoint, home)
+    .expect("endpoint")
 }
 
 /// Protection (a turn never left hanging): a member that goes away right after answering
