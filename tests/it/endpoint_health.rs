@@ -32,6 +32,10 @@ enum Fault {
     /// the turn's notifications (a member killed right after answering); everything else as
     /// [`Fault::Healthy`].
     DieAfterTurnStart,
+    /// As [`Fault::Healthy`], but closes the connection when `account/login/start` comes
+    /// while the remote's login trap is set (without an answer; the trap is then unset): a
+    /// member killed as a login was sent to it.
+    DieOnLogin,
 }
 
 /// A fake Codex WebSocket listener: it completes the handshake and answers `initialize` (as
@@ -41,6 +45,8 @@ struct FakeRemote {
     connections: Arc<AtomicUsize>,
     /// The fault new connections get; changed with [`FakeRemote::become_`].
     fault: Arc<std::sync::Mutex<Fault>>,
+    /// Set: the next login on a [`Fault::DieOnLogin`] connection closes it.
+    login_trap: Arc<std::sync::atomic::AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -54,6 +60,8 @@ impl FakeRemote {
         let counted = Arc::clone(&connections);
         let fault = Arc::new(std::sync::Mutex::new(fault));
         let current = Arc::clone(&fault);
+        let login_trap = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let trap = Arc::clone(&login_trap);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -65,13 +73,14 @@ impl FakeRemote {
                     drop(stream);
                     continue;
                 }
-                tokio::spawn(serve_fake(stream, fault));
+                tokio::spawn(serve_fake(stream, fault, Arc::clone(&trap)));
             }
         });
         FakeRemote {
             url: format!("ws://{addr}"),
             connections,
             fault,
+            login_trap,
             task,
         }
     }
@@ -102,7 +111,11 @@ async fn accept_ws(stream: tokio::net::TcpStream) -> Option<FakeSocket> {
     Some(server.into_builder().finish())
 }
 
-async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
+async fn serve_fake(
+    stream: tokio::net::TcpStream,
+    fault: Fault,
+    login_trap: Arc<std::sync::atomic::AtomicBool>,
+) {
     let Some((mut sender, mut receiver)) = accept_ws(stream).await else {
         return;
     };
@@ -146,6 +159,13 @@ async fn serve_fake(stream: tokio::net::TcpStream, fault: Fault) {
                     return;
                 }
                 Fault::DieAfterTurnStart => json!({"id": id, "result": {"data": []}}).to_string(),
+                Fault::DieOnLogin
+                    if message["method"] == "account/login/start"
+                        && login_trap.swap(false, Ordering::SeqCst) =>
+                {
+                    return;
+                }
+                Fault::DieOnLogin => json!({"id": id, "result": {"data": []}}).to_string(),
                 Fault::Closed => return,
                 Fault::Echo => {
                     json!({"id": id, "result": {"received": String::from_utf8_lossy(&data)}})
@@ -203,12 +223,22 @@ async fn endpoint_of_remotes(remotes: Vec<RemoteEndpoint>) -> (Endpoint, tempfil
 }
 
 /// An endpoint over `pool`, its requests timing out after 2 s.
-async fn endpoint_over(mut pool: PoolConfig) -> Endpoint {
+async fn endpoint_over(pool: PoolConfig) -> Endpoint {
+    endpoint_over_fleet(pool, |_| {}).await
+}
+
+/// [`endpoint_over`], its fleet's settings changed by `change` first.
+async fn endpoint_over_fleet(
+    mut pool: PoolConfig,
+    change: impl FnOnce(&mut clawbridge::FleetConfig),
+) -> Endpoint {
     pool.peer.request_timeout = Duration::from_secs(2);
+    let mut fleet = fleet(pool);
+    change(&mut fleet);
     Endpoint::start(
         EndpointSettings {
             cwd: crate::util::repo_root().join("fixtures/workspace"),
-            fleet: fleet(pool),
+            fleet,
             max_connections: 16,
             ..settings(PoolConfig::new(Err("unused".into()), std::env::temp_dir()))
         },
@@ -277,6 +307,60 @@ async fn a_member_gone_right_after_answering_turn_start_never_leaves_the_turn_ha
             .filter(|message| message["method"] == "turn/completed")
             .count();
         assert_eq!(ends, 1, "round {round}: {:#?}", client.seen);
+    }
+    endpoint.stop().await;
+    fake.task.abort();
+}
+
+/// A login whose member goes away under it (killed as the login was sent) is sent once more,
+/// to the member's next connection, once the endpoint has seen the first one go: the client
+/// gets the login's answer, not an error. Five rounds, the member dying at each first login.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_whose_member_goes_away_under_it_reaches_the_next_one() {
+    const KEY: &str = "sk-test-login-retry";
+    let fake = FakeRemote::start(Fault::DieOnLogin).await;
+    let home = tempfile::tempdir().expect("home");
+    let pool = PoolConfig {
+        locals: 0,
+        handshake_timeout: Duration::from_secs(10),
+        backoff_first: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(200),
+        crash_limit: 1_000,
+        ..PoolConfig::new(Err("no local member".into()), home.path().to_path_buf())
+    };
+    // The remote member is the account's own (`--app-server-account`).
+    let account = clawbridge::credential_fingerprint(&format!("Bearer {KEY}"));
+    let endpoint = endpoint_over_fleet(pool, |fleet| {
+        fleet
+            .account_members
+            .insert(account, vec![remote(&fake.url)]);
+    })
+    .await;
+    for round in 0..5 {
+        let mut client = tcp_client(&endpoint).await;
+        client.initialize().await;
+        // The member (from the second round on, the connection that served the last login)
+        // dies at this login.
+        let before = fake.connections.load(Ordering::SeqCst);
+        fake.login_trap.store(true, Ordering::SeqCst);
+        let login = client
+            .request(
+                "account/login/start",
+                json!({"type": "apiKey", "apiKey": KEY}),
+            )
+            .await;
+        assert!(
+            login["result"].is_object(),
+            "round {round}: the login's answer, from the member's next connection: {login}"
+        );
+        assert!(
+            !fake.login_trap.load(Ordering::SeqCst),
+            "round {round}: the member died at the login"
+        );
+        assert!(
+            fake.connections.load(Ordering::SeqCst) > before,
+            "round {round}: a new connection served the login"
+        );
     }
     endpoint.stop().await;
     fake.task.abort();

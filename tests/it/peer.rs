@@ -699,6 +699,25 @@ async fn late_messages_of_an_ended_run_are_not_replayed_into_the_next() {
     );
 }
 
+/// Protection: once the app-server's output has ended, a request fails at once, even though its
+/// input still takes the request's line (a member that died as the request was sent, before the
+/// pool had noticed: its login waited out the whole 30 s, the client's error "got no answer").
+#[tokio::test(start_paused = true)]
+async fn a_request_after_the_output_ended_fails_at_once() {
+    let (peer, mut events, mut server) = transport(PeerConfig::default());
+    // The far end stops writing and keeps reading.
+    server.writer.shutdown().await.expect("shutdown");
+    assert!(events.recv().await.is_none(), "the reader ended");
+    let answer = peer
+        .request::<_, Value>("account/login/start", &json!({}))
+        .await;
+    assert!(
+        matches!(answer, Err(PeerError::ConnectionClosed)),
+        "{answer:?}"
+    );
+    assert_eq!(peer.pending_requests(), 0);
+}
+
 /// A closed peer ends its reader and writer even while the transport stays open: the pending
 /// request fails, the events end, and `closed` returns (the tasks are owned and joined).
 #[tokio::test]

@@ -557,7 +557,13 @@ impl Connection {
                     self.become_identity(identity).await;
                     return self.answer(&id, raw.get()).await;
                 }
-                Err(PeerError::ConnectionClosed) if tries < 2 => continue,
+                Err(PeerError::ConnectionClosed) if tries < 2 => {
+                    // Once the pool has seen that member go (its router ends with the
+                    // connection, at once or nearly), the next lease starts the identity's
+                    // next one instead of handing the same one out again.
+                    let _ = tokio::time::timeout(MEMBER_GONE_WAIT, lease.hub.gone()).await;
+                    continue;
+                }
                 Err(error) => return self.member_failed(&id, &identity, &lease, error).await,
             }
         }
@@ -1600,6 +1606,10 @@ pub(super) fn thread_of(params: &RawParams) -> Option<String> {
     let peek = request_peek(params.get());
     peek.thread.filter(|_| peek.twice.is_none())
 }
+
+/// How long a login whose member went away under it waits for the pool to see that member gone
+/// before it is sent once more.
+const MEMBER_GONE_WAIT: Duration = Duration::from_secs(5);
 
 /// What a client hears of a turn it started while its connection let the thread go (another
 /// endpoint took the thread, or the client unsubscribed from it): nothing of the turn reaches

@@ -4,7 +4,8 @@
 //! lines; one reader task routes responses to their pending requests (by id, keeping the id's JSON
 //! type) and pushes notifications and server requests, in arrival order, into one bounded channel,
 //! so a slow consumer slows the reader down instead of losing messages. Every request has a
-//! timeout; when the stream ends every pending request fails at once.
+//! timeout; when the stream ends every pending request fails at once, and so does every request
+//! made after that.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -33,7 +34,7 @@ struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.peer.lock_pending().remove(&self.id);
+        self.peer.lock_pending().requests.remove(&self.id);
     }
 }
 
@@ -104,7 +105,17 @@ struct PendingRequest {
     reply: oneshot::Sender<Reply>,
 }
 
-type PendingMap = Arc<Mutex<HashMap<RequestId, PendingRequest>>>;
+/// The requests waiting for their answer, and whether the reader has ended: once it has, no
+/// answer can come, so a request made after that fails at once instead of waiting out its
+/// timeout (it was put in the table after the reader's last look at it: a member that died as
+/// it was sent, before anyone had noticed, held a login for the whole 30 s).
+#[derive(Default)]
+struct Pending {
+    requests: HashMap<RequestId, PendingRequest>,
+    ended: bool,
+}
+
+type PendingMap = Arc<Mutex<Pending>>;
 
 struct Shared {
     outgoing: mpsc::Sender<String>,
@@ -176,7 +187,7 @@ impl Peer {
             ready: std::collections::VecDeque::new(),
             taken: 0,
         };
-        let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
+        let pending: PendingMap = Arc::new(Mutex::new(Pending::default()));
         let tasks = TaskTracker::new();
         let cancel = CancellationToken::new();
         let handed = Arc::new(AtomicU64::new(0));
@@ -327,13 +338,19 @@ impl Peer {
         })
         .map_err(codec)?;
         let (reply, answer) = oneshot::channel();
-        self.lock_pending().insert(
-            id.clone(),
-            PendingRequest {
-                method: method.to_string(),
-                reply,
-            },
-        );
+        {
+            let mut pending = self.lock_pending();
+            if pending.ended {
+                return Err(PeerError::ConnectionClosed);
+            }
+            pending.requests.insert(
+                id.clone(),
+                PendingRequest {
+                    method: method.to_string(),
+                    reply,
+                },
+            );
+        }
         // However this future ends (answered, timed out, or dropped by its caller mid-wait), the
         // pending entry goes with it: a cancelled caller leaves nothing behind in the map.
         let _pending = PendingGuard {
@@ -434,7 +451,7 @@ impl Peer {
 
     /// Requests still waiting for an answer.
     pub fn pending_requests(&self) -> usize {
-        self.lock_pending().len()
+        self.lock_pending().requests.len()
     }
 
     async fn send(&self, message: Outgoing) -> Result<(), PeerError> {
@@ -449,7 +466,7 @@ impl Peer {
             .map_err(|_| PeerError::ConnectionClosed)
     }
 
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, PendingRequest>> {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         lock(&self.shared.pending)
     }
 }
@@ -575,7 +592,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 if !batch.is_empty() && !hand_over(std::mem::take(&mut batch)).await {
                     break;
                 }
-                match lock(&pending).remove(&id) {
+                match lock(&pending).requests.remove(&id) {
                     Some(pending) => {
                         let reply = result.map_err(|error| PeerError::Rpc {
                             method: pending.method.clone(),
@@ -590,7 +607,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             Ok(Some(Frame::Oversized { id, bytes })) => {
                 tracing::warn!("dropped an app-server frame of {bytes} bytes (over the cap)");
                 if let Some(id) = id {
-                    if let Some(pending) = lock(&pending).remove(&id) {
+                    if let Some(pending) = lock(&pending).requests.remove(&id) {
                         let _ = pending.reply.send(Err(PeerError::FrameTooLarge {
                             method: pending.method,
                             bytes,
@@ -616,8 +633,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
         stats.rejoined,
         stats.oversized
     );
-    for (_, pending) in lock(&pending).drain() {
-        let _ = pending.reply.send(Err(PeerError::ConnectionClosed));
+    let mut pending = lock(&pending);
+    pending.ended = true;
+    for (_, request) in pending.requests.drain() {
+        let _ = request.reply.send(Err(PeerError::ConnectionClosed));
     }
 }
 
