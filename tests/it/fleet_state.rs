@@ -1567,6 +1567,9 @@ struct SoakCounts {
     turns_cut: u64,
     /// Started and never answered within a minute, the connection open: must stay 0.
     unanswered: u64,
+    /// Each unanswered turn: its text, its thread, and when its `turn/start` was answered
+    /// (seconds into the soak), for the failure's message.
+    unanswered_turns: Vec<(String, String, f64)>,
     /// Refused while another endpoint's lease ran out, or while the member was down.
     refusals: u64,
 }
@@ -1582,6 +1585,7 @@ async fn soak_agent(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> (String, u64, SoakCounts) {
     let limit = Duration::from_secs(60);
+    let began = std::time::Instant::now();
     let mut counts = SoakCounts::default();
     let mut thread: Option<String> = None;
     let mut next = 0u64;
@@ -1672,6 +1676,7 @@ async fn soak_agent(
                 limit,
             )
             .await;
+        let answered_at = began.elapsed().as_secs_f64();
         match started {
             Ok(answer) if answer["result"].is_object() => counts.turns_started += 1,
             Ok(_) => {
@@ -1703,7 +1708,13 @@ async fn soak_agent(
             }
             Ok(_) => counts.turns_failed += 1,
             Err(true) => counts.turns_cut += 1,
-            Err(false) => counts.unanswered += 1,
+            Err(false) => {
+                eprintln!("soak: {account}'s turn {text:?} on thread {id}: turn/start answered {answered_at:.1} s in, then nothing for {limit:?}");
+                counts.unanswered += 1;
+                counts
+                    .unanswered_turns
+                    .push((text, id.clone(), answered_at));
+            }
         }
     }
     (thread.expect("a thread"), next, counts)
@@ -1718,7 +1729,10 @@ async fn soak_agent(
 /// Then: no turn left unanswered on an open connection, no model request on another account's
 /// key, no thread held by both endpoints at once, each agent's own thread still its own (the
 /// other refused on it) and its last turn carrying its first. The counts are printed
-/// (`CLAWBRIDGE_SOAK_SECS`, 12 by default; the closing note's counts are from a longer run).
+/// (`CLAWBRIDGE_SOAK_SECS`, 12 by default; the closing note's counts are from a longer run);
+/// a turn left unanswered is named with its thread, whether the model was sent it, and the
+/// kills' times. `CLAWBRIDGE_SOAK_TRANSCRIPTS=DIR` keeps each endpoint's transcript (`DIR/e0`,
+/// `DIR/e1`), to follow such a turn.
 #[ignore = "pairs with the Codex CLI, PostgreSQL and HAProxy: scripts/test installs them and runs these (--include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key() {
@@ -1766,9 +1780,19 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
         ]);
     }
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let transcripts: Vec<String> = std::env::var("CLAWBRIDGE_SOAK_TRANSCRIPTS")
+        .map(|dir| vec![format!("{dir}/e0"), format!("{dir}/e1")])
+        .unwrap_or_default();
+    let flags_of = |which: usize| -> Vec<&str> {
+        let mut flags = flags.clone();
+        if let Some(dir) = transcripts.get(which) {
+            flags.extend(["--transcript", dir.as_str()]);
+        }
+        flags
+    };
     let mut endpoints = Vec::new();
-    for (state, listen) in states.iter().zip(&listens) {
-        endpoints.push(Some(fleet.start_at(state, listen, &flags).await));
+    for (which, (state, listen)) in states.iter().zip(&listens).enumerate() {
+        endpoints.push(Some(fleet.start_at(state, listen, &flags_of(which)).await));
     }
     let backends = ports.map(|port| format!("127.0.0.1:{port}"));
     let haproxy = crate::services::Haproxy::start_balanced(
@@ -1829,6 +1853,8 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
 
     let began = std::time::Instant::now();
     let (mut endpoint_kills, mut member_kills) = (0, 0);
+    // Each kill and restart, and when it was done (seconds into the soak).
+    let mut kills: Vec<(String, f64)> = Vec::new();
     let mut event = 0;
     while began.elapsed() < Duration::from_secs(secs) {
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -1841,15 +1867,17 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 endpoints[which] = Some(
                     fleet
-                        .start_at(&states[which], &listens[which], &flags)
+                        .start_at(&states[which], &listens[which], &flags_of(which))
                         .await,
                 );
                 endpoint_kills += 1;
+                kills.push((format!("endpoint {which}"), began.elapsed().as_secs_f64()));
             }
             _ => {
                 let which = (event % 4) / 2;
                 tokio::task::block_in_place(|| members[which].restart());
                 member_kills += 1;
+                kills.push((format!("member {which}"), began.elapsed().as_secs_f64()));
             }
         }
         event += 1;
@@ -1919,9 +1947,17 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
         "no thread held by two endpoints"
     );
     for ((_, completed, counts), client) in results.iter().zip(["alice", "bob"]) {
+        let sent: Vec<bool> = counts
+            .unanswered_turns
+            .iter()
+            .map(|(text, _, _)| {
+                let quoted = format!("{text}\"");
+                requests.iter().any(|(_, body)| body.contains(&quoted))
+            })
+            .collect();
         assert_eq!(
             counts.unanswered, 0,
-            "{client}: every turn answered: {counts:?}"
+            "{client}: every turn answered: {counts:?}; the model was sent each unanswered turn: {sent:?}; the soak's kills: {kills:?}"
         );
         assert!(*completed >= 3, "{client} got on: {counts:?}");
     }
