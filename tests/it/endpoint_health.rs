@@ -36,6 +36,12 @@ enum Fault {
     /// while the remote's login trap is set (without an answer; the trap is then unset): a
     /// member killed as a login was sent to it.
     DieOnLogin,
+    /// Keeps Codex's subscriptions (`thread/start` and `thread/resume` subscribe this
+    /// connection to the thread, `thread/unsubscribe` ends that) and sends a turn's
+    /// notifications only to a subscribed connection; an unsubscribe takes effect when it is
+    /// answered, 800 ms after it came, while other requests are handled meanwhile (see
+    /// [`serve_subscriptions`]).
+    Subscriptions,
 }
 
 /// A fake Codex WebSocket listener: it completes the handshake and answers `initialize` (as
@@ -47,6 +53,8 @@ struct FakeRemote {
     fault: Arc<std::sync::Mutex<Fault>>,
     /// Set: the next login on a [`Fault::DieOnLogin`] connection closes it.
     login_trap: Arc<std::sync::atomic::AtomicBool>,
+    /// The methods of the requests it received, in order.
+    heard: Arc<std::sync::Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -62,6 +70,8 @@ impl FakeRemote {
         let current = Arc::clone(&fault);
         let login_trap = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let trap = Arc::clone(&login_trap);
+        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let hearing = Arc::clone(&heard);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -73,7 +83,12 @@ impl FakeRemote {
                     drop(stream);
                     continue;
                 }
-                tokio::spawn(serve_fake(stream, fault, Arc::clone(&trap)));
+                tokio::spawn(serve_fake(
+                    stream,
+                    fault,
+                    Arc::clone(&trap),
+                    Arc::clone(&hearing),
+                ));
             }
         });
         FakeRemote {
@@ -81,6 +96,7 @@ impl FakeRemote {
             connections,
             fault,
             login_trap,
+            heard,
             task,
         }
     }
@@ -115,10 +131,14 @@ async fn serve_fake(
     stream: tokio::net::TcpStream,
     fault: Fault,
     login_trap: Arc<std::sync::atomic::AtomicBool>,
+    heard: Arc<std::sync::Mutex<Vec<String>>>,
 ) {
     let Some((mut sender, mut receiver)) = accept_ws(stream).await else {
         return;
     };
+    if fault == Fault::Subscriptions {
+        return serve_subscriptions(sender, receiver, heard).await;
+    }
     let mut data = Vec::new();
     let mut answered = 0;
     loop {
@@ -132,6 +152,9 @@ async fn serve_fake(
         let Some(id) = message.get("id").cloned() else {
             continue;
         };
+        if let Some(method) = message["method"].as_str() {
+            heard.lock().expect("heard").push(method.to_string());
+        }
         let answer = if message["method"] == "initialize" {
             json!({"id": id, "result": {"userAgent": "fake_remote/0.169.0 (test)"}}).to_string()
         } else {
@@ -166,6 +189,7 @@ async fn serve_fake(
                     return;
                 }
                 Fault::DieOnLogin => json!({"id": id, "result": {"data": []}}).to_string(),
+                Fault::Subscriptions => return,
                 Fault::Closed => return,
                 Fault::Echo => {
                     json!({"id": id, "result": {"received": String::from_utf8_lossy(&data)}})
@@ -177,6 +201,109 @@ async fn serve_fake(
             return;
         }
     }
+}
+
+/// [`Fault::Subscriptions`]: a member that handles requests concurrently, as Codex's app-server
+/// may (the endpoint must not rely on their order): an unsubscribe is applied and answered
+/// 800 ms after it came, and what comes meanwhile is handled at once. What it heard is noted in
+/// `heard`, an unsubscribe's answer as `thread/unsubscribe answered`.
+async fn serve_subscriptions(
+    mut sender: soketto::connection::Sender<tokio_util::compat::Compat<tokio::net::TcpStream>>,
+    mut receiver: soketto::connection::Receiver<tokio_util::compat::Compat<tokio::net::TcpStream>>,
+    heard: Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let note = |what: &str| heard.lock().expect("heard").push(what.to_string());
+    let mut subscribed = std::collections::HashSet::new();
+    let mut unsubscribing: Option<(tokio::time::Instant, Value, String)> = None;
+    let mut started = 0;
+    // The socket is read by a task of its own (a read is not cancel-safe), the messages handed
+    // over here.
+    let (incoming, mut messages) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
+    let reading = tokio::spawn(async move {
+        loop {
+            let mut data = Vec::new();
+            if receiver.receive_data(&mut data).await.is_err() || incoming.send(data).await.is_err()
+            {
+                return;
+            }
+        }
+    });
+    loop {
+        let message = match &unsubscribing {
+            Some((due, ..)) => {
+                tokio::select! {
+                    received = messages.recv() => Some(received),
+                    () = tokio::time::sleep_until(*due) => None,
+                }
+            }
+            None => Some(messages.recv().await),
+        };
+        let mut out = Vec::new();
+        match message {
+            None => {
+                if let Some((_, id, thread)) = unsubscribing.take() {
+                    subscribed.remove(&thread);
+                    note("thread/unsubscribe answered");
+                    out.push(json!({"id": id, "result": {"status": "unsubscribed"}}));
+                }
+            }
+            Some(None) => break,
+            Some(Some(data)) => {
+                let Ok(message) = serde_json::from_slice::<Value>(&data) else {
+                    continue;
+                };
+                let Some(id) = message.get("id").cloned() else {
+                    continue;
+                };
+                let method = message["method"].as_str().unwrap_or_default();
+                note(method);
+                let thread = message["params"]["threadId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                match method {
+                    "initialize" => out.push(
+                        json!({"id": id, "result": {"userAgent": "fake_remote/0.169.0 (test)"}}),
+                    ),
+                    "thread/start" | "thread/resume" => {
+                        let thread = if method == "thread/start" {
+                            started += 1;
+                            format!("fake-thread-{started}")
+                        } else {
+                            thread
+                        };
+                        subscribed.insert(thread.clone());
+                        out.push(json!({"id": id, "result": {"thread": {"id": thread}, "model": "gpt-5.5"}}));
+                    }
+                    "thread/unsubscribe" => {
+                        let due = tokio::time::Instant::now() + Duration::from_millis(800);
+                        unsubscribing = Some((due, id, thread));
+                    }
+                    "turn/start" => {
+                        let turn = |status: &str| json!({"id": "fake-turn", "status": status, "items": []});
+                        out.push(json!({"id": id, "result": {"turn": turn("inProgress")}}));
+                        if subscribed.contains(&thread) {
+                            for (method, status) in [
+                                ("turn/started", "inProgress"),
+                                ("turn/completed", "completed"),
+                            ] {
+                                out.push(json!({"method": method, "params": {"threadId": thread, "turn": turn(status)}}));
+                            }
+                        }
+                    }
+                    _ => out.push(json!({"id": id, "result": {"data": []}})),
+                }
+            }
+        }
+        let mut sent = true;
+        for message in out {
+            sent = sent && sender.send_text(message.to_string()).await.is_ok();
+        }
+        if !sent || sender.flush().await.is_err() {
+            break;
+        }
+    }
+    reading.abort();
 }
 
 /// An endpoint with one local member (the real Codex over the offline stub) and `remotes`,
@@ -362,6 +489,78 @@ async fn a_login_whose_member_goes_away_under_it_reaches_the_next_one() {
             "round {round}: a new connection served the login"
         );
     }
+    endpoint.stop().await;
+    fake.task.abort();
+}
+
+/// Protection (a thread's subscription kept in order): an agent that reconnects for each turn
+/// leaves its thread on one connection as its next connection resumes it. The endpoint tells the
+/// member nobody follows a thread a client left (`thread/unsubscribe`), but Codex keeps one
+/// subscription per connection, and the endpoint's connection to the member serves both
+/// clients: an unsubscribe that took effect after the second client's resume left that client's
+/// turn without a single notification (measured on Codex 0.169.0: the turn is answered, then
+/// nothing; the replica soak saw such a turn silent for a minute). A request about the thread
+/// waits until an unsubscribe of it being sent is answered, and none is sent while one is on
+/// its way. The fake member here answers (and applies) an unsubscribe 800 ms after it came; the
+/// next client resumes meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_as_another_resumes_its_thread_leaves_it_subscribed() {
+    let fake = FakeRemote::start(Fault::Subscriptions).await;
+    let (endpoint, _home) = endpoint_of_remotes(vec![remote(&fake.url)]).await;
+    let mut first = tcp_client(&endpoint).await;
+    first.initialize().await;
+    let started = first.request("thread/start", json!({})).await;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a thread: {started}"))
+        .to_string();
+    let mut next = tcp_client(&endpoint).await;
+    next.initialize().await;
+    let heard = || fake.heard.lock().expect("heard").clone();
+    // The first client leaves; the endpoint unsubscribes the thread on the member.
+    drop(first);
+    crate::util::wait_until_async(
+        "the member heard the unsubscribe",
+        Duration::from_secs(10),
+        || heard().iter().any(|method| method == "thread/unsubscribe"),
+    )
+    .await;
+    let resumed = next
+        .request("thread/resume", json!({"threadId": thread}))
+        .await;
+    assert!(resumed["result"].is_object(), "{resumed}");
+    let order: Vec<String> = heard()
+        .into_iter()
+        .filter(|method| method.starts_with("thread/unsubscribe") || method == "thread/resume")
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "thread/unsubscribe",
+            "thread/unsubscribe answered",
+            "thread/resume"
+        ],
+        "the resume went only once the unsubscribe was answered"
+    );
+    let answer = next
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    assert_eq!(answer["result"]["turn"]["id"], "fake-turn", "{answer}");
+    let ended = tokio::time::timeout(
+        Duration::from_secs(5),
+        next.until("turn/completed", turn_completed(&thread)),
+    )
+    .await;
+    let Ok(ended) = ended else {
+        panic!(
+            "the turn was never heard of; the member heard {:?}",
+            heard()
+        );
+    };
+    assert_eq!(ended["params"]["turn"]["status"], "completed", "{ended}");
     endpoint.stop().await;
     fake.task.abort();
 }

@@ -704,6 +704,33 @@ impl Connection {
         else {
             return;
         };
+        // A request about a thread goes after any unsubscribe of it being sent to that member,
+        // and none is sent while it is on its way (until its answer is handled). A client's own
+        // unsubscribe is one: while another connection's request about the thread is on its way
+        // (or another follows it now), the member keeps the thread and the client is told it is
+        // unsubscribed, as when another follows it.
+        let mut _in_flight = None;
+        let mut _unsubscribing = None;
+        if let Some(thread) = &thread {
+            let key = super::feed::feed_key(&lease.hub, thread);
+            if kind == Some(CodexMethod::ThreadUnsubscribe) {
+                match self
+                    .shared
+                    .gates
+                    .unsubscribe(key.clone(), || self.shared.is_relayed(&key))
+                {
+                    Some(unsubscribing) => _unsubscribing = Some(unsubscribing),
+                    None => {
+                        let status = ThreadUnsubscribeResult {
+                            status: "unsubscribed",
+                        };
+                        return self.answer(&id, &own_text(&status)).await;
+                    }
+                }
+            } else {
+                _in_flight = Some(self.shared.gates.enter(key).await);
+            }
+        }
         let text = admitted.params.as_deref().unwrap_or(params.get());
         // `--route spec`: a thread or turn request goes with the workspace files where the spec
         // puts them (after the policy admitted it: the folder it names is one it may use).
@@ -1443,7 +1470,8 @@ impl Connection {
                 }
             });
         }
-        interrupts.join_all().await;
+        // One by one: `join_all` panics on a task cancelled (by a runtime shutting down).
+        while interrupts.join_next().await.is_some() {}
     }
 
     pub(super) async fn answer(&self, id: &RequestId, result: &str) {
@@ -1474,7 +1502,18 @@ impl Connection {
             if still_followed || !followed.lease.hub.is_alive() {
                 continue;
             }
+            // Not while another connection's request about the thread is on its way to the
+            // member (its resume would be undone), nor once another follows it.
+            let key = super::feed::feed_key(&followed.lease.hub, &thread);
+            let Some(unsubscribing) = self
+                .shared
+                .gates
+                .unsubscribe(key.clone(), || self.shared.is_relayed(&key))
+            else {
+                continue;
+            };
             unsubscribes.spawn(async move {
+                let _unsubscribing = unsubscribing;
                 let params = ThreadIdParams { thread_id: thread };
                 if let Err(error) = followed
                     .lease
@@ -1487,7 +1526,9 @@ impl Connection {
                 }
             });
         }
-        let _ = tokio::time::timeout(Duration::from_secs(5), unsubscribes.join_all()).await;
+        // Joined one by one: `join_all` panics on a task cancelled (by a runtime shutting down).
+        let joined = async { while unsubscribes.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(Duration::from_secs(5), joined).await;
     }
 
     /// The connection is gone: it follows nothing any more, its members are told nobody will

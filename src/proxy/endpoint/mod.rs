@@ -21,6 +21,7 @@
 pub(crate) mod command;
 mod connection;
 mod feed;
+mod gates;
 mod leases;
 pub use leases::DEFAULT_LEASE_TTL;
 mod listener;
@@ -261,6 +262,8 @@ struct Shared {
     runtime: runtime::PinnedRuntime,
     /// The threads relayed to their followers, by app-server incarnation and thread.
     feeds: Mutex<HashMap<FeedKey, Arc<Feed>>>,
+    /// The order of each thread's requests and unsubscribes on its app-server.
+    gates: gates::Gates,
     /// The threads' leases across the endpoints of a shared store (none with the embedded one).
     leases: Option<leases::Leases>,
     /// The state dir's id (see [`EndpointSettings::home`]).
@@ -406,6 +409,7 @@ impl Endpoint {
                 settings.new_runtime_identity,
             ),
             feeds: Mutex::new(HashMap::new()),
+            gates: gates::Gates::default(),
             leases: leases::Leases::new(settings.store.clone(), settings.lease_ttl),
             home: settings.home.clone(),
             stall_settings: settings.stalls,
@@ -545,7 +549,9 @@ impl Endpoint {
         for connection in self.shared.live_connections() {
             interrupts.spawn(async move { connection.interrupt_turns().await });
         }
-        let _ = tokio::time::timeout(INTERRUPT_GRACE, interrupts.join_all()).await;
+        // One by one: `join_all` panics on a task cancelled (by a runtime shutting down).
+        let joined = async { while interrupts.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(INTERRUPT_GRACE, joined).await;
         self.shared.cancel.cancel();
         let _ = self.server.await;
         self.shared.sockets.close();
@@ -704,7 +710,11 @@ impl Shared {
             .any(|other| lock(&other.threads).contains_key(thread))
     }
 
-    /// Whether the endpoint relays `thread` of that app-server incarnation to anyone.
+    /// Whether the endpoint relays `key`'s thread of that app-server incarnation to anyone.
+    fn is_relayed(&self, key: &FeedKey) -> bool {
+        lock(&self.feeds).contains_key(key)
+    }
+
     /// The threads some connection follows here (on any app-server incarnation).
     fn followed(&self) -> std::collections::HashSet<String> {
         lock(&self.feeds)
