@@ -651,6 +651,10 @@ pub(crate) fn spawn_phoenix() -> Phoenix {
         .env("PHOENIX_GRPC_PORT", grpc.to_string())
         .env("PHOENIX_TELEMETRY_ENABLED", "false")
         .env("DO_NOT_TRACK", "1")
+        // Its first start writes the bytecode of what it imports into its install (not compiled
+        // there: scripts/install-phoenix says why), later starts read it, whatever the machine's
+        // `PYTHONDONTWRITEBYTECODE` says.
+        .env_remove("PYTHONDONTWRITEBYTECODE")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
