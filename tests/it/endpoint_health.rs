@@ -189,6 +189,7 @@ async fn serve_fake(
                     return;
                 }
                 Fault::DieOnLogin => json!({"id": id, "result": {"data": []}}).to_string(),
+                // Served by `serve_subscriptions` from the start.
                 Fault::Subscriptions => return,
                 Fault::Closed => return,
                 Fault::Echo => {
@@ -561,6 +562,7 @@ async fn a_client_leaving_as_another_resumes_its_thread_leaves_it_subscribed() {
         );
     };
     assert_eq!(ended["params"]["turn"]["status"], "completed", "{ended}");
+    drop(next);
     endpoint.stop().await;
     fake.task.abort();
 }
