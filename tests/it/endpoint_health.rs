@@ -403,19 +403,8 @@ async fn a_member_gone_right_after_answering_turn_start_never_leaves_the_turn_ha
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let thread = thread.unwrap_or_else(|| panic!("round {round}: no thread started"));
-        let answer = client
-            .request(
-                "turn/start",
-                json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
-            )
-            .await;
-        assert_eq!(answer["result"]["turn"]["id"], "fake-turn", "{answer}");
-        let ended = tokio::time::timeout(
-            Duration::from_secs(10),
-            client.until("turn/completed", turn_completed(&thread)),
-        )
-        .await;
-        let Ok(ended) = ended else {
+        let ended = fake_turn(&mut client, &thread, Duration::from_secs(10)).await;
+        let Some(ended) = ended else {
             panic!("round {round}: the turn never ended: {:#?}", client.seen);
         };
         assert_eq!(ended["params"]["turn"]["status"], "failed", "{ended}");
@@ -543,19 +532,8 @@ async fn a_client_leaving_as_another_resumes_its_thread_leaves_it_subscribed() {
         ],
         "the resume went only once the unsubscribe was answered"
     );
-    let answer = next
-        .request(
-            "turn/start",
-            json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
-        )
-        .await;
-    assert_eq!(answer["result"]["turn"]["id"], "fake-turn", "{answer}");
-    let ended = tokio::time::timeout(
-        Duration::from_secs(5),
-        next.until("turn/completed", turn_completed(&thread)),
-    )
-    .await;
-    let Ok(ended) = ended else {
+    let ended = fake_turn(&mut next, &thread, Duration::from_secs(5)).await;
+    let Some(ended) = ended else {
         panic!(
             "the turn was never heard of; the member heard {:?}",
             heard()
@@ -565,6 +543,28 @@ async fn a_client_leaving_as_another_resumes_its_thread_leaves_it_subscribed() {
     drop(next);
     endpoint.stop().await;
     fake.task.abort();
+}
+
+/// A turn on a fake member's `thread` (its `turn/start` answered as the fakes answer it), and its
+/// `turn/completed` if one comes within `limit`.
+async fn fake_turn(
+    client: &mut crate::endpoint::Client<tokio::net::TcpStream>,
+    thread: &str,
+    limit: Duration,
+) -> Option<Value> {
+    let answer = client
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    assert_eq!(answer["result"]["turn"]["id"], "fake-turn", "{answer}");
+    tokio::time::timeout(
+        limit,
+        client.until("turn/completed", turn_completed(thread)),
+    )
+    .await
+    .ok()
 }
 
 fn remote(url: &str) -> RemoteEndpoint {
