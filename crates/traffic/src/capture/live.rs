@@ -573,8 +573,6 @@ mod tests {
         }
     }
 
-    /// Requests are filed per thread and turn, follow-ups of a turn numbered, OpenClaw's layer
-    /// told apart (after redaction), and a later process continues after the turns on disk.
     /// A log sink for one test: what the warnings said.
     #[derive(Clone, Default)]
     struct Logged(Arc<Mutex<Vec<u8>>>);
@@ -654,6 +652,8 @@ mod tests {
         assert!(!open.path().join(CAPTURE_LIMIT_MARKER).exists());
     }
 
+    /// Requests are filed per thread and turn, follow-ups of a turn numbered, OpenClaw's layer
+    /// told apart (after redaction), and a later process continues after the turns on disk.
     #[test]
     fn captures_are_filed_per_thread_and_turn() {
         let dir = tempfile::tempdir().expect("dir");
