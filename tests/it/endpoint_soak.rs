@@ -134,10 +134,20 @@ impl SoakAgent {
             self.client.seen.clear();
             return;
         }
-        let done = self
-            .client
-            .until("turn/completed", turn_completed(&self.thread))
-            .await;
+        // A turn left unanswered is named (the agent, its thread and round, what its connection
+        // heard), before the client's own 60 s wait for any message gives up unnamed.
+        let waited = tokio::time::timeout(
+            Duration::from_secs(50),
+            self.client
+                .until("turn/completed", turn_completed(&self.thread)),
+        )
+        .await;
+        let Ok(done) = waited else {
+            panic!(
+                "{}'s turn {round} on thread {} got no turn/completed within 50 s (its turn/start: {answer}); its connection heard {:#?}",
+                self.name, self.thread, self.client.seen
+            );
+        };
         match done["params"]["turn"]["status"].as_str() {
             Some("completed") => counts.completed.fetch_add(1, Ordering::SeqCst),
             _ => {
