@@ -1725,7 +1725,8 @@ async fn soak_agent(
 /// member (a real Codex listener); alice (A) and bob (B) reconnect for every turn, so their
 /// threads pass from endpoint to endpoint. Meanwhile, every three seconds in turn: endpoint 0
 /// is killed with -9 and started again on its address, A's member is killed and started again,
-/// endpoint 1 likewise, B's member likewise; and both endpoints' statuses are read every 300 ms.
+/// endpoint 1 likewise, B's member likewise; and both endpoints' statuses are read every 300 ms
+/// (one, the other, the first again: a thread passing between two reads is not a double hold).
 /// Then: no turn left unanswered on an open connection, no model request on another account's
 /// key, no thread held by both endpoints at once, each agent's own thread still its own (the
 /// other refused on it) and its last turn carrying its first. The counts are printed
@@ -1801,36 +1802,58 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
         "roundrobin",
     );
 
-    // Both endpoints' leases, read while the soak runs: a thread held by both at once.
+    // Both endpoints' leases, read while the soak runs: a thread held by both at once. Two
+    // status reads are never one instant, and a thread may pass from one endpoint to the other
+    // between them (its client moved, the lease let go and taken): so each round reads one
+    // endpoint, the other, then the first again, and counts a thread only when the first held
+    // it, under the same epoch, in both of its reads and the other held it in between (in turn
+    // each endpoint is the one read twice). A thread two endpoints both believe they hold stays
+    // so across the three reads.
     let stop = Arc::new(AtomicBool::new(false));
     let overlaps = Arc::new(AtomicU64::new(0));
     let watcher = {
         let (stop, overlaps) = (Arc::clone(&stop), Arc::clone(&overlaps));
         let listens = listens.clone();
         tokio::spawn(async move {
+            // The leases an endpoint's status shows held: (thread, epoch).
+            let held = |listen: String| async move {
+                let addr = clawbridge::ListenAddr::parse(&listen).expect("addr");
+                let status = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    clawbridge::fetch_status(&addr, OPERATOR_TOKEN),
+                )
+                .await;
+                match status {
+                    Ok(Ok(status)) => status["leases"]["held"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|lease| {
+                            Some((
+                                lease["thread"].as_str()?.to_string(),
+                                lease["epoch"].as_u64()?,
+                            ))
+                        })
+                        .collect(),
+                    _ => std::collections::BTreeSet::<(String, u64)>::new(),
+                }
+            };
             let mut reads = 0u64;
             while !stop.load(Ordering::SeqCst) {
-                let mut held: Vec<std::collections::BTreeSet<String>> = Vec::new();
-                for listen in &listens {
-                    let addr = clawbridge::ListenAddr::parse(listen).expect("addr");
-                    let status = tokio::time::timeout(
-                        Duration::from_secs(2),
-                        clawbridge::fetch_status(&addr, OPERATOR_TOKEN),
-                    )
-                    .await;
-                    let threads = match status {
-                        Ok(Ok(status)) => status["leases"]["held"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|lease| lease["thread"].as_str().map(str::to_string))
-                            .collect(),
-                        _ => Default::default(),
-                    };
-                    held.push(threads);
-                }
+                let (twice, between) = if reads.is_multiple_of(2) {
+                    (0, 1)
+                } else {
+                    (1, 0)
+                };
+                let before = held(listens[twice].clone()).await;
+                let other = held(listens[between].clone()).await;
+                let after = held(listens[twice].clone()).await;
                 reads += 1;
-                if held[0].intersection(&held[1]).next().is_some() {
+                let kept = before.intersection(&after);
+                if kept
+                    .into_iter()
+                    .any(|(thread, _)| other.iter().any(|(held, _)| held == thread))
+                {
                     overlaps.fetch_add(1, Ordering::SeqCst);
                 }
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -1935,7 +1958,7 @@ async fn a_soak_over_two_endpoints_with_kills_answers_every_turn_on_its_own_key(
         eprintln!("MEASURE: replica soak, {client} on thread {thread}: {completed} turns completed, {counts:?}");
     }
     eprintln!(
-        "MEASURE: replica soak over {:.0?}: {endpoint_kills} endpoint kills, {member_kills} member kills, {} model requests, {wrong_keys} on a wrong key, {reads} lease reads of both endpoints, {} with a thread held by both",
+        "MEASURE: replica soak over {:.0?}: {endpoint_kills} endpoint kills, {member_kills} member kills, {} model requests, {wrong_keys} on a wrong key, {reads} rounds of lease reads (one endpoint, the other, the first again), {} with a thread held by both",
         began.elapsed(),
         requests.len(),
         overlaps.load(Ordering::SeqCst)
