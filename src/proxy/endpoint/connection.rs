@@ -709,28 +709,27 @@ impl Connection {
         // unsubscribe is one: while another connection's request about the thread is on its way
         // (or another follows it now), the member keeps the thread and the client is told it is
         // unsubscribed, as when another follows it.
-        let mut _in_flight = None;
-        let mut _unsubscribing = None;
-        if let Some(thread) = &thread {
-            let key = super::feed::feed_key(&lease.hub, thread);
-            if kind == Some(CodexMethod::ThreadUnsubscribe) {
-                match self
-                    .shared
-                    .gates
-                    .unsubscribe(key.clone(), || self.shared.is_relayed(&key))
-                {
-                    Some(unsubscribing) => _unsubscribing = Some(unsubscribing),
-                    None => {
+        let _gate = match &thread {
+            None => None,
+            Some(thread) => {
+                let key = super::feed::feed_key(&lease.hub, thread);
+                if kind == Some(CodexMethod::ThreadUnsubscribe) {
+                    let unsubscribing = self
+                        .shared
+                        .gates
+                        .unsubscribe(key, || self.shared.feed_exists(&lease.hub, thread));
+                    let Some(unsubscribing) = unsubscribing else {
                         let status = ThreadUnsubscribeResult {
                             status: "unsubscribed",
                         };
                         return self.answer(&id, &own_text(&status)).await;
-                    }
+                    };
+                    Some(unsubscribing)
+                } else {
+                    Some(self.shared.gates.enter(key).await)
                 }
-            } else {
-                _in_flight = Some(self.shared.gates.enter(key).await);
             }
-        }
+        };
         let text = admitted.params.as_deref().unwrap_or(params.get());
         // `--route spec`: a thread or turn request goes with the workspace files where the spec
         // puts them (after the policy admitted it: the folder it names is one it may use).
@@ -1504,11 +1503,13 @@ impl Connection {
             }
             // Not while another connection's request about the thread is on its way to the
             // member (its resume would be undone), nor once another follows it.
-            let key = super::feed::feed_key(&followed.lease.hub, &thread);
+            let hub = &followed.lease.hub;
             let Some(unsubscribing) = self
                 .shared
                 .gates
-                .unsubscribe(key.clone(), || self.shared.is_relayed(&key))
+                .unsubscribe(super::feed::feed_key(hub, &thread), || {
+                    self.shared.feed_exists(hub, &thread)
+                })
             else {
                 continue;
             };

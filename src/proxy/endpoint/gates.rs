@@ -31,38 +31,26 @@ pub(super) struct Gates {
     gates: Arc<Mutex<HashMap<FeedKey, Gate>>>,
 }
 
-/// A request about a thread on its way to its app-server (from before it is sent until its
-/// answer has been handled and the connection follows the thread).
-pub(super) struct InFlight {
+/// A thread's gate held: by a request on its way to the thread's app-server (from before it is
+/// sent until its answer has been handled and the connection follows the thread), or by an
+/// unsubscribe being sent (requests about the thread wait until it is dropped).
+pub(super) struct Held {
     gates: Arc<Mutex<HashMap<FeedKey, Gate>>>,
     key: FeedKey,
+    /// An unsubscribe's: dropped last, it wakes the requests that wait.
+    unsubscribing: Option<watch::Sender<()>>,
 }
 
-impl Drop for InFlight {
+impl Drop for Held {
     fn drop(&mut self) {
         let mut gates = lock(&self.gates);
         if let Some(gate) = gates.get_mut(&self.key) {
-            gate.in_flight = gate.in_flight.saturating_sub(1);
-            if gate.in_flight == 0 && gate.unsubscribing.is_none() {
-                gates.remove(&self.key);
+            if self.unsubscribing.is_some() {
+                gate.unsubscribing = None;
+            } else {
+                gate.in_flight = gate.in_flight.saturating_sub(1);
             }
-        }
-    }
-}
-
-/// An unsubscribe being sent: requests about the thread wait until it is dropped.
-pub(super) struct Unsubscribing {
-    gates: Arc<Mutex<HashMap<FeedKey, Gate>>>,
-    key: FeedKey,
-    _done: watch::Sender<()>,
-}
-
-impl Drop for Unsubscribing {
-    fn drop(&mut self) {
-        let mut gates = lock(&self.gates);
-        if let Some(gate) = gates.get_mut(&self.key) {
-            gate.unsubscribing = None;
-            if gate.in_flight == 0 {
+            if gate.in_flight == 0 && gate.unsubscribing.is_none() {
                 gates.remove(&self.key);
             }
         }
@@ -72,7 +60,7 @@ impl Drop for Unsubscribing {
 impl Gates {
     /// A request about `key`'s thread is about to be sent: after any unsubscribe of it being
     /// sent has been answered.
-    pub(super) async fn enter(&self, key: FeedKey) -> InFlight {
+    pub(super) async fn enter(&self, key: FeedKey) -> Held {
         loop {
             let waiting = {
                 let mut gates = lock(&self.gates);
@@ -89,35 +77,32 @@ impl Gates {
             // Resolves (with an error) once the unsubscribe's guard is dropped.
             let _ = waiting.changed().await;
         }
-        InFlight {
+        Held {
             gates: Arc::clone(&self.gates),
             key,
+            unsubscribing: None,
         }
     }
 
     /// The right to send an unsubscribe of `key`'s thread now, unless a request about it is on
     /// its way or `wanted` says someone follows it again (both read under one lock, so no
     /// request can slip in between).
-    pub(super) fn unsubscribe(
-        &self,
-        key: FeedKey,
-        wanted: impl FnOnce() -> bool,
-    ) -> Option<Unsubscribing> {
+    pub(super) fn unsubscribe(&self, key: FeedKey, wanted: impl FnOnce() -> bool) -> Option<Held> {
         let mut gates = lock(&self.gates);
         if gates.get(&key).is_some_and(|gate| gate.in_flight > 0) || wanted() {
             return None;
         }
-        let (done, waiting) = watch::channel(());
         let gate = gates.entry(key.clone()).or_default();
         if gate.unsubscribing.is_some() {
             // Another unsubscribe of it is being sent already.
             return None;
         }
+        let (done, waiting) = watch::channel(());
         gate.unsubscribing = Some(waiting);
-        Some(Unsubscribing {
+        Some(Held {
             gates: Arc::clone(&self.gates),
             key,
-            _done: done,
+            unsubscribing: Some(done),
         })
     }
 

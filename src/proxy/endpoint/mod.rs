@@ -710,11 +710,6 @@ impl Shared {
             .any(|other| lock(&other.threads).contains_key(thread))
     }
 
-    /// Whether the endpoint relays `key`'s thread of that app-server incarnation to anyone.
-    fn is_relayed(&self, key: &FeedKey) -> bool {
-        lock(&self.feeds).contains_key(key)
-    }
-
     /// The threads some connection follows here (on any app-server incarnation).
     fn followed(&self) -> std::collections::HashSet<String> {
         lock(&self.feeds)
@@ -787,6 +782,7 @@ impl Shared {
         .unwrap_or_else(|_| Err("clawbridge: the lease could not be taken; try again".into()))
     }
 
+    /// Whether the endpoint relays `thread` of that app-server incarnation to anyone.
     fn feed_exists(&self, hub: &Arc<CodexHub>, thread: &str) -> bool {
         lock(&self.feeds).contains_key(&feed_key(hub, thread))
     }
