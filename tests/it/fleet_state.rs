@@ -304,8 +304,16 @@ async fn an_upgrade_in_place_leaves_a_running_endpoint_able_to_start_app_servers
     let installed = fleet.dir.path().join("bin");
     std::fs::create_dir_all(&installed).expect("bin");
     let built = Path::new(env!("CARGO_BIN_EXE_clawbridge"));
+    // Copied by `cp`, not from this process: a file this process holds open for writing is
+    // inherited by any child another test forks meanwhile, and exec of it then fails with
+    // ETXTBSY ("Text file busy", CI red once).
     for name in ["clawbridge", "clawbridge-runtime"] {
-        std::fs::copy(built.with_file_name(name), installed.join(name)).expect("copy");
+        let copied = std::process::Command::new("cp")
+            .arg(built.with_file_name(name))
+            .arg(installed.join(name))
+            .status()
+            .expect("cp");
+        assert!(copied.success(), "cp {name}");
     }
     fleet.exe = installed.join("clawbridge");
     let running = fleet.start(&[]).await;
