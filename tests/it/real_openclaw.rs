@@ -134,13 +134,7 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     let session = ["--session-key", "agent:main:clawbridge-e2e"];
     // The Codex app-server of this OpenClaw agent (what OpenClaw manages itself without
     // clawbridge; here it runs behind the stdio proxy): its peak memory over the turn.
-    // Its real path: `.tools` links to the per-user tools cache, and `openclaw-run` names the
-    // home by the cache's path.
-    let tools = repo_root().join(".tools");
-    let run_home = tools
-        .canonicalize()
-        .unwrap_or(tools)
-        .join("openclaw-2026.9.6/run-home");
+    let run_home = shared_run_home();
     let managed = PeakSampler::start(move || codex_rss_kib(&run_home));
     let plain = openclaw_turn(
         &out,
@@ -433,13 +427,7 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     assert!(methods(&entries, "out").contains(&"turn/completed".to_string()));
     // The Gateway goes down with its whole process group: nothing runs with the run's HOME.
     drop(gateway);
-    // Its real path: `.tools` links to the per-user tools cache, and `openclaw-run` names the
-    // home by the cache's path.
-    let tools = repo_root().join(".tools");
-    let run_home = tools
-        .canonicalize()
-        .unwrap_or(tools)
-        .join("openclaw-2026.9.6/run-home");
+    let run_home = shared_run_home();
     let needle = format!("HOME={}", run_home.display());
     let left = || -> Vec<String> {
         std::fs::read_dir("/proc")
@@ -463,6 +451,24 @@ fn a_plain_and_a_tool_call_turn_through_openclaw_codex_and_the_proxy() {
     {
         panic!("processes of the run are still alive: {:?}", left());
     }
+}
+
+/// The shared run home of `scripts/openclaw-run` (no `--home`), named as the script names it: in
+/// CLAWBRIDGE_OPENCLAW_HOMES (scripts/test-openclaw sets it), else beside OpenClaw in the tools
+/// cache (`.tools` links to the per-user cache, and the script names the home by the cache's
+/// real path).
+fn shared_run_home() -> std::path::PathBuf {
+    match std::env::var_os("CLAWBRIDGE_OPENCLAW_HOMES") {
+        Some(homes) if !homes.is_empty() => std::path::PathBuf::from(homes),
+        _ => {
+            let tools = repo_root().join(".tools");
+            tools
+                .canonicalize()
+                .unwrap_or(tools)
+                .join("openclaw-2026.9.6")
+        }
+    }
+    .join("run-home")
 }
 
 /// `clawbridge app-server --listen ws://...` as a child: the bound address, and the child.
