@@ -514,9 +514,17 @@ impl CodexHub {
         &self.peer
     }
 
-    /// Hold `place` until this app-server's process is reaped ([`CodexHub::kill`]).
+    /// Hold `place` until this app-server's process is reaped: the process holds it (given back
+    /// by [`CodexHub::kill`], or after a drop once the process is gone); here only when the
+    /// process is busy being killed (given back when that kill returns) or there is none.
     pub fn hold_place(&self, place: tokio::sync::OwnedSemaphorePermit) {
-        *lock(&self.place) = Some(place);
+        match self.process.try_lock() {
+            Ok(mut process) => match process.as_mut() {
+                Some(process) => process.hold_place(place),
+                None => *lock(&self.place) = Some(place),
+            },
+            Err(_) => *lock(&self.place) = Some(place),
+        }
     }
 
     /// The gate client requests pass to reach this app-server (one per member process).

@@ -779,21 +779,33 @@ impl Pool {
             .cwd
             .get_or_insert_with(|| cwd.to_path_buf())
             .clone();
-        let connected = match member.kind.open(&self.config, &cwd).await {
-            Ok((hub, carriers)) => match probe(&hub, self.config.handshake_timeout).await {
-                Ok(()) => Ok((hub, carriers)),
-                Err(why) => {
-                    hub.kill().await;
-                    Err(why)
-                }
-            },
-            Err(reason) => Err(reason),
-        };
-        match connected {
-            Ok((hub, carriers)) => {
+        // Opened in a task of its own that holds the place: a start whose caller goes away
+        // half-way (a dropped connection, a timeout) still ends with its process serving or
+        // reaped, never dropped alive with its place already given back.
+        let opening = {
+            let pool = Arc::clone(self);
+            let member = Arc::clone(member);
+            let cwd = cwd.clone();
+            self.tasks.spawn(async move {
+                let (hub, carriers) = member.kind.open(&pool.config, &cwd).await?;
                 if let Some(place) = place {
                     hub.hold_place(place);
                 }
+                match probe(&hub, pool.config.handshake_timeout).await {
+                    Ok(()) => Ok((hub, carriers)),
+                    Err(why) => {
+                        hub.kill().await;
+                        Err(why)
+                    }
+                }
+            })
+        };
+        let connected = match opening.await {
+            Ok(connected) => connected,
+            Err(error) => Err(format!("starting the app-server: {error}")),
+        };
+        match connected {
+            Ok((hub, carriers)) => {
                 let (generation, was_down) = {
                     let mut slot = lock(&member.slot);
                     slot.generation += 1;

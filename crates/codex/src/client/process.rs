@@ -252,15 +252,22 @@ fn member_keeps(key: &std::ffi::OsStr, extra: &[String]) -> bool {
 
 /// A running app-server.
 pub struct CodexProcess {
-    child: Child,
+    /// `None` only once a drop has handed it to the task that reaps it (see `Drop`).
+    child: Option<Child>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// The stderr drain: it ends at the pipe's end, and is aborted with the process.
     drain: tokio::task::JoinHandle<()>,
+    /// The drain was awaited to its end (a finished task is not awaited twice).
+    drained: bool,
     pub pid: Option<u32>,
     /// Started under the reaper: stopped with SIGTERM, which ends everything beneath it.
     reaped: bool,
-    /// Killed and reaped already: a second kill does nothing.
+    /// Killed and reaped already: a second kill does nothing. Set only once the wait for the
+    /// exit has returned, so a kill given up half-way (its future dropped) is done again.
     killed: bool,
+    /// Its place among the endpoint's app-servers (`PoolConfig::process_slots`): given back only
+    /// once the process is reaped, whether by [`CodexProcess::kill`] or after a drop.
+    place: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// How long a reaper has to end what its member started before it is killed itself.
@@ -272,6 +279,27 @@ impl Drop for CodexProcess {
         if self.reaped {
             self.terminate();
         }
+        // A process dropped alive (a start or a kill given up half-way) is killed and reaped by
+        // a task of its own before its place goes back: the bound on app-servers counts
+        // processes, not handles. Without a place it ends as before (`kill_on_drop`, or the
+        // reaper's SIGTERM).
+        let Some(place) = self.place.take() else {
+            return;
+        };
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let reaped = self.reaped;
+        Tasks::new().spawn(async move {
+            if reaped {
+                let _ = tokio::time::timeout(REAPER_STOP_WAIT, child.wait()).await;
+            }
+            let _ = child.kill().await;
+            drop(place);
+        });
     }
 }
 
@@ -355,12 +383,14 @@ impl CodexProcess {
         let drain = tasks.spawn(drain_stderr(stderr, tail));
         Ok((
             CodexProcess {
-                child,
+                child: Some(child),
                 stderr_tail,
                 drain,
+                drained: false,
                 pid,
                 reaped,
                 killed: false,
+                place: None,
             },
             stdout,
             stdin,
@@ -375,9 +405,15 @@ impl CodexProcess {
             .unwrap_or_default()
     }
 
+    /// Hold `place` until this process is reaped.
+    pub fn hold_place(&mut self, place: tokio::sync::OwnedSemaphorePermit) {
+        self.place = Some(place);
+    }
+
     /// Wait up to `limit` for the process to exit.
     pub async fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
-        tokio::time::timeout(limit, self.child.wait())
+        let child = self.child.as_mut()?;
+        tokio::time::timeout(limit, child.wait())
             .await
             .ok()
             .and_then(Result::ok)
@@ -385,9 +421,11 @@ impl CodexProcess {
 
     /// SIGTERM to a reaper that has not exited (it ends everything beneath it and exits).
     fn terminate(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            if let Some(pid) = self
-                .child
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(None)) {
+            if let Some(pid) = child
                 .id()
                 .and_then(|pid| rustix::process::Pid::from_raw(i32::try_from(pid).ok()?))
             {
@@ -397,13 +435,13 @@ impl CodexProcess {
     }
 
     /// Kill and reap (a reaper is asked first, and killed only if it has not ended everything
-    /// within [`REAPER_STOP_WAIT`]); the stderr drain reads what is left and ends (bounded
-    /// wait).
+    /// within [`REAPER_STOP_WAIT`]), then give its place back; the stderr drain reads what is
+    /// left and ends (bounded wait). A kill whose future is dropped half-way is done again by
+    /// the next one.
     pub async fn kill(&mut self) {
         if self.killed {
             return;
         }
-        self.killed = true;
         if self.reaped {
             self.terminate();
             if self.wait_exit(REAPER_STOP_WAIT).await.is_none() {
@@ -413,8 +451,19 @@ impl CodexProcess {
                 );
             }
         }
-        let _ = self.child.kill().await;
-        let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.drain).await;
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill().await;
+        }
+        self.killed = true;
+        // Reaped: its place goes back.
+        self.place.take();
+        if !self.drained
+            && tokio::time::timeout(Duration::from_secs(1), &mut self.drain)
+                .await
+                .is_ok()
+        {
+            self.drained = true;
+        }
     }
 }
 
@@ -451,5 +500,88 @@ mod drain_tests {
         bytes.resize(4 * 1024 * 1024, b'x');
         std::fs::write(&big, &bytes).expect("write");
         assert_eq!(file_head(&big).map(|head| head.len()), Some(128));
+    }
+}
+
+/// Protection: a place among the endpoint's app-servers goes back only once its process is
+/// reaped, however the handle ends (`--app-servers` bounds processes, not handles).
+#[cfg(test)]
+mod place_tests {
+    use super::*;
+
+    /// An app-server that only runs `script` (`exec sleep 30`): `sh app-server` reads the
+    /// script of that name in `dir` (read by sh, never executed from a file being written).
+    fn sleeper(dir: &Path, script: &str) -> SpawnOptions {
+        std::fs::write(dir.join("app-server"), script).expect("script");
+        SpawnOptions {
+            binary: PathBuf::from("/bin/sh"),
+            codex_home: dir.to_path_buf(),
+            cwd: dir.to_path_buf(),
+            isolate_environment: false,
+            config_overrides: Vec::new(),
+            environment: None,
+            jail: None,
+            reaper: None,
+        }
+    }
+
+    fn gone(pid: u32) -> bool {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[tokio::test]
+    async fn a_process_dropped_alive_gives_its_place_back_once_it_is_reaped() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (mut process, _stdout, _stdin) =
+            CodexProcess::spawn(&sleeper(dir.path(), "exec sleep 30\n")).expect("spawn");
+        let pid = process.pid.expect("pid");
+        let places = Arc::new(tokio::sync::Semaphore::new(1));
+        process.hold_place(Arc::clone(&places).try_acquire_owned().expect("place"));
+        drop(process);
+        assert_eq!(
+            places.available_permits(),
+            0,
+            "back before the process was reaped"
+        );
+        let place = tokio::time::timeout(Duration::from_secs(10), places.acquire())
+            .await
+            .expect("the place came back")
+            .expect("place");
+        drop(place);
+        assert!(
+            gone(pid),
+            "the place came back, the process {pid} is still there"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_kill_given_up_half_way_is_done_again_before_the_place_goes_back() {
+        let dir = tempfile::tempdir().expect("dir");
+        // As under the reaper: a kill asks with SIGTERM and waits, here for a process that does
+        // not listen (SIGTERM ignored), so the first kill cannot end in one poll.
+        let options = sleeper(dir.path(), "trap '' TERM\nexec sleep 30\n");
+        let (mut process, _stdout, _stdin) = CodexProcess::spawn(&options).expect("spawn");
+        process.reaped = true;
+        let pid = process.pid.expect("pid");
+        let places = Arc::new(tokio::sync::Semaphore::new(1));
+        process.hold_place(Arc::clone(&places).try_acquire_owned().expect("place"));
+        // The first kill is polled once (SIGTERM sent), then its future dropped in its wait.
+        let _ = tokio::time::timeout(Duration::ZERO, process.kill()).await;
+        assert_eq!(
+            places.available_permits(),
+            0,
+            "back before the process was reaped"
+        );
+        // The next kill does it all again (the wait runs out: SIGKILL) and reaps.
+        process.kill().await;
+        assert!(
+            gone(pid),
+            "the second kill returned, the process {pid} is still there"
+        );
+        assert_eq!(
+            places.available_permits(),
+            1,
+            "the place is back once reaped"
+        );
     }
 }
