@@ -978,6 +978,102 @@ fn the_documented_team_recipe_is_the_tested_script() {
     assert!(!recipe.contains("--local"), "not the embedded agent");
 }
 
+/// `scripts/openclaw-team` stops the endpoint and the Gateway it started when it ends, or with
+/// `KEEP=1` leaves both running and their ids in the state dir; OpenClaw's plugin is pointed at
+/// `URL` (a balancer's) and the Gateway takes the token given. OpenClaw here is a stand-in that
+/// files what it is asked (the real one runs the recipe in
+/// `real_openclaw::team_recipe_runs_as_written`); the endpoint, its accounts and status are
+/// clawbridge's own.
+#[test]
+fn the_team_recipe_stops_what_it_started_unless_kept() {
+    let dir = tempfile::tempdir().expect("dir");
+    let openclaw = dir.path().join("openclaw");
+    std::fs::write(
+        &openclaw,
+        "#!/usr/bin/env bash\n\
+         echo \"$* token=$OPENCLAW_GATEWAY_TOKEN\" >> \"$HOME/asked\"\n\
+         case \"$1\" in\n\
+           models) cat >/dev/null ;;\n\
+           gateway) echo $$ > \"$HOME/gateway\"; echo '[gateway] ready'; exec sleep 300 ;;\n\
+           agent) echo '{\"ok\": true}' ;;\n\
+         esac\n",
+    )
+    .expect("stand-in");
+    std::fs::set_permissions(
+        &openclaw,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("mode");
+    let run = |name: &str, keep: bool| {
+        let home = dir.path().join(name);
+        std::fs::create_dir_all(&home).expect("home");
+        let state = home.join("state");
+        let port = free_port();
+        let mut command = std::process::Command::new(repo_root().join("scripts/openclaw-team"));
+        command
+            .arg("hello")
+            .env("HOME", &home)
+            .env("CLAWBRIDGE", env!("CARGO_BIN_EXE_clawbridge"))
+            .env("OPENCLAW", &openclaw)
+            .env("CODEX_BIN", crate::e2e::codex_bin())
+            .env("PORT", port.to_string())
+            .env("URL", "ws://balancer.internal:7000")
+            .env("OPENCLAW_GATEWAY_TOKEN", "the-gateway-token")
+            .env("STATE_DIR", &state)
+            .env("OPENAI_API_KEY_ALPHA", "sk-alpha-0123456789")
+            .env("OPENAI_API_KEY_BETA", "sk-beta-0123456789")
+            .env("ENDPOINT_FLAGS", "--offline")
+            .env_remove("KEEP");
+        if keep {
+            command.env("KEEP", "1");
+        }
+        let output = command.output().expect("scripts/openclaw-team");
+        assert!(
+            output.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let asked = std::fs::read_to_string(home.join("asked")).expect("asked");
+        assert!(
+            asked.contains(r#""url": "ws://balancer.internal:7000""#),
+            "the plugin is pointed at URL: {asked}"
+        );
+        assert!(
+            asked.contains("gateway run token=the-gateway-token"),
+            "the Gateway takes the token given: {asked}"
+        );
+        (state, port)
+    };
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .is_ok_and(|stat| stat.rsplit_once(") Z").is_none())
+    };
+    let listening = |port: u16| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+
+    let (state, port) = run("stopped", false);
+    assert!(!listening(port), "the endpoint still listens");
+    assert!(!state.join("endpoint.pid").exists());
+    let gateway = std::fs::read_to_string(dir.path().join("stopped/gateway")).expect("gateway");
+    assert!(!alive(&gateway), "the Gateway runs on");
+
+    let (state, port) = run("kept", true);
+    let endpoint = std::fs::read_to_string(state.join("endpoint.pid")).expect("endpoint.pid");
+    let gateway = std::fs::read_to_string(state.join("gateway.pid")).expect("gateway.pid");
+    let (kept_endpoint, kept_gateway) = (alive(&endpoint), alive(&gateway));
+    let still_listening = listening(port);
+    let _ = std::process::Command::new("kill")
+        .args(["--", &format!("-{}", gateway.trim()), endpoint.trim()])
+        .status();
+    assert!(kept_endpoint && still_listening, "the endpoint was kept");
+    assert!(kept_gateway, "the Gateway was kept");
+    crate::util::wait_until(
+        "the kept endpoint stopped",
+        std::time::Duration::from_secs(10),
+        || !alive(&endpoint),
+    );
+}
+
 /// The tools cache is keyed by version and integrity (`scripts/lib/pins.sh`): an install is
 /// reused only when its package-lock names the pinned version with the pinned hash; another hash
 /// (a tampered or re-published package) is not reused and fails the install check; a version
