@@ -934,28 +934,34 @@ fn team_recipe_runs_as_written() {
         home: home.clone(),
         state: state.clone(),
     };
+    // OpenClaw's commands run in the team's HOME with no ambient credentials, its own npm
+    // lookups going nowhere (loopback only), and the Gateway's token.
+    let openclaw_command = |program: &str| {
+        let mut command = Command::new("timeout");
+        command
+            .args(["--kill-after=10", program])
+            .current_dir(&home)
+            .env_remove("CODEX_HOME")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENCLAW_STATE_DIR")
+            .env("HOME", &home)
+            .env("PATH", &path)
+            .env("npm_config_registry", "http://127.0.0.1:9/")
+            .env("npm_config_offline", "true")
+            .env("NO_COLOR", "1")
+            .env("OPENCLAW_GATEWAY_TOKEN", gateway_token);
+        command
+    };
     let started = std::time::Instant::now();
-    let output = Command::new("timeout")
-        .args(["--kill-after=10", "400"])
+    let output = openclaw_command("400")
         .arg(repo_root().join("scripts/openclaw-team"))
         .arg(first)
-        .current_dir(&home)
-        .env_remove("CODEX_HOME")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENCLAW_STATE_DIR")
-        .env("HOME", &home)
-        .env("PATH", &path)
-        // OpenClaw's own npm lookups go nowhere (loopback only).
-        .env("npm_config_registry", "http://127.0.0.1:9/")
-        .env("npm_config_offline", "true")
-        .env("NO_COLOR", "1")
         .env("CLAWBRIDGE", env!("CARGO_BIN_EXE_clawbridge"))
         .env("OPENCLAW", format!("node {launcher}"))
         .env("CODEX_BIN", crate::e2e::codex_bin())
         .env("PORT", a_port.to_string())
         .env("URL", &through)
         .env("GATEWAY_PORT", free_port().to_string())
-        .env("OPENCLAW_GATEWAY_TOKEN", gateway_token)
         .env("STATE_DIR", &state)
         .env("OPENAI_API_KEY_ALPHA", api_key("alpha"))
         .env("OPENAI_API_KEY_BETA", api_key("beta"))
@@ -1043,19 +1049,9 @@ fn team_recipe_runs_as_written() {
         std::fs::read_to_string(state.join("app-server-token")).expect("the endpoint's token");
     // `openclaw agent` sent to the team's Gateway, as an operator goes on with it.
     let openclaw_agent = |agent: &str, message: &str, timeout: &str| {
-        let output = Command::new("timeout")
-            .args(["--kill-after=10", timeout, "node", launcher])
+        let output = openclaw_command(timeout)
+            .args(["node", launcher])
             .args(["agent", "--agent", agent, "--message", message, "--json"])
-            .current_dir(&home)
-            .env_remove("CODEX_HOME")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENCLAW_STATE_DIR")
-            .env("HOME", &home)
-            .env("PATH", &path)
-            .env("npm_config_registry", "http://127.0.0.1:9/")
-            .env("npm_config_offline", "true")
-            .env("NO_COLOR", "1")
-            .env("OPENCLAW_GATEWAY_TOKEN", gateway_token)
             .env("CODEX_APP_SERVER_TOKEN", app_server_token.trim())
             .output()
             .expect("openclaw agent");
