@@ -1033,6 +1033,42 @@ fn team_recipe_runs_as_written() {
             })
         },
     );
+    // A's live trace of those turns goes out with its exporter's next batch, and each turn the
+    // collector took is recorded in the transcript's otel-sent.jsonl once the collector answered
+    // (what `export-otel` leaves out). A kill -9 between the two leaves a turn sent and not
+    // recorded, which `export-otel` sends again (at least once, by design: docs/traces.md), so A
+    // is killed only once every turn the collector holds is recorded.
+    let turn_of = |span: &crate::otel::Received| {
+        (span.text("gen_ai.operation.name") == Some("invoke_agent")).then(|| {
+            (
+                span.text("gen_ai.conversation.id")
+                    .unwrap_or_default()
+                    .to_string(),
+                span.text("codex.turn.id").unwrap_or_default().to_string(),
+            )
+        })
+    };
+    crate::util::wait_until(
+        "A's live trace of both first turns taken and recorded",
+        std::time::Duration::from_secs(20),
+        || {
+            let took: std::collections::BTreeSet<(String, String)> =
+                collector.spans().iter().filter_map(turn_of).collect();
+            let recorded: std::collections::BTreeSet<(String, String)> =
+                std::fs::read_to_string(transcript.join("otel-sent.jsonl"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                    .filter_map(|line| {
+                        Some((
+                            line["thread"].as_str()?.to_string(),
+                            line["turn"].as_str()?.to_string(),
+                        ))
+                    })
+                    .collect();
+            took.len() >= 2 && took.is_subset(&recorded)
+        },
+    );
     // Endpoint A is killed with -9 between each agent's two turns: HAProxy sends the Gateway's
     // next connections to B, whose members run Codex 0.171.0. Each agent's next turn resumes
     // the same Codex thread (once A's lease ran out), its earlier words in the model's request
@@ -1509,16 +1545,6 @@ fn team_recipe_runs_as_written() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let exported: Value = serde_json::from_str(&stdout).expect("export-otel --json");
     assert_eq!(exported["turns"], 4, "two turns per agent: {exported}");
-    let turn_of = |span: &crate::otel::Received| {
-        (span.text("gen_ai.operation.name") == Some("invoke_agent")).then(|| {
-            (
-                span.text("gen_ai.conversation.id")
-                    .unwrap_or_default()
-                    .to_string(),
-                span.text("codex.turn.id").unwrap_or_default().to_string(),
-            )
-        })
-    };
     let live_turns: std::collections::BTreeSet<_> = live.iter().filter_map(turn_of).collect();
     let again: Vec<_> = collector
         .spans()
