@@ -477,8 +477,27 @@ struct WsEndpoint {
     url: String,
 }
 
+impl WsEndpoint {
+    /// SIGTERM, and its exit: it drains, sends the traces it holds and records them, within
+    /// `within` (else the test fails, naming it: a kill after that would cut the records).
+    fn stop(mut self, within: std::time::Duration) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        crate::util::poll(within, || self.child.try_wait().ok().flatten()).unwrap_or_else(|| {
+            panic!(
+                "the endpoint at {} did not stop within {within:?}",
+                self.url
+            )
+        })
+    }
+}
+
 impl Drop for WsEndpoint {
     fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -1428,10 +1447,11 @@ fn team_recipe_runs_as_written() {
     assert_eq!(audited, 4, "two turns per agent: {audit:#}");
     let (peak, own) = (memory.peak_mib(), own_memory.peak_mib());
     eprintln!("MEASURE: two clawbridge app-servers with their members, peak RSS over the run: {peak:.0} MiB (clawbridge itself: {own:.0} MiB)");
-    // The traces: the endpoint stops (SIGTERM: it drains and sends what it holds); each
-    // agent's tool-call turn is one trace, OpenClaw's turn at its root, its two model calls
+    // The traces: the endpoint stops (SIGTERM: it drains, sends what it holds and records it);
+    // each agent's tool-call turn is one trace, OpenClaw's turn at its root, its two model calls
     // with their tokens and the agents_list call under it, nothing orphaned.
-    drop(endpoint);
+    let stopped = endpoint.stop(std::time::Duration::from_secs(60));
+    assert!(stopped.success(), "B stopped with {stopped}");
     let live = collector.spans();
     check_openclaw_tool_traces(&live);
 
@@ -1552,7 +1572,11 @@ fn team_recipe_runs_as_written() {
         .filter_map(turn_of)
         .filter(|turn| live_turns.contains(turn))
         .collect();
-    assert!(again.is_empty(), "turns sent twice: {again:?}");
+    assert!(
+        again.is_empty(),
+        "turns sent twice: {again:?}; otel-sent.jsonl:\n{}",
+        std::fs::read_to_string(transcript.join("otel-sent.jsonl")).unwrap_or_default()
+    );
     assert!(exported["alreadySent"].as_u64() >= Some(4), "{exported}");
     // With --all, the same trees from the files.
     collector.clear();
