@@ -1045,10 +1045,7 @@ fn the_team_recipe_stops_what_it_started_unless_kept() {
         );
         (state, port)
     };
-    let alive = |pid: &str| {
-        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .is_ok_and(|stat| stat.rsplit_once(") Z").is_none())
-    };
+    let alive = |pid: &str| pid.trim().parse().is_ok_and(crate::util::running);
     let listening = |port: u16| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
 
     let (state, port) = run("stopped", false);

@@ -779,10 +779,7 @@ impl KeptTeam {
             .args([signal, &pid.to_string()])
             .status();
         let _ = crate::util::poll(std::time::Duration::from_secs(10), || {
-            (!std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|stat| stat.rsplit_once(") Z").is_some()))
-            .then_some(())
+            (!crate::util::running(pid)).then_some(())
         });
     }
 }

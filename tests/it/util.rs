@@ -286,6 +286,13 @@ pub fn write_private(path: &Path, contents: &str) {
     file.write_all(contents.as_bytes()).expect("write");
 }
 
+/// Whether process `pid` runs: its /proc entry is there and it is not a zombie waiting to be
+/// reaped (a process whose parent went away is reaped by init, a moment later).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(") Z").is_none())
+}
+
 /// A free loopback port for a child that binds it itself (Codex's `--listen`, Prometheus).
 /// It is taken below the kernel's ephemeral range (32768 and up), where no `bind(0)` of
 /// another test can be handed it between this check and the child's bind; successive calls
